@@ -1,0 +1,3 @@
+from cwread.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,346 @@
+"""Bytes → text → numbered paragraphs.
+
+How ids are assigned (stable for the same bytes and the same PARSER_VERSION):
+
+1. The bytes are decoded (see `decode_text`) and line endings normalised to "\\n".
+2. The text is cut into *blocks*: runs of non-blank lines separated by blank (whitespace-only)
+   lines. The lines of a block are joined with single spaces (hard-wrapped prose becomes one
+   line; a word hyphenated across a line break is rejoined).
+3. Every block of at most `MAX_PARAGRAPH_CHARS` characters is one paragraph. Paragraph ids are
+   1-based and count paragraphs in reading order, so for a file without over-long blocks the
+   id of a paragraph is exactly its block number, the rule used by `../shared/data`.
+4. A longer block (a "wall": a file with no blank lines, or a chapter without breaks) is cut
+   into several paragraphs, each with its own id: at lines, when its lines are unwrapped
+   paragraphs; at short lines that end a sentence, when it is hard-wrapped prose; and at
+   sentence boundaries for whatever is still too long. Ids after a wall shift accordingly;
+   every paragraph keeps `block`, the blank-line block it came from, and `line`, the line of
+   the file where it starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from cwread.errors import InputError
+
+PARSER_VERSION = 1
+MAX_PARAGRAPH_CHARS = 4000
+PIECE_TARGET_CHARS = 1200
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+_BINARY_SIGNATURES = {
+    b"%PDF": "a PDF; convert it to plain text first (e.g. `pdftotext FILE out.txt`)",
+    b"PK\x03\x04": "a ZIP archive (EPUB or DOCX?); extract or convert it to plain text first",
+    b"\x1f\x8b": "gzip-compressed; decompress it first (`gunzip`)",
+    b"\x7fELF": "a program, not a text",
+    b"\x89PNG": "an image, not a text",
+    b"\xff\xd8\xff": "an image, not a text",
+}
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+")
+_ENDS_SENTENCE = re.compile(r"[.!?:][\"'\u201d\u2019)\]]*$")
+_HYPHEN_END = re.compile(r"[^\W\d_]-$")
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """One numbered paragraph: `id` is what users and models cite as [id]."""
+
+    id: int
+    text: str
+    block: int
+    line: int
+
+
+@dataclass(frozen=True)
+class Document:
+    """A text read into numbered paragraphs.
+
+    `sha256` hashes the raw bytes; `fingerprint` hashes the paragraphs (and the parser
+    version), so caches follow the content the retrieval actually sees.
+    """
+
+    path: str
+    sha256: str
+    encoding: str
+    paragraphs: tuple[Paragraph, ...]
+    fingerprint: str
+
+    def __len__(self) -> int:
+        return len(self.paragraphs)
+
+    def paragraph(self, pid: int) -> Paragraph:
+        """The paragraph with id `pid` (1-based); InputError when out of range."""
+        if not 1 <= pid <= len(self.paragraphs):
+            raise InputError(
+                f"paragraph {pid} is out of range: {self.path} has "
+                f"{len(self.paragraphs)} paragraphs (1-{len(self.paragraphs)})"
+            )
+        return self.paragraphs[pid - 1]
+
+    def span_text(self, start: int, end: int) -> str:
+        """Paragraphs start..end (inclusive) as `[N] text` lines, the form models are shown."""
+        return "\n\n".join(f"[{p.id}] {p.text}" for p in self.paragraphs[start - 1 : end])
+
+
+def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of `path` ("-" reads stdin), or InputError naming what is wrong."""
+    if path == "-":
+        import sys
+
+        data = sys.stdin.buffer.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise InputError(_too_big("standard input", len(data), max_bytes))
+        return data
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{path}: no such file")
+    if p.is_dir():
+        raise InputError(f"{path} is a directory; give a text file")
+    try:
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise InputError(_too_big(path, size, max_bytes))
+        return p.read_bytes()
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _too_big(what: str, size: int, limit: int) -> str:
+    return (
+        f"{what} is {size / 2**20:.0f} MiB; cwread reads texts up to {limit / 2**20:.0f} MiB "
+        "(raise the limit with CWREAD_MAX_BYTES)"
+    )
+
+
+def decode_text(data: bytes, encoding: str | None = None, name: str = "input") -> tuple[str, str]:
+    """Decode `data` to text; returns (text, encoding used).
+
+    With `encoding` given it is used strictly. Otherwise: a UTF-32/UTF-16/UTF-8 byte-order
+    mark decides; UTF-16 without a mark is recognised by its zero bytes; then strict UTF-8,
+    then cp1252, then latin-1. Binary data is refused with a message saying what it looks like.
+    """
+    if encoding:
+        try:
+            return data.decode(encoding), encoding
+        except LookupError:
+            raise InputError(f"unknown encoding {encoding!r}") from None
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"{name} is not valid {encoding} (byte {exc.start}); try another --encoding"
+            ) from None
+    text, used = _guess_decode(data, name)
+    _refuse_binary(text, name)
+    return text, used
+
+
+def _guess_decode(data: bytes, name: str) -> tuple[str, str]:
+    boms = [
+        (b"\xff\xfe\x00\x00", "utf-32-le"),
+        (b"\x00\x00\xfe\xff", "utf-32-be"),
+        (b"\xef\xbb\xbf", "utf-8-sig"),
+        (b"\xff\xfe", "utf-16-le"),
+        (b"\xfe\xff", "utf-16-be"),
+    ]
+    for bom, enc in boms:
+        if data.startswith(bom):
+            try:
+                return data[len(bom) :].decode(enc.replace("-sig", "")), enc
+            except UnicodeDecodeError:
+                raise InputError(f"{name} starts with a {enc} mark but is not valid {enc}") from None
+    for sig, what in _BINARY_SIGNATURES.items():
+        if data.startswith(sig):
+            raise InputError(f"{name} looks like {what}")
+    if b"\x00" in data[:4096]:
+        enc = _utf16_without_bom(data)
+        if enc is None:
+            raise InputError(f"{name} looks like a binary file, not a text")
+        try:
+            return data.decode(enc), enc
+        except UnicodeDecodeError:
+            raise InputError(f"{name} looks like a binary file, not a text") from None
+    for enc in ("utf-8", "cp1252"):
+        try:
+            return data.decode(enc), enc
+        except UnicodeDecodeError:
+            continue
+    return data.decode("latin-1"), "latin-1"
+
+
+def _utf16_without_bom(data: bytes) -> str | None:
+    """'utf-16-le'/'utf-16-be' when zero bytes sit on one parity as in ASCII-heavy UTF-16."""
+    sample = data[:4096]
+    half = max(1, len(sample) // 2)
+    even_zero = sample[0::2].count(0) / half
+    odd_zero = sample[1::2].count(0) / half
+    if odd_zero > 0.3 and even_zero < 0.05:
+        return "utf-16-le"
+    if even_zero > 0.3 and odd_zero < 0.05:
+        return "utf-16-be"
+    return None
+
+
+def _refuse_binary(text: str, name: str) -> None:
+    sample = text[:65536]
+    if not sample:
+        return
+    control = sum(
+        1 for ch in sample if ch not in "\t\n\r\f\v" and unicodedata.category(ch) == "Cc"
+    )
+    if control / len(sample) > 0.01:
+        raise InputError(f"{name} looks like a binary file, not a text")
+
+
+def parse_paragraphs(text: str) -> tuple[Paragraph, ...]:
+    """Number the paragraphs of `text` by the rules in this module's docstring."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    paragraphs: list[Paragraph] = []
+    block_lines: list[str] = []
+    block_start = 0
+    block_no = 0
+
+    def flush() -> None:
+        nonlocal block_no
+        if not block_lines:
+            return
+        block_no += 1
+        for offset, piece in _split_block(block_lines):
+            paragraphs.append(Paragraph(len(paragraphs) + 1, piece, block_no, block_start + offset))
+        block_lines.clear()
+
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            if not block_lines:
+                block_start = lineno
+            block_lines.append(line)
+        else:
+            flush()
+    flush()
+    return tuple(paragraphs)
+
+
+def _join_lines(lines: list[str]) -> str:
+    parts: list[str] = []
+    for raw in lines:
+        line = " ".join(raw.split())
+        prev = parts[-1] if parts else ""
+        if not parts:
+            parts.append(line)
+        elif _HYPHEN_END.search(prev) and line[:1].islower():
+            parts[-1] = prev[:-1] + line  # a word hyphenated across the line break
+        else:
+            parts.append(line)
+    return " ".join(parts)
+
+
+def _split_block(lines: list[str]) -> list[tuple[int, str]]:
+    """(line offset within the block, paragraph text) for one blank-line block."""
+    joined = _join_lines(lines)
+    if len(joined) <= MAX_PARAGRAPH_CHARS:
+        return [(0, joined)]
+    lengths = sorted(len(line.rstrip()) for line in lines)
+    width = lengths[int(len(lengths) * 0.9)] if lengths else 0
+    units: list[tuple[int, list[str]]] = []
+    if width > 120:  # unwrapped: every line is already a paragraph
+        units = [(i, [line]) for i, line in enumerate(lines)]
+    else:  # hard-wrapped: a short line that ends a sentence ends a paragraph
+        current: list[str] = []
+        start = 0
+        for i, line in enumerate(lines):
+            if not current:
+                start = i
+            current.append(line)
+            stripped = line.rstrip()
+            if len(stripped) < 0.8 * width and _ENDS_SENTENCE.search(stripped):
+                units.append((start, current))
+                current = []
+        if current:
+            units.append((start, current))
+    pieces: list[tuple[int, str]] = []
+    for offset, unit_lines in units:
+        unit = _join_lines(unit_lines)
+        if len(unit) <= MAX_PARAGRAPH_CHARS:
+            pieces.append((offset, unit))
+        else:
+            pieces.extend((offset, chunk) for chunk in _sentence_chunks(unit))
+    return pieces
+
+
+def _sentence_chunks(text: str) -> list[str]:
+    """Cut `text` at sentence ends into chunks near PIECE_TARGET_CHARS (hard cut if no end)."""
+    sentences = [s for s in _SENTENCE_END.split(text) if s]
+    chunks: list[str] = []
+    current = ""
+    for sentence in sentences:
+        while len(sentence) > MAX_PARAGRAPH_CHARS:  # one endless sentence: cut at a space
+            cut = sentence.rfind(" ", 0, PIECE_TARGET_CHARS) + 1 or PIECE_TARGET_CHARS
+            head, sentence = sentence[:cut].rstrip(), sentence[cut:]
+            if current:
+                chunks.append(current)
+                current = ""
+            chunks.append(head)
+        if current and len(current) + 1 + len(sentence) > PIECE_TARGET_CHARS:
+            chunks.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}" if current else sentence
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def fingerprint(paragraphs: tuple[Paragraph, ...]) -> str:
+    """A hash of the paragraph texts and the parser version: the cache key of a document."""
+    h = hashlib.sha256(f"cwread-paragraphs-v{PARSER_VERSION}\n".encode())
+    for p in paragraphs:
+        h.update(p.text.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def load_document(
+    path: str, encoding: str | None = None, max_bytes: int | None = None
+) -> Document:
+    """Read `path` ("-" for stdin) into a Document; InputError on anything unusable."""
+    if max_bytes is None:
+        max_bytes = _max_bytes_from_env()
+    data = read_bytes(path, max_bytes)
+    name = "standard input" if path == "-" else path
+    return document_from_bytes(data, name, encoding)
+
+
+def document_from_bytes(data: bytes, name: str, encoding: str | None = None) -> Document:
+    """Build a Document from raw bytes (the core of `load_document`)."""
+    if not data.strip():
+        raise InputError(f"{name} is empty")
+    text, used = decode_text(data, encoding, name)
+    paragraphs = parse_paragraphs(text)
+    if not paragraphs:
+        raise InputError(f"{name} holds only whitespace")
+    return Document(
+        path=name,
+        sha256=hashlib.sha256(data).hexdigest(),
+        encoding=used,
+        paragraphs=paragraphs,
+        fingerprint=fingerprint(paragraphs),
+    )
+
+
+def _max_bytes_from_env() -> int:
+    import os
+
+    raw = os.environ.get("CWREAD_MAX_BYTES")
+    if not raw:
+        return DEFAULT_MAX_BYTES
+    try:
+        value = int(raw)
+        if value <= 0:
+            raise ValueError
+        return value
+    except ValueError:
+        raise InputError(f"CWREAD_MAX_BYTES must be a positive number of bytes, not {raw!r}") from None

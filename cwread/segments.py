@@ -1,0 +1,150 @@
+"""Segments as in the paper: anchor spans around retrieved paragraphs, local windows over the rest.
+
+Pure functions over paragraph lengths and fused scores, so they are easy to test and reuse.
+
+- An *anchor segment* is a top-scoring paragraph with `p_r` neighbours around it (`p_r // 2`
+  before, the rest after); anchor spans that overlap are merged while they fit the segment
+  character cap.
+- Every paragraph not in an anchor segment falls in a *window* of at most `p_w` consecutive
+  paragraphs (and the same character cap), so the whole narrative is covered and recall does
+  not hinge on retrieval.
+- Segments are ranked: anchors by score, then windows by their best paragraph's score. The
+  Finder reads them in that order, up to the `read` budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from cwread.errors import InputError
+
+SEGMENT_CHAR_CAP = 6000
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Evidence budgets: the paper's N_E, P_r, P_w, B_c plus how much retrieval feeds the Finder.
+
+    anchors: paragraphs taken as retrieval anchors; read: segments the Finder judges at most;
+    n_e: evidence segments packed at most; b_c: characters packed at most.
+    """
+
+    preset: str
+    anchors: int
+    read: int
+    n_e: int
+    p_r: int
+    p_w: int
+    b_c: int
+
+
+PRESETS: dict[str, Budget] = {
+    "focused": Budget("focused", anchors=8, read=24, n_e=5, p_r=2, p_w=5, b_c=13000),
+    "broad": Budget("broad", anchors=16, read=48, n_e=10, p_r=4, p_w=6, b_c=15000),
+}
+DEFAULT_PRESET = "focused"
+
+
+def make_budget(preset: str = DEFAULT_PRESET, **overrides: int | None) -> Budget:
+    """A preset with single values overridden (None leaves the preset's value)."""
+    if preset not in PRESETS:
+        raise InputError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
+    budget = PRESETS[preset]
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    for key, value in changes.items():
+        if key not in Budget.__dataclass_fields__ or key == "preset":
+            raise InputError(f"unknown budget setting {key!r}")
+        minimum = 0 if key == "p_r" else 1
+        if not isinstance(value, int) or value < minimum:
+            raise InputError(f"budget {key} must be an integer ≥ {minimum}, not {value!r}")
+    return replace(budget, **changes)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Paragraphs start..end (inclusive, 1-based ids) judged together by the Finder."""
+
+    start: int
+    end: int
+    source: str  # "anchor" or "window"
+    score: float
+    anchors: tuple[int, ...] = ()
+
+    @property
+    def ids(self) -> range:
+        return range(self.start, self.end + 1)
+
+    def __contains__(self, pid: int) -> bool:
+        return self.start <= pid <= self.end
+
+
+def build_segments(lengths: list[int], scores: list[float], budget: Budget) -> list[Segment]:
+    """Ranked segments covering every paragraph once. `lengths[i]`/`scores[i]` are for id i+1."""
+    n = len(lengths)
+    if n == 0:
+        return []
+    if len(scores) != n:
+        raise ValueError("lengths and scores differ in length")
+    order = sorted(range(n), key=lambda i: (-scores[i], i))
+    anchor_ids = sorted(i + 1 for i in order[: min(budget.anchors, n)])
+
+    spans: list[Segment] = []
+    for a in anchor_ids:
+        start, end = _anchor_span(a, n, lengths, budget.p_r)
+        span = Segment(start, end, "anchor", scores[a - 1], (a,))
+        prev = spans[-1] if spans else None
+        if prev is None or start > prev.end:
+            spans.append(span)
+            continue
+        merged_end = max(end, prev.end)
+        if _chars(lengths, prev.start, merged_end) > SEGMENT_CHAR_CAP:
+            merged_end = prev.end  # too long to grow: keep prev, the rest starts after it
+        spans[-1] = Segment(
+            prev.start, merged_end, "anchor", max(prev.score, span.score),
+            prev.anchors + ((a,) if a <= merged_end else ()),
+        )
+        if a > merged_end:
+            spans.append(Segment(merged_end + 1, end, "anchor", span.score, (a,)))
+
+    covered = [False] * (n + 1)
+    for s in spans:
+        for pid in s.ids:
+            covered[pid] = True
+    windows: list[Segment] = []
+    pid = 1
+    while pid <= n:
+        if covered[pid]:
+            pid += 1
+            continue
+        start = pid
+        chars = lengths[pid - 1]
+        while (
+            pid + 1 <= n
+            and not covered[pid + 1]
+            and pid + 1 - start < budget.p_w
+            and chars + lengths[pid] <= SEGMENT_CHAR_CAP
+        ):
+            pid += 1
+            chars += lengths[pid - 1]
+        windows.append(Segment(start, pid, "window", max(scores[start - 1 : pid])))
+        pid += 1
+
+    spans.sort(key=lambda s: (-s.score, s.start))
+    windows.sort(key=lambda s: (-s.score, s.start))
+    return spans + windows
+
+
+def _anchor_span(a: int, n: int, lengths: list[int], p_r: int) -> tuple[int, int]:
+    start = max(1, a - p_r // 2)
+    end = min(n, a + (p_r - p_r // 2))
+    # too long for one Finder call: drop the neighbour farthest from the anchor
+    while _chars(lengths, start, end) > SEGMENT_CHAR_CAP and start < end:
+        if a - start >= end - a:
+            start += 1
+        else:
+            end -= 1
+    return start, end
+
+
+def _chars(lengths: list[int], start: int, end: int) -> int:
+    return sum(lengths[start - 1 : end])
