@@ -11,7 +11,7 @@ from cwread.document import Document, Paragraph, load_document
 from cwread.embedders import DEFAULT_EMBEDDER, load_embedder
 from cwread.errors import InputError
 from cwread.retrieval import Index, IndexProgress, build_queries, open_index, paragraph_scores
-from cwread.segments import Budget, Segment, build_segments, make_budget
+from cwread.segments import Budget, Segment, build_segments, make_budget  # noqa: F401 (re-exported)
 
 __all__ = [
     "FindResult",

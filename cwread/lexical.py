@@ -8,7 +8,20 @@ from pathlib import Path
 
 import numpy as np
 
-LEXICAL_VERSION = 1
+LEXICAL_VERSION = 2
+
+# bm25s's English list has 33 words and keeps pronouns and question words ("she", "did",
+# "what"), which in a question match half a novel. This is a fuller function-word list.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other ought our
+    ours ourselves out over own same shall she should so some such than that the their theirs
+    them themselves then there these they this those through to too under until up upon very
+    was we were what when where which while who whom whose why will with would you your yours
+    yourself yourselves us also may might must let said says say tell told""".split()
+)
 
 
 @lru_cache(maxsize=1)
@@ -23,7 +36,7 @@ def tokenize(texts: list[str]) -> list[list[str]]:
     import bm25s
 
     return bm25s.tokenize(
-        texts, stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False
+        texts, stopwords=sorted(STOPWORDS), stemmer=_stemmer(), return_ids=False, show_progress=False
     )
 
 

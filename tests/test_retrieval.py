@@ -1,0 +1,114 @@
+import numpy as np
+import pytest
+
+from cwread import api
+from cwread.document import document_from_bytes
+from cwread.errors import InputError
+from cwread.retrieval import build_queries, open_index, paragraph_scores, reciprocal_rank_fusion
+
+
+def test_reciprocal_rank_fusion_sums_inverse_ranks():
+    fused = reciprocal_rank_fusion([np.array([2, 0]), np.array([0, 1, 2])], n=4, k=60)
+    assert fused[0] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[1] == pytest.approx(1 / 62)
+    assert fused[2] == pytest.approx(1 / 61 + 1 / 63)
+    assert fused[3] == 0
+
+
+def test_queries_are_the_question_and_the_question_with_each_option():
+    assert build_queries("Why?", {"A": "x", "B": "y"}) == ["Why?", "Why? x", "Why? y"]
+    assert build_queries("Why?") == ["Why?"]
+
+
+def test_static_embedder_equals_sentence_transformers_static_embedding(cache_dir):
+    """Parity: our numpy encoder gives StaticEmbedding's vectors (normalised)."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+
+    from cwread.embedders import load_static_minilm
+
+    ours = load_static_minilm()
+    module = StaticEmbedding(ours.tokenizer, embedding_weights=torch.from_numpy(ours.weights.copy()))
+    reference = SentenceTransformer(modules=[module], device="cpu")
+    texts = ["The lamp went dark in the storm.", "Who kept the lighthouse?", "x" * 700 + " end"]
+    expected = reference.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    np.testing.assert_allclose(ours.encode(texts), expected, atol=1e-5)
+
+
+def test_static_embedder_places_related_texts_closer(cache_dir):
+    from cwread.embedders import load_static_minilm
+
+    e = load_static_minilm()
+    v = e.encode(["a storm at sea wrecked the ship", "the vessel sank in a gale", "she baked bread"])
+    assert v[0] @ v[1] > v[0] @ v[2]
+    assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+
+
+def test_bm25_ranks_the_paragraph_with_the_stemmed_terms_first(story, cache_dir):
+    doc = api.open_document(str(story))
+    index = open_index(doc, None)
+    scores = paragraph_scores(index, ["Who gave her a medal?"], method="bm25")
+    assert int(np.argmax(scores)) + 1 == 5  # "...gave her a silver medal..."
+    # stemming: "smashing" matches "smashed"
+    scores = paragraph_scores(index, ["smashing glass"], method="bm25")
+    assert int(np.argmax(scores)) + 1 == 4
+
+
+def test_dense_finds_a_paraphrase_without_shared_words(story, cache_dir):
+    from cwread.embedders import load_static_minilm
+
+    doc = api.open_document(str(story))
+    index = open_index(doc, load_static_minilm())
+    scores = paragraph_scores(index, ["What animal did she own?"], method="dense")
+    assert int(np.argmax(scores)) + 1 == 6  # the cat paragraph
+    lexical = paragraph_scores(index, ["What animal did she own?"], method="bm25")
+    assert lexical.max() == 0  # no shared words: only dense can find it
+
+
+def test_dense_method_without_embedder_is_an_input_error(story, cache_dir):
+    doc = api.open_document(str(story))
+    index = open_index(doc, None)
+    with pytest.raises(InputError, match="embedder"):
+        paragraph_scores(index, ["q"], method="dense")
+    with pytest.raises(InputError, match="unknown retrieval method"):
+        paragraph_scores(index, ["q"], method="magic")
+
+
+def test_find_covers_the_text_and_reads_anchors_first(story, cache_dir):
+    doc = api.open_document(str(story))
+    result = api.find(doc, "Where was the silver medal hidden?", budget=api.make_budget("focused", anchors=1, p_r=0))
+    assert result.segments[0].source == "anchor"
+    assert result.segments[0].anchors == (5,)
+    assert sorted(pid for s in result.segments for pid in s.ids) == list(range(1, len(doc) + 1))
+
+
+def test_find_refuses_an_empty_question(story, cache_dir):
+    doc = api.open_document(str(story))
+    with pytest.raises(InputError, match="empty"):
+        api.find(doc, "   ")
+
+
+def test_options_parse_with_and_without_letters():
+    assert api.parse_options(["A=one", "b: two", "(C) three"]) == {"A": "one", "B": "two", "C": "three"}
+    assert api.parse_options(["one", "two"]) == {"A": "one", "B": "two"}
+    for bad, msg in [(["A="], "empty"), (["A=x", "A=y"], "twice"), (["A=x"], "two options")]:
+        with pytest.raises(InputError, match=msg):
+            api.parse_options(bad)
+
+
+def test_paragraph_spec():
+    assert api.parse_paragraph_spec("3", 10) == [3]
+    assert api.parse_paragraph_spec("2-4,7", 10) == [2, 3, 4, 7]
+    for bad in ["0", "11", "5-3", "a", "1-", ""]:
+        with pytest.raises(InputError):
+            api.parse_paragraph_spec(bad, 10)
+
+
+def test_mcq_options_widen_the_query(cache_dir):
+    text = b"The weather was mild.\n\nHe bought a red bicycle at the fair.\n\nNothing else happened.\n"
+    doc = document_from_bytes(text, "t")
+    index = open_index(doc, None)
+    plain = paragraph_scores(index, build_queries("What did he get?"), method="bm25")
+    widened = paragraph_scores(index, build_queries("What did he get?", {"A": "a bicycle", "B": "a car"}), method="bm25")
+    assert plain.max() == 0 and int(np.argmax(widened)) + 1 == 2

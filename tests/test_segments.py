@@ -1,0 +1,94 @@
+import pytest
+
+from cwread.errors import InputError
+from cwread.segments import PRESETS, SEGMENT_CHAR_CAP, Budget, build_segments, make_budget
+
+
+def budget(**kw) -> Budget:
+    base = dict(preset="t", anchors=3, read=10, n_e=5, p_r=2, p_w=5, b_c=13000)
+    base.update(kw)
+    return Budget(**base)
+
+
+def coverage(segments, n):
+    seen = [pid for s in segments for pid in s.ids]
+    return sorted(seen) == list(range(1, n + 1))
+
+
+def test_every_paragraph_is_in_exactly_one_segment():
+    n = 57
+    scores = [((i * 37) % 101) / 101 for i in range(n)]
+    segs = build_segments([100] * n, scores, budget())
+    assert coverage(segs, n)
+
+
+def test_anchor_segments_hold_the_top_paragraphs_with_neighbours():
+    n = 40
+    scores = [0.0] * n
+    scores[9] = 0.9  # id 10
+    scores[29] = 0.8  # id 30
+    scores[0] = 0.7  # id 1
+    segs = build_segments([50] * n, scores, budget(anchors=3, p_r=2))
+    anchors = [s for s in segs if s.source == "anchor"]
+    assert [(s.start, s.end, s.anchors) for s in anchors] == [(9, 11, (10,)), (29, 31, (30,)), (1, 2, (1,))]
+    assert anchors[0].score == pytest.approx(0.9)
+
+
+def test_p_r_sets_the_neighbours_and_p_w_the_window_size():
+    n = 30
+    scores = [0.0] * n
+    scores[14] = 1.0  # id 15
+    segs = build_segments([10] * n, scores, budget(anchors=1, p_r=4, p_w=3))
+    assert (segs[0].start, segs[0].end) == (13, 17)
+    windows = [s for s in segs if s.source == "window"]
+    assert all(len(s.ids) <= 3 for s in windows)
+    assert coverage(segs, n)
+
+
+def test_overlapping_anchors_merge():
+    n = 20
+    scores = [0.0] * n
+    scores[4], scores[5] = 0.9, 0.8  # ids 5 and 6
+    segs = build_segments([10] * n, scores, budget(anchors=2, p_r=2))
+    anchors = [s for s in segs if s.source == "anchor"]
+    assert len(anchors) == 1
+    assert (anchors[0].start, anchors[0].end, anchors[0].anchors) == (4, 7, (5, 6))
+
+
+def test_character_cap_limits_segments():
+    n = 12
+    lengths = [SEGMENT_CHAR_CAP // 2 + 10] * n
+    scores = [0.0] * n
+    scores[5] = 1.0
+    segs = build_segments(lengths, scores, budget(anchors=1, p_r=4, p_w=6))
+    for s in segs:
+        assert sum(lengths[i - 1] for i in s.ids) <= SEGMENT_CHAR_CAP or len(s.ids) == 1
+    assert 6 in segs[0] and coverage(segs, n)
+
+
+def test_anchors_come_first_then_windows_by_score():
+    n = 50
+    scores = [i / 100 for i in range(n)]
+    segs = build_segments([10] * n, scores, budget(anchors=2))
+    sources = [s.source for s in segs]
+    assert sources[: sources.count("anchor")] == ["anchor"] * sources.count("anchor")
+    window_scores = [s.score for s in segs if s.source == "window"]
+    assert window_scores == sorted(window_scores, reverse=True)
+
+
+def test_more_anchors_than_paragraphs_and_empty_input():
+    segs = build_segments([10, 10], [0.5, 0.1], budget(anchors=8))
+    assert coverage(segs, 2)
+    assert build_segments([], [], budget()) == []
+
+
+def test_presets_match_the_paper_and_overrides_validate():
+    assert (PRESETS["focused"].n_e, PRESETS["focused"].p_r, PRESETS["focused"].p_w, PRESETS["focused"].b_c) == (5, 2, 5, 13000)
+    assert (PRESETS["broad"].n_e, PRESETS["broad"].p_r, PRESETS["broad"].p_w, PRESETS["broad"].b_c) == (10, 4, 6, 15000)
+    b = make_budget("broad", p_w=8, n_e=None)
+    assert b.p_w == 8 and b.n_e == 10
+    with pytest.raises(InputError, match="unknown preset"):
+        make_budget("huge")
+    with pytest.raises(InputError, match="p_w"):
+        make_budget("focused", p_w=0)
+    assert make_budget("focused", p_r=0).p_r == 0
