@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from cwread.document import Document, Paragraph, load_document
 from cwread.embedders import DEFAULT_EMBEDDER, load_embedder
 from cwread.errors import InputError
-from cwread.retrieval import Index, IndexProgress, build_queries, open_index, paragraph_scores
+from cwread.retrieval import METHODS, Index, IndexProgress, build_queries, open_index, paragraph_scores
 from cwread.segments import Budget, Segment, build_segments, make_budget  # noqa: F401 (re-exported)
 
 __all__ = [
@@ -138,6 +138,8 @@ def find(
     question = (question or "").strip()
     if not question:
         raise InputError("the question is empty")
+    if method not in METHODS:
+        raise InputError(f"unknown retrieval method {method!r}; choose one of: {', '.join(METHODS)}")
     budget = budget or make_budget()
     options = options or {}
     if method == "bm25":

@@ -13,7 +13,6 @@ import sys
 from contextlib import contextmanager
 from typing import Annotated
 
-import click
 import typer
 
 from cwread import __version__
@@ -21,6 +20,43 @@ from cwread.errors import AnswerError, CwreadError, InputError, ModelError
 
 EXIT_CODES: dict[type[CwreadError], int] = {InputError: 2, ModelError: 3, AnswerError: 4}
 EXIT_INTERRUPTED = 130
+
+
+def _usage_error_types() -> tuple[type[BaseException], ...]:
+    """Click's UsageError, whether typer vendors click (typer ≥ 0.22) or uses the package."""
+    import importlib
+
+    found = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(importlib.import_module(module).UsageError)
+        except (ImportError, AttributeError):
+            pass
+    return tuple(found)
+
+
+def _exit_types() -> tuple[type[BaseException], ...]:
+    import importlib
+
+    found: list[type[BaseException]] = [typer.Exit]
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(importlib.import_module(module).Exit)
+        except (ImportError, AttributeError):
+            pass
+    return tuple(found)
+
+
+def _abort_types() -> tuple[type[BaseException], ...]:
+    import importlib
+
+    found: list[type[BaseException]] = [typer.Abort, KeyboardInterrupt]
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(importlib.import_module(module).Abort)
+        except (ImportError, AttributeError):
+            pass
+    return tuple(found)
 
 app = typer.Typer(
     name="cwread",
@@ -190,14 +226,19 @@ def find(
     method: Annotated[str, typer.Option(help="Ranking: fused (BM25 + dense), bm25 or dense.")] = "fused",
     embedder: EmbedderOpt = "minilm-static",
     limit: Annotated[
-        int, typer.Option(help="Segments to print (0: all). Default: the read budget.")
-    ] = -1,
+        int | None,
+        typer.Option(help="Segments to print, 0 for all.  [default: the read budget]", show_default=False),
+    ] = None,
     json_out: JsonFlag = False,
     encoding: EncodingOpt = None,
     debug: DebugFlag = False,
 ) -> None:
-    """Rank the passages a question needs: anchor segments around retrieved paragraphs, then
-    local windows over the rest of the text, each with its paragraph span."""
+    """Rank the passages a question needs, each with its paragraph span.
+
+    Anchor segments sit around the paragraphs that BM25 and the dense model rank highest
+    (fused by reciprocal rank); local windows cover the rest of the text, so nothing is out
+    of reach. The Finder reads segments in this order, up to the read budget.
+    """
     from cwread import api
     from cwread.segments import make_budget
     from cwread.trace import find_json
@@ -206,12 +247,12 @@ def find(
     options = api.parse_options(option)
     if not question.strip():
         raise InputError("the question is empty")
-    if limit < -1:
+    if limit is not None and limit < 0:
         raise InputError("--limit must be 0 (all) or a positive number")
     document = _load(book, encoding)
     with _progress() as progress:
         result = api.find(document, question, options, budget, embedder, method, progress)
-    shown = budget.read if limit == -1 else limit
+    shown = budget.read if limit is None else limit
     if json_out:
         _print_json(find_json(result, shown))
         return
@@ -296,13 +337,16 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"cwread: error: {exc}", file=sys.stderr)
         return EXIT_CODES.get(type(exc), 2)
-    except click.exceptions.UsageError as exc:
-        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
-        print(f"cwread: error: {exc.format_message()}{hint}", file=sys.stderr)
+    except _usage_error_types() as exc:
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        message = " ".join(exc.format_message().split())
+        if message:  # an empty message follows the help text shown for a bare `cwread`
+            print(f"cwread: error: {message}{hint}", file=sys.stderr)
         return 2
-    except click.exceptions.Exit as exc:
+    except _exit_types() as exc:
         return exc.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except _abort_types():
         print("cwread: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:

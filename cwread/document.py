@@ -321,7 +321,7 @@ def document_from_bytes(data: bytes, name: str, encoding: str | None = None) -> 
     text, used = decode_text(data, encoding, name)
     paragraphs = parse_paragraphs(text)
     if not paragraphs:
-        raise InputError(f"{name} holds only whitespace")
+        raise InputError(f"{name} is empty (only whitespace)")
     return Document(
         path=name,
         sha256=hashlib.sha256(data).hexdigest(),

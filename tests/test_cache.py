@@ -1,0 +1,103 @@
+import json
+import os
+
+import numpy as np
+
+from cwread import api
+from cwread.cache import cache_root, read_entry, write_entry
+from cwread.embedders import load_static_minilm
+from cwread.retrieval import document_cache_dir, open_index
+
+
+def test_cache_root_follows_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("CWREAD_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_root() == tmp_path / "xdg" / "cwread"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_root() == tmp_path / "home" / ".cache" / "cwread"
+    monkeypatch.setenv("CWREAD_CACHE_DIR", str(tmp_path / "explicit"))
+    assert cache_root() == tmp_path / "explicit"
+
+
+def test_entry_round_trip_and_no_temporary_left(tmp_path):
+    entry = tmp_path / "e"
+
+    def build(d):
+        np.save(d / "x.npy", np.arange(5))
+        return {"n": 5}
+
+    assert write_entry(entry, build) == {"n": 5}
+    assert read_entry(entry) == {"n": 5}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e"]
+    manifest = json.loads((entry / "manifest.json").read_text())
+    assert set(manifest["files"]) == {"x.npy"}
+
+
+def test_failed_build_leaves_nothing(tmp_path):
+    entry = tmp_path / "e"
+
+    def build(d):
+        (d / "half.npy").write_bytes(b"partial")
+        raise KeyboardInterrupt
+
+    try:
+        write_entry(entry, build)
+    except KeyboardInterrupt:
+        pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_corrupt_or_partial_entries_are_removed(tmp_path):
+    entry = tmp_path / "e"
+    write_entry(entry, lambda d: (np.save(d / "x.npy", np.arange(5)), {})[1])
+    data = bytearray((entry / "x.npy").read_bytes())
+    data[-1] ^= 0xFF
+    (entry / "x.npy").write_bytes(bytes(data))
+    assert read_entry(entry) is None and not entry.exists()
+
+    partial = tmp_path / "p"
+    partial.mkdir()
+    (partial / "x.npy").write_bytes(b"junk")  # no manifest: an interrupted write
+    assert read_entry(partial) is None and not partial.exists()
+
+    bad_meta = tmp_path / "m"
+    write_entry(bad_meta, lambda d: {"paragraphs": 3})
+    assert read_entry(bad_meta, lambda m: m["paragraphs"] == 4) is None
+
+
+def test_index_is_cached_per_content_and_rebuilt_when_corrupt(story, cache_dir):
+    doc = api.open_document(str(story))
+    embedder = load_static_minilm()
+    first = open_index(doc, embedder)
+    assert sorted(first.built) == ["bm25", "dense"]
+    second = open_index(doc, embedder)
+    assert second.built == []
+    np.testing.assert_array_equal(first.dense, second.dense)
+
+    dense_dir = next(p for p in document_cache_dir(doc).iterdir() if p.name.startswith("dense-"))
+    vectors = dense_dir / "embeddings.npy"
+    with open(vectors, "r+b") as f:
+        f.seek(-4, os.SEEK_END)
+        f.write(b"\x00\x00\x00\x00")
+    third = open_index(doc, embedder)
+    assert third.built == ["dense"]
+    np.testing.assert_allclose(third.dense, first.dense)
+
+    # a different text gets its own entry
+    story.write_text(story.read_text() + "\nA last line.\n")
+    other = api.open_document(str(story))
+    assert document_cache_dir(other) != document_cache_dir(doc)
+    assert sorted(open_index(other, embedder).built) == ["bm25", "dense"]
+
+
+def test_corrupt_static_model_is_rebuilt(cache_dir):
+    from cwread.embedders import static_model_dir
+
+    model = static_model_dir()
+    expected = load_static_minilm().encode(["a lighthouse"])
+    # break the model's weights: the next load must notice and distil again
+    (model / "embeddings.npy").unlink()  # hard-linked from the session cache: do not write through
+    (model / "embeddings.npy").write_bytes(b"not an array")
+    rebuilt = load_static_minilm()
+    np.testing.assert_allclose(rebuilt.encode(["a lighthouse"]), expected, atol=1e-6)

@@ -1,0 +1,159 @@
+"""The real CLI: `cwread.cli.main` in-process, plus the installed console script in a subprocess."""
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from cwread import __version__
+from cwread.cli import main
+
+
+def run(capsys, *args, stdin: bytes | None = None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_version(capsys):
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.strip() == f"cwread {__version__}"
+
+
+def test_show_single_range_and_list(capsys, story):
+    code, out, _ = run(capsys, "show", str(story), "2")
+    assert code == 0 and out.startswith("[2] Martha Quill kept the lighthouse")
+    code, out, _ = run(capsys, "show", str(story), "1-2,5")
+    assert code == 0
+    assert [line.split("]")[0] for line in out.splitlines() if line.startswith("[")] == ["[1", "[2", "[5"]
+
+
+def test_show_json(capsys, story):
+    code, out, err = run(capsys, "show", str(story), "3", "--json")
+    data = json.loads(out)
+    assert code == 0
+    assert data["document"]["paragraphs"] == 6 and len(data["document"]["sha256"]) == 64
+    assert data["paragraphs"] == [
+        {"id": 3, "block": 3, "line": 6, "text": data["paragraphs"][0]["text"]}
+    ]
+    assert data["paragraphs"][0]["text"].startswith("Every Sunday the supply boat")
+
+
+def test_show_reads_stdin(capsys, monkeypatch):
+    code, out, _ = run(capsys, "show", "-", "2", stdin=b"one\n\ntwo\n", monkeypatch=monkeypatch)
+    assert code == 0 and out.strip() == "[2] two"
+
+
+def test_find_json_is_pure_and_complete(capsys, story, cache_dir):
+    code, out, err = run(
+        capsys, "find", str(story), "What did the fishermen give her?", "--json",
+        "-o", "A=a medal", "-o", "B=a boat",
+    )
+    assert code == 0
+    data = json.loads(out)  # nothing but JSON on stdout
+    assert data["version"] == 1
+    assert set(data["document"]) >= {"path", "sha256", "paragraphs"}
+    assert data["question"] == "What did the fishermen give her?"
+    assert data["options"] == {"A": "a medal", "B": "a boat"}
+    segs = data["segments"]
+    assert segs and all(set(s) >= {"start", "end", "source", "score"} for s in segs)
+    assert {s["source"] for s in segs} <= {"anchor", "window"}
+    covered = sorted(pid for s in segs for pid in range(s["start"], s["end"] + 1))
+    assert covered == list(range(1, 7))  # a short story: every segment shown, all paragraphs once
+    assert segs[0]["source"] == "anchor" and 5 in range(segs[0]["start"], segs[0]["end"] + 1)
+    assert "[5]" in segs[0]["text"]
+
+
+def test_find_rich_view(capsys, story, cache_dir):
+    code, out, _ = run(capsys, "find", str(story), "Who slept on the lamp?", "--limit", "1")
+    assert code == 0
+    assert "anchor" in out and "[6]" in out and "Admiral" in out
+
+
+def test_find_budget_flags(capsys, story, cache_dir):
+    code, out, _ = run(
+        capsys, "find", str(story), "lamp", "--json", "--preset", "broad", "--anchors", "1",
+        "--p-w", "2", "--limit", "0", "--method", "bm25",
+    )
+    data = json.loads(out)
+    assert code == 0 and data["budget"]["preset"] == "broad" and data["budget"]["p_w"] == 2
+    assert len(data["anchors"]) == 1 and data["method"] == "bm25"
+    assert all(s["end"] - s["start"] < 2 for s in data["segments"] if s["source"] == "window")
+
+
+def test_index_then_find_is_cached(capsys, story, cache_dir):
+    code, out, err = run(capsys, "index", str(story), "--json")
+    assert code == 0 and sorted(json.loads(out)["built"]) == ["bm25", "dense"]
+    code, out, err = run(capsys, "index", str(story), "--json")
+    assert json.loads(out)["built"] == []
+
+
+def write(tmp_path, name, data: bytes):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "make_args,needle",
+    [
+        (lambda t, s: ["show", str(t / "missing.txt"), "1"], "no such file"),
+        (lambda t, s: ["show", str(t), "1"], "directory"),
+        (lambda t, s: ["show", write(t, "b.bin", b"\x00\x01\x02\xff" * 300), "1"], "binary"),
+        (lambda t, s: ["show", write(t, "e.txt", b""), "1"], "empty"),
+        (lambda t, s: ["show", write(t, "w.txt", b"  \n\n \t\n"), "1"], "empty"),
+        (lambda t, s: ["show", write(t, "p.pdf", b"%PDF-1.4 ..."), "1"], "PDF"),
+        (lambda t, s: ["show", str(s), "99"], "out of range"),
+        (lambda t, s: ["show", str(s), "x-y"], "bad paragraph range"),
+        (lambda t, s: ["show", str(s), "1", "--encoding", "klingon"], "unknown encoding"),
+        (lambda t, s: ["show", write(t, "l.txt", "d\u00e9j\u00e0".encode("latin-1")), "1", "--encoding", "utf-8"], "not valid utf-8"),
+        (lambda t, s: ["find", str(s), "   "], "question is empty"),
+        (lambda t, s: ["find", str(s), "q", "-o", "A="], "option A is empty"),
+        (lambda t, s: ["find", str(s), "q", "-o", "A=x"], "at least two options"),
+        (lambda t, s: ["find", str(s), "q", "--preset", "huge"], "unknown preset"),
+        (lambda t, s: ["find", str(s), "q", "--p-w", "0"], "p_w"),
+        (lambda t, s: ["find", str(s), "q", "--anchors", "many"], "valid integer"),
+        (lambda t, s: ["find", str(s), "q", "--method", "magic"], "unknown retrieval method"),
+        (lambda t, s: ["find", str(s)], "Missing argument"),
+        (lambda t, s: ["frobnicate"], "No such command"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, story, cache_dir, make_args, needle):
+    code, out, err = run(capsys, *make_args(tmp_path, story))
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cwread: error:")
+    assert needle in lines[0]
+    assert "Traceback" not in err
+
+
+def test_missing_embedding_model_is_exit_3(capsys, story, cache_dir):
+    code, out, err = run(capsys, "find", str(story), "q", "--embedder", str(story.parent / "no-model"))
+    assert code == 3 and "cannot load embedding model" in err and "Traceback" not in err
+
+
+def test_debug_shows_the_traceback(capsys, tmp_path):
+    code, _, err = run(capsys, "show", str(tmp_path / "missing.txt"), "1", "--debug")
+    assert code == 2 and "Traceback" in err
+
+
+@pytest.mark.skipif(shutil.which("cwread") is None, reason="console script not installed")
+def test_console_script_end_to_end(story, cache_dir):
+    """The installed `cwread`: JSON alone on stdout, progress on stderr, exit codes kept."""
+    env = dict(os.environ)
+    proc = subprocess.run(
+        ["cwread", "find", str(story), "Why did Martha climb the tower?", "--json"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["document"]["paragraphs"] == 6
+    proc = subprocess.run(["cwread", "show", str(story) + ".nope", "1"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().count("\n") == 0 and "no such file" in proc.stderr
