@@ -27,7 +27,10 @@ def run_find(book: Path, env: dict, embedder: str) -> float:
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "cwread", "find", str(book), QUESTION, "--json", "--embedder", embedder],
-        capture_output=True, text=True, env=env,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     elapsed = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -47,8 +50,13 @@ def main() -> None:
     try:
         t0 = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-c", "from cwread.embedders import load_embedder as l; l(%r)" % args.embedder],
-            check=True, env=env,
+            [
+                sys.executable,
+                "-c",
+                f"from cwread.embedders import load_embedder as load; load({args.embedder!r})",
+            ],
+            check=True,
+            env=env,
         )
         print(f"one-time model setup ({args.embedder}): {time.perf_counter() - t0:.1f} s")
         print(f"{'novel':40s} {'words':>7s} {'paras':>6s} {'cold s':>7s} {'warm s':>7s} {'cold/warm':>9s}")

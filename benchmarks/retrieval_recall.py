@@ -33,9 +33,13 @@ def main() -> None:
     records = [r for r in records if r.get("evidence")]
     budget = make_budget(args.preset)
     docs: dict[str, object] = {}
-    print(f"{len(records)} records, preset {budget.preset} (anchors {budget.anchors}, read {budget.read}, "
-          f"p_r {budget.p_r}, p_w {budget.p_w}), embedder {args.embedder}")
-    print(f"{'method':8s} {'anchor recall':>14s} {'read recall':>12s} {'records all-in-anchors':>23s} {'s/query':>8s}")
+    print(
+        f"{len(records)} records, preset {budget.preset} (anchors {budget.anchors}, read {budget.read}, "
+        f"p_r {budget.p_r}, p_w {budget.p_w}), embedder {args.embedder}"
+    )
+    print(
+        f"{'method':8s} {'anchor recall':>14s} {'read recall':>12s} {'records all-in-anchors':>23s} {'s/query':>8s}"
+    )
     results = {}
     for method in ("bm25", "dense", "fused"):
         gold = in_anchor = in_read = complete = 0
@@ -54,9 +58,13 @@ def main() -> None:
             complete += hits_a == len(r["evidence"])
         per_query = (time.perf_counter() - t0) / len(records)
         results[method] = in_anchor / gold
-        print(f"{method:8s} {in_anchor / gold:14.3f} {in_read / gold:12.3f} {complete / len(records):23.3f} {per_query:8.3f}")
-    print(f"fused/bm25 anchor recall ratio: {results['fused'] / results['bm25']:.2f}; "
-          f"fused/dense: {results['fused'] / results['dense']:.2f}")
+        print(
+            f"{method:8s} {in_anchor / gold:14.3f} {in_read / gold:12.3f} {complete / len(records):23.3f} {per_query:8.3f}"
+        )
+    print(
+        f"fused/bm25 anchor recall ratio: {results['fused'] / results['bm25']:.2f}; "
+        f"fused/dense: {results['fused'] / results['dense']:.2f}"
+    )
 
 
 if __name__ == "__main__":

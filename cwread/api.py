@@ -11,7 +11,7 @@ from cwread.document import Document, Paragraph, load_document
 from cwread.embedders import DEFAULT_EMBEDDER, load_embedder
 from cwread.errors import InputError
 from cwread.retrieval import METHODS, Index, IndexProgress, build_queries, open_index, paragraph_scores
-from cwread.segments import Budget, Segment, build_segments, make_budget  # noqa: F401 (re-exported)
+from cwread.segments import Budget, Segment, build_segments, make_budget
 
 __all__ = [
     "FindResult",
@@ -43,7 +43,9 @@ def parse_paragraph_spec(spec: str, count: int) -> list[int]:
             raise InputError(f"bad paragraph range {part!r}: the start is after the end")
         for pid in (lo, hi):
             if not 1 <= pid <= count:
-                raise InputError(f"paragraph {pid} is out of range: the text has {count} paragraphs (1-{count})")
+                raise InputError(
+                    f"paragraph {pid} is out of range: the text has {count} paragraphs (1-{count})"
+                )
         ids.extend(range(lo, hi + 1))
     return ids
 
@@ -66,7 +68,7 @@ def parse_options(raw: list[str] | None) -> dict[str, str]:
             if label is None:
                 raise InputError("too many options: at most 26")
         if not text:
-            raise InputError(f"option {label} is empty: write it as -o \"{label}=text\"")
+            raise InputError(f'option {label} is empty: write it as -o "{label}=text"')
         if label in options:
             raise InputError(f"option {label} is given twice")
         options[label] = text

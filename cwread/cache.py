@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 CACHE_FORMAT = 1
@@ -98,7 +99,5 @@ def _remove(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
     else:
-        try:
+        with suppress(OSError):
             path.unlink()
-        except OSError:
-            pass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Annotated
 
 import typer
@@ -22,41 +22,16 @@ EXIT_CODES: dict[type[CwreadError], int] = {InputError: 2, ModelError: 3, Answer
 EXIT_INTERRUPTED = 130
 
 
-def _usage_error_types() -> tuple[type[BaseException], ...]:
-    """Click's UsageError, whether typer vendors click (typer ≥ 0.22) or uses the package."""
+def _click_types(name: str) -> tuple[type[BaseException], ...]:
+    """Click's exception class `name`, whether typer vendors click (typer ≥ 0.22) or not."""
     import importlib
 
     found = []
     for module in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            found.append(importlib.import_module(module).UsageError)
-        except (ImportError, AttributeError):
-            pass
+        with suppress(ImportError, AttributeError):
+            found.append(getattr(importlib.import_module(module), name))
     return tuple(found)
 
-
-def _exit_types() -> tuple[type[BaseException], ...]:
-    import importlib
-
-    found: list[type[BaseException]] = [typer.Exit]
-    for module in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            found.append(importlib.import_module(module).Exit)
-        except (ImportError, AttributeError):
-            pass
-    return tuple(found)
-
-
-def _abort_types() -> tuple[type[BaseException], ...]:
-    import importlib
-
-    found: list[type[BaseException]] = [typer.Abort, KeyboardInterrupt]
-    for module in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            found.append(importlib.import_module(module).Abort)
-        except (ImportError, AttributeError):
-            pass
-    return tuple(found)
 
 app = typer.Typer(
     name="cwread",
@@ -80,7 +55,9 @@ JsonFlag = Annotated[
 ]
 EncodingOpt = Annotated[
     str | None,
-    typer.Option(help="Force the text encoding (default: detect UTF-8/UTF-16 marks, else UTF-8, cp1252, latin-1)."),
+    typer.Option(
+        help="Force the text encoding (default: detect UTF-8/UTF-16 marks, else UTF-8, cp1252, latin-1)."
+    ),
 ]
 DebugFlag = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
 EmbedderOpt = Annotated[
@@ -145,8 +122,12 @@ def _progress():
         yield plain
         return
     bar = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
     )
     tasks: dict[str, int] = {}
 
@@ -268,7 +249,9 @@ def _render_find(result, limit: int) -> None:
     segments = result.segments if not limit else result.segments[:limit]
     out.print(
         Text.assemble(
-            ("Question: ", "bold"), result.question, "\n",
+            ("Question: ", "bold"),
+            result.question,
+            "\n",
             *[(f"  ({k}) {v}\n") for k, v in result.options.items()],
             (f"{doc.path}: {len(doc)} paragraphs, {len(result.segments)} segments; ", "dim"),
             (f"showing {len(segments)} (Finder reads {result.budget.read}); ", "dim"),
@@ -285,7 +268,11 @@ def _render_find(result, limit: int) -> None:
             if pid != s.end:
                 body.append("\n\n")
         title = f"#{rank} {s.source} [{s.start}-{s.end}]  score {s.score:.4f}"
-        out.print(Panel(body, title=title, title_align="left", border_style="cyan" if s.source == "anchor" else "dim"))
+        out.print(
+            Panel(
+                body, title=title, title_align="left", border_style="cyan" if s.source == "anchor" else "dim"
+            )
+        )
 
 
 @app.command()
@@ -337,24 +324,20 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"cwread: error: {exc}", file=sys.stderr)
         return EXIT_CODES.get(type(exc), 2)
-    except _usage_error_types() as exc:
+    except _click_types("UsageError") as exc:
         ctx = getattr(exc, "ctx", None)
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         message = " ".join(exc.format_message().split())
         if message:  # an empty message follows the help text shown for a bare `cwread`
             print(f"cwread: error: {message}{hint}", file=sys.stderr)
         return 2
-    except _exit_types() as exc:
+    except (typer.Exit, *_click_types("Exit")) as exc:
         return exc.exit_code
-    except _abort_types():
+    except (typer.Abort, KeyboardInterrupt, *_click_types("Abort")):
         print("cwread: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader of our stdout went away (e.g. `| head`): not an error of ours
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
+        with suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-
-

@@ -189,9 +189,7 @@ def _refuse_binary(text: str, name: str) -> None:
     sample = text[:65536]
     if not sample:
         return
-    control = sum(
-        1 for ch in sample if ch not in "\t\n\r\f\v" and unicodedata.category(ch) == "Cc"
-    )
+    control = sum(1 for ch in sample if ch not in "\t\n\r\f\v" and unicodedata.category(ch) == "Cc")
     if control / len(sample) > 0.01:
         raise InputError(f"{name} looks like a binary file, not a text")
 
@@ -303,9 +301,7 @@ def fingerprint(paragraphs: tuple[Paragraph, ...]) -> str:
     return h.hexdigest()
 
 
-def load_document(
-    path: str, encoding: str | None = None, max_bytes: int | None = None
-) -> Document:
+def load_document(path: str, encoding: str | None = None, max_bytes: int | None = None) -> Document:
     """Read `path` ("-" for stdin) into a Document; InputError on anything unusable."""
     if max_bytes is None:
         max_bytes = _max_bytes_from_env()

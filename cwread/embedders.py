@@ -56,9 +56,7 @@ class StaticEmbedder:
         out = np.zeros((len(texts), self.weights.shape[1]), dtype=np.float32)
         batch = 512
         for start in range(0, len(texts), batch):
-            encodings = self.tokenizer.encode_batch(
-                texts[start : start + batch], add_special_tokens=False
-            )
+            encodings = self.tokenizer.encode_batch(texts[start : start + batch], add_special_tokens=False)
             for row, enc in enumerate(encodings, start=start):
                 if enc.ids:
                     out[row] = self.weights[enc.ids].mean(axis=0)
@@ -235,9 +233,7 @@ def distill_static(
     with torch.inference_mode():
         for start in range(0, size, batch):
             ids = torch.arange(start, min(start + batch, size))
-            input_ids = torch.stack(
-                [torch.full_like(ids, cls_id), ids, torch.full_like(ids, sep_id)], dim=1
-            )
+            input_ids = torch.stack([torch.full_like(ids, cls_id), ids, torch.full_like(ids, sep_id)], dim=1)
             out = transformer(input_ids=input_ids, attention_mask=torch.ones_like(input_ids))
             hidden[start : start + len(ids)] = out.last_hidden_state.mean(dim=1).numpy()
             if progress:
@@ -260,5 +256,11 @@ def distill_static(
     np.save(out_dir / "embeddings.npy", embeddings)
     tokenizer.save(str(out_dir / "tokenizer.json"))
     digest = hashlib.sha256((out_dir / "embeddings.npy").read_bytes()).hexdigest()
-    return {"kind": "static", "source": "all-MiniLM-L6-v2", "dims": dims, "vocab": size,
-            "recipe": STATIC_RECIPE, "embeddings_sha256": digest}
+    return {
+        "kind": "static",
+        "source": "all-MiniLM-L6-v2",
+        "dims": dims,
+        "vocab": size,
+        "recipe": STATIC_RECIPE,
+        "embeddings_sha256": digest,
+    }

@@ -41,9 +41,7 @@ def document_cache_dir(document: Document) -> Path:
     return cache_root() / "docs" / fp[:2] / fp
 
 
-def open_index(
-    document: Document, embedder: Embedder | None, progress: IndexProgress | None = None
-) -> Index:
+def open_index(document: Document, embedder: Embedder | None, progress: IndexProgress | None = None) -> Index:
     """Load the document's indexes from the cache, building (and caching) what is missing."""
     base = document_cache_dir(document)
     texts = [p.text for p in document.paragraphs]

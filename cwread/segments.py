@@ -100,7 +100,10 @@ def build_segments(lengths: list[int], scores: list[float], budget: Budget) -> l
         if _chars(lengths, prev.start, merged_end) > SEGMENT_CHAR_CAP:
             merged_end = prev.end  # too long to grow: keep prev, the rest starts after it
         spans[-1] = Segment(
-            prev.start, merged_end, "anchor", max(prev.score, span.score),
+            prev.start,
+            merged_end,
+            "anchor",
+            max(prev.score, span.score),
             prev.anchors + ((a,) if a <= merged_end else ()),
         )
         if a > merged_end:

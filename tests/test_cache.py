@@ -2,6 +2,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 from cwread import api
 from cwread.cache import cache_root, read_entry, write_entry
@@ -41,10 +42,8 @@ def test_failed_build_leaves_nothing(tmp_path):
         (d / "half.npy").write_bytes(b"partial")
         raise KeyboardInterrupt
 
-    try:
+    with pytest.raises(KeyboardInterrupt):
         write_entry(entry, build)
-    except KeyboardInterrupt:
-        pass
     assert list(tmp_path.iterdir()) == []
 
 

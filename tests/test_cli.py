@@ -35,13 +35,11 @@ def test_show_single_range_and_list(capsys, story):
 
 
 def test_show_json(capsys, story):
-    code, out, err = run(capsys, "show", str(story), "3", "--json")
+    code, out, _ = run(capsys, "show", str(story), "3", "--json")
     data = json.loads(out)
     assert code == 0
     assert data["document"]["paragraphs"] == 6 and len(data["document"]["sha256"]) == 64
-    assert data["paragraphs"] == [
-        {"id": 3, "block": 3, "line": 6, "text": data["paragraphs"][0]["text"]}
-    ]
+    assert data["paragraphs"] == [{"id": 3, "block": 3, "line": 6, "text": data["paragraphs"][0]["text"]}]
     assert data["paragraphs"][0]["text"].startswith("Every Sunday the supply boat")
 
 
@@ -51,9 +49,16 @@ def test_show_reads_stdin(capsys, monkeypatch):
 
 
 def test_find_json_is_pure_and_complete(capsys, story, cache_dir):
-    code, out, err = run(
-        capsys, "find", str(story), "What did the fishermen give her?", "--json",
-        "-o", "A=a medal", "-o", "B=a boat",
+    code, out, _ = run(
+        capsys,
+        "find",
+        str(story),
+        "What did the fishermen give her?",
+        "--json",
+        "-o",
+        "A=a medal",
+        "-o",
+        "B=a boat",
     )
     assert code == 0
     data = json.loads(out)  # nothing but JSON on stdout
@@ -78,8 +83,21 @@ def test_find_rich_view(capsys, story, cache_dir):
 
 def test_find_budget_flags(capsys, story, cache_dir):
     code, out, _ = run(
-        capsys, "find", str(story), "lamp", "--json", "--preset", "broad", "--anchors", "1",
-        "--p-w", "2", "--limit", "0", "--method", "bm25",
+        capsys,
+        "find",
+        str(story),
+        "lamp",
+        "--json",
+        "--preset",
+        "broad",
+        "--anchors",
+        "1",
+        "--p-w",
+        "2",
+        "--limit",
+        "0",
+        "--method",
+        "bm25",
     )
     data = json.loads(out)
     assert code == 0 and data["budget"]["preset"] == "broad" and data["budget"]["p_w"] == 2
@@ -88,9 +106,9 @@ def test_find_budget_flags(capsys, story, cache_dir):
 
 
 def test_index_then_find_is_cached(capsys, story, cache_dir):
-    code, out, err = run(capsys, "index", str(story), "--json")
+    code, out, _ = run(capsys, "index", str(story), "--json")
     assert code == 0 and sorted(json.loads(out)["built"]) == ["bm25", "dense"]
-    code, out, err = run(capsys, "index", str(story), "--json")
+    code, out, _ = run(capsys, "index", str(story), "--json")
     assert json.loads(out)["built"] == []
 
 
@@ -112,7 +130,16 @@ def write(tmp_path, name, data: bytes):
         (lambda t, s: ["show", str(s), "99"], "out of range"),
         (lambda t, s: ["show", str(s), "x-y"], "bad paragraph range"),
         (lambda t, s: ["show", str(s), "1", "--encoding", "klingon"], "unknown encoding"),
-        (lambda t, s: ["show", write(t, "l.txt", "d\u00e9j\u00e0".encode("latin-1")), "1", "--encoding", "utf-8"], "not valid utf-8"),
+        (
+            lambda t, s: [
+                "show",
+                write(t, "l.txt", "d\u00e9j\u00e0".encode("latin-1")),
+                "1",
+                "--encoding",
+                "utf-8",
+            ],
+            "not valid utf-8",
+        ),
         (lambda t, s: ["find", str(s), "   "], "question is empty"),
         (lambda t, s: ["find", str(s), "q", "-o", "A="], "option A is empty"),
         (lambda t, s: ["find", str(s), "q", "-o", "A=x"], "at least two options"),
@@ -135,7 +162,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, story, cache_dir, ma
 
 
 def test_missing_embedding_model_is_exit_3(capsys, story, cache_dir):
-    code, out, err = run(capsys, "find", str(story), "q", "--embedder", str(story.parent / "no-model"))
+    code, _, err = run(capsys, "find", str(story), "q", "--embedder", str(story.parent / "no-model"))
     assert code == 3 and "cannot load embedding model" in err and "Traceback" not in err
 
 
@@ -150,10 +177,16 @@ def test_console_script_end_to_end(story, cache_dir):
     env = dict(os.environ)
     proc = subprocess.run(
         ["cwread", "find", str(story), "Why did Martha climb the tower?", "--json"],
-        capture_output=True, text=True, env=env, timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["document"]["paragraphs"] == 6
-    proc = subprocess.run(["cwread", "show", str(story) + ".nope", "1"], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        ["cwread", "show", str(story) + ".nope", "1"], capture_output=True, text=True, env=env, check=False
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().count("\n") == 0 and "no such file" in proc.stderr

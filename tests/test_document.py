@@ -132,7 +132,7 @@ def test_binary_input_is_refused(data, message):
 
 @pytest.mark.parametrize("data", [b"", b"   \n\t\n  ", "\ufeff  \n".encode("utf-16")])
 def test_empty_input_is_refused(data):
-    with pytest.raises(InputError, match="empty|whitespace"):
+    with pytest.raises(InputError, match=r"empty|whitespace"):
         document_from_bytes(data, "f")
 
 
@@ -165,7 +165,7 @@ def test_ids_agree_with_fairytale_evidence_quotes():
     with open(SHARED_DATA / "fairytale" / "fairytale.jsonl", encoding="utf-8") as f:
         for line in f:
             record = json.loads(line)
-            for pid, quote in zip(record["evidence"], record["evidence_quotes"]):
+            for pid, quote in zip(record["evidence"], record["evidence_quotes"], strict=True):
                 assert doc.paragraph(pid).text.startswith(quote), (record["id"], pid)
                 checked += 1
     assert checked > 100

@@ -77,7 +77,9 @@ def test_dense_method_without_embedder_is_an_input_error(story, cache_dir):
 
 def test_find_covers_the_text_and_reads_anchors_first(story, cache_dir):
     doc = api.open_document(str(story))
-    result = api.find(doc, "Where was the silver medal hidden?", budget=api.make_budget("focused", anchors=1, p_r=0))
+    result = api.find(
+        doc, "Where was the silver medal hidden?", budget=api.make_budget("focused", anchors=1, p_r=0)
+    )
     assert result.segments[0].source == "anchor"
     assert result.segments[0].anchors == (5,)
     assert sorted(pid for s in result.segments for pid in s.ids) == list(range(1, len(doc) + 1))
@@ -110,5 +112,7 @@ def test_mcq_options_widen_the_query(cache_dir):
     doc = document_from_bytes(text, "t")
     index = open_index(doc, None)
     plain = paragraph_scores(index, build_queries("What did he get?"), method="bm25")
-    widened = paragraph_scores(index, build_queries("What did he get?", {"A": "a bicycle", "B": "a car"}), method="bm25")
+    widened = paragraph_scores(
+        index, build_queries("What did he get?", {"A": "a bicycle", "B": "a car"}), method="bm25"
+    )
     assert plain.max() == 0 and int(np.argmax(widened)) + 1 == 2

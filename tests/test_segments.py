@@ -83,8 +83,18 @@ def test_more_anchors_than_paragraphs_and_empty_input():
 
 
 def test_presets_match_the_paper_and_overrides_validate():
-    assert (PRESETS["focused"].n_e, PRESETS["focused"].p_r, PRESETS["focused"].p_w, PRESETS["focused"].b_c) == (5, 2, 5, 13000)
-    assert (PRESETS["broad"].n_e, PRESETS["broad"].p_r, PRESETS["broad"].p_w, PRESETS["broad"].b_c) == (10, 4, 6, 15000)
+    assert (
+        PRESETS["focused"].n_e,
+        PRESETS["focused"].p_r,
+        PRESETS["focused"].p_w,
+        PRESETS["focused"].b_c,
+    ) == (5, 2, 5, 13000)
+    assert (PRESETS["broad"].n_e, PRESETS["broad"].p_r, PRESETS["broad"].p_w, PRESETS["broad"].b_c) == (
+        10,
+        4,
+        6,
+        15000,
+    )
     b = make_budget("broad", p_w=8, n_e=None)
     assert b.p_w == 8 and b.n_e == 10
     with pytest.raises(InputError, match="unknown preset"):
