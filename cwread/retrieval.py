@@ -100,12 +100,15 @@ def build_queries(question: str, options: dict[str, str] | None = None) -> list[
     return queries
 
 
-def reciprocal_rank_fusion(rankings: list[np.ndarray], n: int, k: int = RRF_K) -> np.ndarray:
-    """Σ 1/(k + rank) over rankings; each ranking lists 0-based indexes, best first."""
+def reciprocal_rank_fusion(
+    rankings: list[np.ndarray], n: int, k: int = RRF_K, weights: list[float] | None = None
+) -> np.ndarray:
+    """Σ w/(k + rank) over rankings; each ranking lists 0-based indexes, best first."""
     fused = np.zeros(n, dtype=np.float64)
-    for ranking in rankings:
+    for i, ranking in enumerate(rankings):
         ranking = np.asarray(ranking, dtype=np.int64)
-        fused[ranking] += 1.0 / (k + np.arange(1, len(ranking) + 1))
+        weight = 1.0 if weights is None else weights[i]
+        fused[ranking] += weight / (k + np.arange(1, len(ranking) + 1))
     return fused
 
 
@@ -125,11 +128,15 @@ def paragraph_scores(index: Index, queries: list[str], method: str = "fused") ->
     if method == "dense" and not use_dense:
         raise InputError("dense retrieval needs an embedder; drop --embedder none")
     rankings: list[np.ndarray] = []
+    weights: list[float] = []
     if method in ("fused", "bm25"):
         for q in queries:
             rankings.append(_ranking(lexical.scores(index.lexical, q, n), positive_only=True))
+            weights.append(1.0)
     if use_dense:
         vectors = index.embedder.encode(queries)
+        weight = index.embedder.fusion_weight if method == "fused" else 1.0
         for v in vectors:
             rankings.append(_ranking(index.dense @ v, positive_only=False))
-    return reciprocal_rank_fusion(rankings, n)
+            weights.append(weight)
+    return reciprocal_rank_fusion(rankings, n, weights=weights)

@@ -13,6 +13,8 @@ def test_reciprocal_rank_fusion_sums_inverse_ranks():
     assert fused[1] == pytest.approx(1 / 62)
     assert fused[2] == pytest.approx(1 / 61 + 1 / 63)
     assert fused[3] == 0
+    weighted = reciprocal_rank_fusion([np.array([0]), np.array([1])], n=2, k=60, weights=[1.0, 0.5])
+    assert weighted[0] == pytest.approx(1 / 61) and weighted[1] == pytest.approx(0.5 / 61)
 
 
 def test_queries_are_the_question_and_the_question_with_each_option():
