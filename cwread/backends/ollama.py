@@ -1,0 +1,135 @@
+"""Ollama through its official Python client on the native `/api/chat` endpoint.
+
+`options.num_ctx` is always sent (Ollama's default window silently truncates long prompts),
+with temperature, seed, num_predict and stop; thinking is off; `stream` is false. When a
+request carries a JSON schema it goes in `format` (structured output) and the JSON reply is
+turned back into the `<reason>/<answer>` text the parser reads; models named `cwread-*`
+(trained to write the tags themselves) are not forced into JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from cwread.backends import Generation, GenerationRequest
+from cwread.errors import ModelError
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+DEFAULT_NUM_CTX = 8192
+
+
+def modelfile_hint(model: str) -> str:
+    if model.startswith("cwread-"):
+        agent = model.removeprefix("cwread-")
+        return f"create it with `ollama create {model} -f modelfiles/{agent}.Modelfile`"
+    return f"pull it with `ollama pull {model}`"
+
+
+class OllamaBackend:
+    name = "ollama"
+
+    def __init__(
+        self,
+        model: str,
+        host: str | None = None,
+        num_ctx: int = DEFAULT_NUM_CTX,
+        timeout: float = 300.0,
+        concurrency: int = 4,
+        structured: bool | None = None,
+        client=None,
+        **client_kwargs,
+    ) -> None:
+        import ollama
+
+        self.model = model
+        self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+        self.num_ctx = num_ctx
+        self.concurrency = concurrency
+        self.structured = (not model.startswith("cwread-")) if structured is None else structured
+        self._client = client or ollama.Client(host=self.host, timeout=timeout, **client_kwargs)
+
+    def _errors(self, exc: BaseException) -> ModelError:
+        import httpx
+        import ollama
+
+        if isinstance(exc, ollama.ResponseError):
+            if exc.status_code == 404 or "not found" in str(exc.error).lower():
+                return ModelError(f"Ollama has no model {self.model!r}: {modelfile_hint(self.model)}")
+            return ModelError(f"Ollama failed on {self.model!r} (HTTP {exc.status_code}): {exc.error}")
+        if isinstance(exc, httpx.TimeoutException):
+            return ModelError(
+                f"Ollama at {self.host} timed out on {self.model!r}; raise CWREAD_TIMEOUT or use a smaller model"
+            )
+        if isinstance(exc, (ConnectionError, httpx.TransportError)):
+            return ModelError(
+                f"Ollama is not reachable at {self.host}: start it with `ollama serve`, "
+                "set OLLAMA_HOST, or use --backend embedded"
+            )
+        return ModelError(f"Ollama call failed: {type(exc).__name__}: {exc}")
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        options = {
+            "num_ctx": self.num_ctx,
+            "temperature": request.temperature,
+            "seed": request.seed,
+            "num_predict": request.max_tokens,
+        }
+        if request.stop:
+            options["stop"] = list(request.stop)
+        use_schema = self.structured and request.schema is not None
+        t0 = time.perf_counter()
+        try:
+            response = self._client.chat(
+                model=self.model,
+                messages=[{"role": role, "content": content} for role, content in request.messages],
+                options=options,
+                format=request.schema if use_schema else None,
+                think=False,
+                stream=False,
+            )
+        except Exception as exc:  # mapped to one actionable message
+            raise self._errors(exc) from exc
+        text = response.message.content or ""
+        if use_schema:
+            text = json_reply_to_tags(text)
+        return Generation(
+            text=text,
+            prompt_tokens=int(response.prompt_eval_count or 0),
+            completion_tokens=int(response.eval_count or 0),
+            seconds=time.perf_counter() - t0,
+        )
+
+    def available_models(self) -> set[str]:
+        """Names the server has (with and without the `:latest` tag); ModelError if unreachable."""
+        try:
+            listed = self._client.list()
+        except Exception as exc:
+            raise self._errors(exc) from exc
+        names: set[str] = set()
+        for m in listed.models:
+            name = m.model or ""
+            names.add(name)
+            names.add(name.removesuffix(":latest"))
+        return names
+
+    def context_size(self) -> int:
+        return self.num_ctx
+
+    def count_tokens(self, text: str) -> int:
+        from cwread.tokens import count_tokens
+
+        return count_tokens(text)
+
+
+def json_reply_to_tags(text: str) -> str:
+    """`{"reason": ..., "answer": ...}` → `<reason>...</reason>\\n<answer>...</answer>`;
+    text that is not such JSON is returned unchanged for the parser to judge."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    if not isinstance(data, dict) or "answer" not in data:
+        return text
+    return f"<reason>{data.get('reason', '')}</reason>\n<answer>{data['answer']}</answer>"

@@ -1,0 +1,61 @@
+"""A backend with queued replies, for tests and demos (like simonw/llm's mock model)."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+
+from cwread.backends import Generation, GenerationRequest
+from cwread.errors import ModelError
+
+Reply = str | Callable[[GenerationRequest], str] | BaseException
+
+
+class ScriptedBackend:
+    """Answers each call with the next queued reply (a string, a function of the request,
+    or an exception to raise); records every request it receives."""
+
+    name = "scripted"
+
+    def __init__(
+        self,
+        replies: list[Reply] | None = None,
+        model: str = "scripted",
+        context: int = 8192,
+        default: Reply | None = None,
+        concurrency: int = 1,
+    ) -> None:
+        self.model = model
+        self.concurrency = concurrency
+        self._context = context
+        self._queue: deque[Reply] = deque(replies or [])
+        self._default = default
+        self._lock = threading.Lock()
+        self.requests: list[GenerationRequest] = []
+
+    def enqueue(self, *replies: Reply) -> ScriptedBackend:
+        with self._lock:
+            self._queue.extend(replies)
+        return self
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        with self._lock:
+            self.requests.append(request)
+            if self._queue:
+                reply = self._queue.popleft()
+            elif self._default is not None:
+                reply = self._default
+            else:
+                raise ModelError("scripted backend: no reply queued")
+        if isinstance(reply, BaseException):
+            raise reply
+        text = reply(request) if callable(reply) else reply
+        prompt = "".join(content for _, content in request.messages)
+        return Generation(text=text, prompt_tokens=self.count_tokens(prompt), completion_tokens=self.count_tokens(text))
+
+    def context_size(self) -> int:
+        return self._context
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())

@@ -1,0 +1,65 @@
+"""A cache of model calls: the same model, prompt and options give the stored reply.
+
+Keyed by backend, model identity and every request field; one small JSON file per call under
+`cache_root()/calls/`, written atomically. Greedy decoding makes a stored reply the reply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from cwread.backends import Backend, Generation, GenerationRequest
+from cwread.cache import cache_root
+
+CALL_CACHE_VERSION = 1
+
+
+class CachedBackend:
+    """Wraps a backend; `generate` answers from the cache when it can."""
+
+    def __init__(self, inner: Backend, directory: Path | None = None) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.model = inner.model
+        self.concurrency = inner.concurrency
+        self.directory = directory or cache_root() / "calls"
+        self.hits = 0
+
+    def _key(self, request: GenerationRequest) -> str:
+        identity = {
+            "v": CALL_CACHE_VERSION,
+            "backend": self.inner.name,
+            "model": self.inner.model,
+            "model_id": getattr(self.inner, "identity", None),
+            "num_ctx": self.inner.context_size(),
+            **request.cache_key_fields(),
+        }
+        return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        key = self._key(request)
+        path = self.directory / key[:2] / f"{key}.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            self.hits += 1
+            return Generation(**{**data, "cached": True, "seconds": 0.0})
+        except (OSError, ValueError, TypeError):
+            pass
+        generation = self.inner.generate(request)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".call-")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({k: v for k, v in asdict(generation).items() if k != "cached"}, f)
+        os.replace(tmp, path)
+        return generation
+
+    def context_size(self) -> int:
+        return self.inner.context_size()
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
