@@ -77,8 +77,8 @@ def _reason_rules(ids: list[int] | None, required: bool, max_clauses: int) -> li
     # Clauses hold no brackets, so each boundary is unambiguous: llama.cpp's grammar engine
     # slows down sharply on ambiguous repetitions.
     if not ids:
-        return [f"reason ::= [^<\\n]{{1,{200 * max_clauses}}}"]
-    clause = "clause ::= [^<\\n\\[\\]]{1,200}"
+        return [f"reason ::= [^<\\n]{{1,{160 * max_clauses}}}"]
+    clause = "clause ::= [^<\\n\\[\\]]{1,160}"
     cite = f"cite ::= {_literal_alternatives([f'[{pid}]' for pid in sorted(set(ids))])}"
     head = "cite clause" if required else "cite? clause"
     return [f"reason ::= {head} (cite clause){{0,{max_clauses - 1}}}", clause, cite]
@@ -101,14 +101,16 @@ def answer_grammar(
         answer = f"answer ::= {_literal_alternatives(['YES', 'NO', 'Yes', 'No', 'yes', 'no'])}"
         reason = _reason_rules(ids, required=False, max_clauses=2)
     else:
-        reason = _reason_rules(ids, required=True, max_clauses=4)
+        reason = _reason_rules(ids, required=True, max_clauses=3)
         if kind == "mcq":
             values = []
             for label in labels or ["A", "B", "C", "D"]:
                 values += [label, f"({label})", label.lower()]
             answer = f"answer ::= {_literal_alternatives(values)}"
         elif kind == "claim":
-            answer = f"answer ::= {_literal_alternatives(['TRUE', 'FALSE', 'True', 'False', 'true', 'false'])}"
+            answer = (
+                f"answer ::= {_literal_alternatives(['TRUE', 'FALSE', 'True', 'False', 'true', 'false'])}"
+            )
         else:
             answer = f"answer ::= [^<\\n]{{1,{OPEN_ANSWER_CHARS}}}"
     root = 'root ::= "<reason>" reason "</reason>\\n<answer>" answer "</answer>"'
@@ -150,7 +152,13 @@ FIRM_RETRY = (
 
 
 def finder_request(
-    kind: str, question: str, options: dict[str, str] | None, start: int, end: int, segment_text: str, retry: bool = False
+    kind: str,
+    question: str,
+    options: dict[str, str] | None,
+    start: int,
+    end: int,
+    segment_text: str,
+    retry: bool = False,
 ) -> GenerationRequest:
     """The Finder's call for one segment: the segment first, then the question."""
     user = "\n\n".join(

@@ -5,19 +5,27 @@ from __future__ import annotations
 import re
 import string
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from cwread import pipeline
+from cwread.backends.select import BackendSettings, Selection, select_backends
 from cwread.document import Document, Paragraph, load_document
 from cwread.embedders import DEFAULT_EMBEDDER, load_embedder
 from cwread.errors import InputError
+from cwread.pipeline import Trace
 from cwread.retrieval import METHODS, Index, IndexProgress, build_queries, open_index, paragraph_scores
 from cwread.segments import Budget, Segment, build_segments, make_budget
 
 __all__ = [
+    "BackendSettings",
     "FindResult",
     "IndexReport",
+    "Trace",
+    "ask",
     "find",
     "index_document",
+    "make_budget",
     "open_document",
     "parse_options",
     "parse_paragraph_spec",
@@ -163,3 +171,65 @@ def find(
         paragraph_scores=scores.tolist(),
         timings={"index": round(t1 - t0, 4), "retrieve": round(t2 - t1, 4)},
     )
+
+
+def question_kind(options: dict[str, str] | None, claim: bool = False) -> str:
+    """ "claim" for verification, "mcq" with options, else "open"."""
+    if claim:
+        return "claim"
+    return "mcq" if options else "open"
+
+
+def ask(
+    document: Document,
+    question: str,
+    options: dict[str, str] | None = None,
+    *,
+    claim: bool = False,
+    budget: Budget | None = None,
+    embedder: str = DEFAULT_EMBEDDER,
+    method: str = "fused",
+    backends: BackendSettings | None = None,
+    selection: Selection | None = None,
+    use_cache: bool = True,
+    self_check: bool | None = None,
+    progress: IndexProgress | None = None,
+    notice: Callable[[str], None] | None = None,
+) -> Trace:
+    """Answer a question (or verify a claim) about `document` with cited paragraphs.
+
+    Backends come from `selection` if given, else from `backends` settings (auto by default).
+    The Trace holds the answer (None if the Interpreter's reply never parsed) and every step.
+    """
+    kind = question_kind(options, claim)
+    budget = budget or make_budget()
+    found = find(document, question, options if kind == "mcq" else None, budget, embedder, method, progress)
+    if selection is None:
+        selection = select_backends(backends or BackendSettings())
+    if notice:
+        notice(selection.why)
+    finder, interpreter = selection.finder, selection.interpreter
+    if use_cache:
+        from cwread.callcache import CachedBackend
+
+        finder = CachedBackend(finder)
+        interpreter = finder if selection.interpreter is selection.finder else CachedBackend(interpreter)
+    workers = backends.workers if backends else None
+    trace = pipeline.answer(
+        document,
+        found.question,
+        kind,
+        options if kind == "mcq" else {},
+        found.segments,
+        budget,
+        finder,
+        interpreter,
+        method=method,
+        embedder=found.embedder,
+        workers=workers,
+        self_check=self_check,
+        progress=progress,
+    )
+    trace.timings = {**found.timings, **trace.timings}
+    trace.timings["total"] = round(sum(trace.timings.values()), 3)
+    return trace

@@ -70,6 +70,65 @@ EmbedderOpt = Annotated[
 ]
 
 
+QuestionArg = Annotated[str, typer.Argument(help="The question.", show_default=False)]
+OptionOpt = Annotated[
+    list[str] | None,
+    typer.Option("--option", "-o", help='An answer option, "A=text" (repeat for B, C, ...).'),
+]
+PresetOpt = Annotated[str, typer.Option(help="Budget preset: focused or broad.")]
+AnchorsOpt = Annotated[int | None, typer.Option(help="Anchor paragraphs (overrides the preset).")]
+ReadOpt = Annotated[int | None, typer.Option(help="Segments the Finder reads at most.")]
+NEOpt = Annotated[int | None, typer.Option("--n-e", help="N_E: evidence segments packed at most.")]
+PROpt = Annotated[int | None, typer.Option("--p-r", help="P_r: neighbours around each anchor.")]
+PWOpt = Annotated[int | None, typer.Option("--p-w", help="P_w: paragraphs per local window.")]
+BCOpt = Annotated[int | None, typer.Option("--b-c", help="B_c: characters packed at most.")]
+MethodOpt = Annotated[str, typer.Option(help="Ranking: fused (BM25 + dense), bm25 or dense.")]
+BackendOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="auto (Ollama when it serves the models, else embedded), ollama, or embedded. "
+        "[env: CWREAD_BACKEND]",
+        show_default=False,
+    ),
+]
+FinderModelOpt = Annotated[
+    str | None,
+    typer.Option(help="Ollama model for the Finder [env: CWREAD_FINDER_MODEL; default: cwread-finder]."),
+]
+InterpreterModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Ollama model for the Interpreter [env: CWREAD_INTERPRETER_MODEL; default: cwread-interpreter]."
+    ),
+]
+GgufOpt = Annotated[
+    str | None,
+    typer.Option(help="GGUF file for the embedded backend [env: CWREAD_GGUF; default: SmolLM2-135M]."),
+]
+NumCtxOpt = Annotated[
+    int | None, typer.Option(help="Context window in tokens [env: CWREAD_NUM_CTX; default: 8192].")
+]
+WorkersOpt = Annotated[
+    int | None, typer.Option(help="Finder calls at once (default: what the backend serves).")
+]
+NoCacheFlag = Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.")]
+SelfCheckOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--self-check/--no-self-check",
+        help="Force the Interpreter's self-check on or off (default: for claims and risky questions).",
+        show_default=False,
+    ),
+]
+TraceOpt = Annotated[str | None, typer.Option("--trace", help="Also write the JSON trace to this file.")]
+
+
+def _budget(preset, anchors, read, n_e, p_r, p_w, b_c):
+    from cwread.segments import make_budget
+
+    return make_budget(preset, anchors=anchors, read=read, n_e=n_e, p_r=p_r, p_w=p_w, b_c=b_c)
+
+
 def _version(value: bool) -> None:
     if value:
         print(f"cwread {__version__}")
@@ -102,15 +161,21 @@ _STAGES = {
     "model": "Building the static embedding model (once per machine)",
     "bm25": "Building the lexical index",
     "embed": "Embedding paragraphs",
+    "finder": "Finder reading segments",
+    "interpreter": "Interpreter answering",
+    "self-check": "Interpreter self-checking",
 }
 
 
 @contextmanager
-def _progress():
+def _progress(quiet: bool = False):
     """A progress callback for the core: a Rich bar on a terminal, one line per stage otherwise."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = _stderr()
+    if quiet:
+        yield None
+        return
     if not console.is_terminal:
         seen: set[str] = set()
 
@@ -192,19 +257,16 @@ def show(
 @app.command()
 def find(
     book: Book,
-    question: Annotated[str, typer.Argument(help="The question or claim.", show_default=False)],
-    option: Annotated[
-        list[str] | None,
-        typer.Option("--option", "-o", help='An answer option, "A=text" (repeat for B, C, ...).'),
-    ] = None,
-    preset: Annotated[str, typer.Option(help="Budget preset: focused or broad.")] = "focused",
-    anchors: Annotated[int | None, typer.Option(help="Anchor paragraphs (overrides the preset).")] = None,
-    read: Annotated[int | None, typer.Option(help="Segments the Finder reads at most.")] = None,
-    n_e: Annotated[int | None, typer.Option("--n-e", help="N_E: evidence segments packed at most.")] = None,
-    p_r: Annotated[int | None, typer.Option("--p-r", help="P_r: neighbours around each anchor.")] = None,
-    p_w: Annotated[int | None, typer.Option("--p-w", help="P_w: paragraphs per local window.")] = None,
-    b_c: Annotated[int | None, typer.Option("--b-c", help="B_c: characters packed at most.")] = None,
-    method: Annotated[str, typer.Option(help="Ranking: fused (BM25 + dense), bm25 or dense.")] = "fused",
+    question: QuestionArg,
+    option: OptionOpt = None,
+    preset: PresetOpt = "focused",
+    anchors: AnchorsOpt = None,
+    read: ReadOpt = None,
+    n_e: NEOpt = None,
+    p_r: PROpt = None,
+    p_w: PWOpt = None,
+    b_c: BCOpt = None,
+    method: MethodOpt = "fused",
     embedder: EmbedderOpt = "minilm-static",
     limit: Annotated[
         int | None,
@@ -221,10 +283,9 @@ def find(
     of reach. The Finder reads segments in this order, up to the read budget.
     """
     from cwread import api
-    from cwread.segments import make_budget
     from cwread.trace import find_json
 
-    budget = make_budget(preset, anchors=anchors, read=read, n_e=n_e, p_r=p_r, p_w=p_w, b_c=b_c)
+    budget = _budget(preset, anchors, read, n_e, p_r, p_w, b_c)
     options = api.parse_options(option)
     if not question.strip():
         raise InputError("the question is empty")
@@ -273,6 +334,256 @@ def _render_find(result, limit: int) -> None:
                 body, title=title, title_align="left", border_style="cyan" if s.source == "anchor" else "dim"
             )
         )
+
+
+def _run_ask(
+    *,
+    book,
+    question,
+    options,
+    claim,
+    budget,
+    method,
+    embedder,
+    settings,
+    no_cache,
+    self_check,
+    json_out,
+    trace_file,
+    encoding,
+    quiet=False,
+):
+    """Shared by `ask` and `verify`: run the pipeline, print, return the trace."""
+    from cwread import api
+    from cwread.trace import ask_json
+
+    if not question.strip():
+        raise InputError("the claim is empty" if claim else "the question is empty")
+    document = _load(book, encoding)
+    if trace_file is not None:
+        _check_trace_path(trace_file, book)
+    err = _stderr()
+
+    def notice(line: str) -> None:
+        if not quiet:
+            err.print(f"cwread: {line}", highlight=False)
+
+    with _progress(quiet) as progress:
+        trace = api.ask(
+            document,
+            question,
+            options,
+            claim=claim,
+            budget=budget,
+            embedder=embedder,
+            method=method,
+            backends=settings,
+            use_cache=not no_cache,
+            self_check=self_check,
+            progress=progress,
+            notice=notice,
+        )
+    data = ask_json(trace)
+    if trace_file is not None:
+        _write_atomic(trace_file, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    if json_out:
+        _print_json(data)
+    elif not quiet:
+        _render_answer(trace)
+    if trace.answer is None and not quiet:
+        problem = trace.final.problem if trace.final else "no reply"
+        err.print(f"cwread: error: no parseable answer after a retry ({problem})", highlight=False)
+    return trace
+
+
+def _check_trace_path(trace_file: str, book: str) -> None:
+    from pathlib import Path
+
+    target = Path(trace_file)
+    if target.is_dir():
+        raise InputError(f"--trace {trace_file} is a directory; give a file name")
+    if book != "-" and target.exists() and target.resolve() == Path(book).resolve():
+        raise InputError("--trace would overwrite the book itself; give another file name")
+
+
+def _write_atomic(path: str, text: str) -> None:
+    import tempfile
+    from pathlib import Path
+
+    target = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent or Path("."), prefix=f".{target.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise InputError(f"cannot write --trace {path}: {exc.strerror or exc}") from None
+
+
+def _settings(backend, finder_model, interpreter_model, gguf, num_ctx, workers):
+    from cwread.backends.select import BackendSettings
+
+    for name, value in (("--num-ctx", num_ctx), ("--workers", workers)):
+        if value is not None and value <= 0:
+            raise InputError(f"{name} must be a positive number")
+    return BackendSettings(
+        backend=backend,
+        finder_model=finder_model,
+        interpreter_model=interpreter_model,
+        gguf=gguf,
+        num_ctx=num_ctx,
+        workers=workers,
+    )
+
+
+def _render_answer(trace) -> None:
+    from rich.panel import Panel
+    from rich.text import Text
+
+    out = _stdout()
+    doc = trace.document
+    head = Text()
+    head.append("Answer: ", style="bold")
+    answer = trace.answer if trace.answer is not None else "(none)"
+    head.append(answer, style="bold green" if trace.answer is not None else "bold red")
+    if trace.kind == "mcq" and trace.answer in trace.options:
+        head.append(f"  {trace.options[trace.answer]}")
+    body = Text()
+    body.append_text(head)
+    if trace.reason:
+        body.append("\n\n")
+        body.append(trace.reason)
+    title = {"mcq": "multiple choice", "claim": "claim", "open": "question"}[trace.kind]
+    out.print(Panel(body, title=f"{title}: {trace.question}", title_align="left", border_style="green"))
+    if trace.citations:
+        out.print(Text("Cited paragraphs", style="bold"))
+        for pid in trace.citations:
+            line = Text()
+            line.append(f"[{pid}] ", style="bold cyan")
+            line.append(doc.paragraph(pid).text)
+            out.print(line)
+            out.print()
+    kept = sum(v.decision == "YES" for v in trace.verdicts)
+    tokens = trace.tokens()
+    checked = "self-checked" if trace.self_check else "no self-check"
+    out.print(
+        Text(
+            f"Finder kept {kept} of {len(trace.verdicts)} segments; packet {len(trace.packet.items)} "
+            f"paragraphs ({', '.join(map(str, trace.packet.ids[:12]))}{'…' if len(trace.packet.items) > 12 else ''})"
+            f"{' (fallback: nothing kept)' if trace.packet.fallback else ''}; {checked}; "
+            f"{tokens['prompt']} prompt tokens; {trace.timings.get('total', 0):.1f} s",
+            style="dim",
+        )
+    )
+
+
+@app.command()
+def ask(
+    book: Book,
+    question: QuestionArg,
+    option: OptionOpt = None,
+    preset: PresetOpt = "focused",
+    anchors: AnchorsOpt = None,
+    read: ReadOpt = None,
+    n_e: NEOpt = None,
+    p_r: PROpt = None,
+    p_w: PWOpt = None,
+    b_c: BCOpt = None,
+    method: MethodOpt = "fused",
+    embedder: EmbedderOpt = "minilm-static",
+    backend: BackendOpt = None,
+    finder_model: FinderModelOpt = None,
+    interpreter_model: InterpreterModelOpt = None,
+    gguf: GgufOpt = None,
+    num_ctx: NumCtxOpt = None,
+    workers: WorkersOpt = None,
+    no_cache: NoCacheFlag = False,
+    self_check: SelfCheckOpt = None,
+    json_out: JsonFlag = False,
+    trace: TraceOpt = None,
+    encoding: EncodingOpt = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Answer a question about a text, citing the paragraphs it rests on.
+
+    Free-form without options, multiple choice with -o "A=..." -o "B=...". The Finder judges
+    the retrieved segments, the kept evidence is packed in story order, and the Interpreter
+    answers from that packet only. Exit 4 if no answer could be parsed.
+    """
+    from cwread import api
+
+    options = api.parse_options(option)
+    result = _run_ask(
+        book=book,
+        question=question,
+        options=options,
+        claim=False,
+        budget=_budget(preset, anchors, read, n_e, p_r, p_w, b_c),
+        method=method,
+        embedder=embedder,
+        settings=_settings(backend, finder_model, interpreter_model, gguf, num_ctx, workers),
+        no_cache=no_cache,
+        self_check=self_check,
+        json_out=json_out,
+        trace_file=trace,
+        encoding=encoding,
+    )
+    if result.answer is None:
+        raise typer.Exit(4)
+
+
+@app.command()
+def verify(
+    book: Book,
+    claim: Annotated[str, typer.Argument(help="The claim to check against the text.", show_default=False)],
+    preset: PresetOpt = "focused",
+    anchors: AnchorsOpt = None,
+    read: ReadOpt = None,
+    n_e: NEOpt = None,
+    p_r: PROpt = None,
+    p_w: PWOpt = None,
+    b_c: BCOpt = None,
+    method: MethodOpt = "fused",
+    embedder: EmbedderOpt = "minilm-static",
+    backend: BackendOpt = None,
+    finder_model: FinderModelOpt = None,
+    interpreter_model: InterpreterModelOpt = None,
+    gguf: GgufOpt = None,
+    num_ctx: NumCtxOpt = None,
+    workers: WorkersOpt = None,
+    no_cache: NoCacheFlag = False,
+    self_check: SelfCheckOpt = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print nothing; only the exit code tells.")
+    ] = False,
+    json_out: JsonFlag = False,
+    trace: TraceOpt = None,
+    encoding: EncodingOpt = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Judge a claim TRUE or FALSE from the text: exit 0 TRUE, 1 FALSE, 4 undetermined.
+
+    For scripts: `cwread verify book.txt "claim" --quiet && echo supported`.
+    """
+    result = _run_ask(
+        book=book,
+        question=claim,
+        options=None,
+        claim=True,
+        budget=_budget(preset, anchors, read, n_e, p_r, p_w, b_c),
+        method=method,
+        embedder=embedder,
+        settings=_settings(backend, finder_model, interpreter_model, gguf, num_ctx, workers),
+        no_cache=no_cache,
+        self_check=self_check,
+        json_out=json_out and not quiet,
+        trace_file=trace,
+        encoding=encoding,
+        quiet=quiet,
+    )
+    if result.answer is None:
+        raise typer.Exit(4)
+    raise typer.Exit(0 if result.answer == "TRUE" else 1)
 
 
 @app.command()

@@ -68,7 +68,9 @@ class EmbeddedBackend:
     name = "embedded"
     concurrency = 1  # one llama.cpp slot: parallel calls would only queue
 
-    def __init__(self, gguf: str | Path | None = None, num_ctx: int = DEFAULT_NUM_CTX, threads: int | None = None) -> None:
+    def __init__(
+        self, gguf: str | Path | None = None, num_ctx: int = DEFAULT_NUM_CTX, threads: int | None = None
+    ) -> None:
         path = Path(gguf).expanduser() if gguf else default_gguf()
         if not path.is_file():
             raise ModelError(f"GGUF model not found: {path}")

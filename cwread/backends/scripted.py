@@ -52,7 +52,9 @@ class ScriptedBackend:
             raise reply
         text = reply(request) if callable(reply) else reply
         prompt = "".join(content for _, content in request.messages)
-        return Generation(text=text, prompt_tokens=self.count_tokens(prompt), completion_tokens=self.count_tokens(text))
+        return Generation(
+            text=text, prompt_tokens=self.count_tokens(prompt), completion_tokens=self.count_tokens(text)
+        )
 
     def context_size(self) -> int:
         return self._context

@@ -1,0 +1,133 @@
+"""Choosing backends: flags, then environment, then `auto` (Ollama if it serves the models,
+else the embedded default). Factories are registered by name, so tests can add a scripted one."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cwread.backends import Backend
+from cwread.errors import InputError, ModelError
+
+DEFAULT_FINDER_MODEL = "cwread-finder"
+DEFAULT_INTERPRETER_MODEL = "cwread-interpreter"
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    backend: str = "auto"
+    finder_model: str | None = None
+    interpreter_model: str | None = None
+    gguf: str | None = None
+    num_ctx: int | None = None
+    host: str | None = None
+    timeout: float | None = None
+    workers: int | None = None
+
+    def resolved(self) -> BackendSettings:
+        env = os.environ
+
+        def number(name: str, kind):
+            raw = env.get(name)
+            if not raw:
+                return None
+            try:
+                value = kind(raw)
+                if value <= 0:
+                    raise ValueError
+                return value
+            except ValueError:
+                raise InputError(f"{name} must be a positive number, not {raw!r}") from None
+
+        return BackendSettings(
+            backend=self.backend or env.get("CWREAD_BACKEND") or "auto",
+            finder_model=self.finder_model or env.get("CWREAD_FINDER_MODEL") or DEFAULT_FINDER_MODEL,
+            interpreter_model=self.interpreter_model
+            or env.get("CWREAD_INTERPRETER_MODEL")
+            or DEFAULT_INTERPRETER_MODEL,
+            gguf=self.gguf or env.get("CWREAD_GGUF") or None,
+            num_ctx=self.num_ctx or number("CWREAD_NUM_CTX", int),
+            host=self.host or env.get("OLLAMA_HOST") or None,
+            timeout=self.timeout or number("CWREAD_TIMEOUT", float) or 300.0,
+            workers=self.workers,
+        )
+
+
+@dataclass(frozen=True)
+class Selection:
+    finder: Backend
+    interpreter: Backend
+    why: str  # one line for stderr: which backend runs and why
+
+
+Factory = Callable[[BackendSettings], Selection]
+FACTORIES: dict[str, Factory] = {}
+
+
+def register(name: str, factory: Factory) -> None:
+    FACTORIES[name] = factory
+
+
+def _ollama(settings: BackendSettings, probe: bool = True) -> Selection:
+    from cwread.backends.ollama import DEFAULT_NUM_CTX, OllamaBackend, modelfile_hint
+
+    kwargs = {
+        "host": settings.host,
+        "num_ctx": settings.num_ctx or DEFAULT_NUM_CTX,
+        "timeout": settings.timeout,
+    }
+    if settings.workers:
+        kwargs["concurrency"] = settings.workers
+    finder = OllamaBackend(settings.finder_model, **kwargs)
+    interpreter = OllamaBackend(settings.interpreter_model, **kwargs)
+    if probe:
+        have = finder.available_models()
+        for model in (settings.finder_model, settings.interpreter_model):
+            if model not in have:
+                raise ModelError(f"Ollama has no model {model!r}: {modelfile_hint(model)}")
+    return Selection(
+        finder, interpreter, f"backend: ollama at {finder.host} ({finder.model}, {interpreter.model})"
+    )
+
+
+def _embedded(settings: BackendSettings) -> Selection:
+    from cwread.backends.embedded import DEFAULT_NUM_CTX, EmbeddedBackend
+
+    backend = EmbeddedBackend(settings.gguf, num_ctx=settings.num_ctx or DEFAULT_NUM_CTX)
+    return Selection(backend, backend, f"backend: embedded llama.cpp ({backend.model})")
+
+
+def _auto(settings: BackendSettings) -> Selection:
+    from cwread.backends.ollama import OllamaBackend
+
+    try:
+        probe = OllamaBackend(settings.finder_model, host=settings.host, timeout=2.0)
+        have = probe.available_models()
+    except ModelError:
+        host = settings.host or os.environ.get("OLLAMA_HOST") or "the default host"
+        chosen = _embedded(settings)
+        return Selection(
+            chosen.finder, chosen.interpreter, f"{chosen.why}; no Ollama server answers at {host}"
+        )
+    missing = [m for m in (settings.finder_model, settings.interpreter_model) if m not in have]
+    if missing:
+        chosen = _embedded(settings)
+        return Selection(
+            chosen.finder, chosen.interpreter, f"{chosen.why}; Ollama runs but lacks {', '.join(missing)}"
+        )
+    return _ollama(settings, probe=False)
+
+
+register("auto", _auto)
+register("ollama", _ollama)
+register("embedded", _embedded)
+
+
+def select_backends(settings: BackendSettings) -> Selection:
+    """The Finder's and the Interpreter's backends for `settings` (see module doc)."""
+    settings = settings.resolved()
+    factory = FACTORIES.get(settings.backend)
+    if factory is None:
+        raise InputError(f"unknown backend {settings.backend!r}; choose one of: {', '.join(FACTORIES)}")
+    return factory(settings)

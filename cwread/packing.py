@@ -1,0 +1,126 @@
+"""The evidence packet: kept segments → paragraphs in narrative order, under budgets.
+
+Pure functions. Priority: segments in the Finder's reading order (best retrieval rank first),
+at most N_E of them; within that, first each segment's core (the paragraphs its Finder
+reason cited, with their neighbours, or the whole segment when nothing was cited), then the
+rest of each segment, while the B_c character budget lasts. A final check against the
+Interpreter's context drops the lowest-priority paragraphs until the prompt fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cwread.document import Document
+from cwread.segments import Budget, Segment
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The Finder's judgement of one segment."""
+
+    segment: Segment
+    decision: str  # "YES" or "NO"
+    reason: str
+    cited: tuple[int, ...]  # cited ids inside the segment
+    dropped: tuple[int, ...]  # cited ids the Finder was not shown
+    parsed_first_try: bool
+    kept_on_failure: bool = False  # unparseable after a retry: kept, recall first
+    raw: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class PacketItem:
+    id: int
+    text: str
+    reason: str  # the Finder's reason for the segment the paragraph came from
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class Packet:
+    items: tuple[PacketItem, ...]
+    fallback: bool  # no segment was kept: the top retrieved segments were packed instead
+    segments: tuple[tuple[int, int], ...]  # spans of the segments the packet drew on
+    left_out: tuple[int, ...]  # paragraphs of those segments left out by the budgets
+
+    @property
+    def ids(self) -> list[int]:
+        return [item.id for item in self.items]
+
+    @property
+    def chars(self) -> int:
+        return sum(len(item.text) for item in self.items)
+
+    def evidence(self) -> list[tuple[int, str]]:
+        return [(item.id, item.text) for item in self.items]
+
+
+def pack(
+    document: Document,
+    verdicts: list[Verdict],
+    budget: Budget,
+    fits: Callable[[list[tuple[int, str]]], bool] | None = None,
+) -> Packet:
+    """Build the packet from Finder verdicts given in reading order (see module doc)."""
+    kept = [v for v in verdicts if v.decision == "YES"][: budget.n_e]
+    fallback = not kept
+    if fallback:
+        kept = verdicts[: budget.n_e]
+    n = len(document)
+
+    cores: list[int] = []
+    rest: list[int] = []
+    reason_of: dict[int, str] = {}
+    for v in kept:
+        seg_ids = list(v.segment.ids)
+        if v.cited:
+            core = []
+            for pid in v.cited:
+                core += [q for q in (pid - 1, pid, pid + 1) if 1 <= q <= n]
+        else:
+            core = seg_ids
+        cores += core
+        rest += seg_ids
+        for pid in core + seg_ids:
+            reason_of.setdefault(pid, v.reason)
+
+    chosen: list[int] = []
+    truncated: set[int] = set()
+    used = 0
+    for pid in cores + rest:
+        if pid in chosen:
+            continue
+        length = len(document.paragraph(pid).text)
+        if used + length <= budget.b_c:
+            chosen.append(pid)
+            used += length
+        elif not chosen:  # a single paragraph longer than the whole budget: keep its start
+            chosen.append(pid)
+            truncated.add(pid)
+            used = budget.b_c
+
+    def items_for(ids: list[int]) -> list[PacketItem]:
+        out = []
+        for pid in sorted(ids):
+            text = document.paragraph(pid).text
+            if pid in truncated:
+                text = text[: budget.b_c]
+            out.append(PacketItem(pid, text, reason_of.get(pid, ""), pid in truncated))
+        return out
+
+    if fits is not None:
+        while chosen and not fits([(i.id, i.text) for i in items_for(chosen)]):
+            chosen.pop()  # the lowest-priority paragraph goes first
+    considered = sorted(set(cores + rest))
+    return Packet(
+        items=tuple(items_for(chosen)),
+        fallback=fallback,
+        segments=tuple((v.segment.start, v.segment.end) for v in kept),
+        left_out=tuple(pid for pid in considered if pid not in chosen),
+    )
