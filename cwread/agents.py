@@ -70,7 +70,7 @@ def evidence_block(paragraphs: list[tuple[int, str]]) -> str:
 
 
 def _reason_rules(ids: list[int] | None, required: bool, max_clauses: int) -> list[str]:
-    """A reason of at most `max_clauses` clauses of up to 200 characters each. With `ids`,
+    """A reason of at most `max_clauses` clauses of up to 160 characters each. With `ids`,
     brackets can only hold one of those paragraph ids, so every citation is one the agent
     was shown; with `required`, the reason opens with one. Capping clauses stops the loops
     tiny models fall into."""

@@ -1,0 +1,122 @@
+import pytest
+
+from cwread import agents
+from cwread.agents import (
+    answer_grammar,
+    extract_citations,
+    finder_request,
+    interpreter_request,
+    needs_self_check,
+    parse_reply,
+    split_citations,
+)
+
+
+@pytest.mark.parametrize(
+    "text,answer",
+    [
+        ("<reason>[3] the key is under the mat</reason>\n<answer>YES</answer>", "YES"),
+        ("<reason>nothing here</reason><answer>No</answer>", "NO"),
+        ("  <REASON> spaced </REASON>\n< answer >yes.</ answer >", "YES"),
+        ("Sure! <reason>x</reason>\n<answer>NO</answer> Hope that helps.", "NO"),
+        ("<reason>truncated reason <answer>YES", "YES"),  # no closing tags at all
+    ],
+)
+def test_finder_replies_parse(text, answer):
+    parsed = parse_reply(text, "open", finder=True)
+    assert parsed.ok and parsed.answer == answer
+
+
+@pytest.mark.parametrize(
+    "text,problem",
+    [
+        ("YES", "no <answer> tag"),
+        ("<reason>x</reason>", "no <answer> tag"),
+        ("<reason>x</reason><answer>MAYBE</answer>", "not allowed"),
+        ("", "no <answer> tag"),
+    ],
+)
+def test_unusable_finder_replies_are_reported(text, problem):
+    parsed = parse_reply(text, "open", finder=True)
+    assert not parsed.ok and problem in parsed.problem
+
+
+def test_answer_without_reason_still_parses_but_is_flagged():
+    parsed = parse_reply("<answer>YES</answer>", "open", finder=True)
+    assert parsed.ok and parsed.problem == "no <reason> tag"
+
+
+@pytest.mark.parametrize(
+    "raw,letter",
+    [("B", "B"), ("(c)", "C"), ("D) the lamp", "D"), ("Option A", "A"), ("a.", "A"), ("E", None), ("maybe", None)],
+)
+def test_mcq_letters_are_normalised(raw, letter):
+    parsed = parse_reply(f"<reason>r</reason><answer>{raw}</answer>", "mcq", ["A", "B", "C", "D"])
+    assert parsed.answer == letter
+
+
+@pytest.mark.parametrize(
+    "raw,label",
+    [("TRUE", "TRUE"), ("true", "TRUE"), ("False.", "FALSE"), ("yes", "TRUE"), ("No", "FALSE"), ("unclear", None)],
+)
+def test_claim_answers_are_normalised(raw, label):
+    assert parse_reply(f"<reason>r</reason><answer>{raw}</answer>", "claim").answer == label
+
+
+def test_open_answers_keep_their_text():
+    parsed = parse_reply("<reason>[4] she says so</reason><answer>In a biscuit tin.</answer>", "open")
+    assert parsed.answer == "In a biscuit tin"
+    assert not parse_reply("<reason>r</reason><answer> </answer>", "open").ok
+
+
+def test_citations_lists_ranges_and_order():
+    text = "See [12], [3, 5] and [7-9]; again [12]. Not a citation: [x] or [2-900]."
+    assert extract_citations(text) == [12, 3, 5, 7, 8, 9, 2]
+    assert split_citations("[4] and [40]", {3, 4, 5}) == ([4], [40])
+
+
+def test_finder_prompt_puts_the_segment_before_the_question():
+    request = finder_request("mcq", "Who?", {"A": "x", "B": "y"}, 3, 4, "[3] a\n\n[4] b")
+    user = request.messages[-1][1]
+    assert user.index("[3] a") < user.index("Question: Who?") < user.index("(A) x")
+    assert request.temperature == 0
+    assert '"[3]" | "[4]"' in request.grammar  # only shown paragraphs can be cited
+    assert request.schema["properties"]["answer"]["enum"] == ["YES", "NO"]
+    retry = finder_request("mcq", "Who?", {"A": "x", "B": "y"}, 3, 4, "[3] a", retry=True)
+    assert agents.FIRM_RETRY in retry.messages[-1][1]
+
+
+def test_interpreter_prompt_and_grammar_per_kind():
+    evidence = [(7, "She hid it."), (9, "He found it.")]
+    mcq = interpreter_request("mcq", "Where?", {"A": "x", "B": "y"}, evidence)
+    assert "[7] She hid it." in mcq.messages[-1][1] and "(B) y" in mcq.messages[-1][1]
+    assert '"(B)"' in mcq.grammar and '"[9]"' in mcq.grammar and '"C"' not in mcq.grammar
+    claim = interpreter_request("claim", "She hid it.", None, evidence)
+    assert "Claim to verify" in claim.messages[-1][1] and '"TRUE"' in claim.grammar
+    check = interpreter_request("claim", "She hid it.", None, evidence, previous=("TRUE", "[7] says so"))
+    assert check.messages[0][1] == agents.SELF_CHECK_SYSTEM
+    assert "Previous answer: TRUE" in check.messages[-1][1]
+    empty = interpreter_request("open", "Why?", None, [])
+    assert "no evidence was found" in empty.messages[-1][1] and "cite ::=" not in empty.grammar
+
+
+def test_grammar_without_ids_has_no_citation_rule():
+    grammar = answer_grammar("open", finder=True)
+    assert grammar.startswith('root ::= "<reason>"') and "cite" not in grammar
+
+
+@pytest.mark.parametrize(
+    "kind,question,expected",
+    [
+        ("claim", "The butler did it.", True),
+        ("mcq", "Which of these is NOT true of the doll?", True),
+        ("mcq", "Why was the doll pushed?", True),
+        ("open", "What can we infer about Selden?", True),
+        ("mcq", "Everyone attended except whom?", True),
+        ("open", "Who didn't attend?", True),
+        ("mcq", "What colour was the boot?", False),
+        ("open", "Where does Holmes live?", False),
+    ],
+)
+def test_self_check_trigger(kind, question, expected):
+    assert needs_self_check(kind, question) is expected
