@@ -48,7 +48,15 @@ def test_answer_without_reason_still_parses_but_is_flagged():
 
 @pytest.mark.parametrize(
     "raw,letter",
-    [("B", "B"), ("(c)", "C"), ("D) the lamp", "D"), ("Option A", "A"), ("a.", "A"), ("E", None), ("maybe", None)],
+    [
+        ("B", "B"),
+        ("(c)", "C"),
+        ("D) the lamp", "D"),
+        ("Option A", "A"),
+        ("a.", "A"),
+        ("E", None),
+        ("maybe", None),
+    ],
 )
 def test_mcq_letters_are_normalised(raw, letter):
     parsed = parse_reply(f"<reason>r</reason><answer>{raw}</answer>", "mcq", ["A", "B", "C", "D"])
@@ -57,7 +65,14 @@ def test_mcq_letters_are_normalised(raw, letter):
 
 @pytest.mark.parametrize(
     "raw,label",
-    [("TRUE", "TRUE"), ("true", "TRUE"), ("False.", "FALSE"), ("yes", "TRUE"), ("No", "FALSE"), ("unclear", None)],
+    [
+        ("TRUE", "TRUE"),
+        ("true", "TRUE"),
+        ("False.", "FALSE"),
+        ("yes", "TRUE"),
+        ("No", "FALSE"),
+        ("unclear", None),
+    ],
 )
 def test_claim_answers_are_normalised(raw, label):
     assert parse_reply(f"<reason>r</reason><answer>{raw}</answer>", "claim").answer == label

@@ -90,7 +90,9 @@ def scripted_selection(interpreter_replies, finder=finder_reply):
 
 def test_open_question_end_to_end(story, cache_dir):
     doc = api.open_document(str(story))
-    selection = scripted_selection(["<reason>[5] She kept it in a biscuit tin [5].</reason><answer>In a tin</answer>"])
+    selection = scripted_selection(
+        ["<reason>[5] She kept it in a biscuit tin [5].</reason><answer>In a tin</answer>"]
+    )
     trace = api.ask(doc, "Where did she keep the medal?", selection=selection, use_cache=False)
     assert trace.kind == "open" and trace.answer == "In a tin"
     assert trace.citations == [5]
@@ -99,7 +101,9 @@ def test_open_question_end_to_end(story, cache_dir):
     assert trace.self_check is None and not trace.self_check_triggered
     # the Interpreter saw only packet paragraphs
     sent = selection.interpreter.requests[0].messages[-1][1]
-    assert "[5] The fishermen" in sent and "[6] Her cat" not in sent.split("Question:")[0] or 6 in trace.packet.ids
+    assert (
+        "[5] The fishermen" in sent and "[6] Her cat" not in sent.split("Question:")[0]
+    ) or 6 in trace.packet.ids
 
 
 def test_mcq_with_self_check_that_changes_the_answer(story, cache_dir):
@@ -111,7 +115,11 @@ def test_mcq_with_self_check_that_changes_the_answer(story, cache_dir):
         ]
     )
     trace = api.ask(
-        doc, "Why did she keep the medal in a tin?", {"A": "a drawer", "B": "a tin"}, selection=selection, use_cache=False
+        doc,
+        "Why did she keep the medal in a tin?",
+        {"A": "a drawer", "B": "a tin"},
+        selection=selection,
+        use_cache=False,
     )
     assert trace.kind == "mcq" and trace.self_check_triggered
     assert trace.interpreter.answer == "A" and trace.answer == "B"
@@ -126,7 +134,9 @@ def test_claim_always_self_checks_and_drops_invalid_citations(story, cache_dir):
             "<reason>[5] confirms; [77] too.</reason><answer>TRUE</answer>",
         ]
     )
-    trace = api.ask(doc, "She kept the medal in a biscuit tin.", claim=True, selection=selection, use_cache=False)
+    trace = api.ask(
+        doc, "She kept the medal in a biscuit tin.", claim=True, selection=selection, use_cache=False
+    )
     assert trace.kind == "claim" and trace.answer == "TRUE"
     assert trace.citations == [5] and trace.final.dropped == (77,)
     assert trace.interpreter.dropped == (99,)
@@ -179,7 +189,13 @@ def test_backend_failure_propagates_as_model_error(story, cache_dir):
 def test_read_budget_limits_finder_calls(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(["<reason>[1] x</reason><answer>x</answer>"])
-    api.ask(doc, "lamp", selection=selection, budget=api.make_budget("focused", read=2, anchors=1, p_r=0, p_w=1), use_cache=False)
+    api.ask(
+        doc,
+        "lamp",
+        selection=selection,
+        budget=api.make_budget("focused", read=2, anchors=1, p_r=0, p_w=1),
+        use_cache=False,
+    )
     assert len(selection.finder.requests) == 2
 
 
@@ -201,6 +217,8 @@ def test_direct_pipeline_call_records_models_and_tokens(story, cache_dir):
     finder = ScriptedBackend(default=finder_reply, model="f")
     interp = ScriptedBackend(["<reason>[5] x</reason><answer>A</answer>"], model="i")
     segs = api.find(doc, "medal").segments
-    trace = answer(doc, "Which?", "mcq", {"A": "x", "B": "y"}, segs, budget(), finder, interp, self_check=False)
+    trace = answer(
+        doc, "Which?", "mcq", {"A": "x", "B": "y"}, segs, budget(), finder, interp, self_check=False
+    )
     assert trace.models == {"finder": "scripted:f", "interpreter": "scripted:i"}
     assert trace.tokens()["prompt"] > 0 and trace.answer == "A"

@@ -1,0 +1,175 @@
+"""`cwread ask` and `cwread verify` through the real CLI, on a registered scripted backend."""
+
+import json
+
+import pytest
+
+from cwread.backends import select
+from cwread.backends.scripted import ScriptedBackend
+from cwread.backends.select import Selection
+from cwread.cli import main
+from tests.test_pipeline import finder_reply
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """Register `--backend scripted`; returns the interpreter to queue replies on."""
+    interpreter = ScriptedBackend(model="interp")
+    finder = ScriptedBackend(default=finder_reply, model="finder")
+    monkeypatch.setitem(
+        select.FACTORIES, "scripted", lambda settings: Selection(finder, interpreter, "backend: scripted")
+    )
+    return interpreter
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_ask_json_trace_has_every_field(capsys, story, cache_dir, scripted):
+    scripted.enqueue("<reason>[5] The fishermen gave her a medal [5].</reason><answer>A</answer>")
+    code, out, err = run(
+        capsys,
+        "ask",
+        str(story),
+        "What did the fishermen give her?",
+        "-o",
+        "A=a medal",
+        "-o",
+        "B=a boat",
+        "--backend",
+        "scripted",
+        "--json",
+        "--no-cache",
+    )
+    assert code == 0, err
+    trace = json.loads(out)
+    for key in (
+        "version",
+        "document",
+        "question",
+        "kind",
+        "options",
+        "answer",
+        "reason",
+        "citations",
+        "packet",
+        "finder",
+        "self_check",
+        "timings",
+        "models",
+        "tokens",
+    ):
+        assert key in trace
+    assert trace["kind"] == "mcq" and trace["answer"] == "A" and trace["citations"] == [5]
+    packet_ids = {p["id"] for p in trace["packet"]}
+    assert set(trace["citations"]) <= packet_ids
+    assert all(set(f) >= {"start", "end", "decision", "reason", "cited"} for f in trace["finder"])
+    assert trace["self_check"]["triggered"] is False
+    assert "backend: scripted" in err
+
+
+def test_ask_rich_view_quotes_cited_paragraphs(capsys, story, cache_dir, scripted):
+    scripted.enqueue("<reason>[6] The cat was Admiral [6].</reason><answer>Admiral</answer>")
+    code, out, _ = run(
+        capsys, "ask", str(story), "What was the cat called?", "--backend", "scripted", "--no-cache"
+    )
+    assert code == 0
+    assert "Answer: Admiral" in out and "Cited paragraphs" in out and "[6] Her cat, a grey tom" in out
+
+
+def test_ask_trace_file_beside_the_view(capsys, story, cache_dir, scripted, tmp_path):
+    scripted.enqueue("<reason>[6] x</reason><answer>Admiral</answer>")
+    target = tmp_path / "trace.json"
+    code, out, _ = run(
+        capsys, "ask", str(story), "cat name?", "--backend", "scripted", "--trace", str(target), "--no-cache"
+    )
+    assert code == 0 and "Answer: Admiral" in out
+    assert json.loads(target.read_text())["answer"] == "Admiral"
+
+
+def test_trace_may_not_overwrite_the_book(capsys, story, cache_dir, scripted):
+    before = story.read_bytes()
+    code, _, err = run(capsys, "ask", str(story), "q?", "--backend", "scripted", "--trace", str(story))
+    assert code == 2 and "overwrite the book" in err and story.read_bytes() == before
+
+
+@pytest.mark.parametrize("reply,code", [("TRUE", 0), ("false", 1)])
+def test_verify_exit_codes(capsys, story, cache_dir, scripted, reply, code):
+    scripted.enqueue(
+        f"<reason>[5] r</reason><answer>{reply}</answer>", f"<reason>[5] r</reason><answer>{reply}</answer>"
+    )
+    got, out, _err = run(
+        capsys, "verify", str(story), "She kept the medal in a tin.", "--backend", "scripted", "--no-cache"
+    )
+    assert got == code and ("TRUE" in out if code == 0 else "FALSE" in out)
+
+
+def test_verify_quiet_prints_nothing(capsys, story, cache_dir, scripted):
+    scripted.enqueue(
+        "<reason>[5] r</reason><answer>TRUE</answer>", "<reason>[5] r</reason><answer>TRUE</answer>"
+    )
+    code, out, err = run(
+        capsys, "verify", str(story), "A claim.", "--backend", "scripted", "--quiet", "--no-cache"
+    )
+    assert (code, out, err) == (0, "", "")
+
+
+def test_unparseable_answer_exits_4_with_the_trace(capsys, story, cache_dir, scripted):
+    scripted.enqueue("no tags", "still none")
+    code, out, err = run(capsys, "ask", str(story), "Where?", "--backend", "scripted", "--json", "--no-cache")
+    assert code == 4
+    assert json.loads(out)["answer"] is None
+    assert "no parseable answer" in err
+
+
+def test_backend_failure_exits_3(capsys, story, cache_dir, monkeypatch):
+    from cwread.errors import ModelError
+
+    failing = ScriptedBackend(
+        [ModelError("Ollama is not reachable at http://x: start it with `ollama serve`")]
+    )
+    monkeypatch.setitem(
+        select.FACTORIES, "scripted", lambda s: Selection(failing, failing, "backend: scripted")
+    )
+    code, out, err = run(capsys, "ask", str(story), "q?", "--backend", "scripted", "--no-cache")
+    assert (
+        code == 3
+        and out == ""
+        and err.strip().splitlines()[-1].startswith("cwread: error: Ollama is not reachable")
+    )
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--backend", "nonesuch"], "unknown backend"),
+        (["--num-ctx", "0"], "--num-ctx"),
+        (["--gguf", "/no/such/model.gguf", "--backend", "embedded"], "GGUF model not found"),
+    ],
+)
+def test_bad_backend_options(capsys, story, cache_dir, args, needle):
+    code, _, err = run(capsys, "ask", str(story), "q?", *args)
+    assert code in (2, 3) and needle in err and "Traceback" not in err
+
+
+def test_missing_ollama_model_is_exit_3(capsys, story, cache_dir, monkeypatch):
+    import httpx
+
+    from cwread.backends.ollama import OllamaBackend
+
+    def handler(request):
+        return httpx.Response(200, json={"models": []})
+
+    real_init = OllamaBackend.__init__
+
+    def mocked(self, model, **kw):
+        kw["transport"] = httpx.MockTransport(handler)
+        real_init(self, model, **kw)
+
+    monkeypatch.setattr(OllamaBackend, "__init__", mocked)
+    code, _, err = run(capsys, "ask", str(story), "q?", "--backend", "ollama")
+    assert code == 3 and "ollama create cwread-finder -f modelfiles/finder.Modelfile" in err

@@ -1,0 +1,157 @@
+"""Contract tests of the Ollama backend: the real `ollama` client over httpx.MockTransport."""
+
+import json
+import os
+
+import httpx
+import pytest
+
+from cwread import agents
+from cwread.backends import GenerationRequest
+from cwread.backends.ollama import OllamaBackend, json_reply_to_tags
+from cwread.backends.select import BackendSettings, select_backends
+from cwread.errors import ModelError
+
+
+def chat_response(content: str) -> dict:
+    return {
+        "model": "m",
+        "created_at": "2026-01-01T00:00:00Z",
+        "message": {"role": "assistant", "content": content},
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": 42,
+        "eval_count": 7,
+    }
+
+
+def backend_with(handler, model="qwen3:4b", **kw) -> OllamaBackend:
+    return OllamaBackend(model, host="http://ollama.test:11434", transport=httpx.MockTransport(handler), **kw)
+
+
+def test_chat_request_body_is_the_native_api_with_explicit_context():
+    seen = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen["path"] = request.url.path
+        seen["body"] = json.loads(request.content)
+        return httpx.Response(200, json=chat_response('{"reason": "[3] clue", "answer": "YES"}'))
+
+    backend = backend_with(handler, num_ctx=16384)
+    request = agents.finder_request("open", "Who?", None, 3, 3, "[3] text")
+    generation = backend.generate(request)
+    body = seen["body"]
+    assert seen["path"] == "/api/chat"
+    assert body["model"] == "qwen3:4b"
+    assert body["stream"] is False and body["think"] is False
+    assert body["options"]["num_ctx"] == 16384
+    assert body["options"]["temperature"] == 0 and body["options"]["seed"] == 0
+    assert body["options"]["num_predict"] == request.max_tokens
+    assert body["format"] == request.schema  # structured output for an untrained model
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert generation.text == "<reason>[3] clue</reason>\n<answer>YES</answer>"
+    assert (generation.prompt_tokens, generation.completion_tokens) == (42, 7)
+    assert agents.parse_reply(generation.text, "open", finder=True).answer == "YES"
+
+
+def test_trained_cwread_models_write_tags_without_format():
+    seen = {}
+
+    def handler(request):
+        seen["body"] = json.loads(request.content)
+        return httpx.Response(200, json=chat_response("<reason>x</reason>\n<answer>NO</answer>"))
+
+    backend = backend_with(handler, model="cwread-finder")
+    text = backend.generate(agents.finder_request("open", "q", None, 1, 1, "[1] a")).text
+    assert "format" not in seen["body"]
+    assert text.endswith("<answer>NO</answer>")
+
+
+def test_missing_model_names_the_command_that_fixes_it():
+    backend = backend_with(
+        lambda r: httpx.Response(404, json={"error": "model 'cwread-finder' not found"}),
+        model="cwread-finder",
+    )
+    with pytest.raises(ModelError, match=r"ollama create cwread-finder -f modelfiles/finder.Modelfile"):
+        backend.generate(GenerationRequest(messages=(("user", "hi"),)))
+
+
+def test_connection_refused_is_a_model_error_with_the_way_out():
+    def refuse(request):
+        raise httpx.ConnectError("connection refused", request=request)
+
+    with pytest.raises(ModelError, match=r"not reachable.*ollama serve"):
+        backend_with(refuse).generate(GenerationRequest(messages=(("user", "hi"),)))
+
+
+def test_timeout_is_a_model_error():
+    def slow(request):
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    with pytest.raises(ModelError, match="timed out"):
+        backend_with(slow).generate(GenerationRequest(messages=(("user", "hi"),)))
+
+
+def test_server_error_is_reported():
+    backend = backend_with(lambda r: httpx.Response(500, json={"error": "out of memory"}))
+    with pytest.raises(ModelError, match="out of memory"):
+        backend.generate(GenerationRequest(messages=(("user", "hi"),)))
+
+
+def test_available_models_lists_tags():
+    def handler(request):
+        assert request.url.path == "/api/tags"
+        return httpx.Response(
+            200, json={"models": [{"model": "cwread-finder:latest", "name": "cwread-finder:latest"}]}
+        )
+
+    assert "cwread-finder" in backend_with(handler).available_models()
+
+
+def test_json_reply_conversion_leaves_other_text_alone():
+    assert json_reply_to_tags('{"reason": "r", "answer": "B"}') == "<reason>r</reason>\n<answer>B</answer>"
+    assert json_reply_to_tags("<reason>r</reason>") == "<reason>r</reason>"
+    assert json_reply_to_tags('["x"]') == '["x"]'
+
+
+def test_auto_falls_back_to_embedded_when_no_server_answers(monkeypatch):
+    pytest.importorskip("xllamacpp")
+    from cwread.backends.embedded import default_gguf
+
+    try:
+        default_gguf()
+    except ModelError:
+        pytest.skip("embedded model not installed")
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # discard port: nothing listens
+    selection = select_backends(BackendSettings(backend="auto"))
+    assert selection.finder.name == "embedded" and "no Ollama server answers" in selection.why
+
+
+def test_explicit_ollama_without_server_fails_cleanly(monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    with pytest.raises(ModelError, match="not reachable"):
+        select_backends(BackendSettings(backend="ollama"))
+
+
+def _live_ollama() -> bool:
+    host = os.environ.get("OLLAMA_HOST")
+    if not host:
+        return False
+    try:
+        OllamaBackend("x", host=host, timeout=2).available_models()
+        return True
+    except ModelError:
+        return False
+
+
+@pytest.mark.skipif(not _live_ollama(), reason="no Ollama server answers at OLLAMA_HOST")
+def test_live_ollama_generates_parseable_output():
+    backend = OllamaBackend("x", host=os.environ["OLLAMA_HOST"])
+    models = sorted(backend.available_models())
+    if not models:
+        pytest.skip("the Ollama server has no models")
+    live = OllamaBackend(models[0], host=os.environ["OLLAMA_HOST"])
+    reply = live.generate(
+        agents.finder_request("open", "What is hidden?", None, 1, 1, "[1] The key is under the mat.")
+    )
+    assert agents.parse_reply(reply.text, "open", finder=True).ok
