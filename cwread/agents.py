@@ -159,14 +159,18 @@ def finder_request(
     end: int,
     segment_text: str,
     retry: bool = False,
+    question_first: bool = False,
 ) -> GenerationRequest:
-    """The Finder's call for one segment: the segment first, then the question."""
+    """The Finder's call for one segment: the segment first, then the question.
+
+    Text first lets llama.cpp's prompt cache reuse a segment when another question reads it
+    (benchmarks/ask_speed.py measures both orders; `question_first` is the other one).
+    """
+    parts = [f"Segment (paragraphs {start}-{end}):\n{segment_text}", question_block(kind, question, options)]
+    if question_first:
+        parts.reverse()
     user = "\n\n".join(
-        [
-            f"Segment (paragraphs {start}-{end}):\n{segment_text}",
-            question_block(kind, question, options),
-            _reply_format("YES or NO", "[41] says the gardener buried the letter under the oak."),
-        ]
+        [*parts, _reply_format("YES or NO", "[41] says the gardener buried the letter under the oak.")]
     )
     if retry:
         user += "\n\n" + FIRM_RETRY

@@ -620,6 +620,56 @@ def index(
     )
 
 
+@app.command()
+def doctor(
+    backend: BackendOpt = None,
+    finder_model: FinderModelOpt = None,
+    interpreter_model: InterpreterModelOpt = None,
+    gguf: GgufOpt = None,
+    json_out: JsonFlag = False,
+    debug: DebugFlag = False,
+) -> None:
+    """Say which backend, models and embedder `ask` would use, and how to get what is missing."""
+    from cwread.backends.select import select_backends
+    from cwread.cache import cache_root
+    from cwread.embedders import DEFAULT_EMBEDDER, static_model_dir
+    from cwread.errors import CwreadError
+
+    report: dict = {"cache": str(cache_root())}
+    try:
+        selection = select_backends(_settings(backend, finder_model, interpreter_model, gguf, None, None))
+        report["backend"] = {
+            "ok": True,
+            "finder": f"{selection.finder.name}:{selection.finder.model}",
+            "interpreter": f"{selection.interpreter.name}:{selection.interpreter.model}",
+            "why": selection.why,
+        }
+    except CwreadError as exc:
+        report["backend"] = {"ok": False, "error": str(exc)}
+    report["embedder"] = {
+        "default": DEFAULT_EMBEDDER,
+        "built": (static_model_dir() / "manifest.json").is_file(),
+        "note": "built on first use (~20 s)",
+    }
+    if json_out:
+        _print_json(report)
+    else:
+        out = _stdout()
+        b = report["backend"]
+        if b["ok"]:
+            out.print(f"[green]ok[/green] {b['why']}")
+        else:
+            out.print(f"[red]missing[/red] {b['error']}")
+        e = report["embedder"]
+        out.print(
+            f"{'[green]ok[/green]' if e['built'] else '[yellow]later[/yellow]'} embedder {e['default']}"
+            f"{'' if e['built'] else ' (' + e['note'] + ')'}"
+        )
+        out.print(f"cache {report['cache']}")
+    if not report["backend"]["ok"]:
+        raise typer.Exit(3)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the app and turns every failure into one line and an exit code."""
     args = list(sys.argv[1:] if argv is None else argv)

@@ -173,3 +173,25 @@ def test_missing_ollama_model_is_exit_3(capsys, story, cache_dir, monkeypatch):
     monkeypatch.setattr(OllamaBackend, "__init__", mocked)
     code, _, err = run(capsys, "ask", str(story), "q?", "--backend", "ollama")
     assert code == 3 and "ollama create cwread-finder -f modelfiles/finder.Modelfile" in err
+
+
+def test_doctor_reports_the_backend(capsys, scripted):
+    code, out, _ = run(capsys, "doctor", "--backend", "scripted", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["backend"]["ok"] and report["backend"]["finder"] == "scripted:finder"
+
+
+def test_doctor_without_ollama_exits_3(capsys, monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    code, out, _ = run(capsys, "doctor", "--backend", "ollama")
+    assert code == 3 and "not reachable" in out
+
+
+def test_modelfiles_named_by_error_hints_exist():
+    from cwread.backends.ollama import modelfile_hint
+    from tests.conftest import REPO
+
+    for model in ("cwread-finder", "cwread-interpreter"):
+        path = modelfile_hint(model).split(" -f ")[1].rstrip("`")
+        text = (REPO / path).read_text()
+        assert sum(line.startswith("FROM ") for line in text.splitlines()) == 1 and "num_ctx" in text and "temperature 0" in text
