@@ -633,8 +633,6 @@ def doctor(
     from cwread.backends.select import select_backends
     from cwread.cache import cache_root
     from cwread.embedders import DEFAULT_EMBEDDER, static_model_dir
-    from cwread.errors import CwreadError
-
     report: dict = {"cache": str(cache_root())}
     try:
         selection = select_backends(_settings(backend, finder_model, interpreter_model, gguf, None, None))
@@ -644,7 +642,7 @@ def doctor(
             "interpreter": f"{selection.interpreter.name}:{selection.interpreter.model}",
             "why": selection.why,
         }
-    except CwreadError as exc:
+    except ModelError as exc:  # an input error (a bad setting) still exits 2
         report["backend"] = {"ok": False, "error": str(exc)}
     report["embedder"] = {
         "default": DEFAULT_EMBEDDER,

@@ -328,15 +328,6 @@ def document_from_bytes(data: bytes, name: str, encoding: str | None = None) -> 
 
 
 def _max_bytes_from_env() -> int:
-    import os
+    from cwread.settings import env_positive
 
-    raw = os.environ.get("CWREAD_MAX_BYTES")
-    if not raw:
-        return DEFAULT_MAX_BYTES
-    try:
-        value = int(raw)
-        if value <= 0:
-            raise ValueError
-        return value
-    except ValueError:
-        raise InputError(f"CWREAD_MAX_BYTES must be a positive number of bytes, not {raw!r}") from None
+    return env_positive("CWREAD_MAX_BYTES", int) or DEFAULT_MAX_BYTES

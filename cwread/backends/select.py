@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from cwread.backends import Backend
 from cwread.errors import InputError, ModelError
+from cwread.settings import env_positive
 
 DEFAULT_FINDER_MODEL = "cwread-finder"
 DEFAULT_INTERPRETER_MODEL = "cwread-interpreter"
@@ -28,18 +29,6 @@ class BackendSettings:
     def resolved(self) -> BackendSettings:
         env = os.environ
 
-        def number(name: str, kind):
-            raw = env.get(name)
-            if not raw:
-                return None
-            try:
-                value = kind(raw)
-                if value <= 0:
-                    raise ValueError
-                return value
-            except ValueError:
-                raise InputError(f"{name} must be a positive number, not {raw!r}") from None
-
         return BackendSettings(
             backend=self.backend or env.get("CWREAD_BACKEND") or "auto",
             finder_model=self.finder_model or env.get("CWREAD_FINDER_MODEL") or DEFAULT_FINDER_MODEL,
@@ -47,9 +36,9 @@ class BackendSettings:
             or env.get("CWREAD_INTERPRETER_MODEL")
             or DEFAULT_INTERPRETER_MODEL,
             gguf=self.gguf or env.get("CWREAD_GGUF") or None,
-            num_ctx=self.num_ctx or number("CWREAD_NUM_CTX", int),
+            num_ctx=self.num_ctx or env_positive("CWREAD_NUM_CTX", int),
             host=self.host or env.get("OLLAMA_HOST") or None,
-            timeout=self.timeout or number("CWREAD_TIMEOUT", float) or 300.0,
+            timeout=self.timeout or env_positive("CWREAD_TIMEOUT", float) or 300.0,
             workers=self.workers,
         )
 
