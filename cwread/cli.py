@@ -633,6 +633,7 @@ def doctor(
     from cwread.backends.select import select_backends
     from cwread.cache import cache_root
     from cwread.embedders import DEFAULT_EMBEDDER, static_model_dir
+
     report: dict = {"cache": str(cache_root())}
     try:
         selection = select_backends(_settings(backend, finder_model, interpreter_model, gguf, None, None))
@@ -666,6 +667,161 @@ def doctor(
         out.print(f"cache {report['cache']}")
     if not report["backend"]["ok"]:
         raise typer.Exit(3)
+
+
+@app.command("eval")
+def eval_command(
+    data: Annotated[
+        str,
+        typer.Argument(help="Benchmark records (JSONL; see ../shared/data/README.md).", show_default=False),
+    ],
+    method: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--method",
+            "-m",
+            help="pipeline, no-self-check, no-finder, direct, bm25-rag, dense-rag, closed-book, "
+            "retrieval (repeat; default: all that need a model, plus retrieval).",
+        ),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N records.")] = None,
+    out: Annotated[
+        str | None, typer.Option(help="Append a row per record and method to this JSONL file.")
+    ] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Skip records already in --out.")] = False,
+    report: Annotated[str | None, typer.Option(help="Write a Markdown report here.")] = None,
+    permute_options: Annotated[
+        bool,
+        typer.Option(
+            "--permute-options",
+            help="Ask each multiple-choice question once per option rotation; right only if all are.",
+        ),
+    ] = False,
+    preset: PresetOpt = "focused",
+    anchors: AnchorsOpt = None,
+    read: ReadOpt = None,
+    n_e: NEOpt = None,
+    p_r: PROpt = None,
+    p_w: PWOpt = None,
+    b_c: BCOpt = None,
+    embedder: EmbedderOpt = "minilm-static",
+    backend: BackendOpt = None,
+    finder_model: FinderModelOpt = None,
+    interpreter_model: InterpreterModelOpt = None,
+    gguf: GgufOpt = None,
+    num_ctx: NumCtxOpt = None,
+    workers: WorkersOpt = None,
+    no_cache: NoCacheFlag = False,
+    json_out: JsonFlag = False,
+    debug: DebugFlag = False,
+) -> None:
+    """Run the pipeline and baselines on benchmark records and score them.
+
+    Reports accuracy (mcq, claim), pair accuracy, token-F1 and ROUGE-L (open), evidence
+    recall, citation validity, format rate, cost, answer distributions beside constant
+    baselines, with 95% intervals. Rows are saved as they finish; Ctrl-C loses nothing.
+    """
+    from pathlib import Path
+
+    from cwread import evaluate
+    from cwread.backends.select import select_backends
+    from cwread.callcache import CachedBackend
+
+    methods = method or [*evaluate.MODEL_METHODS, "retrieval"]
+    for m in methods:
+        if m not in evaluate.METHODS:
+            raise InputError(f"unknown method {m!r}; choose from: {', '.join(evaluate.METHODS)}")
+    if limit is not None and limit <= 0:
+        raise InputError("--limit must be a positive number")
+    if resume and not out:
+        raise InputError("--resume needs --out (the results file to continue)")
+    records = evaluate.load_records(data)[:limit]
+    budget = _budget(preset, anchors, read, n_e, p_r, p_w, b_c)
+    selection = None
+    err = _stderr()
+    if any(m != "retrieval" for m in methods):
+        selection = select_backends(
+            _settings(backend, finder_model, interpreter_model, gguf, num_ctx, workers)
+        )
+        err.print(f"cwread: {selection.why}", highlight=False)
+        if not no_cache:
+            from cwread.backends.select import Selection
+
+            finder = CachedBackend(selection.finder)
+            interp = (
+                finder if selection.interpreter is selection.finder else CachedBackend(selection.interpreter)
+            )
+            selection = Selection(finder, interp, selection.why)
+    ctx = evaluate.EvalContext(selection, budget, embedder, permute_options)
+    out_path = Path(out) if out else None
+    rows: list[dict] = []
+    try:
+        with _progress() as progress:
+            rows.extend(evaluate.run_eval(records, methods, ctx, out_path, resume, progress))
+    except KeyboardInterrupt:
+        saved = f"; rows so far are in {out} (continue with --resume)" if out else ""
+        print(f"cwread: interrupted{saved}", file=sys.stderr)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    if out_path is not None:
+        rows = [r for r in evaluate.read_rows(out_path) if r["method"] in methods]
+    summary = evaluate.summarize(rows)
+    models = (
+        f"finder {selection.finder.name}:{selection.finder.model}, interpreter "
+        f"{selection.interpreter.name}:{selection.interpreter.model}"
+        if selection
+        else "none"
+    )
+    meta = {
+        "data": data,
+        "models": models,
+        "settings": f"preset {budget.preset} (anchors {budget.anchors}, read {budget.read}, N_E {budget.n_e}, "
+        f"P_r {budget.p_r}, P_w {budget.p_w}, B_c {budget.b_c}), embedder {embedder}"
+        f"{', permuted options' if permute_options else ''}, {len(records)} records",
+    }
+    if report:
+        _write_atomic(report, evaluate.report_markdown(summary, meta))
+    if json_out:
+        _print_json({"version": 1, **meta, **summary})
+        return
+    _render_eval(summary)
+
+
+def _render_eval(summary: dict) -> None:
+    from rich.table import Table
+
+    def pct(v):
+        return "–" if v is None else f"{100 * v:.1f}"
+
+    table = Table(title="cwread eval")
+    for col in (
+        "method",
+        "n",
+        "acc %",
+        "95% CI",
+        "F1 %",
+        "evidence recall %",
+        "cite valid %",
+        "format %",
+        "s/rec",
+    ):
+        table.add_column(col, justify="right" if col != "method" else "left")
+    for method, e in summary["methods"].items():
+        ci = e.get("accuracy_ci")
+        rec = e.get("evidence_recall") or {}
+        table.add_row(
+            method,
+            str(e["records"]),
+            pct(e["accuracy"]),
+            f"{100 * ci[0]:.0f}–{100 * ci[1]:.0f}" if ci else "–",
+            pct(e.get("f1")),
+            "/".join(pct(rec.get(k)) for k in ("anchor", "packet") if k in rec) or "–",
+            pct(e.get("citation_validity")),
+            pct(e.get("format_after_retry")),
+            f"{e['seconds_per_record']:.1f}",
+        )
+    _stdout().print(table)
+    for kind, base in summary["baselines"].items():
+        _stdout().print(f"baselines ({kind}): " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in base.items()))
 
 
 def main(argv: list[str] | None = None) -> int:

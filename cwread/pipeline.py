@@ -220,6 +220,14 @@ def prompt_fits(backend: Backend, request: GenerationRequest) -> bool:
     return needed <= backend.context_size()
 
 
+def packet_fits(
+    backend: Backend, kind: str, question: str, options: dict[str, str], evidence: list[tuple[int, str]]
+) -> bool:
+    """Whether an Interpreter prompt over `evidence` fits, sized for the longer self-check."""
+    request = agents.interpreter_request(kind, question, options, evidence, previous=("X", "x" * 600))
+    return prompt_fits(backend, request)
+
+
 def answer(
     document: Document,
     question: str,
@@ -234,20 +242,28 @@ def answer(
     workers: int | None = None,
     self_check: bool | None = None,
     progress: Progress | None = None,
+    verdicts: list[Verdict] | None = None,
+    packet: Packet | None = None,
 ) -> Trace:
-    """Run the Finder over the first `budget.read` segments, pack, interpret, self-check."""
+    """Run the Finder over the first `budget.read` segments, pack, interpret, self-check.
+
+    Ablations and baselines enter midway: given `verdicts`, the Finder is skipped; given a
+    `packet`, packing is skipped too.
+    """
     t0 = time.perf_counter()
-    verdicts = run_finder(
-        finder, document, segments[: budget.read], kind, question, options, workers, progress
-    )
+    if verdicts is None and packet is None:
+        verdicts = run_finder(
+            finder, document, segments[: budget.read], kind, question, options, workers, progress
+        )
+    verdicts = verdicts or []
     t1 = time.perf_counter()
-
-    def fits(evidence: list[tuple[int, str]]) -> bool:
-        # the self-check prompt is the longer one: size the packet for it
-        request = agents.interpreter_request(kind, question, options, evidence, previous=("X", "x" * 600))
-        return prompt_fits(interpreter, request)
-
-    packet = pack(document, verdicts, budget, fits)
+    if packet is None:
+        packet = pack(
+            document,
+            verdicts,
+            budget,
+            lambda evidence: packet_fits(interpreter, kind, question, options, evidence),
+        )
     if progress:
         progress("interpreter", 0, 1)
     first = _call_interpreter(interpreter, kind, question, options, packet)
