@@ -261,6 +261,10 @@ def run_record(record: dict, method: str, ctx: EvalContext) -> dict:
         trace = one(options)
         row.update(_trace_fields(trace))
         row.update(_score(record, trace.answer))
+    if method == "no-finder":
+        row["finder_calls"] = row["finder_parsed_first_try"] = row["finder_yes"] = (
+            0  # verdicts were stand-ins
+        )
     row.update(_evidence_fields(record, found, trace))
     row["seconds"] = round(time.perf_counter() - t0, 3)
     return row
@@ -293,6 +297,8 @@ def run_eval(
         raise InputError(f"{out} exists: pass --resume to continue it, or choose another --out")
     todo = [(r, m) for r in records for m in methods if (r["id"], m) not in skip]
     handle = open(out, "a", encoding="utf-8") if out else None  # noqa: SIM115 (kept open across yields)
+    if handle and not _ends_with_newline(out):
+        handle.write("\n")  # a torn last line from a killed run must not swallow the next row
     try:
         for i, (record, method) in enumerate(todo, start=1):
             if progress:
@@ -307,6 +313,14 @@ def run_eval(
     finally:
         if handle:
             handle.close()
+
+
+def _ends_with_newline(path: Path) -> bool:
+    if path.stat().st_size == 0:
+        return True
+    with open(path, "rb") as f:
+        f.seek(-1, 2)
+        return f.read(1) == b"\n"
 
 
 def read_rows(out: Path) -> list[dict]:

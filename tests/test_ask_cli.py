@@ -194,4 +194,8 @@ def test_modelfiles_named_by_error_hints_exist():
     for model in ("cwread-finder", "cwread-interpreter"):
         path = modelfile_hint(model).split(" -f ")[1].rstrip("`")
         text = (REPO / path).read_text()
-        assert sum(line.startswith("FROM ") for line in text.splitlines()) == 1 and "num_ctx" in text and "temperature 0" in text
+        assert (
+            sum(line.startswith("FROM ") for line in text.splitlines()) == 1
+            and "num_ctx" in text
+            and "temperature 0" in text
+        )

@@ -1,0 +1,352 @@
+"""The eval harness: metrics on hand-made values, methods on the scripted backend, resume."""
+
+import json
+import re
+
+import pytest
+
+from cwread import evaluate, metrics
+from cwread.backends import select
+from cwread.backends.scripted import ScriptedBackend
+from cwread.backends.select import Selection
+from cwread.cli import main
+from cwread.errors import InputError
+from cwread.segments import make_budget
+from tests.test_pipeline import finder_reply
+
+# ---- metrics ---------------------------------------------------------------------------
+
+
+def test_token_f1():
+    assert metrics.token_f1("The silver medal.", "silver medal") == 1.0
+    assert metrics.token_f1("a biscuit tin", "in a tin under the bed") == pytest.approx(
+        2 * 0.5 * (1 / 4) / (0.5 + 0.25)
+    )
+    assert metrics.token_f1("", "") == 1.0 and metrics.token_f1("x", "") == 0.0
+    assert metrics.token_f1("dog", "cat") == 0.0
+
+
+def test_rouge_l():
+    assert metrics.rouge_l("the cat sat on the mat", "cat sat mat") == pytest.approx(2 * 1.0 * 0.75 / 1.75)
+    assert metrics.rouge_l("x y z", "z y x") == pytest.approx(1 / 3)
+    assert metrics.rouge_l("", "x") == 0.0
+
+
+def test_best_over_references_and_missing_prediction():
+    assert metrics.best_over_references(metrics.token_f1, "tin", ["box", "a tin"]) == 1.0
+    assert metrics.best_over_references(metrics.token_f1, None, ["tin"]) == 0.0
+
+
+def test_wilson_interval_known_values():
+    lo, hi = metrics.wilson_interval(8, 10)
+    assert lo == pytest.approx(0.4902, abs=1e-3) and hi == pytest.approx(0.9433, abs=1e-3)
+    assert metrics.wilson_interval(0, 0) == (0.0, 1.0)
+    assert metrics.wilson_interval(0, 5)[0] == 0.0
+
+
+def test_bootstrap_is_deterministic_and_brackets_the_mean():
+    values = [0.0, 0.5, 1.0, 1.0, 0.25]
+    a = metrics.bootstrap_interval(values)
+    assert a == metrics.bootstrap_interval(values)
+    assert a[0] <= sum(values) / len(values) <= a[1]
+
+
+def test_pair_accuracy_needs_both_members_right():
+    rows = [
+        {"pair": 1, "correct": True},
+        {"pair": 1, "correct": True},
+        {"pair": 2, "correct": True},
+        {"pair": 2, "correct": False},
+        {"pair": 3, "correct": True},  # incomplete pair: not counted
+        {"correct": True},
+    ]
+    assert metrics.pair_accuracy(rows) == (1, 2)
+
+
+def test_constant_baselines_and_ties():
+    base = metrics.constant_baselines(["A", "B", "A", "B"])
+    assert base == {"always A": 0.5, "always B": 0.5, "majority": 0.5}
+    assert metrics.answer_distribution(["A", None, "A"]) == {"A": 2, "none": 1}
+
+
+# ---- records ---------------------------------------------------------------------------
+
+
+def write_records(tmp_path, records, doc_text=None):
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "docs" / "s.txt").write_text(doc_text or default_doc())
+    path = tmp_path / "data.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return str(path)
+
+
+def default_doc():
+    return (
+        "The Tin\n\nMartha kept the silver medal in a biscuit tin under her bed.\n\n"
+        "The weather was grey all week.\n\nHer cat Admiral slept on the lamp.\n"
+    )
+
+
+RECORDS = [
+    {
+        "id": "m1",
+        "doc": "docs/s.txt",
+        "kind": "mcq",
+        "question": "Where was the medal kept?",
+        "options": {"A": "in a drawer", "B": "in a biscuit tin"},
+        "answer": "B",
+        "evidence": [2],
+    },
+    {
+        "id": "c1",
+        "doc": "docs/s.txt",
+        "kind": "claim",
+        "question": "The medal was kept in a tin.",
+        "answer": "TRUE",
+        "pair": "p",
+    },
+    {
+        "id": "c2",
+        "doc": "docs/s.txt",
+        "kind": "claim",
+        "question": "The medal was kept in a drawer.",
+        "answer": "FALSE",
+        "pair": "p",
+    },
+    {
+        "id": "o1",
+        "doc": "docs/s.txt",
+        "kind": "open",
+        "question": "What was the cat called?",
+        "answer": "Admiral",
+        "answers": ["Admiral", "a cat named Admiral"],
+        "evidence": [4],
+    },
+]
+
+
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("{not json", "not JSON"),
+        ('{"id": "x", "doc": "docs/s.txt", "kind": "mcq"}', "no 'question'"),
+        ('{"id": "x", "doc": "docs/s.txt", "kind": "essay", "question": "q"}', "kind must be"),
+        ('{"id": "x", "doc": "docs/s.txt", "kind": "mcq", "question": "q"}', "needs options"),
+        ('{"id": "x", "doc": "docs/none.txt", "kind": "open", "question": "q"}', "not found"),
+    ],
+)
+def test_bad_records_are_refused_with_their_line(tmp_path, line, message):
+    path = write_records(tmp_path, [])
+    (tmp_path / "data.jsonl").write_text(line + "\n")
+    with pytest.raises(InputError, match=message):
+        evaluate.load_records(path)
+
+
+def test_duplicate_ids_are_refused(tmp_path):
+    path = write_records(tmp_path, [RECORDS[1], RECORDS[1]])
+    with pytest.raises(InputError, match="duplicate"):
+        evaluate.load_records(path)
+
+
+# ---- methods on the scripted backend ---------------------------------------------------------
+
+
+def smart_interpreter(request):
+    """Answers from the evidence it is shown: picks the option/claim/answer the text supports."""
+    user = request.messages[-1][1]
+    evidence = user.split("Question:")[0].split("Claim to verify")[0]
+    ids = re.findall(r"\[(\d+)\]", evidence)
+    cite = f"[{ids[0]}] " if ids else ""
+    if "Claim to verify" in user:
+        claim = user.split("Claim to verify (TRUE or FALSE): ")[1].split("\n")[0]
+        ok = "tin" in claim and "biscuit tin" in evidence
+        return f"<reason>{cite}checked</reason><answer>{'TRUE' if ok else 'FALSE'}</answer>"
+    if "Options:" in user:
+        options = dict(re.findall(r"^\(([A-Z])\) (.*)$", user, re.M))
+        pick = next((k for k, v in options.items() if "tin" in v and "biscuit tin" in evidence), "A")
+        return f"<reason>{cite}the tin</reason><answer>{pick}</answer>"
+    return (
+        f"<reason>{cite}the cat</reason><answer>{'Admiral' if 'Admiral' in evidence else 'unknown'}</answer>"
+    )
+
+
+@pytest.fixture
+def ctx(cache_dir):
+    finder = ScriptedBackend(default=finder_reply, model="f")
+    interpreter = ScriptedBackend(default=smart_interpreter, model="i")
+    return evaluate.EvalContext(
+        Selection(finder, interpreter, "scripted"), make_budget("focused"), "minilm-static"
+    )
+
+
+@pytest.mark.parametrize("method", evaluate.METHODS)
+def test_every_method_runs_and_scores(tmp_path, ctx, method):
+    records = evaluate.load_records(write_records(tmp_path, RECORDS))
+    rows = [evaluate.run_record(r, method, ctx) for r in records]
+    assert [r["method"] for r in rows] == [method] * 4
+    if method == "retrieval":
+        assert rows[0]["evidence_anchor_hits"] == 1 and "answer" not in rows[0]
+        return
+    assert all(r["parsed"] for r in rows)
+    if method == "closed-book":
+        assert all(r["packet_paragraphs"] == 0 for r in rows)
+        assert rows[0]["answer"] == "A"  # no evidence: the scripted model falls back to A
+    else:
+        assert rows[0]["answer"] == "B" and rows[0]["correct"] is True
+        assert rows[3]["f1"] == 1.0 and rows[3]["rouge_l"] == 1.0
+    if method in ("pipeline", "no-self-check"):
+        assert rows[0]["finder_calls"] > 0
+    else:
+        assert rows[0]["finder_calls"] == 0
+    assert rows[1]["self_checked"] is (method in ("pipeline", "no-finder"))
+    if method == "direct":
+        assert rows[0]["packet_paragraphs"] == 4  # the whole short text fits
+
+
+def test_direct_truncates_from_the_end(tmp_path, cache_dir):
+    long_doc = "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(1, 80))
+    records = evaluate.load_records(write_records(tmp_path, [RECORDS[3]], long_doc))
+    interpreter = ScriptedBackend(default=smart_interpreter, context=1500)
+    ctx = evaluate.EvalContext(
+        Selection(interpreter, interpreter, "s"), make_budget("focused"), "minilm-static"
+    )
+    row = evaluate.run_record(records[0], "direct", ctx)
+    assert 0 < row["packet_paragraphs"] < 79
+    shown = re.findall(r"\[(\d+)\]", interpreter.requests[-1].messages[-1][1])
+    assert shown[0] == "1" and int(shown[-1]) == row["packet_paragraphs"]
+
+
+def test_permuted_options_are_scored_as_a_whole(tmp_path, ctx):
+    records = evaluate.load_records(write_records(tmp_path, [RECORDS[0]]))
+    ctx.permute_options = True
+    row = evaluate.run_record(records[0], "bm25-rag", ctx)
+    assert row["rotation_answers"] == ["B", "B"] and row["correct"] is True
+    biased = ScriptedBackend(default="<reason>x</reason><answer>A</answer>")
+    ctx.selection = Selection(biased, biased, "s")
+    row = evaluate.run_record(records[0], "closed-book", ctx)
+    assert row["rotation_answers"] == ["A", "B"] and row["correct"] is False and row["answer"] is None
+
+
+def test_rotations_map_back_to_original_labels():
+    rot = evaluate.rotations({"A": "x", "B": "y", "C": "z"})
+    assert rot[1] == ({"A": "y", "B": "z", "C": "x"}, {"A": "B", "B": "C", "C": "A"})
+
+
+def test_run_eval_appends_rows_and_resumes(tmp_path, ctx):
+    records = evaluate.load_records(write_records(tmp_path, RECORDS))
+    out = tmp_path / "rows.jsonl"
+    gen = evaluate.run_eval(records, ["closed-book"], ctx, out)
+    next(gen)
+    gen.close()  # an interrupted run: one row saved
+    assert len(out.read_text().splitlines()) == 1
+    with pytest.raises(InputError, match="--resume"):
+        list(evaluate.run_eval(records, ["closed-book"], ctx, out))
+    with open(out, "a") as f:
+        f.write('{"id": "torn')  # a torn last line from a killed process
+    rest = list(evaluate.run_eval(records, ["closed-book"], ctx, out, resume=True))
+    assert [r["id"] for r in rest] == ["c1", "c2", "o1"]
+    rows = evaluate.read_rows(out)
+    assert sorted(r["id"] for r in rows) == ["c1", "c2", "m1", "o1"]
+
+
+def test_summary_from_hand_made_rows():
+    rows = [
+        {
+            "id": "1",
+            "method": "m",
+            "kind": "mcq",
+            "gold": "B",
+            "answer": "B",
+            "correct": True,
+            "parsed": True,
+            "parsed_first_try": True,
+            "citations": [3],
+            "invalid_citations": [9],
+            "finder_calls": 2,
+            "finder_parsed_first_try": 1,
+            "prompt_tokens": 100,
+            "seconds": 2.0,
+            "evidence_gold": 2,
+            "evidence_anchor_hits": 2,
+            "evidence_packet_hits": 1,
+        },
+        {
+            "id": "2",
+            "method": "m",
+            "kind": "mcq",
+            "gold": "A",
+            "answer": None,
+            "correct": False,
+            "parsed": False,
+            "parsed_first_try": False,
+            "citations": [],
+            "invalid_citations": [],
+            "finder_calls": 2,
+            "finder_parsed_first_try": 2,
+            "prompt_tokens": 300,
+            "seconds": 4.0,
+        },
+        {
+            "id": "3",
+            "method": "m",
+            "kind": "open",
+            "gold": "x",
+            "answer": "x",
+            "f1": 0.5,
+            "rouge_l": 0.25,
+            "parsed": True,
+            "parsed_first_try": False,
+            "citations": [1],
+            "invalid_citations": [],
+            "seconds": 0.0,
+        },
+    ]
+    e = evaluate.summarize(rows)["methods"]["m"]
+    assert e["records"] == 3 and e["accuracy"] == 0.5 and e["scored"] == 2
+    assert e["citation_validity"] == pytest.approx(2 / 3)
+    assert e["cite_share"] == 1.0  # both answered rows cite
+    assert e["format_first_try"] == pytest.approx(1 / 3) and e["format_after_retry"] == pytest.approx(2 / 3)
+    assert e["finder_format_first_try"] == 0.75 and e["finder_calls_per_record"] == pytest.approx(4 / 3)
+    assert e["evidence_recall"] == {"anchor": 1.0, "packet": 0.5}
+    assert e["f1"] == 0.5 and e["answer_distribution"] == {"B": 1, "none": 1}
+    summary = evaluate.summarize(rows)
+    assert summary["baselines"]["mcq"]["majority"] == 0.5
+    report = evaluate.report_markdown(summary, {"data": "d.jsonl", "models": "x"})
+    assert "| m | 3 | 50.0 [" in report and "baselines (mcq)" in report
+
+
+def test_eval_cli_json_report_and_out(capsys, tmp_path, cache_dir, monkeypatch):
+    finder = ScriptedBackend(default=finder_reply)
+    interp = ScriptedBackend(default=smart_interpreter)
+    monkeypatch.setitem(
+        select.FACTORIES, "scripted", lambda s: Selection(finder, interp, "backend: scripted")
+    )
+    data = write_records(tmp_path, RECORDS)
+    report = tmp_path / "report.md"
+    code = main(
+        [
+            "eval",
+            data,
+            "-m",
+            "pipeline",
+            "-m",
+            "retrieval",
+            "--backend",
+            "scripted",
+            "--json",
+            "--out",
+            str(tmp_path / "rows.jsonl"),
+            "--report",
+            str(report),
+            "--no-cache",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["methods"]["pipeline"]["accuracy"] == 1.0
+    assert summary["methods"]["pipeline"]["pair_accuracy"] == 1.0
+    assert summary["methods"]["retrieval"]["evidence_recall"]["anchor"] == 1.0
+    assert "# cwread eval" in report.read_text()
+    code = main(["eval", data, "-m", "nonsense"])
+    assert code == 2 and "unknown method" in capsys.readouterr().err
