@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cwread import pipeline
-from cwread.backends.select import BackendSettings, Selection, select_backends
+from cwread.backends.select import BackendSettings, Selection, select_backends, with_call_cache
 from cwread.document import Document, Paragraph, load_document
 from cwread.embedders import DEFAULT_EMBEDDER, load_embedder
 from cwread.errors import InputError
@@ -208,12 +208,9 @@ def ask(
         selection = select_backends(backends or BackendSettings())
     if notice:
         notice(selection.why)
-    finder, interpreter = selection.finder, selection.interpreter
     if use_cache:
-        from cwread.callcache import CachedBackend
-
-        finder = CachedBackend(finder)
-        interpreter = finder if selection.interpreter is selection.finder else CachedBackend(interpreter)
+        selection = with_call_cache(selection)
+    finder, interpreter = selection.finder, selection.interpreter
     workers = backends.workers if backends else None
     trace = pipeline.answer(
         document,

@@ -724,8 +724,7 @@ def eval_command(
     from pathlib import Path
 
     from cwread import evaluate
-    from cwread.backends.select import select_backends
-    from cwread.callcache import CachedBackend
+    from cwread.backends.select import select_backends, with_call_cache
 
     methods = method or [*evaluate.MODEL_METHODS, "retrieval"]
     for m in methods:
@@ -745,13 +744,7 @@ def eval_command(
         )
         err.print(f"cwread: {selection.why}", highlight=False)
         if not no_cache:
-            from cwread.backends.select import Selection
-
-            finder = CachedBackend(selection.finder)
-            interp = (
-                finder if selection.interpreter is selection.finder else CachedBackend(selection.interpreter)
-            )
-            selection = Selection(finder, interp, selection.why)
+            selection = with_call_cache(selection)
     ctx = evaluate.EvalContext(selection, budget, embedder, permute_options)
     out_path = Path(out) if out else None
     rows: list[dict] = []

@@ -50,6 +50,17 @@ class Selection:
     why: str  # one line for stderr: which backend runs and why
 
 
+def with_call_cache(selection: Selection) -> Selection:
+    """The same backends behind cwread's call cache (one cache when both agents share a model)."""
+    from cwread.callcache import CachedBackend
+
+    finder = CachedBackend(selection.finder)
+    interpreter = (
+        finder if selection.interpreter is selection.finder else CachedBackend(selection.interpreter)
+    )
+    return Selection(finder, interpreter, selection.why)
+
+
 Factory = Callable[[BackendSettings], Selection]
 FACTORIES: dict[str, Factory] = {}
 
