@@ -87,7 +87,9 @@ def test_bonuses_are_gated_on_a_correct_answer():
 
 def test_invalid_ids_are_penalised_even_when_right():
     text = interp(f"[5] [9] {TEN_WORDS}", "B")
-    assert R.interpreter_score(text, "B", "mcq", allowed_ids=[5]) == pytest.approx(1.0 + 2.5 - 0.3 + 0.3 + 0.2)
+    assert R.interpreter_score(text, "B", "mcq", allowed_ids=[5]) == pytest.approx(
+        1.0 + 2.5 - 0.3 + 0.3 + 0.2
+    )
 
 
 def test_hedging_is_penalised_and_the_floor_is_zero():
@@ -113,6 +115,10 @@ def test_trl_signature_with_conversational_completions():
     scores = R.finder_reward(completions, label=["YES", "NO"], gold_ids=[[4], []], prompt=["p", "p"])
     assert scores[0] == pytest.approx(4.5) and scores[1] > 3.0
     scores = R.interpreter_reward(
-        [interp(f"[5] {TEN_WORDS}", "(B)")], answer=["B"], kind=["mcq"], allowed_ids=[[5]], labels=[["A", "B"]]
+        [interp(f"[5] {TEN_WORDS}", "(B)")],
+        answer=["B"],
+        kind=["mcq"],
+        allowed_ids=[[5]],
+        labels=[["A", "B"]],
     )
     assert scores == [pytest.approx(1.0 + 2.5 + 0.3 + 0.2)]

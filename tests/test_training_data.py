@@ -1,0 +1,67 @@
+"""Training data builders: balance, gold placement, and prompts identical to inference."""
+
+import json
+
+import pytest
+
+from cwread import agents
+from tests.conftest import SHARED_DATA
+from training import data
+from training.__main__ import main
+
+VAL = SHARED_DATA / "fairytaleqa" / "val"
+pytestmark = pytest.mark.skipif(not VAL.is_dir(), reason="FairytaleQA dev data not present")
+
+
+@pytest.fixture(scope="module")
+def finder():
+    return data.finder_examples(VAL)
+
+
+def test_finder_examples_are_balanced_with_gold_only_in_positives(finder):
+    yes = [e for e in finder if e["label"] == "YES"]
+    no = [e for e in finder if e["label"] == "NO"]
+    assert len(yes) == len(no) > 100
+    for e in yes:
+        s, t = e["segment"]
+        assert e["gold_ids"] and all(s <= g <= t for g in e["gold_ids"])
+    assert all(e["gold_ids"] == [] for e in no)
+
+
+def test_finder_prompts_are_cwreads_own(finder):
+    e = finder[0]
+    s, t = e["segment"]
+    user = e["prompt"][-1]["content"]
+    assert e["prompt"][0]["content"] == agents.FINDER_SYSTEM
+    assert user.startswith(f"Segment (paragraphs {s}-{t}):\n[{s}] ")
+
+
+def test_hard_negatives_share_words_with_the_question(finder):
+    from cwread.lexical import tokenize
+
+    overlaps = []
+    for e in (x for x in finder if x["label"] == "NO"):
+        user = e["prompt"][-1]["content"]
+        segment, question = user.split("\n\nQuestion: ")
+        q_terms = set(tokenize([question.split("\n")[0]])[0])
+        overlaps.append(bool(q_terms & set(tokenize([segment])[0])))
+    assert sum(overlaps) / len(overlaps) > 0.8
+
+
+def test_interpreter_packets_hold_the_gold_paragraphs():
+    examples = data.interpreter_examples(VAL)
+    assert examples
+    for e in examples[:200]:
+        assert set(e["gold_ids"]) <= set(e["allowed_ids"])
+        assert e["answer"] == e["answers"][0] and e["kind"] == "open"
+        assert all(f"[{pid}]" in e["prompt"][-1]["content"] for pid in e["allowed_ids"])
+
+
+def test_cli_writes_data_and_card(tmp_path):
+    assert main(["data", "--split", "val", "--out", str(tmp_path)]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "finder.jsonl").read_text().splitlines()]
+    assert rows and set(rows[0]) >= {"prompt", "label", "gold_ids"}
+    assert "FairytaleQA" in (tmp_path / "DATA_CARD.md").read_text()
+    assert (
+        main(["data", "--split", "val", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path)]) == 2
+    )

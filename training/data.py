@@ -1,0 +1,178 @@
+"""Training data for both agents, built from FairytaleQA with cwread's own prompts.
+
+A story's sections become its numbered paragraphs (one section, one paragraph: the rule the
+dev anthology follows), so a question's `cor_section` is its gold paragraph ids.
+
+- Finder: per question, one positive segment (a window of 1-3 paragraphs holding a gold
+  paragraph; label YES, gold ids inside it) and one hard negative (the window of the same
+  size without gold paragraphs that BM25 ranks highest for the question; label NO): 50/50.
+- Interpreter: per question, a packet built by cwread's packing from the gold paragraphs plus
+  the top BM25 distractors, and the reference answers.
+
+Prompts come from `cwread.agents`, so training sees exactly what inference sends.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+
+from cwread import agents, lexical
+from cwread.document import document_from_bytes
+from cwread.packing import Verdict, pack
+from cwread.segments import PRESETS, Segment
+
+DEFAULT_SOURCE = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "fairytaleqa"
+
+
+def read_story(path: Path) -> list[str]:
+    """The story's sections as paragraphs (inner line breaks and blank lines joined)."""
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = sorted(csv.DictReader(f), key=lambda r: int(r["section"]))
+    return [" ".join(row["text"].split()) for row in rows if row["text"].strip()]
+
+
+def read_questions(path: Path) -> list[dict]:
+    """Questions with their gold sections and every non-empty reference answer."""
+    out = []
+    with open(path, encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f):
+            sections = [
+                int(s) for s in str(row.get("cor_section", "")).replace(" ", "").split(",") if s.isdigit()
+            ]
+            answers = [row[k].strip() for k in row if k.startswith("answer") and row[k] and row[k].strip()]
+            if sections and answers and row.get("question", "").strip():
+                out.append(
+                    {
+                        "id": row["question_id"],
+                        "question": row["question"].strip(),
+                        "gold": sections,
+                        "answers": answers,
+                    }
+                )
+    return out
+
+
+def stories(split_dir: Path):
+    """(name, document, questions) for each story of a FairytaleQA split folder."""
+    for story_csv in sorted(split_dir.glob("*-story.csv")):
+        name = story_csv.name.removesuffix("-story.csv")
+        questions_csv = split_dir / f"{name}-questions.csv"
+        if not questions_csv.is_file():
+            continue
+        sections = read_story(story_csv)
+        if not sections:
+            continue
+        doc = document_from_bytes("\n\n".join(sections).encode("utf-8"), name)
+        if len(doc) != len(sections):  # a section over the wall threshold was split: ids would drift
+            continue
+        questions = [q for q in read_questions(questions_csv) if max(q["gold"]) <= len(doc)]
+        yield name, doc, questions
+
+
+def _messages(request) -> list[dict]:
+    return [{"role": role, "content": content} for role, content in request.messages]
+
+
+def finder_examples(split_dir: Path, seed: int = 0) -> list[dict]:
+    """Balanced Finder examples (one YES, one hard NO per question where both exist)."""
+    rng = random.Random(seed)
+    examples = []
+    for name, doc, questions in stories(split_dir):
+        n = len(doc)
+        index = lexical.build_index([p.text for p in doc.paragraphs])
+        for q in questions:
+            gold = set(q["gold"])
+            width = rng.randint(1, min(3, n))
+            anchor = rng.choice(sorted(gold))
+            start = rng.randint(max(1, anchor - width + 1), min(anchor, n - width + 1))
+            positive = (start, start + width - 1)
+            scores = lexical.scores(index, q["question"], n)
+            negatives = [
+                (s, s + width - 1) for s in range(1, n - width + 2) if not gold & set(range(s, s + width))
+            ]
+            if not negatives:
+                continue
+            hard = max(negatives, key=lambda span: (max(scores[span[0] - 1 : span[1]]), -span[0]))
+            for (s, e), label in ((positive, "YES"), (hard, "NO")):
+                request = agents.finder_request("open", q["question"], None, s, e, doc.span_text(s, e))
+                examples.append(
+                    {
+                        "id": f"{name}-{q['id']}-{label.lower()}",
+                        "prompt": _messages(request),
+                        "label": label,
+                        "gold_ids": sorted(gold & set(range(s, e + 1))),
+                        "segment": [s, e],
+                        "story": name,
+                    }
+                )
+    return examples
+
+
+def interpreter_examples(split_dir: Path, distractors: int = 3, seed: int = 0) -> list[dict]:
+    """Interpreter examples: a packet of gold + distractor paragraphs, packed by cwread."""
+    budget = replace(PRESETS["focused"], n_e=10)
+    examples = []
+    for name, doc, questions in stories(split_dir):
+        n = len(doc)
+        index = lexical.build_index([p.text for p in doc.paragraphs])
+        for q in questions:
+            scores = lexical.scores(index, q["question"], n)
+            ranked = sorted(
+                (i + 1 for i in range(n) if i + 1 not in q["gold"]), key=lambda pid: -scores[pid - 1]
+            )
+            chosen = sorted(set(q["gold"]) | set(ranked[:distractors]))
+            verdicts = [Verdict(Segment(pid, pid, "anchor", 1.0), "YES", "", (), (), True) for pid in chosen]
+            packet = pack(doc, verdicts, budget)
+            request = agents.interpreter_request("open", q["question"], None, packet.evidence())
+            examples.append(
+                {
+                    "id": f"{name}-{q['id']}",
+                    "prompt": _messages(request),
+                    "kind": "open",
+                    "answer": q["answers"][0],
+                    "answers": q["answers"],
+                    "allowed_ids": packet.ids,
+                    "gold_ids": sorted(q["gold"]),
+                    "evidence": agents.evidence_block(packet.evidence()),
+                    "hard": False,
+                    "story": name,
+                }
+            )
+    return examples
+
+
+def write_jsonl(rows: list[dict], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def data_card(finder: list[dict], interpreter: list[dict], split: str, source: Path) -> str:
+    yes = sum(r["label"] == "YES" for r in finder)
+    return f"""# cwread training data ({split})
+
+Source: FairytaleQA (Apache-2.0), `{source.name}/{split}`: story sections as numbered paragraphs,
+`cor_section` as gold paragraph ids. Built by `python -m training data`.
+
+## finder.jsonl ({len(finder)} examples)
+- one positive (a 1-3 paragraph window holding a gold paragraph) and one hard negative (the
+  same-size window without gold that BM25 ranks highest) per question: {yes} YES / {len(finder) - yes} NO
+- columns: id, prompt (chat messages from `cwread.agents.finder_request`), label, gold_ids
+  (gold ids inside the segment), segment, story
+
+## interpreter.jsonl ({len(interpreter)} examples)
+- a packet from `cwread.packing.pack` over the gold paragraphs plus the top BM25 distractors;
+  free-form answers (FairytaleQA has no multiple choice)
+- columns: id, prompt (`cwread.agents.interpreter_request`), kind, answer, answers,
+  allowed_ids (packet ids), gold_ids, evidence (packet text), hard, story
+
+Known limits: FairytaleQA questions were written from the text, so lexical overlap is high
+and hard negatives are easier than in novels; one domain (fairy tales).
+"""
