@@ -112,7 +112,8 @@ def answer_grammar(
                 f"answer ::= {_literal_alternatives(['TRUE', 'FALSE', 'True', 'False', 'true', 'false'])}"
             )
         else:
-            answer = f"answer ::= [^<\\n]{{1,{OPEN_ANSWER_CHARS}}}"
+            # no brackets: citations belong in the reason, where only shown ids can be written
+            answer = f"answer ::= [^<\\n\\[\\]]{{1,{OPEN_ANSWER_CHARS}}}"
     root = 'root ::= "<reason>" reason "</reason>\\n<answer>" answer "</answer>"'
     return "\n".join([root, *reason, answer])
 

@@ -113,6 +113,8 @@ def test_interpreter_prompt_and_grammar_per_kind():
     assert "Previous answer: TRUE" in check.messages[-1][1]
     empty = interpreter_request("open", "Why?", None, [])
     assert "no evidence was found" in empty.messages[-1][1] and "cite ::=" not in empty.grammar
+    # a free-form answer cannot smuggle in bracketed "citations" of paragraphs never shown
+    assert "answer ::= [^<\\n\\[\\]]" in empty.grammar
 
 
 def test_grammar_without_ids_has_no_citation_rule():
