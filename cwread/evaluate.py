@@ -151,6 +151,11 @@ def _trace_fields(trace: pipeline.Trace) -> dict:
         "self_checked": trace.self_check is not None,
         "prompt_tokens": trace.tokens()["prompt"],
         "packet_paragraphs": len(trace.packet.items),
+        # calls answered by the call cache (e.g. shared with an earlier method): they cost ~0 s
+        "model_calls": len(trace.verdicts)
+        + sum(c is not None for c in (trace.interpreter, trace.self_check)),
+        "cached_calls": sum(v.cached for v in trace.verdicts)
+        + sum(bool(c and c.cached) for c in (trace.interpreter, trace.self_check)),
     }
 
 
@@ -389,6 +394,9 @@ def summarize(rows: list[dict]) -> dict:
             labelled = [r for r in group if r["kind"] in ("mcq", "claim")]
             entry["answer_distribution"] = metrics.answer_distribution([r.get("answer") for r in labelled])
         entry["seconds_per_record"] = sum(r.get("seconds", 0) for r in group) / len(group)
+        calls = sum(r.get("model_calls", 0) for r in group)
+        if calls:
+            entry["cached_call_share"] = sum(r.get("cached_calls", 0) for r in group) / calls
         summary["methods"][method] = entry
     any_group = next(iter(by_method.values()), [])
     for kind in ("mcq", "claim"):
@@ -420,10 +428,13 @@ def report_markdown(summary: dict, meta: dict) -> str:
         "",
         "Accuracy with 95% Wilson intervals; F1 with a 95% bootstrap interval. Evidence recall is the",
         "share of gold paragraphs inside anchor segments / segments read / Finder-YES segments / the packet.",
+        "Methods run in turn on each record and share the model-call cache: a call another method already",
+        "made costs ~0 s, so compare seconds together with the share of calls served from the cache.",
         "",
         "| method | n | accuracy % | pair acc % | F1 % | ROUGE-L % | evidence recall % (anchor/read/yes/packet) "
-        "| citation validity % | answers citing % | format 1st/after retry % | Finder calls | prompt tokens | s/record |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| citation validity % | answers citing % | format 1st/after retry % | Finder calls | prompt tokens | s/record "
+        "| calls from cache % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for method, e in summary["methods"].items():
         rec = e.get("evidence_recall") or {}
@@ -435,7 +446,7 @@ def report_markdown(summary: dict, meta: dict) -> str:
             f"| {_fmt(e.get('citation_validity'))} | {_fmt(e.get('cite_share'))} "
             f"| {_fmt(e.get('format_first_try'))}/{_fmt(e.get('format_after_retry'))} "
             f"| {_fmt(e.get('finder_calls_per_record'), False)} | {_fmt(e.get('prompt_tokens_per_record'), False)} "
-            f"| {_fmt(e.get('seconds_per_record'), False)} |"
+            f"| {_fmt(e.get('seconds_per_record'), False)} | {_fmt(e.get('cached_call_share'))} |"
         )
     dists = {
         m: e["answer_distribution"] for m, e in summary["methods"].items() if e.get("answer_distribution")
