@@ -266,10 +266,9 @@ def run_record(record: dict, method: str, ctx: EvalContext) -> dict:
         trace = one(options)
         row.update(_trace_fields(trace))
         row.update(_score(record, trace.answer))
-    if method == "no-finder":
-        row["finder_calls"] = row["finder_parsed_first_try"] = row["finder_yes"] = (
-            0  # verdicts were stand-ins
-        )
+    if method == "no-finder":  # its verdicts were stand-ins, not model calls
+        row["model_calls"] -= len(trace.verdicts)
+        row["finder_calls"] = row["finder_parsed_first_try"] = row["finder_yes"] = 0
     row.update(_evidence_fields(record, found, trace))
     row["seconds"] = round(time.perf_counter() - t0, 3)
     return row
