@@ -95,6 +95,20 @@ def write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
             _remove(tmp)
 
 
+def write_file_atomic(path: Path, data: str | bytes) -> None:
+    """Write `data` to `path` through a temporary sibling and a rename, so no reader ever
+    sees half a file; the temporary is removed if anything fails. The folder must exist."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def _remove(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)

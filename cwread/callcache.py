@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
 from cwread.backends import Backend, Generation, GenerationRequest
-from cwread.cache import cache_root
+from cwread.cache import cache_root, write_file_atomic
 
 CALL_CACHE_VERSION = 1
 
@@ -52,10 +50,7 @@ class CachedBackend:
             pass
         generation = self.inner.generate(request)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".call-")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({k: v for k, v in asdict(generation).items() if k != "cached"}, f)
-        os.replace(tmp, path)
+        write_file_atomic(path, json.dumps({k: v for k, v in asdict(generation).items() if k != "cached"}))
         return generation
 
     def context_size(self) -> int:

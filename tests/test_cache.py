@@ -100,3 +100,15 @@ def test_corrupt_static_model_is_rebuilt(cache_dir):
     (model / "embeddings.npy").write_bytes(b"not an array")
     rebuilt = load_static_minilm()
     np.testing.assert_allclose(rebuilt.encode(["a lighthouse"]), expected, atol=1e-6)
+
+
+def test_atomic_file_write_leaves_no_temporary(tmp_path):
+    from cwread.cache import write_file_atomic
+
+    target = tmp_path / "out.json"
+    write_file_atomic(target, "first")
+    write_file_atomic(target, b"second")
+    assert target.read_text() == "second"
+    with pytest.raises(TypeError):
+        write_file_atomic(target, 42)  # fails mid-write: the old file stays, no temporary left
+    assert target.read_text() == "second" and [p.name for p in tmp_path.iterdir()] == ["out.json"]

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cwread import agents, lexical
+from cwread.cache import write_file_atomic
 from cwread.document import document_from_bytes
 from cwread.packing import Verdict, pack
 from cwread.segments import PRESETS, Segment
@@ -147,11 +148,7 @@ def interpreter_examples(split_dir: Path, distractors: int = 3, seed: int = 0) -
 
 def write_jsonl(rows: list[dict], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    write_file_atomic(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 def data_card(finder: list[dict], interpreter: list[dict], split: str, source: Path) -> str:
