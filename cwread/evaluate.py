@@ -20,7 +20,7 @@ import json
 import platform
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -86,14 +86,25 @@ class EvalContext:
     budget: Budget
     embedder: str
     permute_options: bool = False
-    documents: dict[str, Document] | None = None
+    documents: dict[str, Document] = field(default_factory=dict)
+    _last_find: tuple[str, api.FindResult] | None = None
 
     def document(self, path: str) -> Document:
-        if self.documents is None:
-            self.documents = {}
         if path not in self.documents:
             self.documents[path] = api.open_document(path)
         return self.documents[path]
+
+    def find(self, record: dict) -> api.FindResult:
+        """Retrieval for `record`, shared by the methods that run on it one after another
+        (rows are produced record by record, so one remembered result is enough)."""
+        if self._last_find is None or self._last_find[0] != record["id"]:
+            document = self.document(record["_doc_path"])
+            options = record.get("options") or None
+            self._last_find = (
+                record["id"],
+                api.find(document, record["question"], options, self.budget, self.embedder),
+            )
+        return self._last_find[1]
 
 
 def rotations(options: dict[str, str]) -> list[tuple[dict[str, str], dict[str, str]]]:
@@ -218,7 +229,7 @@ def run_record(record: dict, method: str, ctx: EvalContext) -> dict:
     row: dict = {"id": record["id"], "method": method, "kind": kind, "gold": record.get("answer")}
     if record.get("pair") is not None:
         row["pair"] = record["pair"]
-    found = api.find(document, question, options or None, ctx.budget, ctx.embedder)
+    found = ctx.find(record)
     if method == "retrieval":
         row.update(_evidence_fields(record, found, None))
         row["seconds"] = round(time.perf_counter() - t0, 3)

@@ -112,3 +112,16 @@ def test_atomic_file_write_leaves_no_temporary(tmp_path):
     with pytest.raises(TypeError):
         write_file_atomic(target, 42)  # fails mid-write: the old file stays, no temporary left
     assert target.read_text() == "second" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_tiktoken_cache_is_seeded_offline_and_verified(tmp_path, monkeypatch):
+    import hashlib
+
+    from cwread.tokens import _tiktoken_source, seed_tiktoken_cache
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tt"))
+    folder = seed_tiktoken_cache("cl100k_base")
+    blobpath, expected = _tiktoken_source("cl100k_base")
+    seeded = folder / hashlib.sha1(blobpath.encode()).hexdigest()
+    assert hashlib.sha256(seeded.read_bytes()).hexdigest() == expected
+    assert [p.name for p in folder.iterdir()] == [seeded.name]
