@@ -1,11 +1,16 @@
-"""`python -m training`: build the agents' training data (and, with trl, train them).
+"""`python -m training`: build the agents' training data, train them, export them.
 
 python -m training data [--split train] [--source ../shared/data/fairytaleqa] [--out DIR]
+python -m training finder|interpreter --profile cpu-test|cpu-small|gpu [--steps N] [--out DIR]
+python -m training export --adapter RUN/adapter --out F.gguf [--modelfile M --base B --family F]
+python -m training export --merged RUN/merged --out F.gguf [--modelfile M --family F]
+python -m training smoke --out DIR   (cpu-test end to end: data, SFT, GRPO, merge, GGUF, check)
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 from pathlib import Path
 
@@ -43,6 +48,9 @@ def run_training(args: argparse.Namespace) -> int:
         )
         return 2
     rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    random.Random(args.seed).shuffle(rows)  # the file runs story by story
+    if args.max_prompt_chars:  # CPU runs: step time grows with the prompt
+        rows = [r for r in rows if sum(len(m["content"]) for m in r["prompt"]) <= args.max_prompt_chars]
     rows = rows[: args.limit] if args.limit else rows
     profile = train.PROFILES[args.profile]
     if profile.name == "cpu-test":
@@ -56,14 +64,98 @@ def run_training(args: argparse.Namespace) -> int:
         model = AutoModelForCausalLM.from_pretrained(args.base, torch_dtype="bfloat16")
         tokenizer = AutoTokenizer.from_pretrained(args.base)
     out = Path(args.out)
+    warm = profile.warm_start if args.warm_start is None else args.warm_start
+    if warm:
+        # warm-start on examples GRPO will not see
+        model = train.warm_start(rows[-warm:], model, tokenizer, profile, out / "warm-start", examples=warm)
+        rows = rows[:-warm]
     trainer = train.grpo(
         args.command, rows, model, tokenizer, profile, out / "run", max_steps=args.steps, seed=args.seed
     )
     merged = train.merge_and_save(trainer, tokenizer, out / "merged")
-    log = (out / "run" / "metrics.jsonl").read_text().splitlines()
-    first, last = json.loads(log[0])["reward"], json.loads(log[-1])["reward"]
-    print(f"{args.command}: {len(log)} steps, reward {first:.3f} -> {last:.3f}; merged model in {merged}")
+    log = [json.loads(line) for line in (out / "run" / "metrics.jsonl").read_text().splitlines()]
+    rewards = [entry["reward"] for entry in log if "reward" in entry]
+    print(
+        f"{args.command}: {len(rewards)} steps, reward {rewards[0]:.3f} -> {rewards[-1]:.3f}; "
+        f"adapter in {out / 'run' / 'adapter'}, merged model in {merged}"
+    )
     return 0
+
+
+def _fail(message: str) -> int:
+    print(f"training: error: {message}", file=sys.stderr)
+    return 2
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from training import export
+
+    out = Path(args.out)
+    try:
+        if args.adapter:
+            from training.checkpoints import read_llama_gguf
+
+            base = Path(args.base_gguf) if args.base_gguf else None
+            if base is None:
+                from cwread.backends.embedded import default_gguf
+
+                base = default_gguf()
+            config, _, _ = read_llama_gguf(base)
+            export.export_lora_gguf(
+                Path(args.adapter), out, config["num_attention_heads"], config["num_key_value_heads"]
+            )
+            from_line, adapter_line = args.base or str(base.resolve()), f"./{out.name}"
+        else:
+            export.export_merged_gguf(
+                Path(args.merged), out, outtype=args.outtype, pre_tokenizer=args.pre_tokenizer
+            )
+            from_line, adapter_line = f"./{out.name}", None
+    except (export.ExportError, OSError, ValueError) as exc:
+        return _fail(str(exc))
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    if args.modelfile:
+        text = export.modelfile(from_line, args.family, adapter=adapter_line, num_ctx=args.num_ctx)
+        Path(args.modelfile).write_text(text, encoding="utf-8")
+        print(f"wrote {args.modelfile}; paths in it are relative to the Modelfile's folder")
+    return 0
+
+
+def run_smoke(args: argparse.Namespace) -> int:
+    """cpu-test end to end on real cwread prompts; exits 1 if llama.cpp and transformers
+    disagree on the exported model's greedy continuation."""
+    from dataclasses import replace
+
+    from training import export, train
+
+    split_dir = Path(args.source) / args.split
+    if not split_dir.is_dir():
+        return _fail(f"{split_dir} is not a FairytaleQA split folder")
+    out = Path(args.out)
+    rows = data.finder_examples(split_dir, seed=args.seed)
+    random.Random(args.seed).shuffle(rows)
+    rows = rows[:64]
+    data.write_jsonl(rows, out / "data" / "finder.jsonl")
+    texts = [m["content"] for r in rows for m in r["prompt"]] + [r["target"] for r in rows]
+    model, tokenizer = train.tiny_model_and_tokenizer(texts, seed=args.seed)
+    profile = replace(train.PROFILES["cpu-test"], max_completion_length=16)
+    model = train.warm_start(rows[:16], model, tokenizer, profile, out / "warm-start", examples=16)
+    trainer = train.grpo("finder", rows[16:], model, tokenizer, profile, out / "run", max_steps=args.steps)
+    merged = train.merge_and_save(trainer, tokenizer, out / "merged")
+    gguf = export.export_merged_gguf(merged, out / "finder-cpu-test.gguf", pre_tokenizer="gpt-2")
+    (out / "Modelfile").write_text(export.modelfile(f"./{gguf.name}", "chatml"), encoding="utf-8")
+    prompt = tokenizer.apply_chat_template(rows[0]["prompt"], add_generation_prompt=True, tokenize=False)
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    from transformers import AutoModelForCausalLM
+
+    reloaded = AutoModelForCausalLM.from_pretrained(str(merged))
+    expected = export.token_bytes(tokenizer, export.transformers_greedy(reloaded, ids, 24))
+    got = export.llama_cpp_greedy(gguf, ids, 24)
+    same = expected == got
+    print(
+        f"smoke: data {len(rows)} rows, warm start + {args.steps} GRPO steps, merged, {gguf} ({gguf.stat().st_size / 1e6:.1f} MB)"
+    )
+    print(f"smoke: greedy continuation, transformers == llama.cpp: {same}")
+    return 0 if same else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,8 +177,35 @@ def main(argv: list[str] | None = None) -> int:
         )
         t.add_argument("--steps", type=int, default=None, help="override the profile's max steps")
         t.add_argument("--limit", type=int, default=None, help="use only the first N examples")
+        t.add_argument("--max-prompt-chars", type=int, default=None, help="skip examples with longer prompts")
+        t.add_argument(
+            "--warm-start",
+            type=int,
+            default=None,
+            help="reference replies for a format SFT before GRPO (default: the profile's; 0 = none)",
+        )
         t.add_argument("--seed", type=int, default=0)
         t.set_defaults(run=run_training)
+    e = sub.add_parser("export", help="a LoRA adapter or a merged model to GGUF, with a Modelfile")
+    source = e.add_mutually_exclusive_group(required=True)
+    source.add_argument("--adapter", help="peft adapter folder (RUN/run/adapter): written as a GGUF LoRA")
+    source.add_argument("--merged", help="merged model folder (RUN/merged): converted to a full GGUF")
+    e.add_argument("--out", required=True, help="the GGUF file to write")
+    e.add_argument("--base-gguf", help="the adapter's base GGUF (default: the embedded SmolLM2)")
+    e.add_argument("--base", help="FROM line of the Modelfile (default: the base GGUF's path)")
+    e.add_argument("--outtype", default="f16", choices=["f32", "f16", "bf16", "q8_0"])
+    e.add_argument("--pre-tokenizer", help="llama.cpp pre-tokenizer name for a tokenizer unknown by hash")
+    e.add_argument("--modelfile", help="also write an Ollama Modelfile here")
+    e.add_argument("--family", default="smollm2", choices=["smollm2", "qwen3", "chatml"])
+    e.add_argument("--num-ctx", type=int, default=8192)
+    e.set_defaults(run=run_export)
+    k = sub.add_parser("smoke", help="cpu-test end to end: data, warm start, GRPO, merge, GGUF, check")
+    k.add_argument("--out", required=True)
+    k.add_argument("--source", default=str(data.DEFAULT_SOURCE))
+    k.add_argument("--split", default="val", choices=["train", "val"])
+    k.add_argument("--steps", type=int, default=4)
+    k.add_argument("--seed", type=int, default=0)
+    k.set_defaults(run=run_smoke)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -74,6 +75,34 @@ def stories(split_dir: Path):
         yield name, doc, questions
 
 
+_SENTENCE = re.compile(r"(?<=[.!?\"'])\s+(?=[A-Z\"'])")
+
+
+def clue_sentence(text: str, question: str, max_chars: int = 150) -> str:
+    """The sentence of `text` sharing the most content words with the question, shortened."""
+    wanted = {w for w in re.findall(r"[a-z']+", question.lower()) if w not in lexical.STOPWORDS}
+    sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()] or [text]
+    best = max(sentences, key=lambda s: len(wanted & set(re.findall(r"[a-z']+", s.lower()))))
+    best = best.replace("[", "(").replace("]", ")").replace("<", "").replace("\n", " ")
+    if len(best) > max_chars:
+        best = best[:max_chars].rsplit(" ", 1)[0] + "..."
+    return best
+
+
+def finder_target(doc, question: str, label: str, gold_in_segment: list[int]) -> str:
+    """A reference reply for the format warm start: the clue sentence of the first gold
+    paragraph (YES), or an explicit no-clue rationale without ids (NO). Only the shape is
+    meant to be learnt here; GRPO's rewards decide what is kept after it."""
+    if label == "YES":
+        pid = gold_in_segment[0]
+        reason = f'[{pid}] says "{clue_sentence(doc.paragraph(pid).text, question)}"'
+    else:
+        reason = (
+            "These paragraphs do not mention what the question asks about; nothing here is relevant to it."
+        )
+    return f"<reason>{reason}</reason>\n<answer>{label}</answer>"
+
+
 def _messages(request) -> list[dict]:
     return [{"role": role, "content": content} for role, content in request.messages]
 
@@ -106,6 +135,9 @@ def finder_examples(split_dir: Path, seed: int = 0) -> list[dict]:
                         "prompt": _messages(request),
                         "label": label,
                         "gold_ids": sorted(gold & set(range(s, e + 1))),
+                        "target": finder_target(
+                            doc, q["question"], label, sorted(gold & set(range(s, e + 1)))
+                        ),
                         "segment": [s, e],
                         "story": name,
                     }
@@ -162,7 +194,8 @@ Source: FairytaleQA (Apache-2.0), `{source.name}/{split}`: story sections as num
 - one positive (a 1-3 paragraph window holding a gold paragraph) and one hard negative (the
   same-size window without gold that BM25 ranks highest) per question: {yes} YES / {len(finder) - yes} NO
 - columns: id, prompt (chat messages from `cwread.agents.finder_request`), label, gold_ids
-  (gold ids inside the segment), segment, story
+  (gold ids inside the segment), target (a reference reply for the format warm start: the
+  clue sentence of the gold paragraph, or a no-clue rationale), segment, story
 
 ## interpreter.jsonl ({len(interpreter)} examples)
 - a packet from `cwread.packing.pack` over the gold paragraphs plus the top BM25 distractors;

