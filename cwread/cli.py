@@ -105,6 +105,13 @@ GgufOpt = Annotated[
     str | None,
     typer.Option(help="GGUF file for the embedded backend [env: CWREAD_GGUF; default: SmolLM2-135M]."),
 ]
+FinderLoraOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="LoRA GGUF applied to the embedded Finder, or 'none' [env: CWREAD_FINDER_LORA; "
+        "default: the trained adapter shipped with cwread, on the default model]."
+    ),
+]
 NumCtxOpt = Annotated[
     int | None, typer.Option(help="Context window in tokens [env: CWREAD_NUM_CTX; default: 8192].")
 ]
@@ -417,7 +424,7 @@ def _write_atomic(path: str, text: str, option: str) -> None:
         raise InputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
 
 
-def _settings(backend, finder_model, interpreter_model, gguf, num_ctx, workers):
+def _settings(backend, finder_model, interpreter_model, gguf, finder_lora, num_ctx, workers):
     from cwread.backends.select import BackendSettings
 
     for name, value in (("--num-ctx", num_ctx), ("--workers", workers)):
@@ -428,6 +435,7 @@ def _settings(backend, finder_model, interpreter_model, gguf, num_ctx, workers):
         finder_model=finder_model,
         interpreter_model=interpreter_model,
         gguf=gguf,
+        finder_lora=finder_lora,
         num_ctx=num_ctx,
         workers=workers,
     )
@@ -492,6 +500,7 @@ def ask(
     finder_model: FinderModelOpt = None,
     interpreter_model: InterpreterModelOpt = None,
     gguf: GgufOpt = None,
+    finder_lora: FinderLoraOpt = None,
     num_ctx: NumCtxOpt = None,
     workers: WorkersOpt = None,
     no_cache: NoCacheFlag = False,
@@ -518,7 +527,7 @@ def ask(
         budget=_budget(preset, anchors, read, n_e, p_r, p_w, b_c),
         method=method,
         embedder=embedder,
-        settings=_settings(backend, finder_model, interpreter_model, gguf, num_ctx, workers),
+        settings=_settings(backend, finder_model, interpreter_model, gguf, finder_lora, num_ctx, workers),
         no_cache=no_cache,
         self_check=self_check,
         json_out=json_out,
@@ -546,6 +555,7 @@ def verify(
     finder_model: FinderModelOpt = None,
     interpreter_model: InterpreterModelOpt = None,
     gguf: GgufOpt = None,
+    finder_lora: FinderLoraOpt = None,
     num_ctx: NumCtxOpt = None,
     workers: WorkersOpt = None,
     no_cache: NoCacheFlag = False,
@@ -570,7 +580,7 @@ def verify(
         budget=_budget(preset, anchors, read, n_e, p_r, p_w, b_c),
         method=method,
         embedder=embedder,
-        settings=_settings(backend, finder_model, interpreter_model, gguf, num_ctx, workers),
+        settings=_settings(backend, finder_model, interpreter_model, gguf, finder_lora, num_ctx, workers),
         no_cache=no_cache,
         self_check=self_check,
         json_out=json_out and not quiet,
@@ -623,6 +633,7 @@ def doctor(
     finder_model: FinderModelOpt = None,
     interpreter_model: InterpreterModelOpt = None,
     gguf: GgufOpt = None,
+    finder_lora: FinderLoraOpt = None,
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
@@ -633,7 +644,9 @@ def doctor(
 
     report: dict = {"cache": str(cache_root())}
     try:
-        selection = select_backends(_settings(backend, finder_model, interpreter_model, gguf, None, None))
+        selection = select_backends(
+            _settings(backend, finder_model, interpreter_model, gguf, finder_lora, None, None)
+        )
         report["backend"] = {
             "ok": True,
             "finder": f"{selection.finder.name}:{selection.finder.model}",
@@ -706,6 +719,7 @@ def eval_command(
     finder_model: FinderModelOpt = None,
     interpreter_model: InterpreterModelOpt = None,
     gguf: GgufOpt = None,
+    finder_lora: FinderLoraOpt = None,
     num_ctx: NumCtxOpt = None,
     workers: WorkersOpt = None,
     no_cache: NoCacheFlag = False,
@@ -737,7 +751,7 @@ def eval_command(
     err = _stderr()
     if any(m != "retrieval" for m in methods):
         selection = select_backends(
-            _settings(backend, finder_model, interpreter_model, gguf, num_ctx, workers)
+            _settings(backend, finder_model, interpreter_model, gguf, finder_lora, num_ctx, workers)
         )
         err.print(f"cwread: {selection.why}", highlight=False)
         if not no_cache:

@@ -8,6 +8,8 @@ from the evidence each method shows it:
 - direct: the text from its start, cut where the model's context ends, in one call;
 - bm25-rag / dense-rag: top paragraphs of one retriever, in story order, under B_c;
 - closed-book: no text at all (what the model knows of a famous book);
+- finder: the Finder alone on the segments the pipeline reads, scored against gold evidence
+  (YES-recall, precision, keep rate); no Interpreter, so no answer;
 - retrieval: no model; where anchors and segments fall against gold evidence.
 
 Rows are appended to a JSONL file as each record finishes, so an interrupted run loses
@@ -40,6 +42,7 @@ METHODS = (
     "bm25-rag",
     "dense-rag",
     "closed-book",
+    "finder",
     "retrieval",
 )
 MODEL_METHODS = tuple(m for m in METHODS if m != "retrieval")
@@ -148,6 +151,34 @@ def _score(record: dict, answer: str | None) -> dict:
     return {"correct": None if not gold else answer == gold}
 
 
+def _finder_fields(record: dict, document: Document, found: api.FindResult, ctx: EvalContext) -> dict:
+    """The Finder's verdicts on the read segments against gold evidence: how many segments
+    hold gold and were kept (YES-recall), how many kept ones hold gold (precision), and
+    whether the ids it cites are gold ones."""
+    read = found.segments[: ctx.budget.read]
+    verdicts = pipeline.run_finder(
+        ctx.selection.finder, document, read, record["kind"], record["question"], record.get("options") or {}
+    )
+    gold = {int(g) for g in record.get("evidence") or []}
+    yes = [v for v in verdicts if v.decision == "YES"]
+    out = {
+        "finder_calls": len(verdicts),
+        "finder_parsed_first_try": sum(v.parsed_first_try for v in verdicts),
+        "finder_yes": len(yes),
+        "model_calls": len(verdicts),
+        "cached_calls": sum(v.cached for v in verdicts),
+        "prompt_tokens": sum(v.prompt_tokens for v in verdicts),
+    }
+    if gold:
+        out["segments_gold"] = sum(bool(gold & set(v.segment.ids)) for v in verdicts)
+        out["yes_gold"] = sum(bool(gold & set(v.segment.ids)) for v in yes)
+        out["finder_cited"] = sum(len(v.cited) for v in yes)
+        out["finder_cited_gold"] = sum(len(gold & set(v.cited)) for v in yes)
+        out.update(_evidence_fields(record, found, None))
+        out["evidence_yes_hits"] = metrics.recall(gold, {p for v in yes for p in v.segment.ids})[0]
+    return out
+
+
 def _trace_fields(trace: pipeline.Trace) -> dict:
     final = trace.final
     return {
@@ -232,6 +263,11 @@ def run_record(record: dict, method: str, ctx: EvalContext) -> dict:
     found = ctx.find(record)
     if method == "retrieval":
         row.update(_evidence_fields(record, found, None))
+        row["seconds"] = round(time.perf_counter() - t0, 3)
+        return row
+
+    if method == "finder":
+        row.update(_finder_fields(record, document, found, ctx))
         row["seconds"] = round(time.perf_counter() - t0, 3)
         return row
 
@@ -388,7 +424,7 @@ def summarize(rows: list[dict]) -> dict:
                 for stage in ("anchor", "read", "yes", "packet")
                 if any(f"evidence_{stage}_hits" in r for r in group)
             }
-        if method != "retrieval":
+        if method not in ("retrieval", "finder"):  # these two give no answer
             entry["citation_validity"] = _ratio(valid_ids, cited_ids)
             entry["cite_share"] = _ratio(sum(bool(r.get("citations")) for r in answered), len(answered))
             entry["format_first_try"] = _ratio(
@@ -403,6 +439,28 @@ def summarize(rows: list[dict]) -> dict:
             entry["prompt_tokens_per_record"] = sum(r.get("prompt_tokens", 0) for r in group) / len(group)
             labelled = [r for r in group if r["kind"] in ("mcq", "claim")]
             entry["answer_distribution"] = metrics.answer_distribution([r.get("answer") for r in labelled])
+        if method == "finder":
+            judged = sum(r.get("finder_calls", 0) for r in group)
+            labelled = [r for r in group if "segments_gold" in r]  # records with gold evidence
+            judged_l = sum(r["finder_calls"] for r in labelled)
+            kept = sum(r["finder_yes"] for r in labelled)
+            with_gold = sum(r["segments_gold"] for r in labelled)
+            kept_gold = sum(r["yes_gold"] for r in labelled)
+            entry["finder_calls_per_record"] = judged / len(group)
+            entry["prompt_tokens_per_record"] = sum(r.get("prompt_tokens", 0) for r in group) / len(group)
+            entry["finder"] = {
+                "segments": judged,
+                "segments_with_gold": with_gold,
+                "yes_recall": _ratio(kept_gold, with_gold),
+                "precision": _ratio(kept_gold, kept),
+                "no_on_non_gold": _ratio(judged_l - with_gold - (kept - kept_gold), judged_l - with_gold),
+                "keep_rate": _ratio(sum(r.get("finder_yes", 0) for r in group), judged),
+                "cited_gold_share": _ratio(
+                    sum(r.get("finder_cited_gold", 0) for r in group),
+                    sum(r.get("finder_cited", 0) for r in group),
+                ),
+                "format_first_try": _ratio(sum(r.get("finder_parsed_first_try", 0) for r in group), judged),
+            }
         entry["seconds_per_record"] = sum(r.get("seconds", 0) for r in group) / len(group)
         calls = sum(r.get("model_calls", 0) for r in group)
         if calls:
@@ -458,6 +516,25 @@ def report_markdown(summary: dict, meta: dict) -> str:
             f"| {_fmt(e.get('finder_calls_per_record'), False)} | {_fmt(e.get('prompt_tokens_per_record'), False)} "
             f"| {_fmt(e.get('seconds_per_record'), False)} | {_fmt(e.get('cached_call_share'))} |"
         )
+    finders = {m: e["finder"] for m, e in summary["methods"].items() if e.get("finder")}
+    if finders:
+        lines += [
+            "",
+            "## The Finder against gold evidence (segments the pipeline reads)",
+            "",
+            "YES-recall: segments holding a gold paragraph that the Finder kept; precision: kept segments",
+            "holding one; NO on non-gold: segments without gold it dropped; cited gold: cited ids that are gold.",
+            "",
+            "| method | segments | with gold | YES-recall % | precision % | NO on non-gold % | keep rate % "
+            "| cited gold % | format 1st try % |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for method, f in finders.items():
+            lines.append(
+                f"| {method} | {f['segments']} | {f['segments_with_gold']} | {_fmt(f['yes_recall'])} "
+                f"| {_fmt(f['precision'])} | {_fmt(f['no_on_non_gold'])} | {_fmt(f['keep_rate'])} "
+                f"| {_fmt(f['cited_gold_share'])} | {_fmt(f['format_first_try'])} |"
+            )
     dists = {
         m: e["answer_distribution"] for m, e in summary["methods"].items() if e.get("answer_distribution")
     }

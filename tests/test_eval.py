@@ -187,6 +187,9 @@ def test_every_method_runs_and_scores(tmp_path, ctx, method):
     if method == "retrieval":
         assert rows[0]["evidence_anchor_hits"] == 1 and "answer" not in rows[0]
         return
+    if method == "finder":
+        assert "answer" not in rows[0] and rows[0]["finder_calls"] > 0
+        return
     assert all(r["parsed"] for r in rows)
     if method == "closed-book":
         assert all(r["packet_paragraphs"] == 0 for r in rows)
@@ -203,6 +206,33 @@ def test_every_method_runs_and_scores(tmp_path, ctx, method):
     assert rows[1]["model_calls"] == rows[1]["finder_calls"] + 1 + rows[1]["self_checked"]
     if method == "direct":
         assert rows[0]["packet_paragraphs"] == 4  # the whole short text fits
+
+
+def test_finder_method_scores_verdicts_against_gold(tmp_path, ctx):
+    """The scripted Finder keeps exactly the segments mentioning the medal (paragraph 2)."""
+    records = evaluate.load_records(write_records(tmp_path, RECORDS))
+    rows = {r["id"]: r for r in (evaluate.run_record(rec, "finder", ctx) for rec in records)}
+    for record in records:
+        row = rows[record["id"]]
+        read = ctx.find(record).segments[: ctx.budget.read]
+        kept = [s for s in read if 2 in s.ids]
+        assert row["finder_calls"] == len(read) and row["finder_yes"] == len(kept)
+        gold = set(record.get("evidence") or [])
+        if gold:
+            assert row["segments_gold"] == sum(bool(gold & set(s.ids)) for s in read)
+            assert row["yes_gold"] == sum(bool(gold & set(s.ids)) for s in kept)
+            assert row["finder_cited_gold"] == (len(kept) if gold == {2} else 0)
+    summary = evaluate.summarize(list(rows.values()))["methods"]["finder"]["finder"]
+    m1, o1 = rows["m1"], rows["o1"]
+    assert m1["yes_gold"] == m1["segments_gold"] > 0  # every medal segment kept
+    with_gold = m1["segments_gold"] + o1["segments_gold"]
+    assert summary["yes_recall"] == pytest.approx((m1["yes_gold"] + o1["yes_gold"]) / with_gold)
+    # precision over records with gold evidence only (the claims have none)
+    assert summary["precision"] == pytest.approx(
+        (m1["yes_gold"] + o1["yes_gold"]) / (m1["finder_yes"] + o1["finder_yes"])
+    )
+    report = evaluate.report_markdown(evaluate.summarize(list(rows.values())), {})
+    assert "## The Finder against gold evidence" in report
 
 
 def test_direct_truncates_from_the_end(tmp_path, cache_dir):

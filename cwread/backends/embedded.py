@@ -8,6 +8,7 @@ the Finder and the Interpreter; its prompt cache makes repeated prefixes nearly 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import threading
@@ -37,8 +38,14 @@ def default_gguf() -> Path:
     return found[0]
 
 
-def _server(path: Path, n_ctx: int, threads: int):
-    key = (str(path), n_ctx)
+def bundled_finder_lora() -> Path | None:
+    """The GRPO-trained Finder adapter for the default model, when this cwread ships one."""
+    path = Path(__file__).resolve().parent.parent / "models" / "finder-smollm2-135m.lora.gguf"
+    return path if path.is_file() else None
+
+
+def _server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
+    key = (str(path), n_ctx, str(lora or ""))
     with _SERVERS_LOCK:
         if key in _SERVERS:
             return _SERVERS[key]
@@ -56,10 +63,16 @@ def _server(path: Path, n_ctx: int, threads: int):
         params.cpuparams_batch.n_threads = threads
         params.verbosity = -1
         params.warmup = False
+        if lora is not None:
+            adapter = xllamacpp.CommonAdapterLoraInfo()
+            adapter.path = str(lora)
+            adapter.scale = 1.0
+            params.lora_adapters = [adapter]
         try:
             server = xllamacpp.Server(params)
         except Exception as exc:
-            raise ModelError(f"llama.cpp cannot load {path}: {exc}") from exc
+            what = f"{path} with the adapter {lora}" if lora else str(path)
+            raise ModelError(f"llama.cpp cannot load {what}: {exc}") from exc
         _SERVERS[key] = server
         return server
 
@@ -69,20 +82,30 @@ class EmbeddedBackend:
     concurrency = 1  # one llama.cpp slot: parallel calls would only queue
 
     def __init__(
-        self, gguf: str | Path | None = None, num_ctx: int = DEFAULT_NUM_CTX, threads: int | None = None
+        self,
+        gguf: str | Path | None = None,
+        num_ctx: int = DEFAULT_NUM_CTX,
+        threads: int | None = None,
+        lora: str | Path | None = None,
     ) -> None:
         path = Path(gguf).expanduser() if gguf else default_gguf()
         if not path.is_file():
             raise ModelError(f"GGUF model not found: {path}")
         self.path = path
-        self.model = path.name
+        self.lora = Path(lora).expanduser() if lora else None
+        if self.lora is not None and not self.lora.is_file():
+            raise ModelError(f"LoRA adapter not found: {self.lora}")
+        self.model = path.name + (f"+{self.lora.name}" if self.lora else "")
         self.identity = f"{path.name}:{path.stat().st_size}"  # keys the call cache
+        if self.lora is not None:  # by content: a retrained adapter must not hit old cached calls
+            digest = hashlib.sha256(self.lora.read_bytes()).hexdigest()[:16]
+            self.identity += f"+{self.lora.name}:{digest}"
         self.num_ctx = num_ctx
         self._threads = threads or max(1, os.cpu_count() or 1)
         self._lock = threading.Lock()
 
     def generate(self, request: GenerationRequest) -> Generation:
-        server = _server(self.path, self.num_ctx, self._threads)
+        server = _server(self.path, self.num_ctx, self._threads, self.lora)
         body: dict = {
             "messages": [{"role": role, "content": content} for role, content in request.messages],
             "max_tokens": request.max_tokens,

@@ -21,6 +21,7 @@ class BackendSettings:
     finder_model: str | None = None
     interpreter_model: str | None = None
     gguf: str | None = None
+    finder_lora: str | None = None  # a LoRA GGUF for the embedded Finder; "none": without
     num_ctx: int | None = None
     host: str | None = None
     timeout: float | None = None
@@ -36,6 +37,7 @@ class BackendSettings:
             or env.get("CWREAD_INTERPRETER_MODEL")
             or DEFAULT_INTERPRETER_MODEL,
             gguf=self.gguf or env.get("CWREAD_GGUF") or None,
+            finder_lora=self.finder_lora or env.get("CWREAD_FINDER_LORA") or None,
             num_ctx=self.num_ctx or env_positive("CWREAD_NUM_CTX", int),
             host=self.host or env.get("OLLAMA_HOST") or None,
             timeout=self.timeout or env_positive("CWREAD_TIMEOUT", float) or 300.0,
@@ -92,10 +94,21 @@ def _ollama(settings: BackendSettings, probe: bool = True) -> Selection:
 
 
 def _embedded(settings: BackendSettings) -> Selection:
-    from cwread.backends.embedded import DEFAULT_NUM_CTX, EmbeddedBackend
+    from cwread.backends.embedded import DEFAULT_NUM_CTX, EmbeddedBackend, bundled_finder_lora
 
-    backend = EmbeddedBackend(settings.gguf, num_ctx=settings.num_ctx or DEFAULT_NUM_CTX)
-    return Selection(backend, backend, f"backend: embedded llama.cpp ({backend.model})")
+    num_ctx = settings.num_ctx or DEFAULT_NUM_CTX
+    lora = settings.finder_lora
+    if lora is None and settings.gguf is None:
+        lora = bundled_finder_lora()  # trained for the default model only
+    elif lora is not None and lora.lower() == "none":
+        lora = None
+    interpreter = EmbeddedBackend(settings.gguf, num_ctx=num_ctx)
+    finder = EmbeddedBackend(settings.gguf, num_ctx=num_ctx, lora=lora) if lora else interpreter
+    return Selection(
+        finder,
+        interpreter,
+        f"backend: embedded llama.cpp (Finder {finder.model}, Interpreter {interpreter.model})",
+    )
 
 
 def _auto(settings: BackendSettings) -> Selection:
