@@ -691,10 +691,13 @@ def eval_command(
             "--method",
             "-m",
             help="pipeline, no-self-check, no-finder, direct, bm25-rag, dense-rag, closed-book, "
-            "retrieval (repeat; default: all that need a model, plus retrieval).",
+            "finder, retrieval (repeat; default: all that need a model, plus retrieval).",
         ),
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N records.")] = None,
+    spread: Annotated[
+        bool, typer.Option(help="With --limit: N records evenly spaced through the file, not the first N.")
+    ] = False,
     out: Annotated[
         str | None, typer.Option(help="Append a row per record and method to this JSONL file.")
     ] = None,
@@ -745,7 +748,8 @@ def eval_command(
         raise InputError("--limit must be a positive number")
     if resume and not out:
         raise InputError("--resume needs --out (the results file to continue)")
-    records = evaluate.load_records(data)[:limit]
+    records = evaluate.load_records(data)
+    records = evaluate.spread_sample(records, limit) if spread and limit else records[:limit]
     budget = _budget(preset, anchors, read, n_e, p_r, p_w, b_c)
     selection = None
     err = _stderr()

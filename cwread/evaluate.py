@@ -110,6 +110,14 @@ class EvalContext:
         return self._last_find[1]
 
 
+def spread_sample(records: list[dict], n: int) -> list[dict]:
+    """`n` records evenly spaced through the file (benchmark files run story by story, so
+    the first `n` would cover one or two stories), in file order."""
+    if n >= len(records):
+        return list(records)
+    return [records[(i * len(records)) // n] for i in range(n)]
+
+
 def rotations(options: dict[str, str]) -> list[tuple[dict[str, str], dict[str, str]]]:
     """Each rotation of the option texts over the same labels, with the map from shown label
     back to original label: ({"A": text of B, ...}, {"A": "B", ...})."""

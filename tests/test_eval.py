@@ -235,6 +235,12 @@ def test_finder_method_scores_verdicts_against_gold(tmp_path, ctx):
     assert "## The Finder against gold evidence" in report
 
 
+def test_spread_sample_covers_the_file_in_order():
+    records = [{"id": str(i)} for i in range(10)]
+    assert [r["id"] for r in evaluate.spread_sample(records, 3)] == ["0", "3", "6"]
+    assert evaluate.spread_sample(records, 20) == records
+
+
 def test_direct_truncates_from_the_end(tmp_path, cache_dir):
     long_doc = "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(1, 80))
     records = evaluate.load_records(write_records(tmp_path, [RECORDS[3]], long_doc))
