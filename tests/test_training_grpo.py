@@ -68,3 +68,15 @@ def test_finder_grpo_runs_on_cwread_prompts_and_merges(tmp_path):
     ids = ids if isinstance(ids, torch.Tensor) else ids["input_ids"]
     with torch.no_grad():
         assert torch.allclose(reloaded(ids).logits, merged(ids).logits, atol=1e-5)
+
+
+def test_gpu_profile_has_the_papers_settings_and_launch_configs_parse():
+    from accelerate.commands.config.config_args import ClusterConfig
+
+    gpu = train.PROFILES["gpu"]
+    assert (gpu.num_generations, gpu.beta, gpu.temperature, gpu.top_p, gpu.top_k) == (8, 0.04, 1.0, 0.9, 20)
+    assert gpu.learning_rate == {"finder": 5e-7, "interpreter": 3e-7}
+    assert gpu.bf16 and not gpu.use_cpu
+    folder = train.Path(train.__file__).parent / "accelerate"
+    kinds = {ClusterConfig.from_yaml_file(str(f)).distributed_type.value for f in folder.glob("*.yaml")}
+    assert kinds == {"DEEPSPEED", "MULTI_GPU"}

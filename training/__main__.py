@@ -61,7 +61,7 @@ def run_training(args: argparse.Namespace) -> int:
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        model = AutoModelForCausalLM.from_pretrained(args.base, torch_dtype="bfloat16")
+        model = AutoModelForCausalLM.from_pretrained(args.base, dtype="bfloat16")
         tokenizer = AutoTokenizer.from_pretrained(args.base)
     out = Path(args.out)
     warm = profile.warm_start if args.warm_start is None else args.warm_start

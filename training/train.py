@@ -40,6 +40,8 @@ class Profile:
     top_k: int = 20
     bf16: bool = False
     use_cpu: bool = True
+    # trl turns it on by default; on a CPU with RAM to spare it only adds a third more compute
+    gradient_checkpointing: bool = False
     lora_r: int = 16
     lora_alpha: int = 32
     train_head: bool = False
@@ -70,11 +72,11 @@ PROFILES = {
         num_generations=8,
         batch_size=8,
         grad_accum=1,
-        learning_rate={"finder": 2e-5, "interpreter": 2e-5},
-        beta=0.04,
+        learning_rate={"finder": 1e-4, "interpreter": 1e-4},  # LoRA over ~30 steps
+        beta=0.0,  # no reference model: a quarter less compute per step on 2 cores
         max_completion_length=64,
-        max_steps=60,
-        warm_start=128,
+        max_steps=30,
+        warm_start=48,
     ),
     "gpu": Profile(
         "gpu",
@@ -87,6 +89,7 @@ PROFILES = {
         max_steps=150,
         bf16=True,
         use_cpu=False,
+        gradient_checkpointing=True,
         extra={"interpreter_grad_accum": 2, "interpreter_max_steps": 100},
     ),
 }
@@ -213,6 +216,7 @@ def warm_start(
         lr_scheduler_type="constant",
         max_length=4096,
         completion_only_loss=True,
+        gradient_checkpointing=profile.gradient_checkpointing,
         logging_steps=1,
         save_strategy="no",
         report_to="none",
@@ -270,6 +274,7 @@ def grpo(
         lr_scheduler_type=profile.scheduler,
         warmup_steps=int(profile.warmup_ratio * steps),  # the paper: warmup ratio 0.1
         beta=profile.beta,
+        gradient_checkpointing=profile.gradient_checkpointing,
         temperature=profile.temperature,
         top_p=profile.top_p,
         top_k=profile.top_k,
