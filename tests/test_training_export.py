@@ -136,3 +136,14 @@ def test_smoke_runs_data_to_gguf(tmp_path, capsys):
     assert "FROM ./finder-cpu-test.gguf" in (tmp_path / "Modelfile").read_text()
     log = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert sum("reward" in entry for entry in log) == 2
+
+
+def test_committed_trained_modelfiles_use_the_training_template():
+    folder = train.Path(train.__file__).resolve().parent.parent / "modelfiles"
+    files = sorted(folder.glob("*-trained.Modelfile"))
+    assert files
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert f'TEMPLATE """{export.CHATML_TEMPLATE}"""' in text, path.name
+        assert re.search(r"^FROM \./cwread-\w+-[\w.-]+\.gguf$", text, re.M), path.name
+        assert "PARAMETER temperature 0\n" in text and "PARAMETER num_ctx " in text

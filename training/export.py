@@ -122,7 +122,12 @@ FAMILIES = {
 
 
 def modelfile(
-    base: str, family: str, adapter: str | None = None, num_ctx: int = 8192, comment: str = ""
+    base: str,
+    family: str,
+    adapter: str | None = None,
+    num_ctx: int = 8192,
+    num_predict: int = 160,
+    comment: str = "",
 ) -> str:
     """An Ollama Modelfile: FROM the base (a GGUF path or a library tag), ADAPTER the LoRA
     GGUF when given, the training chat template, temperature 0, explicit num_ctx."""
@@ -134,7 +139,11 @@ def modelfile(
     lines.append(f'TEMPLATE """{template}"""')
     if system:
         lines.append(f'SYSTEM """{system}"""')
-    lines += ["PARAMETER temperature 0", f"PARAMETER num_ctx {num_ctx}", "PARAMETER num_predict 160"]
+    lines += [
+        "PARAMETER temperature 0",
+        f"PARAMETER num_ctx {num_ctx}",
+        f"PARAMETER num_predict {num_predict}",
+    ]
     lines += [f"PARAMETER stop {json.dumps(stop)}" for stop in stops]
     return "\n".join(lines) + "\n"
 
