@@ -98,3 +98,23 @@ def test_example_cited_paragraphs(cache_dir):
     out = proc.stdout.splitlines()
     assert out[0].startswith("answer:")
     assert all(line.startswith("[") for line in out[1:] if line and line[0] == "[")
+
+
+def test_finder_lora_gets_its_own_backend(tmp_path, monkeypatch):
+    from cwread.backends.select import BackendSettings, select_backends
+    from cwread.errors import ModelError
+
+    monkeypatch.delenv("CWREAD_FINDER_LORA", raising=False)
+    adapter = tmp_path / "finder.lora.gguf"
+    adapter.write_bytes(b"GGUF adapter bytes")
+    chosen = select_backends(BackendSettings(backend="embedded", finder_lora=str(adapter)))
+    assert chosen.finder.lora == adapter and chosen.interpreter.lora is None
+    assert chosen.finder.identity != chosen.interpreter.identity  # separate call-cache keys
+    assert "finder.lora.gguf" in chosen.why
+    adapter.write_bytes(b"GGUF adapter bytes, retrained")
+    retrained = select_backends(BackendSettings(backend="embedded", finder_lora=str(adapter)))
+    assert retrained.finder.identity != chosen.finder.identity
+    plain = select_backends(BackendSettings(backend="embedded", finder_lora="none"))
+    assert plain.finder is plain.interpreter and plain.finder.lora is None
+    with pytest.raises(ModelError, match="LoRA adapter not found"):
+        select_backends(BackendSettings(backend="embedded", finder_lora=str(tmp_path / "missing.gguf")))
