@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -154,20 +155,9 @@ def llama_cpp_greedy(
     """The bytes llama.cpp (in-process, xllamacpp) generates greedily for a prompt given as
     token ids. Bytes, not ids: its OpenAI-style reply folds tokens that end inside a UTF-8
     character into the next entry, but keeps every token's bytes."""
-    import xllamacpp
+    from cwread.backends.embedded import new_server
 
-    params = xllamacpp.CommonParams()
-    params.model.path = str(gguf_file)
-    params.n_ctx = max(256, len(prompt_ids) + max_tokens + 8)
-    params.n_parallel = 1
-    params.verbosity = -1
-    params.warmup = False
-    if lora is not None:
-        adapter = xllamacpp.CommonAdapterLoraInfo()
-        adapter.path = str(lora)
-        adapter.scale = 1.0
-        params.lora_adapters = [adapter]
-    server = xllamacpp.Server(params)
+    server = new_server(gguf_file, max(256, len(prompt_ids) + max_tokens + 8), os.cpu_count() or 1, lora)
     reply = server.handle_completions(
         {
             "prompt": list(prompt_ids),

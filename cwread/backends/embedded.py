@@ -44,37 +44,41 @@ def bundled_finder_lora() -> Path | None:
     return path if path.is_file() else None
 
 
+def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
+    """A llama.cpp server in this process for the GGUF `path` (and a LoRA adapter GGUF)."""
+    # Without PASSIVE, idle OpenMP threads spin and 2 busy cores ran 3x slower.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        import xllamacpp
+    except ImportError:
+        raise ModelError("the embedded backend needs xllamacpp: pip install xllamacpp") from None
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.n_ctx = n_ctx
+    params.n_parallel = 1
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.verbosity = -1
+    params.warmup = False
+    if lora is not None:
+        adapter = xllamacpp.CommonAdapterLoraInfo()
+        adapter.path = str(lora)
+        adapter.scale = 1.0
+        params.lora_adapters = [adapter]
+    try:
+        return xllamacpp.Server(params)
+    except Exception as exc:
+        what = f"{path} with the adapter {lora}" if lora else str(path)
+        raise ModelError(f"llama.cpp cannot load {what}: {exc}") from exc
+
+
 def _server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
+    """One shared server per (model, context, adapter) for the process."""
     key = (str(path), n_ctx, str(lora or ""))
     with _SERVERS_LOCK:
-        if key in _SERVERS:
-            return _SERVERS[key]
-        # Without PASSIVE, idle OpenMP threads spin and 2 busy cores ran 3x slower.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        try:
-            import xllamacpp
-        except ImportError:
-            raise ModelError("the embedded backend needs xllamacpp: pip install xllamacpp") from None
-        params = xllamacpp.CommonParams()
-        params.model.path = str(path)
-        params.n_ctx = n_ctx
-        params.n_parallel = 1
-        params.cpuparams.n_threads = threads
-        params.cpuparams_batch.n_threads = threads
-        params.verbosity = -1
-        params.warmup = False
-        if lora is not None:
-            adapter = xllamacpp.CommonAdapterLoraInfo()
-            adapter.path = str(lora)
-            adapter.scale = 1.0
-            params.lora_adapters = [adapter]
-        try:
-            server = xllamacpp.Server(params)
-        except Exception as exc:
-            what = f"{path} with the adapter {lora}" if lora else str(path)
-            raise ModelError(f"llama.cpp cannot load {what}: {exc}") from exc
-        _SERVERS[key] = server
-        return server
+        if key not in _SERVERS:
+            _SERVERS[key] = new_server(path, n_ctx, threads, lora)
+        return _SERVERS[key]
 
 
 class EmbeddedBackend:
