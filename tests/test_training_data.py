@@ -28,6 +28,25 @@ def test_finder_examples_are_balanced_with_gold_only_in_positives(finder):
     assert all(e["gold_ids"] == [] for e in no)
 
 
+def test_warm_start_targets_follow_the_format_and_the_label(finder):
+    from training.rewards import FINDER_FORMAT, FINDER_NO, FINDER_YES, finder_score
+
+    for e in finder:
+        parsed = agents.parse_reply(e["target"], "open", finder=True)
+        assert parsed.ok and parsed.answer == e["label"], e["target"]
+        cited = agents.extract_citations(parsed.reason)
+        if e["label"] == "YES":
+            assert cited == e["gold_ids"][:1]
+            quote = e["target"].split('says "', 1)[1].split('"</reason>')[0].removesuffix("...")
+            assert quote.replace("(", "[").replace(")", "]")[:40] in e["prompt"][-1]["content"].replace(
+                "(", "["
+            ).replace(")", "]")
+            assert finder_score(e["target"], "YES", e["gold_ids"]) >= FINDER_FORMAT + FINDER_YES
+        else:
+            assert cited == []
+            assert finder_score(e["target"], "NO", []) >= FINDER_FORMAT + FINDER_NO
+
+
 def test_finder_prompts_are_cwreads_own(finder):
     e = finder[0]
     s, t = e["segment"]
