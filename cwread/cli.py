@@ -108,8 +108,8 @@ GgufOpt = Annotated[
 FinderLoraOpt = Annotated[
     str | None,
     typer.Option(
-        help="LoRA GGUF applied to the embedded Finder, or 'none' [env: CWREAD_FINDER_LORA; "
-        "default: the trained adapter shipped with cwread, on the default model]."
+        help="LoRA GGUF adapter for the embedded Finder, e.g. from `python -m training export` "
+        "[env: CWREAD_FINDER_LORA; 'none' or unset: the base model]."
     ),
 ]
 NumCtxOpt = Annotated[

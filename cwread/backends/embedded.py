@@ -38,12 +38,6 @@ def default_gguf() -> Path:
     return found[0]
 
 
-def bundled_finder_lora() -> Path | None:
-    """The GRPO-trained Finder adapter for the default model, when this cwread ships one."""
-    path = Path(__file__).resolve().parent.parent / "models" / "finder-smollm2-135m.lora.gguf"
-    return path if path.is_file() else None
-
-
 def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
     """A llama.cpp server in this process for the GGUF `path` (and a LoRA adapter GGUF)."""
     # Without PASSIVE, idle OpenMP threads spin and 2 busy cores ran 3x slower.

@@ -94,13 +94,11 @@ def _ollama(settings: BackendSettings, probe: bool = True) -> Selection:
 
 
 def _embedded(settings: BackendSettings) -> Selection:
-    from cwread.backends.embedded import DEFAULT_NUM_CTX, EmbeddedBackend, bundled_finder_lora
+    from cwread.backends.embedded import DEFAULT_NUM_CTX, EmbeddedBackend
 
     num_ctx = settings.num_ctx or DEFAULT_NUM_CTX
     lora = settings.finder_lora
-    if lora is None and settings.gguf is None:
-        lora = bundled_finder_lora()  # trained for the default model only
-    elif lora is not None and lora.lower() == "none":
+    if lora is not None and lora.lower() == "none":
         lora = None
     interpreter = EmbeddedBackend(settings.gguf, num_ctx=num_ctx)
     finder = EmbeddedBackend(settings.gguf, num_ctx=num_ctx, lora=lora) if lora else interpreter
