@@ -47,6 +47,20 @@ def test_warm_start_targets_follow_the_format_and_the_label(finder):
             assert finder_score(e["target"], "NO", []) >= FINDER_FORMAT + FINDER_NO
 
 
+def test_interpreter_targets_cite_gold_and_score_as_correct():
+    from cwread.metrics import token_f1
+    from training.rewards import INTERP_FORMAT, interpreter_score
+
+    for e in data.interpreter_examples(VAL)[:200]:
+        parsed = agents.parse_reply(e["target"], "open")
+        assert parsed.ok and token_f1(parsed.answer, e["answer"]) == 1.0  # the parser trims end punctuation
+        assert agents.extract_citations(parsed.reason)[0] in e["gold_ids"]
+        score = interpreter_score(
+            e["target"], e["answer"], "open", allowed_ids=e["allowed_ids"], evidence=e["evidence"]
+        )
+        assert score > INTERP_FORMAT + 1.9  # correct (token-F1 1.0 earns 2.0) plus the gated bonuses
+
+
 def test_finder_prompts_are_cwreads_own(finder):
     e = finder[0]
     s, t = e["segment"]

@@ -103,6 +103,14 @@ def finder_target(doc, question: str, label: str, gold_in_segment: list[int]) ->
     return f"<reason>{reason}</reason>\n<answer>{label}</answer>"
 
 
+def interpreter_target(doc, question: str, gold: list[int], answer: str) -> str:
+    """A reference reply for the Interpreter's format warm start: the clue sentence of the
+    first gold paragraph, cited, then the reference answer."""
+    pid = sorted(gold)[0]
+    reason = f'[{pid}] says "{clue_sentence(doc.paragraph(pid).text, question)}"'
+    return f"<reason>{reason}</reason>\n<answer>{answer}</answer>"
+
+
 def _messages(request) -> list[dict]:
     return [{"role": role, "content": content} for role, content in request.messages]
 
@@ -171,6 +179,7 @@ def interpreter_examples(split_dir: Path, distractors: int = 3, seed: int = 0) -
                     "allowed_ids": packet.ids,
                     "gold_ids": sorted(q["gold"]),
                     "evidence": agents.evidence_block(packet.evidence()),
+                    "target": interpreter_target(doc, q["question"], q["gold"], q["answers"][0]),
                     "hard": False,
                     "story": name,
                 }
@@ -201,7 +210,8 @@ Source: FairytaleQA (Apache-2.0), `{source.name}/{split}`: story sections as num
 - a packet from `cwread.packing.pack` over the gold paragraphs plus the top BM25 distractors;
   free-form answers (FairytaleQA has no multiple choice)
 - columns: id, prompt (`cwread.agents.interpreter_request`), kind, answer, answers,
-  allowed_ids (packet ids), gold_ids, evidence (packet text), hard, story
+  allowed_ids (packet ids), gold_ids, evidence (packet text), target (a reference reply for
+  the format warm start: the cited clue sentence, then the first reference answer), hard, story
 
 Known limits: FairytaleQA questions were written from the text, so lexical overlap is high
 and hard negatives are easier than in novels; one domain (fairy tales).

@@ -65,7 +65,10 @@ def export_lora_gguf(
     """Write the peft LoRA in `adapter_dir` as a llama.cpp GGUF adapter (llama family)."""
     import gguf
 
-    config = json.loads((adapter_dir / "adapter_config.json").read_text(encoding="utf-8"))
+    config_file = adapter_dir / "adapter_config.json"
+    if not config_file.is_file():
+        raise ExportError(f"{adapter_dir} is not a peft adapter folder (no adapter_config.json)")
+    config = json.loads(config_file.read_text(encoding="utf-8"))
     if config.get("modules_to_save"):
         raise ExportError("adapters that also train full modules (modules_to_save) need the merged GGUF")
     if config.get("use_rslora") or config.get("use_dora"):
