@@ -69,6 +69,11 @@ def run_training(args: argparse.Namespace) -> int:
         # warm-start on examples GRPO will not see
         model = train.warm_start(rows[-warm:], model, tokenizer, profile, out / "warm-start", examples=warm)
         rows = rows[:-warm]
+    if args.steps == 0:
+        if not warm:
+            return _fail("--steps 0 trains nothing without a warm start")
+        print(f"{args.command}: warm start only; adapter in {out / 'warm-start' / 'adapter'}")
+        return 0
     trainer = train.grpo(
         args.command, rows, model, tokenizer, profile, out / "run", max_steps=args.steps, seed=args.seed
     )
@@ -175,7 +180,12 @@ def main(argv: list[str] | None = None) -> int:
         t.add_argument(
             "--base", default="Qwen/Qwen3-4B-Instruct-2507", help="gpu profile: base model path or name"
         )
-        t.add_argument("--steps", type=int, default=None, help="override the profile's max steps")
+        t.add_argument(
+            "--steps",
+            type=int,
+            default=None,
+            help="override the profile's max steps (0: the warm start only)",
+        )
         t.add_argument("--limit", type=int, default=None, help="use only the first N examples")
         t.add_argument("--max-prompt-chars", type=int, default=None, help="skip examples with longer prompts")
         t.add_argument(

@@ -231,6 +231,7 @@ def warm_start(
         callbacks=[metrics_callback(out_dir / "metrics.jsonl")],
     )
     trainer.train()
+    trainer.save_model(str(out_dir / "adapter"))  # the SFT-only ablation, exportable like GRPO's
     return trainer.model
 
 
