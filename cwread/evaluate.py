@@ -173,6 +173,7 @@ def _finder_fields(record: dict, document: Document, found: api.FindResult, ctx:
         "finder_calls": len(verdicts),
         "finder_parsed_first_try": sum(v.parsed_first_try for v in verdicts),
         "finder_yes": len(yes),
+        "finder_kept_unparsed": sum(v.kept_on_failure for v in verdicts),  # counted as YES (recall first)
         "model_calls": len(verdicts),
         "cached_calls": sum(v.cached for v in verdicts),
         "prompt_tokens": sum(v.prompt_tokens for v in verdicts),
@@ -468,6 +469,7 @@ def summarize(rows: list[dict]) -> dict:
                     sum(r.get("finder_cited", 0) for r in group),
                 ),
                 "format_first_try": _ratio(sum(r.get("finder_parsed_first_try", 0) for r in group), judged),
+                "kept_unparsed": _ratio(sum(r.get("finder_kept_unparsed", 0) for r in group), judged),
             }
         entry["seconds_per_record"] = sum(r.get("seconds", 0) for r in group) / len(group)
         calls = sum(r.get("model_calls", 0) for r in group)
@@ -531,17 +533,18 @@ def report_markdown(summary: dict, meta: dict) -> str:
             "## The Finder against gold evidence (segments the pipeline reads)",
             "",
             "YES-recall: segments holding a gold paragraph that the Finder kept; precision: kept segments",
-            "holding one; NO on non-gold: segments without gold it dropped; cited gold: cited ids that are gold.",
+            "holding one; NO on non-gold: segments without gold it dropped; cited gold: cited ids that are gold;",
+            "unparsed: replies unreadable after a retry, kept as YES (recall first) and counted in the above.",
             "",
             "| method | segments | with gold | YES-recall % | precision % | NO on non-gold % | keep rate % "
-            "| cited gold % | format 1st try % |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| cited gold % | format 1st try % | unparsed % |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for method, f in finders.items():
             lines.append(
                 f"| {method} | {f['segments']} | {f['segments_with_gold']} | {_fmt(f['yes_recall'])} "
                 f"| {_fmt(f['precision'])} | {_fmt(f['no_on_non_gold'])} | {_fmt(f['keep_rate'])} "
-                f"| {_fmt(f['cited_gold_share'])} | {_fmt(f['format_first_try'])} |"
+                f"| {_fmt(f['cited_gold_share'])} | {_fmt(f['format_first_try'])} | {_fmt(f['kept_unparsed'])} |"
             )
     dists = {
         m: e["answer_distribution"] for m, e in summary["methods"].items() if e.get("answer_distribution")

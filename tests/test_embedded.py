@@ -116,5 +116,12 @@ def test_finder_lora_gets_its_own_backend(tmp_path, monkeypatch):
     assert retrained.finder.identity != chosen.finder.identity
     plain = select_backends(BackendSettings(backend="embedded", finder_lora="none"))
     assert plain.finder is plain.interpreter and plain.finder.lora is None
+    from cwread.errors import InputError
+
+    with pytest.raises(InputError, match="embedded backend"):
+        select_backends(BackendSettings(backend="ollama", finder_lora=str(adapter)))
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    auto = select_backends(BackendSettings(backend="auto", finder_lora=str(adapter)))
+    assert auto.finder.lora == adapter
     with pytest.raises(ModelError, match="LoRA adapter not found"):
         select_backends(BackendSettings(backend="embedded", finder_lora=str(tmp_path / "missing.gguf")))

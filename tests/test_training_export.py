@@ -147,3 +147,33 @@ def test_committed_trained_modelfiles_use_the_training_template():
         assert f'TEMPLATE """{export.CHATML_TEMPLATE}"""' in text, path.name
         assert re.search(r"^FROM \./cwread-\w+-[\w.-]+\.gguf$", text, re.M), path.name
         assert "PARAMETER temperature 0\n" in text and "PARAMETER num_ctx " in text
+
+
+def test_export_cli_errors_are_one_line(tmp_path, capsys):
+    assert training_main(["export", "--adapter", str(tmp_path), "--out", str(tmp_path / "x.gguf")]) == 2
+    assert "not a peft adapter folder" in capsys.readouterr().err
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 8, "lora_alpha": 16}), encoding="utf-8")
+    assert training_main(["export", "--adapter", str(tmp_path), "--out", str(tmp_path / "x.gguf")]) == 2
+    assert "adapter_model.safetensors" in capsys.readouterr().err
+    assert not (tmp_path / "x.gguf").exists()
+
+
+def test_export_cli_writes_adapter_and_modelfile_with_relative_paths(tiny, tmp_path):
+    out, _, _ = tiny
+    if not (out / "adapter").is_dir():
+        pytest.skip("needs the adapter of the LoRA test above")
+    target = tmp_path / "models" / "finder.lora.gguf"
+    modelfile = tmp_path / "Modelfile"
+    args = [
+        "export",
+        "--adapter",
+        str(out / "adapter"),
+        "--out",
+        str(target),
+        "--base-gguf",
+        str(out / "base.gguf"),
+    ]
+    assert training_main([*args, "--modelfile", str(modelfile), "--family", "chatml"]) == 0
+    text = modelfile.read_text()
+    assert "ADAPTER ./models/finder.lora.gguf\n" in text and f"FROM {(out / 'base.gguf').resolve()}\n" in text
+    assert target.stat().st_size > 1000 and not target.with_name(target.name + ".partial").exists()

@@ -65,9 +65,17 @@ def run_training(args: argparse.Namespace) -> int:
         tokenizer = AutoTokenizer.from_pretrained(args.base)
     out = Path(args.out)
     warm = profile.warm_start if args.warm_start is None else args.warm_start
+    if warm < 0 or warm >= len(rows):
+        return _fail(f"--warm-start {warm} must leave examples for GRPO ({len(rows)} in all)")
+    if warm and not all(r.get("target") for r in rows[-warm:]):
+        return _fail(
+            f"{rows_path} has no reference replies (target); rebuild it with `python -m training data`"
+        )
     if warm:
         # warm-start on examples GRPO will not see
-        model = train.warm_start(rows[-warm:], model, tokenizer, profile, out / "warm-start", examples=warm)
+        model = train.warm_start(
+            rows[-warm:], model, tokenizer, profile, out / "warm-start", examples=warm, seed=args.seed
+        )
         rows = rows[:-warm]
     if args.steps == 0:
         if not warm:
@@ -93,35 +101,42 @@ def _fail(message: str) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    import os
+
+    from cwread.errors import CwreadError
     from training import export
 
     out = Path(args.out)
+    # Modelfile paths are relative to the Modelfile's folder (Ollama resolves them from there)
+    here = Path(args.modelfile).resolve().parent if args.modelfile else out.resolve().parent
     try:
         if args.adapter:
-            from training.checkpoints import read_llama_gguf
+            from training.checkpoints import read_llama_heads
 
-            base = Path(args.base_gguf) if args.base_gguf else None
-            if base is None:
+            if args.base_gguf:
+                base = Path(args.base_gguf)
+            else:
                 from cwread.backends.embedded import default_gguf
 
                 base = default_gguf()
-            config, _, _ = read_llama_gguf(base)
-            export.export_lora_gguf(
-                Path(args.adapter), out, config["num_attention_heads"], config["num_key_value_heads"]
-            )
-            from_line, adapter_line = args.base or str(base.resolve()), f"./{out.name}"
+            heads = read_llama_heads(base)
+            export.export_lora_gguf(Path(args.adapter), out, heads["n_head"], heads["n_head_kv"])
+            from_line = args.base or str(base.resolve())
+            adapter_line = "./" + os.path.relpath(out.resolve(), here)
         else:
             export.export_merged_gguf(
                 Path(args.merged), out, outtype=args.outtype, pre_tokenizer=args.pre_tokenizer
             )
-            from_line, adapter_line = f"./{out.name}", None
-    except (export.ExportError, OSError, ValueError) as exc:
+            from_line, adapter_line = "./" + os.path.relpath(out.resolve(), here), None
+        print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+        if args.modelfile:
+            from cwread.cache import write_file_atomic
+
+            text = export.modelfile(from_line, args.family, adapter=adapter_line, num_ctx=args.num_ctx)
+            write_file_atomic(Path(args.modelfile), text)
+            print(f"wrote {args.modelfile}")
+    except (export.ExportError, CwreadError, OSError, ValueError, KeyError) as exc:
         return _fail(str(exc))
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
-    if args.modelfile:
-        text = export.modelfile(from_line, args.family, adapter=adapter_line, num_ctx=args.num_ctx)
-        Path(args.modelfile).write_text(text, encoding="utf-8")
-        print(f"wrote {args.modelfile}; paths in it are relative to the Modelfile's folder")
     return 0
 
 
@@ -146,7 +161,10 @@ def run_smoke(args: argparse.Namespace) -> int:
     model = train.warm_start(rows[:16], model, tokenizer, profile, out / "warm-start", examples=16)
     trainer = train.grpo("finder", rows[16:], model, tokenizer, profile, out / "run", max_steps=args.steps)
     merged = train.merge_and_save(trainer, tokenizer, out / "merged")
-    gguf = export.export_merged_gguf(merged, out / "finder-cpu-test.gguf", pre_tokenizer="gpt-2")
+    try:
+        gguf = export.export_merged_gguf(merged, out / "finder-cpu-test.gguf", pre_tokenizer="gpt-2")
+    except export.ExportError as exc:
+        return _fail(str(exc))
     (out / "Modelfile").write_text(export.modelfile(f"./{gguf.name}", "chatml"), encoding="utf-8")
     prompt = tokenizer.apply_chat_template(rows[0]["prompt"], add_generation_prompt=True, tokenize=False)
     ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]

@@ -60,6 +60,22 @@ def _field(reader, key: str, default=None):
     return default if field is None else field.contents()
 
 
+def read_llama_heads(path: Path) -> dict:
+    """Attention shape of a llama GGUF from its metadata alone (no tensor is read)."""
+    from gguf import GGUFReader
+
+    reader = GGUFReader(str(path))
+    arch = _field(reader, "general.architecture")
+    if arch != "llama":
+        raise ValueError(f"{Path(path).name}: architecture {arch!r}; only llama GGUFs are supported")
+    n_head = int(_field(reader, "llama.attention.head_count"))
+    return {
+        "n_head": n_head,
+        "n_head_kv": int(_field(reader, "llama.attention.head_count_kv", n_head)),
+        "hidden": int(_field(reader, "llama.embedding_length")),
+    }
+
+
 def read_llama_gguf(path: Path):
     """(config kwargs, state dict of float32 numpy arrays, tokenizer fields) from a llama GGUF."""
     from gguf import GGUFReader

@@ -73,8 +73,14 @@ def export_lora_gguf(
         raise ExportError("adapters that also train full modules (modules_to_save) need the merged GGUF")
     if config.get("use_rslora") or config.get("use_dora"):
         raise ExportError("rsLoRA/DoRA adapters are not supported by this exporter")
+    if config.get("rank_pattern") or config.get("alpha_pattern"):
+        raise ExportError("per-module ranks or alphas are not supported: llama.cpp scales all by one alpha")
+    if "lora_alpha" not in config:
+        raise ExportError(f"{config_file} has no lora_alpha")
     tensors = _lora_tensors(adapter_dir)
-    writer = gguf.GGUFWriter(str(out_file), "llama")
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    partial = out_file.with_name(out_file.name + ".partial")  # an old adapter stays whole until the end
+    writer = gguf.GGUFWriter(str(partial), "llama")
     writer.add_type(gguf.GGUFType.ADAPTER)
     writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
     writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(config["lora_alpha"]))
@@ -92,6 +98,13 @@ def export_lora_gguf(
         if module not in HF_TO_GGUF:
             raise ExportError(f"LoRA on {module} has no llama.cpp counterpart")
         weights = tensors[key]
+        if which == "lora_b" and module in ("self_attn.q_proj", "self_attn.k_proj"):
+            heads = n_head if module == "self_attn.q_proj" else n_head_kv
+            if weights.shape[0] % (2 * heads):
+                raise ExportError(
+                    f"{key}: {weights.shape[0]} rows do not split into {heads} heads; "
+                    "is --base-gguf the model this adapter was trained on?"
+                )
         if which == "lora_b" and module == "self_attn.q_proj":
             weights = permute(weights, n_head)
         elif which == "lora_b" and module == "self_attn.k_proj":
@@ -102,11 +115,13 @@ def export_lora_gguf(
         written += 1
     if not written:
         raise ExportError(f"no LoRA tensors in {adapter_dir}")
-    out_file.parent.mkdir(parents=True, exist_ok=True)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    try:
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+    finally:
+        writer.close()
+    os.replace(partial, out_file)
     return out_file
 
 

@@ -102,12 +102,14 @@ def metrics_callback(path: Path):
 
     from transformers import TrainerCallback
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("", encoding="utf-8")
-
     class MetricsLog(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:  # one writer under accelerate launch
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text("", encoding="utf-8")
+
         def on_log(self, args, state, control, logs=None, **kwargs):
-            if not logs:
+            if not logs or not state.is_world_process_zero:
                 return
             entry = {"step": state.global_step, **logs}
             with open(path, "a", encoding="utf-8") as f:

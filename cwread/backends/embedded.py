@@ -19,7 +19,7 @@ from cwread.backends import Generation, GenerationRequest
 from cwread.errors import ModelError
 
 DEFAULT_NUM_CTX = 8192
-_SERVERS: dict[tuple[str, int], object] = {}
+_SERVERS: dict[tuple[str, int, str], object] = {}  # (model, context, adapter)
 _SERVERS_LOCK = threading.Lock()
 
 

@@ -71,8 +71,18 @@ def register(name: str, factory: Factory) -> None:
     FACTORIES[name] = factory
 
 
+def _wants_lora(settings: BackendSettings) -> bool:
+    return bool(settings.finder_lora) and settings.finder_lora.lower() != "none"
+
+
 def _ollama(settings: BackendSettings, probe: bool = True) -> Selection:
     from cwread.backends.ollama import DEFAULT_NUM_CTX, OllamaBackend, modelfile_hint
+
+    if _wants_lora(settings):
+        raise InputError(
+            "--finder-lora applies to the embedded backend; with Ollama, put the adapter in a "
+            "Modelfile (ADAPTER) and pass --finder-model"
+        )
 
     kwargs = {
         "host": settings.host,
@@ -111,6 +121,10 @@ def _embedded(settings: BackendSettings) -> Selection:
 
 def _auto(settings: BackendSettings) -> Selection:
     from cwread.backends.ollama import OllamaBackend
+
+    if _wants_lora(settings):  # an adapter GGUF runs only in-process
+        chosen = _embedded(settings)
+        return Selection(chosen.finder, chosen.interpreter, f"{chosen.why}; --finder-lora given")
 
     try:
         probe = OllamaBackend(settings.finder_model, host=settings.host, timeout=2.0)
