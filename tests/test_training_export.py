@@ -1,5 +1,6 @@
 """Export: merged and LoRA GGUFs must make llama.cpp generate what transformers generates."""
 
+import copy
 import json
 import re
 from hashlib import sha256
@@ -49,7 +50,7 @@ def test_lora_gguf_on_the_base_generates_what_the_merged_model_generates(tiny):
     lora = LoraConfig(
         r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False, task_type="CAUSAL_LM"
     )
-    peft_model = get_peft_model(model, lora)
+    peft_model = get_peft_model(copy.deepcopy(model), lora)  # merging below must not touch the fixture
     peft_model.save_pretrained(out / "adapter")
     adapter = export.export_lora_gguf(out / "adapter", out / "lora.gguf", n_head=4, n_head_kv=2)
     merged = peft_model.merge_and_unload().eval()
