@@ -146,7 +146,7 @@ def test_committed_trained_modelfiles_use_the_training_template():
     for path in files:
         text = path.read_text(encoding="utf-8")
         assert f'TEMPLATE """{export.CHATML_TEMPLATE}"""' in text, path.name
-        assert re.search(r"^FROM \./cwread-\w+-[\w.-]+\.gguf$", text, re.M), path.name
+        assert re.search(r"^FROM \./[\w.-]+\.gguf$", text, re.M), path.name
         assert "PARAMETER temperature 0\n" in text and "PARAMETER num_ctx " in text
 
 
