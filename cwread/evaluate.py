@@ -170,9 +170,7 @@ def _finder_fields(record: dict, document: Document, found: api.FindResult, ctx:
     gold = {int(g) for g in record.get("evidence") or []}
     yes = [v for v in verdicts if v.decision == "YES"]
     out = {
-        "finder_calls": len(verdicts),
-        "finder_parsed_first_try": sum(v.parsed_first_try for v in verdicts),
-        "finder_yes": len(yes),
+        **_verdict_counts(verdicts),
         "finder_kept_unparsed": sum(v.kept_on_failure for v in verdicts),  # counted as YES (recall first)
         "model_calls": len(verdicts),
         "cached_calls": sum(v.cached for v in verdicts),
@@ -188,6 +186,14 @@ def _finder_fields(record: dict, document: Document, found: api.FindResult, ctx:
     return out
 
 
+def _verdict_counts(verdicts: list[Verdict]) -> dict:
+    return {
+        "finder_calls": len(verdicts),
+        "finder_parsed_first_try": sum(v.parsed_first_try for v in verdicts),
+        "finder_yes": sum(v.decision == "YES" for v in verdicts),
+    }
+
+
 def _trace_fields(trace: pipeline.Trace) -> dict:
     final = trace.final
     return {
@@ -196,9 +202,7 @@ def _trace_fields(trace: pipeline.Trace) -> dict:
         "parsed_first_try": bool(trace.interpreter and trace.interpreter.parsed_first_try),
         "citations": list(final.cited) if final else [],
         "invalid_citations": list(final.dropped) if final else [],
-        "finder_calls": len(trace.verdicts),
-        "finder_parsed_first_try": sum(v.parsed_first_try for v in trace.verdicts),
-        "finder_yes": sum(v.decision == "YES" for v in trace.verdicts),
+        **_verdict_counts(trace.verdicts),
         "self_checked": trace.self_check is not None,
         "prompt_tokens": trace.tokens()["prompt"],
         "packet_paragraphs": len(trace.packet.items),
@@ -444,10 +448,11 @@ def summarize(rows: list[dict]) -> dict:
             entry["finder_format_first_try"] = _ratio(
                 sum(r.get("finder_parsed_first_try", 0) for r in group), calls
             )
-            entry["finder_calls_per_record"] = calls / len(group)
-            entry["prompt_tokens_per_record"] = sum(r.get("prompt_tokens", 0) for r in group) / len(group)
             labelled = [r for r in group if r["kind"] in ("mcq", "claim")]
             entry["answer_distribution"] = metrics.answer_distribution([r.get("answer") for r in labelled])
+        if method != "retrieval":
+            entry["finder_calls_per_record"] = sum(r.get("finder_calls", 0) for r in group) / len(group)
+            entry["prompt_tokens_per_record"] = sum(r.get("prompt_tokens", 0) for r in group) / len(group)
         if method == "finder":
             judged = sum(r.get("finder_calls", 0) for r in group)
             labelled = [r for r in group if "segments_gold" in r]  # records with gold evidence
@@ -455,8 +460,6 @@ def summarize(rows: list[dict]) -> dict:
             kept = sum(r["finder_yes"] for r in labelled)
             with_gold = sum(r["segments_gold"] for r in labelled)
             kept_gold = sum(r["yes_gold"] for r in labelled)
-            entry["finder_calls_per_record"] = judged / len(group)
-            entry["prompt_tokens_per_record"] = sum(r.get("prompt_tokens", 0) for r in group) / len(group)
             entry["finder"] = {
                 "segments": judged,
                 "segments_with_gold": with_gold,

@@ -21,8 +21,7 @@ def build_data(args: argparse.Namespace) -> int:
     source = Path(args.source)
     split_dir = source / args.split
     if not split_dir.is_dir():
-        print(f"training: error: {split_dir} is not a FairytaleQA split folder", file=sys.stderr)
-        return 2
+        return _fail(f"{split_dir} is not a FairytaleQA split folder")
     finder = data.finder_examples(split_dir, seed=args.seed)
     interpreter = data.interpreter_examples(split_dir, seed=args.seed)
     out = Path(args.out)
@@ -42,17 +41,22 @@ def run_training(args: argparse.Namespace) -> int:
 
     rows_path = Path(args.data) / f"{args.command}.jsonl"
     if not rows_path.is_file():
-        print(
-            f"training: error: {rows_path} not found; build it with `python -m training data`",
-            file=sys.stderr,
-        )
-        return 2
+        return _fail(f"{rows_path} not found; build it with `python -m training data`")
     rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
     random.Random(args.seed).shuffle(rows)  # the file runs story by story
     if args.max_prompt_chars:  # CPU runs: step time grows with the prompt
         rows = [r for r in rows if sum(len(m["content"]) for m in r["prompt"]) <= args.max_prompt_chars]
     rows = rows[: args.limit] if args.limit else rows
     profile = train.PROFILES[args.profile]
+    warm = profile.warm_start if args.warm_start is None else args.warm_start
+    if warm < 0 or warm >= len(rows):
+        return _fail(f"--warm-start {warm} must leave examples for GRPO ({len(rows)} in all)")
+    if warm and not all(r.get("target") for r in rows[-warm:]):
+        return _fail(
+            f"{rows_path} has no reference replies (target); rebuild it with `python -m training data`"
+        )
+    if args.steps == 0 and not warm:
+        return _fail("--steps 0 trains nothing without a warm start")
     if profile.name == "cpu-test":
         texts = [m["content"] for r in rows for m in r["prompt"]]
         model, tokenizer = train.tiny_model_and_tokenizer(texts, seed=args.seed)
@@ -64,13 +68,6 @@ def run_training(args: argparse.Namespace) -> int:
         model = AutoModelForCausalLM.from_pretrained(args.base, dtype="bfloat16")
         tokenizer = AutoTokenizer.from_pretrained(args.base)
     out = Path(args.out)
-    warm = profile.warm_start if args.warm_start is None else args.warm_start
-    if warm < 0 or warm >= len(rows):
-        return _fail(f"--warm-start {warm} must leave examples for GRPO ({len(rows)} in all)")
-    if warm and not all(r.get("target") for r in rows[-warm:]):
-        return _fail(
-            f"{rows_path} has no reference replies (target); rebuild it with `python -m training data`"
-        )
     if warm:
         # warm-start on examples GRPO will not see
         model = train.warm_start(
@@ -78,8 +75,6 @@ def run_training(args: argparse.Namespace) -> int:
         )
         rows = rows[:-warm]
     if args.steps == 0:
-        if not warm:
-            return _fail("--steps 0 trains nothing without a warm start")
         print(f"{args.command}: warm start only; adapter in {out / 'warm-start' / 'adapter'}")
         return 0
     trainer = train.grpo(

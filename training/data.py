@@ -89,13 +89,16 @@ def clue_sentence(text: str, question: str, max_chars: int = 150) -> str:
     return best
 
 
+def _cited_clue(doc, pid: int, question: str) -> str:
+    return f'[{pid}] says "{clue_sentence(doc.paragraph(pid).text, question)}"'
+
+
 def finder_target(doc, question: str, label: str, gold_in_segment: list[int]) -> str:
     """A reference reply for the format warm start: the clue sentence of the first gold
     paragraph (YES), or an explicit no-clue rationale without ids (NO). Only the shape is
     meant to be learnt here; GRPO's rewards decide what is kept after it."""
     if label == "YES":
-        pid = gold_in_segment[0]
-        reason = f'[{pid}] says "{clue_sentence(doc.paragraph(pid).text, question)}"'
+        reason = _cited_clue(doc, gold_in_segment[0], question)
     else:
         reason = (
             "These paragraphs do not mention what the question asks about; nothing here is relevant to it."
@@ -106,9 +109,7 @@ def finder_target(doc, question: str, label: str, gold_in_segment: list[int]) ->
 def interpreter_target(doc, question: str, gold: list[int], answer: str) -> str:
     """A reference reply for the Interpreter's format warm start: the clue sentence of the
     first gold paragraph, cited, then the reference answer."""
-    pid = sorted(gold)[0]
-    reason = f'[{pid}] says "{clue_sentence(doc.paragraph(pid).text, question)}"'
-    return f"<reason>{reason}</reason>\n<answer>{answer}</answer>"
+    return f"<reason>{_cited_clue(doc, min(gold), question)}</reason>\n<answer>{answer}</answer>"
 
 
 def _messages(request) -> list[dict]:

@@ -37,12 +37,17 @@ class BackendSettings:
             or env.get("CWREAD_INTERPRETER_MODEL")
             or DEFAULT_INTERPRETER_MODEL,
             gguf=self.gguf or env.get("CWREAD_GGUF") or None,
-            finder_lora=self.finder_lora or env.get("CWREAD_FINDER_LORA") or None,
+            finder_lora=_adapter(self.finder_lora or env.get("CWREAD_FINDER_LORA")),
             num_ctx=self.num_ctx or env_positive("CWREAD_NUM_CTX", int),
             host=self.host or env.get("OLLAMA_HOST") or None,
             timeout=self.timeout or env_positive("CWREAD_TIMEOUT", float) or 300.0,
             workers=self.workers,
         )
+
+
+def _adapter(value: str | None) -> str | None:
+    """A LoRA path, or None for unset and for "none" (which lets a flag cancel the env)."""
+    return None if not value or value.lower() == "none" else value
 
 
 @dataclass(frozen=True)
@@ -71,14 +76,10 @@ def register(name: str, factory: Factory) -> None:
     FACTORIES[name] = factory
 
 
-def _wants_lora(settings: BackendSettings) -> bool:
-    return bool(settings.finder_lora) and settings.finder_lora.lower() != "none"
-
-
 def _ollama(settings: BackendSettings, probe: bool = True) -> Selection:
     from cwread.backends.ollama import DEFAULT_NUM_CTX, OllamaBackend, modelfile_hint
 
-    if _wants_lora(settings):
+    if settings.finder_lora:
         raise InputError(
             "--finder-lora applies to the embedded backend; with Ollama, put the adapter in a "
             "Modelfile (ADAPTER) and pass --finder-model"
@@ -108,8 +109,6 @@ def _embedded(settings: BackendSettings) -> Selection:
 
     num_ctx = settings.num_ctx or DEFAULT_NUM_CTX
     lora = settings.finder_lora
-    if lora is not None and lora.lower() == "none":
-        lora = None
     interpreter = EmbeddedBackend(settings.gguf, num_ctx=num_ctx)
     finder = EmbeddedBackend(settings.gguf, num_ctx=num_ctx, lora=lora) if lora else interpreter
     return Selection(
@@ -122,7 +121,7 @@ def _embedded(settings: BackendSettings) -> Selection:
 def _auto(settings: BackendSettings) -> Selection:
     from cwread.backends.ollama import OllamaBackend
 
-    if _wants_lora(settings):  # an adapter GGUF runs only in-process
+    if settings.finder_lora:  # an adapter GGUF runs only in-process
         chosen = _embedded(settings)
         return Selection(chosen.finder, chosen.interpreter, f"{chosen.why}; --finder-lora given")
 
