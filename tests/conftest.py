@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from cwread.backends import select
+from cwread.backends.scripted import ScriptedBackend
+from cwread.backends.select import Selection
+from tests.scripted_replies import finder_reply
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -60,3 +66,27 @@ def story(tmp_path) -> Path:
     path = tmp_path / "story.txt"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+@dataclass
+class ScriptedAgents:
+    """The two backends behind `--backend scripted`; tests queue replies or swap either."""
+
+    finder: ScriptedBackend
+    interpreter: ScriptedBackend
+
+
+@pytest.fixture
+def scripted(monkeypatch) -> ScriptedAgents:
+    """Register `--backend scripted`: a Finder that keeps the segments mentioning the medal and
+    an Interpreter with an empty queue (tests enqueue replies, or replace it)."""
+    agents = ScriptedAgents(
+        finder=ScriptedBackend(default=finder_reply, model="finder"),
+        interpreter=ScriptedBackend(model="interp"),
+    )
+    monkeypatch.setitem(
+        select.FACTORIES,
+        "scripted",
+        lambda settings: Selection(agents.finder, agents.interpreter, "backend: scripted"),
+    )
+    return agents
