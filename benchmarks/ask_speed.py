@@ -37,21 +37,21 @@ CASES = [
 
 def worker(question_first: bool, reads: list[int]) -> dict:
     from cwread import agents, api
+    from cwread.backends.callcache import CachedBackend
     from cwread.backends.embedded import EmbeddedBackend
-    from cwread.callcache import CachedBackend
 
     backend = EmbeddedBackend()
     out: dict = {}
     for (label, path, questions), read in zip(CASES, reads, strict=True):
         doc = api.open_document(str(path))
-        first = api.find(doc, questions[0]).segments[:read]
+        first = api.find(doc, api.make_question(questions[0])).segments[:read]
         rows = []
         for q in questions:
             calls = tokens = 0
             t0 = time.perf_counter()
             for s in first:  # the same segments for both questions
                 request = agents.finder_request(
-                    "open", q, None, s.start, s.end, doc.span_text(s.start, s.end), question_first=question_first
+                    api.make_question(q), s.start, s.end, doc.span_text(s.start, s.end), question_first=question_first
                 )
                 g = backend.generate(request)
                 calls += 1
@@ -63,13 +63,13 @@ def worker(question_first: bool, reads: list[int]) -> dict:
             cached = CachedBackend(backend, Path(tmp))
             label, path, questions = CASES[0]
             doc = api.open_document(str(path))
-            segs = api.find(doc, questions[0]).segments[: reads[0]]
+            segs = api.find(doc, api.make_question(questions[0])).segments[: reads[0]]
             times = []
             for _ in range(2):
                 t0 = time.perf_counter()
                 for s in segs:
                     cached.generate(
-                        agents.finder_request("open", questions[0], None, s.start, s.end, doc.span_text(s.start, s.end))
+                        agents.finder_request(api.make_question(questions[0]), s.start, s.end, doc.span_text(s.start, s.end))
                     )
                 times.append(time.perf_counter() - t0)
             out["call_cache"] = times

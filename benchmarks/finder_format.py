@@ -24,10 +24,10 @@ def judge_all(backend, cases) -> list[dict]:
     out = []
     for document, record, segment in cases:
         text = document.span_text(segment.start, segment.end)
-        request = agents.finder_request(record["kind"], record["question"], None, segment.start, segment.end, text)
+        request = agents.finder_request(record.question, segment.start, segment.end, text)
         reply = backend.generate(replace(request, grammar=None))
-        parsed = agents.parse_reply(reply.text, record["kind"], finder=True)
-        gold = set(record.get("evidence") or [])
+        parsed = agents.parse_finder_reply(reply.text)
+        gold = set(record.evidence)
         out.append(
             {
                 "parsed": parsed.ok,
@@ -51,8 +51,9 @@ def summary(name: str, rows: list[dict]) -> str:
 
 
 def main() -> None:
-    from cwread import api, evaluate
+    from cwread import api
     from cwread.backends.embedded import EmbeddedBackend
+    from cwread.eval.records import load_records, spread_sample
     from cwread.segments import make_budget
 
     parser = argparse.ArgumentParser()
@@ -60,12 +61,12 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=12)
     parser.add_argument("--read", type=int, default=4)
     args = parser.parse_args()
-    records = evaluate.spread_sample(evaluate.load_records(str(DATA)), args.records)
+    records = spread_sample(load_records(str(DATA)), args.records)
     budget = make_budget("focused")
     cases = []
     for record in records:
-        document = api.open_document(record["_doc_path"])
-        found = api.find(document, record["question"], None, budget)
+        document = api.open_document(record.doc)
+        found = api.find(document, record.question, budget)
         cases += [(document, record, s) for s in found.segments[: args.read]]
     print(f"{len(cases)} segments from {len(records)} questions, no grammar, greedy")
     print(summary("untrained", judge_all(EmbeddedBackend(), cases)))

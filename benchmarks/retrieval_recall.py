@@ -47,7 +47,8 @@ def main() -> None:
         for r in records:
             path = str((data.parent / r["doc"]).resolve())
             doc = docs.get(path) or docs.setdefault(path, api.open_document(path))
-            result = api.find(doc, r["question"], r.get("options"), budget, args.embedder, method)
+            question = api.make_question(r["question"], r.get("options") if r["kind"] == "mcq" else None)
+            result = api.find(doc, question, budget, args.embedder, method)
             anchors = [s for s in result.segments if s.source == "anchor"]
             read = result.segments[: budget.read]
             hits_a = sum(any(pid in s for s in anchors) for pid in r["evidence"])

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 
 from cwread.backends import GenerationRequest
+from cwread.records import Question
 
-KINDS = ("mcq", "claim", "open")
 FINDER_MAX_TOKENS = 160
 INTERPRETER_MAX_TOKENS = 320
 OPEN_ANSWER_CHARS = 160
@@ -55,13 +55,13 @@ _ANSWER_HINT = {
 }
 
 
-def question_block(kind: str, question: str, options: dict[str, str] | None) -> str:
-    if kind == "claim":
-        return f"Claim to verify (TRUE or FALSE): {question}"
-    lines = [f"Question: {question}"]
-    if kind == "mcq" and options:
+def question_block(question: Question) -> str:
+    if question.kind == "claim":
+        return f"Claim to verify (TRUE or FALSE): {question.text}"
+    lines = [f"Question: {question.text}"]
+    if question.kind == "mcq" and question.options:
         lines.append("Options:")
-        lines.extend(f"({label}) {text}" for label, text in options.items())
+        lines.extend(f"({label}) {text}" for label, text in question.options.items())
     return "\n".join(lines)
 
 
@@ -153,9 +153,7 @@ FIRM_RETRY = (
 
 
 def finder_request(
-    kind: str,
-    question: str,
-    options: dict[str, str] | None,
+    question: Question,
     start: int,
     end: int,
     segment_text: str,
@@ -167,7 +165,7 @@ def finder_request(
     Text first lets llama.cpp's prompt cache reuse a segment when another question reads it
     (benchmarks/ask_speed.py measures both orders; `question_first` is the other one).
     """
-    parts = [f"Segment (paragraphs {start}-{end}):\n{segment_text}", question_block(kind, question, options)]
+    parts = [f"Segment (paragraphs {start}-{end}):\n{segment_text}", question_block(question)]
     if question_first:
         parts.reverse()
     user = "\n\n".join(
@@ -178,16 +176,14 @@ def finder_request(
     return GenerationRequest(
         messages=(("system", FINDER_SYSTEM), ("user", user)),
         max_tokens=FINDER_MAX_TOKENS,
-        grammar=answer_grammar(kind, finder=True, ids=list(range(start, end + 1))),
-        schema=answer_schema(kind, finder=True),
+        grammar=answer_grammar(question.kind, finder=True, ids=list(range(start, end + 1))),
+        schema=answer_schema(question.kind, finder=True),
         seed=1 if retry else 0,
     )
 
 
 def interpreter_request(
-    kind: str,
-    question: str,
-    options: dict[str, str] | None,
+    question: Question,
     evidence: list[tuple[int, str]],
     previous: tuple[str, str] | None = None,
     retry: bool = False,
@@ -195,7 +191,7 @@ def interpreter_request(
     """The Interpreter's call; with `previous` (answer, reason) it is the self-check."""
     parts = [
         "Evidence (story order):\n" + (evidence_block(evidence) if evidence else "(no evidence was found)"),
-        question_block(kind, question, options),
+        question_block(question),
     ]
     if previous is not None:
         parts.append(f"Previous answer: {previous[0]}\nPrevious reason: {previous[1]}")
@@ -203,17 +199,16 @@ def interpreter_request(
     parts.append(
         "Reply with exactly two tags and nothing else: <reason>, your rationale citing the "
         f"evidence paragraph numbers in square brackets, </reason>; then <answer>, "
-        f"{_ANSWER_HINT[kind]}, </answer>."
+        f"{_ANSWER_HINT[question.kind]}, </answer>."
     )
     user = "\n\n".join(parts)
     if retry:
         user += "\n\n" + FIRM_RETRY
-    labels = list(options) if options else None
     return GenerationRequest(
         messages=(("system", SELF_CHECK_SYSTEM if previous else INTERPRETER_SYSTEM), ("user", user)),
         max_tokens=INTERPRETER_MAX_TOKENS,
-        grammar=answer_grammar(kind, labels, ids=[pid for pid, _ in evidence]),
-        schema=answer_schema(kind, labels),
+        grammar=answer_grammar(question.kind, question.labels, ids=[pid for pid, _ in evidence]),
+        schema=answer_schema(question.kind, question.labels),
         seed=1 if retry else 0,
     )
 
@@ -238,16 +233,25 @@ _TAG = {
 }
 
 
-def parse_reply(text: str, kind: str, labels: list[str] | None = None, finder: bool = False) -> ParsedReply:
+def parse_finder_reply(text: str) -> ParsedReply:
+    """The Finder's reply: a reason and YES or NO (see `parse_reply`)."""
+    return _parse(text, "finder", None)
+
+
+def parse_reply(text: str, question: Question) -> ParsedReply:
     """Read `<reason>` and `<answer>`; tolerant of case, spacing, missing closing tags and
-    text around the tags, strict about the answer being one of the allowed values."""
+    text around the tags, strict about the answer being one the question allows."""
+    return _parse(text, question.kind, question.labels)
+
+
+def _parse(text: str, kind: str, labels: list[str] | None) -> ParsedReply:
     reason_m = _TAG["reason"].search(text or "")
     answer_m = _TAG["answer"].search(text or "")
     reason = " ".join(reason_m.group(1).split()) if reason_m else ""
     if not answer_m:
         return ParsedReply(reason, None, None, "no <answer> tag")
     raw = " ".join(answer_m.group(1).split())
-    if finder:
+    if kind == "finder":
         answer = normalise_yes_no(raw)
     elif kind == "mcq":
         answer = normalise_letter(raw, labels or ["A", "B", "C", "D"])
@@ -314,7 +318,7 @@ _RISKY = re.compile(
 )
 
 
-def needs_self_check(kind: str, question: str) -> bool:
+def needs_self_check(question: Question) -> bool:
     """τ(q): always for claims; for other questions when the wording signals negation,
     exception, cause or inference."""
-    return kind == "claim" or bool(_RISKY.search(question))
+    return question.kind == "claim" or bool(_RISKY.search(question.text))

@@ -1,4 +1,8 @@
-"""The public API: what the CLI, the eval harness and scripts call. No terminal knowledge here."""
+"""The public API: what the CLI, the eval harness and scripts call. No terminal knowledge here.
+
+Layers below: pipeline (one question through the method) → agents/packing → backends →
+document/segments/retrieval → cache/errors. The records it returns are in `cwread.records`.
+"""
 
 from __future__ import annotations
 
@@ -6,30 +10,63 @@ import re
 import string
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 from cwread import pipeline
+from cwread.backends import Backend
 from cwread.backends.select import BackendSettings, Selection, select_backends, with_call_cache
+from cwread.cache import write_output_file
 from cwread.document import Document, Paragraph, load_document
-from cwread.embedders import DEFAULT_EMBEDDER, load_embedder
-from cwread.errors import InputError
-from cwread.pipeline import Trace
+from cwread.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
+from cwread.errors import InputError, ModelError
+from cwread.packing import pack_segments
+from cwread.records import (
+    KINDS,
+    DoctorReport,
+    FindResult,
+    IndexReport,
+    Packet,
+    PacketItem,
+    Question,
+    Trace,
+    Verdict,
+)
 from cwread.retrieval import METHODS, Index, IndexProgress, build_queries, open_index, paragraph_scores
 from cwread.segments import Budget, Segment, build_segments, make_budget
 
 __all__ = [
+    "KINDS",
     "BackendSettings",
+    "Budget",
+    "DoctorReport",
+    "Document",
     "FindResult",
     "IndexReport",
+    "Packet",
+    "Question",
+    "Selection",
     "Trace",
     "ask",
+    "backends",
+    "doctor",
     "find",
+    "fit_prefix",
+    "fits",
     "index_document",
+    "interpret_packet",
+    "judge_segments",
     "make_budget",
+    "make_question",
     "open_document",
+    "packet_of",
     "parse_options",
     "parse_paragraph_spec",
+    "rank_paragraphs",
+    "run_pipeline",
+    "segments_packet",
     "show",
+    "trace_without_answer",
+    "write_output_file",
 ]
 
 
@@ -85,13 +122,18 @@ def parse_options(raw: list[str] | None) -> dict[str, str]:
     return dict(sorted(options.items()))
 
 
-@dataclass(frozen=True)
-class IndexReport:
-    paragraphs: int
-    built: list[str]
-    seconds: float
-    cache_dir: str
-    embedder: str
+def make_question(
+    text: str, options: list[str] | dict[str, str] | None = None, *, claim: bool = False
+) -> Question:
+    """A validated Question: "claim" to verify, "mcq" with options ("A=text" strings or a
+    dict), else "open". InputError for an empty text or bad options."""
+    text = (text or "").strip()
+    if not text:
+        raise InputError("the claim is empty" if claim else "the question is empty")
+    if claim:
+        return Question(text, "claim")
+    parsed = dict(options) if isinstance(options, dict) else parse_options(options)
+    return Question(text, "mcq", parsed) if parsed else Question(text, "open")
 
 
 def index_document(
@@ -104,7 +146,7 @@ def index_document(
     index = _open(document, embedder, progress)
     return IndexReport(
         paragraphs=len(document),
-        built=index.built,
+        built=tuple(index.built),
         seconds=time.perf_counter() - t0,
         cache_dir=str(document_cache_dir(document)),
         embedder=embedder,
@@ -116,80 +158,62 @@ def _open(document: Document, embedder: str, progress: IndexProgress | None) -> 
     return open_index(document, load_embedder(embedder, report), progress)
 
 
-@dataclass(frozen=True)
-class FindResult:
-    """Ranked candidate segments for a question, with what produced them."""
-
-    document: Document
-    question: str
-    options: dict[str, str]
-    budget: Budget
-    method: str
-    embedder: str
-    segments: list[Segment]
-    paragraph_scores: list[float]
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def anchors(self) -> list[int]:
-        return sorted(a for s in self.segments for a in s.anchors)
-
-
 def find(
     document: Document,
-    question: str,
-    options: dict[str, str] | None = None,
+    question: Question,
     budget: Budget | None = None,
     embedder: str = DEFAULT_EMBEDDER,
     method: str = "fused",
     progress: IndexProgress | None = None,
 ) -> FindResult:
     """Retrieve and segment: every paragraph lands in one ranked segment."""
-    question = (question or "").strip()
-    if not question:
-        raise InputError("the question is empty")
     if method not in METHODS:
         raise InputError(f"unknown retrieval method {method!r}; choose one of: {', '.join(METHODS)}")
     budget = budget or make_budget()
-    options = options or {}
     if method == "bm25":
         embedder = "none"
     t0 = time.perf_counter()
     index = _open(document, embedder, progress)
     t1 = time.perf_counter()
-    scores = paragraph_scores(index, build_queries(question, options), method)
+    scores = paragraph_scores(index, build_queries(question.text, question.options or None), method)
     segments = build_segments([len(p.text) for p in document.paragraphs], scores.tolist(), budget)
     t2 = time.perf_counter()
     return FindResult(
         document=document,
         question=question,
-        options=options,
         budget=budget,
         method=method,
         embedder=embedder,
-        segments=segments,
-        paragraph_scores=scores.tolist(),
+        segments=tuple(segments),
+        paragraph_scores=tuple(scores.tolist()),
         timings={"index": round(t1 - t0, 4), "retrieve": round(t2 - t1, 4)},
     )
 
 
-def question_kind(options: dict[str, str] | None, claim: bool = False) -> str:
-    """ "claim" for verification, "mcq" with options, else "open"."""
-    if claim:
-        return "claim"
-    return "mcq" if options else "open"
+def rank_paragraphs(
+    document: Document, question: Question, retriever: str, embedder: str = DEFAULT_EMBEDDER
+) -> list[float]:
+    """One retriever's score for every paragraph ("bm25", "dense" or "fused")."""
+    spec = "none" if retriever == "bm25" else embedder
+    index = open_index(document, load_embedder(spec))
+    return paragraph_scores(index, build_queries(question.text, question.options or None), retriever).tolist()
+
+
+def backends(settings: BackendSettings | None = None, use_cache: bool = True) -> Selection:
+    """The Finder's and the Interpreter's backends for `settings` (auto by default), behind
+    cwread's call cache unless `use_cache` is False."""
+    selection = select_backends(settings or BackendSettings())
+    return with_call_cache(selection) if use_cache else selection
 
 
 def ask(
     document: Document,
-    question: str,
-    options: dict[str, str] | None = None,
+    question: Question,
     *,
-    claim: bool = False,
     budget: Budget | None = None,
     embedder: str = DEFAULT_EMBEDDER,
     method: str = "fused",
-    backends: BackendSettings | None = None,
+    settings: BackendSettings | None = None,
     selection: Selection | None = None,
     use_cache: bool = True,
     self_check: bool | None = None,
@@ -198,35 +222,146 @@ def ask(
 ) -> Trace:
     """Answer a question (or verify a claim) about `document` with cited paragraphs.
 
-    Backends come from `selection` if given, else from `backends` settings (auto by default).
+    Backends come from `selection` if given, else from `settings` (auto by default).
     The Trace holds the answer (None if the Interpreter's reply never parsed) and every step.
     """
-    kind = question_kind(options, claim)
-    budget = budget or make_budget()
-    found = find(document, question, options if kind == "mcq" else None, budget, embedder, method, progress)
+    found = find(document, question, budget, embedder, method, progress)
     if selection is None:
-        selection = select_backends(backends or BackendSettings())
+        selection = select_backends(settings or BackendSettings())
     if notice:
         notice(selection.why)
     if use_cache:
         selection = with_call_cache(selection)
-    finder, interpreter = selection.finder, selection.interpreter
-    workers = backends.workers if backends else None
-    trace = pipeline.answer(
-        document,
-        found.question,
-        kind,
-        options if kind == "mcq" else {},
+    workers = settings.workers if settings else None
+    trace = run_pipeline(
+        question, found, selection, self_check=self_check, workers=workers, progress=progress
+    )
+    timings = {**found.timings, **trace.timings}
+    timings["total"] = round(sum(timings.values()), 3)
+    return replace(trace, timings=timings)
+
+
+def run_pipeline(
+    question: Question,
+    found: FindResult,
+    selection: Selection,
+    *,
+    self_check: bool | None = None,
+    workers: int | None = None,
+    progress: IndexProgress | None = None,
+    packet: Packet | None = None,
+) -> Trace:
+    """The method on retrieved segments: Finder → packet → Interpreter → self-check (τ(q)
+    decides when `self_check` is None). Given a `packet`, the Finder and packing are skipped."""
+    return pipeline.answer(
+        found.document,
+        question,
         found.segments,
-        budget,
-        finder,
-        interpreter,
-        method=method,
+        found.budget,
+        selection.finder,
+        selection.interpreter,
+        method=found.method,
         embedder=found.embedder,
         workers=workers,
         self_check=self_check,
         progress=progress,
+        packet=packet,
     )
-    trace.timings = {**found.timings, **trace.timings}
-    trace.timings["total"] = round(sum(trace.timings.values()), 3)
-    return trace
+
+
+def judge_segments(
+    finder: Backend,
+    document: Document,
+    segments: list[Segment] | tuple[Segment, ...],
+    question: Question,
+    workers: int | None = None,
+) -> tuple[Verdict, ...]:
+    """The Finder alone on `segments`, in their order."""
+    return pipeline.run_finder(finder, document, segments, question, workers)
+
+
+def interpret_packet(
+    question: Question,
+    found: FindResult,
+    packet: Packet,
+    selection: Selection,
+    self_check: bool | None = False,
+) -> Trace:
+    """The Interpreter (and its self-check, if asked; None: when τ(q)) on a given packet."""
+    return run_pipeline(question, found, selection, self_check=self_check, packet=packet)
+
+
+def trace_without_answer(found: FindResult, verdicts: tuple[Verdict, ...] = ()) -> Trace:
+    """The record of a run that stops before the Interpreter: retrieval, and the Finder's
+    verdicts if it ran."""
+    return Trace(
+        document=found.document,
+        question=found.question,
+        budget=found.budget,
+        method=found.method,
+        embedder=found.embedder,
+        segments=found.segments,
+        verdicts=verdicts,
+        packet=Packet(items=()),
+        interpreter=None,
+        self_check=None,
+        self_check_triggered=False,
+        models={},
+    )
+
+
+def packet_of(document: Document, ids: list[int]) -> Packet:
+    """A packet of exactly these paragraphs, in story order, with no Finder reasons."""
+    return Packet(items=tuple(PacketItem(pid, document.paragraph(pid).text, "") for pid in sorted(ids)))
+
+
+def fits(interpreter: Backend, question: Question, document: Document, ids: list[int]) -> bool:
+    """Whether an Interpreter prompt (and its self-check) over these paragraphs fits the context."""
+    return pipeline.packet_fits(interpreter, question, [(p, document.paragraph(p).text) for p in ids])
+
+
+def fit_prefix(interpreter: Backend, question: Question, document: Document) -> list[int]:
+    """The longest run of paragraphs from the start whose Interpreter prompt fits the context."""
+    from cwread.agents import interpreter_request
+
+    lo, hi = 0, len(document)
+    while lo < hi:  # binary search for the largest prefix that fits
+        mid = (lo + hi + 1) // 2
+        evidence = [(p.id, p.text) for p in document.paragraphs[:mid]]
+        if pipeline.prompt_fits(interpreter, interpreter_request(question, evidence)):
+            lo = mid
+        else:
+            hi = mid - 1
+    return [p.id for p in document.paragraphs[:lo]]
+
+
+def segments_packet(
+    document: Document, segments: list[Segment], budget: Budget, interpreter: Backend, question: Question
+) -> Packet:
+    """Every segment packed whole (no Finder), under B_c and the Interpreter's context."""
+    return pack_segments(
+        document, segments, budget, lambda evidence: pipeline.packet_fits(interpreter, question, evidence)
+    )
+
+
+def doctor(settings: BackendSettings | None = None) -> DoctorReport:
+    """Which backend, models and embedder `ask` would use, and what is missing."""
+    from cwread.cache import cache_root
+
+    finder = interpreter = why = error = None
+    try:
+        selection = select_backends(settings or BackendSettings())
+        finder = f"{selection.finder.name}:{selection.finder.model}"
+        interpreter = f"{selection.interpreter.name}:{selection.interpreter.model}"
+        why = selection.why
+    except ModelError as exc:  # an input error (a bad setting) still propagates: exit 2
+        error = str(exc)
+    return DoctorReport(
+        cache=str(cache_root()),
+        finder=finder,
+        interpreter=interpreter,
+        why=why,
+        backend_error=error,
+        embedder=DEFAULT_EMBEDDER,
+        embedder_built=(static_model_dir() / "manifest.json").is_file(),
+    )

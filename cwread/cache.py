@@ -18,6 +18,8 @@ from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
+from cwread.errors import InputError
+
 CACHE_FORMAT = 1
 
 
@@ -107,6 +109,15 @@ def write_file_atomic(path: Path, data: str | bytes) -> None:
         with suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def write_output_file(path: str, text: str, option: str) -> None:
+    """Write a file the user asked for (`option` names the flag) atomically; InputError if it
+    cannot be written."""
+    try:
+        write_file_atomic(Path(path), text)
+    except OSError as exc:
+        raise InputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
 
 
 def _remove(path: Path) -> None:

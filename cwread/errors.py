@@ -2,7 +2,14 @@
 
 
 class CwreadError(Exception):
-    """Base class: the message is one line that names the cause and the way out."""
+    """Base class: the message is one line that names the cause and the way out.
+
+    `quiet`: the command already told the user (or was asked to print nothing), so only the
+    exit code is left to give."""
+
+    def __init__(self, message: str = "", *, quiet: bool = False) -> None:
+        super().__init__(message)
+        self.quiet = quiet
 
 
 class InputError(CwreadError):
@@ -15,3 +22,7 @@ class ModelError(CwreadError):
 
 class AnswerError(CwreadError):
     """A model answered, but no usable answer could be parsed from it."""
+
+
+class Interrupted(CwreadError):
+    """The user stopped a run (Ctrl-C); the message says what was kept."""

@@ -10,55 +10,10 @@ Interpreter's context drops the lowest-priority paragraphs until the prompt fits
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from cwread.document import Document
+from cwread.records import Packet, PacketItem, Verdict
 from cwread.segments import Budget, Segment
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The Finder's judgement of one segment."""
-
-    segment: Segment
-    decision: str  # "YES" or "NO"
-    reason: str
-    cited: tuple[int, ...]  # cited ids inside the segment
-    dropped: tuple[int, ...]  # cited ids the Finder was not shown
-    parsed_first_try: bool
-    kept_on_failure: bool = False  # unparseable after a retry: kept, recall first
-    raw: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    seconds: float = 0.0
-    cached: bool = False
-
-
-@dataclass(frozen=True)
-class PacketItem:
-    id: int
-    text: str
-    reason: str  # the Finder's reason for the segment the paragraph came from
-    truncated: bool = False
-
-
-@dataclass(frozen=True)
-class Packet:
-    items: tuple[PacketItem, ...]
-    fallback: bool  # no segment was kept: the top retrieved segments were packed instead
-    segments: tuple[tuple[int, int], ...]  # spans of the segments the packet drew on
-    left_out: tuple[int, ...]  # paragraphs of those segments left out by the budgets
-
-    @property
-    def ids(self) -> list[int]:
-        return [item.id for item in self.items]
-
-    @property
-    def chars(self) -> int:
-        return sum(len(item.text) for item in self.items)
-
-    def evidence(self) -> list[tuple[int, str]]:
-        return [(item.id, item.text) for item in self.items]
 
 
 def pack(
@@ -72,6 +27,28 @@ def pack(
     fallback = not kept
     if fallback:
         kept = verdicts[: budget.n_e]
+    return _pack_kept(document, kept, fallback, budget, fits)
+
+
+def pack_segments(
+    document: Document,
+    segments: list[Segment],
+    budget: Budget,
+    fits: Callable[[list[tuple[int, str]]], bool] | None = None,
+) -> Packet:
+    """Pack `segments` as if each were kept with nothing cited (no Finder ran): all of them,
+    in the order given, under B_c and the context check."""
+    kept = [Verdict(segment, "YES", "") for segment in segments]
+    return _pack_kept(document, kept, False, budget, fits)
+
+
+def _pack_kept(
+    document: Document,
+    kept: list[Verdict],
+    fallback: bool,
+    budget: Budget,
+    fits: Callable[[list[tuple[int, str]]], bool] | None,
+) -> Packet:
     n = len(document)
 
     cores: list[int] = []

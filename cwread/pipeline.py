@@ -5,99 +5,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 from cwread import agents
 from cwread.backends import Backend, GenerationRequest
 from cwread.document import Document
-from cwread.packing import Packet, Verdict, pack
+from cwread.packing import pack
+from cwread.records import AgentCall, ModelCall, Packet, Question, Trace, Verdict
 from cwread.segments import Budget, Segment
 
 Progress = Callable[[str, int, int], None]
 TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach
 
 
-@dataclass(frozen=True)
-class AgentCall:
-    """One Interpreter or self-check call, after parsing (and a retry if the first failed)."""
-
-    answer: str | None
-    reason: str
-    raw: str
-    cited: tuple[int, ...]
-    dropped: tuple[int, ...]
-    parsed_first_try: bool
-    problem: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
-    cached: bool
-
-
-@dataclass
-class Trace:
-    """Everything one question produced, for the Rich view, `--json` and the eval harness."""
-
-    document: Document
-    question: str
-    kind: str
-    options: dict[str, str]
-    budget: Budget
-    method: str
-    embedder: str
-    segments: list[Segment]
-    verdicts: list[Verdict]
-    packet: Packet
-    interpreter: AgentCall | None
-    self_check: AgentCall | None
-    self_check_triggered: bool
-    models: dict[str, str]
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def final(self) -> AgentCall | None:
-        """The answer that stands: the self-check's when it parsed, else the first one."""
-        if self.self_check is not None and self.self_check.answer is not None:
-            return self.self_check
-        return self.interpreter
-
-    @property
-    def answer(self) -> str | None:
-        return self.final.answer if self.final else None
-
-    @property
-    def reason(self) -> str:
-        return self.final.reason if self.final else ""
-
-    @property
-    def citations(self) -> list[int]:
-        return list(self.final.cited) if self.final else []
-
-    def tokens(self) -> dict[str, int]:
-        calls = [v for v in self.verdicts] + [c for c in (self.interpreter, self.self_check) if c]
-        return {
-            "prompt": sum(c.prompt_tokens for c in calls),
-            "completion": sum(c.completion_tokens for c in calls),
-            "finder_prompt": sum(v.prompt_tokens for v in self.verdicts),
-        }
-
-
-@dataclass(frozen=True)
-class _Attempts:
-    parsed: agents.ParsedReply
-    raw: str
-    first_try: bool
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
-    cached: bool
-
-
 def _generate_parsed(
     backend: Backend,
     make_request: Callable[[bool], GenerationRequest],
     parse: Callable[[str], agents.ParsedReply],
-) -> _Attempts:
+) -> tuple[agents.ParsedReply, ModelCall]:
     """Call, parse, and on an unreadable reply call once more with a firmer instruction."""
     prompt_tokens = completion_tokens = 0
     seconds = 0.0
@@ -111,24 +35,20 @@ def _generate_parsed(
         parsed = parse(generation.text)
         if parsed.ok:
             break
-    return _Attempts(
-        parsed, generation.text, parsed.ok and not retry, prompt_tokens, completion_tokens, seconds, cached
+    call = ModelCall(
+        generation.text, parsed.ok and not retry, prompt_tokens, completion_tokens, seconds, cached
     )
+    return parsed, call
 
 
-def judge_segment(
-    backend: Backend, document: Document, segment: Segment, kind: str, question: str, options: dict[str, str]
-) -> Verdict:
+def judge_segment(backend: Backend, document: Document, segment: Segment, question: Question) -> Verdict:
     """The Finder on one segment: one retry with a firmer instruction, then keep it (recall)."""
     text = document.span_text(segment.start, segment.end)
-    result = _generate_parsed(
+    parsed, call = _generate_parsed(
         backend,
-        lambda retry: agents.finder_request(
-            kind, question, options, segment.start, segment.end, text, retry=retry
-        ),
-        lambda raw: agents.parse_reply(raw, kind, finder=True),
+        lambda retry: agents.finder_request(question, segment.start, segment.end, text, retry=retry),
+        agents.parse_finder_reply,
     )
-    parsed = result.parsed
     cited, dropped = agents.split_citations(parsed.reason, set(segment.ids))
     return Verdict(
         segment=segment,
@@ -136,80 +56,57 @@ def judge_segment(
         reason=parsed.reason if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})",
         cited=tuple(cited),
         dropped=tuple(dropped),
-        parsed_first_try=result.first_try,
+        call=call,
         kept_on_failure=not parsed.ok,
-        raw=result.raw,
-        prompt_tokens=result.prompt_tokens,
-        completion_tokens=result.completion_tokens,
-        seconds=result.seconds,
-        cached=result.cached,
     )
 
 
 def run_finder(
     backend: Backend,
     document: Document,
-    segments: list[Segment],
-    kind: str,
-    question: str,
-    options: dict[str, str],
+    segments: list[Segment] | tuple[Segment, ...],
+    question: Question,
     workers: int | None = None,
     progress: Progress | None = None,
-) -> list[Verdict]:
+) -> tuple[Verdict, ...]:
     """Judge `segments` (concurrently where the backend serves parallel calls), in their order."""
     total = len(segments)
     if progress:
         progress("finder", 0, total)
     workers = max(1, min(workers or backend.concurrency, total or 1))
+    verdicts: list[Verdict] = []
     if workers == 1:
-        verdicts = []
         for i, seg in enumerate(segments, start=1):
-            verdicts.append(judge_segment(backend, document, seg, kind, question, options))
+            verdicts.append(judge_segment(backend, document, seg, question))
             if progress:
                 progress("finder", i, total)
-        return verdicts
+        return tuple(verdicts)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [
-            pool.submit(judge_segment, backend, document, s, kind, question, options) for s in segments
-        ]
-        verdicts = []
+        futures = [pool.submit(judge_segment, backend, document, s, question) for s in segments]
         for i, future in enumerate(futures, start=1):
             verdicts.append(future.result())
             if progress:
                 progress("finder", i, total)
-        return verdicts
+    return tuple(verdicts)
 
 
-def _call_interpreter(
-    backend: Backend,
-    kind: str,
-    question: str,
-    options: dict[str, str],
-    packet: Packet,
-    previous: tuple[str, str] | None = None,
+def interpret(
+    backend: Backend, question: Question, packet: Packet, previous: tuple[str, str] | None = None
 ) -> AgentCall:
-    labels = list(options) if options else None
-    result = _generate_parsed(
+    """The Interpreter on a packet; with `previous` (answer, reason) it is the self-check."""
+    parsed, call = _generate_parsed(
         backend,
-        lambda retry: agents.interpreter_request(
-            kind, question, options, packet.evidence(), previous=previous, retry=retry
-        ),
-        lambda raw: agents.parse_reply(raw, kind, labels),
+        lambda retry: agents.interpreter_request(question, packet.evidence(), previous=previous, retry=retry),
+        lambda raw: agents.parse_reply(raw, question),
     )
-    parsed = result.parsed
     cited, dropped = agents.split_citations(parsed.reason, set(packet.ids))
     return AgentCall(
         answer=parsed.answer,
         reason=parsed.reason,
-        raw=result.raw,
         cited=tuple(cited),
         dropped=tuple(dropped),
-        parsed_first_try=result.first_try,
         problem=parsed.problem,
-        prompt_tokens=result.prompt_tokens,
-        completion_tokens=result.completion_tokens,
-        seconds=result.seconds,
-        cached=result.cached,
+        call=call,
     )
 
 
@@ -220,20 +117,16 @@ def prompt_fits(backend: Backend, request: GenerationRequest) -> bool:
     return needed <= backend.context_size()
 
 
-def packet_fits(
-    backend: Backend, kind: str, question: str, options: dict[str, str], evidence: list[tuple[int, str]]
-) -> bool:
+def packet_fits(backend: Backend, question: Question, evidence: list[tuple[int, str]]) -> bool:
     """Whether an Interpreter prompt over `evidence` fits, sized for the longer self-check."""
-    request = agents.interpreter_request(kind, question, options, evidence, previous=("X", "x" * 600))
+    request = agents.interpreter_request(question, evidence, previous=("X", "x" * 600))
     return prompt_fits(backend, request)
 
 
 def answer(
     document: Document,
-    question: str,
-    kind: str,
-    options: dict[str, str],
-    segments: list[Segment],
+    question: Question,
+    segments: list[Segment] | tuple[Segment, ...],
     budget: Budget,
     finder: Backend,
     interpreter: Backend,
@@ -242,50 +135,39 @@ def answer(
     workers: int | None = None,
     self_check: bool | None = None,
     progress: Progress | None = None,
-    verdicts: list[Verdict] | None = None,
     packet: Packet | None = None,
 ) -> Trace:
     """Run the Finder over the first `budget.read` segments, pack, interpret, self-check.
 
-    Ablations and baselines enter midway: given `verdicts`, the Finder is skipped; given a
-    `packet`, packing is skipped too.
+    Ablations and baselines enter midway: given a `packet`, the Finder and packing are skipped.
     """
     t0 = time.perf_counter()
-    if verdicts is None and packet is None:
-        verdicts = run_finder(
-            finder, document, segments[: budget.read], kind, question, options, workers, progress
-        )
-    verdicts = verdicts or []
+    verdicts: tuple[Verdict, ...] = ()
+    if packet is None:
+        verdicts = run_finder(finder, document, segments[: budget.read], question, workers, progress)
     t1 = time.perf_counter()
     if packet is None:
         packet = pack(
-            document,
-            verdicts,
-            budget,
-            lambda evidence: packet_fits(interpreter, kind, question, options, evidence),
+            document, list(verdicts), budget, lambda evidence: packet_fits(interpreter, question, evidence)
         )
     if progress:
         progress("interpreter", 0, 1)
-    first = _call_interpreter(interpreter, kind, question, options, packet)
+    first = interpret(interpreter, question, packet)
     t2 = time.perf_counter()
-    triggered = agents.needs_self_check(kind, question) if self_check is None else self_check
+    triggered = agents.needs_self_check(question) if self_check is None else self_check
     checked = None
     if triggered and first.answer is not None:
         if progress:
             progress("self-check", 0, 1)
-        checked = _call_interpreter(
-            interpreter, kind, question, options, packet, previous=(first.answer, first.reason)
-        )
+        checked = interpret(interpreter, question, packet, previous=(first.answer, first.reason))
     t3 = time.perf_counter()
     return Trace(
         document=document,
         question=question,
-        kind=kind,
-        options=options,
         budget=budget,
         method=method,
         embedder=embedder,
-        segments=segments,
+        segments=tuple(segments),
         verdicts=verdicts,
         packet=packet,
         interpreter=first,

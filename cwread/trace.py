@@ -1,13 +1,16 @@
-"""Versioned JSON documents for `--json` output; the CLI, eval harness and tools read these."""
+"""The JSON shape of every command's `--json` output, beside the trace, under one version.
+
+Pure functions from the records of a run (`cwread.records`) to JSON-ready dicts; the CLI,
+the eval harness and other tools read these documents.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
 from cwread import __version__
-from cwread.api import FindResult
-from cwread.document import Document
-from cwread.pipeline import AgentCall, Trace
+from cwread.document import Document, Paragraph
+from cwread.records import AgentCall, DoctorReport, FindResult, IndexReport, Trace, Verdict
 
 TRACE_VERSION = 1
 
@@ -21,6 +24,49 @@ def document_json(document: Document) -> dict:
     }
 
 
+def show_json(document: Document, paragraphs: list[Paragraph]) -> dict:
+    """`cwread show --json`: the named paragraphs with their ids, blocks and lines."""
+    return {
+        "version": TRACE_VERSION,
+        "document": document_json(document),
+        "paragraphs": [{"id": p.id, "block": p.block, "line": p.line, "text": p.text} for p in paragraphs],
+    }
+
+
+def index_json(document: Document, report: IndexReport) -> dict:
+    """`cwread index --json`: what was built, how long it took, where the cache is."""
+    return {
+        "version": TRACE_VERSION,
+        "document": document_json(document),
+        "embedder": report.embedder,
+        "built": list(report.built),
+        "seconds": round(report.seconds, 3),
+        "cache_dir": report.cache_dir,
+    }
+
+
+def doctor_json(report: DoctorReport) -> dict:
+    """`cwread doctor --json`: the backend (or why none runs) and the embedder."""
+    if report.ok:
+        backend = {"ok": True, "finder": report.finder, "interpreter": report.interpreter, "why": report.why}
+    else:
+        backend = {"ok": False, "error": report.backend_error}
+    return {
+        "cache": report.cache,
+        "backend": backend,
+        "embedder": {
+            "default": report.embedder,
+            "built": report.embedder_built,
+            "note": "built on first use (~20 s)",
+        },
+    }
+
+
+def eval_json(meta: dict, summary: dict) -> dict:
+    """`cwread eval --json`: the run's settings and the per-method summary."""
+    return {"version": TRACE_VERSION, **meta, **summary}
+
+
 def find_json(result: FindResult, limit: int | None) -> dict:
     """The `cwread find --json` document: ranked segments, the first `limit` with their text."""
     doc = result.document
@@ -29,8 +75,8 @@ def find_json(result: FindResult, limit: int | None) -> dict:
         "version": TRACE_VERSION,
         "cwread": __version__,
         "document": document_json(doc),
-        "question": result.question,
-        "options": result.options,
+        "question": result.question.text,
+        "options": result.question.options,
         "method": result.method,
         "embedder": result.embedder,
         "budget": asdict(result.budget),
@@ -62,9 +108,9 @@ def ask_json(trace: Trace) -> dict:
         "version": TRACE_VERSION,
         "cwread": __version__,
         "document": document_json(doc),
-        "question": trace.question,
-        "kind": trace.kind,
-        "options": trace.options,
+        "question": trace.question.text,
+        "kind": trace.question.kind,
+        "options": trace.question.options,
         "answer": trace.answer,
         "reason": trace.reason,
         "citations": trace.citations,
@@ -75,21 +121,7 @@ def ask_json(trace: Trace) -> dict:
         ],
         "packet_fallback": trace.packet.fallback,
         "packet_left_out": list(trace.packet.left_out),
-        "finder": [
-            {
-                "start": v.segment.start,
-                "end": v.segment.end,
-                "source": v.segment.source,
-                "decision": v.decision,
-                "reason": v.reason,
-                "cited": list(v.cited),
-                "dropped_citations": list(v.dropped),
-                "parsed_first_try": v.parsed_first_try,
-                "kept_on_failure": v.kept_on_failure,
-                "cached": v.cached,
-            }
-            for v in trace.verdicts
-        ],
+        "finder": [_verdict_json(v) for v in trace.verdicts],
         "interpreter": _call_json(interp),
         "self_check": {
             "triggered": trace.self_check_triggered,
@@ -111,19 +143,34 @@ def ask_json(trace: Trace) -> dict:
     }
 
 
+def _verdict_json(v: Verdict) -> dict:
+    return {
+        "start": v.segment.start,
+        "end": v.segment.end,
+        "source": v.segment.source,
+        "decision": v.decision,
+        "reason": v.reason,
+        "cited": list(v.cited),
+        "dropped_citations": list(v.dropped),
+        "parsed_first_try": v.parsed_first_try,
+        "kept_on_failure": v.kept_on_failure,
+        "cached": v.call.cached,
+    }
+
+
 def _call_json(call: AgentCall | None) -> dict | None:
     if call is None:
         return None
     return {
         "answer": call.answer,
         "reason": call.reason,
-        "raw": call.raw,
+        "raw": call.call.raw,
         "cited": list(call.cited),
         "dropped_citations": list(call.dropped),
         "parsed_first_try": call.parsed_first_try,
         "problem": call.problem,
-        "prompt_tokens": call.prompt_tokens,
-        "completion_tokens": call.completion_tokens,
-        "seconds": round(call.seconds, 3),
-        "cached": call.cached,
+        "prompt_tokens": call.call.prompt_tokens,
+        "completion_tokens": call.call.completion_tokens,
+        "seconds": round(call.call.seconds, 3),
+        "cached": call.call.cached,
     }

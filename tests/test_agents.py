@@ -7,9 +7,11 @@ from cwread.agents import (
     finder_request,
     interpreter_request,
     needs_self_check,
+    parse_finder_reply,
     parse_reply,
     split_citations,
 )
+from cwread.records import Question
 
 
 @pytest.mark.parametrize(
@@ -23,7 +25,7 @@ from cwread.agents import (
     ],
 )
 def test_finder_replies_parse(text, answer):
-    parsed = parse_reply(text, "open", finder=True)
+    parsed = parse_finder_reply(text)
     assert parsed.ok and parsed.answer == answer
 
 
@@ -37,12 +39,12 @@ def test_finder_replies_parse(text, answer):
     ],
 )
 def test_unusable_finder_replies_are_reported(text, problem):
-    parsed = parse_reply(text, "open", finder=True)
+    parsed = parse_finder_reply(text)
     assert not parsed.ok and problem in parsed.problem
 
 
 def test_answer_without_reason_still_parses_but_is_flagged():
-    parsed = parse_reply("<answer>YES</answer>", "open", finder=True)
+    parsed = parse_finder_reply("<answer>YES</answer>")
     assert parsed.ok and parsed.problem == "no <reason> tag"
 
 
@@ -59,7 +61,7 @@ def test_answer_without_reason_still_parses_but_is_flagged():
     ],
 )
 def test_mcq_letters_are_normalised(raw, letter):
-    parsed = parse_reply(f"<reason>r</reason><answer>{raw}</answer>", "mcq", ["A", "B", "C", "D"])
+    parsed = parse_reply(f"<reason>r</reason><answer>{raw}</answer>", Question("q", "mcq"))
     assert parsed.answer == letter
 
 
@@ -75,13 +77,15 @@ def test_mcq_letters_are_normalised(raw, letter):
     ],
 )
 def test_claim_answers_are_normalised(raw, label):
-    assert parse_reply(f"<reason>r</reason><answer>{raw}</answer>", "claim").answer == label
+    assert parse_reply(f"<reason>r</reason><answer>{raw}</answer>", Question("q", "claim")).answer == label
 
 
 def test_open_answers_keep_their_text():
-    parsed = parse_reply("<reason>[4] she says so</reason><answer>In a biscuit tin.</answer>", "open")
+    parsed = parse_reply(
+        "<reason>[4] she says so</reason><answer>In a biscuit tin.</answer>", Question("q", "open")
+    )
     assert parsed.answer == "In a biscuit tin"
-    assert not parse_reply("<reason>r</reason><answer> </answer>", "open").ok
+    assert not parse_reply("<reason>r</reason><answer> </answer>", Question("q", "open")).ok
 
 
 def test_citations_lists_ranges_and_order():
@@ -91,27 +95,27 @@ def test_citations_lists_ranges_and_order():
 
 
 def test_finder_prompt_puts_the_segment_before_the_question():
-    request = finder_request("mcq", "Who?", {"A": "x", "B": "y"}, 3, 4, "[3] a\n\n[4] b")
+    request = finder_request(Question("Who?", "mcq", {"A": "x", "B": "y"}), 3, 4, "[3] a\n\n[4] b")
     user = request.messages[-1][1]
     assert user.index("[3] a") < user.index("Question: Who?") < user.index("(A) x")
     assert request.temperature == 0
     assert '"[3]" | "[4]"' in request.grammar  # only shown paragraphs can be cited
     assert request.schema["properties"]["answer"]["enum"] == ["YES", "NO"]
-    retry = finder_request("mcq", "Who?", {"A": "x", "B": "y"}, 3, 4, "[3] a", retry=True)
+    retry = finder_request(Question("Who?", "mcq", {"A": "x", "B": "y"}), 3, 4, "[3] a", retry=True)
     assert agents.FIRM_RETRY in retry.messages[-1][1]
 
 
 def test_interpreter_prompt_and_grammar_per_kind():
     evidence = [(7, "She hid it."), (9, "He found it.")]
-    mcq = interpreter_request("mcq", "Where?", {"A": "x", "B": "y"}, evidence)
+    mcq = interpreter_request(Question("Where?", "mcq", {"A": "x", "B": "y"}), evidence)
     assert "[7] She hid it." in mcq.messages[-1][1] and "(B) y" in mcq.messages[-1][1]
     assert '"(B)"' in mcq.grammar and '"[9]"' in mcq.grammar and '"C"' not in mcq.grammar
-    claim = interpreter_request("claim", "She hid it.", None, evidence)
+    claim = interpreter_request(Question("She hid it.", "claim"), evidence)
     assert "Claim to verify" in claim.messages[-1][1] and '"TRUE"' in claim.grammar
-    check = interpreter_request("claim", "She hid it.", None, evidence, previous=("TRUE", "[7] says so"))
+    check = interpreter_request(Question("She hid it.", "claim"), evidence, previous=("TRUE", "[7] says so"))
     assert check.messages[0][1] == agents.SELF_CHECK_SYSTEM
     assert "Previous answer: TRUE" in check.messages[-1][1]
-    empty = interpreter_request("open", "Why?", None, [])
+    empty = interpreter_request(Question("Why?", "open"), [])
     assert "no evidence was found" in empty.messages[-1][1] and "cite ::=" not in empty.grammar
     # a free-form answer cannot smuggle in bracketed "citations" of paragraphs never shown
     assert "answer ::= [^<\\n\\[\\]]" in empty.grammar
@@ -136,4 +140,4 @@ def test_grammar_without_ids_has_no_citation_rule():
     ],
 )
 def test_self_check_trigger(kind, question, expected):
-    assert needs_self_check(kind, question) is expected
+    assert needs_self_check(Question(question, kind)) is expected

@@ -4,22 +4,8 @@ import json
 
 import pytest
 
-from cwread.backends import select
 from cwread.backends.scripted import ScriptedBackend
-from cwread.backends.select import Selection
 from cwread.cli import main
-from tests.test_pipeline import finder_reply
-
-
-@pytest.fixture
-def scripted(monkeypatch):
-    """Register `--backend scripted`; returns the interpreter to queue replies on."""
-    interpreter = ScriptedBackend(model="interp")
-    finder = ScriptedBackend(default=finder_reply, model="finder")
-    monkeypatch.setitem(
-        select.FACTORIES, "scripted", lambda settings: Selection(finder, interpreter, "backend: scripted")
-    )
-    return interpreter
 
 
 def run(capsys, *args):
@@ -29,7 +15,7 @@ def run(capsys, *args):
 
 
 def test_ask_json_trace_has_every_field(capsys, story, cache_dir, scripted):
-    scripted.enqueue("<reason>[5] The fishermen gave her a medal [5].</reason><answer>A</answer>")
+    scripted.interpreter.enqueue("<reason>[5] The fishermen gave her a medal [5].</reason><answer>A</answer>")
     code, out, err = run(
         capsys,
         "ask",
@@ -72,7 +58,7 @@ def test_ask_json_trace_has_every_field(capsys, story, cache_dir, scripted):
 
 
 def test_ask_rich_view_quotes_cited_paragraphs(capsys, story, cache_dir, scripted):
-    scripted.enqueue("<reason>[6] The cat was Admiral [6].</reason><answer>Admiral</answer>")
+    scripted.interpreter.enqueue("<reason>[6] The cat was Admiral [6].</reason><answer>Admiral</answer>")
     code, out, _ = run(
         capsys, "ask", str(story), "What was the cat called?", "--backend", "scripted", "--no-cache"
     )
@@ -81,7 +67,7 @@ def test_ask_rich_view_quotes_cited_paragraphs(capsys, story, cache_dir, scripte
 
 
 def test_ask_trace_file_beside_the_view(capsys, story, cache_dir, scripted, tmp_path):
-    scripted.enqueue("<reason>[6] x</reason><answer>Admiral</answer>")
+    scripted.interpreter.enqueue("<reason>[6] x</reason><answer>Admiral</answer>")
     target = tmp_path / "trace.json"
     code, out, _ = run(
         capsys, "ask", str(story), "cat name?", "--backend", "scripted", "--trace", str(target), "--no-cache"
@@ -98,7 +84,7 @@ def test_trace_may_not_overwrite_the_book(capsys, story, cache_dir, scripted):
 
 @pytest.mark.parametrize("reply,code", [("TRUE", 0), ("false", 1)])
 def test_verify_exit_codes(capsys, story, cache_dir, scripted, reply, code):
-    scripted.enqueue(
+    scripted.interpreter.enqueue(
         f"<reason>[5] r</reason><answer>{reply}</answer>", f"<reason>[5] r</reason><answer>{reply}</answer>"
     )
     got, out, _err = run(
@@ -108,7 +94,7 @@ def test_verify_exit_codes(capsys, story, cache_dir, scripted, reply, code):
 
 
 def test_verify_quiet_prints_nothing(capsys, story, cache_dir, scripted):
-    scripted.enqueue(
+    scripted.interpreter.enqueue(
         "<reason>[5] r</reason><answer>TRUE</answer>", "<reason>[5] r</reason><answer>TRUE</answer>"
     )
     code, out, err = run(
@@ -118,22 +104,20 @@ def test_verify_quiet_prints_nothing(capsys, story, cache_dir, scripted):
 
 
 def test_unparseable_answer_exits_4_with_the_trace(capsys, story, cache_dir, scripted):
-    scripted.enqueue("no tags", "still none")
+    scripted.interpreter.enqueue("no tags", "still none")
     code, out, err = run(capsys, "ask", str(story), "Where?", "--backend", "scripted", "--json", "--no-cache")
     assert code == 4
     assert json.loads(out)["answer"] is None
     assert "no parseable answer" in err
 
 
-def test_backend_failure_exits_3(capsys, story, cache_dir, monkeypatch):
+def test_backend_failure_exits_3(capsys, story, cache_dir, scripted):
     from cwread.errors import ModelError
 
     failing = ScriptedBackend(
         [ModelError("Ollama is not reachable at http://x: start it with `ollama serve`")]
     )
-    monkeypatch.setitem(
-        select.FACTORIES, "scripted", lambda s: Selection(failing, failing, "backend: scripted")
-    )
+    scripted.finder = scripted.interpreter = failing
     code, out, err = run(capsys, "ask", str(story), "q?", "--backend", "scripted", "--no-cache")
     assert (
         code == 3
@@ -144,16 +128,16 @@ def test_backend_failure_exits_3(capsys, story, cache_dir, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "args,needle",
+    "args,needle,expected",
     [
-        (["--backend", "nonesuch"], "unknown backend"),
-        (["--num-ctx", "0"], "--num-ctx"),
-        (["--gguf", "/no/such/model.gguf", "--backend", "embedded"], "GGUF model not found"),
+        (["--backend", "nonesuch"], "unknown backend", 2),
+        (["--num-ctx", "0"], "--num-ctx", 2),
+        (["--gguf", "/no/such/model.gguf", "--backend", "embedded"], "GGUF model not found", 3),
     ],
 )
-def test_bad_backend_options(capsys, story, cache_dir, args, needle):
+def test_bad_backend_options(capsys, story, cache_dir, args, needle, expected):
     code, _, err = run(capsys, "ask", str(story), "q?", *args)
-    assert code in (2, 3) and needle in err and "Traceback" not in err
+    assert code == expected and needle in err and "Traceback" not in err
 
 
 def test_missing_ollama_model_is_exit_3(capsys, story, cache_dir, monkeypatch):

@@ -90,6 +90,7 @@ def test_index_is_cached_per_content_and_rebuilt_when_corrupt(story, cache_dir):
     assert sorted(open_index(other, embedder).built) == ["bm25", "dense"]
 
 
+@pytest.mark.slow  # re-distils the static model (~20 s)
 def test_corrupt_static_model_is_rebuilt(cache_dir):
     from cwread.embedders import static_model_dir
 

@@ -5,14 +5,17 @@ import re
 
 import pytest
 
-from cwread import evaluate, metrics
-from cwread.backends import select
+from cwread import metrics
 from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.cli import main
 from cwread.errors import InputError
+from cwread.eval import records as eval_records
+from cwread.eval import report as eval_report
+from cwread.eval import run
+from cwread.eval.methods import METHODS, EvalContext
 from cwread.segments import make_budget
-from tests.test_pipeline import finder_reply
+from tests.scripted_replies import finder_reply, smart_interpreter
 
 # ---- metrics ---------------------------------------------------------------------------
 
@@ -139,50 +142,29 @@ def test_bad_records_are_refused_with_their_line(tmp_path, line, message):
     path = write_records(tmp_path, [])
     (tmp_path / "data.jsonl").write_text(line + "\n")
     with pytest.raises(InputError, match=message):
-        evaluate.load_records(path)
+        eval_records.load_records(path)
 
 
 def test_duplicate_ids_are_refused(tmp_path):
     path = write_records(tmp_path, [RECORDS[1], RECORDS[1]])
     with pytest.raises(InputError, match="duplicate"):
-        evaluate.load_records(path)
+        eval_records.load_records(path)
 
 
 # ---- methods on the scripted backend ---------------------------------------------------------
-
-
-def smart_interpreter(request):
-    """Answers from the evidence it is shown: picks the option/claim/answer the text supports."""
-    user = request.messages[-1][1]
-    evidence = user.split("Question:")[0].split("Claim to verify")[0]
-    ids = re.findall(r"\[(\d+)\]", evidence)
-    cite = f"[{ids[0]}] " if ids else ""
-    if "Claim to verify" in user:
-        claim = user.split("Claim to verify (TRUE or FALSE): ")[1].split("\n")[0]
-        ok = "tin" in claim and "biscuit tin" in evidence
-        return f"<reason>{cite}checked</reason><answer>{'TRUE' if ok else 'FALSE'}</answer>"
-    if "Options:" in user:
-        options = dict(re.findall(r"^\(([A-Z])\) (.*)$", user, re.M))
-        pick = next((k for k, v in options.items() if "tin" in v and "biscuit tin" in evidence), "A")
-        return f"<reason>{cite}the tin</reason><answer>{pick}</answer>"
-    return (
-        f"<reason>{cite}the cat</reason><answer>{'Admiral' if 'Admiral' in evidence else 'unknown'}</answer>"
-    )
 
 
 @pytest.fixture
 def ctx(cache_dir):
     finder = ScriptedBackend(default=finder_reply, model="f")
     interpreter = ScriptedBackend(default=smart_interpreter, model="i")
-    return evaluate.EvalContext(
-        Selection(finder, interpreter, "scripted"), make_budget("focused"), "minilm-static"
-    )
+    return EvalContext(Selection(finder, interpreter, "scripted"), make_budget("focused"), "minilm-static")
 
 
-@pytest.mark.parametrize("method", evaluate.METHODS)
+@pytest.mark.parametrize("method", METHODS)
 def test_every_method_runs_and_scores(tmp_path, ctx, method):
-    records = evaluate.load_records(write_records(tmp_path, RECORDS))
-    rows = [evaluate.run_record(r, method, ctx) for r in records]
+    records = eval_records.load_records(write_records(tmp_path, RECORDS))
+    rows = [run.run_record(r, method, ctx) for r in records]
     assert [r["method"] for r in rows] == [method] * 4
     if method == "retrieval":
         assert rows[0]["evidence_anchor_hits"] == 1 and "answer" not in rows[0]
@@ -210,19 +192,19 @@ def test_every_method_runs_and_scores(tmp_path, ctx, method):
 
 def test_finder_method_scores_verdicts_against_gold(tmp_path, ctx):
     """The scripted Finder keeps exactly the segments mentioning the medal (paragraph 2)."""
-    records = evaluate.load_records(write_records(tmp_path, RECORDS))
-    rows = {r["id"]: r for r in (evaluate.run_record(rec, "finder", ctx) for rec in records)}
+    records = eval_records.load_records(write_records(tmp_path, RECORDS))
+    rows = {r["id"]: r for r in (run.run_record(rec, "finder", ctx) for rec in records)}
     for record in records:
-        row = rows[record["id"]]
+        row = rows[record.id]
         read = ctx.find(record).segments[: ctx.budget.read]
         kept = [s for s in read if 2 in s.ids]
         assert row["finder_calls"] == len(read) and row["finder_yes"] == len(kept)
-        gold = set(record.get("evidence") or [])
+        gold = set(record.evidence)
         if gold:
             assert row["segments_gold"] == sum(bool(gold & set(s.ids)) for s in read)
             assert row["yes_gold"] == sum(bool(gold & set(s.ids)) for s in kept)
             assert row["finder_cited_gold"] == (len(kept) if gold == {2} else 0)
-    summary = evaluate.summarize(list(rows.values()))["methods"]["finder"]["finder"]
+    summary = eval_report.summarize(list(rows.values()))["methods"]["finder"]["finder"]
     m1, o1 = rows["m1"], rows["o1"]
     assert m1["yes_gold"] == m1["segments_gold"] > 0  # every medal segment kept
     with_gold = m1["segments_gold"] + o1["segments_gold"]
@@ -231,59 +213,57 @@ def test_finder_method_scores_verdicts_against_gold(tmp_path, ctx):
     assert summary["precision"] == pytest.approx(
         (m1["yes_gold"] + o1["yes_gold"]) / (m1["finder_yes"] + o1["finder_yes"])
     )
-    report = evaluate.report_markdown(evaluate.summarize(list(rows.values())), {})
+    report = eval_report.report_markdown(eval_report.summarize(list(rows.values())), {})
     assert "## The Finder against gold evidence" in report
 
 
 def test_spread_sample_covers_the_file_in_order():
     records = [{"id": str(i)} for i in range(10)]
-    assert [r["id"] for r in evaluate.spread_sample(records, 3)] == ["0", "3", "6"]
-    assert evaluate.spread_sample(records, 20) == records
+    assert [r["id"] for r in eval_records.spread_sample(records, 3)] == ["0", "3", "6"]
+    assert eval_records.spread_sample(records, 20) == records
 
 
 def test_direct_truncates_from_the_end(tmp_path, cache_dir):
     long_doc = "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(1, 80))
-    records = evaluate.load_records(write_records(tmp_path, [RECORDS[3]], long_doc))
+    records = eval_records.load_records(write_records(tmp_path, [RECORDS[3]], long_doc))
     interpreter = ScriptedBackend(default=smart_interpreter, context=1500)
-    ctx = evaluate.EvalContext(
-        Selection(interpreter, interpreter, "s"), make_budget("focused"), "minilm-static"
-    )
-    row = evaluate.run_record(records[0], "direct", ctx)
+    ctx = EvalContext(Selection(interpreter, interpreter, "s"), make_budget("focused"), "minilm-static")
+    row = run.run_record(records[0], "direct", ctx)
     assert 0 < row["packet_paragraphs"] < 79
     shown = re.findall(r"\[(\d+)\]", interpreter.requests[-1].messages[-1][1])
     assert shown[0] == "1" and int(shown[-1]) == row["packet_paragraphs"]
 
 
 def test_permuted_options_are_scored_as_a_whole(tmp_path, ctx):
-    records = evaluate.load_records(write_records(tmp_path, [RECORDS[0]]))
+    records = eval_records.load_records(write_records(tmp_path, [RECORDS[0]]))
     ctx.permute_options = True
-    row = evaluate.run_record(records[0], "bm25-rag", ctx)
+    row = run.run_record(records[0], "bm25-rag", ctx)
     assert row["rotation_answers"] == ["B", "B"] and row["correct"] is True
     biased = ScriptedBackend(default="<reason>x</reason><answer>A</answer>")
     ctx.selection = Selection(biased, biased, "s")
-    row = evaluate.run_record(records[0], "closed-book", ctx)
+    row = run.run_record(records[0], "closed-book", ctx)
     assert row["rotation_answers"] == ["A", "B"] and row["correct"] is False and row["answer"] is None
 
 
 def test_rotations_map_back_to_original_labels():
-    rot = evaluate.rotations({"A": "x", "B": "y", "C": "z"})
+    rot = eval_records.rotations({"A": "x", "B": "y", "C": "z"})
     assert rot[1] == ({"A": "y", "B": "z", "C": "x"}, {"A": "B", "B": "C", "C": "A"})
 
 
 def test_run_eval_appends_rows_and_resumes(tmp_path, ctx):
-    records = evaluate.load_records(write_records(tmp_path, RECORDS))
+    records = eval_records.load_records(write_records(tmp_path, RECORDS))
     out = tmp_path / "rows.jsonl"
-    gen = evaluate.run_eval(records, ["closed-book"], ctx, out)
+    gen = run.run_eval(records, ["closed-book"], ctx, out)
     next(gen)
     gen.close()  # an interrupted run: one row saved
     assert len(out.read_text().splitlines()) == 1
     with pytest.raises(InputError, match="--resume"):
-        list(evaluate.run_eval(records, ["closed-book"], ctx, out))
+        list(run.run_eval(records, ["closed-book"], ctx, out))
     with open(out, "a") as f:
         f.write('{"id": "torn')  # a torn last line from a killed process
-    rest = list(evaluate.run_eval(records, ["closed-book"], ctx, out, resume=True))
+    rest = list(run.run_eval(records, ["closed-book"], ctx, out, resume=True))
     assert [r["id"] for r in rest] == ["c1", "c2", "o1"]
-    rows = evaluate.read_rows(out)
+    rows = run.read_rows(out)
     assert sorted(r["id"] for r in rows) == ["c1", "c2", "m1", "o1"]
 
 
@@ -339,7 +319,7 @@ def test_summary_from_hand_made_rows():
             "seconds": 0.0,
         },
     ]
-    e = evaluate.summarize(rows)["methods"]["m"]
+    e = eval_report.summarize(rows)["methods"]["m"]
     assert e["records"] == 3 and e["accuracy"] == 0.5 and e["scored"] == 2
     assert e["citation_validity"] == pytest.approx(2 / 3)
     assert e["cite_share"] == 1.0  # both answered rows cite
@@ -347,18 +327,14 @@ def test_summary_from_hand_made_rows():
     assert e["finder_format_first_try"] == 0.75 and e["finder_calls_per_record"] == pytest.approx(4 / 3)
     assert e["evidence_recall"] == {"anchor": 1.0, "packet": 0.5}
     assert e["f1"] == 0.5 and e["answer_distribution"] == {"B": 1, "none": 1}
-    summary = evaluate.summarize(rows)
+    summary = eval_report.summarize(rows)
     assert summary["baselines"]["mcq"]["majority"] == 0.5
-    report = evaluate.report_markdown(summary, {"data": "d.jsonl", "models": "x"})
+    report = eval_report.report_markdown(summary, {"data": "d.jsonl", "models": "x"})
     assert "| m | 3 | 50.0 [" in report and "baselines (mcq)" in report
 
 
-def test_eval_cli_json_report_and_out(capsys, tmp_path, cache_dir, monkeypatch):
-    finder = ScriptedBackend(default=finder_reply)
-    interp = ScriptedBackend(default=smart_interpreter)
-    monkeypatch.setitem(
-        select.FACTORIES, "scripted", lambda s: Selection(finder, interp, "backend: scripted")
-    )
+def test_eval_cli_json_report_and_out(capsys, tmp_path, cache_dir, scripted):
+    scripted.interpreter = ScriptedBackend(default=smart_interpreter)
     data = write_records(tmp_path, RECORDS)
     report = tmp_path / "report.md"
     code = main(

@@ -11,6 +11,7 @@ from cwread.backends import GenerationRequest
 from cwread.backends.ollama import OllamaBackend, json_reply_to_tags
 from cwread.backends.select import BackendSettings, select_backends
 from cwread.errors import ModelError
+from cwread.records import Question
 
 
 def chat_response(content: str) -> dict:
@@ -38,7 +39,7 @@ def test_chat_request_body_is_the_native_api_with_explicit_context():
         return httpx.Response(200, json=chat_response('{"reason": "[3] clue", "answer": "YES"}'))
 
     backend = backend_with(handler, num_ctx=16384)
-    request = agents.finder_request("open", "Who?", None, 3, 3, "[3] text")
+    request = agents.finder_request(Question("Who?", "open"), 3, 3, "[3] text")
     generation = backend.generate(request)
     body = seen["body"]
     assert seen["path"] == "/api/chat"
@@ -51,7 +52,7 @@ def test_chat_request_body_is_the_native_api_with_explicit_context():
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert generation.text == "<reason>[3] clue</reason>\n<answer>YES</answer>"
     assert (generation.prompt_tokens, generation.completion_tokens) == (42, 7)
-    assert agents.parse_reply(generation.text, "open", finder=True).answer == "YES"
+    assert agents.parse_finder_reply(generation.text).answer == "YES"
 
 
 def test_trained_cwread_models_write_tags_without_format():
@@ -62,7 +63,7 @@ def test_trained_cwread_models_write_tags_without_format():
         return httpx.Response(200, json=chat_response("<reason>x</reason>\n<answer>NO</answer>"))
 
     backend = backend_with(handler, model="cwread-finder")
-    text = backend.generate(agents.finder_request("open", "q", None, 1, 1, "[1] a")).text
+    text = backend.generate(agents.finder_request(Question("q", "open"), 1, 1, "[1] a")).text
     assert "format" not in seen["body"]
     assert text.endswith("<answer>NO</answer>")
 
@@ -152,6 +153,6 @@ def test_live_ollama_generates_parseable_output():
         pytest.skip("the Ollama server has no models")
     live = OllamaBackend(models[0], host=os.environ["OLLAMA_HOST"])
     reply = live.generate(
-        agents.finder_request("open", "What is hidden?", None, 1, 1, "[1] The key is under the mat.")
+        agents.finder_request(Question("What is hidden?", "open"), 1, 1, "[1] The key is under the mat.")
     )
-    assert agents.parse_reply(reply.text, "open", finder=True).ok
+    assert agents.parse_finder_reply(reply.text).ok

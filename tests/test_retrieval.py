@@ -80,17 +80,18 @@ def test_dense_method_without_embedder_is_an_input_error(story, cache_dir):
 def test_find_covers_the_text_and_reads_anchors_first(story, cache_dir):
     doc = api.open_document(str(story))
     result = api.find(
-        doc, "Where was the silver medal hidden?", budget=api.make_budget("focused", anchors=1, p_r=0)
+        doc, api.make_question("Where was the silver medal hidden?"), budget=api.make_budget("focused", anchors=1, p_r=0)
     )
     assert result.segments[0].source == "anchor"
     assert result.segments[0].anchors == (5,)
     assert sorted(pid for s in result.segments for pid in s.ids) == list(range(1, len(doc) + 1))
 
 
-def test_find_refuses_an_empty_question(story, cache_dir):
-    doc = api.open_document(str(story))
-    with pytest.raises(InputError, match="empty"):
-        api.find(doc, "   ")
+def test_an_empty_question_is_refused():
+    with pytest.raises(InputError, match="the question is empty"):
+        api.make_question("   ")
+    with pytest.raises(InputError, match="the claim is empty"):
+        api.make_question("", claim=True)
 
 
 def test_options_parse_with_and_without_letters():

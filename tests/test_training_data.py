@@ -5,6 +5,7 @@ import json
 import pytest
 
 from cwread import agents
+from cwread.records import Question
 from tests.conftest import SHARED_DATA
 from training import data
 from training.__main__ import main
@@ -32,7 +33,7 @@ def test_warm_start_targets_follow_the_format_and_the_label(finder):
     from training.rewards import FINDER_FORMAT, FINDER_NO, FINDER_YES, finder_score
 
     for e in finder:
-        parsed = agents.parse_reply(e["target"], "open", finder=True)
+        parsed = agents.parse_finder_reply(e["target"])
         assert parsed.ok and parsed.answer == e["label"], e["target"]
         cited = agents.extract_citations(parsed.reason)
         if e["label"] == "YES":
@@ -52,7 +53,7 @@ def test_interpreter_targets_cite_gold_and_score_as_correct():
     from training.rewards import INTERP_FORMAT, interpreter_score
 
     for e in data.interpreter_examples(VAL)[:200]:
-        parsed = agents.parse_reply(e["target"], "open")
+        parsed = agents.parse_reply(e["target"], Question("q", "open"))
         assert parsed.ok and token_f1(parsed.answer, e["answer"]) == 1.0  # the parser trims end punctuation
         assert agents.extract_citations(parsed.reason)[0] in e["gold_ids"]
         score = interpreter_score(

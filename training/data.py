@@ -24,7 +24,8 @@ from pathlib import Path
 from cwread import agents, lexical
 from cwread.cache import write_file_atomic
 from cwread.document import document_from_bytes
-from cwread.packing import Verdict, pack
+from cwread.packing import pack_segments
+from cwread.records import Question
 from cwread.segments import PRESETS, Segment
 
 DEFAULT_SOURCE = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "fairytaleqa"
@@ -137,7 +138,7 @@ def finder_examples(split_dir: Path, seed: int = 0) -> list[dict]:
                 continue
             hard = max(negatives, key=lambda span: (max(scores[span[0] - 1 : span[1]]), -span[0]))
             for (s, e), label in ((positive, "YES"), (hard, "NO")):
-                request = agents.finder_request("open", q["question"], None, s, e, doc.span_text(s, e))
+                request = agents.finder_request(Question(q["question"], "open"), s, e, doc.span_text(s, e))
                 examples.append(
                     {
                         "id": f"{name}-{q['id']}-{label.lower()}",
@@ -167,9 +168,8 @@ def interpreter_examples(split_dir: Path, distractors: int = 3, seed: int = 0) -
                 (i + 1 for i in range(n) if i + 1 not in q["gold"]), key=lambda pid: -scores[pid - 1]
             )
             chosen = sorted(set(q["gold"]) | set(ranked[:distractors]))
-            verdicts = [Verdict(Segment(pid, pid, "anchor", 1.0), "YES", "", (), (), True) for pid in chosen]
-            packet = pack(doc, verdicts, budget)
-            request = agents.interpreter_request("open", q["question"], None, packet.evidence())
+            packet = pack_segments(doc, [Segment(pid, pid, "anchor", 1.0) for pid in chosen], budget)
+            request = agents.interpreter_request(Question(q["question"], "open"), packet.evidence())
             examples.append(
                 {
                     "id": f"{name}-{q['id']}",
@@ -208,7 +208,7 @@ Source: FairytaleQA (Apache-2.0), `{source.name}/{split}`: story sections as num
   clue sentence of the gold paragraph, or a no-clue rationale), segment, story
 
 ## interpreter.jsonl ({len(interpreter)} examples)
-- a packet from `cwread.packing.pack` over the gold paragraphs plus the top BM25 distractors;
+- a packet from `cwread.packing.pack_segments` over the gold paragraphs plus the top BM25 distractors;
   free-form answers (FairytaleQA has no multiple choice)
 - columns: id, prompt (`cwread.agents.interpreter_request`), kind, answer, answers,
   allowed_ids (packet ids), gold_ids, evidence (packet text), target (a reference reply for

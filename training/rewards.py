@@ -25,9 +25,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from cwread.agents import extract_citations, parse_reply
+from cwread.agents import extract_citations, parse_finder_reply, parse_reply
 from cwread.lexical import STOPWORDS
 from cwread.metrics import token_f1
+from cwread.records import Question
 
 FINDER_FORMAT = 1.0
 FINDER_YES = 1.5
@@ -97,7 +98,7 @@ def id_f1(predicted: set[int], gold: set[int]) -> float:
 
 def finder_score(text: str, label: str, gold_ids: Sequence[int]) -> float:
     """The Finder reward for one completion (see module doc)."""
-    parsed = parse_reply(text, "open", finder=True)
+    parsed = parse_finder_reply(text)
     if not parsed.ok or not parsed.reason:
         return 0.0
     reward = FINDER_FORMAT
@@ -149,7 +150,8 @@ def interpreter_score(
     answers: Sequence[str] | None = None,
 ) -> float:
     """The Interpreter reward for one completion (see module doc)."""
-    parsed = parse_reply(text, kind, list(labels) if labels else None)
+    # the parser needs only the kind and the labels; the question text is in the prompt
+    parsed = parse_reply(text, Question("", kind, dict.fromkeys(labels, "") if labels else {}))
     if not parsed.ok or not parsed.reason:
         return 0.0
     reward = INTERP_FORMAT

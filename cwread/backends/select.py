@@ -59,7 +59,7 @@ class Selection:
 
 def with_call_cache(selection: Selection) -> Selection:
     """The same backends behind cwread's call cache (one cache when both agents share a model)."""
-    from cwread.callcache import CachedBackend
+    from cwread.backends.callcache import CachedBackend
 
     finder = CachedBackend(selection.finder)
     interpreter = (

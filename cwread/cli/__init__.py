@@ -1,0 +1,382 @@
+"""The `cwread` command line: parses options, calls `cwread.api`, renders with `cwread.render`.
+
+Exit codes, mapped in one place (`main`): 0 success, 1 a claim judged FALSE, 2 usage or input
+error, 3 model or backend failure, 4 no parseable answer, 130 interrupted. Commands raise
+the typed errors of `cwread.errors`; `verify` returns its verdict's code.
+With `--json`, stdout carries exactly one JSON document; everything else goes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import suppress
+from typing import Annotated, Any
+
+import typer
+
+from cwread import __version__
+from cwread.cli.options import (
+    AnswerRun,
+    Book,
+    DebugFlag,
+    EmbedderOpt,
+    EncodingOpt,
+    JsonFlag,
+    MethodOpt,
+    NoCacheFlag,
+    OptionOpt,
+    QuestionArg,
+    answer_options,
+    backend_options,
+    budget_options,
+    model_options,
+)
+from cwread.errors import AnswerError, CwreadError, InputError, Interrupted, ModelError
+
+EXIT_CLAIM_FALSE = 1
+EXIT_CODES: dict[type[CwreadError], int] = {InputError: 2, ModelError: 3, AnswerError: 4, Interrupted: 130}
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _click_types(name: str) -> tuple[type[BaseException], ...]:
+    """Click's exception class `name`, whether typer vendors click (typer ≥ 0.22) or not."""
+    import importlib
+
+    found = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        with suppress(ImportError, AttributeError):
+            found.append(getattr(importlib.import_module(module), name))
+    return tuple(found)
+
+
+app = typer.Typer(
+    name="cwread",
+    help=(
+        "Read long plain-text narratives with numbered paragraphs: show them, find the "
+        "passages a question needs, and (with a model) answer with [N] citations.\n\n"
+        "Exit codes: 0 ok, 1 claim FALSE, 2 usage/input error, 3 model/backend failure, "
+        "4 no parseable answer, 130 interrupted."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"cwread {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool | None,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = None,
+) -> None:
+    """cwread: cited answers from long narratives."""
+
+
+# ---- commands ----------------------------------------------------------------------------
+
+
+@app.command()
+def show(
+    book: Book,
+    paragraphs: Annotated[
+        str, typer.Argument(help="Paragraph ids: 12, 10-14 or 3,7,10-12.", show_default=False)
+    ],
+    json_out: JsonFlag = False,
+    encoding: EncodingOpt = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Print paragraphs with their ids, e.g. `cwread show novel.txt 1200-1210`."""
+    from cwread import api, render, trace
+
+    document = api.open_document(book, encoding)
+    selected = api.show(document, paragraphs)
+    if json_out:
+        render.print_json(trace.show_json(document, selected))
+    else:
+        render.show_view(selected)
+
+
+@app.command()
+@budget_options
+def find(
+    book: Book,
+    question: QuestionArg,
+    option: OptionOpt = None,
+    budget: Any = None,
+    method: MethodOpt = "fused",
+    embedder: EmbedderOpt = "minilm-static",
+    limit: Annotated[
+        int | None,
+        typer.Option(help="Segments to print, 0 for all.  [default: the read budget]", show_default=False),
+    ] = None,
+    json_out: JsonFlag = False,
+    encoding: EncodingOpt = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Rank the passages a question needs, each with its paragraph span.
+
+    Anchor segments sit around the paragraphs that BM25 and the dense model rank highest
+    (fused by reciprocal rank); local windows cover the rest of the text, so nothing is out
+    of reach. The Finder reads segments in this order, up to the read budget.
+    """
+    from cwread import api, render, trace
+
+    asked = api.make_question(question, option)
+    if limit is not None and limit < 0:
+        raise InputError("--limit must be 0 (all) or a positive number")
+    document = api.open_document(book, encoding)
+    with render.progress() as progress:
+        result = api.find(document, asked, budget, embedder, method, progress)
+    shown = budget.read if limit is None else limit
+    if json_out:
+        render.print_json(trace.find_json(result, shown))
+    else:
+        render.find_view(result, shown)
+
+
+def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = False):
+    """Shared by `ask` and `verify`: run the pipeline, print, return the trace."""
+    from pathlib import Path
+
+    from cwread import api, render, trace
+
+    document = api.open_document(book, run.encoding)
+    if run.trace is not None:
+        target = Path(run.trace)
+        if target.is_dir():
+            raise InputError(f"--trace {run.trace} is a directory; give a file name")
+        if book != "-" and target.exists() and target.resolve() == Path(book).resolve():
+            raise InputError("--trace would overwrite the book itself; give another file name")
+    with render.progress(quiet) as progress:
+        result = api.ask(
+            document,
+            asked,
+            budget=budget,
+            embedder=run.embedder,
+            method=run.method,
+            settings=settings,
+            use_cache=run.use_cache,
+            self_check=run.self_check,
+            progress=progress,
+            notice=None if quiet else render.notice,
+        )
+    data = trace.ask_json(result)
+    if run.trace is not None:
+        api.write_output_file(run.trace, json.dumps(data, ensure_ascii=False, indent=2) + "\n", "--trace")
+    if run.json_out and not quiet:
+        render.print_json(data)
+    elif not quiet:
+        render.answer_view(result)
+    if result.answer is None:
+        problem = result.final.problem if result.final else "no reply"
+        raise AnswerError(f"no parseable answer after a retry ({problem})", quiet=quiet)
+    return result
+
+
+@app.command()
+@answer_options
+@backend_options
+@budget_options
+def ask(
+    book: Book,
+    question: QuestionArg,
+    option: OptionOpt = None,
+    budget: Any = None,
+    settings: Any = None,
+    run: Any = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Answer a question about a text, citing the paragraphs it rests on.
+
+    Free-form without options, multiple choice with -o "A=..." -o "B=...". The Finder judges
+    the retrieved segments, the kept evidence is packed in story order, and the Interpreter
+    answers from that packet only. Exit 4 if no answer could be parsed.
+    """
+    from cwread import api
+
+    _answer(book, api.make_question(question, option), budget, settings, run)
+
+
+@app.command()
+@answer_options
+@backend_options
+@budget_options
+def verify(
+    book: Book,
+    claim: Annotated[str, typer.Argument(help="The claim to check against the text.", show_default=False)],
+    budget: Any = None,
+    settings: Any = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print nothing; only the exit code tells.")
+    ] = False,
+    run: Any = None,
+    debug: DebugFlag = False,
+) -> int:
+    """Judge a claim TRUE or FALSE from the text: exit 0 TRUE, 1 FALSE, 4 undetermined.
+
+    For scripts: `cwread verify book.txt "claim" --quiet && echo supported`.
+    """
+    from cwread import api
+
+    result = _answer(book, api.make_question(claim, claim=True), budget, settings, run, quiet)
+    return 0 if result.answer == "TRUE" else EXIT_CLAIM_FALSE
+
+
+@app.command()
+def index(
+    book: Book,
+    embedder: EmbedderOpt = "minilm-static",
+    json_out: JsonFlag = False,
+    encoding: EncodingOpt = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Build the cached lexical and dense indexes of a text, so later questions start fast."""
+    from cwread import api, render, trace
+
+    document = api.open_document(book, encoding)
+    with render.progress() as progress:
+        report = api.index_document(document, embedder, progress)
+    if json_out:
+        render.print_json(trace.index_json(document, report))
+    else:
+        render.index_view(document, report)
+
+
+@app.command()
+@model_options
+def doctor(
+    settings: Any = None,
+    json_out: JsonFlag = False,
+    debug: DebugFlag = False,
+) -> None:
+    """Say which backend, models and embedder `ask` would use, and how to get what is missing."""
+    from cwread import api, render, trace
+
+    report = api.doctor(settings)
+    if json_out:
+        render.print_json(trace.doctor_json(report))
+    else:
+        render.doctor_view(report)
+    if not report.ok:  # the report above says what is missing
+        raise ModelError(report.backend_error, quiet=True)
+
+
+@app.command("eval")
+@backend_options
+@budget_options
+def eval_command(
+    data: Annotated[
+        str,
+        typer.Argument(help="Benchmark records (JSONL; see ../shared/data/README.md).", show_default=False),
+    ],
+    method: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--method",
+            "-m",
+            help="pipeline, no-self-check, no-finder, direct, bm25-rag, dense-rag, closed-book, "
+            "finder, retrieval (repeat; default: all that need a model, plus retrieval).",
+        ),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N records.")] = None,
+    spread: Annotated[
+        bool, typer.Option(help="With --limit: N records evenly spaced through the file, not the first N.")
+    ] = False,
+    out: Annotated[
+        str | None, typer.Option(help="Append a row per record and method to this JSONL file.")
+    ] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Skip records already in --out.")] = False,
+    report: Annotated[str | None, typer.Option(help="Write a Markdown report here.")] = None,
+    permute_options: Annotated[
+        bool,
+        typer.Option(
+            "--permute-options",
+            help="Ask each multiple-choice question once per option rotation; right only if all are.",
+        ),
+    ] = False,
+    budget: Any = None,
+    embedder: EmbedderOpt = "minilm-static",
+    settings: Any = None,
+    no_cache: NoCacheFlag = False,
+    json_out: JsonFlag = False,
+    debug: DebugFlag = False,
+) -> None:
+    """Run the pipeline and baselines on benchmark records and score them.
+
+    Reports accuracy (mcq, claim), pair accuracy, token-F1 and ROUGE-L (open), evidence
+    recall, citation validity, format rate, cost, answer distributions beside constant
+    baselines, with 95% intervals. Rows are saved as they finish; Ctrl-C loses nothing.
+    """
+    from cwread import render, trace
+    from cwread.eval.run import EvalOptions, evaluate
+
+    options = EvalOptions(
+        data=data,
+        methods=tuple(method or ()),
+        limit=limit,
+        spread=spread,
+        out=out,
+        resume=resume,
+        report=report,
+        permute_options=permute_options,
+        budget=budget,
+        embedder=embedder,
+        settings=settings,
+        use_cache=not no_cache,
+    )
+    with render.progress() as progress:
+        result = evaluate(options, progress, render.notice)
+    if json_out:
+        render.print_json(trace.eval_json(result.meta, result.summary))
+    else:
+        render.eval_view(result.summary)
+
+
+# ---- the one place errors become exit codes ------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: runs the app and turns every failure into one line and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("CWREAD_DEBUG") == "1"
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=args, prog_name="cwread", standalone_mode=False)
+        return result if isinstance(result, int) else 0
+    except CwreadError as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        if isinstance(exc, Interrupted):
+            print(f"cwread: {exc}", file=sys.stderr)
+        elif not exc.quiet:
+            print(f"cwread: error: {exc}", file=sys.stderr)
+        return EXIT_CODES.get(type(exc), EXIT_USAGE)
+    except _click_types("UsageError") as exc:
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        message = " ".join(exc.format_message().split())
+        if message:  # an empty message follows the help text shown for a bare `cwread`
+            print(f"cwread: error: {message}{hint}", file=sys.stderr)
+        return EXIT_USAGE
+    except (typer.Exit, *_click_types("Exit")) as exc:
+        return exc.exit_code
+    except (typer.Abort, KeyboardInterrupt, *_click_types("Abort")):
+        print("cwread: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader of our stdout went away (e.g. `| head`): not an error of ours
+        with suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -1,0 +1,207 @@
+"""Options shared by several commands, declared once: single options as `Annotated` types,
+groups (budget, backend) as decorators that build the core's `Budget` and `BackendSettings`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+
+from cwread.errors import InputError
+
+Book = Annotated[
+    str,
+    typer.Argument(help="Plain-text file to read; - reads standard input.", show_default=False),
+]
+QuestionArg = Annotated[str, typer.Argument(help="The question.", show_default=False)]
+JsonFlag = Annotated[
+    bool, typer.Option("--json", help="Print exactly one JSON document on stdout; all else on stderr.")
+]
+EncodingOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Force the text encoding (default: detect UTF-8/UTF-16 marks, else UTF-8, cp1252, latin-1)."
+    ),
+]
+DebugFlag = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
+EmbedderOpt = Annotated[
+    str,
+    typer.Option(
+        envvar="CWREAD_EMBEDDER",
+        help="Dense model: minilm-static (fast default), minilm (full MiniLM, slower), none "
+        "(BM25 only), or the path of a sentence-transformers model (e.g. BGE-M3 on a GPU).",
+    ),
+]
+OptionOpt = Annotated[
+    list[str] | None,
+    typer.Option("--option", "-o", help='An answer option, "A=text" (repeat for B, C, ...).'),
+]
+MethodOpt = Annotated[str, typer.Option(help="Ranking: fused (BM25 + dense), bm25 or dense.")]
+NoCacheFlag = Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.")]
+SelfCheckOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--self-check/--no-self-check",
+        help="Force the Interpreter's self-check on or off (default: for claims and risky questions).",
+        show_default=False,
+    ),
+]
+TraceOpt = Annotated[str | None, typer.Option("--trace", help="Also write the JSON trace to this file.")]
+
+BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "preset": (Annotated[str, typer.Option(help="Budget preset: focused or broad.")], "focused"),
+    "anchors": (Annotated[int | None, typer.Option(help="Anchor paragraphs (overrides the preset).")], None),
+    "read": (Annotated[int | None, typer.Option(help="Segments the Finder reads at most.")], None),
+    "n_e": (
+        Annotated[int | None, typer.Option("--n-e", help="N_E: evidence segments packed at most.")],
+        None,
+    ),
+    "p_r": (Annotated[int | None, typer.Option("--p-r", help="P_r: neighbours around each anchor.")], None),
+    "p_w": (Annotated[int | None, typer.Option("--p-w", help="P_w: paragraphs per local window.")], None),
+    "b_c": (Annotated[int | None, typer.Option("--b-c", help="B_c: characters packed at most.")], None),
+}
+BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "backend": (
+        Annotated[
+            str | None,
+            typer.Option(
+                help="auto (Ollama when it serves the models, else embedded), ollama, or embedded. "
+                "[env: CWREAD_BACKEND]",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    "finder_model": (
+        Annotated[
+            str | None,
+            typer.Option(
+                help="Ollama model for the Finder [env: CWREAD_FINDER_MODEL; default: cwread-finder]."
+            ),
+        ],
+        None,
+    ),
+    "interpreter_model": (
+        Annotated[
+            str | None,
+            typer.Option(
+                help="Ollama model for the Interpreter [env: CWREAD_INTERPRETER_MODEL; default: cwread-interpreter]."
+            ),
+        ],
+        None,
+    ),
+    "gguf": (
+        Annotated[
+            str | None,
+            typer.Option(
+                help="GGUF file for the embedded backend [env: CWREAD_GGUF; default: SmolLM2-135M]."
+            ),
+        ],
+        None,
+    ),
+    "finder_lora": (
+        Annotated[
+            str | None,
+            typer.Option(
+                help="LoRA GGUF adapter for the embedded Finder, e.g. from `python -m training export` "
+                "[env: CWREAD_FINDER_LORA; 'none' or unset: the base model]."
+            ),
+        ],
+        None,
+    ),
+}
+SERVING_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "num_ctx": (
+        Annotated[
+            int | None, typer.Option(help="Context window in tokens [env: CWREAD_NUM_CTX; default: 8192].")
+        ],
+        None,
+    ),
+    "workers": (
+        Annotated[int | None, typer.Option(help="Finder calls at once (default: what the backend serves).")],
+        None,
+    ),
+}
+
+
+def _option_group(name: str, options: dict[str, tuple[Any, Any]], build: Callable[..., Any]):
+    """A decorator that puts `options` (parameter → (annotation, default)) in a command's
+    signature where its `name` parameter stands, and passes `build(**their values)` as `name`:
+    an option group declared once and shared by every command that takes it."""
+
+    def decorate(func):
+        params: list[inspect.Parameter] = []
+        for p in inspect.signature(func).parameters.values():
+            if p.name == name:
+                params += [
+                    inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default)
+                    for key, (ann, default) in options.items()
+                ]
+            else:
+                annotation = (
+                    eval(p.annotation, func.__globals__) if isinstance(p.annotation, str) else p.annotation
+                )
+                params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=annotation))
+
+        @functools.wraps(func)
+        def wrapper(**kwargs):
+            values = {key: kwargs.pop(key) for key in options}
+            return func(**kwargs, **{name: build(**values)})
+
+        wrapper.__signature__ = inspect.Signature(params)
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper
+
+    return decorate
+
+
+def _budget(**values):
+    from cwread import api
+
+    return api.make_budget(values.pop("preset"), **values)
+
+
+def _settings(num_ctx=None, workers=None, **values):
+    from cwread import api
+
+    for flag, value in (("--num-ctx", num_ctx), ("--workers", workers)):
+        if value is not None and value <= 0:
+            raise InputError(f"{flag} must be a positive number")
+    return api.BackendSettings(num_ctx=num_ctx, workers=workers, **values)
+
+
+budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
+backend_options = _option_group("settings", {**BACKEND_OPTIONS, **SERVING_OPTIONS}, _settings)
+model_options = _option_group("settings", BACKEND_OPTIONS, _settings)  # choosing models, not serving
+
+
+@dataclass(frozen=True)
+class AnswerRun:
+    """How `ask` and `verify` run and report: retrieval, the call cache, the self-check, output."""
+
+    method: str
+    embedder: str
+    use_cache: bool
+    self_check: bool | None
+    json_out: bool
+    trace: str | None
+    encoding: str | None
+
+
+ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "method": (MethodOpt, "fused"),
+    "embedder": (EmbedderOpt, "minilm-static"),
+    "no_cache": (NoCacheFlag, False),
+    "self_check": (SelfCheckOpt, None),
+    "json_out": (JsonFlag, False),
+    "trace": (TraceOpt, None),
+    "encoding": (EncodingOpt, None),
+}
+answer_options = _option_group(
+    "run", ANSWER_OPTIONS, lambda no_cache, **v: AnswerRun(use_cache=not no_cache, **v)
+)

@@ -1,0 +1,181 @@
+"""The summary of a run's rows (per method, with 95% intervals) and its Markdown report."""
+
+from __future__ import annotations
+
+import os
+import platform
+from datetime import UTC, datetime
+
+from cwread import metrics
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return None if den == 0 else num / den
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Per-method metrics with 95% intervals, answer distributions and constant baselines."""
+    by_method: dict[str, list[dict]] = {}
+    for row in rows:
+        by_method.setdefault(row["method"], []).append(row)
+    summary: dict = {"methods": {}, "baselines": {}}
+    for method, group in by_method.items():
+        scored = [r for r in group if r.get("correct") is not None]
+        right = sum(bool(r["correct"]) for r in scored)
+        opens = [r for r in group if r["kind"] == "open" and "f1" in r]
+        answered = [r for r in group if r.get("parsed")]
+        cited_ids = sum(len(r.get("citations", [])) + len(r.get("invalid_citations", [])) for r in group)
+        valid_ids = sum(len(r.get("citations", [])) for r in group)
+        gold = sum(r.get("evidence_gold", 0) for r in group)
+        entry = {
+            "records": len(group),
+            "accuracy": _ratio(right, len(scored)),
+            "accuracy_ci": metrics.wilson_interval(right, len(scored)) if scored else None,
+            "scored": len(scored),
+        }
+        pairs_right, pairs = metrics.pair_accuracy(group)
+        if pairs:
+            entry["pair_accuracy"] = pairs_right / pairs
+            entry["pair_accuracy_ci"] = metrics.wilson_interval(pairs_right, pairs)
+            entry["pairs"] = pairs
+        if opens:
+            f1s = [r["f1"] for r in opens]
+            entry["f1"] = sum(f1s) / len(f1s)
+            entry["f1_ci"] = metrics.bootstrap_interval(f1s)
+            entry["rouge_l"] = sum(r["rouge_l"] for r in opens) / len(opens)
+        if gold:
+            entry["evidence_recall"] = {
+                stage: _ratio(sum(r.get(f"evidence_{stage}_hits", 0) for r in group), gold)
+                for stage in ("anchor", "read", "yes", "packet")
+                if any(f"evidence_{stage}_hits" in r for r in group)
+            }
+        if method not in ("retrieval", "finder"):  # these two give no answer
+            entry["citation_validity"] = _ratio(valid_ids, cited_ids)
+            entry["cite_share"] = _ratio(sum(bool(r.get("citations")) for r in answered), len(answered))
+            entry["format_first_try"] = _ratio(
+                sum(bool(r.get("parsed_first_try")) for r in group), len(group)
+            )
+            entry["format_after_retry"] = _ratio(len(answered), len(group))
+            calls = sum(r.get("finder_calls", 0) for r in group)
+            entry["finder_format_first_try"] = _ratio(
+                sum(r.get("finder_parsed_first_try", 0) for r in group), calls
+            )
+            labelled = [r for r in group if r["kind"] in ("mcq", "claim")]
+            entry["answer_distribution"] = metrics.answer_distribution([r.get("answer") for r in labelled])
+        if method != "retrieval":
+            entry["finder_calls_per_record"] = sum(r.get("finder_calls", 0) for r in group) / len(group)
+            entry["prompt_tokens_per_record"] = sum(r.get("prompt_tokens", 0) for r in group) / len(group)
+        if method == "finder":
+            judged = sum(r.get("finder_calls", 0) for r in group)
+            labelled = [r for r in group if "segments_gold" in r]  # records with gold evidence
+            judged_l = sum(r["finder_calls"] for r in labelled)
+            kept = sum(r["finder_yes"] for r in labelled)
+            with_gold = sum(r["segments_gold"] for r in labelled)
+            kept_gold = sum(r["yes_gold"] for r in labelled)
+            entry["finder"] = {
+                "segments": judged,
+                "segments_with_gold": with_gold,
+                "yes_recall": _ratio(kept_gold, with_gold),
+                "precision": _ratio(kept_gold, kept),
+                "no_on_non_gold": _ratio(judged_l - with_gold - (kept - kept_gold), judged_l - with_gold),
+                "keep_rate": _ratio(sum(r.get("finder_yes", 0) for r in group), judged),
+                "cited_gold_share": _ratio(
+                    sum(r.get("finder_cited_gold", 0) for r in group),
+                    sum(r.get("finder_cited", 0) for r in group),
+                ),
+                "format_first_try": _ratio(sum(r.get("finder_parsed_first_try", 0) for r in group), judged),
+                "kept_unparsed": _ratio(sum(r.get("finder_kept_unparsed", 0) for r in group), judged),
+            }
+        entry["seconds_per_record"] = sum(r.get("seconds", 0) for r in group) / len(group)
+        calls = sum(r.get("model_calls", 0) for r in group)
+        if calls:
+            entry["cached_call_share"] = sum(r.get("cached_calls", 0) for r in group) / calls
+        summary["methods"][method] = entry
+    any_group = next(iter(by_method.values()), [])
+    for kind in ("mcq", "claim"):
+        golds = [str(r["gold"]).upper() for r in any_group if r["kind"] == kind and r.get("gold")]
+        if golds:
+            summary["baselines"][kind] = metrics.constant_baselines(golds)
+    return summary
+
+
+def _fmt(value, pct: bool = True) -> str:
+    if value is None:
+        return "–"
+    return f"{100 * value:.1f}" if pct else f"{value:.1f}"
+
+
+def _ci(ci) -> str:
+    return "" if not ci else f" [{100 * ci[0]:.0f}–{100 * ci[1]:.0f}]"
+
+
+def report_markdown(summary: dict, meta: dict) -> str:
+    """A Markdown report: machine, models, date, the method table with 95% intervals."""
+    lines = [
+        f"# cwread eval: {meta.get('data', '')}",
+        "",
+        f"- date: {meta.get('date', datetime.now(UTC).isoformat(timespec='seconds'))}",
+        f"- machine: {meta.get('machine', machine_description())}",
+        f"- models: {meta.get('models', '')}",
+        f"- settings: {meta.get('settings', '')}",
+        "",
+        "Accuracy with 95% Wilson intervals; F1 with a 95% bootstrap interval. Evidence recall is the",
+        "share of gold paragraphs inside anchor segments / segments read / Finder-YES segments / the packet.",
+        "Methods run in turn on each record and share the model-call cache: a call another method already",
+        "made costs ~0 s, so compare seconds together with the share of calls served from the cache.",
+        "",
+        "| method | n | accuracy % | pair acc % | F1 % | ROUGE-L % | evidence recall % (anchor/read/yes/packet) "
+        "| citation validity % | answers citing % | format 1st/after retry % | Finder calls | prompt tokens | s/record "
+        "| calls from cache % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for method, e in summary["methods"].items():
+        rec = e.get("evidence_recall") or {}
+        recall = "/".join(_fmt(rec.get(k)) for k in ("anchor", "read", "yes", "packet")) if rec else "–"
+        lines.append(
+            f"| {method} | {e['records']} | {_fmt(e['accuracy'])}{_ci(e.get('accuracy_ci'))} "
+            f"| {_fmt(e.get('pair_accuracy'))}{_ci(e.get('pair_accuracy_ci'))} "
+            f"| {_fmt(e.get('f1'))}{_ci(e.get('f1_ci'))} | {_fmt(e.get('rouge_l'))} | {recall} "
+            f"| {_fmt(e.get('citation_validity'))} | {_fmt(e.get('cite_share'))} "
+            f"| {_fmt(e.get('format_first_try'))}/{_fmt(e.get('format_after_retry'))} "
+            f"| {_fmt(e.get('finder_calls_per_record'), False)} | {_fmt(e.get('prompt_tokens_per_record'), False)} "
+            f"| {_fmt(e.get('seconds_per_record'), False)} | {_fmt(e.get('cached_call_share'))} |"
+        )
+    finders = {m: e["finder"] for m, e in summary["methods"].items() if e.get("finder")}
+    if finders:
+        lines += [
+            "",
+            "## The Finder against gold evidence (segments the pipeline reads)",
+            "",
+            "YES-recall: segments holding a gold paragraph that the Finder kept; precision: kept segments",
+            "holding one; NO on non-gold: segments without gold it dropped; cited gold: cited ids that are gold;",
+            "unparsed: replies unreadable after a retry, kept as YES (recall first) and counted in the above.",
+            "",
+            "| method | segments | with gold | YES-recall % | precision % | NO on non-gold % | keep rate % "
+            "| cited gold % | format 1st try % | unparsed % |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for method, f in finders.items():
+            lines.append(
+                f"| {method} | {f['segments']} | {f['segments_with_gold']} | {_fmt(f['yes_recall'])} "
+                f"| {_fmt(f['precision'])} | {_fmt(f['no_on_non_gold'])} | {_fmt(f['keep_rate'])} "
+                f"| {_fmt(f['cited_gold_share'])} | {_fmt(f['format_first_try'])} | {_fmt(f['kept_unparsed'])} |"
+            )
+    dists = {
+        m: e["answer_distribution"] for m, e in summary["methods"].items() if e.get("answer_distribution")
+    }
+    if dists or summary["baselines"]:
+        lines += ["", "## Answer distributions and constant baselines", ""]
+        for method, dist in dists.items():
+            lines.append(f"- {method}: " + ", ".join(f"{k} {v}" for k, v in dist.items()))
+        for kind, base in summary["baselines"].items():
+            lines.append(
+                f"- baselines ({kind}): " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in base.items())
+            )
+    return "\n".join(lines) + "\n"
+
+
+def machine_description() -> str:
+    return (
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    )

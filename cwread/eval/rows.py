@@ -1,0 +1,134 @@
+"""From traces to rows: the JSON-ready fields scored for one record and method. Pure."""
+
+from __future__ import annotations
+
+from cwread import metrics
+from cwread.api import FindResult, Trace, Verdict
+from cwread.eval.records import Record
+
+
+def base_fields(record: Record, method: str) -> dict:
+    row: dict = {"id": record.id, "method": method, "kind": record.kind, "gold": record.answer}
+    if record.pair is not None:
+        row["pair"] = record.pair
+    return row
+
+
+def evidence_fields(record: Record, found: FindResult, trace: Trace | None = None) -> dict:
+    """Gold evidence paragraphs inside anchor segments, segments read, segments the Finder
+    kept (or, without a Finder, passed on) and the packet."""
+    gold = list(record.evidence)
+    if not gold:
+        return {}
+    anchors = [s for s in found.segments if s.source == "anchor"]
+    out: dict = {
+        "evidence_gold": len(gold),
+        "evidence_anchor_hits": metrics.recall(gold, {p for s in anchors for p in s.ids})[0],
+        "evidence_read_hits": metrics.recall(gold, {p for s in found.read for p in s.ids})[0],
+    }
+    if trace is not None:
+        kept = kept_paragraphs(trace)
+        if kept is not None:
+            out["evidence_yes_hits"] = metrics.recall(gold, kept)[0]
+        out["evidence_packet_hits"] = metrics.recall(gold, set(trace.packet.ids))[0]
+    return out
+
+
+def kept_paragraphs(trace: Trace) -> set[int] | None:
+    """Paragraphs of the segments the Finder said YES to; without a Finder, those of the
+    segments the packet was drawn from whole (no-finder); None when neither applies."""
+    if trace.verdicts:
+        return {p for v in trace.verdicts if v.decision == "YES" for p in v.segment.ids}
+    if trace.packet.segments:
+        return {p for start, end in trace.packet.segments for p in range(start, end + 1)}
+    return None
+
+
+def score_fields(record: Record, answer: str | None) -> dict:
+    if record.kind == "open":
+        refs = list(record.answers) or [str(record.answer or "")]
+        return {
+            "f1": metrics.best_over_references(metrics.token_f1, answer, refs),
+            "rouge_l": metrics.best_over_references(metrics.rouge_l, answer, refs),
+        }
+    gold = record.gold_label
+    return {"correct": None if not gold else answer == gold}
+
+
+def verdict_counts(verdicts: tuple[Verdict, ...]) -> dict:
+    return {
+        "finder_calls": len(verdicts),
+        "finder_parsed_first_try": sum(v.parsed_first_try for v in verdicts),
+        "finder_yes": sum(v.decision == "YES" for v in verdicts),
+    }
+
+
+def trace_fields(trace: Trace) -> dict:
+    final = trace.final
+    calls = [v.call for v in trace.verdicts] + [c.call for c in trace.agent_calls]
+    return {
+        "answer": trace.answer,
+        "parsed": trace.answer is not None,
+        "parsed_first_try": bool(trace.interpreter and trace.interpreter.parsed_first_try),
+        "citations": list(final.cited) if final else [],
+        "invalid_citations": list(final.dropped) if final else [],
+        **verdict_counts(trace.verdicts),
+        "self_checked": trace.self_check is not None,
+        "prompt_tokens": trace.tokens()["prompt"],
+        "packet_paragraphs": len(trace.packet.items),
+        # calls answered by the call cache (e.g. shared with an earlier method): they cost ~0 s
+        "model_calls": len(calls),
+        "cached_calls": sum(c.cached for c in calls),
+    }
+
+
+def answer_fields(record: Record, found: FindResult, trace: Trace) -> dict:
+    """A method that answers: what it did, its score, where the gold evidence went."""
+    return {
+        **trace_fields(trace),
+        **score_fields(record, trace.answer),
+        **evidence_fields(record, found, trace),
+    }
+
+
+def rotated_fields(record: Record, found: FindResult, traces: list[Trace], answers: list[str | None]) -> dict:
+    """A multiple-choice question asked once per option rotation: right only if every
+    rotation's answer (mapped back to the original labels) is the gold one."""
+    first = traces[0]
+    return {
+        **trace_fields(first),
+        "rotation_answers": answers,
+        "answer": answers[0] if len(set(answers)) == 1 else None,
+        "correct": all(a == record.gold_label for a in answers),
+        "prompt_tokens": sum(t.tokens()["prompt"] for t in traces),
+        "finder_calls": sum(len(t.verdicts) for t in traces),
+        **evidence_fields(record, found, first),
+    }
+
+
+def finder_fields(record: Record, found: FindResult, trace: Trace) -> dict:
+    """The Finder's verdicts on the read segments against gold evidence: how many segments
+    hold gold and were kept (YES-recall), how many kept ones hold gold (precision), and
+    whether the ids it cites are gold ones."""
+    verdicts = trace.verdicts
+    gold = set(record.evidence)
+    yes = [v for v in verdicts if v.decision == "YES"]
+    out = {
+        **verdict_counts(verdicts),
+        "finder_kept_unparsed": sum(v.kept_on_failure for v in verdicts),  # counted as YES (recall first)
+        "model_calls": len(verdicts),
+        "cached_calls": sum(v.call.cached for v in verdicts),
+        "prompt_tokens": sum(v.call.prompt_tokens for v in verdicts),
+    }
+    if gold:
+        out["segments_gold"] = sum(bool(gold & set(v.segment.ids)) for v in verdicts)
+        out["yes_gold"] = sum(bool(gold & set(v.segment.ids)) for v in yes)
+        out["finder_cited"] = sum(len(v.cited) for v in yes)
+        out["finder_cited_gold"] = sum(len(gold & set(v.cited)) for v in yes)
+        out.update(evidence_fields(record, found))
+        out["evidence_yes_hits"] = metrics.recall(gold, {p for v in yes for p in v.segment.ids})[0]
+    return out
+
+
+def retrieval_fields(record: Record, found: FindResult, trace: Trace) -> dict:
+    return evidence_fields(record, found)

@@ -1,0 +1,233 @@
+"""What the CLI shows: Rich views on stdout, progress and notices on stderr, JSON documents.
+
+Takes the records of a run (`cwread.records`) and the JSON shapes (`cwread.trace`); knows
+nothing of options or exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from cwread.document import Document, Paragraph
+from cwread.records import DoctorReport, FindResult, IndexReport, Trace
+
+Progress = Callable[[str, int, int], None]
+
+_STAGES = {
+    "model": "Building the static embedding model (once per machine)",
+    "bm25": "Building the lexical index",
+    "embed": "Embedding paragraphs",
+    "finder": "Finder reading segments",
+    "interpreter": "Interpreter answering",
+    "self-check": "Interpreter self-checking",
+}
+
+
+def stdout() -> Console:
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+
+
+def stderr() -> Console:
+    return Console(file=sys.stderr, highlight=False)
+
+
+def notice(line: str) -> None:
+    """One line of information on stderr, e.g. which backend runs."""
+    stderr().print(f"cwread: {line}", highlight=False)
+
+
+def print_json(data: dict) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+@contextmanager
+def progress(quiet: bool = False) -> Iterator[Progress | None]:
+    """A progress callback for the core: a Rich bar on a terminal, one line per stage otherwise."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bar
+
+    console = stderr()
+    if quiet:
+        yield None
+        return
+    if not console.is_terminal:
+        seen: set[str] = set()
+
+        def plain(stage: str, done: int, total: int) -> None:
+            if stage not in seen:
+                seen.add(stage)
+                print(f"cwread: {_STAGES.get(stage, stage).lower()} ({total} items)", file=sys.stderr)
+
+        yield plain
+        return
+    bar = Bar(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    tasks: dict[str, int] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            tasks[stage] = bar.add_task(_STAGES.get(stage, stage), total=total)
+        bar.update(tasks[stage], completed=done, total=total)
+
+    with bar:
+        yield update
+
+
+def _paragraph_line(pid: int, text: str) -> Text:
+    line = Text()
+    line.append(f"[{pid}] ", style="bold cyan")
+    line.append(text)
+    return line
+
+
+def show_view(paragraphs: list[Paragraph]) -> None:
+    out = stdout()
+    for p in paragraphs:
+        out.print(_paragraph_line(p.id, p.text))
+        out.print()
+
+
+def find_view(result: FindResult, limit: int) -> None:
+    out = stdout()
+    doc = result.document
+    segments = result.segments if not limit else result.segments[:limit]
+    out.print(
+        Text.assemble(
+            ("Question: ", "bold"),
+            result.question.text,
+            "\n",
+            *[(f"  ({k}) {v}\n") for k, v in result.question.options.items()],
+            (f"{doc.path}: {len(doc)} paragraphs, {len(result.segments)} segments; ", "dim"),
+            (f"showing {len(segments)} (Finder reads {result.budget.read}); ", "dim"),
+            (f"anchors {', '.join(map(str, result.anchors))}", "dim"),
+        )
+    )
+    for rank, s in enumerate(segments, start=1):
+        body = Text()
+        for pid in s.ids:
+            p = doc.paragraph(pid)
+            style = "bold" if pid in s.anchors else ""
+            body.append(f"[{pid}] ", style="bold cyan")
+            body.append(p.text, style=style)
+            if pid != s.end:
+                body.append("\n\n")
+        title = f"#{rank} {s.source} [{s.start}-{s.end}]  score {s.score:.4f}"
+        out.print(
+            Panel(
+                body, title=title, title_align="left", border_style="cyan" if s.source == "anchor" else "dim"
+            )
+        )
+
+
+def answer_view(trace: Trace) -> None:
+    out = stdout()
+    doc = trace.document
+    question = trace.question
+    head = Text()
+    head.append("Answer: ", style="bold")
+    answer = trace.answer if trace.answer is not None else "(none)"
+    head.append(answer, style="bold green" if trace.answer is not None else "bold red")
+    if question.kind == "mcq" and trace.answer in question.options:
+        head.append(f"  {question.options[trace.answer]}")
+    body = Text()
+    body.append_text(head)
+    if trace.reason:
+        body.append("\n\n")
+        body.append(trace.reason)
+    title = {"mcq": "multiple choice", "claim": "claim", "open": "question"}[question.kind]
+    out.print(Panel(body, title=f"{title}: {question.text}", title_align="left", border_style="green"))
+    if trace.citations:
+        out.print(Text("Cited paragraphs", style="bold"))
+        for pid in trace.citations:
+            out.print(_paragraph_line(pid, doc.paragraph(pid).text))
+            out.print()
+    kept = sum(v.decision == "YES" for v in trace.verdicts)
+    tokens = trace.tokens()
+    checked = "self-checked" if trace.self_check else "no self-check"
+    out.print(
+        Text(
+            f"Finder kept {kept} of {len(trace.verdicts)} segments; packet {len(trace.packet.items)} "
+            f"paragraphs ({', '.join(map(str, trace.packet.ids[:12]))}{'…' if len(trace.packet.items) > 12 else ''})"
+            f"{' (fallback: nothing kept)' if trace.packet.fallback else ''}; {checked}; "
+            f"{tokens['prompt']} prompt tokens; {trace.timings.get('total', 0):.1f} s",
+            style="dim",
+        )
+    )
+
+
+def no_answer_line(trace: Trace) -> None:
+    problem = trace.final.problem if trace.final else "no reply"
+    stderr().print(f"cwread: error: no parseable answer after a retry ({problem})", highlight=False)
+
+
+def index_view(document: Document, report: IndexReport) -> None:
+    what = ", ".join(report.built) if report.built else "nothing (already cached)"
+    stderr().print(
+        f"{document.path}: {report.paragraphs} paragraphs; built {what} in {report.seconds:.1f} s; "
+        f"cache {report.cache_dir}"
+    )
+
+
+def doctor_view(report: DoctorReport) -> None:
+    out = stdout()
+    if report.ok:
+        out.print(f"[green]ok[/green] {report.why}")
+    else:
+        out.print(f"[red]missing[/red] {report.backend_error}")
+    out.print(
+        f"{'[green]ok[/green]' if report.embedder_built else '[yellow]later[/yellow]'} embedder {report.embedder}"
+        f"{'' if report.embedder_built else ' (built on first use (~20 s))'}"
+    )
+    out.print(f"cache {report.cache}")
+
+
+def eval_view(summary: dict) -> None:
+    def pct(v):
+        return "–" if v is None else f"{100 * v:.1f}"
+
+    table = Table(title="cwread eval")
+    for col in (
+        "method",
+        "n",
+        "acc %",
+        "95% CI",
+        "F1 %",
+        "evidence recall %",
+        "cite valid %",
+        "format %",
+        "s/rec",
+    ):
+        table.add_column(col, justify="right" if col != "method" else "left")
+    for method, e in summary["methods"].items():
+        ci = e.get("accuracy_ci")
+        rec = e.get("evidence_recall") or {}
+        table.add_row(
+            method,
+            str(e["records"]),
+            pct(e["accuracy"]),
+            f"{100 * ci[0]:.0f}–{100 * ci[1]:.0f}" if ci else "–",
+            pct(e.get("f1")),
+            "/".join(pct(rec.get(k)) for k in ("anchor", "packet") if k in rec) or "–",
+            pct(e.get("citation_validity")),
+            pct(e.get("format_after_retry")),
+            f"{e['seconds_per_record']:.1f}",
+        )
+    out = stdout()
+    out.print(table)
+    for kind, base in summary["baselines"].items():
+        out.print(f"baselines ({kind}): " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in base.items()))

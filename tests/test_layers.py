@@ -1,0 +1,71 @@
+"""The package's layers: no module imports a module above it.
+
+cli → render/trace → eval → api → pipeline → agents/packing → records → backends →
+document/segments/retrieval → cache/settings → errors. `training/` imports cwread, never the
+reverse. Checked on the source (imports inside functions too), so a new arrow back up fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import REPO
+
+LAYERS = [
+    ["cwread.cli", "cwread.cli.options"],
+    ["cwread.render", "cwread.trace"],
+    ["cwread.eval", "cwread.eval.run", "cwread.eval.methods", "cwread.eval.rows", "cwread.eval.report"],
+    ["cwread.eval.records"],
+    ["cwread.api"],
+    ["cwread.pipeline"],
+    ["cwread.agents", "cwread.packing"],
+    ["cwread.records"],
+    [
+        "cwread.backends",
+        "cwread.backends.select",
+        "cwread.backends.ollama",
+        "cwread.backends.embedded",
+        "cwread.backends.scripted",
+        "cwread.backends.callcache",
+        "cwread.tokens",
+    ],
+    ["cwread.document", "cwread.segments", "cwread.retrieval", "cwread.embedders", "cwread.lexical", "cwread.metrics"],
+    ["cwread.cache", "cwread.settings"],
+    ["cwread.errors", "cwread"],
+]
+RANK = {module: i for i, layer in enumerate(LAYERS) for module in layer}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(path: Path) -> set[str]:
+    """Every cwread module `path` imports (a `from m import x` counts as m, and m.x if a module)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("cwread", "training"):
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.split(".")[0] in ("cwread", "training"))
+    return names
+
+
+def test_every_module_has_a_layer():
+    modules = {module_name(p) for p in (REPO / "cwread").rglob("*.py")} - {"cwread.__main__"}
+    assert modules - set(RANK) == set()
+
+
+def test_no_module_imports_a_module_above_it():
+    upward = []
+    for path in (REPO / "cwread").rglob("*.py"):
+        here = module_name(path)
+        if here == "cwread.__main__":
+            continue
+        for name in imported(path):
+            if name.startswith("training") or (name in RANK and RANK[name] < RANK[here]):
+                upward.append(f"{here} imports {name}")
+    assert upward == []
