@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from cwread import pipeline
+from cwread import grounding, pipeline
 from cwread.backends import Backend
 from cwread.backends.select import BackendSettings, Selection, select_backends, with_call_cache
 from cwread.cache import write_output_file
@@ -21,7 +21,10 @@ from cwread.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
 from cwread.errors import InputError, ModelError
 from cwread.packing import pack_segments
 from cwread.records import (
+    ANSWER_MODES,
     KINDS,
+    NO_ANSWER,
+    Answer,
     DoctorReport,
     FindResult,
     IndexReport,
@@ -49,6 +52,7 @@ __all__ = [
     "ask",
     "backends",
     "doctor",
+    "extractive_trace",
     "find",
     "fit_prefix",
     "fits",
@@ -62,6 +66,7 @@ __all__ = [
     "parse_options",
     "parse_paragraph_spec",
     "rank_paragraphs",
+    "resolve_answer_mode",
     "run_pipeline",
     "segments_packet",
     "show",
@@ -219,11 +224,14 @@ def ask(
     self_check: bool | None = None,
     progress: IndexProgress | None = None,
     notice: Callable[[str], None] | None = None,
+    answer_mode: str = "auto",
 ) -> Trace:
-    """Answer a question (or verify a claim) about `document` with cited paragraphs.
+    """Answer a question (or verify a claim) about `document` with quoted paragraphs.
 
     Backends come from `selection` if given, else from `settings` (auto by default).
-    The Trace holds the answer (None if the Interpreter's reply never parsed) and every step.
+    `answer_mode`: generative, extractive, or auto (extractive for a model too small to
+    write). The Trace holds the answer (None if no reply parsed, or the quotes do not
+    support it) and every step.
     """
     found = find(document, question, budget, embedder, method, progress)
     if selection is None:
@@ -250,6 +258,7 @@ def run_pipeline(
     workers: int | None = None,
     progress: IndexProgress | None = None,
     packet: Packet | None = None,
+    answer_mode: str = "generative",
 ) -> Trace:
     """The method on retrieved segments: Finder → packet → Interpreter → self-check (τ(q)
     decides when `self_check` is None). Given a `packet`, the Finder and packing are skipped."""
@@ -266,7 +275,17 @@ def run_pipeline(
         self_check=self_check,
         progress=progress,
         packet=packet,
+        answer_mode=answer_mode,
     )
+
+
+def resolve_answer_mode(mode: str, selection: Selection) -> str:
+    """ "generative" or "extractive"; "auto" is extractive for a model too small to write."""
+    if mode not in (*ANSWER_MODES, "auto"):
+        raise InputError(f"unknown answer mode {mode!r}; choose one of: generative, extractive, auto")
+    if mode != "auto":
+        return mode
+    return "extractive" if getattr(selection.interpreter, "small", False) else "generative"
 
 
 def judge_segments(
@@ -286,9 +305,12 @@ def interpret_packet(
     packet: Packet,
     selection: Selection,
     self_check: bool | None = False,
+    answer_mode: str = "generative",
 ) -> Trace:
     """The Interpreter (and its self-check, if asked; None: when τ(q)) on a given packet."""
-    return run_pipeline(question, found, selection, self_check=self_check, packet=packet)
+    return run_pipeline(
+        question, found, selection, self_check=self_check, packet=packet, answer_mode=answer_mode
+    )
 
 
 def trace_without_answer(found: FindResult, verdicts: tuple[Verdict, ...] = ()) -> Trace:
@@ -336,12 +358,23 @@ def fit_prefix(interpreter: Backend, question: Question, document: Document) -> 
 
 
 def segments_packet(
-    document: Document, segments: list[Segment], budget: Budget, interpreter: Backend, question: Question
+    document: Document,
+    segments: list[Segment],
+    budget: Budget,
+    interpreter: Backend | None,
+    question: Question,
 ) -> Packet:
-    """Every segment packed whole (no Finder), under B_c and the Interpreter's context."""
-    return pack_segments(
-        document, segments, budget, lambda evidence: pipeline.packet_fits(interpreter, question, evidence)
-    )
+    """Every segment packed whole (no Finder), under B_c and, given one, the Interpreter's context."""
+    fits = (lambda evidence: pipeline.packet_fits(interpreter, question, evidence)) if interpreter else None
+    return pack_segments(document, segments, budget, fits)
+
+
+def extractive_trace(question: Question, found: FindResult, packet: Packet) -> Trace:
+    """No model: the packet sentence sharing most words with the question is the answer
+    (open questions; other kinds get none)."""
+    best = grounding.best_sentence(question.text, packet.evidence()) if question.kind == "open" else None
+    outcome = Answer(best.text, best.text, "extractive", True, (best,)) if best else NO_ANSWER
+    return replace(trace_without_answer(found), packet=packet, outcome=outcome)
 
 
 def doctor(settings: BackendSettings | None = None) -> DoctorReport:

@@ -6,11 +6,11 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from cwread import agents
+from cwread import agents, grounding
 from cwread.backends import Backend, GenerationRequest
 from cwread.document import Document
 from cwread.packing import pack
-from cwread.records import AgentCall, ModelCall, Packet, Question, Trace, Verdict
+from cwread.records import AgentCall, Answer, ModelCall, Packet, Question, Quote, Trace, Verdict
 from cwread.segments import Budget, Segment
 
 Progress = Callable[[str, int, int], None]
@@ -44,21 +44,34 @@ def _generate_parsed(
 def judge_segment(backend: Backend, document: Document, segment: Segment, question: Question) -> Verdict:
     """The Finder on one segment: one retry with a firmer instruction, then keep it (recall)."""
     text = document.span_text(segment.start, segment.end)
+    paragraphs = [(pid, document.paragraph(pid).text) for pid in segment.ids]
     parsed, call = _generate_parsed(
         backend,
-        lambda retry: agents.finder_request(question, segment.start, segment.end, text, retry=retry),
+        lambda retry: agents.finder_request(
+            question, segment.start, segment.end, text, retry=retry, paragraphs=paragraphs
+        ),
         agents.parse_finder_reply,
     )
-    cited, dropped = agents.split_citations(parsed.reason, set(segment.ids))
+    quotes, forged = _quotes(parsed.reason, paragraphs)
+    _, dropped = agents.split_citations(parsed.reason, set(segment.ids))
+    cited = tuple(dict.fromkeys(q.id for q in quotes))
     return Verdict(
         segment=segment,
         decision=parsed.answer if parsed.ok else "YES",
         reason=parsed.reason if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})",
-        cited=tuple(cited),
+        cited=cited,
         dropped=tuple(dropped),
         call=call,
         kept_on_failure=not parsed.ok,
+        quotes=quotes,
+        forged=forged,
     )
+
+
+def _quotes(reason: str, paragraphs: list[tuple[int, str]]):
+    """The reason's quotes checked against the paragraphs as the agent was shown them."""
+    shown = dict(agents.shown_evidence(paragraphs))
+    return grounding.find_quotes(reason, shown, dict(paragraphs))
 
 
 def run_finder(
@@ -99,15 +112,69 @@ def interpret(
         lambda retry: agents.interpreter_request(question, packet.evidence(), previous=previous, retry=retry),
         lambda raw: agents.parse_reply(raw, question),
     )
-    cited, dropped = agents.split_citations(parsed.reason, set(packet.ids))
+    quotes, forged = _quotes(parsed.reason, packet.evidence())
+    _, dropped = agents.split_citations(parsed.reason, set(packet.ids))
     return AgentCall(
         answer=parsed.answer,
         reason=parsed.reason,
-        cited=tuple(cited),
+        cited=tuple(dict.fromkeys(q.id for q in quotes)),
         dropped=tuple(dropped),
         problem=parsed.problem,
         call=call,
+        quotes=quotes,
+        forged=forged,
     )
+
+
+def decide(
+    question: Question,
+    final: AgentCall | None,
+    packet: Packet,
+    mode: str = "generative",
+    retrieved: list[tuple[int, str]] | None = None,
+) -> Answer:
+    """What is presented as the answer, and whether the quotes support it.
+
+    Open questions: "generative" keeps the Interpreter's words (cut where they start to
+    repeat) only if its quotes cover them, else nothing is presented (not determined from
+    the text) and the best evidence is shown: the sentence of the packet, or else of the
+    `retrieved` paragraphs, sharing most words with the question; "extractive" answers with the best-supported quote: of the Interpreter's
+    quotes, else of the packet, the one sharing most words with the question. Labels (mcq,
+    claim) stand as chosen; whether the quotes bear on them is recorded.
+    """
+    if final is None or final.answer is None:
+        return Answer(None, None, mode, False)
+    if question.kind != "open":
+        supported = grounding.supports_label(question, final.answer, final.quotes)
+        return Answer(final.answer, final.answer, mode, supported, final.quotes)
+    if mode == "extractive":
+        quoted = [(q.id, q.text) for q in final.quotes]
+        best = grounding.best_sentence(question.text, quoted) or grounding.best_sentence(
+            question.text, packet.evidence()
+        )
+        if best is None:  # nothing to quote: not determined, the best retrieved sentence shown
+            shown = grounding.best_sentence(question.text, retrieved or [])
+            return Answer(None, final.answer, mode, False, final.quotes + ((shown,) if shown else ()))
+        if best.id in {q.id for q in final.quotes}:  # offsets into the paragraph, not the quote
+            best = _within(best, final.quotes)
+        return Answer(best.text, final.answer, mode, True, (best,))
+    text = grounding.cut_repetition(final.answer)
+    if grounding.covers(text, final.quotes):
+        return Answer(text, final.answer, mode, True, final.quotes)
+    # not presented as the answer; the best evidence is shown instead
+    best = grounding.best_sentence(question.text, packet.evidence()) or grounding.best_sentence(
+        question.text, retrieved or []
+    )
+    shown = final.quotes + ((best,) if best and best not in final.quotes else ())
+    return Answer(None, final.answer, mode, False, shown)
+
+
+def _within(found: Quote, quotes: tuple[Quote, ...]) -> Quote:
+    """A sentence found inside one of `quotes` (offsets relative to it), as a span of the paragraph."""
+    for q in quotes:
+        if q.id == found.id and q.text[found.start : found.end] == found.text:
+            return Quote(q.id, found.text, q.start + found.start, q.start + found.end)
+    return found
 
 
 def prompt_fits(backend: Backend, request: GenerationRequest) -> bool:
@@ -136,6 +203,7 @@ def answer(
     self_check: bool | None = None,
     progress: Progress | None = None,
     packet: Packet | None = None,
+    answer_mode: str = "generative",
 ) -> Trace:
     """Run the Finder over the first `budget.read` segments, pack, interpret, self-check.
 
@@ -143,6 +211,8 @@ def answer(
     """
     t0 = time.perf_counter()
     verdicts: tuple[Verdict, ...] = ()
+    # the best evidence shown when the answer is withheld may come from what the Finder read
+    retrieved = _paragraphs(document, segments[: budget.read]) if packet is None else None
     if packet is None:
         verdicts = run_finder(finder, document, segments[: budget.read], question, workers, progress)
     t1 = time.perf_counter()
@@ -161,6 +231,7 @@ def answer(
             progress("self-check", 0, 1)
         checked = interpret(interpreter, question, packet, previous=(first.answer, first.reason))
     t3 = time.perf_counter()
+    final = checked if checked is not None and checked.answer is not None else first
     return Trace(
         document=document,
         question=question,
@@ -182,4 +253,9 @@ def answer(
             "interpreter": round(t2 - t1, 3),
             "self_check": round(t3 - t2, 3),
         },
+        outcome=decide(question, final, packet, answer_mode, retrieved),
     )
+
+
+def _paragraphs(document: Document, segments) -> list[tuple[int, str]]:
+    return [(pid, document.paragraph(pid).text) for s in segments for pid in s.ids]

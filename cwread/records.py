@@ -32,6 +32,19 @@ class Question:
 
 
 @dataclass(frozen=True)
+class Quote:
+    """A verbatim span of the book: paragraph `id`, characters [start, end) of its text."""
+
+    id: int
+    text: str
+    start: int
+    end: int
+
+
+Forged = tuple[int, str]  # (id, text) of a quote that is not in its paragraph: never shown as support
+
+
+@dataclass(frozen=True)
 class ModelCall:
     """One agent call as the backend served it, after a retry if the first reply was unreadable."""
 
@@ -57,6 +70,8 @@ class Verdict:
     dropped: tuple[int, ...] = ()  # cited ids the Finder was not shown
     call: ModelCall = NO_CALL
     kept_on_failure: bool = False  # unparseable after a retry: kept, recall first
+    quotes: tuple[Quote, ...] = ()  # its clue, found in the segment
+    forged: tuple[Forged, ...] = ()
 
     @property
     def parsed_first_try(self) -> bool:
@@ -69,10 +84,12 @@ class AgentCall:
 
     answer: str | None
     reason: str
-    cited: tuple[int, ...]
-    dropped: tuple[int, ...]
+    cited: tuple[int, ...]  # ids of its quotes that are in the book
+    dropped: tuple[int, ...]  # ids it cited that it was not shown
     problem: str | None
     call: ModelCall
+    quotes: tuple[Quote, ...] = ()  # found verbatim in the paragraphs it was shown
+    forged: tuple[Forged, ...] = ()  # quoted but not there: dropped and counted
 
     @property
     def parsed_first_try(self) -> bool:
@@ -129,6 +146,28 @@ class FindResult:
         return self.segments[: self.budget.read]
 
 
+ANSWER_MODES = ("generative", "extractive")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What cwread presents: the answer (None: not determined from the text, or no readable
+    reply) and the quotes that support it."""
+
+    text: str | None
+    model_answer: str | None  # what the Interpreter wrote (None: no readable reply)
+    mode: str  # "generative": the Interpreter's words; "extractive": its best-supported quote
+    supported: bool  # the quotes back the answer (open: cover its content words)
+    quotes: tuple[Quote, ...] = ()
+
+    @property
+    def abstained(self) -> bool:
+        return self.model_answer is not None and self.text is None
+
+
+NO_ANSWER = Answer(None, None, "generative", False)
+
+
 @dataclass(frozen=True)
 class Trace:
     """Everything one question produced, for the Rich view, `--json` and the eval harness."""
@@ -146,6 +185,7 @@ class Trace:
     self_check_triggered: bool
     models: dict[str, str] = field(hash=False)
     timings: dict[str, float] = field(default_factory=dict, hash=False)
+    outcome: Answer = NO_ANSWER
 
     @property
     def final(self) -> AgentCall | None:
@@ -156,7 +196,8 @@ class Trace:
 
     @property
     def answer(self) -> str | None:
-        return self.final.answer if self.final else None
+        """The answer cwread stands behind; None when the text does not determine one."""
+        return self.outcome.text
 
     @property
     def reason(self) -> str:
@@ -164,7 +205,8 @@ class Trace:
 
     @property
     def citations(self) -> list[int]:
-        return list(self.final.cited) if self.final else []
+        """Paragraphs whose quotes support the answer, in order of first quote."""
+        return list(dict.fromkeys(q.id for q in self.outcome.quotes))
 
     @property
     def agent_calls(self) -> list[AgentCall]:

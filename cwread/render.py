@@ -135,35 +135,59 @@ def find_view(result: FindResult, limit: int) -> None:
 
 
 def answer_view(trace: Trace) -> None:
+    """The answer (or "not determined from the text"), then each supporting quote highlighted
+    inside its paragraph; the model's own words are shown only where its quotes cover them."""
     out = stdout()
     doc = trace.document
     question = trace.question
+    outcome = trace.outcome
     head = Text()
     head.append("Answer: ", style="bold")
-    answer = trace.answer if trace.answer is not None else "(none)"
-    head.append(answer, style="bold green" if trace.answer is not None else "bold red")
-    if question.kind == "mcq" and trace.answer in question.options:
-        head.append(f"  {question.options[trace.answer]}")
-    body = Text()
-    body.append_text(head)
-    if trace.reason:
-        body.append("\n\n")
-        body.append(trace.reason)
+    if trace.answer is not None:
+        head.append(trace.answer, style="bold green")
+        if question.kind == "mcq" and trace.answer in question.options:
+            head.append(f"  {question.options[trace.answer]}")
+        if outcome.mode == "extractive" and question.kind == "open":
+            head.append("  (quoted from the text)", style="dim")
+    elif outcome.abstained:
+        head.append("not determined from the text", style="bold yellow")
+        head.append(
+            f"\nThe model answered {outcome.model_answer!r}, but its quotes do not say so.", style="dim"
+        )
+    else:
+        head.append("(none)", style="bold red")
+    if trace.answer is not None and not outcome.supported:
+        if outcome.quotes:
+            head.append(
+                "\nThe quotes do not bear on this answer: read them before trusting it.", style="yellow"
+            )
+        else:
+            head.append("\nNo quote from the text backs this answer: treat it as a guess.", style="yellow")
     title = {"mcq": "multiple choice", "claim": "claim", "open": "question"}[question.kind]
-    out.print(Panel(body, title=f"{title}: {question.text}", title_align="left", border_style="green"))
-    if trace.citations:
-        out.print(Text("Cited paragraphs", style="bold"))
-        for pid in trace.citations:
-            out.print(_paragraph_line(pid, doc.paragraph(pid).text))
+    out.print(Panel(head, title=f"{title}: {question.text}", title_align="left", border_style="green"))
+    if outcome.quotes:
+        out.print(Text("Evidence" if outcome.supported else "Best evidence", style="bold"))
+        by_paragraph: dict[int, list[tuple[int, int]]] = {}
+        for q in outcome.quotes:
+            by_paragraph.setdefault(q.id, []).append((q.start, q.end))
+        for pid, spans in by_paragraph.items():
+            line = Text()
+            line.append(f"[{pid}] ", style="bold cyan")
+            line.append(doc.paragraph(pid).text)
+            for start, end in spans:
+                line.stylize("bold reverse", len(f"[{pid}] ") + start, len(f"[{pid}] ") + end)
+            out.print(line)
             out.print()
     kept = sum(v.decision == "YES" for v in trace.verdicts)
     tokens = trace.tokens()
     checked = "self-checked" if trace.self_check else "no self-check"
+    forged = sum(len(c.forged) for c in trace.agent_calls)
     out.print(
         Text(
             f"Finder kept {kept} of {len(trace.verdicts)} segments; packet {len(trace.packet.items)} "
             f"paragraphs ({', '.join(map(str, trace.packet.ids[:12]))}{'…' if len(trace.packet.items) > 12 else ''})"
             f"{' (fallback: nothing kept)' if trace.packet.fallback else ''}; {checked}; "
+            f"{f'{forged} quote(s) not in the text dropped; ' if forged else ''}"
             f"{tokens['prompt']} prompt tokens; {trace.timings.get('total', 0):.1f} s",
             style="dim",
         )

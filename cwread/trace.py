@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 from cwread import __version__
 from cwread.document import Document, Paragraph
-from cwread.records import AgentCall, DoctorReport, FindResult, IndexReport, Trace, Verdict
+from cwread.records import AgentCall, DoctorReport, FindResult, Forged, IndexReport, Quote, Trace, Verdict
 
 TRACE_VERSION = 1
 
@@ -112,10 +112,16 @@ def ask_json(trace: Trace) -> dict:
         "kind": trace.question.kind,
         "options": trace.question.options,
         "answer": trace.answer,
+        "answer_mode": trace.outcome.mode,
+        "model_answer": trace.outcome.model_answer,
+        "supported": trace.outcome.supported,
+        "abstained": trace.outcome.abstained,
+        "quotes": quotes_json(trace.outcome.quotes),
         "reason": trace.reason,
         "citations": trace.citations,
         "cited_paragraphs": [{"id": pid, "text": doc.paragraph(pid).text} for pid in trace.citations],
         "dropped_citations": list(final.dropped) if final else [],
+        "dropped_quotes": forged_json(final.forged) if final else [],
         "packet": [
             {"id": item.id, "text": item.text, "finder_reason": item.reason} for item in trace.packet.items
         ],
@@ -151,6 +157,8 @@ def _verdict_json(v: Verdict) -> dict:
         "decision": v.decision,
         "reason": v.reason,
         "cited": list(v.cited),
+        "quotes": quotes_json(v.quotes),
+        "dropped_quotes": forged_json(v.forged),
         "dropped_citations": list(v.dropped),
         "parsed_first_try": v.parsed_first_try,
         "kept_on_failure": v.kept_on_failure,
@@ -166,6 +174,8 @@ def _call_json(call: AgentCall | None) -> dict | None:
         "reason": call.reason,
         "raw": call.call.raw,
         "cited": list(call.cited),
+        "quotes": quotes_json(call.quotes),
+        "dropped_quotes": forged_json(call.forged),
         "dropped_citations": list(call.dropped),
         "parsed_first_try": call.parsed_first_try,
         "problem": call.problem,
@@ -174,3 +184,12 @@ def _call_json(call: AgentCall | None) -> dict | None:
         "seconds": round(call.call.seconds, 3),
         "cached": call.call.cached,
     }
+
+
+def quotes_json(quotes: tuple[Quote, ...]) -> list[dict]:
+    """Each quote with its paragraph id and character offsets into that paragraph's text."""
+    return [{"id": q.id, "quote": q.text, "start": q.start, "end": q.end} for q in quotes]
+
+
+def forged_json(forged: tuple[Forged, ...]) -> list[dict]:
+    return [{"id": pid, "quote": text} for pid, text in forged]

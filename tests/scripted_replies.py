@@ -1,4 +1,5 @@
-"""Reply functions for the scripted backend: deterministic stand-ins for the two agents."""
+"""Reply functions for the scripted backend: deterministic stand-ins for the two agents, which
+quote the evidence they are shown as a real model under cwread's grammar would."""
 
 from __future__ import annotations
 
@@ -7,30 +8,42 @@ import re
 from cwread.backends import GenerationRequest
 
 
+def _paragraphs(user: str) -> list[tuple[str, str]]:
+    """(id, text) of each paragraph in the <evidence> block of a prompt."""
+    block = user.split("<evidence>")[1].split("</evidence>")[0] if "<evidence>" in user else ""
+    return re.findall(r"^\[(\d+)\] ([^\n]*)", block, re.M)
+
+
+def quote_of(user: str, word: str) -> str:
+    """`[N] "sentence"` for the first shown sentence containing `word` ("" if none)."""
+    for pid, text in _paragraphs(user):
+        for sentence in re.split(r"(?<=[.!?])\s+", text):
+            if word.lower() in sentence.lower():
+                return f'[{pid}] "{sentence}"'
+    return ""
+
+
 def finder_reply(request: GenerationRequest) -> str:
-    """YES for segments mentioning 'medal', citing that paragraph; NO otherwise."""
+    """YES for segments mentioning 'medal', quoting that sentence; NO otherwise."""
     user = request.messages[-1][1]
-    segment = user.split("\n\nQuestion")[0].split("\n\nClaim")[0]
-    for m in re.finditer(r"\[(\d+)\] ([^\n]*)", segment):
-        if "medal" in m.group(2):
-            return f"<reason>[{m.group(1)}] mentions the medal.</reason>\n<answer>YES</answer>"
-    return "<reason>No clue here.</reason>\n<answer>NO</answer>"
+    quote = quote_of(user, "medal")
+    if quote:
+        return f"<reason>{quote}</reason>\n<answer>YES</answer>"
+    return "<reason>No clue for the question here.</reason>\n<answer>NO</answer>"
 
 
 def smart_interpreter(request: GenerationRequest) -> str:
-    """Answers from the evidence it is shown: picks the option/claim/answer the text supports."""
+    """Answers from the evidence it is shown: picks the option/claim/answer the text supports,
+    quoting the sentence it rests on."""
     user = request.messages[-1][1]
-    evidence = user.split("Question:")[0].split("Claim to verify")[0]
-    ids = re.findall(r"\[(\d+)\]", evidence)
-    cite = f"[{ids[0]}] " if ids else ""
+    evidence = " ".join(text for _, text in _paragraphs(user))
     if "Claim to verify" in user:
         claim = user.split("Claim to verify (TRUE or FALSE): ")[1].split("\n")[0]
         ok = "tin" in claim and "biscuit tin" in evidence
-        return f"<reason>{cite}checked</reason><answer>{'TRUE' if ok else 'FALSE'}</answer>"
+        return f"<reason>{quote_of(user, 'medal')}</reason><answer>{'TRUE' if ok else 'FALSE'}</answer>"
     if "Options:" in user:
         options = dict(re.findall(r"^\(([A-Z])\) (.*)$", user, re.M))
         pick = next((k for k, v in options.items() if "tin" in v and "biscuit tin" in evidence), "A")
-        return f"<reason>{cite}the tin</reason><answer>{pick}</answer>"
-    return (
-        f"<reason>{cite}the cat</reason><answer>{'Admiral' if 'Admiral' in evidence else 'unknown'}</answer>"
-    )
+        return f"<reason>{quote_of(user, 'tin')}</reason><answer>{pick}</answer>"
+    known = "Admiral" in evidence
+    return f"<reason>{quote_of(user, 'Admiral')}</reason><answer>{'Admiral' if known else 'unknown'}</answer>"

@@ -99,7 +99,9 @@ def test_finder_prompt_puts_the_segment_before_the_question():
     user = request.messages[-1][1]
     assert user.index("[3] a") < user.index("Question: Who?") < user.index("(A) x")
     assert request.temperature == 0
-    assert '"[3]" | "[4]"' in request.grammar  # only shown paragraphs can be cited
+    # only shown paragraphs can be quoted, and only with their own sentences
+    assert 'item ::= "[3] \\"" q3 "\\"" | "[4] \\"" q4 "\\""' in request.grammar
+    assert 'q3 ::= "a"' in request.grammar and agents.FINDER_NO_CLUE in request.grammar
     assert request.schema["properties"]["answer"]["enum"] == ["YES", "NO"]
     retry = finder_request(Question("Who?", "mcq", {"A": "x", "B": "y"}), 3, 4, "[3] a", retry=True)
     assert agents.FIRM_RETRY in retry.messages[-1][1]
@@ -109,21 +111,22 @@ def test_interpreter_prompt_and_grammar_per_kind():
     evidence = [(7, "She hid it."), (9, "He found it.")]
     mcq = interpreter_request(Question("Where?", "mcq", {"A": "x", "B": "y"}), evidence)
     assert "[7] She hid it." in mcq.messages[-1][1] and "(B) y" in mcq.messages[-1][1]
-    assert '"(B)"' in mcq.grammar and '"[9]"' in mcq.grammar and '"C"' not in mcq.grammar
+    assert '"(B)"' in mcq.grammar and '"[9] \\"" q9' in mcq.grammar and '"C"' not in mcq.grammar
+    assert 'q9 ::= "He found it."' in mcq.grammar and mcq.repeat_penalty > 1
     claim = interpreter_request(Question("She hid it.", "claim"), evidence)
     assert "Claim to verify" in claim.messages[-1][1] and '"TRUE"' in claim.grammar
     check = interpreter_request(Question("She hid it.", "claim"), evidence, previous=("TRUE", "[7] says so"))
     assert check.messages[0][1] == agents.SELF_CHECK_SYSTEM
     assert "Previous answer: TRUE" in check.messages[-1][1]
     empty = interpreter_request(Question("Why?", "open"), [])
-    assert "no evidence was found" in empty.messages[-1][1] and "cite ::=" not in empty.grammar
-    # a free-form answer cannot smuggle in bracketed "citations" of paragraphs never shown
-    assert "answer ::= [^<\\n\\[\\]]" in empty.grammar
+    assert "no evidence was found" in empty.messages[-1][1] and "item ::=" not in empty.grammar
+    # a free-form answer cannot smuggle in bracketed "citations" or quotes
+    assert r'answer ::= [^<\n\[\]"]' in empty.grammar
 
 
-def test_grammar_without_ids_has_no_citation_rule():
+def test_grammar_without_evidence_has_no_quote_rule():
     grammar = answer_grammar("open", finder=True)
-    assert grammar.startswith('root ::= "<reason>"') and "cite" not in grammar
+    assert grammar.startswith('root ::= "<reason>"') and "item ::=" not in grammar
 
 
 @pytest.mark.parametrize(

@@ -84,7 +84,7 @@ def scripted_selection(interpreter_replies, finder=finder_reply):
 def test_open_question_end_to_end(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(
-        ["<reason>[5] She kept it in a biscuit tin [5].</reason><answer>In a tin</answer>"]
+        ["<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>In a tin</answer>"]
     )
     question = api.make_question("Where did she keep the medal?")
     trace = api.ask(doc, question, selection=selection, use_cache=False)
@@ -102,8 +102,8 @@ def test_mcq_with_self_check_that_changes_the_answer(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(
         [
-            "<reason>[5] the medal.</reason><answer>A</answer>",
-            "<reason>[5] it was a tin, so B.</reason><answer>(B)</answer>",
+            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>A</answer>",
+            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>(B)</answer>",
         ]
     )
     trace = api.ask(
@@ -121,8 +121,8 @@ def test_claim_always_self_checks_and_drops_invalid_citations(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(
         [
-            "<reason>[5] and [99] support it.</reason><answer>true</answer>",
-            "<reason>[5] confirms; [77] too.</reason><answer>TRUE</answer>",
+            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\" and [99] \"support it\"</reason><answer>true</answer>",
+            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"; [77] \"too\"</reason><answer>TRUE</answer>",
         ]
     )
     trace = api.ask(
@@ -134,6 +134,7 @@ def test_claim_always_self_checks_and_drops_invalid_citations(story, cache_dir):
     assert trace.question.kind == "claim" and trace.answer == "TRUE"
     assert trace.citations == [5] and trace.final.dropped == (77,)
     assert trace.interpreter.dropped == (99,)
+    assert trace.final.forged == ((77, "too"),) and trace.outcome.supported
 
 
 def test_unparseable_finder_reply_is_retried_then_kept(story, cache_dir):
@@ -148,7 +149,7 @@ def test_unparseable_finder_reply_is_retried_then_kept(story, cache_dir):
 
 def test_retry_that_parses_counts_as_not_first_try(story, cache_dir):
     doc = api.open_document(str(story))
-    finder = ScriptedBackend(["garbage", "<reason>[2] yes</reason><answer>YES</answer>"])
+    finder = ScriptedBackend(["garbage", '<reason>[2] "Martha Quill kept the lighthouse on Gannet Rock"</reason><answer>YES</answer>'])
     [v] = run_finder(finder, doc, [Segment(1, 2, "anchor", 1.0)], Question("q", "open"))
     assert v.decision == "YES" and not v.kept_on_failure and not v.parsed_first_try and v.cited == (2,)
 

@@ -38,10 +38,8 @@ def test_warm_start_targets_follow_the_format_and_the_label(finder):
         cited = agents.extract_citations(parsed.reason)
         if e["label"] == "YES":
             assert cited == e["gold_ids"][:1]
-            quote = e["target"].split('says "', 1)[1].split('"</reason>')[0].removesuffix("...")
-            assert quote.replace("(", "[").replace(")", "]")[:40] in e["prompt"][-1]["content"].replace(
-                "(", "["
-            ).replace(")", "]")
+            quote = e["target"].split('"', 1)[1].rsplit('"</reason>', 1)[0]
+            assert quote in e["prompt"][-1]["content"]  # a sentence of the paragraph as shown
             assert finder_score(e["target"], "YES", e["gold_ids"]) >= FINDER_FORMAT + FINDER_YES
         else:
             assert cited == []
@@ -67,7 +65,7 @@ def test_finder_prompts_are_cwreads_own(finder):
     s, t = e["segment"]
     user = e["prompt"][-1]["content"]
     assert e["prompt"][0]["content"] == agents.FINDER_SYSTEM
-    assert user.startswith(f"Segment (paragraphs {s}-{t}):\n[{s}] ")
+    assert user.startswith(f"Segment (paragraphs {s}-{t}):\n<evidence>\n[{s}] ")
 
 
 def test_hard_negatives_share_words_with_the_question(finder):

@@ -17,11 +17,10 @@ from __future__ import annotations
 import csv
 import json
 import random
-import re
 from dataclasses import replace
 from pathlib import Path
 
-from cwread import agents, lexical
+from cwread import agents, grounding, lexical
 from cwread.cache import write_file_atomic
 from cwread.document import document_from_bytes
 from cwread.packing import pack_segments
@@ -76,34 +75,28 @@ def stories(split_dir: Path):
         yield name, doc, questions
 
 
-_SENTENCE = re.compile(r"(?<=[.!?\"'])\s+(?=[A-Z\"'])")
 
 
-def clue_sentence(text: str, question: str, max_chars: int = 150) -> str:
-    """The sentence of `text` sharing the most content words with the question, shortened."""
-    wanted = {w for w in re.findall(r"[a-z']+", question.lower()) if w not in lexical.STOPWORDS}
-    sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()] or [text]
-    best = max(sentences, key=lambda s: len(wanted & set(re.findall(r"[a-z']+", s.lower()))))
-    best = best.replace("[", "(").replace("]", ")").replace("<", "").replace("\n", " ")
-    if len(best) > max_chars:
-        best = best[:max_chars].rsplit(" ", 1)[0] + "..."
-    return best
+def clue_sentence(text: str, question: str) -> str:
+    """The sentence of `text` (as an agent is shown it) sharing the most content words with the
+    question, else its first: a quote cwread's grammar would let the model write."""
+    shown = agents.shown_evidence([(0, text)])[0][1]
+    best = grounding.best_sentence(question, [(0, shown)])
+    if best is not None:
+        return best.text
+    start, end = grounding.sentence_spans(shown)[0]
+    return shown[start:end]
 
 
 def _cited_clue(doc, pid: int, question: str) -> str:
-    return f'[{pid}] says "{clue_sentence(doc.paragraph(pid).text, question)}"'
+    return f'[{pid}] "{clue_sentence(doc.paragraph(pid).text, question)}"'
 
 
 def finder_target(doc, question: str, label: str, gold_in_segment: list[int]) -> str:
     """A reference reply for the format warm start: the clue sentence of the first gold
     paragraph (YES), or an explicit no-clue rationale without ids (NO). Only the shape is
     meant to be learnt here; GRPO's rewards decide what is kept after it."""
-    if label == "YES":
-        reason = _cited_clue(doc, gold_in_segment[0], question)
-    else:
-        reason = (
-            "These paragraphs do not mention what the question asks about; nothing here is relevant to it."
-        )
+    reason = _cited_clue(doc, gold_in_segment[0], question) if label == "YES" else agents.FINDER_NO_CLUE
     return f"<reason>{reason}</reason>\n<answer>{label}</answer>"
 
 

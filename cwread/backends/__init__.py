@@ -23,6 +23,7 @@ class GenerationRequest:
     stop: tuple[str, ...] = ()
     grammar: str | None = None
     schema: dict | None = field(default=None, hash=False, compare=False)
+    repeat_penalty: float = 1.0  # > 1 discourages repeating recent tokens (loops)
 
     def cache_key_fields(self) -> dict:
         return {
@@ -33,6 +34,7 @@ class GenerationRequest:
             "stop": list(self.stop),
             "grammar": self.grammar,
             "schema": self.schema,
+            "repeat_penalty": self.repeat_penalty,
         }
 
 
@@ -49,6 +51,7 @@ class Backend(Protocol):
     name: str  # "ollama", "embedded", "scripted"
     model: str
     concurrency: int  # calls worth running at once
+    # optional: `small = True` for a model too small to write answers (answers go extractive)
 
     def generate(self, request: GenerationRequest) -> Generation: ...
 

@@ -25,6 +25,7 @@ class CachedBackend:
         self.name = inner.name
         self.model = inner.model
         self.concurrency = inner.concurrency
+        self.small = getattr(inner, "small", False)
         self.directory = directory or cache_root() / "calls"
         self.hits = 0
 

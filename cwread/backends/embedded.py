@@ -19,6 +19,7 @@ from cwread.backends import Generation, GenerationRequest
 from cwread.errors import ModelError
 
 DEFAULT_NUM_CTX = 8192
+SMALL_MODEL_BYTES = 300_000_000  # below this a GGUF is a model too small to write answers (135M)
 _SERVERS: dict[tuple[str, int, str], object] = {}  # (model, context, adapter)
 _SERVERS_LOCK = threading.Lock()
 
@@ -98,6 +99,7 @@ class EmbeddedBackend:
         if self.lora is not None:  # by content: a retrained adapter must not hit old cached calls
             digest = hashlib.sha256(self.lora.read_bytes()).hexdigest()[:16]
             self.identity += f"+{self.lora.name}:{digest}"
+        self.small = path.stat().st_size < SMALL_MODEL_BYTES
         self.num_ctx = num_ctx
         self._threads = threads or max(1, os.cpu_count() or 1)
         self._lock = threading.Lock()
@@ -115,6 +117,8 @@ class EmbeddedBackend:
             body["stop"] = list(request.stop)
         if request.grammar:
             body["grammar"] = request.grammar
+        if request.repeat_penalty != 1.0:
+            body["repeat_penalty"] = request.repeat_penalty
         t0 = time.perf_counter()
         with self._lock:
             try:

@@ -78,6 +78,8 @@ class OllamaBackend:
         }
         if request.stop:
             options["stop"] = list(request.stop)
+        if request.repeat_penalty != 1.0:
+            options["repeat_penalty"] = request.repeat_penalty
         use_schema = self.structured and request.schema is not None
         t0 = time.perf_counter()
         try:
@@ -132,4 +134,11 @@ def json_reply_to_tags(text: str) -> str:
         return text
     if not isinstance(data, dict) or "answer" not in data:
         return text
-    return f"<reason>{data.get('reason', '')}</reason>\n<answer>{data['answer']}</answer>"
+    quotes = data.get("quotes")
+    if isinstance(quotes, list) and quotes:
+        # the quotes are the reason; each is checked against the book after parsing
+        items = [f'[{q.get("id")}] "{q.get("quote", "")}"' for q in quotes if isinstance(q, dict)]
+        reason = " ".join(items)
+    else:
+        reason = str(data.get("reason", ""))
+    return f"<reason>{reason}</reason>\n<answer>{data['answer']}</answer>"

@@ -169,6 +169,7 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
             self_check=run.self_check,
             progress=progress,
             notice=None if quiet else render.notice,
+            answer_mode=run.answer,
         )
     data = trace.ask_json(result)
     if run.trace is not None:
@@ -177,6 +178,12 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
         render.print_json(data)
     elif not quiet:
         render.answer_view(result)
+    if result.outcome.abstained:
+        raise AnswerError(
+            f"not determined from the text: the quotes do not cover the model's answer "
+            f"{result.outcome.model_answer!r}; the best evidence is shown",
+            quiet=quiet,
+        )
     if result.answer is None:
         problem = result.final.problem if result.final else "no reply"
         raise AnswerError(f"no parseable answer after a retry ({problem})", quiet=quiet)
@@ -285,7 +292,7 @@ def eval_command(
             "--method",
             "-m",
             help="pipeline, no-self-check, no-finder, direct, bm25-rag, dense-rag, closed-book, "
-            "finder, retrieval (repeat; default: all that need a model, plus retrieval).",
+            "extractive, finder, retrieval (repeat; default: all).",
         ),
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N records.")] = None,
@@ -308,6 +315,9 @@ def eval_command(
     embedder: EmbedderOpt = "minilm-static",
     settings: Any = None,
     no_cache: NoCacheFlag = False,
+    answer: Annotated[
+        str, typer.Option("--answer", help="Open answers for every method: generative, extractive or auto.")
+    ] = "auto",
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
@@ -333,6 +343,7 @@ def eval_command(
         embedder=embedder,
         settings=settings,
         use_cache=not no_cache,
+        answer_mode=answer,
     )
     with render.progress() as progress:
         result = evaluate(options, progress, render.notice)

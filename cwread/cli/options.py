@@ -191,6 +191,7 @@ class AnswerRun:
     json_out: bool
     trace: str | None
     encoding: str | None
+    answer: str
 
 
 ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
@@ -201,6 +202,18 @@ ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
     "json_out": (JsonFlag, False),
     "trace": (TraceOpt, None),
     "encoding": (EncodingOpt, None),
+    "answer": (
+        Annotated[
+            str,
+            typer.Option(
+                "--answer",
+                help="Open questions: generative (the model's words, shown only if its quotes cover "
+                "them), extractive (its best-supported quote), or auto (extractive for a model too "
+                "small to write, such as the embedded default).",
+            ),
+        ],
+        "auto",
+    ),
 }
 answer_options = _option_group(
     "run", ANSWER_OPTIONS, lambda no_cache, **v: AnswerRun(use_cache=not no_cache, **v)

@@ -5,6 +5,8 @@
 - direct: the text from its start, cut where the model's context ends, in one call;
 - bm25-rag / dense-rag: top paragraphs of one retriever, in story order, under B_c;
 - closed-book: no text at all (what the model knows of a famous book);
+- extractive: no model; the sentence of the retrieved anchor segments (packed under B_c)
+  that shares most words with the question is the answer (open questions);
 - finder: the Finder alone on the segments the pipeline reads, scored against gold evidence
   (YES-recall, precision, keep rate); no Interpreter, so no answer;
 - retrieval: no model; where anchors and segments fall against gold evidence.
@@ -32,6 +34,7 @@ class EvalContext:
     budget: api.Budget
     embedder: str
     permute_options: bool = False
+    answer_mode: str = "generative"  # for open questions, the same for every method
     documents: dict[str, Document] = field(default_factory=dict)
     _last_find: tuple[str, api.FindResult] | None = None
 
@@ -65,21 +68,25 @@ class Method:
 
 
 def _interpret(ctx: EvalContext, question: Question, found: api.FindResult, packet: Packet) -> Trace:
-    return api.interpret_packet(question, found, packet, ctx.selection, self_check=False)
+    return api.interpret_packet(
+        question, found, packet, ctx.selection, self_check=False, answer_mode=ctx.answer_mode
+    )
 
 
 def pipeline(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
-    return api.run_pipeline(question, found, ctx.selection)
+    return api.run_pipeline(question, found, ctx.selection, answer_mode=ctx.answer_mode)
 
 
 def no_self_check(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
-    return api.run_pipeline(question, found, ctx.selection, self_check=False)
+    return api.run_pipeline(question, found, ctx.selection, self_check=False, answer_mode=ctx.answer_mode)
 
 
 def no_finder(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
     anchors = [s for s in found.segments if s.source == "anchor"]
     packet = api.segments_packet(found.document, anchors, ctx.budget, ctx.selection.interpreter, question)
-    return api.interpret_packet(question, found, packet, ctx.selection, self_check=None)
+    return api.interpret_packet(
+        question, found, packet, ctx.selection, self_check=None, answer_mode=ctx.answer_mode
+    )
 
 
 def direct(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
@@ -112,6 +119,12 @@ def closed_book(ctx: EvalContext, record: Record, question: Question, found: api
     return _interpret(ctx, question, found, api.packet_of(found.document, []))
 
 
+def extractive(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
+    anchors = [s for s in found.segments if s.source == "anchor"]
+    packet = api.segments_packet(found.document, anchors, ctx.budget, None, question)
+    return api.extractive_trace(question, found, packet)
+
+
 def finder(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
     verdicts = api.judge_segments(ctx.selection.finder, found.document, found.read, question)
     return api.trace_without_answer(found, verdicts)
@@ -129,6 +142,7 @@ METHODS: dict[str, Method] = {
     "bm25-rag": Method(_rag("bm25")),
     "dense-rag": Method(_rag("dense")),
     "closed-book": Method(closed_book),
+    "extractive": Method(extractive, needs_model=False),
     "finder": Method(finder, fields=rows.finder_fields),
     "retrieval": Method(retrieval, fields=rows.retrieval_fields, needs_model=False),
 }

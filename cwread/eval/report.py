@@ -60,6 +60,7 @@ def summarize(rows: list[dict]) -> dict:
             entry["finder_format_first_try"] = _ratio(
                 sum(r.get("finder_parsed_first_try", 0) for r in group), calls
             )
+            entry["grounding"] = _grounding(group, answered)
             labelled = [r for r in group if r["kind"] in ("mcq", "claim")]
             entry["answer_distribution"] = metrics.answer_distribution([r.get("answer") for r in labelled])
         if method != "retrieval":
@@ -97,6 +98,32 @@ def summarize(rows: list[dict]) -> dict:
         if golds:
             summary["baselines"][kind] = metrics.constant_baselines(golds)
     return summary
+
+
+def _grounding(group: list[dict], answered: list[dict]) -> dict:
+    """Quote fidelity (shown quotes found verbatim in the book), quotes dropped as not in the
+    book, cited-gold precision, supported-answer and abstention rates, claim-pair consistency."""
+    with_gold = [r for r in group if "cited_gold" in r]
+    pairs: dict = {}
+    for r in group:
+        if r["kind"] == "claim" and r.get("pair") is not None:
+            pairs.setdefault(r["pair"], []).append(r.get("answer"))
+    complete = [a for a in pairs.values() if len(a) == 2]
+    return {
+        "quote_fidelity": _ratio(
+            sum(r.get("quotes_verbatim", 0) for r in group), sum(r.get("quotes_shown", 0) for r in group)
+        ),
+        "quotes_dropped_per_record": sum(r.get("quotes_dropped", 0) for r in group) / len(group),
+        "cited_gold_precision": _ratio(
+            sum(r["cited_gold"] for r in with_gold), sum(r.get("cited", 0) for r in with_gold)
+        ),
+        "supported_rate": _ratio(sum(bool(r.get("supported")) for r in answered), len(answered)),
+        "abstention_rate": _ratio(sum(bool(r.get("abstained")) for r in group), len(group)),
+        "claim_pair_consistency": _ratio(
+            sum(a[0] is not None and a[1] is not None and a[0] != a[1] for a in complete), len(complete)
+        ),
+        "claim_pairs": len(complete),
+    }
 
 
 def _fmt(value, pct: bool = True) -> str:
@@ -141,6 +168,27 @@ def report_markdown(summary: dict, meta: dict) -> str:
             f"| {_fmt(e.get('finder_calls_per_record'), False)} | {_fmt(e.get('prompt_tokens_per_record'), False)} "
             f"| {_fmt(e.get('seconds_per_record'), False)} | {_fmt(e.get('cached_call_share'))} |"
         )
+    grounded = {m: e["grounding"] for m, e in summary["methods"].items() if e.get("grounding")}
+    if grounded:
+        lines += [
+            "",
+            "## Grounding",
+            "",
+            "Quote fidelity: shown quotes found verbatim in the book (must be 100%); dropped: quotes not in",
+            "their paragraph, per record (never shown); cited gold: cited paragraphs that are gold evidence;",
+            "supported: readable answers their quotes back; abstained: answers withheld as not determined from",
+            "the text; claim pairs consistent: a claim and its negation given different labels.",
+            "",
+            "| method | quote fidelity % | dropped/record | cited gold % | supported % | abstained % "
+            "| claim pairs consistent % |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for method, g in grounded.items():
+            lines.append(
+                f"| {method} | {_fmt(g['quote_fidelity'])} | {_fmt(g['quotes_dropped_per_record'], False)} "
+                f"| {_fmt(g['cited_gold_precision'])} | {_fmt(g['supported_rate'])} | {_fmt(g['abstention_rate'])} "
+                f"| {_fmt(g['claim_pair_consistency'])} (n={g['claim_pairs']}) |"
+            )
     finders = {m: e["finder"] for m, e in summary["methods"].items() if e.get("finder")}
     if finders:
         lines += [

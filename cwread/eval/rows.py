@@ -27,6 +27,8 @@ def evidence_fields(record: Record, found: FindResult, trace: Trace | None = Non
         "evidence_read_hits": metrics.recall(gold, {p for s in found.read for p in s.ids})[0],
     }
     if trace is not None:
+        out["cited"] = len(trace.citations)
+        out["cited_gold"] = len(set(trace.citations) & set(gold))
         kept = kept_paragraphs(trace)
         if kept is not None:
             out["evidence_yes_hits"] = metrics.recall(gold, kept)[0]
@@ -65,13 +67,23 @@ def verdict_counts(verdicts: tuple[Verdict, ...]) -> dict:
 
 def trace_fields(trace: Trace) -> dict:
     final = trace.final
+    outcome = trace.outcome
     calls = [v.call for v in trace.verdicts] + [c.call for c in trace.agent_calls]
     return {
         "answer": trace.answer,
-        "parsed": trace.answer is not None,
+        "model_answer": outcome.model_answer,
+        "parsed": outcome.model_answer is not None,
+        "supported": outcome.supported,
+        "abstained": outcome.abstained,
         "parsed_first_try": bool(trace.interpreter and trace.interpreter.parsed_first_try),
-        "citations": list(final.cited) if final else [],
+        "citations": trace.citations,
         "invalid_citations": list(final.dropped) if final else [],
+        # every quote shown is re-read from the book: fidelity must be 100%
+        "quotes_shown": len(outcome.quotes),
+        "quotes_verbatim": sum(
+            trace.document.paragraph(q.id).text[q.start : q.end] == q.text for q in outcome.quotes
+        ),
+        "quotes_dropped": sum(len(c.forged) for c in trace.agent_calls),
         **verdict_counts(trace.verdicts),
         "self_checked": trace.self_check is not None,
         "prompt_tokens": trace.tokens()["prompt"],

@@ -12,7 +12,7 @@ from pathlib import Path
 from cwread import api
 from cwread.errors import InputError, Interrupted
 from cwread.eval import rows
-from cwread.eval.methods import METHODS, MODEL_METHODS, EvalContext
+from cwread.eval.methods import METHODS, EvalContext
 from cwread.eval.records import Record, load_records, rotations, spread_sample
 from cwread.eval.report import report_markdown, summarize
 
@@ -107,7 +107,7 @@ class EvalOptions:
     """What `cwread eval` was asked to do (see its help)."""
 
     data: str
-    methods: tuple[str, ...] = ()  # empty: every model method, plus retrieval
+    methods: tuple[str, ...] = ()  # empty: every method
     limit: int | None = None
     spread: bool = False
     out: str | None = None
@@ -118,6 +118,7 @@ class EvalOptions:
     embedder: str = "minilm-static"
     settings: api.BackendSettings | None = None
     use_cache: bool = True
+    answer_mode: str = "auto"  # open questions: generative, extractive, or auto (by model size)
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def evaluate(
     options: EvalOptions, progress: Progress | None = None, notice: Callable[[str], None] | None = None
 ) -> EvalResult:
     """Run every (record, method), save rows and the report as asked, and summarise."""
-    methods = list(options.methods) or [*MODEL_METHODS, "retrieval"]
+    methods = list(options.methods) or list(METHODS)
     for m in methods:
         if m not in METHODS:
             raise InputError(f"unknown method {m!r}; choose from: {', '.join(METHODS)}")
@@ -147,7 +148,8 @@ def evaluate(
         selection = api.backends(options.settings, use_cache=options.use_cache)
         if notice:
             notice(selection.why)
-    ctx = EvalContext(selection, budget, options.embedder, options.permute_options)
+    mode = api.resolve_answer_mode(options.answer_mode, selection) if selection else "generative"
+    ctx = EvalContext(selection, budget, options.embedder, options.permute_options, mode)
     out_path = Path(options.out) if options.out else None
     done: list[dict] = []
     try:
@@ -169,7 +171,7 @@ def evaluate(
         "models": models,
         "settings": f"preset {budget.preset} (anchors {budget.anchors}, read {budget.read}, N_E {budget.n_e}, "
         f"P_r {budget.p_r}, P_w {budget.p_w}, B_c {budget.b_c}), embedder {options.embedder}"
-        f"{', permuted options' if options.permute_options else ''}, {len(records)} records",
+        f"{', permuted options' if options.permute_options else ''}, {mode} open answers, {len(records)} records",
     }
     if options.report:
         api.write_output_file(options.report, report_markdown(summary, meta), "--report")

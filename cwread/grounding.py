@@ -1,0 +1,185 @@
+"""Grounding: quotes that are in the book, answers they support, and a book that cannot speak.
+
+Pure functions over text:
+- `neutralise`: what an agent is shown of a paragraph. Tag-like text (`</answer>`) and
+  bracketed numbers (`[99999]`) in the book are defused, one character for one, so offsets
+  into the shown text are offsets into the book.
+- `sentence_spans`: the sentences (or clauses of very long ones) a quote may be.
+- `find_quotes`: the `[N] "quote"` items of a reason, each checked against paragraph N as
+  shown (case, whitespace and quote marks normalised); a quote not there is forged.
+- `covers` / `supports_label`: whether quotes back an answer.
+- `best_sentence`: the model-free extractive answer (most question words shared).
+- `cut_repetition`: an answer stops where it starts repeating itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from cwread.lexical import STOPWORDS
+from cwread.records import Question, Quote
+
+MAX_QUOTE_CHARS = 240  # longer sentences are offered as clauses, so a quote stays short
+
+_TAG = re.compile(r"<\s*/?\s*[A-Za-z][\w-]*\s*/?\s*>")
+_BRACKETED_NUMBER = re.compile(r"\[\s*\d+(?:\s*[-–,]\s*\d+)*\s*\]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)]*\s+")
+_CLAUSE_END = re.compile(r"(?<=[,;:])\s+")
+_ITEM = re.compile(r'\[\s*(\d+)\s*\]\s*"(.*?)"(?=\s*(?:[;,]|and|also)?\s*(?:\[\s*\d+\s*\]|$))', re.S)
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_QUOTE_MARKS = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "`": "'"})
+
+
+def neutralise(text: str) -> str:
+    """The book's text as an agent sees it: tags and bracketed numbers defused, same length."""
+    text = _TAG.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), text)
+    return _BRACKETED_NUMBER.sub(lambda m: "(" + m.group(0)[1:-1] + ")", text)
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of `text`, clauses for sentences over MAX_QUOTE_CHARS."""
+    spans: list[tuple[int, int]] = []
+    for start, end in _split(text, 0, len(text), _SENTENCE_END):
+        if end - start <= MAX_QUOTE_CHARS:
+            spans.append((start, end))
+            continue
+        for c_start, c_end in _split(text, start, end, _CLAUSE_END):
+            while c_end - c_start > MAX_QUOTE_CHARS:  # no clause break: cut at a space
+                cut = text.rfind(" ", c_start, c_start + MAX_QUOTE_CHARS)
+                cut = cut if cut > c_start else c_start + MAX_QUOTE_CHARS
+                spans.append((c_start, cut))
+                c_start = cut + 1 if text[cut : cut + 1] == " " else cut
+            if c_end > c_start:
+                spans.append((c_start, c_end))
+    return spans
+
+
+def _split(text: str, start: int, end: int, boundary: re.Pattern) -> list[tuple[int, int]]:
+    spans = []
+    pos = start
+    for m in boundary.finditer(text, start, end):
+        if m.start() > pos:
+            spans.append((pos, m.start()))
+        pos = m.end()
+    if end > pos and text[pos:end].strip():
+        spans.append((pos, end))
+    return [(s, e) for s, e in spans if text[s:e].strip()]
+
+
+def _normalised(text: str) -> tuple[str, list[int]]:
+    """Lower-cased, quote marks straightened, whitespace runs as one space; with the index
+    in `text` of every kept character."""
+    out: list[str] = []
+    index: list[int] = []
+    space = False
+    for i, ch in enumerate(text.translate(_QUOTE_MARKS).lower()):
+        if ch.isspace():
+            space = bool(out)
+            continue
+        if space:
+            out.append(" ")
+            index.append(i - 1)
+            space = False
+        out.append(ch)
+        index.append(i)
+    return "".join(out), index
+
+
+def locate(quote: str, shown: str) -> tuple[int, int] | None:
+    """Where `quote` stands in `shown` (normalised match), as offsets into `shown`."""
+    needle, _ = _normalised(quote.strip())
+    needle = needle.strip(" .,;:!?\"'")
+    if len(needle) < 3:
+        return None
+    hay, index = _normalised(shown)
+    at = hay.find(needle)
+    if at < 0:
+        return None
+    return index[at], index[at + len(needle) - 1] + 1
+
+
+def find_quotes(
+    reason: str, shown: dict[int, str], book: dict[int, str] | None = None
+) -> tuple[tuple[Quote, ...], tuple[tuple[int, str], ...]]:
+    """The `[N] "quote"` items of `reason`: (quotes found in paragraph N as shown, with the
+    book's text at those offsets; (id, text) of the rest, which are never shown as support)."""
+    found: list[Quote] = []
+    forged: list[tuple[int, str]] = []
+    for m in _ITEM.finditer(reason or ""):
+        pid, text = int(m.group(1)), m.group(2)
+        span = locate(text, shown[pid]) if pid in shown else None
+        if span is None:
+            forged.append((pid, text))
+            continue
+        source = (book or shown)[pid]
+        quote = Quote(pid, source[span[0] : span[1]], span[0], span[1])
+        if quote not in found:
+            found.append(quote)
+    return tuple(found), tuple(forged)
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words that carry content (function words removed), crudely stemmed."""
+    return {_stem(w) for w in _WORD.findall((text or "").lower()) if w not in STOPWORDS}
+
+
+def _stem(word: str) -> str:
+    # enough to match "walls"/"wall", "built"/"build" stays apart: a cheap, predictable rule
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def covers(answer: str, quotes: Iterable[Quote]) -> bool:
+    """Whether `quotes` back an open answer: there is one, and every content word of the
+    answer appears in them."""
+    quotes = list(quotes)
+    if not quotes:
+        return False
+    return content_words(answer) <= content_words(" ".join(q.text for q in quotes))
+
+
+def supports_label(question: Question, label: str, quotes: Iterable[Quote]) -> bool:
+    """Whether `quotes` bear on a chosen option or claim: there is one, and it shares a
+    content word with the option's text (mcq) or the claim."""
+    quotes = list(quotes)
+    if not quotes:
+        return False
+    about = question.options.get(label, "") if question.kind == "mcq" else question.text
+    return bool(content_words(about) & content_words(" ".join(q.text for q in quotes)))
+
+
+def best_sentence(question: str, evidence: Iterable[tuple[int, str]]) -> Quote | None:
+    """The sentence of `evidence` sharing the most content words with the question (the
+    first on ties); None if no sentence shares any."""
+    asked = content_words(question)
+    best: tuple[int, Quote] | None = None
+    for pid, text in evidence:
+        for start, end in sentence_spans(text):
+            score = len(asked & content_words(text[start:end]))
+            if score and (best is None or score > best[0]):
+                best = (score, Quote(pid, text[start:end], start, end))
+    return best[1] if best else None
+
+
+def cut_repetition(text: str) -> str:
+    """`text` up to where it starts repeating: a sentence said before, or a run of six words
+    said before, ends it."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    for sentence in re.split(r"(?<=[.!?])\s+", text.strip()):
+        key = " ".join(_WORD.findall(sentence.lower()))
+        if key and key in seen:
+            break
+        seen.add(key)
+        kept.append(sentence)
+    words = " ".join(kept).split(" ")
+    grams: set[tuple[str, ...]] = set()
+    for i in range(len(words) - 5):
+        gram = tuple(w.lower().strip(".,;:!?") for w in words[i : i + 6])
+        if gram in grams:
+            return " ".join(words[:i]).rstrip(" ,;:")
+        grams.add(gram)
+    return " ".join(words)
