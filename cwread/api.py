@@ -238,11 +238,20 @@ def ask(
         selection = select_backends(settings or BackendSettings())
     if notice:
         notice(selection.why)
+    mode = resolve_answer_mode(answer_mode, selection)
+    if notice and question.kind == "open" and answer_mode == "auto" and mode == "extractive":
+        notice("answers extractively: the model is too small to write them (--answer generative to override)")
     if use_cache:
         selection = with_call_cache(selection)
     workers = settings.workers if settings else None
     trace = run_pipeline(
-        question, found, selection, self_check=self_check, workers=workers, progress=progress
+        question,
+        found,
+        selection,
+        self_check=self_check,
+        workers=workers,
+        progress=progress,
+        answer_mode=mode,
     )
     timings = {**found.timings, **trace.timings}
     timings["total"] = round(sum(timings.values()), 3)
