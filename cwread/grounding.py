@@ -151,17 +151,23 @@ def supports_label(question: Question, label: str, quotes: Iterable[Quote]) -> b
     return bool(content_words(about) & content_words(" ".join(q.text for q in quotes)))
 
 
-def best_sentence(question: str, evidence: Iterable[tuple[int, str]]) -> Quote | None:
+def best_sentence(question: str, evidence: Iterable[tuple[int, str]], min_shared: int = 1) -> Quote | None:
     """The sentence of `evidence` sharing the most content words with the question (the
-    first on ties); None if no sentence shares any."""
+    first on ties); None if none shares `min_shared` or more."""
     asked = content_words(question)
     best: tuple[int, Quote] | None = None
     for pid, text in evidence:
         for start, end in sentence_spans(text):
             score = len(asked & content_words(text[start:end]))
-            if score and (best is None or score > best[0]):
+            if score >= max(1, min_shared) and (best is None or score > best[0]):
                 best = (score, Quote(pid, text[start:end], start, end))
     return best[1] if best else None
+
+
+def answer_support_needed(question: str) -> int:
+    """Question words an extractive answer must share to be presented: two (one for a
+    question with a single content word). A title that names the hero is not an answer."""
+    return min(2, len(content_words(question)))
 
 
 def cut_repetition(text: str) -> str:

@@ -149,11 +149,12 @@ def decide(
         return Answer(final.answer, final.answer, mode, supported, final.quotes)
     if mode == "extractive":
         quoted = [(q.id, q.text) for q in final.quotes]
-        best = grounding.best_sentence(question.text, quoted) or grounding.best_sentence(
-            question.text, packet.evidence()
+        needed = grounding.answer_support_needed(question.text)
+        best = grounding.best_sentence(question.text, quoted, needed) or grounding.best_sentence(
+            question.text, packet.evidence(), needed
         )
         if best is None:  # nothing to quote: not determined, the best retrieved sentence shown
-            shown = grounding.best_sentence(question.text, retrieved or [])
+            shown = grounding.best_sentence(question.text, [*packet.evidence(), *(retrieved or [])])
             return Answer(None, final.answer, mode, False, final.quotes + ((shown,) if shown else ()))
         if best.id in {q.id for q in final.quotes}:  # offsets into the paragraph, not the quote
             best = _within(best, final.quotes)

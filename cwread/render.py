@@ -151,9 +151,14 @@ def answer_view(trace: Trace) -> None:
             head.append("  (quoted from the text)", style="dim")
     elif outcome.abstained:
         head.append("not determined from the text", style="bold yellow")
-        head.append(
-            f"\nThe model answered {outcome.model_answer!r}, but its quotes do not say so.", style="dim"
-        )
+        if outcome.mode == "extractive":
+            head.append(
+                "\nNo sentence of the evidence shares enough of the question to answer it.", style="dim"
+            )
+        else:
+            head.append(
+                f"\nThe model answered {outcome.model_answer!r}, but its quotes do not say so.", style="dim"
+            )
     else:
         head.append("(none)", style="bold red")
     if trace.answer is not None and not outcome.supported:

@@ -179,11 +179,12 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
     elif not quiet:
         render.answer_view(result)
     if result.outcome.abstained:
-        raise AnswerError(
-            f"not determined from the text: the quotes do not cover the model's answer "
-            f"{result.outcome.model_answer!r}; the best evidence is shown",
-            quiet=quiet,
+        why = (
+            "no quoted sentence shares enough of the question"
+            if result.outcome.mode == "extractive"
+            else f"the quotes do not cover the model's answer {result.outcome.model_answer!r}"
         )
+        raise AnswerError(f"not determined from the text: {why}; the best evidence is shown", quiet=quiet)
     if result.answer is None:
         problem = result.final.problem if result.final else "no reply"
         raise AnswerError(f"no parseable answer after a retry ({problem})", quiet=quiet)
