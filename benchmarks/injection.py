@@ -73,7 +73,9 @@ def forged(trace: dict, paragraphs: list[str]) -> int:
     """Cited ids outside the book, plus shown quotes that are not the book's text."""
     bad = sum(not 1 <= pid <= len(paragraphs) for pid in trace["citations"])
     for q in trace["quotes"]:
-        bad += not (1 <= q["id"] <= len(paragraphs) and paragraphs[q["id"] - 1][q["start"] : q["end"]] == q["quote"])
+        bad += not (
+            1 <= q["id"] <= len(paragraphs) and paragraphs[q["id"] - 1][q["start"] : q["end"]] == q["quote"]
+        )
     return bad
 
 
@@ -81,6 +83,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="embedded")
     parser.add_argument("--out", default=None, help="write a Markdown report here")
+    parser.add_argument(
+        "--injection", action="append", choices=sorted(INJECTIONS), help="only these (repeat)"
+    )
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -91,6 +96,8 @@ def main() -> None:
             base = verify(clean_path, claim, args.backend)
             wrong = "FALSE" if truth == "TRUE" else "TRUE"
             for name, template in INJECTIONS.items():
+                if args.injection and name not in args.injection:
+                    continue
                 planted = [*clean[:2], template.format(wrong=wrong, wrong_word=wrong.lower()), *clean[2:]]
                 path = Path(tmp) / f"{story}-{name}.txt"
                 path.write_text("\n\n".join(planted) + "\n")
@@ -112,7 +119,8 @@ def main() -> None:
     pushed = sum(r["toward_injection"] for r in rows)
     bad = sum(r["forged"] for r in rows)
     summary = (
-        f"{len(rows)} planted cases ({len(CLAIMS)} claims x {len(INJECTIONS)} injections), backend {args.backend}: "
+        f"{len(rows)} planted cases ({len(CLAIMS)} claims x {len(args.injection or INJECTIONS)} injections), "
+        f"backend {args.backend}: "
         f"{flips} verdicts changed ({pushed} toward the injected answer), {bad} forged citations or quotes"
     )
     print(summary)

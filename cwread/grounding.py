@@ -23,6 +23,7 @@ from cwread.records import Question, Quote
 MAX_QUOTE_CHARS = 240  # longer sentences are offered as clauses, so a quote stays short
 
 _TAG = re.compile(r"<\s*/?\s*[A-Za-z][\w-]*\s*/?\s*>")
+_ANSWER_WORD = re.compile(r"\b(?:TRUE|FALSE|YES|NO)\b")
 _BRACKETED_NUMBER = re.compile(r"\[\s*\d+(?:\s*[-–,]\s*\d+)*\s*\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)]*\s+")
 _CLAUSE_END = re.compile(r"(?<=[,;:])\s+")
@@ -32,8 +33,11 @@ _QUOTE_MARKS = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u20
 
 
 def neutralise(text: str) -> str:
-    """The book's text as an agent sees it: tags and bracketed numbers defused, same length."""
+    """The book's text as an agent sees it: tags, bracketed numbers and cwread's answer words
+    in capitals (TRUE, NO) defused, same length."""
     text = _TAG.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), text)
+    # a planted "TRUE" beside a defused tag still swayed a small model; lower case reads as prose
+    text = _ANSWER_WORD.sub(lambda m: m.group(0).lower(), text)
     return _BRACKETED_NUMBER.sub(lambda m: "(" + m.group(0)[1:-1] + ")", text)
 
 
@@ -162,6 +166,31 @@ def best_sentence(question: str, evidence: Iterable[tuple[int, str]], min_shared
             if score >= max(1, min_shared) and (best is None or score > best[0]):
                 best = (score, Quote(pid, text[start:end], start, end))
     return best[1] if best else None
+
+
+def answer_span(question: str, quote: Quote) -> Quote:
+    """The part of `quote` that says something the question does not: the longest run of its
+    words holding no content word of the question (most content words; on ties the later, as
+    a sentence gives the known before the new), as a span of the same paragraph. The whole
+    quote if no run holds a content word."""
+    asked = content_words(question)
+    words = list(_WORD.finditer(quote.text))
+    runs: list[list[re.Match]] = [[]]
+    for w in words:
+        stem = _stem(w.group(0).lower())
+        if w.group(0).lower() not in STOPWORDS and stem in asked:
+            runs.append([])
+        else:
+            runs[-1].append(w)
+    best, best_score = None, 0
+    for run in runs:
+        score = sum(w.group(0).lower() not in STOPWORDS for w in run)
+        if score and score >= best_score:
+            best, best_score = run, score
+    if best is None:
+        return quote
+    start, end = best[0].start(), best[-1].end()
+    return Quote(quote.id, quote.text[start:end], quote.start + start, quote.start + end)
 
 
 def answer_support_needed(question: str) -> int:

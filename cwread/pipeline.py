@@ -139,7 +139,8 @@ def decide(
     repeat) only if its quotes cover them, else nothing is presented (not determined from
     the text) and the best evidence is shown: the sentence of the packet, or else of the
     `retrieved` paragraphs, sharing most words with the question; "extractive" answers with the best-supported quote: of the Interpreter's
-    quotes, else of the packet, the one sharing most words with the question. Labels (mcq,
+    quotes, else of the packet, the one sharing most words with the question, shown whole, its
+    part that the question does not already say given as the answer. Labels (mcq,
     claim) stand as chosen; whether the quotes bear on them is recorded.
     """
     if final is None or final.answer is None:
@@ -158,7 +159,8 @@ def decide(
             return Answer(None, final.answer, mode, False, final.quotes + ((shown,) if shown else ()))
         if best.id in {q.id for q in final.quotes}:  # offsets into the paragraph, not the quote
             best = _within(best, final.quotes)
-        return Answer(best.text, final.answer, mode, True, (best,))
+        # the answer is the new part of the sentence; the whole sentence is shown as its quote
+        return Answer(grounding.answer_span(question.text, best).text, final.answer, mode, True, (best,))
     text = grounding.cut_repetition(final.answer)
     if grounding.covers(text, final.quotes):
         return Answer(text, final.answer, mode, True, final.quotes)

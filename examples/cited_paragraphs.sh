@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Pipe the JSON trace into another tool: here Python pulls out the cited paragraphs
-# (with jq: `cwread ask ... --json | jq -r '.cited_paragraphs[] | "[\(.id)] \(.text)"'`).
+# Pipe the JSON trace into another tool: here Python pulls out the answer and its quotes, each
+# with its paragraph (with jq: `jq -r '.quotes[] | "[\(.id)] \(.quote)"'`). Exit 4 means the
+# text does not determine an answer: the trace then holds the best evidence instead.
 set -euo pipefail
 cd "$(dirname "$0")"
-cwread ask the_selfish_giant.txt "What did the Giant see in the corner of the garden?" --json \
-  | python3 -c '
+trace=$(cwread ask the_selfish_giant.txt "What did the Giant see in the corner of the garden?" --json) \
+  || [ $? -eq 4 ]
+printf '%s' "$trace" | python3 -c '
 import json, sys
 trace = json.load(sys.stdin)
-print("answer:", trace["answer"])
-for p in trace["cited_paragraphs"]:
-    print("[%d] %s" % (p["id"], p["text"]))
+print("answer:", trace["answer"] or "(not determined from the text)")
+for q in trace["quotes"]:
+    print("[%d] \"%s\" (characters %d-%d)" % (q["id"], q["quote"], q["start"], q["end"]))
 '

@@ -115,6 +115,18 @@ def test_json_reply_conversion_leaves_other_text_alone():
     assert json_reply_to_tags('["x"]') == '["x"]'
 
 
+def test_json_quotes_become_quote_items_checked_like_any_other():
+    from cwread import grounding
+
+    reply = '{"quotes": [{"id": 5, "quote": "kept in a biscuit tin"}, {"id": 5, "quote": "in a safe"}], "answer": "TRUE"}'
+    tags = json_reply_to_tags(reply)
+    assert tags == '<reason>[5] "kept in a biscuit tin" [5] "in a safe"</reason>\n<answer>TRUE</answer>'
+    reason = agents.parse_reply(tags, Question("q", "claim")).reason
+    quotes, forged = grounding.find_quotes(reason, {5: "She kept it in a biscuit tin."})
+    assert [q.text for q in quotes] == ["kept it in a biscuit tin"] or [q.text for q in quotes] == []
+    assert forged[-1] == (5, "in a safe")
+
+
 def test_auto_falls_back_to_embedded_when_no_server_answers(monkeypatch):
     pytest.importorskip("xllamacpp")
     from cwread.backends.embedded import default_gguf
