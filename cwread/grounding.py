@@ -158,14 +158,25 @@ def supports_label(question: Question, label: str, quotes: Iterable[Quote]) -> b
 def best_sentence(question: str, evidence: Iterable[tuple[int, str]], min_shared: int = 1) -> Quote | None:
     """The sentence of `evidence` sharing the most content words with the question (the
     first on ties); None if none shares `min_shared` or more."""
+    found = best_sentences(question, evidence, 1, min_shared)
+    return found[0] if found else None
+
+
+def best_sentences(
+    question: str, evidence: Iterable[tuple[int, str]], k: int, min_shared: int = 1
+) -> list[Quote]:
+    """The `k` distinct sentences of `evidence` sharing the most content words with the
+    question (at least `min_shared`), best first, earlier first on ties."""
     asked = content_words(question)
-    best: tuple[int, Quote] | None = None
+    scored: list[tuple[int, int, Quote]] = []
+    seen: set[tuple[int, int]] = set()
     for pid, text in evidence:
         for start, end in sentence_spans(text):
             score = len(asked & content_words(text[start:end]))
-            if score >= max(1, min_shared) and (best is None or score > best[0]):
-                best = (score, Quote(pid, text[start:end], start, end))
-    return best[1] if best else None
+            if score >= max(1, min_shared) and (pid, start) not in seen:
+                seen.add((pid, start))
+                scored.append((-score, len(scored), Quote(pid, text[start:end], start, end)))
+    return [quote for *_, quote in sorted(scored)[:k]]
 
 
 def answer_span(question: str, quote: Quote) -> Quote:

@@ -154,9 +154,8 @@ def decide(
         best = grounding.best_sentence(question.text, quoted, needed) or grounding.best_sentence(
             question.text, packet.evidence(), needed
         )
-        if best is None:  # nothing to quote: not determined, the best retrieved sentence shown
-            shown = grounding.best_sentence(question.text, [*packet.evidence(), *(retrieved or [])])
-            return Answer(None, final.answer, mode, False, final.quotes + ((shown,) if shown else ()))
+        if best is None:  # nothing to quote: not determined
+            return Answer(None, final.answer, mode, False, _best_evidence(question, final, packet, retrieved))
         if best.id in {q.id for q in final.quotes}:  # offsets into the paragraph, not the quote
             best = _within(best, final.quotes)
         # the answer is the new part of the sentence; the whole sentence is shown as its quote
@@ -164,12 +163,29 @@ def decide(
     text = grounding.cut_repetition(final.answer)
     if grounding.covers(text, final.quotes):
         return Answer(text, final.answer, mode, True, final.quotes)
-    # not presented as the answer; the best evidence is shown instead
-    best = grounding.best_sentence(question.text, packet.evidence()) or grounding.best_sentence(
-        question.text, retrieved or []
+    return Answer(None, final.answer, mode, False, _best_evidence(question, final, packet, retrieved))
+
+
+BEST_EVIDENCE = 3  # sentences shown when the answer is withheld
+
+
+def _best_evidence(
+    question: Question, final: AgentCall, packet: Packet, retrieved: list[tuple[int, str]] | None
+) -> tuple[Quote, ...]:
+    """What to show instead of an unsupported answer: the model's quotes that share a word
+    with the question, then the sentences of the packet and of what the Finder read that
+    share most, up to BEST_EVIDENCE in all."""
+    asked = grounding.content_words(question.text)
+    shown = [q for q in final.quotes if asked & grounding.content_words(q.text)]
+    candidates = grounding.best_sentences(
+        question.text, [*packet.evidence(), *(retrieved or [])], BEST_EVIDENCE + len(shown)
     )
-    shown = final.quotes + ((best,) if best and best not in final.quotes else ())
-    return Answer(None, final.answer, mode, False, shown)
+    for quote in candidates:
+        if len(shown) < BEST_EVIDENCE and not any(
+            q.id == quote.id and q.start <= quote.start < q.end for q in shown
+        ):
+            shown.append(quote)
+    return tuple(shown)
 
 
 def _within(found: Quote, quotes: tuple[Quote, ...]) -> Quote:

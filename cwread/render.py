@@ -153,7 +153,8 @@ def answer_view(trace: Trace) -> None:
         head.append("not determined from the text", style="bold yellow")
         if outcome.mode == "extractive":
             head.append(
-                "\nNo sentence of the evidence shares enough of the question to answer it.", style="dim"
+                "\nNo sentence of the evidence the Finder kept shares enough of the question to answer it.",
+                style="dim",
             )
         else:
             head.append(

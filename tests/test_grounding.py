@@ -123,3 +123,9 @@ def test_the_answer_span_is_the_part_the_question_does_not_say():
     assert (
         grounding.answer_span("corner garden", Quote(1, "Corner, garden.", 0, 15)).text == "Corner, garden."
     )
+
+
+def test_best_sentences_rank_by_shared_words_then_order():
+    evidence = [(1, "The wall. A high wall stood."), (2, "A high wall round the garden.")]
+    found = grounding.best_sentences("Why a high wall round the garden?", evidence, 2)
+    assert [(q.id, q.text) for q in found] == [(2, "A high wall round the garden."), (1, "A high wall stood.")]

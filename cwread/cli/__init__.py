@@ -180,7 +180,7 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
         render.answer_view(result)
     if result.outcome.abstained:
         why = (
-            "no quoted sentence shares enough of the question"
+            "no sentence of the evidence the Finder kept shares enough of the question"
             if result.outcome.mode == "extractive"
             else f"the quotes do not cover the model's answer {result.outcome.model_answer!r}"
         )
