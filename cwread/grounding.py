@@ -179,31 +179,6 @@ def best_sentences(
     return [quote for *_, quote in sorted(scored)[:k]]
 
 
-def answer_span(question: str, quote: Quote) -> Quote:
-    """The part of `quote` that says something the question does not: the longest run of its
-    words holding no content word of the question (most content words; on ties the later, as
-    a sentence gives the known before the new), as a span of the same paragraph. The whole
-    quote if no run holds a content word."""
-    asked = content_words(question)
-    words = list(_WORD.finditer(quote.text))
-    runs: list[list[re.Match]] = [[]]
-    for w in words:
-        stem = _stem(w.group(0).lower())
-        if w.group(0).lower() not in STOPWORDS and stem in asked:
-            runs.append([])
-        else:
-            runs[-1].append(w)
-    best, best_score = None, 0
-    for run in runs:
-        score = sum(w.group(0).lower() not in STOPWORDS for w in run)
-        if score and score >= best_score:
-            best, best_score = run, score
-    if best is None:
-        return quote
-    start, end = best[0].start(), best[-1].end()
-    return Quote(quote.id, quote.text[start:end], quote.start + start, quote.start + end)
-
-
 def answer_support_needed(question: str) -> int:
     """Question words an extractive answer must share to be presented: two (one for a
     question with a single content word). A title that names the hero is not an answer."""

@@ -139,8 +139,7 @@ def decide(
     repeat) only if its quotes cover them, else nothing is presented (not determined from
     the text) and the best evidence is shown: the sentence of the packet, or else of the
     `retrieved` paragraphs, sharing most words with the question; "extractive" answers with the best-supported quote: of the Interpreter's
-    quotes, else of the packet, the one sharing most words with the question, shown whole, its
-    part that the question does not already say given as the answer. Labels (mcq,
+    quotes, else of the packet, the one sharing most words with the question. Labels (mcq,
     claim) stand as chosen; whether the quotes bear on them is recorded.
     """
     if final is None or final.answer is None:
@@ -158,8 +157,10 @@ def decide(
             return Answer(None, final.answer, mode, False, _best_evidence(question, final, packet, retrieved))
         if best.id in {q.id for q in final.quotes}:  # offsets into the paragraph, not the quote
             best = _within(best, final.quotes)
-        # the answer is the new part of the sentence; the whole sentence is shown as its quote
-        return Answer(grounding.answer_span(question.text, best).text, final.answer, mode, True, (best,))
+        # The whole sentence is the answer: giving only its longest run of words the question
+        # does not already say lowered token-F1 on the dev anthology (0.160 -> 0.132 on the
+        # extractive baseline's sentences, 20 records), so it was dropped.
+        return Answer(best.text, final.answer, mode, True, (best,))
     text = grounding.cut_repetition(final.answer)
     if grounding.covers(text, final.quotes):
         return Answer(text, final.answer, mode, True, final.quotes)

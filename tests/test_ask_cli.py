@@ -256,8 +256,8 @@ def test_extractive_answers_with_a_quote_of_the_text(capsys, story, cache_dir, s
     )
     trace = json.loads(out)
     assert code == 0 and trace["answer_mode"] == "extractive" and trace["supported"]
-    assert trace["answer"] == "which she kept in a biscuit tin under her bed"  # the new part of the quote
-    assert trace["quotes"][0]["quote"].startswith("The fishermen of the harbour later gave her a silver medal")
+    assert trace["answer"] == trace["quotes"][0]["quote"]  # the quote is the answer
+    assert trace["answer"].startswith("The fishermen of the harbour later gave her a silver medal")
     assert trace["model_answer"] == "somewhere safe" and trace["citations"] == [5]
 
 
