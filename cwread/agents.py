@@ -97,10 +97,9 @@ def _literal_alternatives(values: list[str]) -> str:
     return " | ".join(_literal(v) for v in values)
 
 
-def _quote_rules(evidence: list[tuple[int, str]], max_items: int, fallback: str | None) -> list[str]:
+def _quote_rules(evidence: list[tuple[int, str]], max_items: int) -> list[str]:
     """GBNF for a reason made of quotes: `[N] "..."` where the quote can only be a sentence
-    (or clause) of paragraph N as shown, joined by a few connecting words. With `fallback`,
-    a reason may instead be that fixed phrase (the Finder's "no clue")."""
+    (or clause) of paragraph N as shown, joined by a few connecting words."""
     items = []
     rules = []
     for pid, text in shown_evidence(evidence):
@@ -110,9 +109,9 @@ def _quote_rules(evidence: list[tuple[int, str]], max_items: int, fallback: str 
         items.append(f'"[{pid}] \\"" q{pid} "\\""')
         rules.append(f"q{pid} ::= {_literal_alternatives(sentences)}")
     if not items:
-        return [f"reason ::= {_literal(fallback or 'No evidence was given.')}"]
+        return [f"reason ::= {_literal('No evidence was given.')}"]
     head = f"item (sep item){{0,{max_items - 1}}}" if max_items > 1 else "item"
-    reason = f"reason ::= {head}" + (f" | {_literal(fallback)}" if fallback else "")
+    reason = f"reason ::= {head}"
     return [reason, f"item ::= {' | '.join(items)}", 'sep ::= " " | "; " | " and "', *rules]
 
 
@@ -130,9 +129,12 @@ def answer_grammar(
     """
     if finder:
         answer = f"answer ::= {_literal_alternatives(['YES', 'NO', 'Yes', 'No', 'yes', 'no'])}"
-        reason = _quote_rules(evidence or [], 1, fallback=FINDER_NO_CLUE)
+        # The Finder always quotes the sentence closest to a clue, then judges it. A fixed
+        # "no clue" phrase as an alternative was a shortcut SmolLM2 took for 320 of 320 dev
+        # segments (its likely first token "No"), so the Finder kept nothing.
+        reason = _quote_rules(evidence or [], 1)
     else:
-        reason = _quote_rules(evidence or [], MAX_QUOTES, fallback=None)
+        reason = _quote_rules(evidence or [], MAX_QUOTES)
         if kind == "mcq":
             values = []
             for label in labels or ["A", "B", "C", "D"]:
@@ -147,9 +149,6 @@ def answer_grammar(
             answer = f'answer ::= [^<\\n\\[\\]"]{{1,{OPEN_ANSWER_CHARS}}}'
     root = 'root ::= "<reason>" reason "</reason>\\n<answer>" answer "</answer>"'
     return "\n".join([root, *reason, answer])
-
-
-FINDER_NO_CLUE = "No clue for the question here."
 
 
 def answer_schema(kind: str, labels: list[str] | None = None, finder: bool = False) -> dict:
@@ -207,9 +206,9 @@ def finder_request(
     user = "\n\n".join(
         [
             *parts,
-            "Reply with exactly two tags and nothing else: <reason>, the one sentence that holds "
-            'the clue, as [N] "the sentence copied exactly from paragraph N", or '
-            f'"{FINDER_NO_CLUE}" if there is none, </reason>; then <answer>, YES or NO, </answer>.',
+            "Reply with exactly two tags and nothing else: <reason>, the one sentence that comes "
+            'closest to a clue, as [N] "the sentence copied exactly from paragraph N", '
+            "</reason>; then <answer>, YES if it is a clue for the question, else NO, </answer>.",
         ]
     )
     if retry:

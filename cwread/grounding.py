@@ -169,12 +169,12 @@ def best_sentences(
     question (at least `min_shared`), best first, earlier first on ties."""
     asked = content_words(question)
     scored: list[tuple[int, int, Quote]] = []
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple[int, str]] = set()  # by text: a quote's offsets are its own, not the paragraph's
     for pid, text in evidence:
         for start, end in sentence_spans(text):
             score = len(asked & content_words(text[start:end]))
-            if score >= max(1, min_shared) and (pid, start) not in seen:
-                seen.add((pid, start))
+            if score >= max(1, min_shared) and (pid, text[start:end]) not in seen:
+                seen.add((pid, text[start:end]))
                 scored.append((-score, len(scored), Quote(pid, text[start:end], start, end)))
     return [quote for *_, quote in sorted(scored)[:k]]
 

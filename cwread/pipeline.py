@@ -138,9 +138,10 @@ def decide(
     Open questions: "generative" keeps the Interpreter's words (cut where they start to
     repeat) only if its quotes cover them, else nothing is presented (not determined from
     the text) and the best evidence is shown: the sentence of the packet, or else of the
-    `retrieved` paragraphs, sharing most words with the question; "extractive" answers with the best-supported quote: of the Interpreter's
-    quotes, else of the packet, the one sharing most words with the question. Labels (mcq,
-    claim) stand as chosen; whether the quotes bear on them is recorded.
+    `retrieved` paragraphs, sharing most words with the question; "extractive" answers with the
+    sentence of the packet sharing most words with the question, the Interpreter's quotes
+    winning ties. Labels (mcq, claim) stand as chosen; whether the quotes bear on them is
+    recorded.
     """
     if final is None or final.answer is None:
         return Answer(None, None, mode, False)
@@ -148,11 +149,12 @@ def decide(
         supported = grounding.supports_label(question, final.answer, final.quotes)
         return Answer(final.answer, final.answer, mode, supported, final.quotes)
     if mode == "extractive":
+        # The sentence sharing most words with the question, the Interpreter's quotes first so
+        # that they win ties: a small model's choice alone overrode better-matching sentences
+        # of the packet (dev anthology, 40 records).
         quoted = [(q.id, q.text) for q in final.quotes]
         needed = grounding.answer_support_needed(question.text)
-        best = grounding.best_sentence(question.text, quoted, needed) or grounding.best_sentence(
-            question.text, packet.evidence(), needed
-        )
+        best = grounding.best_sentence(question.text, [*quoted, *packet.evidence()], needed)
         if best is None:  # nothing to quote: not determined
             return Answer(None, final.answer, mode, False, _best_evidence(question, final, packet, retrieved))
         if best.id in {q.id for q in final.quotes}:  # offsets into the paragraph, not the quote

@@ -101,7 +101,8 @@ def test_finder_prompt_puts_the_segment_before_the_question():
     assert request.temperature == 0
     # only shown paragraphs can be quoted, and only with their own sentences
     assert 'item ::= "[3] \\"" q3 "\\"" | "[4] \\"" q4 "\\""' in request.grammar
-    assert 'q3 ::= "a"' in request.grammar and agents.FINDER_NO_CLUE in request.grammar
+    # the Finder always quotes its closest sentence: no fixed "no clue" phrase to fall into
+    assert 'q3 ::= "a"' in request.grammar and "reason ::= item\n" in request.grammar
     assert request.schema["properties"]["answer"]["enum"] == ["YES", "NO"]
     retry = finder_request(Question("Who?", "mcq", {"A": "x", "B": "y"}), 3, 4, "[3] a", retry=True)
     assert agents.FIRM_RETRY in retry.messages[-1][1]

@@ -92,11 +92,16 @@ def _cited_clue(doc, pid: int, question: str) -> str:
     return f'[{pid}] "{clue_sentence(doc.paragraph(pid).text, question)}"'
 
 
-def finder_target(doc, question: str, label: str, gold_in_segment: list[int]) -> str:
+def finder_target(doc, question: str, label: str, gold_in_segment: list[int], segment: tuple[int, int]) -> str:
     """A reference reply for the format warm start: the clue sentence of the first gold
-    paragraph (YES), or an explicit no-clue rationale without ids (NO). Only the shape is
-    meant to be learnt here; GRPO's rewards decide what is kept after it."""
-    reason = _cited_clue(doc, gold_in_segment[0], question) if label == "YES" else agents.FINDER_NO_CLUE
+    paragraph (YES), or the segment's sentence closest to the question, judged NO. Only the
+    shape is meant to be learnt here; GRPO's rewards decide what is kept after it."""
+    if label == "YES":
+        reason = _cited_clue(doc, gold_in_segment[0], question)
+    else:
+        shown = agents.shown_evidence([(i, doc.paragraph(i).text) for i in range(segment[0], segment[1] + 1)])
+        best = grounding.best_sentence(question, shown, 0)
+        reason = f'[{best.id}] "{best.text}"' if best is not None else _cited_clue(doc, segment[0], question)
     return f"<reason>{reason}</reason>\n<answer>{label}</answer>"
 
 
@@ -139,7 +144,7 @@ def finder_examples(split_dir: Path, seed: int = 0) -> list[dict]:
                         "label": label,
                         "gold_ids": sorted(gold & set(range(s, e + 1))),
                         "target": finder_target(
-                            doc, q["question"], label, sorted(gold & set(range(s, e + 1)))
+                            doc, q["question"], label, sorted(gold & set(range(s, e + 1))), (s, e)
                         ),
                         "segment": [s, e],
                         "story": name,
