@@ -391,11 +391,13 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
     from cwread.cache import cache_root
 
     finder = interpreter = why = error = None
+    notes: list[str] = []
     try:
         selection = select_backends(settings or BackendSettings())
         finder = f"{selection.finder.name}:{selection.finder.model}"
         interpreter = f"{selection.interpreter.name}:{selection.interpreter.model}"
         why = selection.why
+        notes = _serving_notes(selection)
     except ModelError as exc:  # an input error (a bad setting) still propagates: exit 2
         error = str(exc)
     return DoctorReport(
@@ -406,4 +408,19 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
         backend_error=error,
         embedder=DEFAULT_EMBEDDER,
         embedder_built=(static_model_dir() / "manifest.json").is_file(),
+        notes=tuple(notes),
     )
+
+
+def _serving_notes(selection: Selection) -> list[str]:
+    """What the user may want to change about how the chosen server is used."""
+    finder = selection.finder
+    if finder.name == "ollama":
+        return [
+            f"Ollama serves one call at a time unless its server runs with OLLAMA_NUM_PARALLEL=N; "
+            f"cwread sends {finder.concurrency} Finder call(s) at once (set OLLAMA_NUM_PARALLEL "
+            "here to the server's value, or pass --workers)"
+        ]
+    if finder.name == "openai":
+        return [f"the server takes {finder.concurrency} calls at once; cwread sends as many (--workers to change)"]
+    return []

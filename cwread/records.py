@@ -243,6 +243,7 @@ class DoctorReport:
     backend_error: str | None
     embedder: str
     embedder_built: bool
+    notes: tuple[str, ...] = ()  # advice on the backend chosen (e.g. Ollama's parallelism)
 
     @property
     def ok(self) -> bool:

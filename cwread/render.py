@@ -219,6 +219,8 @@ def doctor_view(report: DoctorReport) -> None:
         out.print(f"[green]ok[/green] {report.why}")
     else:
         out.print(f"[red]missing[/red] {report.backend_error}")
+    for note in report.notes:
+        out.print(f"note {note}", markup=False)
     out.print(
         f"{'[green]ok[/green]' if report.embedder_built else '[yellow]later[/yellow]'} embedder {report.embedder}"
         f"{'' if report.embedder_built else ' (built on first use (~20 s))'}"

@@ -51,6 +51,8 @@ def doctor_json(report: DoctorReport) -> dict:
         backend = {"ok": True, "finder": report.finder, "interpreter": report.interpreter, "why": report.why}
     else:
         backend = {"ok": False, "error": report.backend_error}
+    if report.notes:
+        backend["notes"] = list(report.notes)
     return {
         "cache": report.cache,
         "backend": backend,

@@ -25,6 +25,8 @@ LAYERS = [
         "cwread.backends",
         "cwread.backends.select",
         "cwread.backends.ollama",
+        "cwread.backends.openai_compat",
+        "cwread.backends.replies",
         "cwread.backends.embedded",
         "cwread.backends.scripted",
         "cwread.backends.callcache",

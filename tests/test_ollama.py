@@ -8,7 +8,8 @@ import pytest
 
 from cwread import agents
 from cwread.backends import GenerationRequest
-from cwread.backends.ollama import OllamaBackend, json_reply_to_tags
+from cwread.backends.ollama import OllamaBackend
+from cwread.backends.replies import json_reply_to_tags
 from cwread.backends.select import BackendSettings, select_backends
 from cwread.errors import ModelError
 from cwread.records import Question
@@ -26,14 +27,28 @@ def chat_response(content: str) -> dict:
     }
 
 
+def show_response(modelfile: str) -> dict:
+    return {"modelfile": modelfile, "parameters": "", "template": "", "model_info": {}}
+
+
 def backend_with(handler, model="qwen3:4b", **kw) -> OllamaBackend:
-    return OllamaBackend(model, host="http://ollama.test:11434", transport=httpx.MockTransport(handler), **kw)
+    """A backend on `handler`; `/api/show` answers for an untrained base unless `handler` does."""
+
+    def routed(request):
+        reply = handler(request)
+        if request.url.path == "/api/show" and reply.status_code == 200 and b"modelfile" not in reply.content:
+            return httpx.Response(200, json=show_response("FROM qwen3:4b-instruct"))
+        return reply
+
+    return OllamaBackend(model, host="http://ollama.test:11434", transport=httpx.MockTransport(routed), **kw)
 
 
 def test_chat_request_body_is_the_native_api_with_explicit_context():
     seen = {}
 
     def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/show":
+            return httpx.Response(200, json=show_response("FROM qwen3:4b-instruct"))
         seen["path"] = request.url.path
         seen["body"] = json.loads(request.content)
         return httpx.Response(200, json=chat_response('{"reason": "[3] clue", "answer": "YES"}'))
@@ -55,17 +70,54 @@ def test_chat_request_body_is_the_native_api_with_explicit_context():
     assert agents.parse_finder_reply(generation.text).answer == "YES"
 
 
-def test_trained_cwread_models_write_tags_without_format():
-    seen = {}
-
+def _show_and_chat(modelfile: str, seen: dict):
     def handler(request):
+        if request.url.path == "/api/show":
+            seen["shown"] = True
+            return httpx.Response(200, json=show_response(modelfile))
         seen["body"] = json.loads(request.content)
         return httpx.Response(200, json=chat_response("<reason>x</reason>\n<answer>NO</answer>"))
 
-    backend = backend_with(handler, model="cwread-finder")
+    return handler
+
+
+def test_an_untrained_base_named_cwread_still_gets_structured_output():
+    seen = {}
+    backend = backend_with(_show_and_chat("FROM qwen3:4b-instruct\nPARAMETER temperature 0", seen), model="cwread-finder")
+    request = agents.finder_request(Question("q", "open"), 1, 1, "[1] a")
+    backend.generate(request)
+    assert seen["body"]["format"] == request.schema
+
+
+def test_models_with_an_adapter_write_tags_without_format():
+    seen = {}
+    backend = backend_with(_show_and_chat("FROM /m/base.gguf\nADAPTER /m/finder.lora.gguf", seen), model="cwread-finder")
     text = backend.generate(agents.finder_request(Question("q", "open"), 1, 1, "[1] a")).text
     assert "format" not in seen["body"]
     assert text.endswith("<answer>NO</answer>")
+
+
+def test_a_trained_tag_needs_no_lookup():
+    seen = {}
+    backend = backend_with(_show_and_chat("FROM x", seen), model="cwread-finder:trained")
+    backend.generate(agents.finder_request(Question("q", "open"), 1, 1, "[1] a"))
+    assert "format" not in seen["body"] and "shown" not in seen
+
+
+def test_constraint_none_and_json_override_the_guess(monkeypatch):
+    seen = {}
+    backend = backend_with(_show_and_chat("FROM x\nADAPTER y", seen), model="m", structured=True)
+    request = agents.finder_request(Question("q", "open"), 1, 1, "[1] a")
+    backend.generate(request)
+    assert seen["body"]["format"] == request.schema and "shown" not in seen
+
+
+def test_ollama_serves_one_call_at_a_time_unless_told(monkeypatch):
+    monkeypatch.delenv("OLLAMA_NUM_PARALLEL", raising=False)
+    assert backend_with(lambda r: httpx.Response(500)).concurrency == 1
+    monkeypatch.setenv("OLLAMA_NUM_PARALLEL", "4")
+    assert backend_with(lambda r: httpx.Response(500)).concurrency == 4
+    assert backend_with(lambda r: httpx.Response(500), concurrency=2).concurrency == 2
 
 
 def test_missing_model_names_the_command_that_fixes_it():
@@ -159,11 +211,10 @@ def _live_ollama() -> bool:
 
 @pytest.mark.skipif(not _live_ollama(), reason="no Ollama server answers at OLLAMA_HOST")
 def test_live_ollama_generates_parseable_output():
-    backend = OllamaBackend("x", host=os.environ["OLLAMA_HOST"])
-    models = sorted(backend.available_models())
-    if not models:
-        pytest.skip("the Ollama server has no models")
-    live = OllamaBackend(models[0], host=os.environ["OLLAMA_HOST"])
+    backend = OllamaBackend("cwread-finder", host=os.environ["OLLAMA_HOST"])
+    if "cwread-finder" not in backend.available_models():
+        pytest.skip("the Ollama server has no cwread-finder (ollama create cwread-finder -f modelfiles/finder.Modelfile)")
+    live = backend
     reply = live.generate(
         agents.finder_request(Question("What is hidden?", "open"), 1, 1, "[1] The key is under the mat.")
     )

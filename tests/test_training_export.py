@@ -150,6 +150,21 @@ def test_committed_trained_modelfiles_use_the_training_template():
         assert "PARAMETER temperature 0\n" in text and "PARAMETER num_ctx " in text
 
 
+def test_committed_modelfiles_stop_at_the_answer_and_size_each_agent():
+    from cwread import agents
+
+    folder = train.Path(train.__file__).resolve().parent.parent / "modelfiles"
+    for path in sorted(folder.glob("*.Modelfile")):
+        text = path.read_text(encoding="utf-8")
+        # Ollama keeps escapes literally: a stop "</answer>\\n" would never match
+        assert 'PARAMETER stop "</answer>"\n' in text and "\\n\"" not in text, path.name
+        want = agents.INTERPRETER_MAX_TOKENS if path.name.startswith("interpreter") else agents.FINDER_MAX_TOKENS
+        assert f"PARAMETER num_predict {want}\n" in text, path.name
+    written = export.modelfile("./m.gguf", "qwen3", agent="interpreter")
+    assert f"PARAMETER num_predict {agents.INTERPRETER_MAX_TOKENS}\n" in written
+    assert 'PARAMETER stop "</answer>"\n' in written
+
+
 def test_export_cli_errors_are_one_line(tmp_path, capsys):
     assert training_main(["export", "--adapter", str(tmp_path), "--out", str(tmp_path / "x.gguf")]) == 2
     assert "not a peft adapter folder" in capsys.readouterr().err

@@ -127,7 +127,9 @@ def run_export(args: argparse.Namespace) -> int:
         if args.modelfile:
             from cwread.cache import write_file_atomic
 
-            text = export.modelfile(from_line, args.family, adapter=adapter_line, num_ctx=args.num_ctx)
+            text = export.modelfile(
+                from_line, args.family, adapter=adapter_line, num_ctx=args.num_ctx, agent=args.agent
+            )
             write_file_atomic(Path(args.modelfile), text)
             print(f"wrote {args.modelfile}")
     except (export.ExportError, CwreadError, OSError, ValueError, KeyError) as exc:
@@ -221,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--modelfile", help="also write an Ollama Modelfile here")
     e.add_argument("--family", default="smollm2", choices=["smollm2", "qwen3", "chatml"])
     e.add_argument("--num-ctx", type=int, default=8192)
+    e.add_argument(
+        "--agent", default="finder", choices=["finder", "interpreter"], help="whose reply length the Modelfile sets"
+    )
     e.set_defaults(run=run_export)
     k = sub.add_parser("smoke", help="cpu-test end to end: data, warm start, GRPO, merge, GGUF, check")
     k.add_argument("--out", required=True)

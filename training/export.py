@@ -125,18 +125,20 @@ def export_lora_gguf(
     return out_file
 
 
+# Stops are written without escapes: Ollama's Modelfile parser keeps "\n" as a backslash and an
+# n, so a stop "</answer>\n" never matched. cwread's parser reads a reply cut at "</answer>".
 # Ollama (Go) templates equal to the chat templates training rendered. Both families use
 # ChatML; Qwen3-4B-Instruct-2507 has no thinking mode, so nothing is added for <think>.
 CHATML_TEMPLATE = "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}<|im_start|>assistant\n"
 FAMILIES = {
     # family: (template, stop strings, default system when a request has none)
-    "qwen3": (CHATML_TEMPLATE, ["<|im_end|>", "</answer>\n"], None),
+    "qwen3": (CHATML_TEMPLATE, ["<|im_end|>", "</answer>"], None),
     "smollm2": (
         CHATML_TEMPLATE,
-        ["<|im_end|>", "</answer>\n"],
+        ["<|im_end|>", "</answer>"],
         "You are a helpful AI assistant named SmolLM, trained by Hugging Face",
     ),
-    "chatml": (CHATML_TEMPLATE, ["<|im_end|>", "</answer>\n"], None),  # cpu-test's tiny model
+    "chatml": (CHATML_TEMPLATE, ["<|im_end|>", "</answer>"], None),  # cpu-test's tiny model
 }
 
 
@@ -145,11 +147,17 @@ def modelfile(
     family: str,
     adapter: str | None = None,
     num_ctx: int = 8192,
-    num_predict: int = 160,
+    num_predict: int | None = None,
     comment: str = "",
+    agent: str = "finder",
 ) -> str:
     """An Ollama Modelfile: FROM the base (a GGUF path or a library tag), ADAPTER the LoRA
-    GGUF when given, the training chat template, temperature 0, explicit num_ctx."""
+    GGUF when given, the training chat template, temperature 0, explicit num_ctx, and the
+    agent's own reply length (cwread sends it per call too)."""
+    from cwread import agents
+
+    if num_predict is None:
+        num_predict = agents.FINDER_MAX_TOKENS if agent == "finder" else agents.INTERPRETER_MAX_TOKENS
     template, stops, system = FAMILIES[family]
     lines = [f"# {line}" if line else "#" for line in comment.strip().splitlines()] if comment else []
     lines.append(f"FROM {base}")

@@ -1,23 +1,35 @@
 """Ollama through its official Python client on the native `/api/chat` endpoint.
 
 `options.num_ctx` is always sent (Ollama's default window silently truncates long prompts),
-with temperature, seed, num_predict and stop; thinking is off; `stream` is false. When a
-request carries a JSON schema it goes in `format` (structured output) and the JSON reply is
-turned back into the `<reason>/<answer>` text the parser reads; models named `cwread-*`
-(trained to write the tags themselves) are not forced into JSON.
+with temperature, seed, num_predict (each agent's own) and stop; thinking is off; `stream` is
+false. When a request carries a JSON schema it goes in `format` (structured output) and the
+JSON reply is turned back into the `<reason>/<answer>` text the parser reads, unless the model
+was trained to write the tags itself: a model with an ADAPTER, or tagged `:trained`.
+
+Ollama serves one request at a time unless its server runs with OLLAMA_NUM_PARALLEL, so
+that (when set here too) or `--workers` sizes the calls sent at once.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 from cwread.backends import Generation, GenerationRequest
+from cwread.backends.replies import json_reply_to_tags
 from cwread.errors import ModelError
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_NUM_CTX = 8192
+
+
+def server_parallel() -> int:
+    """Calls Ollama serves at once: OLLAMA_NUM_PARALLEL when set (the server's own setting,
+    mirrored here), else one."""
+    try:
+        return max(1, int(os.environ.get("OLLAMA_NUM_PARALLEL", "1")))
+    except ValueError:
+        return 1
 
 
 def modelfile_hint(model: str) -> str:
@@ -36,7 +48,7 @@ class OllamaBackend:
         host: str | None = None,
         num_ctx: int = DEFAULT_NUM_CTX,
         timeout: float = 300.0,
-        concurrency: int = 4,
+        concurrency: int | None = None,
         structured: bool | None = None,
         client=None,
         **client_kwargs,
@@ -46,9 +58,28 @@ class OllamaBackend:
         self.model = model
         self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
         self.num_ctx = num_ctx
-        self.concurrency = concurrency
-        self.structured = (not model.startswith("cwread-")) if structured is None else structured
+        self.concurrency = concurrency or server_parallel()
+        self._structured = structured  # None: decided on the first call, by whether it was trained
         self._client = client or ollama.Client(host=self.host, timeout=timeout, **client_kwargs)
+
+    @property
+    def structured(self) -> bool:
+        if self._structured is None:
+            self._structured = not self.trained()
+        return self._structured
+
+    def trained(self) -> bool:
+        """Whether the model was trained to write cwread's tags: tagged `:trained`, or built
+        with an ADAPTER (a LoRA from `python -m training export`). The name is no sign: the
+        Modelfiles create the untrained base as `cwread-finder` too."""
+        if self.model.partition(":")[2].endswith("trained"):
+            return True
+        try:
+            shown = self._client.show(self.model)
+        except Exception as exc:
+            raise self._errors(exc) from exc
+        modelfile = getattr(shown, "modelfile", None) or ""
+        return any(line.upper().startswith("ADAPTER ") for line in modelfile.splitlines())
 
     def _errors(self, exc: BaseException) -> ModelError:
         import httpx
@@ -123,22 +154,3 @@ class OllamaBackend:
         from cwread.tokens import count_tokens
 
         return count_tokens(text)
-
-
-def json_reply_to_tags(text: str) -> str:
-    """`{"reason": ..., "answer": ...}` → `<reason>...</reason>\\n<answer>...</answer>`;
-    text that is not such JSON is returned unchanged for the parser to judge."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return text
-    if not isinstance(data, dict) or "answer" not in data:
-        return text
-    quotes = data.get("quotes")
-    if isinstance(quotes, list) and quotes:
-        # the quotes are the reason; each is checked against the book after parsing
-        items = [f'[{q.get("id")}] "{q.get("quote", "")}"' for q in quotes if isinstance(q, dict)]
-        reason = " ".join(items)
-    else:
-        reason = str(data.get("reason", ""))
-    return f"<reason>{reason}</reason>\n<answer>{data['answer']}</answer>"

@@ -1,5 +1,5 @@
-"""Choosing backends: flags, then environment, then `auto` (Ollama if it serves the models,
-else the embedded default). Factories are registered by name, so tests can add a scripted one."""
+"""Choosing backends: flags, then environment, then `auto` (an OpenAI-compatible server when a
+base URL is set, else Ollama if it serves the models, else the embedded default). Factories are registered by name, so tests can add a scripted one."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from cwread.settings import env_positive
 
 DEFAULT_FINDER_MODEL = "cwread-finder"
 DEFAULT_INTERPRETER_MODEL = "cwread-interpreter"
+CONSTRAINTS = ("auto", "grammar", "json", "none")  # how a server is made to keep the format
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,15 @@ class BackendSettings:
     host: str | None = None
     timeout: float | None = None
     workers: int | None = None
+    base_url: str | None = None  # an OpenAI-compatible server
+    api_key: str | None = None
+    constraint: str | None = None  # auto, grammar, json, none
 
     def resolved(self) -> BackendSettings:
         env = os.environ
+        constraint = (self.constraint or env.get("CWREAD_CONSTRAINT") or "auto").lower()
+        if constraint not in CONSTRAINTS:
+            raise InputError(f"unknown constraint {constraint!r}; choose one of: {', '.join(CONSTRAINTS)}")
 
         return BackendSettings(
             backend=self.backend or env.get("CWREAD_BACKEND") or "auto",
@@ -42,6 +49,9 @@ class BackendSettings:
             host=self.host or env.get("OLLAMA_HOST") or None,
             timeout=self.timeout or env_positive("CWREAD_TIMEOUT", float) or 300.0,
             workers=self.workers,
+            base_url=self.base_url or env.get("OPENAI_BASE_URL") or None,
+            api_key=self.api_key or env.get("OPENAI_API_KEY") or None,
+            constraint=constraint,
         )
 
 
@@ -85,10 +95,13 @@ def _ollama(settings: BackendSettings, probe: bool = True) -> Selection:
             "Modelfile (ADAPTER) and pass --finder-model"
         )
 
+    if settings.constraint == "grammar":
+        raise InputError("Ollama takes no grammar: use --constraint auto, json or none")
     kwargs = {
         "host": settings.host,
         "num_ctx": settings.num_ctx or DEFAULT_NUM_CTX,
         "timeout": settings.timeout,
+        "structured": {"json": True, "none": False}.get(settings.constraint or "auto"),
     }
     if settings.workers:
         kwargs["concurrency"] = settings.workers
@@ -118,9 +131,60 @@ def _embedded(settings: BackendSettings) -> Selection:
     )
 
 
+def _openai(settings: BackendSettings) -> Selection:
+    from cwread.backends.openai_compat import OpenAIBackend, base_url_from
+
+    base_url = base_url_from(settings.base_url)
+    if base_url is None:
+        raise InputError(
+            "--backend openai needs the server's address: --base-url URL or OPENAI_BASE_URL "
+            "(e.g. http://127.0.0.1:8080/v1 for llama-server)"
+        )
+    if settings.finder_lora:
+        raise InputError(
+            "--finder-lora applies to the embedded backend; load the adapter in the server "
+            "(llama-server --lora FILE) instead"
+        )
+    kwargs = {
+        "base_url": base_url,
+        "api_key": settings.api_key,
+        "num_ctx": settings.num_ctx,
+        "timeout": settings.timeout,
+        "concurrency": settings.workers,
+        "constraint": settings.constraint or "auto",
+    }
+    finder = OpenAIBackend(settings.finder_model, **kwargs)
+    finder.model = served_model(finder.info.models, finder.model, base_url)
+    interpreter = finder  # one backend (and one call cache) when both agents get the same model
+    wanted = served_model(finder.info.models, settings.interpreter_model, base_url)
+    if wanted != finder.model:
+        interpreter = OpenAIBackend(wanted, info=finder.info, **kwargs)
+    return Selection(
+        finder,
+        interpreter,
+        f"backend: openai-compatible server at {base_url} ({finder.model}, {interpreter.model}; "
+        f"{finder.constraint} constraint, {finder.concurrency} calls at once)",
+    )
+
+
+def served_model(served: tuple[str, ...], wanted: str, base_url: str) -> str:
+    """`wanted` if the server lists it (or lists nothing); the one model a single-model
+    server serves (llama-server, a vLLM started on one model); else a clear error."""
+    if not served or wanted in served:
+        return wanted
+    if len(served) == 1:
+        return served[0]
+    raise ModelError(
+        f"the server at {base_url} has no model {wanted!r}; it serves {', '.join(served)}: "
+        "choose with --finder-model / --interpreter-model"
+    )
+
+
 def _auto(settings: BackendSettings) -> Selection:
     from cwread.backends.ollama import OllamaBackend
 
+    if settings.base_url:  # a server the user named comes first
+        return _openai(settings)
     if settings.finder_lora:  # an adapter GGUF runs only in-process
         chosen = _embedded(settings)
         return Selection(chosen.finder, chosen.interpreter, f"{chosen.why}; --finder-lora given")
@@ -146,6 +210,7 @@ def _auto(settings: BackendSettings) -> Selection:
 register("auto", _auto)
 register("ollama", _ollama)
 register("embedded", _embedded)
+register("openai", _openai)
 
 
 def select_backends(settings: BackendSettings) -> Selection:

@@ -70,8 +70,8 @@ BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             str | None,
             typer.Option(
-                help="auto (Ollama when it serves the models, else embedded), ollama, or embedded. "
-                "[env: CWREAD_BACKEND]",
+                help="auto (an OpenAI-compatible server when --base-url is set, else Ollama when it "
+                "serves the models, else embedded), openai, ollama, or embedded. [env: CWREAD_BACKEND]",
                 show_default=False,
             ),
         ],
@@ -81,7 +81,7 @@ BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             str | None,
             typer.Option(
-                help="Ollama model for the Finder [env: CWREAD_FINDER_MODEL; default: cwread-finder]."
+                help="Server model for the Finder [env: CWREAD_FINDER_MODEL; default: cwread-finder]."
             ),
         ],
         None,
@@ -90,7 +90,7 @@ BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[
             str | None,
             typer.Option(
-                help="Ollama model for the Interpreter [env: CWREAD_INTERPRETER_MODEL; default: cwread-interpreter]."
+                help="Server model for the Interpreter [env: CWREAD_INTERPRETER_MODEL; default: cwread-interpreter]."
             ),
         ],
         None,
@@ -110,6 +110,37 @@ BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = {
             typer.Option(
                 help="LoRA GGUF adapter for the embedded Finder, e.g. from `python -m training export` "
                 "[env: CWREAD_FINDER_LORA; 'none' or unset: the base model]."
+            ),
+        ],
+        None,
+    ),
+}
+SERVER_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "base_url": (
+        Annotated[
+            str | None,
+            typer.Option(
+                help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 for llama-server "
+                "[env: OPENAI_BASE_URL].",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    "api_key": (
+        Annotated[
+            str | None,
+            typer.Option(help="Key for that server [env: OPENAI_API_KEY; local servers need none].", show_default=False),
+        ],
+        None,
+    ),
+    "constraint": (
+        Annotated[
+            str | None,
+            typer.Option(
+                help="How the server keeps the reply format: grammar (llama.cpp), json (a schema), none, "
+                "or auto [env: CWREAD_CONSTRAINT; default: auto].",
+                show_default=False,
             ),
         ],
         None,
@@ -176,8 +207,10 @@ def _settings(num_ctx=None, workers=None, **values):
 
 
 budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
-backend_options = _option_group("settings", {**BACKEND_OPTIONS, **SERVING_OPTIONS}, _settings)
-model_options = _option_group("settings", BACKEND_OPTIONS, _settings)  # choosing models, not serving
+backend_options = _option_group(
+    "settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS, **SERVING_OPTIONS}, _settings
+)
+model_options = _option_group("settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS}, _settings)  # not serving
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,215 @@
+"""OpenAI-compatible chat completions through the `openai` client: llama.cpp's llama-server,
+vLLM, LM Studio, llamafile, Ollama's /v1.
+
+Base URL and key follow the client's conventions (`OPENAI_BASE_URL`, `OPENAI_API_KEY`); a
+local server needs no key. What the server is decides the output constraint: a llama.cpp
+server (models `owned_by` "llamacpp") takes cwread's GBNF grammar in `grammar`, so a quote can
+only be a sentence of its paragraph; any other gets the JSON schema in `response_format` and
+its reply is checked after the fact. llama-server's `/props` also gives its parallel slots
+(calls worth running at once) and the context of one slot.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from cwread.backends import Generation, GenerationRequest
+from cwread.backends.replies import json_reply_to_tags, json_schema_format
+from cwread.errors import InputError, ModelError
+
+DEFAULT_NUM_CTX = 8192
+DEFAULT_CONCURRENCY = 4  # servers that do not say how many calls they serve at once
+NO_KEY = "no-key"  # local servers ignore the key; the client insists on one
+SMALL_MODEL_PARAMS = 300_000_000  # below this a model is too small to write answers
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What an OpenAI-compatible server says about itself (None where it does not say)."""
+
+    models: tuple[str, ...]
+    owned_by: str  # of the first model: "llamacpp" for llama.cpp's server, "vllm", ...
+    slots: int | None = None  # parallel slots (llama-server)
+    context: int | None = None  # tokens one slot holds (llama-server)
+    params: int | None = None  # model parameters (llama-server)
+
+    @property
+    def llamacpp(self) -> bool:
+        return self.owned_by == "llamacpp"
+
+
+def base_url_from(value: str | None) -> str | None:
+    """The server's base URL (flag, else `OPENAI_BASE_URL`), without a trailing slash."""
+    url = value or os.environ.get("OPENAI_BASE_URL") or None
+    if url is None:
+        return None
+    if not url.startswith(("http://", "https://")):
+        raise InputError(f"--base-url must start with http:// or https://, got {url!r}")
+    return url.rstrip("/")
+
+
+class OpenAIBackend:
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key: str | None = None,
+        num_ctx: int | None = None,
+        timeout: float = 300.0,
+        concurrency: int | None = None,
+        constraint: str = "auto",
+        info: ServerInfo | None = None,
+        http_client=None,
+    ) -> None:
+        import openai
+
+        self.base_url = base_url.rstrip("/")
+        self._http = http_client or new_http_client(timeout)
+        key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY
+        self._client = openai.OpenAI(
+            base_url=self.base_url, api_key=key, timeout=timeout, max_retries=1, http_client=self._http
+        )
+        self.info = info or self.server_info()
+        self.model = model
+        if self.info.llamacpp:
+            self.constraint = "grammar" if constraint == "auto" else constraint
+        else:
+            self.constraint = "json" if constraint == "auto" else constraint
+        self.num_ctx = num_ctx or self.info.context or DEFAULT_NUM_CTX
+        self.concurrency = concurrency or self.info.slots or DEFAULT_CONCURRENCY
+        self.small = self.info.params is not None and self.info.params < SMALL_MODEL_PARAMS
+        # keys the call cache: another server or constraint may answer the same prompt otherwise
+        self.identity = f"{self.base_url}|{self.constraint}"
+
+    def _errors(self, exc: BaseException) -> ModelError:
+        import openai
+
+        where = f"the server at {self.base_url}"
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelError(f"{where} timed out; raise CWREAD_TIMEOUT or use a smaller model")
+        if isinstance(exc, openai.APIConnectionError):
+            return ModelError(
+                f"no OpenAI-compatible server answers at {self.base_url}: start one (e.g. "
+                "`llama-server -m MODEL.gguf --port 8080`), set OPENAI_BASE_URL or --base-url, "
+                "or use --backend embedded"
+            )
+        if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+            return ModelError(f"{where} refused the key (HTTP {exc.status_code}): set OPENAI_API_KEY")
+        if isinstance(exc, openai.NotFoundError):
+            return ModelError(
+                f"{where} has no model {getattr(self, 'model', '?')!r} (HTTP 404): {_message(exc)}"
+            )
+        if isinstance(exc, openai.APIStatusError):
+            return ModelError(f"{where} refused the request (HTTP {exc.status_code}): {_message(exc)}")
+        return ModelError(f"the call to {where} failed: {type(exc).__name__}: {exc}")
+
+    def server_info(self) -> ServerInfo:
+        """The server's models and, from llama-server's `/props`, its slots and context."""
+        try:
+            listed = self._client.models.list()
+        except Exception as exc:
+            raise self._errors(exc) from exc
+        data = list(getattr(listed, "data", None) or [])
+        models = tuple(str(m.id) for m in data)
+        owned_by = str(getattr(data[0], "owned_by", "") or "") if data else ""
+        meta = (getattr(data[0], "model_extra", None) or {}).get("meta") if data else None
+        info = ServerInfo(models, owned_by, params=_int((meta or {}).get("n_params")))
+        if not info.llamacpp:
+            return info
+        props = self._props()
+        settings = props.get("default_generation_settings") or {}
+        return ServerInfo(
+            models,
+            owned_by,
+            slots=_int(props.get("total_slots")),
+            context=_int(settings.get("n_ctx")) or _int((meta or {}).get("n_ctx")),
+            params=info.params,
+        )
+
+    def _props(self) -> dict:
+        root = self.base_url.removesuffix("/v1")
+        try:
+            reply = self._http.get(f"{root}/props")
+            reply.raise_for_status()
+            props = reply.json()
+        except Exception:  # an older server, or a proxy in front: go without its facts
+            return {}
+        return props if isinstance(props, dict) else {}
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        extra: dict = {}
+        kwargs: dict = {}
+        if self.constraint == "grammar" and request.grammar:
+            extra["grammar"] = request.grammar
+        elif self.constraint == "json" and request.schema is not None:
+            kwargs["response_format"] = json_schema_format(request.schema)
+        if request.repeat_penalty != 1.0:  # the field is each server's own
+            if self.info.llamacpp:
+                extra["repeat_penalty"] = request.repeat_penalty
+            elif self.info.owned_by == "vllm":
+                extra["repetition_penalty"] = request.repeat_penalty
+        if self.info.llamacpp:
+            extra["cache_prompt"] = True
+        if request.stop:
+            kwargs["stop"] = list(request.stop)
+        t0 = time.perf_counter()
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=[{"role": role, "content": content} for role, content in request.messages],
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                seed=request.seed,
+                extra_body=extra or None,
+                **kwargs,
+            )
+        except Exception as exc:  # mapped to one actionable message
+            raise self._errors(exc) from exc
+        text = (response.choices[0].message.content or "") if response.choices else ""
+        if "response_format" in kwargs:
+            text = json_reply_to_tags(text)
+        usage = response.usage
+        return Generation(
+            text=text,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            seconds=time.perf_counter() - t0,
+        )
+
+    def context_size(self) -> int:
+        return self.num_ctx
+
+    def count_tokens(self, text: str) -> int:
+        from cwread.tokens import count_tokens
+
+        return count_tokens(text)
+
+
+def new_http_client(timeout: float):
+    """The HTTP client under the OpenAI client (also used for llama-server's /props)."""
+    import httpx
+
+    return httpx.Client(timeout=timeout)
+
+
+def _int(value) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
+
+
+def _message(exc) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    return str(getattr(exc, "message", exc))

@@ -1,0 +1,240 @@
+"""Contract tests of the OpenAI-compatible backend: the real `openai` client over
+httpx.MockTransport playing llama-server and vLLM; one slow test against a real llama.cpp
+server (the embedded model served over HTTP by xllamacpp)."""
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cwread import agents
+from cwread.backends import openai_compat
+from cwread.backends.openai_compat import OpenAIBackend
+from cwread.backends.select import BackendSettings, select_backends
+from cwread.cli import main
+from cwread.errors import InputError, ModelError
+from cwread.records import Question
+
+URL = "http://server.test:8080/v1"
+_REAL_CLIENT = httpx.Client
+
+
+def _mock_client(handler):
+    return _REAL_CLIENT(transport=httpx.MockTransport(handler))
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def completion(content: str) -> dict:
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49},
+    }
+
+
+def fake_server(owned_by: str, reply: str, seen: dict, models=("qwen2.5-1.5b",), slots=8, n_ctx=65536 // 8):
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.setdefault("paths", []).append(request.url.path)
+        seen["auth"] = request.headers.get("authorization")
+        if request.url.path == "/v1/models":
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": owned_by} for m in models]
+            if owned_by == "llamacpp":
+                for entry in data:
+                    entry["meta"] = {"n_params": 1_543_714_304, "n_ctx": n_ctx}
+            return httpx.Response(200, json={"object": "list", "data": data})
+        if request.url.path == "/props":
+            if owned_by != "llamacpp":
+                return httpx.Response(404)
+            return httpx.Response(
+                200, json={"total_slots": slots, "default_generation_settings": {"n_ctx": n_ctx}}
+            )
+        if request.url.path == "/v1/chat/completions":
+            seen["body"] = json.loads(request.content)
+            return httpx.Response(200, json=completion(reply))
+        return httpx.Response(404, json={"error": {"message": "no such route"}})
+
+    return handler
+
+
+def backend(handler, model="qwen2.5-1.5b", **kw) -> OpenAIBackend:
+    return OpenAIBackend(model, URL, http_client=httpx.Client(transport=httpx.MockTransport(handler)), **kw)
+
+
+def finder_call():
+    return agents.finder_request(Question("Where is the key?", "open"), 3, 3, "[3] The key is under the mat.")
+
+
+def test_llama_server_gets_the_grammar_and_sizes_calls_to_its_slots():
+    seen: dict = {}
+    b = backend(
+        fake_server(
+            "llamacpp", '<reason>[3] "The key is under the mat."</reason>\n<answer>YES</answer>', seen
+        )
+    )
+    assert (b.constraint, b.concurrency, b.context_size(), b.small) == ("grammar", 8, 8192, False)
+    request = finder_call()
+    reply = b.generate(request)
+    body = seen["body"]
+    assert body["grammar"] == request.grammar and "response_format" not in body
+    assert body["max_tokens"] == request.max_tokens and body["temperature"] == 0 and body["seed"] == 0
+    assert body["model"] == "qwen2.5-1.5b" and body["cache_prompt"] is True
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert agents.parse_finder_reply(reply.text).answer == "YES"
+    assert (reply.prompt_tokens, reply.completion_tokens) == (42, 7)
+
+
+def test_other_servers_get_the_json_schema_and_their_reply_becomes_tags():
+    seen: dict = {}
+    reply = json.dumps({"quotes": [{"id": 3, "quote": "The key is under the mat."}], "answer": "YES"})
+    b = backend(fake_server("vllm", reply, seen), api_key="sk-test")
+    assert (b.constraint, b.concurrency, b.context_size()) == ("json", 4, 8192)
+    request = finder_call()
+    text = b.generate(request).text
+    body = seen["body"]
+    assert body["response_format"]["json_schema"]["schema"] == request.schema and "grammar" not in body
+    assert text == '<reason>[3] "The key is under the mat."</reason>\n<answer>YES</answer>'
+    assert seen["auth"] == "Bearer sk-test"
+    assert "/props" not in seen["paths"]  # only llama.cpp servers are asked for their slots
+
+
+def test_flags_override_what_the_server_says():
+    seen: dict = {}
+    b = backend(fake_server("llamacpp", "x", seen), constraint="none", concurrency=2, num_ctx=4096)
+    assert (b.constraint, b.concurrency, b.context_size()) == ("none", 2, 4096)
+    b.generate(finder_call())
+    assert "grammar" not in seen["body"] and "response_format" not in seen["body"]
+
+
+def test_the_repeat_penalty_goes_in_each_servers_own_field():
+    request = agents.interpreter_request(Question("Why?", "open"), [(1, "A.")])
+    assert request.repeat_penalty != 1.0
+    for owned_by, field in (("llamacpp", "repeat_penalty"), ("vllm", "repetition_penalty")):
+        seen: dict = {}
+        backend(fake_server(owned_by, "<reason>x</reason><answer>y</answer>", seen)).generate(request)
+        assert seen["body"][field] == request.repeat_penalty
+
+
+def test_a_single_model_server_serves_whatever_name_was_asked(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", URL)
+    seen: dict = {}
+    handler = fake_server("llamacpp", "x", seen, models=("/models/qwen2.5-coder-1.5b-q4_k_m.gguf",))
+
+    monkeypatch.setattr(openai_compat, "new_http_client", lambda timeout: _mock_client(handler))
+    selection = select_backends(BackendSettings(backend="auto"))
+    assert selection.finder.name == "openai" and selection.finder is selection.interpreter
+    assert selection.finder.model == "/models/qwen2.5-coder-1.5b-q4_k_m.gguf"
+    assert "grammar constraint, 8 calls at once" in selection.why
+
+
+def test_a_server_with_several_models_must_be_told_which(monkeypatch):
+    seen: dict = {}
+    handler = fake_server("vllm", "x", seen, models=("a", "b"))
+    monkeypatch.setattr(openai_compat, "new_http_client", lambda timeout: _mock_client(handler))
+    with pytest.raises(ModelError, match=r"has no model 'cwread-finder'; it serves a, b"):
+        select_backends(BackendSettings(backend="openai", base_url=URL))
+
+
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        (401, r"refused the key \(HTTP 401\): set OPENAI_API_KEY"),
+        (404, r"has no model 'qwen2.5-1.5b' \(HTTP 404\)"),
+        (400, r"refused the request \(HTTP 400\): the request exceeds the available context size"),
+    ],
+)
+def test_http_errors_become_one_line(status, message):
+    def handler(request):
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"object": "list", "data": []})
+        error = {"message": "the request exceeds the available context size", "type": "x"}
+        return httpx.Response(status, json={"error": error})
+
+    b = backend(handler)
+    with pytest.raises(ModelError, match=message):
+        b.generate(finder_call())
+
+
+def test_no_server_and_no_address_are_clear_errors(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(InputError, match="needs the server's address"):
+        select_backends(BackendSettings(backend="openai"))
+    with pytest.raises(InputError, match="must start with http"):
+        select_backends(BackendSettings(backend="openai", base_url="localhost:8080"))
+    with pytest.raises(ModelError, match=r"no OpenAI-compatible server answers at http://127.0.0.1:9/v1"):
+        select_backends(BackendSettings(backend="openai", base_url="http://127.0.0.1:9/v1", timeout=2))
+
+
+def test_cli_without_a_server_exits_3_in_one_line(capsys, story, cache_dir):
+    code, out, err = run(capsys, "ask", str(story), "What?", "--base-url", "http://127.0.0.1:9/v1")
+    assert code == 3 and out == ""
+    assert err.splitlines()[-1].startswith("cwread: error: no OpenAI-compatible server answers")
+    assert "Traceback" not in err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_ask_through_a_real_llama_server(capsys, cache_dir):
+    """The embedded model served over HTTP by llama.cpp (xllamacpp): grammar, slots, the lot."""
+    import xllamacpp
+
+    from cwread.backends.embedded import default_gguf
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(default_gguf())
+    params.n_ctx = 16384
+    params.n_parallel = 2
+    params.verbosity = -1
+    params.warmup = False
+    params.port = _free_port()
+    params.hostnames = ["127.0.0.1"]
+    server = xllamacpp.Server(params)
+    url = f"http://127.0.0.1:{params.port}/v1"
+    for _ in range(50):
+        try:
+            if httpx.get(f"http://127.0.0.1:{params.port}/health").status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.2)
+    book = Path(__file__).parent.parent / "examples" / "the_selfish_giant.txt"
+    code, out, err = run(
+        capsys, "ask", str(book), "What did the Giant put up?", "--base-url", url, "--json", "--read", "3"
+    )
+    assert code in (0, 4), err
+    data = json.loads(out)
+    assert data["models"]["finder"].startswith("openai:")
+    assert "grammar constraint, 2 calls at once" in err.replace("\n", "")
+    assert all(v["parsed_first_try"] for v in data["finder"])  # the grammar held
+    for quote in data["quotes"]:  # every quote shown is in the book
+        assert quote["quote"] in " ".join(book.read_text(encoding="utf-8").split())
+    del server
+
+
+def test_doctor_names_the_server_and_its_parallel_calls(capsys, cache_dir, monkeypatch):
+    seen: dict = {}
+    handler = fake_server("llamacpp", "x", seen, slots=4)
+    monkeypatch.setattr(openai_compat, "new_http_client", lambda timeout: _mock_client(handler))
+    code, out, err = run(capsys, "doctor", "--json", "--base-url", URL)
+    assert code == 0, err
+    backend = json.loads(out)["backend"]
+    assert backend["finder"] == "openai:qwen2.5-1.5b" and f"server at {URL}" in backend["why"]
+    assert backend["notes"] == [
+        "the server takes 4 calls at once; cwread sends as many (--workers to change)"
+    ]
