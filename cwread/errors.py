@@ -26,3 +26,7 @@ class AnswerError(CwreadError):
 
 class Interrupted(CwreadError):
     """The user stopped a run (Ctrl-C); the message says what was kept."""
+
+
+class CacheError(CwreadError):
+    """The cache cannot be written (e.g. the disk is full); the message names the folder."""

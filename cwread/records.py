@@ -244,6 +244,7 @@ class DoctorReport:
     embedder: str
     embedder_built: bool
     notes: tuple[str, ...] = ()  # advice on the backend chosen (e.g. Ollama's parallelism)
+    advice: tuple[str, ...] = ()  # how to get better models, when only the embedded one runs
 
     @property
     def ok(self) -> bool:

@@ -31,12 +31,32 @@ _STAGES = {
 }
 
 
-def stdout() -> Console:
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+_width: int | None = None  # --width; None: the terminal's, and no wrapping into a pipe
+
+
+def set_width(width: int | None) -> None:
+    """Wrap at `width` columns (0: never); None: the terminal's width, unwrapped off a terminal."""
+    global _width
+    _width = width
+
+
+def _console(file, lines: bool) -> Console:
+    if _width:
+        return Console(file=file, highlight=False, width=_width)
+    console = Console(file=file, highlight=False)
+    # Lines of text (not panels or tables) into a pipe or file stay one line each, unpadded,
+    # so `grep` finds a sentence of a paragraph.
+    console.soft_wrap = lines and (_width == 0 or not console.is_terminal)
+    return console
+
+
+def stdout(lines: bool = False) -> Console:
+    """The console for views; `lines`: plain lines of text, unwrapped off a terminal."""
+    return _console(sys.stdout, lines)
 
 
 def stderr() -> Console:
-    return Console(file=sys.stderr, highlight=False)
+    return _console(sys.stderr, lines=True)
 
 
 def notice(line: str) -> None:
@@ -44,9 +64,26 @@ def notice(line: str) -> None:
     stderr().print(f"cwread: {line}", highlight=False)
 
 
+_json_printed = False
+
+
+def begin_run() -> None:
+    """Forget the last run's settings (the CLI may run several times in one process)."""
+    global _json_printed, _width
+    _json_printed, _width = False, None
+
+
 def print_json(data: dict) -> None:
+    global _json_printed
+    _json_printed = True
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     sys.stdout.flush()
+
+
+def print_json_error(code: int, kind: str, message: str) -> None:
+    """With --json, a failure is a JSON document too, unless the run already printed its one."""
+    if not _json_printed:
+        print_json({"version": 1, "error": {"code": code, "kind": kind, "message": message}})
 
 
 @contextmanager
@@ -96,7 +133,7 @@ def _paragraph_line(pid: int, text: str) -> Text:
 
 
 def show_view(paragraphs: list[Paragraph]) -> None:
-    out = stdout()
+    out = stdout(lines=True)
     for p in paragraphs:
         out.print(_paragraph_line(p.id, p.text))
         out.print()
@@ -222,10 +259,14 @@ def doctor_view(report: DoctorReport) -> None:
     for note in report.notes:
         out.print(f"note {note}", markup=False)
     out.print(
-        f"{'[green]ok[/green]' if report.embedder_built else '[yellow]later[/yellow]'} embedder {report.embedder}"
-        f"{'' if report.embedder_built else ' (built on first use (~20 s))'}"
+        f"{'[green]ok[/green]' if report.embedder_built else '[red]missing[/red]'} embedder {report.embedder}"
+        f"{'' if report.embedder_built else ' (its files are not installed: reinstall cwread)'}"
     )
     out.print(f"cache {report.cache}")
+    if report.advice:
+        out.print()
+        for line in report.advice:
+            out.print(line, markup=False)
 
 
 def eval_view(summary: dict) -> None:

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from cwread import lexical
-from cwread.cache import cache_root, read_entry, write_entry
+from cwread.cache import cache_root, read_entry, remove_entry, write_entry
 from cwread.document import Document
 from cwread.embedders import Embedder
-from cwread.errors import InputError
+from cwread.errors import CacheError, InputError
 
 RRF_K = 60
 METHODS = ("fused", "bm25", "dense")
@@ -66,26 +66,42 @@ def open_index(document: Document, embedder: Embedder | None, progress: IndexPro
     dense = None
     if embedder is not None:
         dense_dir = base / f"dense-{_slug(embedder.fingerprint)}"
-        meta = read_entry(
-            dense_dir,
-            lambda m: m.get("paragraphs") == n and m.get("embedder") == embedder.fingerprint,
-        )
-        if meta is None:
+        dims = int(np.asarray(embedder.encode(["probe"])).shape[1])
+        for _ in range(2):  # a verified entry of the wrong shape is removed and built again
+            meta = read_entry(
+                dense_dir,
+                lambda m: m.get("paragraphs") == n and m.get("embedder") == embedder.fingerprint,
+            )
+            if meta is None:
 
-            def build_dense(tmp: Path) -> dict:
-                report = (lambda done, total: progress("embed", done, total)) if progress else None
-                if report:
-                    report(0, n)
-                vectors = embedder.encode(texts, progress=report)
-                np.save(tmp / "embeddings.npy", vectors)
-                return {"paragraphs": n, "embedder": embedder.fingerprint, "dims": int(vectors.shape[1])}
+                def build_dense(tmp: Path) -> dict:
+                    report = (lambda done, total: progress("embed", done, total)) if progress else None
+                    if report:
+                        report(0, n)
+                    vectors = embedder.encode(texts, progress=report)
+                    np.save(tmp / "embeddings.npy", vectors)
+                    return {"paragraphs": n, "embedder": embedder.fingerprint, "dims": int(vectors.shape[1])}
 
-            write_entry(dense_dir, build_dense)
-            built.append("dense")
-        dense = np.load(dense_dir / "embeddings.npy")
-        if dense.shape[0] != n:
-            raise RuntimeError("dense cache shape mismatch after verification")
+                write_entry(dense_dir, build_dense)
+                built.append("dense")
+            dense = _load_vectors(dense_dir / "embeddings.npy", n, dims)
+            if dense is not None:
+                break
+            remove_entry(dense_dir)
+        if dense is None:
+            raise CacheError(f"the embeddings cached in {dense_dir} are unusable even when rebuilt")
     return Index(document, lexical_index, dense, embedder, built)
+
+
+def _load_vectors(path: Path, rows: int, dims: int) -> np.ndarray | None:
+    """The cached paragraph vectors, or None unless they are `rows` x `dims` finite floats."""
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if vectors.ndim != 2 or vectors.shape != (rows, dims) or not np.isfinite(vectors).all():
+        return None
+    return vectors
 
 
 def _slug(text: str) -> str:

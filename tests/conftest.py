@@ -1,9 +1,7 @@
-"""Shared fixtures: an isolated cache per test session, with the static embedder built once."""
+"""Shared fixtures: an isolated cache per test, scripted backends, small stories."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,29 +17,10 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 EXAMPLES = REPO / "examples"
 
 
-@pytest.fixture(scope="session")
-def session_cache(tmp_path_factory) -> Path:
-    """A cache root holding the distilled static model (built once per test session)."""
-    root = tmp_path_factory.mktemp("cwread-cache")
-    old = os.environ.get("CWREAD_CACHE_DIR")
-    os.environ["CWREAD_CACHE_DIR"] = str(root)
-    try:
-        from cwread.embedders import load_static_minilm
-
-        load_static_minilm()
-    finally:
-        if old is None:
-            os.environ.pop("CWREAD_CACHE_DIR", None)
-        else:
-            os.environ["CWREAD_CACHE_DIR"] = old
-    return root
-
-
 @pytest.fixture
-def cache_dir(session_cache, tmp_path, monkeypatch) -> Path:
-    """A fresh cache root for one test that already has the static model (hard-linked)."""
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    """A fresh, empty cache root for one test (the static embedder ships with cwread)."""
     root = tmp_path / "cache"
-    shutil.copytree(session_cache / "models", root / "models", copy_function=os.link)
     monkeypatch.setenv("CWREAD_CACHE_DIR", str(root))
     return root
 

@@ -176,7 +176,7 @@ def test_modelfiles_named_by_error_hints_exist():
     from tests.conftest import REPO
 
     for model in ("cwread-finder", "cwread-interpreter"):
-        path = modelfile_hint(model).split(" -f ")[1].rstrip("`")
+        path = modelfile_hint(model).split(" -f ")[1].split("`")[0]
         text = (REPO / path).read_text()
         assert (
             sum(line.startswith("FROM ") for line in text.splitlines()) == 1

@@ -90,19 +90,6 @@ def test_index_is_cached_per_content_and_rebuilt_when_corrupt(story, cache_dir):
     assert sorted(open_index(other, embedder).built) == ["bm25", "dense"]
 
 
-@pytest.mark.slow  # re-distils the static model (~20 s)
-def test_corrupt_static_model_is_rebuilt(cache_dir):
-    from cwread.embedders import static_model_dir
-
-    model = static_model_dir()
-    expected = load_static_minilm().encode(["a lighthouse"])
-    # break the model's weights: the next load must notice and distil again
-    (model / "embeddings.npy").unlink()  # hard-linked from the session cache: do not write through
-    (model / "embeddings.npy").write_bytes(b"not an array")
-    rebuilt = load_static_minilm()
-    np.testing.assert_allclose(rebuilt.encode(["a lighthouse"]), expected, atol=1e-6)
-
-
 def test_atomic_file_write_leaves_no_temporary(tmp_path):
     from cwread.cache import write_file_atomic
 

@@ -163,7 +163,12 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, story, cache_dir, ma
 
 def test_missing_embedding_model_is_exit_3(capsys, story, cache_dir):
     code, _, err = run(capsys, "find", str(story), "q", "--embedder", str(story.parent / "no-model"))
-    assert code == 3 and "cannot load embedding model" in err and "Traceback" not in err
+    assert code == 2 and "no such folder" in err and "Traceback" not in err  # a bad path: input
+    code, _, err = run(capsys, "find", str(story), "q", "--embedder", "no-such-cached-model")
+    assert code == 3 and err.strip().splitlines() == [
+        "cwread: error: cannot load embedding model 'no-such-cached-model' (OSError); give a local "
+        "sentence-transformers directory, or --embedder minilm-static"
+    ]
 
 
 def test_debug_shows_the_traceback(capsys, tmp_path):

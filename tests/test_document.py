@@ -144,7 +144,7 @@ def test_missing_file_directory_and_size_limit(tmp_path, monkeypatch):
     big = tmp_path / "big.txt"
     big.write_text("word " * 1000)
     monkeypatch.setenv("CWREAD_MAX_BYTES", "100")
-    with pytest.raises(InputError, match="MiB"):
+    with pytest.raises(InputError, match=r"is 4\.9 KiB; cwread reads texts up to 100 bytes"):
         load_document(str(big))
     monkeypatch.setenv("CWREAD_MAX_BYTES", "lots")
     with pytest.raises(InputError, match="CWREAD_MAX_BYTES"):

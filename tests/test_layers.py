@@ -33,8 +33,8 @@ LAYERS = [
         "cwread.tokens",
     ],
     ["cwread.document", "cwread.segments", "cwread.retrieval", "cwread.embedders", "cwread.lexical", "cwread.metrics"],
-    ["cwread.cache", "cwread.settings"],
-    ["cwread.errors", "cwread"],
+    ["cwread.cache", "cwread.settings", "cwread.modelfiles"],
+    ["cwread.errors", "cwread", "cwread.data"],
 ]
 RANK = {module: i for i, layer in enumerate(LAYERS) for module in layer}
 

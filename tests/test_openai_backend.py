@@ -238,3 +238,21 @@ def test_doctor_names_the_server_and_its_parallel_calls(capsys, cache_dir, monke
     assert backend["notes"] == [
         "the server takes 4 calls at once; cwread sends as many (--workers to change)"
     ]
+
+
+def test_stop_strings_and_plain_requests_follow_the_chat_completions_shape():
+    from cwread.backends import GenerationRequest
+
+    seen: dict = {}
+    b = backend(fake_server("vllm", "plain text", seen))
+    request = GenerationRequest(messages=(("user", "hi"),), max_tokens=12, temperature=0.5, seed=7, stop=("</answer>",))
+    assert b.generate(request).text == "plain text"  # no schema asked: the text as it came
+    body = seen["body"]
+    assert body == {
+        "model": "qwen2.5-1.5b",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 12,
+        "temperature": 0.5,
+        "seed": 7,
+        "stop": ["</answer>"],
+    }

@@ -24,7 +24,8 @@ def test_queries_are_the_question_and_the_question_with_each_option():
 
 def test_static_embedder_equals_sentence_transformers_static_embedding(cache_dir):
     """Parity: our numpy encoder gives StaticEmbedding's vectors (normalised)."""
-    import torch
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("sentence_transformers")
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import StaticEmbedding
 

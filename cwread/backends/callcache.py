@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from cwread.backends import Backend, Generation, GenerationRequest
-from cwread.cache import cache_root, write_file_atomic
+from cwread.cache import cache_root, cache_write_error, write_file_atomic
 
 CALL_CACHE_VERSION = 1
 
@@ -50,8 +50,11 @@ class CachedBackend:
         except (OSError, ValueError, TypeError):
             pass
         generation = self.inner.generate(request)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_file_atomic(path, json.dumps({k: v for k, v in asdict(generation).items() if k != "cached"}))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_file_atomic(path, json.dumps({k: v for k, v in asdict(generation).items() if k != "cached"}))
+        except OSError as exc:
+            raise cache_write_error(exc, self.directory) from exc
         return generation
 
     def context_size(self) -> int:

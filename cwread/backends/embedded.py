@@ -39,6 +39,36 @@ def default_gguf() -> Path:
     return found[0]
 
 
+def gguf_header(path: Path) -> tuple[int, int, int]:
+    """(version, tensors, metadata keys) from a GGUF file's header; ModelError if it has none."""
+    import struct
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(24)
+    except OSError as exc:
+        raise ModelError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(head) < 24 or head[:4] != b"GGUF":
+        raise ModelError(f"{path} is not a GGUF model (no GGUF header)")
+    version, tensors, keys = struct.unpack("<IQQ", head[4:24])
+    return version, tensors, keys
+
+
+def verify_gguf(path: Path, n_ctx: int, threads: int, lora: Path | None = None) -> str:
+    """Check that llama.cpp loads the model (a truncated file does not); returns a summary.
+    The server is the one `ask` would use, kept for the process (dropping one can hang)."""
+    version, tensors, _ = gguf_header(path)
+    try:
+        _server(path, n_ctx, threads, lora)
+    except ModelError:
+        size = path.stat().st_size
+        raise ModelError(
+            f"llama.cpp cannot load {path}: its header names {tensors} tensors but the file "
+            f"({size / 2**20:.1f} MiB) does not hold them; it may be truncated or corrupt"
+        ) from None
+    return f"GGUF v{version}, {tensors} tensors, loads"
+
+
 def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
     """A llama.cpp server in this process for the GGUF `path` (and a LoRA adapter GGUF)."""
     # Without PASSIVE, idle OpenMP threads spin and 2 busy cores ran 3x slower.
@@ -136,6 +166,10 @@ class EmbeddedBackend:
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=time.perf_counter() - t0,
         )
+
+    def verify(self) -> str:
+        """Load the model once to prove the file is whole (for `doctor`)."""
+        return verify_gguf(self.path, self.num_ctx, self._threads, self.lora)
 
     def context_size(self) -> int:
         return self.num_ctx

@@ -32,10 +32,16 @@ def server_parallel() -> int:
         return 1
 
 
+DEFAULT_HOST = "http://127.0.0.1:11434"  # the ollama client's default when OLLAMA_HOST is unset
+
+
 def modelfile_hint(model: str) -> str:
     if model.startswith("cwread-"):
         agent = model.removeprefix("cwread-")
-        return f"create it with `ollama create {model} -f modelfiles/{agent}.Modelfile`"
+        return (
+            f"create it with `ollama create {model} -f modelfiles/{agent}.Modelfile` "
+            "(`cwread modelfiles --out modelfiles` writes the Modelfiles)"
+        )
     return f"pull it with `ollama pull {model}`"
 
 

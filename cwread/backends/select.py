@@ -181,7 +181,7 @@ def served_model(served: tuple[str, ...], wanted: str, base_url: str) -> str:
 
 
 def _auto(settings: BackendSettings) -> Selection:
-    from cwread.backends.ollama import OllamaBackend
+    from cwread.backends.ollama import DEFAULT_HOST, OllamaBackend
 
     if settings.base_url:  # a server the user named comes first
         return _openai(settings)
@@ -193,7 +193,7 @@ def _auto(settings: BackendSettings) -> Selection:
         probe = OllamaBackend(settings.finder_model, host=settings.host, timeout=2.0)
         have = probe.available_models()
     except ModelError:
-        host = settings.host or os.environ.get("OLLAMA_HOST") or "the default host"
+        host = settings.host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
         chosen = _embedded(settings)
         return Selection(
             chosen.finder, chosen.interpreter, f"{chosen.why}; no Ollama server answers at {host}"

@@ -28,17 +28,31 @@ from cwread.cli.options import (
     NoCacheFlag,
     OptionOpt,
     QuestionArg,
+    WidthOpt,
     answer_options,
     backend_options,
     budget_options,
     model_options,
 )
-from cwread.errors import AnswerError, CwreadError, InputError, Interrupted, ModelError
+from cwread.errors import AnswerError, CacheError, CwreadError, InputError, Interrupted, ModelError
 
 EXIT_CLAIM_FALSE = 1
-EXIT_CODES: dict[type[CwreadError], int] = {InputError: 2, ModelError: 3, AnswerError: 4, Interrupted: 130}
+EXIT_CODES: dict[type[CwreadError], int] = {
+    InputError: 2,
+    ModelError: 3,
+    CacheError: 3,
+    AnswerError: 4,
+    Interrupted: 130,
+}
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+ERROR_KINDS: dict[type[CwreadError], str] = {
+    InputError: "input",
+    ModelError: "model",
+    CacheError: "cache",
+    AnswerError: "answer",
+    Interrupted: "interrupted",
+}
 
 
 def _click_types(name: str) -> tuple[type[BaseException], ...]:
@@ -61,7 +75,8 @@ app = typer.Typer(
         "4 no parseable answer, 130 interrupted."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
+    rich_markup_mode="markdown",
     pretty_exceptions_enable=False,
 )
 
@@ -93,11 +108,13 @@ def show(
     ],
     json_out: JsonFlag = False,
     encoding: EncodingOpt = None,
+    width: WidthOpt = None,
     debug: DebugFlag = False,
 ) -> None:
     """Print paragraphs with their ids, e.g. `cwread show novel.txt 1200-1210`."""
     from cwread import api, render, trace
 
+    render.set_width(width)
     document = api.open_document(book, encoding)
     selected = api.show(document, paragraphs)
     if json_out:
@@ -121,6 +138,7 @@ def find(
     ] = None,
     json_out: JsonFlag = False,
     encoding: EncodingOpt = None,
+    width: WidthOpt = None,
     debug: DebugFlag = False,
 ) -> None:
     """Rank the passages a question needs, each with its paragraph span.
@@ -131,6 +149,7 @@ def find(
     """
     from cwread import api, render, trace
 
+    render.set_width(width)
     asked = api.make_question(question, option)
     if limit is not None and limit < 0:
         raise InputError("--limit must be 0 (all) or a positive number")
@@ -150,6 +169,7 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
 
     from cwread import api, render, trace
 
+    render.set_width(run.width)
     document = api.open_document(book, run.encoding)
     if run.trace is not None:
         target = Path(run.trace)
@@ -246,11 +266,13 @@ def index(
     embedder: EmbedderOpt = "minilm-static",
     json_out: JsonFlag = False,
     encoding: EncodingOpt = None,
+    width: WidthOpt = None,
     debug: DebugFlag = False,
 ) -> None:
     """Build the cached lexical and dense indexes of a text, so later questions start fast."""
     from cwread import api, render, trace
 
+    render.set_width(width)
     document = api.open_document(book, encoding)
     with render.progress() as progress:
         report = api.index_document(document, embedder, progress)
@@ -279,13 +301,35 @@ def doctor(
         raise ModelError(report.backend_error, quiet=True)
 
 
+@app.command()
+def modelfiles(
+    out: Annotated[str, typer.Option("--out", help="Folder to write the Modelfiles into.")] = "modelfiles",
+    force: Annotated[bool, typer.Option("--force", help="Replace different files of the same name.")] = False,
+    json_out: JsonFlag = False,
+    debug: DebugFlag = False,
+) -> None:
+    """Write the Ollama Modelfiles of cwread's agents, for `ollama create cwread-finder -f ...`."""
+    from pathlib import Path
+
+    from cwread import render
+    from cwread.modelfiles import setup_commands, write_modelfiles
+
+    written = write_modelfiles(Path(out), overwrite=force)
+    if json_out:
+        render.print_json({"version": 1, "written": [str(p) for p in written]})
+        return
+    for path in written:
+        print(path)
+    render.notice("then: " + "; ".join(setup_commands(out)[1:]))
+
+
 @app.command("eval")
 @backend_options
 @budget_options
 def eval_command(
     data: Annotated[
         str,
-        typer.Argument(help="Benchmark records (JSONL; see ../shared/data/README.md).", show_default=False),
+        typer.Argument(help="Benchmark records, one JSON object a line (document path, question, options or claim, gold answer and evidence).", show_default=False),
     ],
     method: Annotated[
         list[str] | None,
@@ -298,7 +342,8 @@ def eval_command(
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N records.")] = None,
     spread: Annotated[
-        bool, typer.Option(help="With --limit: N records evenly spaced through the file, not the first N.")
+        bool,
+        typer.Option("--spread", help="With --limit: N records evenly spaced through the file, not the first N."),
     ] = False,
     out: Annotated[
         str | None, typer.Option(help="Append a row per record and method to this JSONL file.")
@@ -358,9 +403,23 @@ def eval_command(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: runs the app and turns every failure into one line and an exit code."""
+    """Entry point: runs the app and turns every failure into one line and an exit code
+    (and, with --json, a JSON error document on stdout)."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("CWREAD_DEBUG") == "1"
+    json_out = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+
+    def fail(code: int, kind: str, message: str, line: str | None = None) -> int:
+        if line is not None:
+            print(line, file=sys.stderr)
+        if json_out:
+            with suppress(OSError):
+                render.print_json_error(code, kind, message)
+        return code
+
+    from cwread import render
+
+    render.begin_run()
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="cwread", standalone_mode=False)
@@ -370,23 +429,22 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
+        code = EXIT_CODES.get(type(exc), EXIT_USAGE)
+        kind = ERROR_KINDS.get(type(exc), "usage")
         if isinstance(exc, Interrupted):
-            print(f"cwread: {exc}", file=sys.stderr)
-        elif not exc.quiet:
-            print(f"cwread: error: {exc}", file=sys.stderr)
-        return EXIT_CODES.get(type(exc), EXIT_USAGE)
+            return fail(code, kind, str(exc), f"cwread: {exc}")
+        return fail(code, kind, str(exc), None if exc.quiet else f"cwread: error: {exc}")
     except _click_types("UsageError") as exc:
         ctx = getattr(exc, "ctx", None)
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         message = " ".join(exc.format_message().split())
-        if message:  # an empty message follows the help text shown for a bare `cwread`
-            print(f"cwread: error: {message}{hint}", file=sys.stderr)
-        return EXIT_USAGE
+        if not message:  # an empty message follows the help text shown for a bare `cwread`
+            return EXIT_USAGE
+        return fail(EXIT_USAGE, "usage", message, f"cwread: error: {message}{hint}")
     except (typer.Exit, *_click_types("Exit")) as exc:
         return exc.exit_code
     except (typer.Abort, KeyboardInterrupt, *_click_types("Abort")):
-        print("cwread: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return fail(EXIT_INTERRUPTED, "interrupted", "interrupted", "cwread: interrupted")
     except BrokenPipeError:
         # the reader of our stdout went away (e.g. `| head`): not an error of ours
         with suppress(OSError):

@@ -28,6 +28,17 @@ EncodingOpt = Annotated[
         help="Force the text encoding (default: detect UTF-8/UTF-16 marks, else UTF-8, cp1252, latin-1)."
     ),
 ]
+WidthOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--width",
+        envvar="CWREAD_WIDTH",
+        min=0,
+        help="Wrap output at this many columns; 0 never wraps. Default: the terminal's width, "
+        "and no wrapping when output goes to a pipe or file.",
+        show_default=False,
+    ),
+]
 DebugFlag = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
 EmbedderOpt = Annotated[
     str,
@@ -44,13 +55,20 @@ OptionOpt = Annotated[
 MethodOpt = Annotated[str, typer.Option(help="Ranking: fused (BM25 + dense), bm25 or dense.")]
 NoCacheFlag = Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.")]
 SelfCheckOpt = Annotated[
-    bool | None,
+    str,
     typer.Option(
-        "--self-check/--no-self-check",
-        help="Force the Interpreter's self-check on or off (default: for claims and risky questions).",
-        show_default=False,
+        "--self-check",
+        help="The Interpreter's second pass: auto (for claims and risky questions), on or off.",
     ),
 ]
+SELF_CHECK = {"auto": None, "on": True, "off": False}
+
+
+def self_check_choice(value: str) -> bool | None:
+    if value not in SELF_CHECK:
+        raise InputError(f"--self-check must be auto, on or off, not {value!r}")
+    return SELF_CHECK[value]
+
 TraceOpt = Annotated[str | None, typer.Option("--trace", help="Also write the JSON trace to this file.")]
 
 BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = {
@@ -225,16 +243,18 @@ class AnswerRun:
     trace: str | None
     encoding: str | None
     answer: str
+    width: int | None
 
 
 ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
     "method": (MethodOpt, "fused"),
     "embedder": (EmbedderOpt, "minilm-static"),
     "no_cache": (NoCacheFlag, False),
-    "self_check": (SelfCheckOpt, None),
+    "self_check": (SelfCheckOpt, "auto"),
     "json_out": (JsonFlag, False),
     "trace": (TraceOpt, None),
     "encoding": (EncodingOpt, None),
+    "width": (WidthOpt, None),
     "answer": (
         Annotated[
             str,
@@ -249,5 +269,7 @@ ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
 }
 answer_options = _option_group(
-    "run", ANSWER_OPTIONS, lambda no_cache, **v: AnswerRun(use_cache=not no_cache, **v)
+    "run", ANSWER_OPTIONS, lambda no_cache, self_check, **v: AnswerRun(
+        use_cache=not no_cache, self_check=self_check_choice(self_check), **v
+    )
 )

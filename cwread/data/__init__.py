@@ -1,0 +1,2 @@
+"""Files shipped with cwread: the static embedding model (`minilm-static/`) and the Ollama
+Modelfiles (`modelfiles/`)."""

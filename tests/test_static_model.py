@@ -1,0 +1,56 @@
+"""The static embedding model shipped in cwread/data: loads without torch, and is what the
+documented script builds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cwread.embedders import load_static_minilm, static_model_dir
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_shipped_model_matches_its_manifest():
+    folder = static_model_dir()
+    meta = json.loads((folder / "meta.json").read_text())
+    digest = hashlib.sha256((folder / "embeddings.npy").read_bytes()).hexdigest()
+    assert digest == meta["embeddings_sha256"]
+    model = load_static_minilm()
+    assert model.weights.shape == (meta["vocab"], meta["dims"])
+    assert model.fingerprint == f"minilm-static:{digest[:16]}"
+
+
+def test_a_question_never_imports_torch(tmp_path, story):
+    """The core path (read, index, retrieve with the default embedder) runs without torch."""
+    code = (
+        "import sys\n"
+        "from cwread import api\n"
+        "from cwread.cli import main\n"
+        f"rc = main(['find', {str(story)!r}, 'who kept the lamp?', '--json'])\n"
+        "assert rc == 0, rc\n"
+        "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules)\n"
+        "print('HEAVY', heavy)\n"
+    )
+    env = {"CWREAD_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY []" in done.stdout
+
+
+@pytest.mark.slow  # distils the MiniLM again (~30 s on 2 cores)
+def test_the_build_script_rebuilds_the_shipped_model(tmp_path):
+    pytest.importorskip("sentence_transformers")
+    out = tmp_path / "static"
+    subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "build_static_model.py"), str(out)], check=True, cwd=REPO
+    )
+    shipped = json.loads((static_model_dir() / "meta.json").read_text())
+    rebuilt = json.loads((out / "meta.json").read_text())
+    assert rebuilt == shipped
+    assert (out / "tokenizer.json").read_bytes() == (static_model_dir() / "tokenizer.json").read_bytes()
