@@ -14,6 +14,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -26,6 +27,7 @@ from cwread.errors import CacheError, CwreadError, InputError
 CACHE_FORMAT = 1
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
 _USABLE: dict[str, Path] = {}  # configured root -> the folder used (a temporary one if read-only)
 
 
@@ -86,10 +88,13 @@ def no_space(root: Path) -> CacheError:
 
 
 def cache_write_error(exc: OSError, where: Path) -> CwreadError:
-    """The one-line error for a failed cache write (disk full, read-only, ...)."""
-    if exc.errno in _NO_SPACE:
-        return no_space(where)
-    return CacheError(f"cannot write the cache in {where}: {exc.strerror or exc}")
+    """The one-line error for a failed cache write (disk full, read-only, ...), naming the
+    cache folder rather than the entry deep inside it."""
+    root = next((r for r in _USABLE.values() if where == r or r in where.parents), where)
+    # numpy reports a short write on a full disk as "N requested and M written", with no errno
+    if exc.errno in _NO_SPACE or (exc.errno is None and _SHORT_WRITE.search(str(exc))):
+        return no_space(root)
+    return CacheError(f"cannot write the cache in {root}: {exc.strerror or exc}")
 
 
 def file_sha256(path: Path) -> str:

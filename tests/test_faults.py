@@ -72,6 +72,18 @@ def test_full_disk_is_one_line_exit_3_and_leaves_nothing_partial(capsys, story, 
     assert code == 0
 
 
+def test_a_short_write_on_a_full_tmpfs_reads_as_no_space(capsys, story, cache_dir, monkeypatch):
+    """numpy reports a full disk as a short write with no errno (seen on a 512 KiB tmpfs)."""
+
+    def short(*args, **kwargs):
+        raise OSError("79344 requested and 51168 written")
+
+    monkeypatch.setattr(np, "save", short)
+    code, _, err = run(capsys, "index", str(story))
+    assert code == 3
+    assert f"cwread: error: no space left for the cache in {cache_dir}:" in err
+
+
 def test_full_disk_on_the_json_path_gives_a_json_error(capsys, story, cache_dir, monkeypatch):
     monkeypatch.setattr(np, "save", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
     code, out, _ = run(capsys, "find", str(story), "Who kept the lighthouse?", "--json")
