@@ -210,6 +210,9 @@ def test_finder_method_scores_verdicts_against_gold(tmp_path, ctx):
             assert row["segments_gold"] == sum(bool(gold & set(s.ids)) for s in read)
             assert row["yes_gold"] == sum(bool(gold & set(s.ids)) for s in kept)
             assert row["finder_cited_gold"] == (len(kept) if gold == {2} else 0)
+            # the rank baseline keeps the retriever's first k segments, k = the Finder's YES count
+            top = read[: len(kept)]
+            assert row["rank_yes_gold"] == sum(bool(gold & set(s.ids)) for s in top)
     summary = eval_report.summarize(list(rows.values()))["methods"]["finder"]["finder"]
     m1, o1 = rows["m1"], rows["o1"]
     assert m1["yes_gold"] == m1["segments_gold"] > 0  # every medal segment kept
@@ -219,8 +222,14 @@ def test_finder_method_scores_verdicts_against_gold(tmp_path, ctx):
     assert summary["precision"] == pytest.approx(
         (m1["yes_gold"] + o1["yes_gold"]) / (m1["finder_yes"] + o1["finder_yes"])
     )
+    labelled = [r for r in rows.values() if "segments_gold" in r]
+    rank_gold = sum(r["rank_yes_gold"] for r in labelled)
+    assert summary["rank_yes_recall"] == pytest.approx(rank_gold / with_gold)
+    assert summary["gold_kept_minus_rank"] == sum(r["yes_gold"] for r in labelled) - rank_gold
+    low, high = summary["gold_kept_minus_rank_ci"]
+    assert low <= summary["gold_kept_minus_rank"] <= high
     report = eval_report.report_markdown(eval_report.summarize(list(rows.values())), {})
-    assert "## The Finder against gold evidence" in report
+    assert "## The Finder against gold evidence" in report and "rank YES-recall %" in report
 
 
 def test_spread_sample_covers_the_file_in_order():

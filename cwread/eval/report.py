@@ -9,6 +9,14 @@ from datetime import UTC, datetime
 from cwread import metrics
 
 
+def _paired_interval(differences: list[int]) -> tuple[float, float] | None:
+    """95% bootstrap interval of the sum of per-record differences."""
+    if not differences:
+        return None
+    low, high = metrics.bootstrap_interval([float(d) for d in differences])
+    return low * len(differences), high * len(differences)
+
+
 def _ratio(num: int, den: int) -> float | None:
     return None if den == 0 else num / den
 
@@ -73,6 +81,7 @@ def summarize(rows: list[dict]) -> dict:
             kept = sum(r["finder_yes"] for r in labelled)
             with_gold = sum(r["segments_gold"] for r in labelled)
             kept_gold = sum(r["yes_gold"] for r in labelled)
+            rank_gold = sum(r.get("rank_yes_gold", 0) for r in labelled)
             entry["finder"] = {
                 "segments": judged,
                 "segments_with_gold": with_gold,
@@ -86,6 +95,12 @@ def summarize(rows: list[dict]) -> dict:
                 ),
                 "format_first_try": _ratio(sum(r.get("finder_parsed_first_try", 0) for r in group), judged),
                 "kept_unparsed": _ratio(sum(r.get("finder_kept_unparsed", 0) for r in group), judged),
+                "rank_yes_recall": _ratio(rank_gold, with_gold),
+                "rank_precision": _ratio(rank_gold, kept),
+                "gold_kept_minus_rank": kept_gold - rank_gold,
+                "gold_kept_minus_rank_ci": _paired_interval(
+                    [r["yes_gold"] - r.get("rank_yes_gold", 0) for r in labelled]
+                ),
             }
         entry["seconds_per_record"] = sum(r.get("seconds", 0) for r in group) / len(group)
         calls = sum(r.get("model_calls", 0) for r in group)
@@ -198,16 +213,24 @@ def report_markdown(summary: dict, meta: dict) -> str:
             "YES-recall: segments holding a gold paragraph that the Finder kept; precision: kept segments",
             "holding one; NO on non-gold: segments without gold it dropped; cited gold: cited ids that are gold;",
             "unparsed: replies unreadable after a retry, kept as YES (recall first) and counted in the above.",
+            "Rank baseline: the retriever's own top-k of the same segments, k = the Finder's YES count per",
+            "record (the same keep rate); gold kept − rank: segments with gold the Finder kept beyond it,",
+            "summed over records, with a 95% bootstrap interval. The Finder earns its calls only above 0.",
             "",
             "| method | segments | with gold | YES-recall % | precision % | NO on non-gold % | keep rate % "
-            "| cited gold % | format 1st try % | unparsed % |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| cited gold % | format 1st try % | unparsed % | rank YES-recall % | rank precision % "
+            "| gold kept − rank |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for method, f in finders.items():
+            low, high = f.get("gold_kept_minus_rank_ci") or (None, None)
+            interval = f" [{low:+.0f}, {high:+.0f}]" if low is not None else ""
             lines.append(
                 f"| {method} | {f['segments']} | {f['segments_with_gold']} | {_fmt(f['yes_recall'])} "
                 f"| {_fmt(f['precision'])} | {_fmt(f['no_on_non_gold'])} | {_fmt(f['keep_rate'])} "
-                f"| {_fmt(f['cited_gold_share'])} | {_fmt(f['format_first_try'])} | {_fmt(f['kept_unparsed'])} |"
+                f"| {_fmt(f['cited_gold_share'])} | {_fmt(f['format_first_try'])} | {_fmt(f['kept_unparsed'])} "
+                f"| {_fmt(f.get('rank_yes_recall'))} | {_fmt(f.get('rank_precision'))} "
+                f"| {f.get('gold_kept_minus_rank', 0):+d}{interval} |"
             )
     dists = {
         m: e["answer_distribution"] for m, e in summary["methods"].items() if e.get("answer_distribution")

@@ -135,6 +135,10 @@ def finder_fields(record: Record, found: FindResult, trace: Trace) -> dict:
     if gold:
         out["segments_gold"] = sum(bool(gold & set(v.segment.ids)) for v in verdicts)
         out["yes_gold"] = sum(bool(gold & set(v.segment.ids)) for v in yes)
+        # The rank baseline: the retriever's own top-k of the segments read, k = the Finder's
+        # YES count. The Finder earns its calls only if it keeps more gold than this.
+        ranked = [v.segment for v in verdicts]  # in the order read: the retrieval ranking
+        out["rank_yes_gold"] = sum(bool(gold & set(seg.ids)) for seg in ranked[: len(yes)])
         out["finder_cited"] = sum(len(v.cited) for v in yes)
         out["finder_cited_gold"] = sum(len(gold & set(v.cited)) for v in yes)
         out.update(evidence_fields(record, found))
