@@ -92,8 +92,12 @@ def test_interpreter_packets_hold_the_gold_paragraphs():
         assert all(f"[{pid}]" in e["prompt"][-1]["content"] for pid in e["allowed_ids"])
 
 
-def test_cli_writes_data_and_card(tmp_path):
-    assert main(["data", "--split", "val", "--out", str(tmp_path)]) == 0
+def test_cli_writes_data_and_card(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("CWREAD_FAIRYTALEQA", raising=False)
+    assert main(["data", "--split", "val", "--out", str(tmp_path)]) == 2  # no source: outside the repo
+    assert "--source" in capsys.readouterr().err
+    source = str(SHARED_DATA / "fairytaleqa")
+    assert main(["data", "--split", "val", "--source", source, "--out", str(tmp_path)]) == 0
     rows = [json.loads(line) for line in (tmp_path / "finder.jsonl").read_text().splitlines()]
     assert rows and set(rows[0]) >= {"prompt", "label", "gold_ids"}
     assert "FairytaleQA" in (tmp_path / "DATA_CARD.md").read_text()

@@ -62,6 +62,39 @@ def test_lora_gguf_on_the_base_generates_what_the_merged_model_generates(tiny):
     assert without != expected  # the adapter was applied, not ignored
 
 
+@pytest.mark.parametrize("family", ["qwen2", "qwen3"])
+def test_qwen_lora_gguf_on_the_base_generates_what_the_merged_model_generates(tmp_path, family):
+    """The measurement model's family (Qwen2.5) and the paper's (Qwen3): no q/k permutation."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from training.checkpoints import read_gguf_heads
+
+    model, tokenizer = train.tiny_model_and_tokenizer(TEXTS, vocab_size=400, family=family)
+    model.save_pretrained(tmp_path / "base")
+    tokenizer.save_pretrained(tmp_path / "base")
+    base = export.export_merged_gguf(tmp_path / "base", tmp_path / "base.gguf", outtype="f32", pre_tokenizer="gpt-2")
+    heads = read_gguf_heads(base)
+    assert heads["arch"] == family and (heads["n_head"], heads["n_head_kv"]) == (4, 2)
+    torch.manual_seed(1)
+    lora = LoraConfig(
+        r=4, lora_alpha=8, target_modules="all-linear", init_lora_weights=False, task_type="CAUSAL_LM"
+    )
+    peft_model = get_peft_model(model, lora)
+    peft_model.save_pretrained(tmp_path / "adapter")
+    adapter = export.export_lora_gguf(
+        tmp_path / "adapter", tmp_path / "lora.gguf", heads["n_head"], heads["n_head_kv"], "f32", heads["arch"]
+    )
+    merged = peft_model.merge_and_unload().eval()
+    ids = tokenizer("Question: Why did the Snow Man want to move?")["input_ids"]
+    # 12 tokens: at the 16th this random qwen3's top two logits differ by 2e-4, and rounding
+    # alone picks either (the merged GGUF matches transformers; the adapter path adds terms)
+    expected = export.token_bytes(tokenizer, export.transformers_greedy(merged, ids, 12))
+    expected = expected.split(b"<|endoftext|>")[0]  # llama.cpp stops at an end-of-generation token
+    assert export.llama_cpp_greedy(base, ids, 12, lora=adapter) == expected
+    assert export.llama_cpp_greedy(base, ids, 12) != expected
+
+
 def test_lora_export_refuses_adapters_with_full_modules(tmp_path):
     (tmp_path / "adapter_config.json").write_text(
         json.dumps({"lora_alpha": 16, "r": 8, "modules_to_save": ["lm_head"]}), encoding="utf-8"
@@ -130,7 +163,8 @@ def test_smollm2_read_from_its_gguf_matches_llama_cpp():
 @pytest.mark.slow
 @pytest.mark.skipif(not VAL.is_dir(), reason="FairytaleQA dev data not present")
 def test_smoke_runs_data_to_gguf(tmp_path, capsys):
-    assert training_main(["smoke", "--out", str(tmp_path), "--steps", "2"]) == 0
+    source = str(SHARED_DATA / "fairytaleqa")
+    assert training_main(["smoke", "--source", source, "--out", str(tmp_path), "--steps", "2"]) == 0
     assert "transformers == llama.cpp: True" in capsys.readouterr().out
     assert (tmp_path / "finder-cpu-test.gguf").stat().st_size > 100_000
     assert (tmp_path / "data" / "finder.jsonl").is_file()

@@ -17,7 +17,13 @@ from pathlib import Path
 from training import data
 
 
+def _no_source() -> int:
+    return _fail(f"give --source DIR (FairytaleQA's train/ and val/ CSV folders) or set ${data.SOURCE_ENV}")
+
+
 def build_data(args: argparse.Namespace) -> int:
+    if args.source is None:
+        return _no_source()
     source = Path(args.source)
     split_dir = source / args.split
     if not split_dir.is_dir():
@@ -106,7 +112,7 @@ def run_export(args: argparse.Namespace) -> int:
     here = Path(args.modelfile).resolve().parent if args.modelfile else out.resolve().parent
     try:
         if args.adapter:
-            from training.checkpoints import read_llama_heads
+            from training.checkpoints import read_gguf_heads
 
             if args.base_gguf:
                 base = Path(args.base_gguf)
@@ -114,8 +120,10 @@ def run_export(args: argparse.Namespace) -> int:
                 from cwread.backends.embedded import default_gguf
 
                 base = default_gguf()
-            heads = read_llama_heads(base)
-            export.export_lora_gguf(Path(args.adapter), out, heads["n_head"], heads["n_head_kv"])
+            heads = read_gguf_heads(base)
+            export.export_lora_gguf(
+                Path(args.adapter), out, heads["n_head"], heads["n_head_kv"], arch=heads["arch"]
+            )
             from_line = args.base or str(base.resolve())
             adapter_line = "./" + os.path.relpath(out.resolve(), here)
         else:
@@ -144,6 +152,8 @@ def run_smoke(args: argparse.Namespace) -> int:
 
     from training import export, train
 
+    if args.source is None:
+        return _no_source()
     split_dir = Path(args.source) / args.split
     if not split_dir.is_dir():
         return _fail(f"{split_dir} is not a FairytaleQA split folder")
@@ -183,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("data", help="build finder.jsonl, interpreter.jsonl and a data card")
     p.add_argument("--split", default="train", choices=["train", "val"])
-    p.add_argument("--source", default=str(data.DEFAULT_SOURCE))
+    p.add_argument("--source", default=data.default_source(), help=f"FairytaleQA folder (or ${data.SOURCE_ENV})")
     p.add_argument("--out", default="training/data")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=build_data)
@@ -229,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     e.set_defaults(run=run_export)
     k = sub.add_parser("smoke", help="cpu-test end to end: data, warm start, GRPO, merge, GGUF, check")
     k.add_argument("--out", required=True)
-    k.add_argument("--source", default=str(data.DEFAULT_SOURCE))
+    k.add_argument("--source", default=data.default_source(), help=f"FairytaleQA folder (or ${data.SOURCE_ENV})")
     k.add_argument("--split", default="val", choices=["train", "val"])
     k.add_argument("--steps", type=int, default=4)
     k.add_argument("--seed", type=int, default=0)

@@ -60,19 +60,25 @@ def _field(reader, key: str, default=None):
     return default if field is None else field.contents()
 
 
-def read_llama_heads(path: Path) -> dict:
-    """Attention shape of a llama GGUF from its metadata alone (no tensor is read)."""
+LORA_ARCHS = ("llama", "qwen2", "qwen3")  # architectures the LoRA exporter writes
+
+
+def read_gguf_heads(path: Path) -> dict:
+    """Architecture and attention shape of a GGUF from its metadata alone (no tensor is read)."""
     from gguf import GGUFReader
 
     reader = GGUFReader(str(path))
     arch = _field(reader, "general.architecture")
-    if arch != "llama":
-        raise ValueError(f"{Path(path).name}: architecture {arch!r}; only llama GGUFs are supported")
-    n_head = int(_field(reader, "llama.attention.head_count"))
+    if arch not in LORA_ARCHS:
+        raise ValueError(
+            f"{Path(path).name}: architecture {arch!r}; LoRA export knows {', '.join(LORA_ARCHS)}"
+        )
+    n_head = int(_field(reader, f"{arch}.attention.head_count"))
     return {
+        "arch": arch,
         "n_head": n_head,
-        "n_head_kv": int(_field(reader, "llama.attention.head_count_kv", n_head)),
-        "hidden": int(_field(reader, "llama.embedding_length")),
+        "n_head_kv": int(_field(reader, f"{arch}.attention.head_count_kv", n_head)),
+        "hidden": int(_field(reader, f"{arch}.embedding_length")),
     }
 
 

@@ -27,7 +27,15 @@ from cwread.packing import pack_segments
 from cwread.records import Question
 from cwread.segments import PRESETS, Segment
 
-DEFAULT_SOURCE = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "fairytaleqa"
+# FairytaleQA's CSV folders (train/, val/) are not part of the repository: `--source DIR` or
+# CWREAD_FAIRYTALEQA names them. A GPU machine gets the built finder.jsonl/interpreter.jsonl.
+SOURCE_ENV = "CWREAD_FAIRYTALEQA"
+
+
+def default_source() -> str | None:
+    import os
+
+    return os.environ.get(SOURCE_ENV) or None
 
 
 def read_story(path: Path) -> list[str]:

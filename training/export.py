@@ -60,9 +60,13 @@ def _lora_tensors(adapter_dir: Path) -> dict[str, np.ndarray]:
 
 
 def export_lora_gguf(
-    adapter_dir: Path, out_file: Path, n_head: int, n_head_kv: int, dtype: str = "f16"
+    adapter_dir: Path, out_file: Path, n_head: int, n_head_kv: int, dtype: str = "f16", arch: str = "llama"
 ) -> Path:
-    """Write the peft LoRA in `adapter_dir` as a llama.cpp GGUF adapter (llama family)."""
+    """Write the peft LoRA in `adapter_dir` as a llama.cpp GGUF adapter for a base of
+    architecture `arch` (llama, qwen2, qwen3). Only llama's converter permutes the q/k rows
+    (for its rotary layout), so only there does the adapter's B follow."""
+    if arch not in ("llama", "qwen2", "qwen3"):
+        raise ExportError(f"LoRA export knows llama, qwen2 and qwen3, not {arch!r}")
     import gguf
 
     config_file = adapter_dir / "adapter_config.json"
@@ -80,7 +84,7 @@ def export_lora_gguf(
     tensors = _lora_tensors(adapter_dir)
     out_file.parent.mkdir(parents=True, exist_ok=True)
     partial = out_file.with_name(out_file.name + ".partial")  # an old adapter stays whole until the end
-    writer = gguf.GGUFWriter(str(partial), "llama")
+    writer = gguf.GGUFWriter(str(partial), arch)
     writer.add_type(gguf.GGUFType.ADAPTER)
     writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
     writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(config["lora_alpha"]))
@@ -105,9 +109,9 @@ def export_lora_gguf(
                     f"{key}: {weights.shape[0]} rows do not split into {heads} heads; "
                     "is --base-gguf the model this adapter was trained on?"
                 )
-        if which == "lora_b" and module == "self_attn.q_proj":
+        if arch == "llama" and which == "lora_b" and module == "self_attn.q_proj":
             weights = permute(weights, n_head)
-        elif which == "lora_b" and module == "self_attn.k_proj":
+        elif arch == "llama" and which == "lora_b" and module == "self_attn.k_proj":
             weights = permute(weights, n_head_kv)
         writer.add_tensor(
             f"blk.{layer}.{HF_TO_GGUF[module]}.weight.{which}", np.ascontiguousarray(weights.astype(kind))

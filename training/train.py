@@ -48,6 +48,9 @@ class Profile:
     warm_start: int = 0  # reference replies for a format SFT before GRPO (0: none)
     scheduler: str = "cosine"
     warmup_ratio: float = 0.1
+    # vLLM (colocated) sizes its KV cache for this many tokens, not the model's own maximum
+    # (Qwen3's 262k would not fit beside training): prompt budget + the longest reply
+    max_model_length: int = 8192
     extra: dict = field(default_factory=dict)
 
 
@@ -127,30 +130,37 @@ def metrics_callback(path: Path):
     return MetricsLog()
 
 
-def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 1024):
-    """A tiny random Llama and a byte-level BPE tokenizer trained on `texts` (cpu-test)."""
+def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 1024, family: str = "llama"):
+    """A tiny random model (llama, qwen2 or qwen3) and a byte-level BPE tokenizer trained on
+    `texts` (cpu-test; export tests per architecture)."""
     import torch
+    import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=["<|im_end|>", "<|im_start|>", "<|pad|>"],  # <reason>/<answer> stay ordinary text
+        # <reason>/<answer> stay ordinary text; Qwen2's tokenizer class adds <|endoftext|> itself
+        special_tokens=["<|im_end|>", "<|im_start|>", "<|pad|>"] + (["<|endoftext|>"] if family != "llama" else []),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator(texts, trainer)
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|pad|>")
     tokenizer.chat_template = CHAT_TEMPLATE
-    config = LlamaConfig(
+    names = {"llama": "Llama", "qwen2": "Qwen2", "qwen3": "Qwen3"}[family]
+    config_class = getattr(transformers, f"{names}Config")
+    model_class = getattr(transformers, f"{names}ForCausalLM")
+    config = config_class(
         vocab_size=len(tokenizer),
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
+        head_dim=16,  # hidden / heads (Qwen3's default would be 128)
         max_position_embeddings=8192,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
@@ -158,7 +168,7 @@ def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 
         tie_word_embeddings=False,
     )
     torch.manual_seed(seed)
-    return LlamaForCausalLM(config), tokenizer
+    return model_class(config), tokenizer
 
 
 def smollm2_model_and_tokenizer():
@@ -285,7 +295,11 @@ def grpo(
         save_strategy="no",
         report_to="none",
         seed=seed,
-        **({"use_vllm": True, "vllm_mode": "colocate"} if os.environ.get("CWREAD_TRAIN_VLLM") == "1" else {}),
+        **(
+            {"use_vllm": True, "vllm_mode": "colocate", "vllm_max_model_length": profile.max_model_length}
+            if os.environ.get("CWREAD_TRAIN_VLLM") == "1"
+            else {}
+        ),
     )
     # a warm-started model already carries its adapter: GRPO keeps training that one
     lora = None if isinstance(model, PeftModel) else lora_config(profile)
@@ -306,12 +320,21 @@ def grpo(
 
 
 def merge_and_save(trainer, tokenizer, out_dir: Path) -> Path:
-    """Merge the LoRA into the base weights and save safetensors + tokenizer in `out_dir`."""
-    model = trainer.model
+    """Merge the LoRA into the base weights and save safetensors + tokenizer in `out_dir`.
+
+    Under `accelerate launch` only the main process writes (every rank holds the same weights);
+    the others wait for it, so no rank reads a half-written folder."""
+    accelerator = getattr(trainer, "accelerator", None)
+    if accelerator is not None and not accelerator.is_main_process:
+        accelerator.wait_for_everyone()
+        return out_dir
+    model = accelerator.unwrap_model(trainer.model) if accelerator is not None else trainer.model
     if hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()
     model.eval()
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out_dir), safe_serialization=True)
     tokenizer.save_pretrained(str(out_dir))
+    if accelerator is not None:
+        accelerator.wait_for_everyone()
     return out_dir
