@@ -1,10 +1,10 @@
 """`python -m training`: build the agents' training data, train them, export them.
 
-python -m training data [--split train] [--source ../shared/data/fairytaleqa] [--out DIR]
+python -m training data --source FAIRYTALEQA_DIR [--split train] [--out DIR]   (or $CWREAD_FAIRYTALEQA)
 python -m training finder|interpreter --profile cpu-test|cpu-small|gpu [--steps N] [--out DIR]
 python -m training export --adapter RUN/adapter --out F.gguf [--modelfile M --base B --family F]
 python -m training export --merged RUN/merged --out F.gguf [--modelfile M --family F]
-python -m training smoke --out DIR   (cpu-test end to end: data, SFT, GRPO, merge, GGUF, check)
+python -m training smoke --source FAIRYTALEQA_DIR --out DIR   (cpu-test end to end: data, SFT, GRPO, merge, GGUF, check)
 """
 
 from __future__ import annotations
