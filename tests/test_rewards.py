@@ -44,9 +44,19 @@ def test_finder_correct_negative_with_full_rationale():
     assert R.finder_score(text, "NO", []) == pytest.approx(1.0 + 1.25 + 0.75 + 0.25)
 
 
-def test_negative_rationale_with_ids_loses_the_no_id_part():
-    text = finder("[3] The segment does not mention the key at all.", "NO")
+def test_negative_rationale_spraying_ids_loses_the_id_part():
+    text = finder("[3] [4] The segment does not mention the key at all.", "NO")
     assert R.finder_score(text, "NO", []) == pytest.approx(1.0 + 1.25 + 0.5 + 0.25)
+    one = finder("[3] The segment does not mention the key at all.", "NO")
+    assert R.finder_score(one, "NO", []) == pytest.approx(1.0 + 1.25 + 0.75 + 0.25)
+
+
+def test_a_negative_quoting_its_closest_sentence_earns_full_quality():
+    """cwread's format (and the warm start's NO target): the closest sentence, quoted."""
+    text = finder('[5] "The old dog lay by the fire and barked."', "NO")
+    assert R.finder_score(text, "NO", []) == pytest.approx(1.0 + 1.25 + 0.75 + 0.25)
+    no_quote = finder("[5] The old dog lay by the fire and barked.", "NO")  # no quote, no irrelevance
+    assert R.finder_score(no_quote, "NO", []) == pytest.approx(1.0 + 1.25 + 0.5 + 0.25)
 
 
 def test_terse_negative_gets_little_quality():

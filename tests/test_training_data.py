@@ -30,7 +30,7 @@ def test_finder_examples_are_balanced_with_gold_only_in_positives(finder):
 
 
 def test_warm_start_targets_follow_the_format_and_the_label(finder):
-    from training.rewards import FINDER_FORMAT, FINDER_NO, FINDER_YES, finder_score
+    from training.rewards import FINDER_FORMAT, FINDER_NO, FINDER_NO_QUALITY, FINDER_YES, finder_score
 
     for e in finder:
         parsed = agents.parse_finder_reply(e["target"])
@@ -46,7 +46,8 @@ def test_warm_start_targets_follow_the_format_and_the_label(finder):
             assert len(cited) == 1 and start <= cited[0] <= end
             quote = e["target"].split('"', 1)[1].rsplit('"</reason>', 1)[0]
             assert quote in e["prompt"][-1]["content"]
-            assert finder_score(e["target"], "NO", []) >= FINDER_FORMAT + FINDER_NO
+            # one id and a quote: the reward's NO-quality parts for cwread's format
+            assert finder_score(e["target"], "NO", []) >= FINDER_FORMAT + FINDER_NO + 2 * FINDER_NO_QUALITY / 3
 
 
 def test_interpreter_targets_cite_gold_and_score_as_correct():

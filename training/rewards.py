@@ -9,9 +9,12 @@ Finder (per segment; `label` YES/NO, `gold_ids` inside the segment):
   format +1.0 (unparseable: 0 in total). Positive segment: YES +1.5, paragraph-ID F1 up to
   +1.5, compact-ID bonus +0.25 (F1 > 0 and at most max(3, |gold|+1) ids), length up to
   +0.25; a missed positive (NO) gets the format reward only. Negative segment: NO +1.25,
-  NO-rationale quality up to +0.75 (no ids +0.25, enough words +0.25, explicit irrelevance
-  wording +0.25), length up to +0.25; a YES on a negative gets the format reward only, so
-  spurious ids earn nothing.
+  NO-rationale quality up to +0.75 (at most one id +0.25, enough words +0.25, explicit
+  irrelevance wording or a quoted closest sentence +0.25), length up to +0.25; a YES on a
+  negative gets the format reward only, so spurious ids earn nothing.
+  Adapted to cwread's quote-grounded reasons: the paper pays "no ids" and "irrelevance
+  wording", but cwread's Finder always quotes its closest sentence, `[N] "..."` (the grammar
+  allows nothing else), so one cited id and a quote earn those parts; spraying ids does not.
 
 Interpreter (`answer`, `kind`, optional `allowed_ids`, `hard`, `evidence`):
   format +1.0; correct +2.5 (mcq) / +1.5 (claim) / +2.0 x token-F1 (open, correct when
@@ -48,6 +51,7 @@ INTERP_SPECIFIC = 0.3
 INTERP_HEDGE = -0.4
 OPEN_CORRECT_F1 = 0.5
 
+_QUOTE_ITEM = re.compile(r'\[\s*\d+\s*\]\s*["“][^"”]{3,}["”]')  # [N] "a quoted sentence"
 _IRRELEVANT = re.compile(
     r"\b(no (concrete |relevant )?(clue|evidence|mention|information)|not (mention|relevant|related|about)|"
     r"does not (mention|say|describe|discuss|relate)|doesn't (mention|say)|irrelevant|unrelated|nothing (about|on)|"
@@ -117,11 +121,11 @@ def finder_score(text: str, label: str, gold_ids: Sequence[int]) -> float:
         return reward  # a YES on a negative: spurious ids earn nothing
     reward += FINDER_NO
     part = FINDER_NO_QUALITY / 3
-    if not cited:
+    if len(cited) <= 1:
         reward += part
     if words >= 5:
         reward += part
-    if _IRRELEVANT.search(parsed.reason):
+    if _IRRELEVANT.search(parsed.reason) or _QUOTE_ITEM.search(parsed.reason):
         reward += part
     return reward + _length_score(words, FINDER_LENGTH, lo=5, hi=30)
 
