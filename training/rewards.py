@@ -51,7 +51,8 @@ INTERP_SPECIFIC = 0.3
 INTERP_HEDGE = -0.4
 OPEN_CORRECT_F1 = 0.5
 
-_QUOTE_ITEM = re.compile(r'\[\s*\d+\s*\]\s*["“][^"”]{3,}["”]')  # [N] "a quoted sentence"
+# [N] "a quoted sentence" (which may hold quote marks of its own)
+_QUOTE_ITEM = re.compile(r'\[\s*\d+\s*\]\s*["“].{3,}["”]', re.S)
 _IRRELEVANT = re.compile(
     r"\b(no (concrete |relevant )?(clue|evidence|mention|information)|not (mention|relevant|related|about)|"
     r"does not (mention|say|describe|discuss|relate)|doesn't (mention|say)|irrelevant|unrelated|nothing (about|on)|"
