@@ -167,8 +167,7 @@ def index_document(
 
 
 def _open(document: Document, embedder: str, progress: IndexProgress | None) -> Index:
-    report = (lambda done, total: progress("model", done, total)) if progress else None
-    return open_index(document, load_embedder(embedder, report), progress)
+    return open_index(document, load_embedder(embedder), progress)
 
 
 def find(

@@ -32,7 +32,7 @@ _USABLE: dict[str, Path] = {}  # configured root -> the folder used (a temporary
 
 
 def notice(message: str) -> None:
-    """One line on stderr; the CLI may replace this to render it its own way."""
+    """One line on stderr (the core's only message that is not an error: a read-only cache)."""
     print(f"cwread: {message}", file=sys.stderr)
 
 

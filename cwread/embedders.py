@@ -37,6 +37,9 @@ class Embedder(Protocol):
     fingerprint: str  # changes whenever the vectors would change
     fusion_weight: float  # weight of this model's rankings against BM25's in the fusion
 
+    @property
+    def dims(self) -> int: ...  # length of each vector
+
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray: ...
 
 
@@ -56,6 +59,10 @@ class StaticEmbedder:
     # A static model ranks worse than BM25 on its own (fairytale anchor recall 0.73 vs 0.94,
     # full MiniLM 0.85), so its vote counts half: fused recall 0.918 at 1.0, 0.941 at 0.5.
     fusion_weight: float = 0.5
+
+    @property
+    def dims(self) -> int:
+        return int(self.weights.shape[1])
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.weights.shape[1]), dtype=np.float32)
@@ -78,6 +85,12 @@ class SentenceTransformerEmbedder:
     fingerprint: str
     model: object
     fusion_weight: float = 1.0
+
+    @property
+    def dims(self) -> int:
+        # renamed get_embedding_dimension in newer sentence-transformers (the old name warns)
+        get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(get())
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
         batch = 64
@@ -123,19 +136,19 @@ def _minilm_version() -> str:
 _LOADED: dict[str, Embedder] = {}
 
 
-def load_embedder(spec: str | None = None, progress: Progress | None = None) -> Embedder | None:
+def load_embedder(spec: str | None = None) -> Embedder | None:
     """The embedder named by `spec` (see module doc); None for "none". Kept for reuse in-process."""
     spec = spec or DEFAULT_EMBEDDER
     if spec == "none":
         return None
     if spec not in _LOADED:
-        _LOADED[spec] = _load_embedder(spec, progress)
+        _LOADED[spec] = _load_embedder(spec)
     return _LOADED[spec]
 
 
-def _load_embedder(spec: str, progress: Progress | None) -> Embedder:
+def _load_embedder(spec: str) -> Embedder:
     if spec == "minilm-static":
-        return load_static_minilm(progress)
+        return load_static_minilm()
     if spec == "minilm":
         return _load_sentence_transformer(str(minilm_dir()), "minilm", f"minilm:{_minilm_version()}")
     path = Path(spec).expanduser()
@@ -196,7 +209,7 @@ def static_model_dir() -> Path:
     return Path(str(files("cwread.data") / "minilm-static"))
 
 
-def load_static_minilm(progress: Progress | None = None) -> StaticEmbedder:
+def load_static_minilm() -> StaticEmbedder:
     """The static MiniLM shipped with cwread (no torch, no download, no build)."""
     from tokenizers import Tokenizer
 

@@ -22,7 +22,6 @@ from cwread.records import DoctorReport, FindResult, IndexReport, Trace
 Progress = Callable[[str, int, int], None]
 
 _STAGES = {
-    "model": "Building the static embedding model (once per machine)",
     "bm25": "Building the lexical index",
     "embed": "Embedding paragraphs",
     "finder": "Finder reading segments",

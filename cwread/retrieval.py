@@ -66,7 +66,6 @@ def open_index(document: Document, embedder: Embedder | None, progress: IndexPro
     dense = None
     if embedder is not None:
         dense_dir = base / f"dense-{_slug(embedder.fingerprint)}"
-        dims = int(np.asarray(embedder.encode(["probe"])).shape[1])
         for _ in range(2):  # a verified entry of the wrong shape is removed and built again
             meta = read_entry(
                 dense_dir,
@@ -84,7 +83,7 @@ def open_index(document: Document, embedder: Embedder | None, progress: IndexPro
 
                 write_entry(dense_dir, build_dense)
                 built.append("dense")
-            dense = _load_vectors(dense_dir / "embeddings.npy", n, dims)
+            dense = _load_vectors(dense_dir / "embeddings.npy", n, embedder.dims)
             if dense is not None:
                 break
             remove_entry(dense_dir)

@@ -71,8 +71,8 @@ app = typer.Typer(
     help=(
         "Read long plain-text narratives with numbered paragraphs: show them, find the "
         "passages a question needs, and (with a model) answer with [N] citations.\n\n"
-        "Exit codes: 0 ok, 1 claim FALSE, 2 usage/input error, 3 model/backend failure, "
-        "4 no parseable answer, 130 interrupted."
+        "Exit codes: 0 ok, 1 claim FALSE, 2 usage/input error, 3 model/backend/cache failure, "
+        "4 no answer (not determined from the text, or unparseable), 130 interrupted."
     ),
     no_args_is_help=True,
     add_completion=True,
@@ -228,7 +228,8 @@ def ask(
 
     Free-form without options, multiple choice with -o "A=..." -o "B=...". The Finder judges
     the retrieved segments, the kept evidence is packed in story order, and the Interpreter
-    answers from that packet only. Exit 4 if no answer could be parsed.
+    answers from that packet only. Exit 4 if the text does not determine an answer (the best
+    evidence is shown) or no reply could be parsed.
     """
     from cwread import api
 
@@ -408,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("CWREAD_DEBUG") == "1"
     json_out = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+    from cwread import render
 
     def fail(code: int, kind: str, message: str, line: str | None = None) -> int:
         if line is not None:
@@ -416,8 +418,6 @@ def main(argv: list[str] | None = None) -> int:
             with suppress(OSError):
                 render.print_json_error(code, kind, message)
         return code
-
-    from cwread import render
 
     render.begin_run()
     command = typer.main.get_command(app)
