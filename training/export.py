@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training.checkpoints import LAYER_NAMES, permute
+from training.checkpoints import LAYER_NAMES, LORA_ARCHS, permute
 
 # transformers' module path inside a layer -> GGUF tensor name
 HF_TO_GGUF = {hf.removesuffix(".weight"): gg.removesuffix(".weight") for gg, hf in LAYER_NAMES.items()}
@@ -65,8 +65,8 @@ def export_lora_gguf(
     """Write the peft LoRA in `adapter_dir` as a llama.cpp GGUF adapter for a base of
     architecture `arch` (llama, qwen2, qwen3). Only llama's converter permutes the q/k rows
     (for its rotary layout), so only there does the adapter's B follow."""
-    if arch not in ("llama", "qwen2", "qwen3"):
-        raise ExportError(f"LoRA export knows llama, qwen2 and qwen3, not {arch!r}")
+    if arch not in LORA_ARCHS:
+        raise ExportError(f"LoRA export knows {', '.join(LORA_ARCHS)}, not {arch!r}")
     import gguf
 
     config_file = adapter_dir / "adapter_config.json"
