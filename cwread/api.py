@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from cwread import grounding, pipeline
+from cwread import extractive, grounding, pipeline
 from cwread.backends import Backend
 from cwread.backends.select import BackendSettings, Selection, select_backends, with_call_cache
 from cwread.cache import write_output_file
@@ -69,6 +69,7 @@ __all__ = [
     "resolve_answer_mode",
     "run_pipeline",
     "segments_packet",
+    "sentence_ranker",
     "show",
     "trace_without_answer",
     "write_output_file",
@@ -292,7 +293,14 @@ def run_pipeline(
         progress=progress,
         packet=packet,
         answer_mode=answer_mode,
+        rank=sentence_ranker(found),
     )
+
+
+def sentence_ranker(found: FindResult) -> grounding.Rank:
+    """How extractive answers rank sentences for this retrieval: by the book's rarity of the
+    question's words and by the retrieval's embedder (see cwread.extractive)."""
+    return extractive.sentence_ranker(found.document, load_embedder(found.embedder))
 
 
 def resolve_answer_mode(mode: str, selection: Selection) -> str:
@@ -385,10 +393,12 @@ def segments_packet(
     return pack_segments(document, segments, budget, fits)
 
 
-def extractive_trace(question: Question, found: FindResult, packet: Packet) -> Trace:
+def extractive_trace(question: Question, found: FindResult, packet: Packet, ranked: bool = False) -> Trace:
     """No model: the packet sentence sharing most words with the question is the answer
-    (open questions; other kinds get none)."""
-    best = grounding.best_sentence(question.text, packet.evidence()) if question.kind == "open" else None
+    (open questions; other kinds get none). `ranked`: the sentence the pipeline's extractive
+    answers would rank best instead (see `sentence_ranker`)."""
+    rank = sentence_ranker(found) if ranked else None
+    best = grounding.best_sentence(question.text, packet.evidence(), rank=rank) if question.kind == "open" else None
     outcome = Answer(best.text, best.text, "extractive", True, (best,)) if best else NO_ANSWER
     return replace(trace_without_answer(found), packet=packet, outcome=outcome)
 

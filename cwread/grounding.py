@@ -8,16 +8,16 @@ Pure functions over text:
 - `find_quotes`: the `[N] "quote"` items of a reason, each checked against paragraph N as
   shown (case, whitespace and quote marks normalised); a quote not there is forged.
 - `covers` / `supports_label`: whether quotes back an answer.
-- `best_sentence`: the model-free extractive answer (most question words shared).
+- `best_sentence`: the extractive answer (most question words shared, or a given ranking).
 - `cut_repetition`: an answer stops where it starts repeating itself.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from cwread.lexical import STOPWORDS
+from cwread.lexical import STOPWORDS, word_stems
 from cwread.records import Question, Quote
 
 MAX_QUOTE_CHARS = 240  # longer sentences are offered as clauses, so a quote stays short
@@ -124,16 +124,9 @@ def find_quotes(
 
 
 def content_words(text: str) -> set[str]:
-    """Lower-cased words that carry content (function words removed), crudely stemmed."""
-    return {_stem(w) for w in _WORD.findall((text or "").lower()) if w not in STOPWORDS}
-
-
-def _stem(word: str) -> str:
-    # enough to match "walls"/"wall", "built"/"build" stays apart: a cheap, predictable rule
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+    """Lower-cased words that carry content (function words removed), stemmed, irregular
+    forms taken to their base ("built" -> "build")."""
+    return set(word_stems([w for w in _WORD.findall((text or "").lower()) if w not in STOPWORDS]))
 
 
 def covers(answer: str, quotes: Iterable[Quote]) -> bool:
@@ -155,28 +148,44 @@ def supports_label(question: Question, label: str, quotes: Iterable[Quote]) -> b
     return bool(content_words(about) & content_words(" ".join(q.text for q in quotes)))
 
 
-def best_sentence(question: str, evidence: Iterable[tuple[int, str]], min_shared: int = 1) -> Quote | None:
-    """The sentence of `evidence` sharing the most content words with the question (the
-    first on ties); None if none shares `min_shared` or more."""
-    found = best_sentences(question, evidence, 1, min_shared)
+Rank = Callable[[str, list[str]], list[float]]  # (question, sentences) -> a score for each
+
+
+def best_sentence(
+    question: str, evidence: Iterable[tuple[int, str]], min_shared: int = 1, rank: Rank | None = None
+) -> Quote | None:
+    """The best sentence of `evidence` for the question (see `best_sentences`); None if none
+    shares `min_shared` or more of its content words."""
+    found = best_sentences(question, evidence, 1, min_shared, rank)
     return found[0] if found else None
 
 
 def best_sentences(
-    question: str, evidence: Iterable[tuple[int, str]], k: int, min_shared: int = 1
+    question: str,
+    evidence: Iterable[tuple[int, str]],
+    k: int,
+    min_shared: int = 1,
+    rank: Rank | None = None,
 ) -> list[Quote]:
-    """The `k` distinct sentences of `evidence` sharing the most content words with the
-    question (at least `min_shared`), best first, earlier first on ties."""
+    """The `k` distinct sentences of `evidence` that share at least `min_shared` content words
+    with the question, best first, earlier first on ties. Best: the most words shared, or the
+    highest score of `rank` where one is given."""
     asked = content_words(question)
-    scored: list[tuple[int, int, Quote]] = []
+    candidates: list[Quote] = []
+    shared: list[int] = []
     seen: set[tuple[int, str]] = set()  # by text: a quote's offsets are its own, not the paragraph's
     for pid, text in evidence:
         for start, end in sentence_spans(text):
-            score = len(asked & content_words(text[start:end]))
-            if score >= max(1, min_shared) and (pid, text[start:end]) not in seen:
+            count = len(asked & content_words(text[start:end]))
+            if count >= max(1, min_shared) and (pid, text[start:end]) not in seen:
                 seen.add((pid, text[start:end]))
-                scored.append((-score, len(scored), Quote(pid, text[start:end], start, end)))
-    return [quote for *_, quote in sorted(scored)[:k]]
+                candidates.append(Quote(pid, text[start:end], start, end))
+                shared.append(count)
+    if not candidates:
+        return []
+    scores = rank(question, [q.text for q in candidates]) if rank else shared
+    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
+    return [candidates[i] for i in order[:k]]
 
 
 def answer_support_needed(question: str) -> int:

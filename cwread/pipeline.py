@@ -132,16 +132,18 @@ def decide(
     packet: Packet,
     mode: str = "generative",
     retrieved: list[tuple[int, str]] | None = None,
+    kept: list[tuple[int, str]] | None = None,
+    rank: grounding.Rank | None = None,
 ) -> Answer:
     """What is presented as the answer, and whether the quotes support it.
 
     Open questions: "generative" keeps the Interpreter's words (cut where they start to
     repeat) only if its quotes cover them, else nothing is presented (not determined from
-    the text) and the best evidence is shown: the sentence of the packet, or else of the
-    `retrieved` paragraphs, sharing most words with the question; "extractive" answers with the
-    sentence of the packet sharing most words with the question, the Interpreter's quotes
-    winning ties. Labels (mcq, claim) stand as chosen; whether the quotes bear on them is
-    recorded.
+    the text) and the best evidence is shown: the sentences of the packet, or else of the
+    `retrieved` paragraphs, that fit the question best; "extractive" answers with the
+    sentence that fits best of the packet and the rest of what the Finder `kept`, ranked by
+    `rank` (see cwread.extractive; shared question words without one). Labels (mcq, claim)
+    stand as chosen; whether the quotes bear on them is recorded.
     """
     if final is None or final.answer is None:
         return Answer(None, None, mode, False)
@@ -149,16 +151,16 @@ def decide(
         supported = grounding.supports_label(question, final.answer, final.quotes)
         return Answer(final.answer, final.answer, mode, supported, final.quotes)
     if mode == "extractive":
-        # The sentence sharing most words with the question, the Interpreter's quotes first so
-        # that they win ties: a small model's choice alone overrode better-matching sentences
-        # of the packet (dev anthology, 40 records).
-        quoted = [(q.id, q.text) for q in final.quotes]
+        # The packet's budget is for the Interpreter's context, which a quoted sentence does
+        # not need: everything the Finder kept may answer. The Interpreter's quotes get no
+        # say: a small model's choice ranked below the ranking's own (cwread.extractive).
+        in_packet = set(packet.ids)
+        pool = [*packet.evidence(), *(p for p in kept or [] if p[0] not in in_packet)]
         needed = grounding.answer_support_needed(question.text)
-        best = grounding.best_sentence(question.text, [*quoted, *packet.evidence()], needed)
+        best = grounding.best_sentence(question.text, pool, needed, rank)
         if best is None:  # nothing to quote: not determined
-            return Answer(None, final.answer, mode, False, _best_evidence(question, final, packet, retrieved))
-        if best.id in {q.id for q in final.quotes}:  # offsets into the paragraph, not the quote
-            best = _within(best, final.quotes)
+            evidence = _best_evidence(question, final, packet, retrieved, rank)
+            return Answer(None, final.answer, mode, False, evidence)
         # The whole sentence is the answer: giving only its longest run of words the question
         # does not already say lowered token-F1 on the dev anthology (0.160 -> 0.132 on the
         # extractive baseline's sentences, 20 records), so it was dropped.
@@ -166,22 +168,26 @@ def decide(
     text = grounding.cut_repetition(final.answer)
     if grounding.covers(text, final.quotes):
         return Answer(text, final.answer, mode, True, final.quotes)
-    return Answer(None, final.answer, mode, False, _best_evidence(question, final, packet, retrieved))
+    return Answer(None, final.answer, mode, False, _best_evidence(question, final, packet, retrieved, rank))
 
 
 BEST_EVIDENCE = 3  # sentences shown when the answer is withheld
 
 
 def _best_evidence(
-    question: Question, final: AgentCall, packet: Packet, retrieved: list[tuple[int, str]] | None
+    question: Question,
+    final: AgentCall,
+    packet: Packet,
+    retrieved: list[tuple[int, str]] | None,
+    rank: grounding.Rank | None = None,
 ) -> tuple[Quote, ...]:
     """What to show instead of an unsupported answer: the model's quotes that share a word
     with the question, then the sentences of the packet and of what the Finder read that
-    share most, up to BEST_EVIDENCE in all."""
+    fit it best, up to BEST_EVIDENCE in all."""
     asked = grounding.content_words(question.text)
     shown = [q for q in final.quotes if asked & grounding.content_words(q.text)]
     candidates = grounding.best_sentences(
-        question.text, [*packet.evidence(), *(retrieved or [])], BEST_EVIDENCE + len(shown)
+        question.text, [*packet.evidence(), *(retrieved or [])], BEST_EVIDENCE + len(shown), rank=rank
     )
     for quote in candidates:
         if len(shown) < BEST_EVIDENCE and not any(
@@ -189,14 +195,6 @@ def _best_evidence(
         ):
             shown.append(quote)
     return tuple(shown)
-
-
-def _within(found: Quote, quotes: tuple[Quote, ...]) -> Quote:
-    """A sentence found inside one of `quotes` (offsets relative to it), as a span of the paragraph."""
-    for q in quotes:
-        if q.id == found.id and q.text[found.start : found.end] == found.text:
-            return Quote(q.id, found.text, q.start + found.start, q.start + found.end)
-    return found
 
 
 def prompt_fits(backend: Backend, request: GenerationRequest) -> bool:
@@ -226,10 +224,12 @@ def answer(
     progress: Progress | None = None,
     packet: Packet | None = None,
     answer_mode: str = "generative",
+    rank: grounding.Rank | None = None,
 ) -> Trace:
     """Run the Finder over the first `budget.read` segments, pack, interpret, self-check.
 
     Ablations and baselines enter midway: given a `packet`, the Finder and packing are skipped.
+    `rank` scores sentences for extractive answers and best evidence (see `decide`).
     """
     t0 = time.perf_counter()
     verdicts: tuple[Verdict, ...] = ()
@@ -275,8 +275,12 @@ def answer(
             "interpreter": round(t2 - t1, 3),
             "self_check": round(t3 - t2, 3),
         },
-        outcome=decide(question, final, packet, answer_mode, retrieved),
+        outcome=decide(question, final, packet, answer_mode, retrieved, _kept(document, verdicts), rank),
     )
+
+
+def _kept(document: Document, verdicts: tuple[Verdict, ...]) -> list[tuple[int, str]]:
+    return _paragraphs(document, [v.segment for v in verdicts if v.decision == "YES"])
 
 
 def _paragraphs(document: Document, segments) -> list[tuple[int, str]]:

@@ -7,6 +7,9 @@
 - closed-book: no text at all (what the model knows of a famous book);
 - extractive: no model; the sentence of the retrieved anchor segments (packed under B_c)
   that shares most words with the question is the answer (open questions);
+- ranked-extractive: no model; the same segments, the sentence ranked as the pipeline's
+  extractive answers rank them (rare question words weigh more, plus dense similarity), so
+  a pipeline gain can be told apart from the ranking's;
 - finder: the Finder alone on the segments the pipeline reads, scored against gold evidence
   (YES-recall, precision, keep rate); no Interpreter, so no answer;
 - retrieval: no model; where anchors and segments fall against gold evidence.
@@ -119,10 +122,13 @@ def closed_book(ctx: EvalContext, record: Record, question: Question, found: api
     return _interpret(ctx, question, found, api.packet_of(found.document, []))
 
 
-def extractive(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
-    anchors = [s for s in found.segments if s.source == "anchor"]
-    packet = api.segments_packet(found.document, anchors, ctx.budget, None, question)
-    return api.extractive_trace(question, found, packet)
+def _extractive(ranked: bool) -> MethodRun:
+    def extractive(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
+        anchors = [s for s in found.segments if s.source == "anchor"]
+        packet = api.segments_packet(found.document, anchors, ctx.budget, None, question)
+        return api.extractive_trace(question, found, packet, ranked=ranked)
+
+    return extractive
 
 
 def finder(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
@@ -142,7 +148,8 @@ METHODS: dict[str, Method] = {
     "bm25-rag": Method(_rag("bm25")),
     "dense-rag": Method(_rag("dense")),
     "closed-book": Method(closed_book),
-    "extractive": Method(extractive, needs_model=False),
+    "extractive": Method(_extractive(ranked=False), needs_model=False),
+    "ranked-extractive": Method(_extractive(ranked=True), needs_model=False),
     "finder": Method(finder, fields=rows.finder_fields),
     "retrieval": Method(retrieval, fields=rows.retrieval_fields, needs_model=False),
 }

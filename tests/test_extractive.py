@@ -1,0 +1,96 @@
+"""Extractive answers: irregular forms meet their base word, rare question words outweigh
+common ones, and the pipeline's extracted sentence may come from anything the Finder kept."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cwread import extractive, grounding
+from cwread.document import document_from_bytes
+from cwread.pipeline import decide
+from cwread.records import AgentCall, ModelCall, Packet, PacketItem, Question, Quote
+
+GIANT_BOOK = "\n\n".join(
+    [
+        "The Giant had a garden. The Giant loved the garden.",
+        "The Giant walked in the garden every day.",
+        "The Giant ate his dinner in the garden.",
+        "So he built a wall of stone.",
+        "The children cried.",
+    ]
+)
+
+
+def test_irregular_forms_and_plurals_meet_their_base_word():
+    assert grounding.content_words("he built it") == grounding.content_words("to build it")
+    assert grounding.content_words("the children") == grounding.content_words("a child")
+    assert grounding.content_words("she lived") == grounding.content_words("they live")
+    # a form whose other sense is common in stories stays itself
+    assert grounding.content_words("a rose") != grounding.content_words("to rise")
+
+
+def test_rare_question_words_outweigh_common_ones():
+    document = document_from_bytes(GIANT_BOOK.encode(), "giant.txt")
+    question = "Why did the Giant build a wall in his garden?"
+    evidence = [(p.id, p.text) for p in document.paragraphs]
+    # shared words alone: the Giant and his garden (two) beat built and wall (two, later)
+    plain = grounding.best_sentence(question, evidence, 2)
+    assert plain.id == 1
+    rank = extractive.sentence_ranker(document, None)
+    ranked = grounding.best_sentence(question, evidence, 2, rank)
+    assert (ranked.id, ranked.text) == (4, "So he built a wall of stone.")
+    idf = extractive.book_idf(document)
+    assert idf["wall"] > idf["giant"]
+
+
+def test_similarity_counts_at_half_weight():
+    document = document_from_bytes(GIANT_BOOK.encode(), "giant.txt")
+
+    class TwoWords:  # "stone" and "cried" as the only dimensions
+        dims = 2
+
+        def encode(self, texts, progress=None):
+            rows = [[t.count("stone") + 1e-3, t.count("cried") + 1e-3] for t in texts]
+            rows = np.array(rows, dtype=np.float32)
+            return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    rank = extractive.sentence_ranker(document, TwoWords())
+    scores = rank("What did the children do about the stone?", ["The children cried.", "A wall of stone."])
+    plain = extractive.sentence_ranker(document, None)(
+        "What did the children do about the stone?", ["The children cried.", "A wall of stone."]
+    )
+    assert np.allclose(np.array(scores) - np.array(plain), [0.5 * 0.0014, 0.5 * 1.0], atol=0.01)
+
+
+def _final(quotes):
+    return AgentCall(
+        answer="a guess",
+        reason="",
+        cited=(),
+        dropped=(),
+        problem=None,
+        call=ModelCall("", True, 0, 0, 0.0, False),
+        quotes=tuple(quotes),
+    )
+
+
+def test_the_extracted_sentence_may_come_from_what_the_finder_kept_beyond_the_packet():
+    question = Question("Why did the Giant build a wall?", "open")
+    packet = Packet(items=(PacketItem(1, "The Giant had a garden.", ""),))
+    kept = [(1, "The Giant had a garden."), (4, "So he built a wall of stone.")]
+    outcome = decide(question, _final([]), packet, "extractive", kept=kept)
+    assert outcome.text == "So he built a wall of stone." and outcome.quotes[0].id == 4
+    # nothing kept beyond the packet: the packet alone
+    outcome = decide(question, _final([]), packet, "extractive", kept=None)
+    assert outcome.text is None and outcome.abstained
+
+
+def test_the_small_models_quote_does_not_win_a_tie():
+    question = Question("Why did the Giant build a wall?", "open")
+    packet = Packet(
+        items=(PacketItem(1, "So he built a wall.", ""), PacketItem(5, "The Giant had a wall.", ""))
+    )
+    quote = Quote(5, "The Giant had a wall.", 0, 21)
+    outcome = decide(question, _final([quote]), packet, "extractive")
+    # two question words each (build, wall / giant, wall): the earlier sentence of the evidence
+    assert (outcome.quotes[0].id, outcome.text) == (1, "So he built a wall.")
