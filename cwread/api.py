@@ -395,11 +395,16 @@ def segments_packet(
 
 def extractive_trace(question: Question, found: FindResult, packet: Packet, ranked: bool = False) -> Trace:
     """No model: the packet sentence sharing most words with the question is the answer
-    (open questions; other kinds get none). `ranked`: the sentence the pipeline's extractive
-    answers would rank best instead (see `sentence_ranker`)."""
-    rank = sentence_ranker(found) if ranked else None
-    best = grounding.best_sentence(question.text, packet.evidence(), rank=rank) if question.kind == "open" else None
-    outcome = Answer(best.text, best.text, "extractive", True, (best,)) if best else NO_ANSWER
+    (open questions; other kinds get none). `ranked`: the answer the pipeline's extractive
+    mode would give from this packet instead (see cwread.extractive)."""
+    best = None
+    if question.kind == "open":
+        rank = sentence_ranker(found) if ranked else None
+        best = grounding.best_sentence(question.text, packet.evidence(), rank=rank)
+    if best is None:
+        return replace(trace_without_answer(found), packet=packet, outcome=NO_ANSWER)
+    text = extractive.answer_text(question.text, best.text) if ranked else best.text
+    outcome = Answer(text, text, "extractive", True, (best,))
     return replace(trace_without_answer(found), packet=packet, outcome=outcome)
 
 

@@ -9,11 +9,16 @@ val stories), best sentence of each story, token-F1: shared-word count 15.2, thi
 17.1. SmolLM2-135M's own choice among the top five (P(Yes) that a sentence answers, or the
 likelihood of the question given it) was worse than the ranking alone (10-14 on 120
 questions), so the small model's quotes get no say in it.
+
+A why-question is answered with the reason clause of the chosen sentence ("..., for he
+wished to keep it to himself" -> "for he wished to keep it to himself"), the sentence staying
+the quote: on 1,965 why-questions of 200 train stories, token-F1 21.9 -> 24.4.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 
 from cwread.document import Document
@@ -21,6 +26,12 @@ from cwread.embedders import Embedder
 from cwread.grounding import Rank, content_words
 
 SIMILARITY_WEIGHT = 0.5
+_WHY = re.compile(r"\bwhy\b", re.I)
+_REASON = re.compile(
+    r"\b(?:because|since|for|so that|in order to|that (?:he|she|it|they|we|you|i) (?:might|may|could|would))\b",
+    re.I,
+)
+MIN_REASON_WORDS = 3  # "for him." is no reason: the whole sentence then
 _IDF: dict[str, dict[str, float]] = {}  # by the document's fingerprint
 
 
@@ -51,3 +62,14 @@ def sentence_ranker(document: Document, embedder: Embedder | None) -> Rank:
         return [s + SIMILARITY_WEIGHT * float(c) for s, c in zip(scores, similarity, strict=True)]
 
     return rank
+
+
+def answer_text(question: str, sentence: str) -> str:
+    """What an extractive answer says: the sentence, or for a why-question the reason it
+    gives, from its connective ("because", "for", "so that"...) to its end."""
+    if not _WHY.search(question):
+        return sentence
+    found = _REASON.search(sentence)
+    if found is None or len(sentence[found.start() :].split()) < MIN_REASON_WORDS:
+        return sentence
+    return sentence[found.start() :].rstrip()

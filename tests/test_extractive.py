@@ -94,3 +94,19 @@ def test_the_small_models_quote_does_not_win_a_tie():
     outcome = decide(question, _final([quote]), packet, "extractive")
     # two question words each (build, wall / giant, wall): the earlier sentence of the evidence
     assert (outcome.quotes[0].id, outcome.text) == (1, "So he built a wall.")
+
+
+def test_a_why_question_is_answered_with_the_reason_clause_of_its_sentence():
+    sentence = "He built a wall, for he wished to keep the garden to himself."
+    assert (
+        extractive.answer_text("Why did he build a wall?", sentence)
+        == "for he wished to keep the garden to himself."
+    )
+    assert extractive.answer_text("What did he build?", sentence) == sentence
+    # too short to be a reason: the whole sentence
+    assert extractive.answer_text("Why a wall?", "He built it for him.") == "He built it for him."
+    question = Question("Why did the Giant build a wall?", "open")
+    packet = Packet(items=(PacketItem(4, "So he built a wall, because he hated children.", ""),))
+    outcome = decide(question, _final([]), packet, "extractive")
+    assert outcome.text == "because he hated children." and outcome.quotes[0].text == packet.items[0].text
+    assert outcome.supported
