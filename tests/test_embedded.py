@@ -44,7 +44,9 @@ def test_ask_json_with_the_real_model(capsys, story, cache_dir, no_ollama):
     trace = json.loads(out)
     assert trace["models"]["finder"].startswith("embedded:")
     packet = {p["id"] for p in trace["packet"]}
-    assert packet and set(trace["citations"]) <= packet
+    # an extractive answer quotes the packet or another segment the Finder kept
+    kept = {pid for f in trace["finder"] if f["decision"] == "YES" for pid in range(f["start"], f["end"] + 1)}
+    assert packet and set(trace["citations"]) <= packet | kept
     assert all(set(f["cited"]) <= set(range(f["start"], f["end"] + 1)) for f in trace["finder"])
     assert "embedded llama.cpp" in err
     if code == 0:
