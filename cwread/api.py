@@ -403,8 +403,10 @@ def extractive_trace(question: Question, found: FindResult, packet: Packet, rank
         best = grounding.best_sentence(question.text, packet.evidence(), rank=rank)
     if best is None:
         return replace(trace_without_answer(found), packet=packet, outcome=NO_ANSWER)
-    text = extractive.answer_text(question.text, best.text) if ranked else best.text
-    outcome = Answer(text, text, "extractive", True, (best,))
+    text, quote = best.text, best
+    if ranked:
+        text, quote = extractive.extract_answer(question.text, best, dict(packet.evidence())[best.id])
+    outcome = Answer(text, text, "extractive", True, (quote,))
     return replace(trace_without_answer(found), packet=packet, outcome=outcome)
 
 
@@ -466,5 +468,7 @@ def _serving_notes(selection: Selection) -> list[str]:
             "here to the server's value, or pass --workers)"
         ]
     if finder.name == "openai":
-        return [f"the server takes {finder.concurrency} calls at once; cwread sends as many (--workers to change)"]
+        return [
+            f"the server takes {finder.concurrency} calls at once; cwread sends as many (--workers to change)"
+        ]
     return []

@@ -82,6 +82,8 @@ def test_example_ask(cache_dir):
     proc = run_example("ask.sh", cache_dir)
     assert proc.returncode in (0, 4), proc.stderr
     assert "Answer:" in proc.stdout
+    # answered or not, the paragraph where the Giant says why (7) is shown
+    assert "[7] " in proc.stdout and "allow nobody to play in it but" in proc.stdout
 
 
 def test_example_verify_claims(cache_dir):

@@ -96,17 +96,32 @@ def test_the_small_models_quote_does_not_win_a_tie():
     assert (outcome.quotes[0].id, outcome.text) == (1, "So he built a wall.")
 
 
-def test_a_why_question_is_answered_with_the_reason_clause_of_its_sentence():
+def test_a_why_question_is_answered_with_the_reason_its_sentence_gives():
     sentence = "He built a wall, for he wished to keep the garden to himself."
-    assert (
-        extractive.answer_text("Why did he build a wall?", sentence)
-        == "for he wished to keep the garden to himself."
+    quote = Quote(1, sentence, 0, len(sentence))
+    assert extractive.extract_answer("Why did he build a wall?", quote, sentence) == (
+        "for he wished to keep the garden to himself.",
+        quote,
     )
-    assert extractive.answer_text("What did he build?", sentence) == sentence
-    # too short to be a reason: the whole sentence
-    assert extractive.answer_text("Why a wall?", "He built it for him.") == "He built it for him."
+    assert extractive.extract_answer("What did he build?", quote, sentence) == (sentence, quote)
+    short = "He built it for him."  # too short to be a reason: the whole sentence
+    assert extractive.extract_answer("Why a wall?", Quote(1, short, 0, 20), short)[0] == short
     question = Question("Why did the Giant build a wall?", "open")
     packet = Packet(items=(PacketItem(4, "So he built a wall, because he hated children.", ""),))
     outcome = decide(question, _final([]), packet, "extractive")
     assert outcome.text == "because he hated children." and outcome.quotes[0].text == packet.items[0].text
     assert outcome.supported
+
+
+def test_a_consequence_comes_with_the_sentence_before_it_where_the_cause_stands():
+    paragraph = "The Giant came home. He wanted the garden for himself alone. So he built a wall."
+    question = Question("Why did the Giant build a wall?", "open")
+    outcome = decide(question, _final([]), Packet(items=(PacketItem(7, paragraph, ""),)), "extractive")
+    assert outcome.text == "He wanted the garden for himself alone. So he built a wall."
+    (quote,) = outcome.quotes
+    assert paragraph[quote.start : quote.end] == outcome.text and quote.id == 7
+    # not a why-question: the sentence alone
+    what = Question("When did the Giant build a wall?", "open")
+    assert decide(what, _final([]), Packet(items=(PacketItem(7, paragraph, ""),)), "extractive").text == (
+        "So he built a wall."
+    )
