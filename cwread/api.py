@@ -293,7 +293,7 @@ def run_pipeline(
         progress=progress,
         packet=packet,
         answer_mode=answer_mode,
-        rank=sentence_ranker(found),
+        rank=sentence_ranker(found) if question.kind == "open" else None,  # labels need none
     )
 
 
