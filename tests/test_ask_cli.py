@@ -264,3 +264,27 @@ def test_extractive_answers_with_a_quote_of_the_text(capsys, story, cache_dir, s
 def test_a_bad_answer_mode_is_exit_2(capsys, story, cache_dir, scripted):
     code, _, err = run(capsys, "ask", str(story), "q?", "--backend", "scripted", "--answer", "poetic")
     assert code == 2 and "unknown answer mode" in err
+
+
+def test_extractive_why_answer_gives_the_reason_and_quotes_its_sentence(capsys, tmp_path, cache_dir, scripted):
+    book = tmp_path / "giant.txt"
+    book.write_text(
+        "THE GARDEN\n\nThe Giant came back from visiting his friend.\n\n"
+        "He saw the children playing in his garden, and he was very angry.\n\n"
+        "He built a high wall round the garden, because he wanted it all for himself.\n\n"
+        "The children had nowhere to play.\n",
+        encoding="utf-8",
+    )
+    # the Interpreter quotes another paragraph: a small model's pick does not decide
+    scripted.interpreter.enqueue('<reason>[3] "He saw the children playing in his garden"</reason><answer>anger</answer>')
+    code, out, _ = run(
+        capsys, "ask", str(book), "Why did the Giant build a high wall round the garden?", "--backend",
+        "scripted", "--no-cache", "--answer", "extractive", "--self-check", "off", "--json",
+    )
+    trace = json.loads(out)
+    assert code == 0 and trace["answer"] == "because he wanted it all for himself."
+    (quote,) = trace["quotes"]
+    assert quote["id"] == 4 and quote["quote"].startswith("He built a high wall")
+    assert quote["quote"].endswith(trace["answer"])
+    paragraph = trace["cited_paragraphs"][0]["text"]
+    assert paragraph[quote["start"] : quote["end"]] == quote["quote"]
