@@ -145,31 +145,43 @@ def decide(
     `rank` (see cwread.extractive; shared question words without one). Labels (mcq, claim)
     stand as chosen; whether the quotes bear on them is recorded.
     """
+    if question.kind == "open" and mode == "extractive":
+        return _extract(question, packet, retrieved, kept, rank, final)
     if final is None or final.answer is None:
         return Answer(None, None, mode, False)
     if question.kind != "open":
         supported = grounding.supports_label(question, final.answer, final.quotes)
         return Answer(final.answer, final.answer, mode, supported, final.quotes)
-    if mode == "extractive":
-        # The packet's budget is for the Interpreter's context, which a quoted sentence does
-        # not need: everything the Finder kept may answer. The Interpreter's quotes get no
-        # say: a small model's choice ranked below the ranking's own (cwread.extractive).
-        in_packet = set(packet.ids)
-        pool = [*packet.evidence(), *(p for p in kept or [] if p[0] not in in_packet)]
-        needed = grounding.answer_support_needed(question.text)
-        best = grounding.best_sentence(question.text, pool, needed, rank)
-        if best is None:  # nothing to quote: not determined
-            evidence = _best_evidence(question, final, packet, retrieved, rank)
-            return Answer(None, final.answer, mode, False, evidence)
-        # The sentence is the answer (a why-question's, its reason): giving only its
-        # longest run of words the question does not already say lowered token-F1 on the dev
-        # anthology (0.160 -> 0.132 on the extractive baseline's sentences, 20 records).
-        text, quote = extractive.extract_answer(question.text, best, dict(pool)[best.id])
-        return Answer(text, final.answer, mode, True, (quote,))
     text = grounding.cut_repetition(final.answer)
     if grounding.covers(text, final.quotes):
         return Answer(text, final.answer, mode, True, final.quotes)
-    return Answer(None, final.answer, mode, False, _best_evidence(question, final, packet, retrieved, rank))
+    evidence = _best_evidence(question, final, packet, retrieved, rank)
+    return Answer(None, final.answer, mode, False, evidence, withheld=True)
+
+
+def _extract(
+    question: Question,
+    packet: Packet,
+    retrieved: list[tuple[int, str]] | None,
+    kept: list[tuple[int, str]] | None,
+    rank: grounding.Rank | None,
+    final: AgentCall | None,
+) -> Answer:
+    """The extractive answer: the best-fitting sentence of the packet and the rest of what the
+    Finder kept (the packet's budget is for the Interpreter's context, which a quoted sentence
+    does not need), or not determined when none shares enough of the question."""
+    model_answer = final.answer if final else None
+    in_packet = set(packet.ids)
+    pool = [*packet.evidence(), *(p for p in kept or [] if p[0] not in in_packet)]
+    best = grounding.best_sentence(question.text, pool, grounding.answer_support_needed(question.text), rank)
+    if best is None:
+        evidence = _best_evidence(question, final, packet, retrieved, rank)
+        return Answer(None, model_answer, "extractive", False, evidence, withheld=True)
+    # The sentence is the answer (a why-question's, its reason): giving only its longest run
+    # of words the question does not already say lowered token-F1 on the dev anthology (0.160
+    # -> 0.132 on the extractive baseline's sentences, 20 records).
+    text, quote = extractive.extract_answer(question.text, best, dict(pool)[best.id])
+    return Answer(text, model_answer, "extractive", True, (quote,))
 
 
 BEST_EVIDENCE = 3  # sentences shown when the answer is withheld
@@ -177,7 +189,7 @@ BEST_EVIDENCE = 3  # sentences shown when the answer is withheld
 
 def _best_evidence(
     question: Question,
-    final: AgentCall,
+    final: AgentCall | None,
     packet: Packet,
     retrieved: list[tuple[int, str]] | None,
     rank: grounding.Rank | None = None,
@@ -186,7 +198,7 @@ def _best_evidence(
     with the question, then the sentences of the packet and of what the Finder read that
     fit it best, up to BEST_EVIDENCE in all."""
     asked = grounding.content_words(question.text)
-    shown = [q for q in final.quotes if asked & grounding.content_words(q.text)]
+    shown = [q for q in (final.quotes if final else ()) if asked & grounding.content_words(q.text)]
     candidates = grounding.best_sentences(
         question.text, [*packet.evidence(), *(retrieved or [])], BEST_EVIDENCE + len(shown), rank=rank
     )
@@ -243,11 +255,16 @@ def answer(
         packet = pack(
             document, list(verdicts), budget, lambda evidence: packet_fits(interpreter, question, evidence)
         )
-    if progress:
-        progress("interpreter", 0, 1)
-    first = interpret(interpreter, question, packet)
+    # An extractive answer is chosen without the model (see `decide`): the Interpreter and its
+    # self-check would cost their calls (half of the README example's time) and change nothing.
+    extract = question.kind == "open" and answer_mode == "extractive"
+    first = None
+    if not extract:
+        if progress:
+            progress("interpreter", 0, 1)
+        first = interpret(interpreter, question, packet)
     t2 = time.perf_counter()
-    triggered = agents.needs_self_check(question) if self_check is None else self_check
+    triggered = not extract and (agents.needs_self_check(question) if self_check is None else self_check)
     checked = None
     if triggered and first.answer is not None:
         if progress:

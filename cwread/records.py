@@ -155,14 +155,15 @@ class Answer:
     reply) and the quotes that support it."""
 
     text: str | None
-    model_answer: str | None  # what the Interpreter wrote (None: no readable reply)
-    mode: str  # "generative": the Interpreter's words; "extractive": its best-supported quote
+    model_answer: str | None  # what the Interpreter wrote (None: no readable reply, or not asked)
+    mode: str  # "generative": the Interpreter's words; "extractive": the best-fitting quote
     supported: bool  # the quotes back the answer (open: cover its content words)
     quotes: tuple[Quote, ...] = ()
+    withheld: bool = False  # not determined from the text: the quotes are the best evidence
 
     @property
     def abstained(self) -> bool:
-        return self.model_answer is not None and self.text is None
+        return self.withheld
 
 
 NO_ANSWER = Answer(None, None, "generative", False)

@@ -246,10 +246,6 @@ def test_a_planted_tag_in_the_book_reaches_the_model_defused(capsys, tmp_path, c
 
 
 def test_extractive_answers_with_a_quote_of_the_text(capsys, story, cache_dir, scripted):
-    scripted.interpreter.enqueue(
-        '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit '
-        'tin under her bed."</reason><answer>somewhere safe</answer>'
-    )
     code, out, _ = run(
         capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted",
         "--no-cache", "--answer", "extractive", "--json",
@@ -258,7 +254,9 @@ def test_extractive_answers_with_a_quote_of_the_text(capsys, story, cache_dir, s
     assert code == 0 and trace["answer_mode"] == "extractive" and trace["supported"]
     assert trace["answer"] == trace["quotes"][0]["quote"]  # the quote is the answer
     assert trace["answer"].startswith("The fishermen of the harbour later gave her a silver medal")
-    assert trace["model_answer"] == "somewhere safe" and trace["citations"] == [5]
+    assert trace["citations"] == [5]
+    # chosen without the model: the Interpreter (and its self-check) is not asked
+    assert trace["model_answer"] is None and trace["interpreter"] is None and not scripted.interpreter.requests
 
 
 def test_a_bad_answer_mode_is_exit_2(capsys, story, cache_dir, scripted):
@@ -275,8 +273,6 @@ def test_extractive_why_answer_gives_the_reason_and_quotes_its_sentence(capsys, 
         "The children had nowhere to play.\n",
         encoding="utf-8",
     )
-    # the Interpreter quotes another paragraph: a small model's pick does not decide
-    scripted.interpreter.enqueue('<reason>[3] "He saw the children playing in his garden"</reason><answer>anger</answer>')
     code, out, _ = run(
         capsys, "ask", str(book), "Why did the Giant build a high wall round the garden?", "--backend",
         "scripted", "--no-cache", "--answer", "extractive", "--self-check", "off", "--json",

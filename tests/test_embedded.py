@@ -61,7 +61,8 @@ def test_verify_exits_0_or_1_with_the_real_model(capsys, story, cache_dir, no_ol
 
 
 def test_call_cache_makes_a_repeated_question_free(capsys, story, cache_dir, no_ollama):
-    args = ["ask", str(story), "Who slept on the lamp?", "--json", "--read", "2"]
+    # generative, so that the Interpreter is asked too (an extractive answer needs no call)
+    args = ["ask", str(story), "Who slept on the lamp?", "--json", "--read", "2", "--answer", "generative"]
     main(args)
     first = json.loads(capsys.readouterr().out)
     main(args)

@@ -72,7 +72,9 @@ def trace_fields(trace: Trace) -> dict:
     return {
         "answer": trace.answer,
         "model_answer": outcome.model_answer,
-        "parsed": outcome.model_answer is not None,
+        # a readable result of the answering step: the model's reply, an extracted sentence, or
+        # an answer withheld as not determined
+        "parsed": outcome.text is not None or outcome.model_answer is not None or outcome.abstained,
         "supported": outcome.supported,
         "abstained": outcome.abstained,
         "parsed_first_try": bool(trace.interpreter and trace.interpreter.parsed_first_try),
