@@ -249,6 +249,12 @@ def ask(
     mode = resolve_answer_mode(answer_mode, selection)
     if notice and question.kind == "open" and answer_mode == "auto" and mode == "extractive":
         notice("answers extractively: the model is too small to write them (--answer generative to override)")
+    if notice and question.kind != "open" and getattr(selection.interpreter, "small", False):
+        # no model-free way to choose a label: say how little the verdict is worth
+        notice(
+            "the model is too small to judge options or claims: its verdict is near chance "
+            "(cwread doctor says how to run one that reads)"
+        )
     if use_cache:
         selection = with_call_cache(selection)
     workers = settings.workers if settings else None
