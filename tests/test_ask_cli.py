@@ -287,22 +287,17 @@ def test_extractive_why_answer_gives_the_reason_and_quotes_its_sentence(capsys, 
 
 
 def test_a_verdict_of_a_model_too_small_to_judge_comes_with_a_warning(capsys, story, cache_dir, scripted):
-    scripted.interpreter.small = True
-    scripted.interpreter.enqueue(
-        '<reason>[5] "The fishermen of the harbour later gave her a silver medal"</reason><answer>TRUE</answer>'
-    )
-    code, out, err = run(
-        capsys, "verify", str(story), "The fishermen gave her a medal.", "--backend", "scripted", "--no-cache",
-        "--self-check", "off",
-    )
+    def verify(small: bool):
+        scripted.interpreter.small = small
+        scripted.interpreter.enqueue(
+            '<reason>[5] "The fishermen of the harbour later gave her a silver medal"</reason><answer>TRUE</answer>'
+        )
+        return run(
+            capsys, "verify", str(story), "The fishermen gave her a medal.", "--backend", "scripted",
+            "--no-cache", "--self-check", "off",
+        )
+
+    code, out, err = verify(small=True)
     assert code == 0 and "TRUE" in out
     assert "too small to judge options or claims: its verdict is near chance" in err
-    scripted.interpreter.small = False
-    scripted.interpreter.enqueue(
-        '<reason>[5] "The fishermen of the harbour later gave her a silver medal"</reason><answer>TRUE</answer>'
-    )
-    _, _, err = run(
-        capsys, "verify", str(story), "The fishermen gave her a medal.", "--backend", "scripted", "--no-cache",
-        "--self-check", "off",
-    )
-    assert "near chance" not in err
+    assert "near chance" not in verify(small=False)[2]
