@@ -301,3 +301,15 @@ def test_a_verdict_of_a_model_too_small_to_judge_comes_with_a_warning(capsys, st
     assert code == 0 and "TRUE" in out
     assert "too small to judge options or claims: its verdict is near chance" in err
     assert "near chance" not in verify(small=False)[2]
+
+
+def test_an_extractive_question_the_text_does_not_touch_exits_4_without_claiming_evidence(
+    capsys, story, cache_dir, scripted
+):
+    code, out, err = run(
+        capsys, "ask", str(story), "Which spaceship did the astronaut pilot?", "--backend", "scripted",
+        "--no-cache", "--answer", "extractive",
+    )
+    assert code == 4 and "not determined from the text" in out
+    assert "not determined from the text: no sentence of the evidence" in err
+    assert "best evidence is shown" not in err and "Evidence" not in out

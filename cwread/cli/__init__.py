@@ -204,7 +204,8 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
             if result.outcome.mode == "extractive"
             else f"the quotes do not cover the model's answer {result.outcome.model_answer!r}"
         )
-        raise AnswerError(f"not determined from the text: {why}; the best evidence is shown", quiet=quiet)
+        shown = "; the best evidence is shown" if result.outcome.quotes else ""
+        raise AnswerError(f"not determined from the text: {why}{shown}", quiet=quiet)
     if result.answer is None:
         problem = result.final.problem if result.final else "no reply"
         raise AnswerError(f"no parseable answer after a retry ({problem})", quiet=quiet)
