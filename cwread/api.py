@@ -403,15 +403,15 @@ def extractive_trace(question: Question, found: FindResult, packet: Packet, rank
     """No model: the packet sentence sharing most words with the question is the answer
     (open questions; other kinds get none). `ranked`: the answer the pipeline's extractive
     mode would give from this packet instead (see cwread.extractive)."""
-    best = None
-    if question.kind == "open":
-        rank = sentence_ranker(found) if ranked else None
-        best = grounding.best_sentence(question.text, packet.evidence(), rank=rank)
-    if best is None:
+    chosen = None
+    if question.kind == "open" and ranked:
+        chosen = extractive.best_answer(question.text, packet.evidence(), sentence_ranker(found))
+    elif question.kind == "open":
+        best = grounding.best_sentence(question.text, packet.evidence())
+        chosen = (best.text, best) if best else None
+    if chosen is None:
         return replace(trace_without_answer(found), packet=packet, outcome=NO_ANSWER)
-    text, quote = best.text, best
-    if ranked:
-        text, quote = extractive.extract_answer(question.text, best, dict(packet.evidence())[best.id])
+    text, quote = chosen
     outcome = Answer(text, text, "extractive", True, (quote,))
     return replace(trace_without_answer(found), packet=packet, outcome=outcome)
 
@@ -474,7 +474,5 @@ def _serving_notes(selection: Selection) -> list[str]:
             "here to the server's value, or pass --workers)"
         ]
     if finder.name == "openai":
-        return [
-            f"the server takes {finder.concurrency} calls at once; cwread sends as many (--workers to change)"
-        ]
+        return [f"the server takes {finder.concurrency} calls at once; cwread sends as many (--workers to change)"]
     return []

@@ -28,7 +28,7 @@ from collections import Counter
 
 from cwread.document import Document
 from cwread.embedders import Embedder
-from cwread.grounding import Rank, content_words, sentence_spans
+from cwread.grounding import Rank, best_sentence, content_words, sentence_spans
 from cwread.records import Quote
 
 SIMILARITY_WEIGHT = 0.5
@@ -71,6 +71,15 @@ def sentence_ranker(document: Document, embedder: Embedder | None) -> Rank:
         return [s + SIMILARITY_WEIGHT * float(c) for s, c in zip(scores, similarity, strict=True)]
 
     return rank
+
+
+def best_answer(
+    question: str, evidence: list[tuple[int, str]], rank: Rank, min_shared: int = 1
+) -> tuple[str, Quote] | None:
+    """The extractive answer from `evidence` and the quote it rests on (see `extract_answer`):
+    the sentence `rank` scores best of those sharing `min_shared` question words; None if none."""
+    best = best_sentence(question, evidence, min_shared, rank)
+    return None if best is None else extract_answer(question, best, dict(evidence)[best.id])
 
 
 def extract_answer(question: str, best: Quote, paragraph: str) -> tuple[str, Quote]:
