@@ -62,6 +62,30 @@ def test_lora_gguf_on_the_base_generates_what_the_merged_model_generates(tiny):
     assert without != expected  # the adapter was applied, not ignored
 
 
+def test_lora_gguf_of_the_last_layers_only_generates_what_the_merged_model_generates(tiny):
+    """A CPU warm start trains the last blocks only (--lora-layers); the exporter writes just
+    those, and llama.cpp applies them where transformers does."""
+    import torch
+    from peft import get_peft_model
+    from safetensors import safe_open
+
+    out, model, tokenizer = tiny
+    torch.manual_seed(2)
+    lora = train.lora_config(train.PROFILES["cpu-small"], last_layers=1, num_layers=model.config.num_hidden_layers)
+    lora.init_lora_weights = False
+    peft_model = get_peft_model(copy.deepcopy(model), lora)
+    peft_model.save_pretrained(out / "adapter-last")
+    with safe_open(str(out / "adapter-last" / "adapter_model.safetensors"), "pt") as f:
+        layers = {int(re.search(r"layers\.(\d+)\.", k).group(1)) for k in f.keys()}
+    assert layers == {model.config.num_hidden_layers - 1}
+    adapter = export.export_lora_gguf(out / "adapter-last", out / "lora-last.gguf", n_head=4, n_head_kv=2)
+    merged = peft_model.merge_and_unload().eval()
+    ids = tokenizer("Question: Why did the Snow Man want to move?")["input_ids"]
+    expected = export.token_bytes(tokenizer, export.transformers_greedy(merged, ids, 16))
+    assert export.llama_cpp_greedy(out / "base.gguf", ids, 16, lora=adapter) == expected
+    assert export.llama_cpp_greedy(out / "base.gguf", ids, 16) != expected
+
+
 @pytest.mark.parametrize("family", ["qwen2", "qwen3"])
 def test_qwen_lora_gguf_on_the_base_generates_what_the_merged_model_generates(tmp_path, family):
     """The measurement model's family (Qwen2.5) and the paper's (Qwen3): no q/k permutation."""

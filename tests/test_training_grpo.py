@@ -70,6 +70,50 @@ def test_finder_grpo_runs_on_cwread_prompts_and_merges(tmp_path):
         assert torch.allclose(reloaded(ids).logits, merged(ids).logits, atol=1e-5)
 
 
+@pytest.mark.skipif(not VAL.is_dir(), reason="FairytaleQA dev data not present")
+def test_decision_only_warm_start_puts_the_loss_on_the_label_alone(tmp_path):
+    """--decision-only: the chat-formatted prompt and the reason are context; the completion is
+    the label and the closing tags, so the label is not one token of forty in the loss."""
+    from trl import SFTConfig, SFTTrainer
+    from datasets import Dataset
+
+    rows = data.finder_examples(VAL)[:8]
+    texts = [m["content"] for r in rows for m in r["prompt"]] + [r["target"] for r in rows]
+    model, tokenizer = train.tiny_model_and_tokenizer(texts)
+    for row in rows:
+        example = train.decision_example(row, tokenizer)
+        whole = tokenizer.apply_chat_template(
+            row["prompt"] + [{"role": "assistant", "content": row["target"]}], tokenize=False
+        )
+        assert whole.startswith(example["prompt"] + example["completion"])
+        assert example["prompt"].endswith("<answer>") and row["target"].split("<answer>")[0] in example["prompt"]
+        assert example["completion"].startswith(row["label"] + "</answer>")
+    # what trl trains on: the completion's tokens alone carry the loss
+    trainer = SFTTrainer(
+        model=model,
+        args=SFTConfig(
+            output_dir=str(tmp_path / "sft"), use_cpu=True, completion_only_loss=True, max_length=4096, report_to="none"
+        ),
+        train_dataset=Dataset.from_list([train.decision_example(r, tokenizer) for r in rows]),
+        processing_class=tokenizer,
+    )
+    assert len(trainer.train_dataset) == len(rows)
+    for example in trainer.train_dataset:
+        trained = [t for t, label in zip(example["input_ids"], example["labels"]) if label != -100]
+        assert tokenizer.decode(trained) == example["completion"]
+        assert example["completion"] in ("YES</answer><|im_end|>", "NO</answer><|im_end|>")
+    with pytest.raises(ValueError, match="<answer>"):
+        train.decision_example({**rows[0], "target": "YES"}, tokenizer)
+
+
+def test_lora_on_the_last_layers_names_them():
+    config = train.lora_config(train.PROFILES["cpu-small"], last_layers=3, num_layers=30)
+    assert list(config.layers_to_transform) == [27, 28, 29]
+    assert train.lora_config(train.PROFILES["cpu-small"]).layers_to_transform is None
+    with pytest.raises(ValueError):
+        train.lora_config(train.PROFILES["cpu-small"], last_layers=31, num_layers=30)
+
+
 def test_gpu_profile_has_the_papers_settings_and_launch_configs_parse():
     from accelerate.commands.config.config_args import ClusterConfig
 

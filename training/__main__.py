@@ -63,6 +63,10 @@ def run_training(args: argparse.Namespace) -> int:
         )
     if args.steps == 0 and not warm:
         return _fail("--steps 0 trains nothing without a warm start")
+    if args.decision_only and args.steps != 0:
+        return _fail("--decision-only is a warm start alone: give --steps 0 (GRPO writes whole replies)")
+    if args.lora_layers is not None and args.lora_layers < 1:
+        return _fail(f"--lora-layers {args.lora_layers} must be at least 1")
     if profile.name == "cpu-test":
         texts = [m["content"] for r in rows for m in r["prompt"]]
         model, tokenizer = train.tiny_model_and_tokenizer(texts, seed=args.seed)
@@ -77,7 +81,15 @@ def run_training(args: argparse.Namespace) -> int:
     if warm:
         # warm-start on examples GRPO will not see
         model = train.warm_start(
-            rows[-warm:], model, tokenizer, profile, out / "warm-start", examples=warm, seed=args.seed
+            rows[-warm:],
+            model,
+            tokenizer,
+            profile,
+            out / "warm-start",
+            examples=warm,
+            seed=args.seed,
+            decision_only=args.decision_only,
+            last_layers=args.lora_layers,
         )
         rows = rows[:-warm]
     if args.steps == 0:
@@ -218,6 +230,14 @@ def main(argv: list[str] | None = None) -> int:
             type=int,
             default=None,
             help="reference replies for a format SFT before GRPO (default: the profile's; 0 = none)",
+        )
+        t.add_argument(
+            "--decision-only",
+            action="store_true",
+            help="the warm start's loss on the YES/NO label alone, its reason given (with --steps 0)",
+        )
+        t.add_argument(
+            "--lora-layers", type=int, default=None, help="LoRA on the last N blocks only (CPU: a faster step)"
         )
         t.add_argument("--seed", type=int, default=0)
         t.set_defaults(run=run_training)

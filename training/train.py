@@ -179,16 +179,48 @@ def smollm2_model_and_tokenizer():
     return load_llama_gguf(default_gguf())
 
 
-def lora_config(profile: Profile):
+# the linear layers of a llama/qwen block: what "all-linear" picks there
+BLOCK_LINEARS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def lora_config(profile: Profile, last_layers: int | None = None, num_layers: int | None = None):
+    """LoRA on every linear layer, or on the last `last_layers` of `num_layers` blocks only: on a
+    CPU the backward pass then stops there, about half the compute of a step."""
     from peft import LoraConfig
 
+    layers, targets = None, "all-linear"
+    if last_layers:
+        if not num_layers or not 0 < last_layers <= num_layers:
+            raise ValueError(f"LoRA on the last {last_layers} layers of a {num_layers}-layer model")
+        layers = list(range(num_layers - last_layers, num_layers))
+        targets = BLOCK_LINEARS  # peft takes a layer subset only with the modules named
     return LoraConfig(
         r=profile.lora_r,
         lora_alpha=profile.lora_alpha,
-        target_modules="all-linear",
+        target_modules=targets,
+        layers_to_transform=layers,
         modules_to_save=["lm_head"] if profile.train_head else None,
         task_type="CAUSAL_LM",
     )
+
+
+ANSWER_TAG = "<answer>"
+
+
+def decision_example(row: dict, tokenizer) -> dict:
+    """A reference reply split after its `<answer>` tag: the chat-formatted prompt and reason
+    become the context and only the label (and the closing tags) is the completion, so the loss
+    falls on the decision. In a full reply the label is one token of forty and its loss vanishes
+    beside the quote's (the 320-example SFT learnt the format and kept 167 of 168 segments); at
+    inference the grammar writes the reason's shape anyway."""
+    if ANSWER_TAG not in row["target"]:  # the prompt names the tag too: look in the reply
+        raise ValueError(f"reference reply without {ANSWER_TAG}: {row['target'][:80]!r}")
+    text = tokenizer.apply_chat_template(
+        row["prompt"] + [{"role": "assistant", "content": row["target"]}], tokenize=False
+    )
+    cut = text.rfind(ANSWER_TAG) + len(ANSWER_TAG)
+    # ending on the end-of-turn token, trl adds no second one
+    return {"prompt": text[:cut], "completion": text[cut:].rstrip()}
 
 
 def warm_start(
@@ -200,10 +232,13 @@ def warm_start(
     examples: int = 128,
     learning_rate: float = 2e-4,
     seed: int = 0,
+    decision_only: bool = False,
+    last_layers: int | None = None,
 ):
     """A short SFT on reference replies (`target`) so a model that never writes the tags
     starts GRPO with a non-zero reward; returns the model with its LoRA adapter, which
-    GRPO then keeps training (one adapter to ship)."""
+    GRPO then keeps training (one adapter to ship). `decision_only`: the loss on the label
+    alone (`decision_example`); `last_layers`: LoRA on the last blocks only."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
@@ -212,12 +247,15 @@ def warm_start(
     chosen = [r for r in rows if r.get("target")][:examples]
     if not chosen:
         raise ValueError("no rows with a `target` reply to warm-start on")
-    dataset = Dataset.from_list(
-        [
-            {"prompt": r["prompt"], "completion": [{"role": "assistant", "content": r["target"]}]}
-            for r in chosen
-        ]
-    )
+    if decision_only:
+        dataset = Dataset.from_list([decision_example(r, tokenizer) for r in chosen])
+    else:
+        dataset = Dataset.from_list(
+            [
+                {"prompt": r["prompt"], "completion": [{"role": "assistant", "content": r["target"]}]}
+                for r in chosen
+            ]
+        )
     config = SFTConfig(
         output_dir=str(out_dir),
         use_cpu=profile.use_cpu,
@@ -239,7 +277,7 @@ def warm_start(
         args=config,
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=lora_config(profile),
+        peft_config=lora_config(profile, last_layers, model.config.num_hidden_layers),
         callbacks=[metrics_callback(out_dir / "metrics.jsonl")],
     )
     trainer.train()
