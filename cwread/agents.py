@@ -219,6 +219,7 @@ def finder_request(
         grammar=answer_grammar(question.kind, finder=True, evidence=evidence),
         schema=answer_schema(question.kind, finder=True),
         seed=1 if retry else 0,
+        label_scores=("YES", "NO"),  # its score: how sure, for ranking and the eval's curve
     )
 
 

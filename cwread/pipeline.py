@@ -36,7 +36,13 @@ def _generate_parsed(
         if parsed.ok:
             break
     call = ModelCall(
-        generation.text, parsed.ok and not retry, prompt_tokens, completion_tokens, seconds, cached
+        generation.text,
+        parsed.ok and not retry,
+        prompt_tokens,
+        completion_tokens,
+        seconds,
+        cached,
+        generation.label_logprobs,
     )
     return parsed, call
 

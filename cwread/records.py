@@ -54,6 +54,7 @@ class ModelCall:
     completion_tokens: int = 0
     seconds: float = 0.0
     cached: bool = False  # every attempt was answered from cwread's call cache
+    label_logprobs: tuple[tuple[str, float], ...] = ()  # the last reply's, where the backend gives them
 
 
 NO_CALL = ModelCall()  # a verdict no model gave (training data, hand-made packets)
@@ -77,6 +78,15 @@ class Verdict:
     def parsed_first_try(self) -> bool:
         return self.call.parsed_first_try
 
+    @property
+    def score(self) -> float | None:
+        """The Finder's log-odds of YES over NO at its answer (ln P(YES) - ln P(NO)), where the
+        backend gave log-probabilities; None otherwise, or for a reply that could not be read."""
+        scores = dict(self.call.label_logprobs)
+        if self.kept_on_failure or "YES" not in scores or "NO" not in scores:
+            return None
+        return scores["YES"] - scores["NO"]
+
 
 @dataclass(frozen=True)
 class AgentCall:
@@ -94,6 +104,15 @@ class AgentCall:
     @property
     def parsed_first_try(self) -> bool:
         return self.call.parsed_first_try
+
+    @property
+    def score(self) -> float | None:
+        """The Finder's log-odds of YES over NO at its answer (ln P(YES) - ln P(NO)), where the
+        backend gave log-probabilities; None otherwise, or for a reply that could not be read."""
+        scores = dict(self.call.label_logprobs)
+        if self.kept_on_failure or "YES" not in scores or "NO" not in scores:
+            return None
+        return scores["YES"] - scores["NO"]
 
 
 @dataclass(frozen=True)

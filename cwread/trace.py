@@ -154,6 +154,7 @@ def _verdict_json(v: Verdict) -> dict:
         "end": v.segment.end,
         "source": v.segment.source,
         "decision": v.decision,
+        "score": None if v.score is None else round(v.score, 4),  # ln P(YES) - ln P(NO)
         "reason": v.reason,
         "cited": list(v.cited),
         "quotes": quotes_json(v.quotes),

@@ -48,6 +48,8 @@ def test_ask_json_with_the_real_model(capsys, story, cache_dir, no_ollama):
     kept = {pid for f in trace["finder"] if f["decision"] == "YES" for pid in range(f["start"], f["end"] + 1)}
     assert packet and set(trace["citations"]) <= packet | kept
     assert all(set(f["cited"]) <= set(range(f["start"], f["end"] + 1)) for f in trace["finder"])
+    # llama.cpp gives the Finder's log-odds of YES with every verdict it read
+    assert all(isinstance(f["score"], float) for f in trace["finder"] if not f["kept_on_failure"])
     assert "embedded llama.cpp" in err
     if code == 0:
         assert trace["answer"]

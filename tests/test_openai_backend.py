@@ -3,6 +3,7 @@ httpx.MockTransport playing llama-server and vLLM; one slow test against a real 
 server (the embedded model served over HTTP by xllamacpp)."""
 
 import json
+import math
 import socket
 import time
 from pathlib import Path
@@ -222,6 +223,7 @@ def test_ask_through_a_real_llama_server(capsys, cache_dir):
     assert data["models"]["finder"].startswith("openai:")
     assert "grammar constraint, 2 calls at once" in err.replace("\n", "")
     assert all(v["parsed_first_try"] for v in data["finder"])  # the grammar held
+    assert all(isinstance(v["score"], float) for v in data["finder"])  # logprobs came through
     for quote in data["quotes"]:  # every quote shown is in the book
         assert quote["quote"] in " ".join(book.read_text(encoding="utf-8").split())
     del server
@@ -256,3 +258,50 @@ def test_stop_strings_and_plain_requests_follow_the_chat_completions_shape():
         "seed": 7,
         "stop": ["</answer>"],
     }
+
+
+def _with_logprobs(body: dict, tokens: list[tuple[str, list[tuple[str, float]]]]) -> dict:
+    """A completion whose choice carries OpenAI-shaped logprobs for `tokens`."""
+    body["choices"][0]["logprobs"] = {
+        "content": [
+            {
+                "token": tok,
+                "logprob": tops[0][1] if tops else -0.1,
+                "bytes": None,
+                "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in tops],
+            }
+            for tok, tops in tokens
+        ]
+    }
+    return body
+
+
+@pytest.mark.parametrize("owned_by, asked", [("llamacpp", 200), ("vllm", 20)])
+def test_the_finder_asks_for_its_labels_log_probabilities(owned_by, asked):
+    """logprobs/top_logprobs as the OpenAI reference has them (vLLM's default cap is 20; llama.cpp
+    takes more); the reply's first answer token gives the labels' log-probabilities."""
+    seen: dict = {}
+    text = '<reason>[3] "The key is under the mat."</reason>\n<answer>YES</answer>'
+    tokens = [("<reason>[3] \"The key is under the mat.\"</reason>\n", []), ("<", []), ("answer", []), (">", [])]
+    tokens += [("Y", [("Y", -0.2), ("N", -2.0), ("NO", -3.0), ("Yes", -0.1)]), ("ES", []), ("</answer>", [])]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/chat/completions":
+            seen["body"] = json.loads(request.content)
+            return httpx.Response(200, json=_with_logprobs(completion(text), tokens))
+        return fake_server(owned_by, text, {})(request)
+
+    reply = backend(handler).generate(finder_call())
+    assert seen["body"]["logprobs"] is True and seen["body"]["top_logprobs"] == asked
+    scores = dict(reply.label_logprobs)
+    assert scores["YES"] == pytest.approx(-0.2)  # "Yes" is no prefix of YES: the grammar bars it
+    assert scores["NO"] == pytest.approx(math.log(math.exp(-2.0) + math.exp(-3.0)))
+    # a plain request asks for none
+    backend(handler).generate(agents.interpreter_request(Question("Why?", "open"), [(1, "A.")]))
+    assert "logprobs" not in seen["body"] and "top_logprobs" not in seen["body"]
+
+
+def test_a_server_without_logprobs_gives_no_scores():
+    seen: dict = {}
+    reply = backend(fake_server("llamacpp", '<reason>[3] "The key is under the mat."</reason>\n<answer>NO</answer>', seen))
+    assert reply.generate(finder_call()).label_logprobs == ()

@@ -76,7 +76,8 @@ def test_lora_gguf_of_the_last_layers_only_generates_what_the_merged_model_gener
     peft_model = get_peft_model(copy.deepcopy(model), lora)
     peft_model.save_pretrained(out / "adapter-last")
     with safe_open(str(out / "adapter-last" / "adapter_model.safetensors"), "pt") as f:
-        layers = {int(re.search(r"layers\.(\d+)\.", k).group(1)) for k in f.keys()}
+        names = list(f.keys())  # safe_open is not iterable
+    layers = {int(re.search(r"layers\.(\d+)\.", k).group(1)) for k in names}
     assert layers == {model.config.num_hidden_layers - 1}
     adapter = export.export_lora_gguf(out / "adapter-last", out / "lora-last.gguf", n_head=4, n_head_kv=2)
     merged = peft_model.merge_and_unload().eval()

@@ -74,8 +74,8 @@ def test_finder_grpo_runs_on_cwread_prompts_and_merges(tmp_path):
 def test_decision_only_warm_start_puts_the_loss_on_the_label_alone(tmp_path):
     """--decision-only: the chat-formatted prompt and the reason are context; the completion is
     the label and the closing tags, so the label is not one token of forty in the loss."""
-    from trl import SFTConfig, SFTTrainer
     from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
 
     rows = data.finder_examples(VAL)[:8]
     texts = [m["content"] for r in rows for m in r["prompt"]] + [r["target"] for r in rows]
@@ -99,7 +99,7 @@ def test_decision_only_warm_start_puts_the_loss_on_the_label_alone(tmp_path):
     )
     assert len(trainer.train_dataset) == len(rows)
     for example in trainer.train_dataset:
-        trained = [t for t, label in zip(example["input_ids"], example["labels"]) if label != -100]
+        trained = [t for t, label in zip(example["input_ids"], example["labels"], strict=True) if label != -100]
         assert tokenizer.decode(trained) == example["completion"]
         assert example["completion"] in ("YES</answer><|im_end|>", "NO</answer><|im_end|>")
     with pytest.raises(ValueError, match="<answer>"):

@@ -8,6 +8,8 @@ Implementations: `ollama` (native API), `embedded` (llama.cpp in-process), `scri
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -24,9 +26,14 @@ class GenerationRequest:
     grammar: str | None = None
     schema: dict | None = field(default=None, hash=False, compare=False)
     repeat_penalty: float = 1.0  # > 1 discourages repeating recent tokens (loops)
+    # labels whose log-probabilities the reply's answer should come with, where the backend can
+    # give them (the Finder's YES/NO: a score to rank or threshold, not only a label)
+    label_scores: tuple[str, ...] = ()
 
     def cache_key_fields(self) -> dict:
+        extra = {"label_scores": list(self.label_scores)} if self.label_scores else {}
         return {
+            **extra,
             "messages": [list(m) for m in self.messages],
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
@@ -45,6 +52,37 @@ class Generation:
     completion_tokens: int = 0
     seconds: float = 0.0
     cached: bool = False  # answered from cwread's call cache
+    # (label, log-probability) at the answer, for a request's label_scores; () where not given
+    label_logprobs: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:  # the call cache reads them back as JSON lists
+        object.__setattr__(self, "label_logprobs", tuple((str(k), float(v)) for k, v in self.label_logprobs))
+
+
+TOP_LOGPROBS = 200  # alternatives asked per token: enough to hold each label's first token
+_ANSWER_OPENS = re.compile(r'(<answer>|"answer"\s*:\s*")\s*$')
+
+
+def label_logprobs(tokens: list[dict], labels: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
+    """Each label's log-probability at the first token of the reply's answer (after `<answer>`,
+    or `"answer": "` in JSON), from an OpenAI-style logprobs list: [{"token", "top_logprobs":
+    [{"token", "logprob"}]}]. The alternatives are the model's own, before any grammar, so a
+    label sums the tokens that could begin it ("Y", "YE", "YES"); a label with none among them
+    gets the lowest listed log-probability, an upper bound. () when the reply has no answer."""
+    text = ""
+    for entry in tokens:
+        if _ANSWER_OPENS.search(text):
+            options = [(t["token"], float(t["logprob"])) for t in entry.get("top_logprobs") or []]
+            options = options or [(entry["token"], float(entry["logprob"]))]
+            floor = min(lp for _, lp in options)
+            scored = []
+            for label in labels:
+                starts = [lp for tok, lp in options if tok and label.startswith(tok)]
+                total = math.log(sum(math.exp(lp) for lp in starts)) if starts else floor
+                scored.append((label, total))
+            return tuple(scored)
+        text += entry["token"]
+    return ()
 
 
 class Backend(Protocol):

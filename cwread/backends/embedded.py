@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from cwread.backends import Generation, GenerationRequest
+from cwread.backends import TOP_LOGPROBS, Generation, GenerationRequest, label_logprobs
 from cwread.errors import ModelError
 
 DEFAULT_NUM_CTX = 8192
@@ -149,6 +149,9 @@ class EmbeddedBackend:
             body["grammar"] = request.grammar
         if request.repeat_penalty != 1.0:
             body["repeat_penalty"] = request.repeat_penalty
+        if request.label_scores:
+            body["logprobs"] = True
+            body["top_logprobs"] = TOP_LOGPROBS
         t0 = time.perf_counter()
         with self._lock:
             try:
@@ -160,11 +163,17 @@ class EmbeddedBackend:
             message = error.get("message", error) if isinstance(error, dict) else error
             raise ModelError(f"llama.cpp refused the request: {message}")
         usage = reply.get("usage", {})
+        choice = reply["choices"][0]
+        scores = ()
+        if request.label_scores:
+            tokens = (choice.get("logprobs") or {}).get("content") or []
+            scores = label_logprobs(tokens, request.label_scores)
         return Generation(
-            text=reply["choices"][0]["message"].get("content") or "",
+            text=choice["message"].get("content") or "",
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=time.perf_counter() - t0,
+            label_logprobs=scores,
         )
 
     def verify(self) -> str:

@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from cwread.backends import Generation, GenerationRequest
+from cwread.backends import TOP_LOGPROBS, Generation, GenerationRequest, label_logprobs
 from cwread.backends.replies import json_reply_to_tags, json_schema_format
 from cwread.errors import InputError, ModelError
 
@@ -156,6 +156,10 @@ class OpenAIBackend:
             extra["cache_prompt"] = True
         if request.stop:
             kwargs["stop"] = list(request.stop)
+        if request.label_scores:
+            # the OpenAI API allows 20 alternatives a token; llama.cpp's server takes more
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = TOP_LOGPROBS if self.info.llamacpp else 20
         t0 = time.perf_counter()
         try:
             response = self._client.chat.completions.create(
@@ -178,6 +182,7 @@ class OpenAIBackend:
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             seconds=time.perf_counter() - t0,
+            label_logprobs=_label_logprobs(response, request.label_scores),
         )
 
     def context_size(self) -> int:
@@ -213,3 +218,18 @@ def _message(exc) -> str:
         if isinstance(error, str):
             return error
     return str(getattr(exc, "message", exc))
+
+
+def _label_logprobs(response, labels: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
+    """The labels' log-probabilities from a chat completion's `logprobs`, where it has them."""
+    logprobs = getattr(response.choices[0], "logprobs", None) if labels and response.choices else None
+    content = getattr(logprobs, "content", None) or []
+    tokens = [
+        {
+            "token": t.token,
+            "logprob": t.logprob,
+            "top_logprobs": [{"token": a.token, "logprob": a.logprob} for a in (t.top_logprobs or [])],
+        }
+        for t in content
+    ]
+    return label_logprobs(tokens, labels) if tokens else ()

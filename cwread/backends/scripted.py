@@ -9,12 +9,13 @@ from collections.abc import Callable
 from cwread.backends import Generation, GenerationRequest
 from cwread.errors import ModelError
 
-Reply = str | Callable[[GenerationRequest], str] | BaseException
+Reply = str | Generation | Callable[[GenerationRequest], str | Generation] | BaseException
 
 
 class ScriptedBackend:
-    """Answers each call with the next queued reply (a string, a function of the request,
-    or an exception to raise); records every request it receives."""
+    """Answers each call with the next queued reply (a string, a Generation to give label
+    log-probabilities too, a function of the request, or an exception to raise); records
+    every request it receives."""
 
     name = "scripted"
 
@@ -50,10 +51,14 @@ class ScriptedBackend:
                 raise ModelError("scripted backend: no reply queued")
         if isinstance(reply, BaseException):
             raise reply
-        text = reply(request) if callable(reply) else reply
+        made = reply(request) if callable(reply) else reply
+        text, scores = (made.text, made.label_logprobs) if isinstance(made, Generation) else (made, ())
         prompt = "".join(content for _, content in request.messages)
         return Generation(
-            text=text, prompt_tokens=self.count_tokens(prompt), completion_tokens=self.count_tokens(text)
+            text=text,
+            prompt_tokens=self.count_tokens(prompt),
+            completion_tokens=self.count_tokens(text),
+            label_logprobs=scores if request.label_scores else (),
         )
 
     def context_size(self) -> int:

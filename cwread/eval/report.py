@@ -101,6 +101,7 @@ def summarize(rows: list[dict]) -> dict:
                 "gold_kept_minus_rank_ci": _paired_interval(
                     [r["yes_gold"] - r.get("rank_yes_gold", 0) for r in labelled]
                 ),
+                "score_ranking": _score_ranking(labelled),
             }
         entry["seconds_per_record"] = sum(r.get("seconds", 0) for r in group) / len(group)
         calls = sum(r.get("model_calls", 0) for r in group)
@@ -113,6 +114,35 @@ def summarize(rows: list[dict]) -> dict:
         if golds:
             summary["baselines"][kind] = metrics.constant_baselines(golds)
     return summary
+
+
+SCORE_TOP_K = (1, 2, 3)
+
+
+def _score_ranking(labelled: list[dict]) -> dict:
+    """The Finder's score used as a ranking, whatever its YES/NO bias: per record, the gold
+    segments among the top k by score (ties in reading order) against the retriever's top k,
+    for a few k. Only records whose every verdict has a score; {} when none has."""
+    scored = [
+        r
+        for r in labelled
+        if r.get("finder_scores") and all(s is not None for s in r["finder_scores"]) and r.get("segment_gold")
+    ]
+    if not scored:
+        return {}
+    out = {"records": len(scored), "with_gold": sum(sum(r["segment_gold"]) for r in scored)}
+    for k in SCORE_TOP_K:
+        by_score, by_rank = [], []
+        for r in scored:
+            order = sorted(range(len(r["finder_scores"])), key=lambda i: (-r["finder_scores"][i], i))
+            by_score.append(sum(r["segment_gold"][i] for i in order[:k]))
+            by_rank.append(sum(r["segment_gold"][:k]))
+        out[f"top{k}"] = {
+            "score_gold": sum(by_score),
+            "rank_gold": sum(by_rank),
+            "ci": _paired_interval([a - b for a, b in zip(by_score, by_rank, strict=True)]),
+        }
+    return out
 
 
 def _grounding(group: list[dict], answered: list[dict]) -> dict:
@@ -232,6 +262,25 @@ def report_markdown(summary: dict, meta: dict) -> str:
                 f"| {_fmt(f.get('rank_yes_recall'))} | {_fmt(f.get('rank_precision'))} "
                 f"| {f.get('gold_kept_minus_rank', 0):+d}{interval} |"
             )
+        ranked = {m: f["score_ranking"] for m, f in finders.items() if f.get("score_ranking")}
+        if ranked:
+            lines += [
+                "",
+                "The Finder's score (ln P(YES) - ln P(NO) at its answer) as a ranking, whatever its YES/NO",
+                "bias: gold segments among each record's top k by score against the retriever's top k, summed,",
+                "with the paired difference's 95% bootstrap interval. Above 0 the score knows more than retrieval.",
+                "",
+                "| method | records | with gold | " + " | ".join(f"top {k}: score / rank / diff" for k in SCORE_TOP_K) + " |",
+                "|---|---|---|" + "---|" * len(SCORE_TOP_K),
+            ]
+            for method, sr in ranked.items():
+                cells = []
+                for k in SCORE_TOP_K:
+                    t = sr[f"top{k}"]
+                    low, high = t["ci"] or (None, None)
+                    interval = f" [{low:+.0f}, {high:+.0f}]" if low is not None else ""
+                    cells.append(f"{t['score_gold']} / {t['rank_gold']} / {t['score_gold'] - t['rank_gold']:+d}{interval}")
+                lines.append(f"| {method} | {sr['records']} | {sr['with_gold']} | " + " | ".join(cells) + " |")
     dists = {
         m: e["answer_distribution"] for m, e in summary["methods"].items() if e.get("answer_distribution")
     }

@@ -141,6 +141,10 @@ def finder_fields(record: Record, found: FindResult, trace: Trace) -> dict:
         # YES count. The Finder earns its calls only if it keeps more gold than this.
         ranked = [v.segment for v in verdicts]  # in the order read: the retrieval ranking
         out["rank_yes_gold"] = sum(bool(gold & set(seg.ids)) for seg in ranked[: len(yes)])
+        # per segment, in the order read: whether it holds gold, and the Finder's score (its
+        # log-odds of YES, where the backend gives them) for the report's score-as-ranking check
+        out["segment_gold"] = [bool(gold & set(seg.ids)) for seg in ranked]
+        out["finder_scores"] = [v.score for v in verdicts]
         out["finder_cited"] = sum(len(v.cited) for v in yes)
         out["finder_cited_gold"] = sum(len(gold & set(v.cited)) for v in yes)
         out.update(evidence_fields(record, found))
