@@ -219,3 +219,30 @@ def test_live_ollama_generates_parseable_output():
         agents.finder_request(Question("What is hidden?", "open"), 1, 1, "[1] The key is under the mat.")
     )
     assert agents.parse_finder_reply(reply.text).ok
+
+
+def test_the_finder_asks_ollama_for_its_labels_log_probabilities():
+    """Ollama 0.12.11+ returns `logprobs` beside the message; the Finder's labels are scored
+    from the first token of its answer (in the JSON reply of a structured call)."""
+    seen = {}
+    tokens = [
+        {"token": '{"reason": "[3] clue", "answer": "', "logprob": -0.1, "top_logprobs": []},
+        {
+            "token": "NO",
+            "logprob": -0.2,
+            "top_logprobs": [{"token": "NO", "logprob": -0.2}, {"token": "YES", "logprob": -1.9}],
+        },
+        {"token": '"}', "logprob": -0.01, "top_logprobs": []},
+    ]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen["body"] = json.loads(request.content)
+        reply = chat_response('{"reason": "[3] clue", "answer": "NO"}')
+        return httpx.Response(200, json={**reply, "logprobs": tokens})
+
+    backend = backend_with(handler)
+    generation = backend.generate(agents.finder_request(Question("Who?", "open"), 3, 3, "[3] text"))
+    assert seen["body"]["logprobs"] is True and seen["body"]["top_logprobs"] == 20
+    assert dict(generation.label_logprobs) == {"YES": -1.9, "NO": -0.2}
+    plain = backend.generate(GenerationRequest(messages=(("user", "hi"),)))
+    assert "logprobs" not in seen["body"] and plain.label_logprobs == ()

@@ -63,6 +63,18 @@ TOP_LOGPROBS = 200  # alternatives asked per token: enough to hold each label's 
 _ANSWER_OPENS = re.compile(r'(<answer>|"answer"\s*:\s*")\s*$')
 
 
+def token_dicts(entries) -> list[dict]:
+    """Client objects with .token/.logprob/.top_logprobs (openai's, ollama's) as plain dicts."""
+    return [
+        {
+            "token": e.token,
+            "logprob": e.logprob,
+            "top_logprobs": [{"token": a.token, "logprob": a.logprob} for a in (e.top_logprobs or [])],
+        }
+        for e in entries or []
+    ]
+
+
 def label_logprobs(tokens: list[dict], labels: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
     """Each label's log-probability at the first token of the reply's answer (after `<answer>`,
     or `"answer": "` in JSON), from an OpenAI-style logprobs list: [{"token", "top_logprobs":
@@ -78,7 +90,11 @@ def label_logprobs(tokens: list[dict], labels: tuple[str, ...]) -> tuple[tuple[s
             scored = []
             for label in labels:
                 starts = [lp for tok, lp in options if tok and label.startswith(tok)]
-                total = math.log(sum(math.exp(lp) for lp in starts)) if starts else floor
+                if not starts:
+                    total = floor
+                else:
+                    top = max(starts)  # log-sum-exp, exact for a single token
+                    total = top + math.log(sum(math.exp(lp - top) for lp in starts))
                 scored.append((label, total))
             return tuple(scored)
         text += entry["token"]

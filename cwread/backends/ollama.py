@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 import time
 
-from cwread.backends import Generation, GenerationRequest
+from cwread.backends import Generation, GenerationRequest, label_logprobs, token_dicts
 from cwread.backends.replies import json_reply_to_tags
 from cwread.errors import ModelError
 
-DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_NUM_CTX = 8192
+OLLAMA_TOP_LOGPROBS = 20  # the most alternatives a token the server gives
 
 
 def server_parallel() -> int:
@@ -118,6 +118,8 @@ class OllamaBackend:
         if request.repeat_penalty != 1.0:
             options["repeat_penalty"] = request.repeat_penalty
         use_schema = self.structured and request.schema is not None
+        # Ollama 0.12.11+ gives log-probabilities (at most 20 alternatives); older servers ignore it
+        scoring = {"logprobs": True, "top_logprobs": OLLAMA_TOP_LOGPROBS} if request.label_scores else {}
         t0 = time.perf_counter()
         try:
             response = self._client.chat(
@@ -127,17 +129,20 @@ class OllamaBackend:
                 format=request.schema if use_schema else None,
                 think=False,
                 stream=False,
+                **scoring,
             )
         except Exception as exc:  # mapped to one actionable message
             raise self._errors(exc) from exc
         text = response.message.content or ""
         if use_schema:
             text = json_reply_to_tags(text)
+        tokens = token_dicts(getattr(response, "logprobs", None)) if request.label_scores else []
         return Generation(
             text=text,
             prompt_tokens=int(response.prompt_eval_count or 0),
             completion_tokens=int(response.eval_count or 0),
             seconds=time.perf_counter() - t0,
+            label_logprobs=label_logprobs(tokens, request.label_scores) if tokens else (),
         )
 
     def available_models(self) -> set[str]:

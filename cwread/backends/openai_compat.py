@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from cwread.backends import TOP_LOGPROBS, Generation, GenerationRequest, label_logprobs
+from cwread.backends import TOP_LOGPROBS, Generation, GenerationRequest, label_logprobs, token_dicts
 from cwread.backends.replies import json_reply_to_tags, json_schema_format
 from cwread.errors import InputError, ModelError
 
@@ -223,13 +223,5 @@ def _message(exc) -> str:
 def _label_logprobs(response, labels: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
     """The labels' log-probabilities from a chat completion's `logprobs`, where it has them."""
     logprobs = getattr(response.choices[0], "logprobs", None) if labels and response.choices else None
-    content = getattr(logprobs, "content", None) or []
-    tokens = [
-        {
-            "token": t.token,
-            "logprob": t.logprob,
-            "top_logprobs": [{"token": a.token, "logprob": a.logprob} for a in (t.top_logprobs or [])],
-        }
-        for t in content
-    ]
+    tokens = token_dicts(getattr(logprobs, "content", None))
     return label_logprobs(tokens, labels) if tokens else ()
