@@ -105,15 +105,6 @@ class AgentCall:
     def parsed_first_try(self) -> bool:
         return self.call.parsed_first_try
 
-    @property
-    def score(self) -> float | None:
-        """The Finder's log-odds of YES over NO at its answer (ln P(YES) - ln P(NO)), where the
-        backend gave log-probabilities; None otherwise, or for a reply that could not be read."""
-        scores = dict(self.call.label_logprobs)
-        if self.kept_on_failure or "YES" not in scores or "NO" not in scores:
-            return None
-        return scores["YES"] - scores["NO"]
-
 
 @dataclass(frozen=True)
 class PacketItem:
