@@ -324,9 +324,10 @@ def judge_segments(
     segments: list[Segment] | tuple[Segment, ...],
     question: Question,
     workers: int | None = None,
+    keep_threshold: float | None = None,
 ) -> tuple[Verdict, ...]:
     """The Finder alone on `segments`, in their order."""
-    return pipeline.run_finder(finder, document, segments, question, workers)
+    return pipeline.run_finder(finder, document, segments, question, workers, keep_threshold=keep_threshold)
 
 
 def interpret_packet(

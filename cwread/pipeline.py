@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from cwread import agents, extractive, grounding
 from cwread.backends import Backend, GenerationRequest
@@ -47,8 +48,15 @@ def _generate_parsed(
     return parsed, call
 
 
-def judge_segment(backend: Backend, document: Document, segment: Segment, question: Question) -> Verdict:
-    """The Finder on one segment: one retry with a firmer instruction, then keep it (recall)."""
+def judge_segment(
+    backend: Backend,
+    document: Document,
+    segment: Segment,
+    question: Question,
+    keep_threshold: float | None = None,
+) -> Verdict:
+    """The Finder on one segment: one retry with a firmer instruction, then keep it (recall).
+    With `keep_threshold`, a scored verdict keeps its segment when its score reaches it."""
     text = document.span_text(segment.start, segment.end)
     paragraphs = [(pid, document.paragraph(pid).text) for pid in segment.ids]
     parsed, call = _generate_parsed(
@@ -61,7 +69,7 @@ def judge_segment(backend: Backend, document: Document, segment: Segment, questi
     quotes, forged = _quotes(parsed.reason, paragraphs)
     _, dropped = agents.split_citations(parsed.reason, set(segment.ids))
     cited = tuple(dict.fromkeys(q.id for q in quotes))
-    return Verdict(
+    verdict = Verdict(
         segment=segment,
         decision=parsed.answer if parsed.ok else "YES",
         reason=parsed.reason if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})",
@@ -72,6 +80,9 @@ def judge_segment(backend: Backend, document: Document, segment: Segment, questi
         quotes=quotes,
         forged=forged,
     )
+    if keep_threshold is not None and verdict.score is not None:
+        return replace(verdict, decision="YES" if verdict.score >= keep_threshold else "NO")
+    return verdict
 
 
 def _quotes(reason: str, paragraphs: list[tuple[int, str]]):
@@ -87,6 +98,7 @@ def run_finder(
     question: Question,
     workers: int | None = None,
     progress: Progress | None = None,
+    keep_threshold: float | None = None,
 ) -> tuple[Verdict, ...]:
     """Judge `segments` (concurrently where the backend serves parallel calls), in their order."""
     total = len(segments)
@@ -96,12 +108,14 @@ def run_finder(
     verdicts: list[Verdict] = []
     if workers == 1:
         for i, seg in enumerate(segments, start=1):
-            verdicts.append(judge_segment(backend, document, seg, question))
+            verdicts.append(judge_segment(backend, document, seg, question, keep_threshold))
             if progress:
                 progress("finder", i, total)
         return tuple(verdicts)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(judge_segment, backend, document, s, question) for s in segments]
+        futures = [
+            pool.submit(judge_segment, backend, document, s, question, keep_threshold) for s in segments
+        ]
         for i, future in enumerate(futures, start=1):
             verdicts.append(future.result())
             if progress:
@@ -255,7 +269,9 @@ def answer(
     # the best evidence shown when the answer is withheld may come from what the Finder read
     retrieved = _paragraphs(document, segments[: budget.read]) if packet is None else None
     if packet is None:
-        verdicts = run_finder(finder, document, segments[: budget.read], question, workers, progress)
+        verdicts = run_finder(
+            finder, document, segments[: budget.read], question, workers, progress, budget.keep_threshold
+        )
     t1 = time.perf_counter()
     if packet is None:
         packet = pack(

@@ -14,6 +14,7 @@ Pure functions over paragraph lengths and fused scores, so they are easy to test
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from cwread.errors import InputError
@@ -26,7 +27,9 @@ class Budget:
     """Evidence budgets: the paper's N_E, P_r, P_w, B_c plus how much retrieval feeds the Finder.
 
     anchors: paragraphs taken as retrieval anchors; read: segments the Finder judges at most;
-    n_e: evidence segments packed at most; b_c: characters packed at most.
+    n_e: evidence segments packed at most; b_c: characters packed at most; keep_threshold: the
+    Finder keeps a segment when its score (ln P(YES) - ln P(NO)) is at least this, whatever its
+    label (None: the label decides; a verdict without a score always keeps its label).
     """
 
     preset: str
@@ -36,6 +39,7 @@ class Budget:
     p_r: int
     p_w: int
     b_c: int
+    keep_threshold: float | None = None
 
 
 PRESETS: dict[str, Budget] = {
@@ -45,7 +49,7 @@ PRESETS: dict[str, Budget] = {
 DEFAULT_PRESET = "focused"
 
 
-def make_budget(preset: str = DEFAULT_PRESET, **overrides: int | None) -> Budget:
+def make_budget(preset: str = DEFAULT_PRESET, **overrides: int | float | None) -> Budget:
     """A preset with single values overridden (None leaves the preset's value)."""
     if preset not in PRESETS:
         raise InputError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
@@ -54,6 +58,10 @@ def make_budget(preset: str = DEFAULT_PRESET, **overrides: int | None) -> Budget
     for key, value in changes.items():
         if key not in Budget.__dataclass_fields__ or key == "preset":
             raise InputError(f"unknown budget setting {key!r}")
+        if key == "keep_threshold":
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise InputError(f"the keep threshold must be a finite number, not {value!r}")
+            continue
         minimum = 0 if key == "p_r" else 1
         if not isinstance(value, int) or value < minimum:
             raise InputError(f"budget {key} must be an integer ≥ {minimum}, not {value!r}")

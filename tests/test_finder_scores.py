@@ -139,3 +139,55 @@ def test_an_unreadable_reply_kept_for_recall_has_no_score():
         ScriptedBackend([read]), doc, Segment(1, 1, "anchor", 1.0), Question("Where is the key?", "open")
     )
     assert verdict.decision == "NO" and verdict.score == pytest.approx(-1.5)
+
+
+def test_a_keep_threshold_turns_scores_into_decisions(capsys, story, cache_dir, scripted):
+    """--keep-threshold: a scored verdict keeps its segment when its score reaches the threshold,
+    whatever its label; the label alone decides without one."""
+    scripted.finder = ScriptedBackend(default=scored_finder)
+    scripted.interpreter = ScriptedBackend(default=smart_interpreter)
+    one_paragraph_segments = ["--p-r", "0", "--p-w", "1"]
+    question = [
+        "ask",
+        str(story),
+        "What did Martha win?",
+        "--backend",
+        "scripted",
+        "--json",
+        *one_paragraph_segments,
+    ]
+    code = main([*question, "--keep-threshold", "1.0"])
+    out, err = capsys.readouterr()
+    assert code in (0, 4), err
+    trace = json.loads(out)
+    assert trace["budget"]["keep_threshold"] == 1.0
+    verdicts = trace["finder"]
+    assert len(verdicts) == 6  # one segment a paragraph
+    assert {v["decision"] for v in verdicts if v["score"] > 1.0} == {"YES"}
+    assert {v["decision"] for v in verdicts if v["score"] < 1.0} == {"NO"}
+    packet = {p["id"] for p in trace["packet"]}
+    assert 5 in packet and packet <= {4, 5, 6}  # the medal's paragraph (and the packing's neighbours)
+    code = main(question)  # without a threshold the scripted Finder's YES bias keeps all six
+    out, _ = capsys.readouterr()
+    assert {v["decision"] for v in json.loads(out)["finder"]} == {"YES"}
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "x"])
+def test_a_keep_threshold_must_be_a_finite_number(capsys, story, value):
+    code = main(["ask", str(story), "What did Martha win?", "--keep-threshold", value])
+    _, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in err and err.strip().count("\n") <= 3, err
+
+
+def test_eval_applies_the_keep_threshold(tmp_path, cache_dir):
+    finder = ScriptedBackend(default=scored_finder, model="f")
+    budget = make_budget("focused", keep_threshold=1.0, p_r=0, p_w=1)  # a segment a paragraph
+    ctx = EvalContext(Selection(finder, finder, "scripted"), budget, "minilm-static")
+    records = eval_records.load_records(write_records(tmp_path, RECORDS))
+    rows = [run.run_record(r, "finder", ctx) for r in records]
+    assert rows and all(
+        row["finder_yes"] == sum(s > 1.0 for s in row["finder_scores"])
+        for row in rows
+        if "finder_scores" in row
+    )
+    assert sum(row["finder_yes"] for row in rows) < sum(row["finder_calls"] for row in rows)

@@ -82,6 +82,17 @@ BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = {
     "p_r": (Annotated[int | None, typer.Option("--p-r", help="P_r: neighbours around each anchor.")], None),
     "p_w": (Annotated[int | None, typer.Option("--p-w", help="P_w: paragraphs per local window.")], None),
     "b_c": (Annotated[int | None, typer.Option("--b-c", help="B_c: characters packed at most.")], None),
+    "keep_threshold": (
+        Annotated[
+            float | None,
+            typer.Option(
+                help="Keep a segment when the Finder's score, ln P(YES) - ln P(NO), is at least this, "
+                "whatever its label (backends that give no score: the label decides).",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
 }
 BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = {
     "backend": (

@@ -132,7 +132,9 @@ def _extractive(ranked: bool) -> MethodRun:
 
 
 def finder(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
-    verdicts = api.judge_segments(ctx.selection.finder, found.document, found.read, question)
+    verdicts = api.judge_segments(
+        ctx.selection.finder, found.document, found.read, question, keep_threshold=ctx.budget.keep_threshold
+    )
     return api.trace_without_answer(found, verdicts)
 
 
