@@ -191,3 +191,14 @@ def test_eval_applies_the_keep_threshold(tmp_path, cache_dir):
         if "finder_scores" in row
     )
     assert sum(row["finder_yes"] for row in rows) < sum(row["finder_calls"] for row in rows)
+
+
+def test_the_eval_report_names_a_keep_threshold(capsys, tmp_path, cache_dir, scripted):
+    scripted.finder = ScriptedBackend(default=scored_finder)
+    data = write_records(tmp_path, RECORDS)
+    report = tmp_path / "r.md"
+    args = ["eval", data, "-m", "finder", "--backend", "scripted", "--report", str(report), "--no-cache"]
+    assert main([*args, "--keep-threshold", "-0.5"]) == 0
+    assert "B_c 13000, keep threshold -0.5)" in report.read_text()
+    assert main(args) == 0
+    assert "keep threshold" not in report.read_text()

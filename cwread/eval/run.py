@@ -170,7 +170,9 @@ def evaluate(
         "data": options.data,
         "models": models,
         "settings": f"preset {budget.preset} (anchors {budget.anchors}, read {budget.read}, N_E {budget.n_e}, "
-        f"P_r {budget.p_r}, P_w {budget.p_w}, B_c {budget.b_c}), embedder {options.embedder}"
+        f"P_r {budget.p_r}, P_w {budget.p_w}, B_c {budget.b_c}"
+        f"{'' if budget.keep_threshold is None else f', keep threshold {budget.keep_threshold:g}'}), "
+        f"embedder {options.embedder}"
         f"{', permuted options' if options.permute_options else ''}, {mode} open answers, {len(records)} records",
     }
     if options.report:
