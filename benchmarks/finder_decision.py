@@ -31,11 +31,10 @@ def label_first_tokens(tokenizer, label: str) -> list[int]:
 
 
 def held_out(rows: list[dict], seed: int, max_prompt_chars: int | None, warm_start: int) -> list[dict]:
-    """The rows a warm start with these settings did not see (as training.__main__ picks them)."""
-    rows = list(rows)
-    random.Random(seed).shuffle(rows)
-    if max_prompt_chars:
-        rows = [r for r in rows if sum(len(m["content"]) for m in r["prompt"]) <= max_prompt_chars]
+    """The rows a warm start with these settings did not see (it trains on the last N)."""
+    from training.data import training_order
+
+    rows = training_order(rows, seed, max_prompt_chars)
     return rows[:-warm_start] if warm_start else rows
 
 

@@ -105,3 +105,11 @@ def test_cli_writes_data_and_card(tmp_path, monkeypatch, capsys):
     assert (
         main(["data", "--split", "val", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path)]) == 2
     )
+
+
+def test_training_order_is_seeded_and_filters_long_prompts():
+    rows = [{"prompt": [{"role": "user", "content": "x" * n}], "n": n} for n in range(0, 3000, 100)]
+    first, again = data.training_order(rows, seed=3), data.training_order(rows, seed=3)
+    assert [r["n"] for r in first] == [r["n"] for r in again] != [r["n"] for r in rows]
+    short = data.training_order(rows, seed=3, max_prompt_chars=1000)
+    assert [r["n"] for r in short] == [r["n"] for r in first if r["n"] <= 1000]

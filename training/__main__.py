@@ -10,7 +10,6 @@ python -m training smoke --source FAIRYTALEQA_DIR --out DIR   (cpu-test end to e
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 from pathlib import Path
 
@@ -49,9 +48,7 @@ def run_training(args: argparse.Namespace) -> int:
     if not rows_path.is_file():
         return _fail(f"{rows_path} not found; build it with `python -m training data`")
     rows = [json.loads(line) for line in rows_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    random.Random(args.seed).shuffle(rows)  # the file runs story by story
-    if args.max_prompt_chars:  # CPU runs: step time grows with the prompt
-        rows = [r for r in rows if sum(len(m["content"]) for m in r["prompt"]) <= args.max_prompt_chars]
+    rows = data.training_order(rows, args.seed, args.max_prompt_chars)
     rows = rows[: args.limit] if args.limit else rows
     profile = train.PROFILES[args.profile]
     warm = profile.warm_start if args.warm_start is None else args.warm_start
@@ -170,9 +167,7 @@ def run_smoke(args: argparse.Namespace) -> int:
     if not split_dir.is_dir():
         return _fail(f"{split_dir} is not a FairytaleQA split folder")
     out = Path(args.out)
-    rows = data.finder_examples(split_dir, seed=args.seed)
-    random.Random(args.seed).shuffle(rows)
-    rows = rows[:64]
+    rows = data.training_order(data.finder_examples(split_dir, seed=args.seed), args.seed)[:64]
     data.write_jsonl(rows, out / "data" / "finder.jsonl")
     texts = [m["content"] for r in rows for m in r["prompt"]] + [r["target"] for r in rows]
     model, tokenizer = train.tiny_model_and_tokenizer(texts, seed=args.seed)

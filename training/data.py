@@ -194,6 +194,17 @@ def interpreter_examples(split_dir: Path, distractors: int = 3, seed: int = 0) -
     return examples
 
 
+def training_order(rows: list[dict], seed: int = 0, max_prompt_chars: int | None = None) -> list[dict]:
+    """The rows in the order a training run takes them: shuffled (the file runs story by story),
+    then, for CPU runs, those with prompts of at most `max_prompt_chars` characters. A warm start
+    of N trains on the last N, so the rest are held out from it."""
+    rows = list(rows)
+    random.Random(seed).shuffle(rows)
+    if max_prompt_chars:  # CPU runs: step time grows with the prompt
+        rows = [r for r in rows if sum(len(m["content"]) for m in r["prompt"]) <= max_prompt_chars]
+    return rows
+
+
 def write_jsonl(rows: list[dict], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_file_atomic(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
