@@ -48,15 +48,8 @@ def _generate_parsed(
     return parsed, call
 
 
-def judge_segment(
-    backend: Backend,
-    document: Document,
-    segment: Segment,
-    question: Question,
-    keep_threshold: float | None = None,
-) -> Verdict:
-    """The Finder on one segment: one retry with a firmer instruction, then keep it (recall).
-    With `keep_threshold`, a scored verdict keeps its segment when its score reaches it."""
+def judge_segment(backend: Backend, document: Document, segment: Segment, question: Question) -> Verdict:
+    """The Finder on one segment: one retry with a firmer instruction, then keep it (recall)."""
     text = document.span_text(segment.start, segment.end)
     paragraphs = [(pid, document.paragraph(pid).text) for pid in segment.ids]
     parsed, call = _generate_parsed(
@@ -69,7 +62,7 @@ def judge_segment(
     quotes, forged = _quotes(parsed.reason, paragraphs)
     _, dropped = agents.split_citations(parsed.reason, set(segment.ids))
     cited = tuple(dict.fromkeys(q.id for q in quotes))
-    verdict = Verdict(
+    return Verdict(
         segment=segment,
         decision=parsed.answer if parsed.ok else "YES",
         reason=parsed.reason if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})",
@@ -80,9 +73,14 @@ def judge_segment(
         quotes=quotes,
         forged=forged,
     )
-    if keep_threshold is not None and verdict.score is not None:
-        return replace(verdict, decision="YES" if verdict.score >= keep_threshold else "NO")
-    return verdict
+
+
+def _by_threshold(verdict: Verdict, keep_threshold: float | None) -> Verdict:
+    """With a keep threshold, a scored verdict keeps its segment when its score reaches it,
+    whatever its label; without one, or without a score, the label stands."""
+    if keep_threshold is None or verdict.score is None:
+        return verdict
+    return replace(verdict, decision="YES" if verdict.score >= keep_threshold else "NO")
 
 
 def _quotes(reason: str, paragraphs: list[tuple[int, str]]):
@@ -100,7 +98,8 @@ def run_finder(
     progress: Progress | None = None,
     keep_threshold: float | None = None,
 ) -> tuple[Verdict, ...]:
-    """Judge `segments` (concurrently where the backend serves parallel calls), in their order."""
+    """Judge `segments` (concurrently where the backend serves parallel calls), in their order;
+    with `keep_threshold`, scored verdicts are decided by their score (`_by_threshold`)."""
     total = len(segments)
     if progress:
         progress("finder", 0, total)
@@ -108,19 +107,17 @@ def run_finder(
     verdicts: list[Verdict] = []
     if workers == 1:
         for i, seg in enumerate(segments, start=1):
-            verdicts.append(judge_segment(backend, document, seg, question, keep_threshold))
+            verdicts.append(judge_segment(backend, document, seg, question))
             if progress:
                 progress("finder", i, total)
-        return tuple(verdicts)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [
-            pool.submit(judge_segment, backend, document, s, question, keep_threshold) for s in segments
-        ]
-        for i, future in enumerate(futures, start=1):
-            verdicts.append(future.result())
-            if progress:
-                progress("finder", i, total)
-    return tuple(verdicts)
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(judge_segment, backend, document, s, question) for s in segments]
+            for i, future in enumerate(futures, start=1):
+                verdicts.append(future.result())
+                if progress:
+                    progress("finder", i, total)
+    return tuple(_by_threshold(v, keep_threshold) for v in verdicts)
 
 
 def interpret(

@@ -142,7 +142,7 @@ class OllamaBackend:
             prompt_tokens=int(response.prompt_eval_count or 0),
             completion_tokens=int(response.eval_count or 0),
             seconds=time.perf_counter() - t0,
-            label_logprobs=label_logprobs(tokens, request.label_scores) if tokens else (),
+            label_logprobs=label_logprobs(tokens, request.label_scores),
         )
 
     def available_models(self) -> set[str]:

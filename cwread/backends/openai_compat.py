@@ -223,5 +223,4 @@ def _message(exc) -> str:
 def _label_logprobs(response, labels: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
     """The labels' log-probabilities from a chat completion's `logprobs`, where it has them."""
     logprobs = getattr(response.choices[0], "logprobs", None) if labels and response.choices else None
-    tokens = token_dicts(getattr(logprobs, "content", None))
-    return label_logprobs(tokens, labels) if tokens else ()
+    return label_logprobs(token_dicts(getattr(logprobs, "content", None)), labels)

@@ -131,12 +131,15 @@ def _score_ranking(labelled: list[dict]) -> dict:
     if not scored:
         return {}
     out = {"records": len(scored), "with_gold": sum(sum(r["segment_gold"]) for r in scored)}
+    # each record's segments by score, best first, reading order on ties
+    orders = [
+        sorted(range(len(r["finder_scores"])), key=lambda i, r=r: (-r["finder_scores"][i], i)) for r in scored
+    ]
     for k in SCORE_TOP_K:
-        by_score, by_rank = [], []
-        for r in scored:
-            order = sorted(range(len(r["finder_scores"])), key=lambda i: (-r["finder_scores"][i], i))
-            by_score.append(sum(r["segment_gold"][i] for i in order[:k]))
-            by_rank.append(sum(r["segment_gold"][:k]))
+        by_score = [
+            sum(r["segment_gold"][i] for i in order[:k]) for r, order in zip(scored, orders, strict=True)
+        ]
+        by_rank = [sum(r["segment_gold"][:k]) for r in scored]
         out[f"top{k}"] = {
             "score_gold": sum(by_score),
             "rank_gold": sum(by_rank),
@@ -270,7 +273,9 @@ def report_markdown(summary: dict, meta: dict) -> str:
                 "bias: gold segments among each record's top k by score against the retriever's top k, summed,",
                 "with the paired difference's 95% bootstrap interval. Above 0 the score knows more than retrieval.",
                 "",
-                "| method | records | with gold | " + " | ".join(f"top {k}: score / rank / diff" for k in SCORE_TOP_K) + " |",
+                "| method | records | with gold | "
+                + " | ".join(f"top {k}: score / rank / diff" for k in SCORE_TOP_K)
+                + " |",
                 "|---|---|---|" + "---|" * len(SCORE_TOP_K),
             ]
             for method, sr in ranked.items():
@@ -279,8 +284,12 @@ def report_markdown(summary: dict, meta: dict) -> str:
                     t = sr[f"top{k}"]
                     low, high = t["ci"] or (None, None)
                     interval = f" [{low:+.0f}, {high:+.0f}]" if low is not None else ""
-                    cells.append(f"{t['score_gold']} / {t['rank_gold']} / {t['score_gold'] - t['rank_gold']:+d}{interval}")
-                lines.append(f"| {method} | {sr['records']} | {sr['with_gold']} | " + " | ".join(cells) + " |")
+                    cells.append(
+                        f"{t['score_gold']} / {t['rank_gold']} / {t['score_gold'] - t['rank_gold']:+d}{interval}"
+                    )
+                lines.append(
+                    f"| {method} | {sr['records']} | {sr['with_gold']} | " + " | ".join(cells) + " |"
+                )
     dists = {
         m: e["answer_distribution"] for m, e in summary["methods"].items() if e.get("answer_distribution")
     }
