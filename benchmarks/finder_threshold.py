@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cwread import metrics  # noqa: E402
+from cwread import metrics
 
 
 def scored_rows(path: Path) -> list[dict]:
@@ -137,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     halves = folds(rows)
-    print(f"# Keep threshold for {args.rows.name}: picked on one half (recall ≥ {args.recall:.2f}), scored on the other\n")
+    print(
+        f"# Keep threshold for {args.rows.name}: picked on one half (recall ≥ {args.recall:.2f}), scored on the other\n"
+    )
     print(HEADER)
     held_rows: list[dict] = []
     held_counts: list[tuple[int, int, int]] = []
