@@ -310,12 +310,13 @@ def sentence_ranker(found: FindResult) -> grounding.Rank:
 
 
 def resolve_answer_mode(mode: str, selection: Selection) -> str:
-    """ "generative" or "extractive"; "auto" is extractive for a model too small to write."""
+    """One of ANSWER_MODES; "auto" is extractive for a model too small to write, else the
+    model's words with the best-fitting sentence when its quotes do not cover them."""
     if mode not in (*ANSWER_MODES, "auto"):
-        raise InputError(f"unknown answer mode {mode!r}; choose one of: generative, extractive, auto")
+        raise InputError(f"unknown answer mode {mode!r}; choose one of: {', '.join((*ANSWER_MODES, 'auto'))}")
     if mode != "auto":
         return mode
-    return "extractive" if getattr(selection.interpreter, "small", False) else "generative"
+    return "extractive" if getattr(selection.interpreter, "small", False) else "generative-or-extractive"
 
 
 def judge_segments(

@@ -159,12 +159,17 @@ def decide(
     the text) and the best evidence is shown: the sentences of the packet, or else of the
     `retrieved` paragraphs, that fit the question best; "extractive" answers with the
     sentence that fits best of the packet and the rest of what the Finder `kept`, ranked by
-    `rank` (see cwread.extractive; shared question words without one). Labels (mcq, claim)
-    stand as chosen; whether the quotes bear on them is recorded.
+    `rank` (see cwread.extractive; shared question words without one);
+    "generative-or-extractive" is generative, with the extractive answer in place of words
+    the quotes do not cover. Labels (mcq, claim) stand as chosen; whether the quotes bear on
+    them is recorded.
     """
     if question.kind == "open" and mode == "extractive":
         return _extract(question, packet, retrieved, kept, rank, final)
-    if final is None or final.answer is None:
+    fallback = mode == "generative-or-extractive"
+    if fallback:
+        mode = "generative"  # unless its words go unbacked, what is shown is the model's
+    if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
         return Answer(None, None, mode, False)
     if question.kind != "open":
         supported = grounding.supports_label(question, final.answer, final.quotes)
@@ -172,6 +177,8 @@ def decide(
     text = grounding.cut_repetition(final.answer)
     if grounding.covers(text, final.quotes):
         return Answer(text, final.answer, mode, True, final.quotes)
+    if fallback:  # a sentence of the book that fits, rather than words it does not back
+        return _extract(question, packet, retrieved, kept, rank, final)
     evidence = _best_evidence(question, final, packet, retrieved, rank)
     return Answer(None, final.answer, mode, False, evidence, withheld=True)
 

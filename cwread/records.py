@@ -156,7 +156,9 @@ class FindResult:
         return self.segments[: self.budget.read]
 
 
-ANSWER_MODES = ("generative", "extractive")
+# generative-or-extractive: the model's words if its quotes cover them, else the best-fitting
+# sentence (auto's choice for a model that writes)
+ANSWER_MODES = ("generative", "extractive", "generative-or-extractive")
 
 
 @dataclass(frozen=True)

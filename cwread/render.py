@@ -185,6 +185,10 @@ def answer_view(trace: Trace) -> None:
             head.append(f"  {question.options[trace.answer]}")
         if outcome.mode == "extractive" and question.kind == "open":
             head.append("  (quoted from the text)", style="dim")
+            if outcome.model_answer:  # the model's own words were not in its quotes
+                head.append(
+                    f"\nThe model answered {outcome.model_answer!r}, but its quotes do not say so.", style="dim"
+                )
     elif outcome.abstained:
         head.append("not determined from the text", style="bold yellow")
         if outcome.mode == "extractive":

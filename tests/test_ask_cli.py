@@ -226,6 +226,46 @@ def test_an_unsupported_open_answer_exits_4_with_the_best_evidence(capsys, story
     assert "not determined from the text" in err.splitlines()[-1]
 
 
+UNBACKED = (
+    '<reason>[6] "Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp '
+    'housing."</reason><answer>to protect it from the harsh winter</answer>'
+)
+
+
+def test_auto_answers_with_the_best_sentence_when_the_models_words_are_unbacked(
+    capsys, story, cache_dir, scripted
+):
+    # a model that writes (not small): auto keeps its words when quoted, else quotes the book
+    scripted.interpreter.enqueue(UNBACKED)
+    code, out, err = run(
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted",
+        "--no-cache", "--json",
+    )
+    trace = json.loads(out)
+    assert code == 0, err
+    assert trace["answer_mode"] == "extractive" and "biscuit tin" in trace["answer"]
+    assert "harsh winter" not in trace["answer"] and trace["model_answer"] == "to protect it from the harsh winter"
+    paragraph = next(p["text"] for p in trace["cited_paragraphs"] if p["id"] == trace["quotes"][0]["id"])
+    assert trace["quotes"][0]["quote"] in paragraph  # the answer is a sentence of the book
+    scripted.interpreter.enqueue(UNBACKED)
+    code, out, _ = run(
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted", "--no-cache",
+    )
+    flat = " ".join(word for word in out.split() if word != "│")  # the panel's lines, joined
+    assert code == 0 and "(quoted from the text)" in flat
+    assert "The model answered 'to protect it from the harsh winter', but its quotes do not say so." in flat
+    # its words, when its quotes cover them, are the answer as before
+    scripted.interpreter.enqueue(
+        '<reason>[5] "which she kept in a biscuit tin"</reason><answer>in a biscuit tin</answer>'
+    )
+    code, out, _ = run(
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted",
+        "--no-cache", "--json",
+    )
+    trace = json.loads(out)
+    assert code == 0 and trace["answer"] == "in a biscuit tin" and trace["answer_mode"] == "generative"
+
+
 def test_a_planted_tag_in_the_book_reaches_the_model_defused(capsys, tmp_path, cache_dir, scripted):
     book = tmp_path / "planted.txt"
     book.write_text(

@@ -272,8 +272,9 @@ ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
             typer.Option(
                 "--answer",
                 help="Open questions: generative (the model's words, shown only if its quotes cover "
-                "them), extractive (its best-supported quote), or auto (extractive for a model too "
-                "small to write, such as the embedded default).",
+                "them), extractive (the best-fitting quoted sentence), generative-or-extractive "
+                "(the model's words, else that sentence), or auto (extractive for a model too small "
+                "to write, such as the embedded default, else generative-or-extractive).",
             ),
         ],
         "auto",
