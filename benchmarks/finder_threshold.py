@@ -10,7 +10,7 @@ beside the rank baseline at the same keep rate (per record, the retriever's top 
 segments, k = the threshold's keep count), with the paired difference's 95% bootstrap interval.
 It also prints the in-sample sweep, for reading the curve, not for choosing from it.
 
-    python benchmarks/finder_threshold.py benchmarks/results/fairytale-finder-qwen15.rows.jsonl
+    python benchmarks/finder_threshold.py benchmarks/results/fairytale-finder-qwen15-cpu.rows.jsonl
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cwread import metrics
+from cwread.eval.report import paired_interval
 
 
 def scored_rows(path: Path) -> list[dict]:
@@ -64,8 +64,7 @@ def figures(rows: list[dict], counts: list[tuple[int, int, int]]) -> dict:
     kept = sum(c[0] for c in counts)
     kept_gold = sum(c[1] for c in counts)
     rank_gold = sum(c[2] for c in counts)
-    diffs = [float(c[1] - c[2]) for c in counts]
-    low, high = metrics.bootstrap_interval(diffs) if diffs else (0.0, 0.0)
+    interval = paired_interval([c[1] - c[2] for c in counts]) or (0.0, 0.0)
     return {
         "records": len(rows),
         "segments": segments,
@@ -76,7 +75,7 @@ def figures(rows: list[dict], counts: list[tuple[int, int, int]]) -> dict:
         "rank_recall": rank_gold / gold if gold else None,
         "rank_precision": rank_gold / kept if kept else None,
         "gold_minus_rank": kept_gold - rank_gold,
-        "gold_minus_rank_ci": (low * len(diffs), high * len(diffs)),
+        "gold_minus_rank_ci": interval,
     }
 
 

@@ -167,20 +167,19 @@ def decide(
     if question.kind == "open" and mode == "extractive":
         return _extract(question, packet, retrieved, kept, rank, final)
     fallback = mode == "generative-or-extractive"
-    if fallback:
-        mode = "generative"  # unless its words go unbacked, what is shown is the model's
+    shown = "generative" if fallback else mode  # unless its words go unbacked, it is the model's
     if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
-        return Answer(None, None, mode, False)
+        return Answer(None, None, shown, False)
     if question.kind != "open":
         supported = grounding.supports_label(question, final.answer, final.quotes)
-        return Answer(final.answer, final.answer, mode, supported, final.quotes)
+        return Answer(final.answer, final.answer, shown, supported, final.quotes)
     text = grounding.cut_repetition(final.answer)
     if grounding.covers(text, final.quotes):
-        return Answer(text, final.answer, mode, True, final.quotes)
+        return Answer(text, final.answer, shown, True, final.quotes)
     if fallback:  # a sentence of the book that fits, rather than words it does not back
         return _extract(question, packet, retrieved, kept, rank, final)
     evidence = _best_evidence(question, final, packet, retrieved, rank)
-    return Answer(None, final.answer, mode, False, evidence, withheld=True)
+    return Answer(None, final.answer, shown, False, evidence, withheld=True)
 
 
 def _extract(

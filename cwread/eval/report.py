@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from cwread import metrics
 
 
-def _paired_interval(differences: list[int]) -> tuple[float, float] | None:
+def paired_interval(differences: list[int]) -> tuple[float, float] | None:
     """95% bootstrap interval of the sum of per-record differences."""
     if not differences:
         return None
@@ -98,7 +98,7 @@ def summarize(rows: list[dict]) -> dict:
                 "rank_yes_recall": _ratio(rank_gold, with_gold),
                 "rank_precision": _ratio(rank_gold, kept),
                 "gold_kept_minus_rank": kept_gold - rank_gold,
-                "gold_kept_minus_rank_ci": _paired_interval(
+                "gold_kept_minus_rank_ci": paired_interval(
                     [r["yes_gold"] - r.get("rank_yes_gold", 0) for r in labelled]
                 ),
                 "score_ranking": _score_ranking(labelled),
@@ -143,7 +143,7 @@ def _score_ranking(labelled: list[dict]) -> dict:
         out[f"top{k}"] = {
             "score_gold": sum(by_score),
             "rank_gold": sum(by_rank),
-            "ci": _paired_interval([a - b for a, b in zip(by_score, by_rank, strict=True)]),
+            "ci": paired_interval([a - b for a, b in zip(by_score, by_rank, strict=True)]),
         }
     return out
 
