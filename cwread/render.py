@@ -196,7 +196,7 @@ def answer_view(trace: Trace) -> None:
                 "\nNo sentence of the evidence the Finder kept shares enough of the question to answer it.",
                 style="dim",
             )
-        else:
+        if outcome.model_answer:
             head.append(
                 f"\nThe model answered {outcome.model_answer!r}, but its quotes do not say so.", style="dim"
             )

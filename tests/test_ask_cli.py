@@ -266,6 +266,21 @@ def test_auto_answers_with_the_best_sentence_when_the_models_words_are_unbacked(
     assert code == 0 and trace["answer"] == "in a biscuit tin" and trace["answer_mode"] == "generative"
 
 
+def test_the_fallback_that_finds_no_sentence_still_names_the_models_unbacked_words(
+    capsys, story, cache_dir, scripted
+):
+    # no sentence shares two words with the question: not determined (exit 4), and the view
+    # says what the model answered and that its quotes do not back it
+    scripted.interpreter.enqueue(UNBACKED)
+    code, out, _ = run(
+        capsys, "ask", str(story), "Where are the zebras?", "--backend", "scripted", "--no-cache",
+    )
+    flat = " ".join(word for word in out.split() if word != "│")
+    assert code == 4 and "not determined from the text" in flat
+    assert "No sentence of the evidence the Finder kept shares enough of the question" in flat
+    assert "The model answered 'to protect it from the harsh winter', but its quotes do not say so." in flat
+
+
 def test_a_planted_tag_in_the_book_reaches_the_model_defused(capsys, tmp_path, cache_dir, scripted):
     book = tmp_path / "planted.txt"
     book.write_text(
