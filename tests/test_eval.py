@@ -348,6 +348,31 @@ def test_summary_from_hand_made_rows():
     assert "| m | 3 | 50.0 [" in report and "baselines (mcq)" in report
 
 
+def test_the_report_pairs_each_method_with_the_pipeline_on_shared_records():
+    def row(method, rid, correct=None, kind="claim", f1=None):
+        r = {"id": rid, "method": method, "kind": kind, "gold": "TRUE", "answer": "TRUE", "parsed": True}
+        r.update({"correct": correct} if kind != "open" else {"f1": f1, "rouge_l": f1})
+        return r
+
+    rows = [row("pipeline", f"c{i}", correct=i < 6) for i in range(10)]  # right on 6 of 10
+    rows += [row("bm25-rag", f"c{i}", correct=i < 1) for i in range(10)]  # right on 1, inside the 6
+    rows += [row("direct", f"c{i}", correct=i < 6) for i in range(8)]  # same answers, 8 records only
+    rows += [row("retrieval", "c0")]  # answers nothing: not paired
+    rows += [row("pipeline", "o1", kind="open", f1=0.5), row("extractive", "o1", kind="open", f1=0.25)]
+    paired = eval_report.summarize(rows)["paired"]
+    assert set(paired) == {"bm25-rag", "direct", "extractive"}
+    bm25 = paired["bm25-rag"]
+    assert bm25["records"] == 10 and bm25["pipeline"] == 0.6 and bm25["method"] == 0.1
+    assert bm25["difference"] == pytest.approx(0.5)
+    low, high = bm25["difference_ci"]
+    assert 0 < low <= 0.5 <= high <= 0.8  # five wins and no loss: the paired interval excludes 0
+    assert paired["direct"]["records"] == 8 and paired["direct"]["difference_ci"] == (0.0, 0.0)
+    assert paired["extractive"]["difference"] == 0.25
+    report = eval_report.report_markdown(eval_report.summarize(rows), {})
+    assert "## The pipeline against each method, paired" in report
+    assert "| bm25-rag | 10 | 60.0 | 10.0 | +50.0 [" in report
+
+
 def test_eval_cli_json_report_and_out(capsys, tmp_path, cache_dir, scripted):
     scripted.interpreter = ScriptedBackend(default=smart_interpreter)
     data = write_records(tmp_path, RECORDS)

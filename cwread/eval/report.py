@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from cwread import metrics
 
 
-def paired_interval(differences: list[int]) -> tuple[float, float] | None:
+def paired_interval(differences: list[float]) -> tuple[float, float] | None:
     """95% bootstrap interval of the sum of per-record differences."""
     if not differences:
         return None
@@ -108,12 +108,51 @@ def summarize(rows: list[dict]) -> dict:
         if calls:
             entry["cached_call_share"] = sum(r.get("cached_calls", 0) for r in group) / calls
         summary["methods"][method] = entry
+    summary["paired"] = _paired_with_pipeline(by_method)
     any_group = next(iter(by_method.values()), [])
     for kind in ("mcq", "claim"):
         golds = [str(r["gold"]).upper() for r in any_group if r["kind"] == kind and r.get("gold")]
         if golds:
             summary["baselines"][kind] = metrics.constant_baselines(golds)
     return summary
+
+
+PAIRED_BASE = "pipeline"
+_NO_ANSWER = ("retrieval", "finder")
+
+
+def _record_score(row: dict) -> float | None:
+    """A record's score for paired comparison: 1/0 for a labelled answer, token-F1 for an open one."""
+    if row["kind"] == "open":
+        return row.get("f1")
+    return None if row.get("correct") is None else float(bool(row["correct"]))
+
+
+def _paired_with_pipeline(by_method: dict[str, list[dict]]) -> dict:
+    """Each answering method against the pipeline on the records both scored: the pipeline's
+    mean score, the method's, and their difference with a 95% paired bootstrap interval (the
+    per-method intervals overlap far more than a paired difference does)."""
+    base = {r["id"]: _record_score(r) for r in by_method.get(PAIRED_BASE, [])}
+    out = {}
+    for method, group in by_method.items():
+        if method in (PAIRED_BASE, *_NO_ANSWER):
+            continue
+        scores = {r["id"]: _record_score(r) for r in group}  # a record run twice: its last row
+        pairs = [
+            (base[i], score) for i, score in scores.items() if score is not None and base.get(i) is not None
+        ]
+        if not pairs:
+            continue
+        n = len(pairs)
+        low, high = paired_interval([a - b for a, b in pairs]) or (0.0, 0.0)
+        out[method] = {
+            "records": n,
+            "pipeline": sum(a for a, _ in pairs) / n,
+            "method": sum(b for _, b in pairs) / n,
+            "difference": sum(a - b for a, b in pairs) / n,
+            "difference_ci": (low / n, high / n),
+        }
+    return out
 
 
 SCORE_TOP_K = (1, 2, 3)
@@ -290,6 +329,24 @@ def report_markdown(summary: dict, meta: dict) -> str:
                 lines.append(
                     f"| {method} | {sr['records']} | {sr['with_gold']} | " + " | ".join(cells) + " |"
                 )
+    if summary.get("paired"):
+        lines += [
+            "",
+            "## The pipeline against each method, paired",
+            "",
+            "On the records both scored: accuracy (options, claims) or token-F1 (open questions), and the",
+            "pipeline's lead with a 95% paired bootstrap interval, in points. An interval holding 0 is no",
+            "difference.",
+            "",
+            "| method | records | pipeline % | method % | pipeline − method, points [95% CI] |",
+            "|---|---|---|---|---|",
+        ]
+        for method, p in summary["paired"].items():
+            low, high = p["difference_ci"]
+            lines.append(
+                f"| {method} | {p['records']} | {_fmt(p['pipeline'])} | {_fmt(p['method'])} "
+                f"| {100 * p['difference']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] |"
+            )
     dists = {
         m: e["answer_distribution"] for m, e in summary["methods"].items() if e.get("answer_distribution")
     }
