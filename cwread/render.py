@@ -185,10 +185,6 @@ def answer_view(trace: Trace) -> None:
             head.append(f"  {question.options[trace.answer]}")
         if outcome.mode == "extractive" and question.kind == "open":
             head.append("  (quoted from the text)", style="dim")
-            if outcome.model_answer:  # the model's own words were not in its quotes
-                head.append(
-                    f"\nThe model answered {outcome.model_answer!r}, but its quotes do not say so.", style="dim"
-                )
     elif outcome.abstained:
         head.append("not determined from the text", style="bold yellow")
         if outcome.mode == "extractive":
@@ -196,12 +192,14 @@ def answer_view(trace: Trace) -> None:
                 "\nNo sentence of the evidence the Finder kept shares enough of the question to answer it.",
                 style="dim",
             )
-        if outcome.model_answer:
-            head.append(
-                f"\nThe model answered {outcome.model_answer!r}, but its quotes do not say so.", style="dim"
-            )
     else:
         head.append("(none)", style="bold red")
+    # a model answer beside a quoted sentence or none at all: its words were not in its quotes
+    unbacked = outcome.abstained or (outcome.mode == "extractive" and question.kind == "open")
+    if outcome.model_answer and unbacked:
+        head.append(
+            f"\nThe model answered {outcome.model_answer!r}, but its quotes do not say so.", style="dim"
+        )
     if trace.answer is not None and not outcome.supported:
         if outcome.quotes:
             head.append(

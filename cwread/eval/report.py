@@ -9,12 +9,15 @@ from datetime import UTC, datetime
 from cwread import metrics
 
 
-def paired_interval(differences: list[float]) -> tuple[float, float] | None:
+def paired_interval(differences: list[int]) -> tuple[float, float] | None:
     """95% bootstrap interval of the sum of per-record differences."""
     if not differences:
         return None
     low, high = metrics.bootstrap_interval([float(d) for d in differences])
     return low * len(differences), high * len(differences)
+
+
+_NO_ANSWER = ("retrieval", "finder")  # methods that give no answer
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -57,7 +60,7 @@ def summarize(rows: list[dict]) -> dict:
                 for stage in ("anchor", "read", "yes", "packet")
                 if any(f"evidence_{stage}_hits" in r for r in group)
             }
-        if method not in ("retrieval", "finder"):  # these two give no answer
+        if method not in _NO_ANSWER:
             entry["citation_validity"] = _ratio(valid_ids, cited_ids)
             entry["cite_share"] = _ratio(sum(bool(r.get("citations")) for r in answered), len(answered))
             entry["format_first_try"] = _ratio(
@@ -118,7 +121,6 @@ def summarize(rows: list[dict]) -> dict:
 
 
 PAIRED_BASE = "pipeline"
-_NO_ANSWER = ("retrieval", "finder")
 
 
 def _record_score(row: dict) -> float | None:
@@ -144,13 +146,13 @@ def _paired_with_pipeline(by_method: dict[str, list[dict]]) -> dict:
         if not pairs:
             continue
         n = len(pairs)
-        low, high = paired_interval([a - b for a, b in pairs]) or (0.0, 0.0)
+        differences = [a - b for a, b in pairs]
         out[method] = {
             "records": n,
             "pipeline": sum(a for a, _ in pairs) / n,
             "method": sum(b for _, b in pairs) / n,
-            "difference": sum(a - b for a, b in pairs) / n,
-            "difference_ci": (low / n, high / n),
+            "difference": sum(differences) / n,
+            "difference_ci": metrics.bootstrap_interval(differences),
         }
     return out
 
