@@ -1,3 +1,3 @@
-from cwread.cli import main
+from cwread.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -15,7 +15,7 @@ from dataclasses import replace
 from cwread import extractive, grounding, pipeline
 from cwread.backends import Backend
 from cwread.backends.select import BackendSettings, Selection, select_backends, with_call_cache
-from cwread.cache import write_output_file
+from cwread.cache import check_output_path, write_output_file
 from cwread.document import Document, Paragraph, load_document
 from cwread.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
 from cwread.errors import InputError, ModelError
@@ -51,6 +51,7 @@ __all__ = [
     "Trace",
     "ask",
     "backends",
+    "check_output_path",
     "doctor",
     "extractive_trace",
     "find",

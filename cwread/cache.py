@@ -169,13 +169,16 @@ def _write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
             _remove(tmp)
 
 
-def write_file_atomic(path: Path, data: str | bytes) -> None:
+def write_file_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
     """Write `data` to `path` through a temporary sibling and a rename, so no reader ever
-    sees half a file; the temporary is removed if anything fails. The folder must exist."""
+    sees half a file; the temporary is removed if anything fails. The folder must exist.
+    `mode`: the new file's permissions (else mkstemp's private 0600)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
         os.replace(tmp, path)
     except BaseException:
         with suppress(OSError):
@@ -183,13 +186,50 @@ def write_file_atomic(path: Path, data: str | bytes) -> None:
         raise
 
 
+def check_output_path(path: str, option: str) -> None:
+    """Before any work: InputError unless `path` (for the flag `option`) can be written: its
+    folder exists and takes a new file, and it is not a folder itself."""
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise InputError(f"{option} {path} is a folder; give a file name")
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise InputError(f"cannot write {option} {path}: the folder {folder} {what}")
+    try:  # a probe, as access() says yes to root on a read-only mount's files
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(f"cannot write {option} {path}: the folder {folder} is {_why(exc)}") from None
+    if target.exists() and not os.access(target, os.W_OK):
+        raise InputError(f"cannot write {option} {path}: the file is read-only")
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno in _NO_SPACE:
+        return "full"
+    if exc.errno in _READ_ONLY:
+        return "read-only"
+    return f"not writable ({exc.strerror or exc})"
+
+
 def write_output_file(path: str, text: str, option: str) -> None:
-    """Write a file the user asked for (`option` names the flag) atomically; InputError if it
+    """Write a file the user asked for (`option` names the flag) atomically, replacing one
+    that is there and keeping its permissions (a new file gets the umask's); InputError if it
     cannot be written."""
+    target = Path(path)
     try:
-        write_file_atomic(Path(path), text)
+        mode = target.stat().st_mode & 0o7777 if target.is_file() else 0o666 & ~_umask()
+        write_file_atomic(target, text, mode)
     except OSError as exc:
         raise InputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def remove_entry(entry: Path) -> None:

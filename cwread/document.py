@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import stat
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,7 @@ class Document:
     encoding: str
     paragraphs: tuple[Paragraph, ...]
     fingerprint: str
+    replaced: int = 0  # invalid bytes replaced by U+FFFD while decoding (see `decode`)
 
     def __len__(self) -> int:
         return len(self.paragraphs)
@@ -98,7 +100,10 @@ def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
         except (OSError, ValueError) as exc:
             raise InputError(f"standard input cannot be read ({exc})") from None
         if len(data) > max_bytes:
-            raise InputError(_too_big("standard input", len(data), max_bytes))
+            raise InputError(
+                f"standard input holds more than {readable_size(max_bytes)}, the most cwread reads "
+                "(raise the limit with CWREAD_MAX_BYTES)"
+            )
         return data
     p = Path(path)
     if not p.exists():
@@ -106,10 +111,18 @@ def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     if p.is_dir():
         raise InputError(f"{path} is a directory; give a text file")
     try:
-        size = p.stat().st_size
-        if size > max_bytes:
-            raise InputError(_too_big(path, size, max_bytes))
-        return p.read_bytes()
+        mode = p.stat().st_mode
+        if not stat.S_ISREG(mode):  # a FIFO would block, a device never ends
+            what = "a pipe" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file"
+            raise InputError(
+                f"{path} is {what}, not a regular file; pipe its text to standard input and give - "
+                "as the book (e.g. `... | cwread show - 1`)"
+            )
+        with open(p, "rb") as f:  # bounded: a file may grow after its size was read
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise InputError(_too_big(path, max(len(data), p.stat().st_size), max_bytes))
+        return data
     except PermissionError:
         raise InputError(f"{path}: permission denied") from None
     except OSError as exc:
@@ -135,27 +148,37 @@ def readable_size(n: int) -> str:
 
 
 def decode_text(data: bytes, encoding: str | None = None, name: str = "input") -> tuple[str, str]:
-    """Decode `data` to text; returns (text, encoding used).
+    """Decode `data` to text; returns (text, encoding used). See `decode`."""
+    text, used, _ = decode(data, encoding, name)
+    return text, used
+
+
+def decode(data: bytes, encoding: str | None = None, name: str = "input") -> tuple[str, str, int]:
+    """Decode `data` to text; returns (text, encoding used, bytes replaced as invalid).
 
     With `encoding` given it is used strictly. Otherwise: a UTF-32/UTF-16/UTF-8 byte-order
-    mark decides; UTF-16 without a mark is recognised by its zero bytes; then strict UTF-8,
-    then cp1252, then latin-1. Binary data is refused with a message saying what it looks like.
+    mark decides; UTF-16 without a mark is recognised by its zero bytes; then UTF-8 (a few
+    invalid bytes among valid UTF-8 are replaced by U+FFFD and counted), then cp1252, then
+    latin-1. Binary data is refused with a message saying what it looks like, whichever
+    encoding was used (UTF-16 read as ASCII is all NUL bytes).
     """
+    replaced = 0
     if encoding:
         try:
-            return data.decode(encoding), encoding
+            text, used = data.decode(encoding), encoding
         except LookupError:
             raise InputError(f"unknown encoding {encoding!r}") from None
         except UnicodeDecodeError as exc:
             raise InputError(
                 f"{name} is not valid {encoding} (byte {exc.start}); try another --encoding"
             ) from None
-    text, used = _guess_decode(data, name)
-    _refuse_binary(text, name)
-    return text, used
+    else:
+        text, used, replaced = _guess_decode(data, name)
+    _refuse_binary(text, name, encoding)
+    return text, used, replaced
 
 
-def _guess_decode(data: bytes, name: str) -> tuple[str, str]:
+def _guess_decode(data: bytes, name: str) -> tuple[str, str, int]:
     boms = [
         (b"\xff\xfe\x00\x00", "utf-32-le"),
         (b"\x00\x00\xfe\xff", "utf-32-be"),
@@ -166,7 +189,7 @@ def _guess_decode(data: bytes, name: str) -> tuple[str, str]:
     for bom, enc in boms:
         if data.startswith(bom):
             try:
-                return data[len(bom) :].decode(enc.replace("-sig", "")), enc
+                return data[len(bom) :].decode(enc.replace("-sig", "")), enc, 0
             except UnicodeDecodeError:
                 raise InputError(f"{name} starts with a {enc} mark but is not valid {enc}") from None
     for sig, what in _BINARY_SIGNATURES.items():
@@ -177,15 +200,26 @@ def _guess_decode(data: bytes, name: str) -> tuple[str, str]:
         if enc is None:
             raise InputError(f"{name} looks like a binary file, not a text")
         try:
-            return data.decode(enc), enc
+            return data.decode(enc), enc, 0
         except UnicodeDecodeError:
             raise InputError(f"{name} looks like a binary file, not a text") from None
-    for enc in ("utf-8", "cp1252"):
+    try:
+        return data.decode("utf-8"), "utf-8", 0
+    except UnicodeDecodeError:
+        pass
+    text = data.decode("utf-8", errors="replace")
+    invalid = text.count("\ufffd") - data.count("\ufffd".encode())
+    valid = sum(1 for ch in text if ord(ch) > 0x7F) - invalid
+    # A cp1252 or latin-1 text is almost never valid UTF-8 by accident: when most of the
+    # non-ASCII bytes form valid UTF-8, the few others are damage, not another encoding.
+    if valid > invalid:
+        return text, "utf-8", invalid
+    for enc in ("cp1252", "latin-1"):
         try:
-            return data.decode(enc), enc
+            return data.decode(enc), enc, 0
         except UnicodeDecodeError:
             continue
-    return data.decode("latin-1"), "latin-1"
+    raise AssertionError("latin-1 decodes any bytes")
 
 
 def _utf16_without_bom(data: bytes) -> str | None:
@@ -201,12 +235,17 @@ def _utf16_without_bom(data: bytes) -> str | None:
     return None
 
 
-def _refuse_binary(text: str, name: str) -> None:
+def _refuse_binary(text: str, name: str, forced: str | None = None) -> None:
     sample = text[:65536]
     if not sample:
         return
     control = sum(1 for ch in sample if ch not in "\t\n\r\f\v" and unicodedata.category(ch) == "Cc")
     if control / len(sample) > 0.01:
+        if forced:
+            raise InputError(
+                f"{name} read as {forced} is full of control bytes (NUL, ...), as a binary file is; "
+                "try another --encoding, or none to have it detected"
+            )
         raise InputError(f"{name} looks like a binary file, not a text")
 
 
@@ -330,7 +369,7 @@ def document_from_bytes(data: bytes, name: str, encoding: str | None = None) -> 
     """Build a Document from raw bytes (the core of `load_document`)."""
     if not data.strip():
         raise InputError(f"{name} is empty")
-    text, used = decode_text(data, encoding, name)
+    text, used, replaced = decode(data, encoding, name)
     paragraphs = parse_paragraphs(text)
     if not paragraphs:
         raise InputError(f"{name} is empty (only whitespace)")
@@ -340,6 +379,7 @@ def document_from_bytes(data: bytes, name: str, encoding: str | None = None) -> 
         encoding=used,
         paragraphs=paragraphs,
         fingerprint=fingerprint(paragraphs),
+        replaced=replaced,
     )
 
 

@@ -30,3 +30,7 @@ class Interrupted(CwreadError):
 
 class CacheError(CwreadError):
     """The cache cannot be written (e.g. the disk is full); the message names the folder."""
+
+
+class OutputError(CwreadError):
+    """Standard output cannot be written (e.g. the disk is full)."""

@@ -111,12 +111,15 @@ def run_finder(
             if progress:
                 progress("finder", i, total)
     else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
             futures = [pool.submit(judge_segment, backend, document, s, question) for s in segments]
             for i, future in enumerate(futures, start=1):
                 verdicts.append(future.result())
                 if progress:
                     progress("finder", i, total)
+        finally:  # on Ctrl-C or a failed call, do not wait for calls still out at a server
+            pool.shutdown(wait=False, cancel_futures=True)
     return tuple(_by_threshold(v, keep_threshold) for v in verdicts)
 
 

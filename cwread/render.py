@@ -7,6 +7,7 @@ nothing of options or exit codes.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +18,9 @@ from rich.table import Table
 from rich.text import Text
 
 from cwread.document import Document, Paragraph
+from cwread.errors import OutputError
 from cwread.records import DoctorReport, FindResult, IndexReport, Trace
+from cwread.terminal import one_line, printable
 
 Progress = Callable[[str, int, int], None]
 
@@ -39,10 +42,35 @@ def set_width(width: int | None) -> None:
     _width = width
 
 
+class ReaderGone(Exception):
+    """The reader of our stdout went away (`| head`): not an OSError, so that click does not
+    turn it into exit 1; the CLI exits 0, as `cat` does."""
+
+
+class _Console(Console):
+    """A Rich console whose failures to write are cwread's: a reader that went away (`| head`)
+    is no error (exit 0, as `cat` does); any other failure (a full disk) is one line, exit 3."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise ReaderGone
+
+    def _check_buffer(self) -> None:
+        try:
+            super()._check_buffer()
+        except OSError as exc:
+            self.quiet = True
+            raise output_error(exc) from None
+
+
+def output_error(exc: OSError) -> OutputError:
+    return OutputError(f"cannot write the output: {exc.strerror or exc}")
+
+
 def _console(file, lines: bool) -> Console:
     if _width:
-        return Console(file=file, highlight=False, width=_width)
-    console = Console(file=file, highlight=False)
+        return _Console(file=file, highlight=False, width=_width)
+    console = _Console(file=file, highlight=False)
     # Lines of text (not panels or tables) into a pipe or file stay one line each, unpadded,
     # so `grep` finds a sentence of a paragraph.
     console.soft_wrap = lines and (_width == 0 or not console.is_terminal)
@@ -60,7 +88,7 @@ def stderr() -> Console:
 
 def notice(line: str) -> None:
     """One line of information on stderr, e.g. which backend runs."""
-    stderr().print(f"cwread: {line}", highlight=False)
+    stderr().print(f"cwread: {one_line(line)}", highlight=False, markup=False)
 
 
 _json_printed = False
@@ -72,11 +100,26 @@ def begin_run() -> None:
     _json_printed, _width = False, None
 
 
+_C1_AND_DEL = re.compile(r"[\x7f-\x9f]")
+
+
+def json_text(data: dict) -> str:
+    """`data` as indented JSON, every control character escaped: JSON escapes C0 itself, and
+    DEL and C1 (U+009B is a terminal's CSI) are escaped here, so the text stays exact."""
+    dumped = json.dumps(data, ensure_ascii=False, indent=2)
+    return _C1_AND_DEL.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
+
+
 def print_json(data: dict) -> None:
     global _json_printed
     _json_printed = True
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(json_text(data) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise ReaderGone from None
+    except OSError as exc:
+        raise output_error(exc) from None
 
 
 def print_json_error(code: int, kind: str, message: str) -> None:
@@ -127,7 +170,7 @@ def progress(quiet: bool = False) -> Iterator[Progress | None]:
 def _paragraph_line(pid: int, text: str) -> Text:
     line = Text()
     line.append(f"[{pid}] ", style="bold cyan")
-    line.append(text)
+    line.append(printable(text))
     return line
 
 
@@ -145,10 +188,10 @@ def find_view(result: FindResult, limit: int) -> None:
     out.print(
         Text.assemble(
             ("Question: ", "bold"),
-            result.question.text,
+            printable(result.question.text),
             "\n",
-            *[(f"  ({k}) {v}\n") for k, v in result.question.options.items()],
-            (f"{doc.path}: {len(doc)} paragraphs, {len(result.segments)} segments; ", "dim"),
+            *[(f"  ({k}) {printable(v)}\n") for k, v in result.question.options.items()],
+            (f"{printable(doc.path)}: {len(doc)} paragraphs, {len(result.segments)} segments; ", "dim"),
             (f"showing {len(segments)} (Finder reads {result.budget.read}); ", "dim"),
             (f"anchors {', '.join(map(str, result.anchors))}", "dim"),
         )
@@ -159,7 +202,7 @@ def find_view(result: FindResult, limit: int) -> None:
             p = doc.paragraph(pid)
             style = "bold" if pid in s.anchors else ""
             body.append(f"[{pid}] ", style="bold cyan")
-            body.append(p.text, style=style)
+            body.append(printable(p.text), style=style)
             if pid != s.end:
                 body.append("\n\n")
         title = f"#{rank} {s.source} [{s.start}-{s.end}]  score {s.score:.4f}"
@@ -180,9 +223,9 @@ def answer_view(trace: Trace) -> None:
     head = Text()
     head.append("Answer: ", style="bold")
     if trace.answer is not None:
-        head.append(trace.answer, style="bold green")
+        head.append(printable(trace.answer), style="bold green")
         if question.kind == "mcq" and trace.answer in question.options:
-            head.append(f"  {question.options[trace.answer]}")
+            head.append(f"  {printable(question.options[trace.answer])}")
         if outcome.mode == "extractive" and question.kind == "open":
             head.append("  (quoted from the text)", style="dim")
     elif outcome.abstained:
@@ -198,7 +241,8 @@ def answer_view(trace: Trace) -> None:
     unbacked = outcome.abstained or (outcome.mode == "extractive" and question.kind == "open")
     if outcome.model_answer and unbacked:
         head.append(
-            f"\nThe model answered {outcome.model_answer!r}, but its quotes do not say so.", style="dim"
+            f"\nThe model answered {printable(repr(outcome.model_answer))}, but its quotes do not say so.",
+            style="dim",
         )
     if trace.answer is not None and not outcome.supported:
         if outcome.quotes:
@@ -208,7 +252,9 @@ def answer_view(trace: Trace) -> None:
         else:
             head.append("\nNo quote from the text backs this answer: treat it as a guess.", style="yellow")
     title = {"mcq": "multiple choice", "claim": "claim", "open": "question"}[question.kind]
-    out.print(Panel(head, title=f"{title}: {question.text}", title_align="left", border_style="green"))
+    out.print(
+        Panel(head, title=Text(f"{title}: {one_line(question.text)}"), title_align="left", border_style="green")
+    )
     if outcome.quotes:
         out.print(Text("Evidence" if outcome.supported else "Best evidence", style="bold"))
         by_paragraph: dict[int, list[tuple[int, int]]] = {}
@@ -217,7 +263,7 @@ def answer_view(trace: Trace) -> None:
         for pid, spans in by_paragraph.items():
             line = Text()
             line.append(f"[{pid}] ", style="bold cyan")
-            line.append(doc.paragraph(pid).text)
+            line.append(printable(doc.paragraph(pid).text))
             for start, end in spans:
                 line.stylize("bold reverse", len(f"[{pid}] ") + start, len(f"[{pid}] ") + end)
             out.print(line)
@@ -240,34 +286,41 @@ def answer_view(trace: Trace) -> None:
 
 def no_answer_line(trace: Trace) -> None:
     problem = trace.final.problem if trace.final else "no reply"
-    stderr().print(f"cwread: error: no parseable answer after a retry ({problem})", highlight=False)
+    stderr().print(
+        f"cwread: error: no parseable answer after a retry ({one_line(problem)})", highlight=False, markup=False
+    )
 
 
 def index_view(document: Document, report: IndexReport) -> None:
     what = ", ".join(report.built) if report.built else "nothing (already cached)"
     stderr().print(
-        f"{document.path}: {report.paragraphs} paragraphs; built {what} in {report.seconds:.1f} s; "
-        f"cache {report.cache_dir}"
+        f"{one_line(document.path)}: {report.paragraphs} paragraphs; built {what} in {report.seconds:.1f} s; "
+        f"cache {one_line(report.cache_dir)}",
+        markup=False,
     )
 
 
 def doctor_view(report: DoctorReport) -> None:
     out = stdout()
+    ok, missing = ("ok", "green"), ("missing", "red")
     if report.ok:
-        out.print(f"[green]ok[/green] {report.why}")
+        out.print(Text.assemble(ok, " ", one_line(report.why or "")))
     else:
-        out.print(f"[red]missing[/red] {report.backend_error}")
+        out.print(Text.assemble(missing, " ", one_line(report.backend_error or "")))
     for note in report.notes:
-        out.print(f"note {note}", markup=False)
+        out.print(Text(f"note {one_line(note)}"))
     out.print(
-        f"{'[green]ok[/green]' if report.embedder_built else '[red]missing[/red]'} embedder {report.embedder}"
-        f"{'' if report.embedder_built else ' (its files are not installed: reinstall cwread)'}"
+        Text.assemble(
+            ok if report.embedder_built else missing,
+            f" embedder {one_line(report.embedder)}",
+            "" if report.embedder_built else " (its files are not installed: reinstall cwread)",
+        )
     )
-    out.print(f"cache {report.cache}")
+    out.print(Text(f"cache {one_line(report.cache)}"))
     if report.advice:
         out.print()
         for line in report.advice:
-            out.print(line, markup=False)
+            out.print(Text(printable(line)))
 
 
 def eval_view(summary: dict) -> None:

@@ -133,7 +133,7 @@ RECORDS = [
     [
         ("{not json", "not JSON"),
         ('{"id": "x", "doc": "docs/s.txt", "kind": "mcq"}', "no 'question'"),
-        ('{"id": "x", "doc": "docs/s.txt", "kind": "essay", "question": "q"}', "kind must be"),
+        ('{"id": "x", "doc": "docs/s.txt", "kind": "essay", "question": "q"}', "kind. must be"),
         ('{"id": "x", "doc": "docs/s.txt", "kind": "mcq", "question": "q"}', "needs options"),
         ('{"id": "x", "doc": "docs/none.txt", "kind": "open", "question": "q"}', "not found"),
     ],

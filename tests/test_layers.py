@@ -34,7 +34,7 @@ LAYERS = [
     ],
     ["cwread.document", "cwread.segments", "cwread.retrieval", "cwread.embedders", "cwread.lexical", "cwread.metrics"],
     ["cwread.cache", "cwread.settings", "cwread.modelfiles"],
-    ["cwread.errors", "cwread", "cwread.data"],
+    ["cwread.errors", "cwread.terminal", "cwread", "cwread.data"],
 ]
 RANK = {module: i for i, layer in enumerate(LAYERS) for module in layer}
 

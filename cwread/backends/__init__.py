@@ -59,6 +59,30 @@ class Generation:
         object.__setattr__(self, "label_logprobs", tuple((str(k), float(v)) for k, v in self.label_logprobs))
 
 
+CONNECT_TIMEOUT = 5.0  # seconds to reach a server: a local one answers at once
+
+
+def call_timeout(prompt_tokens: int, max_tokens: int) -> float:
+    """Seconds one model call may take when no --timeout (CWREAD_TIMEOUT) is set: 30 s, plus
+    the prompt read at 100 tokens/s and the reply written at 10 tokens/s, a slow CPU server's
+    pace; a server that hangs is reported in under a minute for a Finder call."""
+    return 30.0 + prompt_tokens / 100 + max_tokens / 10
+
+
+def new_timeout(seconds: float):
+    """An HTTP timeout of `seconds` for a whole call, but only CONNECT_TIMEOUT to reach the server."""
+    import httpx
+
+    return httpx.Timeout(seconds, connect=CONNECT_TIMEOUT)
+
+
+def timeout_message(where: str, seconds: float) -> str:
+    return (
+        f"{where} did not answer within {seconds:.0f} s; raise --timeout (CWREAD_TIMEOUT) if it is "
+        "only slow, or use a faster server or a smaller model"
+    )
+
+
 TOP_LOGPROBS = 200  # alternatives asked per token: enough to hold each label's first token
 _ANSWER_OPENS = re.compile(r'(<answer>|"answer"\s*:\s*")\s*$')
 

@@ -15,9 +15,17 @@ from __future__ import annotations
 import os
 import time
 
-from cwread.backends import Generation, GenerationRequest, label_logprobs, token_dicts
+from cwread.backends import (
+    Generation,
+    GenerationRequest,
+    call_timeout,
+    label_logprobs,
+    new_timeout,
+    timeout_message,
+    token_dicts,
+)
 from cwread.backends.replies import json_reply_to_tags
-from cwread.errors import ModelError
+from cwread.errors import InputError, ModelError
 
 DEFAULT_NUM_CTX = 8192
 OLLAMA_TOP_LOGPROBS = 20  # the most alternatives a token the server gives
@@ -32,6 +40,7 @@ def server_parallel() -> int:
         return 1
 
 
+LONGEST_REPLY = 512  # tokens: the most an agent asks for (the Interpreter's reply)
 DEFAULT_HOST = "http://127.0.0.1:11434"  # the ollama client's default when OLLAMA_HOST is unset
 
 
@@ -53,20 +62,30 @@ class OllamaBackend:
         model: str,
         host: str | None = None,
         num_ctx: int = DEFAULT_NUM_CTX,
-        timeout: float = 300.0,
+        timeout: float | None = None,
         concurrency: int | None = None,
         structured: bool | None = None,
         client=None,
         **client_kwargs,
     ) -> None:
-        import ollama
-
         self.model = model
         self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
         self.num_ctx = num_ctx
         self.concurrency = concurrency or server_parallel()
         self._structured = structured  # None: decided on the first call, by whether it was trained
-        self._client = client or ollama.Client(host=self.host, timeout=timeout, **client_kwargs)
+        try:  # the client parses the address, and importing it makes one from OLLAMA_HOST
+            import ollama
+
+            # the client takes one timeout for every call: None gives the longest call's, a full
+            # context and the longest reply an agent asks for
+            self.timeout = timeout or call_timeout(num_ctx, LONGEST_REPLY)
+            self._client = client or ollama.Client(
+                host=self.host, timeout=new_timeout(self.timeout), **client_kwargs
+            )
+        except ValueError as exc:  # a port out of range, a broken IPv6 address
+            raise InputError(
+                f"OLLAMA_HOST={self.host} is not a usable address ({exc}); give one like http://127.0.0.1:11434"
+            ) from None
 
     @property
     def structured(self) -> bool:
@@ -96,9 +115,7 @@ class OllamaBackend:
                 return ModelError(f"Ollama has no model {self.model!r}: {modelfile_hint(self.model)}")
             return ModelError(f"Ollama failed on {self.model!r} (HTTP {exc.status_code}): {exc.error}")
         if isinstance(exc, httpx.TimeoutException):
-            return ModelError(
-                f"Ollama at {self.host} timed out on {self.model!r}; raise CWREAD_TIMEOUT or use a smaller model"
-            )
+            return ModelError(timeout_message(f"Ollama at {self.host} ({self.model})", self.timeout))
         if isinstance(exc, (ConnectionError, httpx.TransportError)):
             return ModelError(
                 f"Ollama is not reachable at {self.host}: start it with `ollama serve`, "

@@ -15,7 +15,16 @@ import os
 import time
 from dataclasses import dataclass
 
-from cwread.backends import TOP_LOGPROBS, Generation, GenerationRequest, label_logprobs, token_dicts
+from cwread.backends import (
+    TOP_LOGPROBS,
+    Generation,
+    GenerationRequest,
+    call_timeout,
+    label_logprobs,
+    new_timeout,
+    timeout_message,
+    token_dicts,
+)
 from cwread.backends.replies import json_reply_to_tags, json_schema_format
 from cwread.errors import InputError, ModelError
 
@@ -23,6 +32,7 @@ DEFAULT_NUM_CTX = 8192
 DEFAULT_CONCURRENCY = 4  # servers that do not say how many calls they serve at once
 NO_KEY = "no-key"  # local servers ignore the key; the client insists on one
 SMALL_MODEL_PARAMS = 300_000_000  # below this a model is too small to write answers
+INFO_TIMEOUT = 10.0  # seconds for the server's model list and /props
 
 
 @dataclass(frozen=True)
@@ -59,7 +69,7 @@ class OpenAIBackend:
         base_url: str,
         api_key: str | None = None,
         num_ctx: int | None = None,
-        timeout: float = 300.0,
+        timeout: float | None = None,
         concurrency: int | None = None,
         constraint: str = "auto",
         info: ServerInfo | None = None,
@@ -68,10 +78,12 @@ class OpenAIBackend:
         import openai
 
         self.base_url = base_url.rstrip("/")
-        self._http = http_client or new_http_client(timeout)
+        self.timeout = timeout  # None: scaled to each call's tokens (`call_timeout`)
+        self._http = http_client or new_http_client(INFO_TIMEOUT)
         key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY
+        # no retries: a server that timed out or refused once does the same again, doubling the wait
         self._client = openai.OpenAI(
-            base_url=self.base_url, api_key=key, timeout=timeout, max_retries=1, http_client=self._http
+            base_url=self.base_url, api_key=key, timeout=INFO_TIMEOUT, max_retries=0, http_client=self._http
         )
         self.info = info or self.server_info()
         self.model = model
@@ -85,12 +97,12 @@ class OpenAIBackend:
         # keys the call cache: another server or constraint may answer the same prompt otherwise
         self.identity = f"{self.base_url}|{self.constraint}"
 
-    def _errors(self, exc: BaseException) -> ModelError:
+    def _errors(self, exc: BaseException, waited: float = INFO_TIMEOUT) -> ModelError:
         import openai
 
         where = f"the server at {self.base_url}"
         if isinstance(exc, openai.APITimeoutError):
-            return ModelError(f"{where} timed out; raise CWREAD_TIMEOUT or use a smaller model")
+            return ModelError(timeout_message(where, waited))
         if isinstance(exc, openai.APIConnectionError):
             return ModelError(
                 f"no OpenAI-compatible server answers at {self.base_url}: start one (e.g. "
@@ -160,9 +172,13 @@ class OpenAIBackend:
             # the OpenAI API allows 20 alternatives a token; llama.cpp's server takes more
             kwargs["logprobs"] = True
             kwargs["top_logprobs"] = TOP_LOGPROBS if self.info.llamacpp else 20
+        seconds = self.timeout or call_timeout(
+            sum(self.count_tokens(content) for _, content in request.messages), request.max_tokens
+        )
         t0 = time.perf_counter()
         try:
             response = self._client.chat.completions.create(
+                timeout=new_timeout(seconds),
                 model=self.model,
                 messages=[{"role": role, "content": content} for role, content in request.messages],
                 max_tokens=request.max_tokens,
@@ -172,7 +188,7 @@ class OpenAIBackend:
                 **kwargs,
             )
         except Exception as exc:  # mapped to one actionable message
-            raise self._errors(exc) from exc
+            raise self._errors(exc, seconds) from exc
         text = (response.choices[0].message.content or "") if response.choices else ""
         if "response_format" in kwargs:
             text = json_reply_to_tags(text)
@@ -198,7 +214,7 @@ def new_http_client(timeout: float):
     """The HTTP client under the OpenAI client (also used for llama-server's /props)."""
     import httpx
 
-    return httpx.Client(timeout=timeout)
+    return httpx.Client(timeout=new_timeout(timeout))
 
 
 def _int(value) -> int | None:

@@ -47,7 +47,7 @@ class BackendSettings:
             finder_lora=_adapter(self.finder_lora or env.get("CWREAD_FINDER_LORA")),
             num_ctx=self.num_ctx or env_positive("CWREAD_NUM_CTX", int),
             host=self.host or env.get("OLLAMA_HOST") or None,
-            timeout=self.timeout or env_positive("CWREAD_TIMEOUT", float) or 300.0,
+            timeout=self.timeout or env_positive("CWREAD_TIMEOUT", float),  # None: scaled per call
             workers=self.workers,
             base_url=self.base_url or env.get("OPENAI_BASE_URL") or None,
             api_key=self.api_key or env.get("OPENAI_API_KEY") or None,

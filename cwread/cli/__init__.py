@@ -1,7 +1,8 @@
 """The `cwread` command line: parses options, calls `cwread.api`, renders with `cwread.render`.
 
 Exit codes, mapped in one place (`main`): 0 success, 1 a claim judged FALSE, 2 usage or input
-error, 3 model or backend failure, 4 no parseable answer, 130 interrupted. Commands raise
+error, 3 model, backend, cache or output failure, 4 no answer, 70 internal error (a bug),
+130 interrupted. Commands raise
 the typed errors of `cwread.errors`; `verify` returns its verdict's code.
 With `--json`, stdout carries exactly one JSON document; everything else goes to stderr.
 """
@@ -34,22 +35,33 @@ from cwread.cli.options import (
     budget_options,
     model_options,
 )
-from cwread.errors import AnswerError, CacheError, CwreadError, InputError, Interrupted, ModelError
+from cwread.errors import (
+    AnswerError,
+    CacheError,
+    CwreadError,
+    InputError,
+    Interrupted,
+    ModelError,
+    OutputError,
+)
 
 EXIT_CLAIM_FALSE = 1
 EXIT_CODES: dict[type[CwreadError], int] = {
     InputError: 2,
     ModelError: 3,
     CacheError: 3,
+    OutputError: 3,
     AnswerError: 4,
     Interrupted: 130,
 }
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: a fault of cwread's own, never the user's
 ERROR_KINDS: dict[type[CwreadError], str] = {
     InputError: "input",
     ModelError: "model",
     CacheError: "cache",
+    OutputError: "output",
     AnswerError: "answer",
     Interrupted: "interrupted",
 }
@@ -72,7 +84,8 @@ app = typer.Typer(
         "Read long plain-text narratives with numbered paragraphs: show them, find the "
         "passages a question needs, and (with a model) answer with [N] citations.\n\n"
         "Exit codes: 0 ok, 1 claim FALSE, 2 usage/input error, 3 model/backend/cache failure, "
-        "4 no answer (not determined from the text, or unparseable), 130 interrupted."
+        "4 no answer (not determined from the text, or unparseable), 70 internal error, "
+        "130 interrupted."
     ),
     no_args_is_help=True,
     add_completion=True,
@@ -115,7 +128,7 @@ def show(
     from cwread import api, render, trace
 
     render.set_width(width)
-    document = api.open_document(book, encoding)
+    document = _open_document(book, encoding)
     selected = api.show(document, paragraphs)
     if json_out:
         render.print_json(trace.show_json(document, selected))
@@ -153,7 +166,7 @@ def find(
     asked = api.make_question(question, option)
     if limit is not None and limit < 0:
         raise InputError("--limit must be 0 (all) or a positive number")
-    document = api.open_document(book, encoding)
+    document = _open_document(book, encoding)
     with render.progress() as progress:
         result = api.find(document, asked, budget, embedder, method, progress)
     shown = budget.read if limit is None else limit
@@ -163,6 +176,19 @@ def find(
         render.find_view(result, shown)
 
 
+def _open_document(book: str, encoding: str | None):
+    """The book, with one warning line when invalid bytes were replaced while decoding it."""
+    from cwread import api, render
+
+    document = api.open_document(book, encoding)
+    if document.replaced:
+        render.notice(
+            f"warning: {document.path} is UTF-8 with {document.replaced} invalid byte sequence(s), "
+            "shown as \ufffd (--encoding reads it as another encoding)"
+        )
+    return document
+
+
 def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = False):
     """Shared by `ask` and `verify`: run the pipeline, print, return the trace."""
     from pathlib import Path
@@ -170,13 +196,12 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
     from cwread import api, render, trace
 
     render.set_width(run.width)
-    document = api.open_document(book, run.encoding)
-    if run.trace is not None:
+    if run.trace is not None:  # checked before any work, so a finished answer is never lost
+        api.check_output_path(run.trace, "--trace")
         target = Path(run.trace)
-        if target.is_dir():
-            raise InputError(f"--trace {run.trace} is a directory; give a file name")
         if book != "-" and target.exists() and target.resolve() == Path(book).resolve():
             raise InputError("--trace would overwrite the book itself; give another file name")
+    document = _open_document(book, run.encoding)
     with render.progress(quiet) as progress:
         result = api.ask(
             document,
@@ -193,7 +218,7 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
         )
     data = trace.ask_json(result)
     if run.trace is not None:
-        api.write_output_file(run.trace, json.dumps(data, ensure_ascii=False, indent=2) + "\n", "--trace")
+        api.write_output_file(run.trace, render.json_text(data) + "\n", "--trace")
     if run.json_out and not quiet:
         render.print_json(data)
     elif not quiet:
@@ -275,7 +300,7 @@ def index(
     from cwread import api, render, trace
 
     render.set_width(width)
-    document = api.open_document(book, encoding)
+    document = _open_document(book, encoding)
     with render.progress() as progress:
         report = api.index_document(document, embedder, progress)
     if json_out:
@@ -321,7 +346,7 @@ def modelfiles(
         render.print_json({"version": 1, "written": [str(p) for p in written]})
         return
     for path in written:
-        print(path)
+        render.stdout(lines=True).print(render.printable(str(path)), markup=False, highlight=False)
     render.notice("then: " + "; ".join(setup_commands(out)[1:]))
 
 
@@ -411,12 +436,14 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in args or os.environ.get("CWREAD_DEBUG") == "1"
     json_out = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     from cwread import render
+    from cwread.terminal import one_line
 
     def fail(code: int, kind: str, message: str, line: str | None = None) -> int:
         if line is not None:
-            print(line, file=sys.stderr)
-        if json_out:
             with suppress(OSError):
+                print(one_line(line), file=sys.stderr, flush=True)
+        if json_out:
+            with suppress(OSError, render.ReaderGone, OutputError):
                 render.print_json_error(code, kind, message)
         return code
 
@@ -424,7 +451,11 @@ def main(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="cwread", standalone_mode=False)
+        if result == EXIT_INTERRUPTED:  # typer turns Ctrl-C into a silent Exit(130)
+            return fail(EXIT_INTERRUPTED, "interrupted", "interrupted", "cwread: interrupted")
         return result if isinstance(result, int) else 0
+    except render.ReaderGone:
+        return _reader_gone()
     except CwreadError as exc:
         if debug:
             import traceback
@@ -434,6 +465,10 @@ def main(argv: list[str] | None = None) -> int:
         kind = ERROR_KINDS.get(type(exc), "usage")
         if isinstance(exc, Interrupted):
             return fail(code, kind, str(exc), f"cwread: {exc}")
+        if isinstance(exc, OutputError):  # stdout is unwritable: the JSON error cannot go there
+            line = fail(code, kind, str(exc), f"cwread: error: {exc}")
+            _discard_stdout()
+            return line
         return fail(code, kind, str(exc), None if exc.quiet else f"cwread: error: {exc}")
     except _click_types("UsageError") as exc:
         ctx = getattr(exc, "ctx", None)
@@ -447,7 +482,40 @@ def main(argv: list[str] | None = None) -> int:
     except (typer.Abort, KeyboardInterrupt, *_click_types("Abort")):
         return fail(EXIT_INTERRUPTED, "interrupted", "interrupted", "cwread: interrupted")
     except BrokenPipeError:
-        # the reader of our stdout went away (e.g. `| head`): not an error of ours
-        with suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return _reader_gone()
+    except Exception as exc:  # a bug of ours: still one line, and the traceback on --debug
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        message = f"internal error ({type(exc).__name__}: {exc}); rerun with --debug and report the traceback"
+        return fail(EXIT_INTERNAL, "internal", message, f"cwread: error: {message}")
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush has nowhere to fail."""
+    with suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _reader_gone() -> int:
+    """The reader of our stdout went away (e.g. `| head`): not an error of ours."""
+    _discard_stdout()
+    return 0
+
+
+def entry() -> None:
+    """The `cwread` command. After Ctrl-C, or a failure with calls still out, it exits at once:
+    a worker thread still waiting on a server that hangs would otherwise hold the process open
+    (finished work is already kept: cache entries and eval rows are written as each call ends)."""
+    import atexit
+    import threading
+
+    code = main()
+    if code == EXIT_INTERRUPTED or threading.active_count() > 1:
+        atexit._run_exitfuncs()  # e.g. a temporary cache folder is removed
+        with suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

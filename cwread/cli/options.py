@@ -186,6 +186,17 @@ SERVING_OPTIONS: dict[str, tuple[Any, Any]] = {
         Annotated[int | None, typer.Option(help="Finder calls at once (default: what the backend serves).")],
         None,
     ),
+    "timeout": (
+        Annotated[
+            float | None,
+            typer.Option(
+                help="Seconds one call to a server (Ollama, OpenAI-compatible) may take [env: CWREAD_TIMEOUT; "
+                "default: 30 plus the prompt at 100 tokens/s and the reply at 10 tokens/s].",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
 }
 
 
@@ -226,13 +237,13 @@ def _budget(**values):
     return api.make_budget(values.pop("preset"), **values)
 
 
-def _settings(num_ctx=None, workers=None, **values):
+def _settings(num_ctx=None, workers=None, timeout=None, **values):
     from cwread import api
 
-    for flag, value in (("--num-ctx", num_ctx), ("--workers", workers)):
+    for flag, value in (("--num-ctx", num_ctx), ("--workers", workers), ("--timeout", timeout)):
         if value is not None and value <= 0:
             raise InputError(f"{flag} must be a positive number")
-    return api.BackendSettings(num_ctx=num_ctx, workers=workers, **values)
+    return api.BackendSettings(num_ctx=num_ctx, workers=workers, timeout=timeout, **values)
 
 
 budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)

@@ -33,48 +33,97 @@ class Record:
 
 
 def load_records(path: str) -> list[Record]:
-    """Records from a JSONL file (format in ../shared/data/README.md), validated."""
+    """Records from a JSONL file (format in ../shared/data/README.md), validated: anything
+    unusable is an InputError naming the file, the line and the field."""
     source = Path(path)
     if not source.is_file():
         raise InputError(f"{path}: no such file")
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     records = []
     seen = set()
-    for lineno, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, raw_line in enumerate(data.splitlines(), start=1):
+        where = f"{path}:{lineno}"
+        try:
+            line = raw_line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{where}: not UTF-8 (byte {exc.start + 1} of the line); save the file as UTF-8") from None
         if not line.strip():
             continue
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
-        for key in ("id", "doc", "kind", "question"):
-            if key not in raw:
-                raise InputError(f"{path}:{lineno}: record has no {key!r}")
-        kind = raw["kind"]
-        if kind not in KINDS:
-            raise InputError(f"{path}:{lineno}: kind must be one of {', '.join(KINDS)}")
-        if kind == "mcq" and not raw.get("options"):
-            raise InputError(f"{path}:{lineno}: an mcq record needs options")
-        if raw["id"] in seen:
-            raise InputError(f"{path}:{lineno}: duplicate id {raw['id']!r}")
-        seen.add(raw["id"])
-        doc = (source.parent / raw["doc"]).resolve()
-        if not doc.is_file():
-            raise InputError(f"{path}:{lineno}: document {raw['doc']} not found")
-        options = dict(raw.get("options") or {}) if kind == "mcq" else {}
-        records.append(
-            Record(
-                id=raw["id"],
-                doc=str(doc),
-                question=Question(raw["question"], kind, options),
-                answer=raw.get("answer"),
-                answers=tuple(raw.get("answers") or ()),
-                evidence=tuple(int(g) for g in raw.get("evidence") or ()),
-                pair=raw.get("pair"),
-            )
-        )
+            raise InputError(f"{where}: not JSON ({exc.msg})") from None
+        record = _record(raw, where, source)
+        if record.id in seen:
+            raise InputError(f"{where}: duplicate id {record.id!r}")
+        seen.add(record.id)
+        records.append(record)
     if not records:
         raise InputError(f"{path} holds no records")
     return records
+
+
+def _record(raw: object, where: str, source: Path) -> Record:
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: a record is a JSON object, not {json.dumps(raw)[:40]}")
+    for key in ("id", "doc", "kind", "question"):
+        if key not in raw:
+            raise InputError(f"{where}: record has no {key!r}")
+
+    def field(key: str, ok: bool, want: str) -> None:
+        if not ok:
+            raise InputError(f"{where}: {key!r} must be {want}, not {json.dumps(raw[key])[:40]}")
+
+    field("id", isinstance(raw["id"], (str, int)) and not isinstance(raw["id"], bool), "a string or a number")
+    field("doc", isinstance(raw["doc"], str) and raw["doc"].strip() != "", "a file path")
+    kind = raw["kind"]
+    field("kind", kind in KINDS, f"one of {', '.join(KINDS)}")
+    field("question", isinstance(raw["question"], str) and raw["question"].strip() != "", "a non-empty string")
+    options: dict[str, str] = {}
+    if kind == "mcq":
+        if not raw.get("options"):
+            raise InputError(f"{where}: an mcq record needs options")
+        field(
+            "options",
+            isinstance(raw["options"], dict)
+            and len(raw["options"]) >= 2
+            and all(isinstance(v, str) and v.strip() for v in raw["options"].values()),
+            'an object of at least two labelled texts ({"A": "...", "B": "..."})',
+        )
+        options = {str(k): v for k, v in raw["options"].items()}
+    evidence = raw.get("evidence") or []
+    if evidence:
+        ids_ok = isinstance(evidence, list) and all(_paragraph_id(g) is not None for g in evidence)
+        field("evidence", ids_ok, "a list of paragraph ids (positive integers)")
+    answers = raw.get("answers") or []
+    if answers:
+        field("answers", isinstance(answers, list) and all(isinstance(a, str) for a in answers), "a list of strings")
+    doc = (source.parent / raw["doc"]).resolve()
+    if not doc.is_file():
+        raise InputError(f"{where}: document {raw['doc']} not found")
+    return Record(
+        id=str(raw["id"]),
+        doc=str(doc),
+        question=Question(raw["question"], kind, options),
+        answer=raw.get("answer"),
+        answers=tuple(answers),
+        evidence=tuple(_paragraph_id(g) for g in evidence),
+        pair=raw.get("pair"),
+    )
+
+
+def _paragraph_id(value: object) -> int | None:
+    """A paragraph id from a JSON number or a string of digits; None if it is neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, str) and value.strip().isdigit() and int(value) > 0:
+        return int(value)
+    return None
 
 
 def spread_sample(records: list, n: int) -> list:

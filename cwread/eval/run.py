@@ -139,6 +139,9 @@ def evaluate(
         raise InputError("--limit must be a positive number")
     if options.resume and not options.out:
         raise InputError("--resume needs --out (the results file to continue)")
+    for path, flag in ((options.out, "--out"), (options.report, "--report")):
+        if path is not None:  # before any work: a finished run's summary is never lost
+            api.check_output_path(path, flag)
     records = load_records(options.data)
     limit = options.limit
     records = spread_sample(records, limit) if options.spread and limit else records[:limit]

@@ -1,0 +1,36 @@
+"""Text from outside (a book, a question, a model's reply, a file name) made safe to print.
+
+A book may hold terminal control sequences: `ESC ]52` writes the clipboard, `ESC ]0;` the
+window title, `ESC [2J` clears the screen, and the 8-bit CSI (U+009B) does the same without
+an ESC. Every C0 and C1 control character but newline and tab, and DEL, is replaced by a
+visible stand-in of one character, so character offsets (a quote's highlight) stay right and
+the reader still sees that something was there. JSON output keeps the text exact: it escapes
+control characters itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_NEWLINE = re.compile(r"[\n\t]")
+
+
+def _stand_in(match: re.Match) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # the Unicode control pictures: ESC → ␛, BEL → ␇
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    return "\ufffd"  # C1 controls have no pictures
+
+
+def printable(text: str) -> str:
+    """`text` with every control character but newline and tab replaced by a visible stand-in
+    of one character (C0 by its control picture, DEL by ␡, C1 by U+FFFD)."""
+    return _CONTROL.sub(_stand_in, text)
+
+
+def one_line(text: str) -> str:
+    """`printable`, and newlines and tabs as spaces: for a message that must stay one line."""
+    return _NEWLINE.sub(" ", printable(text))
