@@ -77,6 +77,9 @@ __all__ = [
 ]
 
 
+MAX_QUESTION_CHARS = 4000  # a question with its options: about 1,000 tokens of an 8k context
+
+
 def open_document(path: str, encoding: str | None = None) -> Document:
     """Read a text file ("-" for stdin) into numbered paragraphs."""
     return load_document(path, encoding=encoding)
@@ -143,11 +146,18 @@ def make_question(
     """A validated Question: "claim" to verify, "mcq" with options ("A=text" strings or a
     dict), else "open". InputError for an empty text or bad options."""
     text = (text or "").strip()
+    what = "claim" if claim else "question"
     if not text:
-        raise InputError("the claim is empty" if claim else "the question is empty")
+        raise InputError(f"the {what} is empty")
+    parsed = {} if claim else dict(options) if isinstance(options, dict) else parse_options(options)
+    size = len(text) + sum(len(v) for v in parsed.values())
+    if size > MAX_QUESTION_CHARS:  # it goes to the model with every segment: refuse before any call
+        raise InputError(
+            f"the {what}{' and its options run' if parsed else ' runs'} to {size:,} characters; cwread takes "
+            f"up to {MAX_QUESTION_CHARS:,} (it is sent with every segment the Finder reads)"
+        )
     if claim:
         return Question(text, "claim")
-    parsed = dict(options) if isinstance(options, dict) else parse_options(options)
     return Question(text, "mcq", parsed) if parsed else Question(text, "open")
 
 
@@ -242,9 +252,9 @@ def ask(
     write). The Trace holds the answer (None if no reply parsed, or the quotes do not
     support it) and every step.
     """
-    found = find(document, question, budget, embedder, method, progress)
-    if selection is None:
+    if selection is None:  # first: a bad setting or a missing server is told before any work
         selection = select_backends(settings or BackendSettings())
+    found = find(document, question, budget, embedder, method, progress)
     if notice:
         notice(selection.why)
     mode = resolve_answer_mode(answer_mode, selection)

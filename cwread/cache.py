@@ -108,13 +108,13 @@ def file_sha256(path: Path) -> str:
 def read_entry(entry: Path, meta_check: Callable[[dict], bool] | None = None) -> dict | None:
     """The manifest's `meta` of a verified entry, or None (and the entry removed) if unusable."""
     manifest_path = entry / "manifest.json"
-    if not manifest_path.is_file():
-        if entry.exists():
+    if entry.is_symlink() or not manifest_path.is_file():  # a link may lead anywhere: not ours
+        if entry.is_symlink() or entry.exists():
             _remove(entry)
         return None
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        if manifest.get("format") != CACHE_FORMAT:
+        if not isinstance(manifest, dict) or manifest.get("format") != CACHE_FORMAT:
             raise ValueError("format")
         for name, expect in manifest["files"].items():
             path = entry / name
@@ -124,7 +124,7 @@ def read_entry(entry: Path, meta_check: Callable[[dict], bool] | None = None) ->
         if meta_check is not None and not meta_check(meta):
             raise ValueError("meta")
         return meta
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         _remove(entry)
         return None
 
@@ -238,7 +238,7 @@ def remove_entry(entry: Path) -> None:
 
 
 def _remove(path: Path) -> None:
-    if path.is_dir():
+    if path.is_dir() and not path.is_symlink():  # a link is removed, never what it leads to
         shutil.rmtree(path, ignore_errors=True)
     else:
         with suppress(OSError):

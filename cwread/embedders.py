@@ -157,11 +157,30 @@ def _load_embedder(spec: str) -> Embedder:
             f"--embedder {spec}: no such folder (give minilm-static, minilm, none, or the folder of a "
             "sentence-transformers model)"
         )
+    if not path.exists() and not _in_hub_cache(spec):  # nothing is ever downloaded: fail at once
+        raise InputError(
+            f"--embedder {spec}: not a shipped embedder, a local folder, or a model already in the "
+            "local model cache (give minilm-static, minilm, none, or a sentence-transformers folder)"
+        )
     fingerprint = f"st:{path.resolve()}" if path.exists() else f"st:{spec}"
     return _load_sentence_transformer(str(path) if path.exists() else spec, spec, fingerprint)
 
 
+def _in_hub_cache(name: str) -> bool:
+    """Whether a model hub name ("org/model", or a bare one sentence-transformers would look up
+    under its own org) already has a snapshot in the local model cache."""
+    import os
+
+    home = Path(os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface")
+    hub = Path(os.environ.get("HF_HUB_CACHE") or home / "hub")
+    names = [name] if "/" in name else [name, f"sentence-transformers/{name}"]
+    return any((hub / f"models--{n.replace('/', '--')}" / "snapshots").is_dir() for n in names)
+
+
 def _load_sentence_transformer(where: str, name: str, fingerprint: str) -> SentenceTransformerEmbedder:
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # read when the hub client is imported: set first
     try:
         import torch
         from sentence_transformers import SentenceTransformer

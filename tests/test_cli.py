@@ -161,14 +161,16 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, story, cache_dir, ma
     assert "Traceback" not in err
 
 
-def test_missing_embedding_model_is_exit_3(capsys, story, cache_dir):
+def test_missing_embedding_model_is_exit_2_and_a_broken_one_exit_3(capsys, story, cache_dir, monkeypatch):
     code, _, err = run(capsys, "find", str(story), "q", "--embedder", str(story.parent / "no-model"))
     assert code == 2 and "no such folder" in err and "Traceback" not in err  # a bad path: input
+    monkeypatch.setenv("HF_HOME", str(cache_dir / "hf"))
     code, _, err = run(capsys, "find", str(story), "q", "--embedder", "no-such-cached-model")
-    assert code == 3 and err.strip().splitlines() == [
-        "cwread: error: cannot load embedding model 'no-such-cached-model' (OSError); give a local "
-        "sentence-transformers directory, or --embedder minilm-static"
-    ]
+    assert code == 2 and "not a shipped embedder, a local folder, or a model already in the local model cache" in err
+    # a name the local model cache holds, but broken: the loader's failure is a model error
+    (cache_dir / "hf" / "hub" / "models--sentence-transformers--broken" / "snapshots").mkdir(parents=True)
+    code, _, err = run(capsys, "find", str(story), "q", "--embedder", "broken")
+    assert code == 3 and err.strip().splitlines()[-1].startswith("cwread: error: cannot load embedding model 'broken' (")
 
 
 def test_debug_shows_the_traceback(capsys, tmp_path):

@@ -300,3 +300,369 @@ def test_json_errors_are_one_json_document_with_the_exit_code(
         assert document["version"] == 1
         assert document["error"]["code"] == code and document["error"]["kind"] == kind
         assert document["error"]["message"]
+
+
+# ---- issue 22: the second reliability sweep ----------------------------------------------
+
+
+class _HangingServer:
+    """An OpenAI-compatible server on loopback that lists one model and never answers a chat
+    call (until the test ends): the server that hangs."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.release = threading.Event()
+        self.calls = 0
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                body = json.dumps({"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "test"}]})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def do_POST(self):
+                server.calls += 1
+                server.release.wait(60)  # bounded: the test ends it sooner
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def hanging_server():
+    server = _HangingServer()
+    yield server
+    server.close()
+
+
+def _cli(*args, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cwread", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("json_out", [False, True], ids=["view", "json"])
+def test_ctrl_c_while_a_server_hangs_exits_130_at_once(story, cache_dir, hanging_server, json_out):
+    import signal
+    import time
+
+    args = ["ask", str(story), "Who kept the lighthouse?", "--base-url", hanging_server.url, "--no-cache"]
+    proc = _cli(*args, *(["--json"] if json_out else []), env={**os.environ, "CWREAD_CACHE_DIR": str(cache_dir)})
+    deadline = time.monotonic() + 30
+    while hanging_server.calls == 0 and time.monotonic() < deadline:  # the Finder's calls are out
+        time.sleep(0.1)
+    assert hanging_server.calls > 0
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    out, err = proc.communicate(timeout=10)
+    assert time.monotonic() - sent < 3, "took too long to stop after Ctrl-C"
+    assert proc.returncode == 130
+    assert b"Traceback" not in err
+    assert [line for line in err.decode().splitlines() if "interrupted" in line] == ["cwread: interrupted"]
+    if json_out:
+        assert json.loads(out)["error"]["kind"] == "interrupted"
+
+
+def test_a_server_that_hangs_is_one_line_naming_it_and_the_timeout(capsys, story, cache_dir, hanging_server):
+    code, _out, err = run(
+        capsys, "ask", str(story), "Who kept the lighthouse?", "--base-url", hanging_server.url,
+        "--timeout", "0.5", "--no-cache", "--workers", "1",
+    )
+    assert code == 3
+    errors = [line for line in err.splitlines() if line.startswith("cwread: error:")]
+    assert len(errors) == 1
+    assert hanging_server.url in errors[0] and "did not answer within" in errors[0]
+    assert "--timeout" in errors[0] and "CWREAD_TIMEOUT" in errors[0]
+    assert hanging_server.calls == 1  # not retried
+
+
+def test_the_default_timeout_is_tens_of_seconds_scaled_to_the_tokens_asked():
+    from cwread.backends import call_timeout
+
+    finder_call = call_timeout(prompt_tokens=800, max_tokens=160)
+    assert 30 < finder_call < 60
+    assert call_timeout(8000, 480) > call_timeout(800, 160)  # a long prompt gets longer
+
+
+def test_the_timeout_flag_and_its_environment_are_used(monkeypatch):
+    from cwread.backends.select import BackendSettings
+
+    assert BackendSettings().resolved().timeout is None  # scaled per call
+    monkeypatch.setenv("CWREAD_TIMEOUT", "12")
+    assert BackendSettings().resolved().timeout == 12
+    assert BackendSettings(timeout=3).resolved().timeout == 3
+    monkeypatch.setenv("CWREAD_TIMEOUT", "soon")
+    with pytest.raises(Exception, match="CWREAD_TIMEOUT must be a positive number"):
+        BackendSettings().resolved()
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "fifo"])
+def test_a_path_that_is_not_a_regular_file_is_refused_at_once(capsys, tmp_path, path):
+    if path == "fifo":  # no writer: opening it would block forever
+        path = str(tmp_path / "fifo")
+        os.mkfifo(path)
+    code, out, err = run(capsys, "show", path, "1")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "not a regular file" in err and "standard input" in err
+
+
+def test_piped_text_beyond_the_limit_stops_at_the_limit(tmp_path, monkeypatch):
+    proc = subprocess.run(
+        [sys.executable, "-m", "cwread", "show", "-", "1"],
+        cwd=REPO,
+        input=b"x" * 5000,
+        capture_output=True,
+        env={**os.environ, "CWREAD_MAX_BYTES": "1000"},
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.decode().strip() == (
+        "cwread: error: standard input holds more than 1000 bytes, the most cwread reads "
+        "(raise the limit with CWREAD_MAX_BYTES)"
+    )
+
+
+def test_a_reader_that_goes_away_is_no_error(tmp_path):
+    book = REPO / "examples" / "the_hound_of_the_baskervilles.txt"
+    proc = _cli("show", str(book), "1-1500")
+    proc.stdout.readline()
+    proc.stdout.close()  # as `| head -1` does
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0
+    assert err == b""
+
+
+@pytest.mark.parametrize("json_out", [False, True], ids=["view", "json"])
+def test_a_full_stdout_is_one_line_exit_3(story, json_out):
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "cwread", "show", str(story), "1-6", *(["--json"] if json_out else [])],
+            cwd=REPO,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+    assert proc.returncode == 3
+    assert proc.stderr.decode().splitlines() == ["cwread: error: cannot write the output: No space left on device"]
+
+
+def test_a_forced_encoding_still_refuses_binary_looking_text(capsys, tmp_path):
+    book = tmp_path / "u16.txt"
+    book.write_bytes(("Hello world, a text.\n\n" * 50).encode("utf-16-le"))
+    code, out, err = run(capsys, "show", str(book), "1", "--encoding", "ascii")
+    assert code == 2 and "\x00" not in out
+    assert "read as ascii" in err and "--encoding" in err
+
+
+def test_one_invalid_byte_keeps_utf8_and_says_so(capsys, tmp_path):
+    book = tmp_path / "bad.txt"
+    padding = "\n\nThe river ran past the mill all summer long." * 20
+    book.write_bytes("“Hello,” she said. Café.\n\nSecond one.".encode() + b" Bad \xff byte." + padding.encode())
+    code, out, err = run(capsys, "show", str(book), "1-2")
+    assert code == 0
+    assert "“Hello,” she said. Café." in out and "Bad \ufffd byte." in out
+    warnings = [line for line in err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "1 invalid byte" in warnings[0] and "--encoding" in warnings[0]
+    code, out, _ = run(capsys, "show", str(book), "1", "--encoding", "latin-1")  # the user decides
+    assert code == 0 and "Caf\u00c3\u00a9" in out
+
+
+def test_a_cp1252_text_is_still_read_as_cp1252(capsys, tmp_path):
+    book = tmp_path / "old.txt"
+    book.write_bytes("“Quoted,” said the café owner, naïvely.\n".encode("cp1252"))
+    code, out, err = run(capsys, "show", str(book), "1", "--json")
+    assert code == 0 and json.loads(out)["document"]["encoding"] == "cp1252"
+    assert "warning" not in err
+
+
+def test_output_paths_are_checked_before_any_model_call(capsys, story, cache_dir, scripted, tmp_path):
+    code, _out, err = run(
+        capsys, "ask", str(story), "Who kept it?", "--backend", "scripted", "--trace", str(tmp_path / "no/such/t.json")
+    )
+    assert code == 2 and "does not exist" in err and "--trace" in err
+    assert scripted.finder.requests == [] and scripted.interpreter.requests == []
+
+
+@pytest.mark.parametrize("flag", ["--out", "--report"])
+def test_eval_output_paths_are_checked_before_any_work(capsys, tmp_path, flag, monkeypatch):
+    from cwread.eval import run as eval_run
+
+    def never(*args, **kwargs):
+        raise AssertionError("records were read before the output path was checked")
+
+    monkeypatch.setattr(eval_run, "load_records", never)
+    data = tmp_path / "d.jsonl"
+    data.write_text("{}\n")
+    code, _out, err = run(capsys, "eval", str(data), "-m", "retrieval", flag, str(tmp_path / "missing/x"))
+    assert code == 2 and flag in err and "does not exist" in err
+
+
+def test_eval_output_in_a_read_only_folder_is_refused(capsys, tmp_path, monkeypatch):
+    from cwread import cache as cache_module
+
+    real = cache_module.tempfile.mkstemp
+
+    def read_only(*args, dir=None, **kwargs):
+        if dir is not None and Path(dir) == tmp_path / "ro":
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real(*args, dir=dir, **kwargs)
+
+    (tmp_path / "ro").mkdir()
+    monkeypatch.setattr(cache_module.tempfile, "mkstemp", read_only)
+    data = tmp_path / "d.jsonl"
+    data.write_text("{}\n")
+    code, _out, err = run(capsys, "eval", str(data), "--report", str(tmp_path / "ro" / "r.md"))
+    assert code == 2 and "is read-only" in err
+
+
+def test_trace_onto_an_existing_file_replaces_it_keeping_its_mode(capsys, story, cache_dir, scripted, tmp_path):
+    from tests.scripted_replies import smart_interpreter
+
+    scripted.interpreter._default = smart_interpreter
+    target = tmp_path / "t.json"
+    target.write_text("old")
+    target.chmod(0o644)
+    code, _, err = run(capsys, "ask", str(story), "What was the cat called?", "--backend", "scripted", "--trace", str(target))
+    assert code in (0, 4), err
+    assert json.loads(target.read_text())["question"] == "What was the cat called?"
+    assert target.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize(
+    "line, field",
+    [
+        ("42", "a record is a JSON object"),
+        ('{"id": "x", "doc": "s.txt", "kind": "open", "question": "q", "evidence": ["seven"]}', "'evidence'"),
+        ('{"id": "x", "doc": "s.txt", "kind": "mcq", "question": "q", "options": ["a", "b"]}', "'options'"),
+        ('{"id": "x", "doc": "s.txt", "kind": "open", "question": null}', "'question'"),
+        ('{"id": ["x"], "doc": "s.txt", "kind": "open", "question": "q"}', "'id'"),
+    ],
+)
+def test_bad_eval_records_are_one_line_naming_file_line_and_field(capsys, story, tmp_path, line, field):
+    data = tmp_path / "d.jsonl"
+    good = json.dumps({"id": "ok", "doc": str(story), "kind": "open", "question": "Who?"})
+    data.write_text(good + "\n" + line.replace('"s.txt"', json.dumps(str(story))) + "\n")
+    code, _out, err = run(capsys, "eval", str(data), "-m", "retrieval")
+    assert code == 2
+    assert err.count("\n") == 1 and f"{data}:2:" in err and field in err
+
+
+def test_a_latin1_eval_file_is_one_line(capsys, story, tmp_path):
+    data = tmp_path / "d.jsonl"
+    line = json.dumps({"id": "é", "doc": str(story), "kind": "open", "question": "Qui a gardé le phare?"}, ensure_ascii=False)
+    data.write_bytes(line.encode("latin-1") + b"\n")
+    code, _out, err = run(capsys, "eval", str(data), "-m", "retrieval")
+    assert code == 2 and f"{data}:1: not UTF-8" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:99999", "http://[::1"])
+@pytest.mark.parametrize("backend", ["ollama", "auto"])
+def test_a_bad_ollama_host_is_one_line_naming_the_variable(capsys, story, cache_dir, monkeypatch, host, backend):
+    monkeypatch.setenv("OLLAMA_HOST", host)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    code, _out, err = run(capsys, "ask", str(story), "Who?", "--backend", backend)
+    assert code == 2
+    assert err.count("\n") == 1 and f"OLLAMA_HOST={host}" in err  # before any index is built
+
+
+def _doc_entries(cache_dir: Path) -> Path:
+    return next((cache_dir / "docs").glob("*/*"))
+
+
+def test_a_dense_manifest_that_is_a_list_is_rebuilt(capsys, story, cache_dir):
+    assert run(capsys, "index", str(story))[0] == 0
+    manifest = next(_doc_entries(cache_dir).glob("dense-*/manifest.json"))
+    manifest.write_text("[]")
+    for _ in range(2):
+        code, out, _err = run(capsys, "find", str(story), "Who kept the lighthouse?", "--json")
+        assert code == 0 and json.loads(out)["segments"]
+    assert json.loads(manifest.read_text())["format"] == cache.CACHE_FORMAT
+
+
+def test_a_cache_entry_that_is_a_link_is_removed_not_followed(capsys, story, cache_dir, tmp_path):
+    assert run(capsys, "index", str(story))[0] == 0
+    entry = next(_doc_entries(cache_dir).glob("bm25-*"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("not the cache's")
+    import shutil
+
+    shutil.rmtree(entry)
+    entry.symlink_to(elsewhere)
+    code, out, _err = run(capsys, "find", str(story), "Who kept the lighthouse?", "--json")
+    assert code == 0 and json.loads(out)["segments"]
+    assert not entry.is_symlink() and (entry / "manifest.json").is_file()
+    assert (elsewhere / "keep.txt").read_text() == "not the cache's"
+
+
+def test_a_call_cache_entry_of_the_wrong_shape_is_asked_again(capsys, story, cache_dir, scripted):
+    from tests.scripted_replies import smart_interpreter
+
+    scripted.interpreter._default = smart_interpreter
+    args = ("ask", str(story), "What was the cat called?", "--backend", "scripted", "--json", "--answer", "generative")
+    first = run(capsys, *args)
+    assert first[0] in (0, 4)
+    for entry in (cache_dir / "calls").rglob("*.json"):
+        entry.write_text('{"text": 5}')
+    calls = len(scripted.finder.requests) + len(scripted.interpreter.requests)
+    again = run(capsys, *args)
+    assert again[0] == first[0]
+    assert json.loads(again[1])["answer"] == json.loads(first[1])["answer"]
+    assert len(scripted.finder.requests) + len(scripted.interpreter.requests) > calls  # asked again
+    assert all(isinstance(json.loads(e.read_text())["text"], str) for e in (cache_dir / "calls").rglob("*.json"))
+
+
+def test_an_unknown_embedder_name_fails_at_once_without_the_network(capsys, story, cache_dir, monkeypatch):
+    import socket
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("a network lookup was attempted")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    monkeypatch.setenv("HF_HOME", str(cache_dir / "hf"))
+    monkeypatch.setenv("CWREAD_EMBEDDER", "nonsense")
+    code, _out, err = run(capsys, "find", str(story), "Who?")
+    assert code == 2 and err.count("\n") == 1 and "nonsense" in err and "local model cache" in err
+
+
+def test_a_huge_question_is_refused_before_any_call(capsys, story, cache_dir, scripted):
+    code, _out, err = run(capsys, "ask", str(story), "why " * 25000, "--backend", "scripted")
+    assert code == 2 and "4,000" in err and err.count("\n") == 1
+    assert scripted.finder.requests == []
+
+
+def test_an_internal_error_is_one_line_and_its_traceback_only_on_debug(capsys, story, monkeypatch):
+    from cwread import api
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("bug")
+
+    monkeypatch.setattr(api, "show", broken)
+    code, _out, err = run(capsys, "show", str(story), "1")
+    assert code == 70 and err.count("\n") == 1 and "internal error (ZeroDivisionError: bug)" in err
+    code = main(["show", str(story), "1", "--debug"])
+    assert code == 70 and "Traceback" in capsys.readouterr().err

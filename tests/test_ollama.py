@@ -141,7 +141,7 @@ def test_timeout_is_a_model_error():
     def slow(request):
         raise httpx.ReadTimeout("timed out", request=request)
 
-    with pytest.raises(ModelError, match="did not answer within .* s; raise --timeout"):
+    with pytest.raises(ModelError, match=r"did not answer within .* s; raise --timeout"):
         backend_with(slow).generate(GenerationRequest(messages=(("user", "hi"),)))
 
 

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from cwread.backends import Backend, Generation, GenerationRequest
-from cwread.cache import cache_root, cache_write_error, write_file_atomic
+from cwread.cache import cache_root, cache_write_error, remove_entry, write_file_atomic
 
 CALL_CACHE_VERSION = 1
 
@@ -45,10 +45,15 @@ class CachedBackend:
         path = self.directory / key[:2] / f"{key}.json"
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            generation = Generation(**{**data, "cached": True, "seconds": 0.0})
+            if not isinstance(generation.text, str):
+                raise TypeError("text")
             self.hits += 1
-            return Generation(**{**data, "cached": True, "seconds": 0.0})
-        except (OSError, ValueError, TypeError):
+            return generation
+        except FileNotFoundError:
             pass
+        except (OSError, ValueError, TypeError, AttributeError):  # damaged: asked again, then replaced
+            remove_entry(path)
         generation = self.inner.generate(request)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,163 @@
+"""Book text never reaches the terminal raw: every control character from outside (the book,
+the question, a model's reply, a file name) is neutralised before it is printed, in the Rich
+view on a terminal and in plain piped output; `--json` keeps the text exact."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import sys
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cwread.cli import main
+from cwread.terminal import printable
+from tests.conftest import REPO
+
+# what a hostile book may hold: clipboard write, window title, clear screen, a hyperlink,
+# the 8-bit CSI, a bell and a carriage return
+ATTACKS = [
+    "\x1b]52;c;SGVsbG8=\x07",
+    "\x1b]0;PWNED\x07",
+    "\x1b[2J",
+    "\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\",
+    "\x9b31m",
+    "\x07",
+    "\r",
+]
+# Rich's own output on a terminal: styling (SGR), and its progress bar's cursor hiding, line
+# erasing and moving up (a CR only as the start of an erase)
+_RICH = re.compile(rb"\x1b\[[0-9;]*m|\x1b\[\?25[lh]|\x1b\[2K|\x1b\[\d*A|\r(?=\x1b\[2K)")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def hostile_book(tmp_path):
+    filler = "\n\n".join(
+        f"Paragraph {i} tells of the quiet village and the river that ran past the mill." for i in range(60)
+    )
+    text = (
+        "THE LIGHTHOUSE\n\n"
+        f"The fishermen gave her a silver medal {ATTACKS[0]} and {ATTACKS[1]} she kept it.\n\n"
+        f"She cleared {ATTACKS[2]} the table and {ATTACKS[3]} smiled. Red {ATTACKS[4]} sky{ATTACKS[5]}.\n\n"
+        f"{filler}\n"
+    )
+    path = tmp_path / "hostile.txt"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def assert_no_raw_controls(data: bytes) -> None:
+    """Nothing but Rich's own sequences, newline and tab among the control characters of `data`."""
+    # (a CR at a line's start is the progress bar returning there once it is gone)
+    text = _RICH.sub(b"", data).replace(b"\n\r", b"\n").decode("utf-8", errors="replace")
+    found = sorted({hex(ord(c)) for c in _CONTROL.findall(text)})
+    assert found == [], f"raw control characters reached the terminal: {found}"
+
+
+def run_in_pty(args: list[str], env: dict) -> tuple[int, bytes]:
+    """Run `python -m cwread ARGS` with stdout and stderr on a pseudo-terminal."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the CLI on the terminal
+        os.chdir(REPO)
+        os.execvpe(sys.executable, [sys.executable, "-m", "cwread", *args], env)
+    chunks = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 1)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    # the terminal itself turns each newline into CR LF (onlcr): that CR is not the book's
+    return os.waitstatus_to_exitcode(status), b"".join(chunks).replace(b"\r\n", b"\n")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["show", "{book}", "1-3"],
+        ["find", "{book}", "What did the fishermen give her?", "--limit", "3"],
+    ],
+    ids=["show", "find"],
+)
+def test_a_hostile_book_on_a_terminal_shows_no_raw_control(tmp_path, cache_dir, command):
+    book = hostile_book(tmp_path)
+    env = {**os.environ, "CWREAD_CACHE_DIR": str(cache_dir), "COLUMNS": "100", "TERM": "xterm-256color"}
+    code, data = run_in_pty([part.format(book=book) for part in command], env)
+    assert code == 0, data[-500:]
+    assert b"\x1b[" in data, "expected Rich's styling on a terminal"
+    assert_no_raw_controls(data)
+    assert "\u241b]52;c;SGVsbG8=".encode() in data  # shown, visibly, not obeyed
+
+
+def test_ask_on_a_terminal_neutralises_the_book_question_and_reply(capsys, tmp_path, cache_dir, scripted, monkeypatch):
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # Rich styles as on a terminal
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    book = hostile_book(tmp_path)
+    scripted.interpreter.enqueue(
+        '<reason>[2] "The fishermen gave her a silver medal \x1b]52;c;SGVsbG8=\x07 and \x1b]0;PWNED\x07 '
+        'she kept it."</reason><answer>a silver medal \x1b[2J\x9b31m</answer>'
+    )
+    code = main(["ask", str(book), "What did the fishermen \x1b]0;T\x07 give her?", "--backend", "scripted", "--no-cache"])
+    out, err = capsys.readouterr()
+    assert code in (0, 4), err
+    assert "\x1b[" in out  # styled
+    assert_no_raw_controls(out.encode())
+    assert_no_raw_controls(err.encode())
+    assert "\u241b]52;c;SGVsbG8=" in out  # the quote is shown, neutralised
+
+
+def test_json_keeps_the_text_exact_and_escapes_every_control(capsys, tmp_path):
+    book = hostile_book(tmp_path)
+    code = main(["show", str(book), "2-3", "--json"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert _CONTROL.findall(out) == []  # C0 by JSON itself, DEL and C1 by cwread
+    texts = [p["text"] for p in json.loads(out)["paragraphs"]]
+    assert ATTACKS[0] in texts[0] and ATTACKS[4] in texts[1]  # exact after parsing
+
+
+def test_printable_keeps_length_and_newlines():
+    text = "a\x1b[2Jb\tc\nd\x9be\x7f\x00"
+    shown = printable(text)
+    assert len(shown) == len(text)  # quote highlights keep their offsets
+    assert "\n" in shown and "\t" in shown
+    assert _CONTROL.findall(shown) == []
+
+
+_controls = st.sampled_from([chr(c) for c in [*range(0, 9), *range(11, 32), *range(127, 160)]])
+_hostile_text = st.lists(st.one_of(_controls, st.sampled_from(ATTACKS), st.text("abc medal ", min_size=1, max_size=8)), min_size=1, max_size=12).map("".join)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(in_book=_hostile_text, in_question=_hostile_text, in_reply=_hostile_text)
+def test_no_control_character_from_outside_reaches_stdout_or_stderr(
+    capsys, tmp_path, cache_dir, scripted, in_book, in_question, in_reply
+):
+    filler = "\n\n".join(f"The mill by the river turned slowly, day {i}." for i in range(80))
+    book = tmp_path / "b.txt"
+    book.write_text(f"The silver medal {in_book} lay in a tin.\n\n{filler}\n", encoding="utf-8")
+    question = f"Where was the medal {in_question}?"
+    scripted.interpreter.enqueue(f"<reason>[1] \"The silver medal\"</reason><answer>in a tin {in_reply}</answer>")
+    for args in (
+        ["show", str(book), "1-2"],
+        ["find", str(book), question, "--limit", "2"],
+        ["ask", str(book), question, "--backend", "scripted", "--no-cache", "--answer", "generative"],
+    ):
+        code = main(args)
+        out, err = capsys.readouterr()
+        assert code in (0, 2, 4), (args[0], err)  # 2: a book that is mostly control bytes is refused
+        assert _CONTROL.findall(out) == [], args[0]
+        assert _CONTROL.findall(err) == [], args[0]
