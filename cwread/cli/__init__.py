@@ -9,7 +9,6 @@ With `--json`, stdout carries exactly one JSON document; everything else goes to
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from contextlib import suppress
