@@ -244,13 +244,17 @@ def ask(
     progress: IndexProgress | None = None,
     notice: Callable[[str], None] | None = None,
     answer_mode: str = "auto",
+    finder: str = "auto",
+    judge_anyway: bool = False,
 ) -> Trace:
     """Answer a question (or verify a claim) about `document` with quoted paragraphs.
 
     Backends come from `selection` if given, else from `settings` (auto by default).
     `answer_mode`: generative, extractive, or auto (extractive for a model too small to
-    write). The Trace holds the answer (None if no reply parsed, or the quotes do not
-    support it) and every step.
+    write). `finder`: auto (skip a Finder measured to keep nearly everything), on or off.
+    A model too small to judge gives options and claims no verdict, only the best evidence,
+    unless `judge_anyway`. The Trace holds the answer (None if no reply parsed, or the
+    quotes do not support it) and every step, with what was skipped and why.
     """
     if selection is None:  # first: a bad setting or a missing server is told before any work
         selection = select_backends(settings or BackendSettings())
@@ -260,8 +264,9 @@ def ask(
     mode = resolve_answer_mode(answer_mode, selection)
     if notice and question.kind == "open" and answer_mode == "auto" and mode == "extractive":
         notice("answers extractively: the model is too small to write them (--answer generative to override)")
-    if notice and question.kind != "open" and getattr(selection.interpreter, "small", False):
-        # no model-free way to choose a label: say how little the verdict is worth
+    judge = judge_anyway or not getattr(selection.interpreter, "small", False)
+    if notice and question.kind != "open" and judge and getattr(selection.interpreter, "small", False):
+        # asked for anyway: say how little the verdict is worth
         notice(
             "the model is too small to judge options or claims: its verdict is near chance "
             "(cwread doctor says how to run one that reads)"
@@ -277,6 +282,8 @@ def ask(
         workers=workers,
         progress=progress,
         answer_mode=mode,
+        finder=finder,
+        judge=judge,
     )
     timings = {**found.timings, **trace.timings}
     timings["total"] = round(sum(timings.values()), 3)
@@ -293,9 +300,12 @@ def run_pipeline(
     progress: IndexProgress | None = None,
     packet: Packet | None = None,
     answer_mode: str = "generative",
+    finder: str = "auto",
+    judge: bool = True,
 ) -> Trace:
     """The method on retrieved segments: Finder → packet → Interpreter → self-check (τ(q)
-    decides when `self_check` is None). Given a `packet`, the Finder and packing are skipped."""
+    decides when `self_check` is None). Given a `packet`, the Finder and packing are skipped;
+    `finder` and `judge` as in `ask`."""
     return pipeline.answer(
         found.document,
         question,
@@ -310,8 +320,32 @@ def run_pipeline(
         progress=progress,
         packet=packet,
         answer_mode=answer_mode,
-        rank=sentence_ranker(found) if question.kind == "open" else None,  # labels need none
+        rank=sentence_ranker(found),
+        skip_finder=finder_skip_reason(finder, selection.finder),
+        judge=judge,
     )
+
+
+FINDER_CHOICES = ("auto", "on", "off")
+NO_VERDICT = (
+    "the model judges options and claims at chance, so it is not asked; the best evidence is "
+    "shown. Serve a model that reads (cwread doctor says how), or pass --judge-anyway"
+)
+
+
+def finder_skip_reason(choice: str, finder: Backend) -> str | None:
+    """Why the Finder is not run (None: it runs): `choice` off, or auto with a Finder measured
+    to keep nearly every segment it reads, whose calls could not change the answer."""
+    if choice not in FINDER_CHOICES:
+        raise InputError(f"--finder must be one of {', '.join(FINDER_CHOICES)}, not {choice!r}")
+    if choice == "off":
+        return "--finder off: every segment read is taken as kept"
+    if choice == "auto" and getattr(finder, "keeps_nearly_all", False):
+        return (
+            f"{finder.model} keeps nearly every segment it reads (99.7% on FairytaleQA dev), so its "
+            "calls could not change the answer; every segment read is taken as kept (--finder on runs it)"
+        )
+    return None
 
 
 def sentence_ranker(found: FindResult) -> grounding.Rank:

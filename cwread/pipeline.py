@@ -225,8 +225,9 @@ def _best_evidence(
     fit it best, up to BEST_EVIDENCE in all."""
     asked = grounding.content_words(question.text)
     shown = [q for q in (final.quotes if final else ()) if asked & grounding.content_words(q.text)]
+    wanted = " ".join([question.text, *question.options.values()])  # the options say what counts
     candidates = grounding.best_sentences(
-        question.text, [*packet.evidence(), *(retrieved or [])], BEST_EVIDENCE + len(shown), rank=rank
+        wanted, [*packet.evidence(), *(retrieved or [])], BEST_EVIDENCE + len(shown), rank=rank
     )
     for quote in candidates:
         if len(shown) < BEST_EVIDENCE and not any(
@@ -264,35 +265,51 @@ def answer(
     packet: Packet | None = None,
     answer_mode: str = "generative",
     rank: grounding.Rank | None = None,
+    skip_finder: str | None = None,
+    judge: bool = True,
 ) -> Trace:
     """Run the Finder over the first `budget.read` segments, pack, interpret, self-check.
 
     Ablations and baselines enter midway: given a `packet`, the Finder and packing are skipped.
     `rank` scores sentences for extractive answers and best evidence (see `decide`).
+    `skip_finder` (why): every segment read is taken as kept, as that Finder would have kept
+    it. `judge` False: options and claims get no verdict, only the best evidence.
     """
     t0 = time.perf_counter()
     verdicts: tuple[Verdict, ...] = ()
+    skipped: dict[str, str] = {}
+    read = segments[: budget.read]
     # the best evidence shown when the answer is withheld may come from what the Finder read
-    retrieved = _paragraphs(document, segments[: budget.read]) if packet is None else None
-    if packet is None:
-        verdicts = run_finder(
-            finder, document, segments[: budget.read], question, workers, progress, budget.keep_threshold
-        )
+    retrieved = _paragraphs(document, read) if packet is None else None
+    kept = None
+    if packet is None and skip_finder:
+        skipped["finder"] = skip_finder
+        taken = [Verdict(s, "YES", "") for s in read]
+        packet = pack(document, taken, budget, lambda evidence: packet_fits(interpreter, question, evidence))
+        kept = retrieved
+    elif packet is None:
+        verdicts = run_finder(finder, document, read, question, workers, progress, budget.keep_threshold)
     t1 = time.perf_counter()
     if packet is None:
         packet = pack(
             document, list(verdicts), budget, lambda evidence: packet_fits(interpreter, question, evidence)
         )
+    if kept is None:
+        kept = _kept(document, verdicts)
     # An extractive answer is chosen without the model (see `decide`): the Interpreter and its
     # self-check would cost their calls (half of the README example's time) and change nothing.
     extract = question.kind == "open" and answer_mode == "extractive"
+    unjudged = question.kind != "open" and not judge
+    if unjudged:
+        skipped["interpreter"] = "the model judges options and claims at chance: no verdict is asked of it"
     first = None
-    if not extract:
+    if not extract and not unjudged:
         if progress:
             progress("interpreter", 0, 1)
         first = interpret(interpreter, question, packet)
     t2 = time.perf_counter()
-    triggered = not extract and (agents.needs_self_check(question) if self_check is None else self_check)
+    asked = not extract and not unjudged
+    triggered = asked and (agents.needs_self_check(question) if self_check is None else self_check)
     checked = None
     if triggered and first.answer is not None:
         if progress:
@@ -300,6 +317,10 @@ def answer(
         checked = interpret(interpreter, question, packet, previous=(first.answer, first.reason))
     t3 = time.perf_counter()
     final = checked if checked is not None and checked.answer is not None else first
+    if unjudged:
+        outcome = Answer(None, None, "evidence-only", False, _best_evidence(question, None, packet, retrieved, rank), True)
+    else:
+        outcome = decide(question, final, packet, answer_mode, retrieved, kept, rank)
     return Trace(
         document=document,
         question=question,
@@ -321,7 +342,8 @@ def answer(
             "interpreter": round(t2 - t1, 3),
             "self_check": round(t3 - t2, 3),
         },
-        outcome=decide(question, final, packet, answer_mode, retrieved, _kept(document, verdicts), rank),
+        outcome=outcome,
+        skipped=skipped,
     )
 
 

@@ -168,7 +168,9 @@ class Answer:
 
     text: str | None
     model_answer: str | None  # what the Interpreter wrote (None: no readable reply, or not asked)
-    mode: str  # "generative": the Interpreter's words; "extractive": the best-fitting quote
+    # "generative": the Interpreter's words; "extractive": the best-fitting quote; "evidence-only":
+    # no verdict asked of a model that judges at chance, only the best evidence shown
+    mode: str
     supported: bool  # the quotes back the answer (open: cover its content words)
     quotes: tuple[Quote, ...] = ()
     withheld: bool = False  # not determined from the text: the quotes are the best evidence
@@ -199,6 +201,8 @@ class Trace:
     models: dict[str, str] = field(hash=False)
     timings: dict[str, float] = field(default_factory=dict, hash=False)
     outcome: Answer = NO_ANSWER
+    # stages not run because their calls could not change the answer: stage -> why
+    skipped: dict[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def final(self) -> AgentCall | None:

@@ -228,6 +228,9 @@ def answer_view(trace: Trace) -> None:
             head.append(f"  {printable(question.options[trace.answer])}")
         if outcome.mode == "extractive" and question.kind == "open":
             head.append("  (quoted from the text)", style="dim")
+    elif outcome.mode == "evidence-only":
+        head.append("no verdict", style="bold yellow")
+        head.append(f"\n{trace.skipped.get('interpreter', '')}; read the evidence below.", style="dim")
     elif outcome.abstained:
         head.append("not determined from the text", style="bold yellow")
         if outcome.mode == "extractive":
@@ -268,15 +271,22 @@ def answer_view(trace: Trace) -> None:
                 line.stylize("bold reverse", len(f"[{pid}] ") + start, len(f"[{pid}] ") + end)
             out.print(line)
             out.print()
+    for stage, why in trace.skipped.items():
+        if stage != "interpreter" or outcome.mode != "evidence-only":  # that one is said above
+            out.print(Text(f"{stage.capitalize()} skipped: {printable(why)}", style="dim"))
     kept = sum(v.decision == "YES" for v in trace.verdicts)
+    finder_line = (
+        "Finder skipped" if "finder" in trace.skipped else f"Finder kept {kept} of {len(trace.verdicts)} segments"
+    )
     tokens = trace.tokens()
     checked = "self-checked" if trace.self_check else "no self-check"
     forged = sum(len(c.forged) for c in trace.agent_calls)
     out.print(
         Text(
-            f"Finder kept {kept} of {len(trace.verdicts)} segments; packet {len(trace.packet.items)} "
+            f"{finder_line}; packet {len(trace.packet.items)} "
             f"paragraphs ({', '.join(map(str, trace.packet.ids[:12]))}{'…' if len(trace.packet.items) > 12 else ''})"
-            f"{' (fallback: nothing kept)' if trace.packet.fallback else ''}; {checked}; "
+            f"{' (fallback: nothing kept)' if trace.packet.fallback else ''}"
+            f"{'' if trace.agent_calls else '; no model call'}; {checked}; "
             f"{f'{forged} quote(s) not in the text dropped; ' if forged else ''}"
             f"{tokens['prompt']} prompt tokens; {trace.timings.get('total', 0):.1f} s",
             style="dim",

@@ -127,6 +127,7 @@ def ask_json(trace: Trace) -> dict:
         "packet_fallback": trace.packet.fallback,
         "packet_left_out": list(trace.packet.left_out),
         "finder": [_verdict_json(v) for v in trace.verdicts],
+        "skipped": dict(trace.skipped),
         "interpreter": _call_json(interp),
         "self_check": {
             "triggered": trace.self_check_triggered,

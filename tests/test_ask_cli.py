@@ -341,21 +341,70 @@ def test_extractive_why_answer_gives_the_reason_and_quotes_its_sentence(capsys, 
     assert paragraph[quote["start"] : quote["end"]] == quote["quote"]
 
 
-def test_a_verdict_of_a_model_too_small_to_judge_comes_with_a_warning(capsys, story, cache_dir, scripted):
-    def verify(small: bool):
+def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story, cache_dir, scripted):
+    def verify(small: bool, *extra: str):
         scripted.interpreter.small = small
         scripted.interpreter.enqueue(
             '<reason>[5] "The fishermen of the harbour later gave her a silver medal"</reason><answer>TRUE</answer>'
         )
         return run(
             capsys, "verify", str(story), "The fishermen gave her a medal.", "--backend", "scripted",
-            "--no-cache", "--self-check", "off",
+            "--no-cache", "--self-check", "off", *extra,
         )
 
-    code, out, err = verify(small=True)
+    asked = len(scripted.interpreter.requests)
+    code, out, err = verify(True)
+    assert code == 4 and "no verdict" in out and "TRUE" not in out
+    assert "[5]" in out and "Best evidence" in out  # the evidence to read instead
+    assert len(scripted.interpreter.requests) == asked  # the model was not asked
+    errors = [line for line in err.splitlines() if line.startswith("cwread: error:")]
+    assert len(errors) == 1 and "judges options and claims at chance" in errors[0]
+    assert "--judge-anyway" in errors[0] and "cwread doctor" in errors[0]
+    assert verify(True, "--quiet")[0] == 4  # a script gets "not determined", never a coin flip
+    scripted.interpreter._queue.clear()
+
+    code, out, err = verify(True, "--judge-anyway")  # today's behaviour, with its warning
     assert code == 0 and "TRUE" in out
     assert "too small to judge options or claims: its verdict is near chance" in err
-    assert "near chance" not in verify(small=False)[2]
+    code, out, err = verify(False)
+    assert code == 0 and "near chance" not in err
+
+
+def test_a_small_model_gives_options_no_verdict_in_the_json_trace(capsys, story, cache_dir, scripted):
+    scripted.interpreter.small = True
+    code, out, err = run(
+        capsys, "ask", str(story), "What did the fishermen give her?", "-o", "A=a medal", "-o", "B=a boat",
+        "--backend", "scripted", "--no-cache", "--json",
+    )
+    trace = json.loads(out)
+    assert code == 4 and trace["answer"] is None and trace["answer_mode"] == "evidence-only"
+    assert trace["abstained"] is True and trace["quotes"] and trace["interpreter"] is None
+    assert "at chance" in trace["skipped"]["interpreter"]
+
+
+def test_a_finder_measured_to_keep_everything_is_not_called(capsys, story, cache_dir, scripted):
+    scripted.finder.keeps_nearly_all = True
+    args = ("ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--no-cache",
+            "--answer", "extractive", "--json")
+    code, out, err = run(capsys, *args)
+    trace = json.loads(out)
+    assert code == 0 and scripted.finder.requests == []
+    assert "keeps nearly every segment" in trace["skipped"]["finder"] and trace["finder"] == []
+    assert trace["citations"] == [5]  # the extractive answer from the segments read
+    code, out, _ = run(capsys, *args, "--finder", "on")  # run it anyway
+    assert code == 0 and scripted.finder.requests and "finder" not in json.loads(out)["skipped"]
+    assert json.loads(out)["citations"] == [5]
+
+
+def test_the_view_says_the_finder_was_skipped_and_why(capsys, story, cache_dir, scripted):
+    code, out, _ = run(
+        capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--no-cache",
+        "--answer", "extractive", "--finder", "off",
+    )
+    assert code == 0 and scripted.finder.requests == []
+    assert "Finder skipped: --finder off" in out and "no model call" in out
+    code, _, err = run(capsys, "ask", str(story), "Who?", "--backend", "scripted", "--finder", "sometimes")
+    assert code == 2 and "--finder must be one of auto, on, off" in err
 
 
 def test_an_extractive_question_the_text_does_not_touch_exits_4_without_claiming_evidence(

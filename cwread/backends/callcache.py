@@ -26,6 +26,7 @@ class CachedBackend:
         self.model = inner.model
         self.concurrency = inner.concurrency
         self.small = getattr(inner, "small", False)
+        self.keeps_nearly_all = getattr(inner, "keeps_nearly_all", False)
         self.directory = directory or cache_root() / "calls"
         self.hits = 0
 

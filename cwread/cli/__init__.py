@@ -214,6 +214,8 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
             progress=progress,
             notice=None if quiet else render.notice,
             answer_mode=run.answer,
+            finder=run.finder,
+            judge_anyway=run.judge_anyway,
         )
     data = trace.ask_json(result)
     if run.trace is not None:
@@ -222,6 +224,8 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
         render.print_json(data)
     elif not quiet:
         render.answer_view(result)
+    if result.outcome.mode == "evidence-only":
+        raise AnswerError(f"no verdict: {api.NO_VERDICT}", quiet=quiet)
     if result.outcome.abstained:
         why = (
             "no sentence of the evidence the Finder kept shares enough of the question"

@@ -266,6 +266,8 @@ class AnswerRun:
     encoding: str | None
     answer: str
     width: int | None
+    finder: str
+    judge_anyway: bool
 
 
 ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
@@ -277,6 +279,29 @@ ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
     "trace": (TraceOpt, None),
     "encoding": (EncodingOpt, None),
     "width": (WidthOpt, None),
+    "finder": (
+        Annotated[
+            str,
+            typer.Option(
+                "--finder",
+                help="auto (skip a Finder measured to keep nearly every segment, such as the embedded "
+                "default: its calls cannot change the answer), on (run it anyway) or off (take every "
+                "segment read as kept).",
+            ),
+        ],
+        "auto",
+    ),
+    "judge_anyway": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--judge-anyway",
+                help="Options and claims: ask a model that judges at chance (the embedded default) "
+                "for its verdict anyway, with a warning; else it gives none (exit 4).",
+            ),
+        ],
+        False,
+    ),
     "answer": (
         Annotated[
             str,
