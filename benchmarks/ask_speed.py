@@ -1,18 +1,21 @@
-"""Cost of the Finder on the embedded model: calls, prompt tokens, seconds per question, and the
-speed-ups from (a) llama.cpp's prompt cache with the segment text placed before the question,
-and (b) cwread's call cache for a repeated question.
+"""Where a question's time goes, before and after skipping calls that cannot change the answer.
 
-Each prompt order runs in a fresh process (so llama.cpp's prompt cache starts empty), asking
-two questions over the same segments: the second question's calls can reuse cached segment
-prefixes only when the text comes first.
+For each case, `cwread ask`/`verify --json` runs through the real CLI, once as before (the
+Finder run whatever it keeps, options and claims judged: `--finder on --judge-anyway`) and
+once as shipped (defaults), each from a cold call cache; the trace's timings give the share
+of index, Finder and Interpreter. Cases: the README example (its index cold too); a first and
+a second question on The Moonstone once its index is built (embedded default); a claim on the
+README example; with `--gguf PATH`, the first Moonstone question on that model (e.g.
+Qwen2.5-Coder-1.5B) at the default budget.
 
-    python benchmarks/ask_speed.py [--read 12] [--novel-read 8]
+    python benchmarks/ask_speed.py [--gguf Q15.gguf] [--out benchmarks/results/ask_speed.txt]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -20,90 +23,90 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "data"
-CASES = [
-    (
-        "story (~5k words)",
-        DATA / "quality" / "docs" / "jaywalker.txt",
-        ["What does the main character decide to do at the end?", "Who does the narrator talk to first?"],
-    ),
-    (
-        "novel (62k words)",
-        REPO / "examples" / "the_hound_of_the_baskervilles.txt",
-        ["Why did Sir Henry lose a boot at the hotel?", "Who was the man with the black beard in the cab?"],
-    ),
-]
+MOONSTONE = REPO.parent / "shared" / "data" / "novels" / "the_moonstone.txt"
+GIANT = REPO / "examples" / "the_selfish_giant.txt"
+BEFORE = ["--finder", "on", "--judge-anyway"]
 
 
-def worker(question_first: bool, reads: list[int]) -> dict:
-    from cwread import agents, api
-    from cwread.backends.callcache import CachedBackend
-    from cwread.backends.embedded import EmbeddedBackend
+def cases(gguf: str | None) -> list[tuple[str, list[str], bool]]:
+    """(label, CLI arguments, whether the index is built beforehand)."""
+    found = [
+        ("README example", ["ask", str(GIANT), "Why did the Giant build a high wall round his garden?"], False),
+        ("README book, a claim", ["verify", str(GIANT), "The Giant built a wall round his garden."], True),
+        ("Moonstone, 1st question", ["ask", str(MOONSTONE), "Who took the Moonstone from Rachel's cabinet?"], True),
+        ("Moonstone, 2nd question", ["ask", str(MOONSTONE), "Why did Rosanna Spearman hide the nightgown?"], True),
+    ]
+    if gguf:
+        found.append(
+            ("Moonstone, 1.5B", ["ask", str(MOONSTONE), "Who took the Moonstone from Rachel's cabinet?", "--gguf", gguf], True)
+        )
+    return found
 
-    backend = EmbeddedBackend()
-    out: dict = {}
-    for (label, path, questions), read in zip(CASES, reads, strict=True):
-        doc = api.open_document(str(path))
-        first = api.find(doc, api.make_question(questions[0])).segments[:read]
-        rows = []
-        for q in questions:
-            calls = tokens = 0
-            t0 = time.perf_counter()
-            for s in first:  # the same segments for both questions
-                request = agents.finder_request(
-                    api.make_question(q), s.start, s.end, doc.span_text(s.start, s.end), question_first=question_first
-                )
-                g = backend.generate(request)
-                calls += 1
-                tokens += g.prompt_tokens
-            rows.append({"calls": calls, "prompt_tokens": tokens, "seconds": time.perf_counter() - t0})
-        out[label] = rows
-    if not question_first:  # the call cache: the same question again, through CachedBackend
-        with tempfile.TemporaryDirectory() as tmp:
-            cached = CachedBackend(backend, Path(tmp))
-            label, path, questions = CASES[0]
-            doc = api.open_document(str(path))
-            segs = api.find(doc, api.make_question(questions[0])).segments[: reads[0]]
-            times = []
-            for _ in range(2):
-                t0 = time.perf_counter()
-                for s in segs:
-                    cached.generate(
-                        agents.finder_request(api.make_question(questions[0]), s.start, s.end, doc.span_text(s.start, s.end))
-                    )
-                times.append(time.perf_counter() - t0)
-            out["call_cache"] = times
-    return out
+
+def run(args: list[str], cache: Path) -> dict:
+    env = {**os.environ, "CWREAD_CACHE_DIR": str(cache), "CWREAD_BACKEND": "embedded"}
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "cwread", *args, "--json"], capture_output=True, env=env, check=False, cwd=REPO
+    )
+    wall = time.perf_counter() - t0
+    trace = json.loads(proc.stdout)
+    timings = trace.get("timings", {})
+    return {
+        "exit": proc.returncode,
+        "wall": wall,
+        "index": timings.get("index", 0.0) + timings.get("retrieve", 0.0),
+        "finder": timings.get("finder", 0.0),
+        "interpreter": timings.get("interpreter", 0.0) + timings.get("self_check", 0.0),
+        "calls": len(trace.get("finder", [])) + (trace.get("interpreter") is not None),
+        "answer": trace.get("answer"),
+        "citations": trace.get("citations"),
+    }
+
+
+def measure(label: str, args: list[str], indexed: bool, extra: list[str]) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp)
+        if indexed:  # the index is built once per book; this measures the question
+            subprocess.run(
+                [sys.executable, "-m", "cwread", "index", args[1]], capture_output=True, check=True,
+                env={**os.environ, "CWREAD_CACHE_DIR": str(cache)}, cwd=REPO,
+            )
+        return {"case": label, **run([*args, *extra], cache)}
+
+
+def share(row: dict, part: str) -> str:
+    total = row["index"] + row["finder"] + row["interpreter"]
+    return f"{100 * row[part] / total:.0f}%" if total else "-"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--read", type=int, default=12, help="segments read on the story")
-    parser.add_argument("--novel-read", type=int, default=8, help="segments read on the novel")
-    parser.add_argument("--worker", choices=["text-first", "question-first"], help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    reads = [args.read, args.novel_read]
-    if args.worker:
-        print(json.dumps(worker(args.worker == "question-first", reads)))
-        return
-    results = {}
-    for order in ("text-first", "question-first"):
-        proc = subprocess.run(
-            [sys.executable, __file__, "--worker", order, "--read", str(args.read), "--novel-read", str(args.novel_read)],
-            capture_output=True, text=True, check=True,
+    parser.add_argument("--gguf", help="also the first Moonstone question on this GGUF")
+    parser.add_argument("--out", help="write the table here too")
+    options = parser.parse_args()
+    lines = [
+        "| case | run | model calls | seconds (wall) | index | Finder | Interpreter | answer [cited] | exit |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, args, indexed in cases(options.gguf):
+        rows = {name: measure(label, args, indexed, extra) for name, extra in (("before", BEFORE), ("after", []))}
+        for name, row in rows.items():
+            answer = (row["answer"] or "none")[:40]
+            lines.append(
+                f"| {label} | {name} | {row['calls']} | {row['wall']:.1f} | {share(row, 'index')} | "
+                f"{share(row, 'finder')} | {share(row, 'interpreter')} | {answer} {row['citations']} | {row['exit']} |"
+            )
+        ratio = rows["before"]["wall"] / max(rows["after"]["wall"], 1e-9)
+        lines.append(f"| {label} | before / after | | {ratio:.1f}x | | | | | |")
+        print("\n".join(lines[-3:]), flush=True)
+    text = "\n".join(lines) + "\n"
+    if options.out:
+        Path(options.out).write_text(
+            f"python benchmarks/ask_speed.py{' --gguf ' + options.gguf if options.gguf else ''} "
+            f"({os.cpu_count()} CPU cores)\n\n{text}"
         )
-        results[order] = json.loads(proc.stdout.strip().splitlines()[-1])
-    print("Finder on the embedded model (SmolLM2-135M, llama.cpp, this machine)")
-    print(f"{'text':20s} {'order':15s} {'question':>8s} {'calls':>6s} {'prompt tok':>10s} {'seconds':>8s}")
-    for label, _, _ in CASES:
-        for order in ("text-first", "question-first"):
-            for i, row in enumerate(results[order][label], start=1):
-                print(f"{label:20s} {order:15s} {i:8d} {row['calls']:6d} {row['prompt_tokens']:10d} {row['seconds']:8.1f}")
-        tf = results["text-first"][label][1]["seconds"]
-        qf = results["question-first"][label][1]["seconds"]
-        print(f"{label:20s} second question, question-first / text-first: {qf / tf:.1f}x")
-    cold, warm = results["text-first"]["call_cache"]
-    print(f"call cache, same question again on the story: {cold:.1f} s -> {warm:.3f} s ({cold / max(warm, 1e-3):.0f}x)")
+    print(text)
 
 
 if __name__ == "__main__":

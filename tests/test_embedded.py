@@ -55,22 +55,29 @@ def test_ask_json_with_the_real_model(capsys, story, cache_dir, no_ollama):
         assert trace["answer"]
 
 
-def test_verify_exits_0_or_1_with_the_real_model(capsys, story, cache_dir, no_ollama):
+def test_verify_on_the_embedded_model_gives_no_verdict_but_evidence(capsys, story, cache_dir, no_ollama):
     code = main(["verify", str(story), "Martha kept the medal in a biscuit tin.", "--read", "3"])
-    out, _ = capsys.readouterr()
+    out, err = capsys.readouterr()
+    assert code == 4 and "no verdict" in out and "[5]" in out  # the medal paragraph, to read
+    assert "judges options and claims at chance" in err and "--judge-anyway" in err
+
+
+def test_verify_judge_anyway_exits_0_or_1_with_the_real_model(capsys, story, cache_dir, no_ollama):
+    code = main(["verify", str(story), "Martha kept the medal in a biscuit tin.", "--read", "3", "--judge-anyway"])
+    out, err = capsys.readouterr()
     assert code in (0, 1)
-    assert ("TRUE" if code == 0 else "FALSE") in out
+    assert ("TRUE" if code == 0 else "FALSE") in out and "near chance" in err
 
 
 def test_call_cache_makes_a_repeated_question_free(capsys, story, cache_dir, no_ollama):
     # generative, so that the Interpreter is asked too (an extractive answer needs no call)
-    args = ["ask", str(story), "Who slept on the lamp?", "--json", "--read", "2", "--answer", "generative"]
+    args = ["ask", str(story), "Who slept on the lamp?", "--json", "--read", "2", "--answer", "generative", "--finder", "on"]
     main(args)
     first = json.loads(capsys.readouterr().out)
     main(args)
     second = json.loads(capsys.readouterr().out)
     assert second["answer"] == first["answer"] and second["citations"] == first["citations"]
-    assert all(f["cached"] for f in second["finder"]) and second["interpreter"]["cached"]
+    assert second["finder"] and all(f["cached"] for f in second["finder"]) and second["interpreter"]["cached"]
 
 
 def run_example(name: str, cache: Path) -> subprocess.CompletedProcess:
