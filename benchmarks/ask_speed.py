@@ -86,7 +86,7 @@ def main() -> None:
     parser.add_argument("--out", help="write the table here too")
     options = parser.parse_args()
     lines = [
-        "| case | run | model calls | seconds (wall) | index | Finder | Interpreter | answer [cited] | exit |",
+        "| case | run | model calls | seconds (wall) | index + retrieval | Finder | packing + Interpreter | answer [cited] | exit |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for label, args, indexed in cases(options.gguf):

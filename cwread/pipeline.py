@@ -282,17 +282,17 @@ def answer(
     # the best evidence shown when the answer is withheld may come from what the Finder read
     retrieved = _paragraphs(document, read) if packet is None else None
     kept = None
+    taken: list[Verdict] = []
     if packet is None and skip_finder:
         skipped["finder"] = skip_finder
         taken = [Verdict(s, "YES", "") for s in read]
-        packet = pack(document, taken, budget, lambda evidence: packet_fits(interpreter, question, evidence))
         kept = retrieved
     elif packet is None:
         verdicts = run_finder(finder, document, read, question, workers, progress, budget.keep_threshold)
     t1 = time.perf_counter()
     if packet is None:
         packet = pack(
-            document, list(verdicts), budget, lambda evidence: packet_fits(interpreter, question, evidence)
+            document, taken or list(verdicts), budget, lambda evidence: packet_fits(interpreter, question, evidence)
         )
     if kept is None:
         kept = _kept(document, verdicts)
