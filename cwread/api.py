@@ -264,8 +264,9 @@ def ask(
     mode = resolve_answer_mode(answer_mode, selection)
     if notice and question.kind == "open" and answer_mode == "auto" and mode == "extractive":
         notice("answers extractively: the model is too small to write them (--answer generative to override)")
-    judge = judge_anyway or not getattr(selection.interpreter, "small", False)
-    if notice and question.kind != "open" and judge and getattr(selection.interpreter, "small", False):
+    small = getattr(selection.interpreter, "small", False)
+    judge = judge_anyway or not small
+    if notice and question.kind != "open" and judge and small:
         # asked for anyway: say how little the verdict is worth
         notice(
             "the model is too small to judge options or claims: its verdict is near chance "
@@ -320,7 +321,8 @@ def run_pipeline(
         progress=progress,
         packet=packet,
         answer_mode=answer_mode,
-        rank=sentence_ranker(found),
+        # sentences are ranked for open answers and for the evidence shown in place of a verdict
+        rank=sentence_ranker(found) if question.kind == "open" or not judge else None,
         skip_finder=finder_skip_reason(finder, selection.finder),
         judge=judge,
     )
@@ -328,8 +330,8 @@ def run_pipeline(
 
 FINDER_CHOICES = ("auto", "on", "off")
 NO_VERDICT = (
-    "the model judges options and claims at chance, so it is not asked; the best evidence is "
-    "shown. Serve a model that reads (cwread doctor says how), or pass --judge-anyway"
+    f"{pipeline.UNJUDGED}; the best evidence is shown. Serve a model that reads (cwread doctor "
+    "says how), or pass --judge-anyway"
 )
 
 

@@ -60,9 +60,7 @@ def cache_root() -> Path:
 def _usable(root: Path) -> Path:
     try:
         root.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=root, prefix=".probe-")
-        os.close(fd)
-        os.unlink(probe)
+        _probe(root)
         return root
     except (FileExistsError, NotADirectoryError):
         raise InputError(
@@ -196,14 +194,20 @@ def check_output_path(path: str, option: str) -> None:
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
         raise InputError(f"cannot write {option} {path}: the folder {folder} {what}")
-    try:  # a probe, as access() says yes to root on a read-only mount's files
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.probe-")
-        os.close(fd)
-        os.unlink(probe)
+    try:
+        _probe(folder)
     except OSError as exc:
         raise InputError(f"cannot write {option} {path}: the folder {folder} is {_why(exc)}") from None
     if target.exists() and not os.access(target, os.W_OK):
         raise InputError(f"cannot write {option} {path}: the file is read-only")
+
+
+def _probe(folder: Path) -> None:
+    """OSError unless a file can be made in `folder`: a real try, as access() says yes to root
+    on a read-only mount."""
+    fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe-")
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _why(exc: OSError) -> str:

@@ -211,6 +211,7 @@ def _extract(
 
 
 BEST_EVIDENCE = 3  # sentences shown when the answer is withheld
+UNJUDGED = "the model judges options and claims at chance, so it is not asked"
 
 
 def _best_evidence(
@@ -281,34 +282,28 @@ def answer(
     read = segments[: budget.read]
     # the best evidence shown when the answer is withheld may come from what the Finder read
     retrieved = _paragraphs(document, read) if packet is None else None
-    kept = None
-    taken: list[Verdict] = []
     if packet is None and skip_finder:
         skipped["finder"] = skip_finder
-        taken = [Verdict(s, "YES", "") for s in read]
-        kept = retrieved
     elif packet is None:
         verdicts = run_finder(finder, document, read, question, workers, progress, budget.keep_threshold)
     t1 = time.perf_counter()
-    if packet is None:
-        packet = pack(
-            document, taken or list(verdicts), budget, lambda evidence: packet_fits(interpreter, question, evidence)
-        )
-    if kept is None:
-        kept = _kept(document, verdicts)
+    if packet is None:  # a skipped Finder is taken to have kept every segment it would read
+        judged = [Verdict(s, "YES", "") for s in read] if skip_finder else list(verdicts)
+        packet = pack(document, judged, budget, lambda evidence: packet_fits(interpreter, question, evidence))
+    kept = retrieved if "finder" in skipped else _kept(document, verdicts)
     # An extractive answer is chosen without the model (see `decide`): the Interpreter and its
     # self-check would cost their calls (half of the README example's time) and change nothing.
     extract = question.kind == "open" and answer_mode == "extractive"
     unjudged = question.kind != "open" and not judge
     if unjudged:
-        skipped["interpreter"] = "the model judges options and claims at chance: no verdict is asked of it"
+        skipped["interpreter"] = UNJUDGED
+    asked = not extract and not unjudged
     first = None
-    if not extract and not unjudged:
+    if asked:
         if progress:
             progress("interpreter", 0, 1)
         first = interpret(interpreter, question, packet)
     t2 = time.perf_counter()
-    asked = not extract and not unjudged
     triggered = asked and (agents.needs_self_check(question) if self_check is None else self_check)
     checked = None
     if triggered and first.answer is not None:

@@ -230,7 +230,7 @@ def answer_view(trace: Trace) -> None:
             head.append("  (quoted from the text)", style="dim")
     elif outcome.mode == "evidence-only":
         head.append("no verdict", style="bold yellow")
-        head.append(f"\n{trace.skipped.get('interpreter', '')}; read the evidence below.", style="dim")
+        head.append(f"\n{trace.skipped.get('interpreter', '')}: read the evidence below.", style="dim")
     elif outcome.abstained:
         head.append("not determined from the text", style="bold yellow")
         if outcome.mode == "extractive":

@@ -372,7 +372,7 @@ def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story
 
 def test_a_small_model_gives_options_no_verdict_in_the_json_trace(capsys, story, cache_dir, scripted):
     scripted.interpreter.small = True
-    code, out, err = run(
+    code, out, _err = run(
         capsys, "ask", str(story), "What did the fishermen give her?", "-o", "A=a medal", "-o", "B=a boat",
         "--backend", "scripted", "--no-cache", "--json",
     )
@@ -386,7 +386,7 @@ def test_a_finder_measured_to_keep_everything_is_not_called(capsys, story, cache
     scripted.finder.keeps_nearly_all = True
     args = ("ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--no-cache",
             "--answer", "extractive", "--json")
-    code, out, err = run(capsys, *args)
+    code, out, _err = run(capsys, *args)
     trace = json.loads(out)
     assert code == 0 and scripted.finder.requests == []
     assert "keeps nearly every segment" in trace["skipped"]["finder"] and trace["finder"] == []

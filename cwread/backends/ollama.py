@@ -40,7 +40,7 @@ def server_parallel() -> int:
         return 1
 
 
-LONGEST_REPLY = 512  # tokens: the most an agent asks for (the Interpreter's reply)
+LONGEST_REPLY = 512  # tokens: above the most an agent asks for (the Interpreter's 480)
 DEFAULT_HOST = "http://127.0.0.1:11434"  # the ollama client's default when OLLAMA_HOST is unset
 
 

@@ -469,9 +469,9 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, Interrupted):
             return fail(code, kind, str(exc), f"cwread: {exc}")
         if isinstance(exc, OutputError):  # stdout is unwritable: the JSON error cannot go there
-            line = fail(code, kind, str(exc), f"cwread: error: {exc}")
+            fail(code, kind, str(exc), f"cwread: error: {exc}")
             _discard_stdout()
-            return line
+            return code
         return fail(code, kind, str(exc), None if exc.quiet else f"cwread: error: {exc}")
     except _click_types("UsageError") as exc:
         ctx = getattr(exc, "ctx", None)
