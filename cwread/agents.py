@@ -183,6 +183,22 @@ FIRM_RETRY = (
 )
 
 
+DECISION_MAX_TOKENS = 8  # "<answer>YES</answer>" and no more
+_QUOTE_FIRST_REPLY = (
+    "Reply with exactly two tags and nothing else: <reason>, the one sentence that comes "
+    'closest to a clue, as [N] "the sentence copied exactly from paragraph N", '
+    "</reason>; then <answer>, YES if it is a clue for the question, else NO, </answer>."
+)
+_DECISION_REPLY = (
+    "Reply with exactly one tag and nothing else: <answer>YES</answer> if the segment holds a "
+    "clue for the question, else <answer>NO</answer>."
+)
+CLUE_REQUEST = (
+    "Give the clue: the one sentence of the segment that is the clue, as <reason>[N] "
+    '"the sentence copied exactly from paragraph N"</reason>, and nothing else.'
+)
+
+
 def finder_request(
     question: Question,
     start: int,
@@ -191,35 +207,63 @@ def finder_request(
     retry: bool = False,
     question_first: bool = False,
     paragraphs: list[tuple[int, str]] | None = None,
+    decision_first: bool = False,
 ) -> GenerationRequest:
     """The Finder's call for one segment: the segment first, then the question.
 
     `paragraphs` are the segment's (id, text); without them `segment_text` is split at its
     `[N] ` markers. Text first lets llama.cpp's prompt cache reuse a segment when another
     question reads it (benchmarks/ask_speed.py measures both orders; `question_first` is the
-    other one).
+    other one). The reply is the clue's quote, then YES or NO; `decision_first` asks only for
+    YES or NO, its score read at the first token, and `clue_request` asks a kept segment's
+    quote after it, on the same (cached) prompt.
     """
     evidence = paragraphs if paragraphs is not None else _split_marked(segment_text)
     parts = [f"Segment (paragraphs {start}-{end}):\n{evidence_block(evidence)}", question_block(question)]
     if question_first:
         parts.reverse()
-    user = "\n\n".join(
-        [
-            *parts,
-            "Reply with exactly two tags and nothing else: <reason>, the one sentence that comes "
-            'closest to a clue, as [N] "the sentence copied exactly from paragraph N", '
-            "</reason>; then <answer>, YES if it is a clue for the question, else NO, </answer>.",
-        ]
-    )
+    user = "\n\n".join([*parts, _DECISION_REPLY if decision_first else _QUOTE_FIRST_REPLY])
     if retry:
         user += "\n\n" + FIRM_RETRY
+    if decision_first:
+        labels = ["YES", "NO", "Yes", "No", "yes", "no"]
+        grammar = f'root ::= "<answer>" answer "</answer>"\nanswer ::= {_literal_alternatives(labels)}'
+        schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["YES", "NO"]}}, "required": ["answer"]}
+        max_tokens = DECISION_MAX_TOKENS
+    else:
+        grammar = answer_grammar(question.kind, finder=True, evidence=evidence)
+        schema = answer_schema(question.kind, finder=True)
+        max_tokens = FINDER_MAX_TOKENS
     return GenerationRequest(
         messages=(("system", FINDER_SYSTEM), ("user", user)),
-        max_tokens=FINDER_MAX_TOKENS,
-        grammar=answer_grammar(question.kind, finder=True, evidence=evidence),
-        schema=answer_schema(question.kind, finder=True),
+        max_tokens=max_tokens,
+        grammar=grammar,
+        schema=schema,
         seed=1 if retry else 0,
         label_scores=("YES", "NO"),  # its score: how sure, for ranking and the eval's curve
+    )
+
+
+def clue_request(decision: GenerationRequest, reply: str, evidence: list[tuple[int, str]]) -> GenerationRequest:
+    """After a decision-first YES: the clue's quote, the conversation so far as its prefix (a
+    prompt cache reads only the new turn). The quote is held to the segment's sentences as in
+    the quote-first reply."""
+    rules = _quote_rules(evidence, 1)
+    quote = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "quote": {"type": "string"}},
+        "required": ["id", "quote"],
+    }
+    return GenerationRequest(
+        messages=(*decision.messages, ("assistant", reply), ("user", CLUE_REQUEST)),
+        max_tokens=FINDER_MAX_TOKENS,
+        grammar="\n".join(['root ::= "<reason>" reason "</reason>"', *rules]),
+        schema={
+            "type": "object",
+            "properties": {"quotes": {"type": "array", "items": quote, "maxItems": 1}},
+            "required": ["quotes"],
+        },
+        seed=decision.seed,
     )
 
 

@@ -371,11 +371,20 @@ def judge_segments(
     document: Document,
     segments: list[Segment] | tuple[Segment, ...],
     question: Question,
+    budget: Budget,
     workers: int | None = None,
-    keep_threshold: float | None = None,
 ) -> tuple[Verdict, ...]:
-    """The Finder alone on `segments`, in their order."""
-    return pipeline.run_finder(finder, document, segments, question, workers, keep_threshold=keep_threshold)
+    """The Finder alone on `segments`, in their order, as `budget` has it read and reply."""
+    return pipeline.run_finder(
+        finder,
+        document,
+        segments,
+        question,
+        workers,
+        keep_threshold=budget.keep_threshold,
+        reading=pipeline.reading_budget(budget, finder),
+        decision_first=budget.finder_reply == "decision-first",
+    )
 
 
 def interpret_packet(

@@ -11,7 +11,8 @@ from cwread import agents, extractive, grounding
 from cwread.backends import Backend, GenerationRequest
 from cwread.document import Document
 from cwread.packing import pack
-from cwread.records import AgentCall, Answer, ModelCall, Packet, Question, Quote, Trace, Verdict
+from cwread.reading import ReadingBudget
+from cwread.records import AgentCall, Answer, ModelCall, Packet, Question, Quote, Trace, Unread, Verdict
 from cwread.segments import Budget, Segment
 
 Progress = Callable[[str, int, int], None]
@@ -48,24 +49,42 @@ def _generate_parsed(
     return parsed, call
 
 
-def judge_segment(backend: Backend, document: Document, segment: Segment, question: Question) -> Verdict:
-    """The Finder on one segment: one retry with a firmer instruction, then keep it (recall)."""
+def judge_segment(
+    backend: Backend, document: Document, segment: Segment, question: Question, decision_first: bool = False
+) -> Verdict:
+    """The Finder on one segment: one retry with a firmer instruction, then keep it (recall).
+    `decision_first`: YES/NO alone, then the clue's quote for a kept segment only (a dropped
+    segment's quote is never shown, so it is not written)."""
     text = document.span_text(segment.start, segment.end)
     paragraphs = [(pid, document.paragraph(pid).text) for pid in segment.ids]
-    parsed, call = _generate_parsed(
-        backend,
-        lambda retry: agents.finder_request(
-            question, segment.start, segment.end, text, retry=retry, paragraphs=paragraphs
-        ),
-        agents.parse_finder_reply,
-    )
-    quotes, forged = _quotes(parsed.reason, paragraphs)
-    _, dropped = agents.split_citations(parsed.reason, set(segment.ids))
+
+    def request(retry: bool) -> GenerationRequest:
+        return agents.finder_request(
+            question, segment.start, segment.end, text, retry=retry, paragraphs=paragraphs,
+            decision_first=decision_first,
+        )
+
+    parsed, call = _generate_parsed(backend, request, agents.parse_finder_reply)
+    reason = parsed.reason
+    if decision_first and parsed.answer == "YES":
+        asked = request(not call.parsed_first_try)
+        clue = backend.generate(agents.clue_request(asked, call.raw, paragraphs))
+        reason = agents.parse_finder_reply(clue.text).reason
+        call = replace(
+            call,
+            raw=f"{call.raw}\n{clue.text}",
+            prompt_tokens=call.prompt_tokens + clue.prompt_tokens,
+            completion_tokens=call.completion_tokens + clue.completion_tokens,
+            seconds=call.seconds + clue.seconds,
+            cached=call.cached and clue.cached,
+        )
+    quotes, forged = _quotes(reason, paragraphs)
+    _, dropped = agents.split_citations(reason, set(segment.ids))
     cited = tuple(dict.fromkeys(q.id for q in quotes))
     return Verdict(
         segment=segment,
         decision=parsed.answer if parsed.ok else "YES",
-        reason=parsed.reason if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})",
+        reason=reason if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})",
         cited=cited,
         dropped=tuple(dropped),
         call=call,
@@ -89,6 +108,22 @@ def _quotes(reason: str, paragraphs: list[tuple[int, str]]):
     return grounding.find_quotes(reason, shown, dict(paragraphs))
 
 
+def reading_budget(budget: Budget, finder: Backend) -> ReadingBudget | None:
+    """The Finder's token budget: `budget.read_tokens` tokens, "auto" (what `finder` reads in
+    about reading.FINDER_SECONDS at its measured rate), or None (no cap but `budget.read`)."""
+    if budget.read_tokens == "auto":
+        return ReadingBudget.auto(finder)
+    return ReadingBudget(tokens=budget.read_tokens) if budget.read_tokens else None
+
+
+def finder_prompt_tokens(backend: Backend, document: Document, segment: Segment, question: Question) -> int:
+    """What reading `segment` costs the Finder: its prompt, in tokens as cwread counts them."""
+    paragraphs = [(pid, document.paragraph(pid).text) for pid in segment.ids]
+    text = document.span_text(segment.start, segment.end)
+    request = agents.finder_request(question, segment.start, segment.end, text, paragraphs=paragraphs)
+    return backend.count_tokens("\n".join(content for _, content in request.messages))
+
+
 def run_finder(
     backend: Backend,
     document: Document,
@@ -97,29 +132,63 @@ def run_finder(
     workers: int | None = None,
     progress: Progress | None = None,
     keep_threshold: float | None = None,
+    reading: ReadingBudget | None = None,
+    decision_first: bool = False,
 ) -> tuple[Verdict, ...]:
-    """Judge `segments` (concurrently where the backend serves parallel calls), in their order;
-    with `keep_threshold`, scored verdicts are decided by their score (`_by_threshold`)."""
+    """Judge `segments` in their order (concurrently where the backend serves parallel calls)
+    until `reading`'s token budget is spent: the first segment is always read, and reading
+    stops at the first segment that would overspend it. Returns the verdicts of the segments
+    read; with `keep_threshold`, scored verdicts are decided by their score (`_by_threshold`)."""
     total = len(segments)
     if progress:
         progress("finder", 0, total)
+    costs = [finder_prompt_tokens(backend, document, s, question) for s in segments] if reading else []
     workers = max(1, min(workers or backend.concurrency, total or 1))
     verdicts: list[Verdict] = []
-    if workers == 1:
-        for i, seg in enumerate(segments, start=1):
-            verdicts.append(judge_segment(backend, document, seg, question))
-            if progress:
-                progress("finder", i, total)
-    else:
+
+    def judge(segment: Segment) -> Verdict:
+        return judge_segment(backend, document, segment, question, decision_first)
+
+    def affordable(start: int) -> int:
+        """How many segments from `start` on fit what is left of the budget (all: no cap yet)."""
+        cap = reading.limit() if reading else None
+        if cap is None:
+            return total - start
+        spent = sum(costs[:start])
+        n = 0
+        while start + n < total and (start + n == 0 or spent + costs[start + n] <= cap):
+            spent += costs[start + n]
+            n += 1
+        return n
+
+    def observe(i: int, verdict: Verdict) -> None:
+        if reading:
+            reading.observe(costs[i], verdict.call.seconds, verdict.call.cached)
+        if progress:
+            progress("finder", len(verdicts), total)
+
+    # an auto budget learns its rate from the first call: that one goes alone
+    waiting = reading is not None and reading.limit() is None and reading.rate_of is not None
+    while len(verdicts) < total:
+        start = len(verdicts)
+        n = affordable(start)
+        if n == 0:
+            break
+        if workers == 1 or waiting:
+            waiting = False
+            verdicts.append(judge(segments[start]))
+            observe(start, verdicts[-1])
+            continue
         pool = ThreadPoolExecutor(max_workers=workers)
         try:
-            futures = [pool.submit(judge_segment, backend, document, s, question) for s in segments]
-            for i, future in enumerate(futures, start=1):
+            futures = [pool.submit(judge, s) for s in segments[start : start + n]]
+            for i, future in enumerate(futures, start=start):
                 verdicts.append(future.result())
-                if progress:
-                    progress("finder", i, total)
+                observe(i, verdicts[-1])
         finally:  # on Ctrl-C or a failed call, do not wait for calls still out at a server
             pool.shutdown(wait=False, cancel_futures=True)
+    if reading:
+        reading.settle()
     return tuple(_by_threshold(v, keep_threshold) for v in verdicts)
 
 
@@ -274,10 +343,13 @@ def answer(
     Ablations and baselines enter midway: given a `packet`, the Finder and packing are skipped.
     `rank` scores sentences for extractive answers and best evidence (see `decide`).
     `skip_finder` (why): every segment read is taken as kept, as that Finder would have kept
-    it. `judge` False: options and claims get no verdict, only the best evidence.
+    it. `judge` False: options and claims get no verdict, only the best evidence. `reading`:
+    the Finder's budget in prompt tokens (segments past it are not read, and the trace says
+    so); `decision_first`: see `judge_segment`.
     """
     t0 = time.perf_counter()
     verdicts: tuple[Verdict, ...] = ()
+    reading = None
     skipped: dict[str, str] = {}
     read = segments[: budget.read]
     # the best evidence shown when the answer is withheld may come from what the Finder read
@@ -285,7 +357,18 @@ def answer(
     if packet is None and skip_finder:
         skipped["finder"] = skip_finder
     elif packet is None:
-        verdicts = run_finder(finder, document, read, question, workers, progress, budget.keep_threshold)
+        reading = reading_budget(budget, finder)
+        verdicts = run_finder(
+            finder, document, read, question, workers, progress, budget.keep_threshold, reading,
+            budget.finder_reply == "decision-first",
+        )
+    unread = None
+    if reading is not None and "finder" not in skipped and packet is None and len(verdicts) < len(read):
+        unread = Unread(tuple(read[len(verdicts) :]), reading.limit() or 0, reading.why())
+        skipped["reading"] = (
+            f"{len(unread.segments)} of {len(read)} segments, once the Finder's budget of "
+            f"{unread.budget_tokens:,} prompt tokens was spent ({unread.why})"
+        )
     t1 = time.perf_counter()
     if packet is None:  # a skipped Finder is taken to have kept every segment it would read
         judged = [Verdict(s, "YES", "") for s in read] if skip_finder else list(verdicts)
@@ -339,6 +422,7 @@ def answer(
         },
         outcome=outcome,
         skipped=skipped,
+        unread=unread,
     )
 
 

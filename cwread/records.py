@@ -184,6 +184,15 @@ NO_ANSWER = Answer(None, None, "generative", False)
 
 
 @dataclass(frozen=True)
+class Unread:
+    """Segments the Finder was to read but did not: its token budget was spent first."""
+
+    segments: tuple[Segment, ...]
+    budget_tokens: int
+    why: str  # how the budget was set
+
+
+@dataclass(frozen=True)
 class Trace:
     """Everything one question produced, for the Rich view, `--json` and the eval harness."""
 
@@ -203,6 +212,7 @@ class Trace:
     outcome: Answer = NO_ANSWER
     # stages not run because their calls could not change the answer: stage -> why
     skipped: dict[str, str] = field(default_factory=dict, hash=False)
+    unread: Unread | None = None
 
     @property
     def final(self) -> AgentCall | None:

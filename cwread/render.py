@@ -273,7 +273,8 @@ def answer_view(trace: Trace) -> None:
             out.print()
     for stage, why in trace.skipped.items():
         if stage != "interpreter" or outcome.mode != "evidence-only":  # that one is said above
-            out.print(Text(f"{stage.capitalize()} skipped: {printable(why)}", style="dim"))
+            label = "Not read" if stage == "reading" else f"{stage.capitalize()} skipped"
+            out.print(Text(f"{label}: {printable(why)}", style="dim"))
     kept = sum(v.decision == "YES" for v in trace.verdicts)
     finder_line = (
         "Finder skipped" if "finder" in trace.skipped else f"Finder kept {kept} of {len(trace.verdicts)} segments"

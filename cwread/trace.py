@@ -128,6 +128,13 @@ def ask_json(trace: Trace) -> dict:
         "packet_left_out": list(trace.packet.left_out),
         "finder": [_verdict_json(v) for v in trace.verdicts],
         "skipped": dict(trace.skipped),
+        "not_read": None
+        if trace.unread is None
+        else {
+            "segments": [{"start": s.start, "end": s.end, "source": s.source} for s in trace.unread.segments],
+            "budget_tokens": trace.unread.budget_tokens,
+            "why": trace.unread.why,
+        },
         "interpreter": _call_json(interp),
         "self_check": {
             "triggered": trace.self_check_triggered,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from cwread.agents import CLUE_REQUEST
 from cwread.backends import GenerationRequest
 
 
@@ -24,9 +25,14 @@ def quote_of(user: str, word: str) -> str:
 
 
 def finder_reply(request: GenerationRequest) -> str:
-    """YES for segments mentioning 'medal', quoting that sentence; NO otherwise."""
-    user = request.messages[-1][1]
+    """YES for segments mentioning 'medal', quoting that sentence; NO otherwise. Asked for the
+    decision first, YES or NO alone; then asked for the clue, the quote alone."""
+    user = request.messages[1][1]  # the segment and the question
     quote = quote_of(user, "medal")
+    if request.messages[-1][1] == CLUE_REQUEST:
+        return f"<reason>{quote}</reason>"
+    if "exactly one tag" in user:
+        return f"<answer>{'YES' if quote else 'NO'}</answer>"
     if quote:
         return f"<reason>{quote}</reason>\n<answer>YES</answer>"
     return "<reason>No clue for the question here.</reason>\n<answer>NO</answer>"

@@ -19,7 +19,7 @@ LAYERS = [
     ["cwread.eval.records"],
     ["cwread.api"],
     ["cwread.pipeline"],
-    ["cwread.agents", "cwread.packing", "cwread.grounding", "cwread.extractive"],
+    ["cwread.agents", "cwread.packing", "cwread.grounding", "cwread.extractive", "cwread.reading"],
     ["cwread.records"],
     [
         "cwread.backends",

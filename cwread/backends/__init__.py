@@ -54,9 +54,28 @@ class Generation:
     cached: bool = False  # answered from cwread's call cache
     # (label, log-probability) at the answer, for a request's label_scores; () where not given
     label_logprobs: tuple[tuple[str, float], ...] = ()
+    # where the server's time went, as it reports it (0: not reported): prompt tokens it
+    # processed (a prompt-cache hit is not processed), and seconds reading and writing
+    prefill_tokens: int = 0
+    prefill_seconds: float = 0.0
+    decode_seconds: float = 0.0
 
     def __post_init__(self) -> None:  # the call cache reads them back as JSON lists
         object.__setattr__(self, "label_logprobs", tuple((str(k), float(v)) for k, v in self.label_logprobs))
+
+
+def llamacpp_timings(timings) -> dict:
+    """Generation's time fields from llama.cpp's `timings` ({} where the reply has none)."""
+    if not isinstance(timings, dict):
+        return {}
+    try:
+        return {
+            "prefill_tokens": int(timings.get("prompt_n") or 0),
+            "prefill_seconds": float(timings.get("prompt_ms") or 0) / 1000,
+            "decode_seconds": float(timings.get("predicted_ms") or 0) / 1000,
+        }
+    except (TypeError, ValueError):
+        return {}
 
 
 CONNECT_TIMEOUT = 5.0  # seconds to reach a server: a local one answers at once

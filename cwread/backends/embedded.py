@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from cwread.backends import TOP_LOGPROBS, Generation, GenerationRequest, label_logprobs
+from cwread.backends import TOP_LOGPROBS, Generation, GenerationRequest, label_logprobs, llamacpp_timings
 from cwread.errors import ModelError
 
 DEFAULT_NUM_CTX = 8192
@@ -178,6 +178,7 @@ class EmbeddedBackend:
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=time.perf_counter() - t0,
             label_logprobs=scores,
+            **llamacpp_timings(reply.get("timings")),
         )
 
     def verify(self) -> str:

@@ -160,6 +160,9 @@ class OllamaBackend:
             completion_tokens=int(response.eval_count or 0),
             seconds=time.perf_counter() - t0,
             label_logprobs=label_logprobs(tokens, request.label_scores),
+            prefill_tokens=int(response.prompt_eval_count or 0),  # Ollama counts only what it read
+            prefill_seconds=(response.prompt_eval_duration or 0) / 1e9,
+            decode_seconds=(response.eval_duration or 0) / 1e9,
         )
 
     def available_models(self) -> set[str]:

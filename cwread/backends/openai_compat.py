@@ -21,6 +21,7 @@ from cwread.backends import (
     GenerationRequest,
     call_timeout,
     label_logprobs,
+    llamacpp_timings,
     new_timeout,
     timeout_message,
     token_dicts,
@@ -199,6 +200,8 @@ class OpenAIBackend:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             seconds=time.perf_counter() - t0,
             label_logprobs=_label_logprobs(response, request.label_scores),
+            # llama-server adds its timings to the reply
+            **llamacpp_timings((getattr(response, "model_extra", None) or {}).get("timings")),
         )
 
     def context_size(self) -> int:

@@ -23,7 +23,7 @@ def json_reply_to_tags(text: str) -> str:
         data = json.loads(text)
     except json.JSONDecodeError:
         return text
-    if not isinstance(data, dict) or "answer" not in data:
+    if not isinstance(data, dict) or not ({"answer", "quotes"} & data.keys()):
         return text
     quotes = data.get("quotes")
     if isinstance(quotes, list) and quotes:
@@ -31,4 +31,6 @@ def json_reply_to_tags(text: str) -> str:
         reason = " ".join(items)
     else:
         reason = str(data.get("reason", ""))
+    if "answer" not in data:  # a clue asked after the decision: quotes only
+        return f"<reason>{reason}</reason>"
     return f"<reason>{reason}</reason>\n<answer>{data['answer']}</answer>"

@@ -52,13 +52,14 @@ class ScriptedBackend:
         if isinstance(reply, BaseException):
             raise reply
         made = reply(request) if callable(reply) else reply
-        text, scores = (made.text, made.label_logprobs) if isinstance(made, Generation) else (made, ())
+        given = made if isinstance(made, Generation) else Generation(made)
         prompt = "".join(content for _, content in request.messages)
         return Generation(
-            text=text,
+            text=given.text,
             prompt_tokens=self.count_tokens(prompt),
-            completion_tokens=self.count_tokens(text),
-            label_logprobs=scores if request.label_scores else (),
+            completion_tokens=self.count_tokens(given.text),
+            seconds=given.seconds,  # a reply may say how long it "took" (reading budgets)
+            label_logprobs=given.label_logprobs if request.label_scores else (),
         )
 
     def context_size(self) -> int:

@@ -30,8 +30,10 @@ from cwread.cli.options import (
     QuestionArg,
     WidthOpt,
     answer_options,
+    ask_budget_options,
     backend_options,
     budget_options,
+    eval_budget_options,
     model_options,
 )
 from cwread.errors import (
@@ -243,7 +245,7 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
 @app.command()
 @answer_options
 @backend_options
-@budget_options
+@ask_budget_options
 def ask(
     book: Book,
     question: QuestionArg,
@@ -268,7 +270,7 @@ def ask(
 @app.command()
 @answer_options
 @backend_options
-@budget_options
+@ask_budget_options
 def verify(
     book: Book,
     claim: Annotated[str, typer.Argument(help="The claim to check against the text.", show_default=False)],
@@ -355,7 +357,7 @@ def modelfiles(
 
 @app.command("eval")
 @backend_options
-@budget_options
+@eval_budget_options
 def eval_command(
     data: Annotated[
         str,

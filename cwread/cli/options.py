@@ -82,6 +82,28 @@ BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = {
     "p_r": (Annotated[int | None, typer.Option("--p-r", help="P_r: neighbours around each anchor.")], None),
     "p_w": (Annotated[int | None, typer.Option("--p-w", help="P_w: paragraphs per local window.")], None),
     "b_c": (Annotated[int | None, typer.Option("--b-c", help="B_c: characters packed at most.")], None),
+    "read_tokens": (
+        Annotated[
+            str | None,
+            typer.Option(
+                help="Prompt tokens the Finder reads at most, in rank order: a number, auto (what the "
+                "Finder reads in about half a minute at the rate measured for it on this machine) or "
+                "none (only --read caps it) [default: auto for ask and verify, none for eval].",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    "finder_reply": (
+        Annotated[
+            str,
+            typer.Option(
+                help="The Finder's reply: quote-first (the clue's quote, then YES or NO) or "
+                "decision-first (YES or NO, the quote written for kept segments only).",
+            ),
+        ],
+        "quote-first",
+    ),
     "keep_threshold": (
         Annotated[
             float | None,
@@ -231,10 +253,11 @@ def _option_group(name: str, options: dict[str, tuple[Any, Any]], build: Callabl
     return decorate
 
 
-def _budget(**values):
+def _budget(read_tokens=None, **values):
     from cwread import api
+    from cwread.reading import parse_read_tokens
 
-    return api.make_budget(values.pop("preset"), **values)
+    return api.make_budget(values.pop("preset"), read_tokens=parse_read_tokens(read_tokens), **values)
 
 
 def _settings(num_ctx=None, workers=None, timeout=None, **values):
@@ -246,7 +269,16 @@ def _settings(num_ctx=None, workers=None, timeout=None, **values):
     return api.BackendSettings(num_ctx=num_ctx, workers=workers, timeout=timeout, **values)
 
 
-budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
+# `find` runs no Finder; eval reads without a token cap unless asked (runs compare across
+# machines); ask and verify read what the Finder reads in about half a minute here
+FINDER_OPTIONS = ("read_tokens", "finder_reply")
+budget_options = _option_group(
+    "budget", {k: v for k, v in BUDGET_OPTIONS.items() if k not in FINDER_OPTIONS}, _budget
+)
+eval_budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
+ask_budget_options = _option_group(
+    "budget", {**BUDGET_OPTIONS, "read_tokens": (BUDGET_OPTIONS["read_tokens"][0], "auto")}, _budget
+)
 backend_options = _option_group(
     "settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS, **SERVING_OPTIONS}, _settings
 )

@@ -132,9 +132,7 @@ def _extractive(ranked: bool) -> MethodRun:
 
 
 def finder(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
-    verdicts = api.judge_segments(
-        ctx.selection.finder, found.document, found.read, question, keep_threshold=ctx.budget.keep_threshold
-    )
+    verdicts = api.judge_segments(ctx.selection.finder, found.document, found.read, question, ctx.budget)
     return api.trace_without_answer(found, verdicts)
 
 

@@ -1,0 +1,125 @@
+"""How much the Finder reads: a budget in prompt tokens, by default what the model reads in
+about FINDER_SECONDS at the rate measured for it on this machine.
+
+On 2 CPU cores a 1.5B model reads about 60 prompt tokens a second, so reading 24 segments
+would take a quarter of an hour; a GPU reads thousands, and the segment count caps it first.
+The rate is measured on the Finder's own calls (prompt tokens, as cwread counts them, per
+second of call), stored per model and machine, and kept while new calls agree with it within
+a factor of RATE_DRIFT, so the same question reads the same segments from one run to the next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cwread.cache import cache_root, write_file_atomic
+
+FINDER_SECONDS = 30.0  # the Finder's share of a question's minute on a slow machine
+MIN_MEASURED_TOKENS = 128  # a call reading fewer says more about overheads than about reading
+RATE_DRIFT = 2.0  # a stored rate is measured again when calls run this much faster or slower
+READ_TOKENS_CHOICES = "a number of tokens, auto or none"
+
+
+def parse_read_tokens(value: str | int | None) -> int | str | None:
+    """`--read-tokens`: a positive number, "auto" or "none" (None: no cap)."""
+    from cwread.errors import InputError
+
+    if value is None or isinstance(value, int):
+        return value
+    text = str(value).strip().lower()
+    if text in ("auto", "none"):
+        return None if text == "none" else "auto"
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise InputError(f"--read-tokens must be {READ_TOKENS_CHOICES}, not {value!r}")
+
+
+def rates_path() -> Path:
+    return cache_root() / "reading-rates.json"
+
+
+def rate_key(backend) -> str:
+    """Whose rate: the backend and its model, on this machine's cores."""
+    return f"{backend.name}|{backend.model}|{os.cpu_count() or 1} cpus"
+
+
+def _stored() -> dict:
+    try:
+        data = json.loads(rates_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none yet, or damaged: measured again
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def stored_rate(backend) -> float | None:
+    entry = _stored().get(rate_key(backend))
+    try:
+        rate = float(entry["tokens_per_second"])
+    except (TypeError, KeyError, ValueError):
+        return None
+    return rate if rate > 0 else None
+
+
+def store_rate(backend, rate: float) -> None:
+    data = _stored()
+    data[rate_key(backend)] = {"tokens_per_second": round(rate, 2)}
+    try:
+        rates_path().parent.mkdir(parents=True, exist_ok=True)
+        write_file_atomic(rates_path(), json.dumps(data, indent=1, sort_keys=True))
+    except OSError:  # a budget measured again next time is no reason to fail the question
+        pass
+
+
+@dataclass
+class ReadingBudget:
+    """Prompt tokens the Finder may read. `tokens` None with `rate_of` set: auto, known once
+    a call is measured (the first segment is always read); with neither: no cap."""
+
+    tokens: int | None = None
+    rate_of: object = None  # the Finder backend whose measured rate sets an auto budget
+    seconds: float = FINDER_SECONDS
+    rate: float | None = None
+    _seen: list[float] = field(default_factory=list)
+
+    @classmethod
+    def auto(cls, backend, seconds: float = FINDER_SECONDS) -> ReadingBudget:
+        return cls(rate_of=backend, seconds=seconds, rate=stored_rate(backend))
+
+    def limit(self) -> int | None:
+        if self.tokens is not None:
+            return self.tokens
+        if self.rate is None:
+            return None
+        return max(1, int(self.seconds * self.rate))
+
+    def observe(self, tokens: int, seconds: float, cached: bool) -> None:
+        """A Finder call read `tokens` in `seconds`: an auto budget with no rate takes its own."""
+        if self.rate_of is None or self.tokens is not None or cached or seconds <= 0:
+            return
+        if tokens < MIN_MEASURED_TOKENS:
+            return
+        self._seen.append(tokens / seconds)
+        if self.rate is None:
+            self.rate = tokens / seconds
+            store_rate(self.rate_of, self.rate)
+
+    def settle(self) -> None:
+        """After the Finder: a stored rate that this run's calls disagree with is replaced
+        (for the next question; this one's budget stays what it was)."""
+        if self.rate_of is None or not self._seen or self.rate is None:
+            return
+        now = statistics.median(self._seen)
+        if not 1 / RATE_DRIFT <= now / self.rate <= RATE_DRIFT:
+            store_rate(self.rate_of, now)
+
+    def why(self) -> str:
+        if self.tokens is not None:
+            return f"--read-tokens {self.tokens:,}"
+        return (
+            f"about {self.seconds:.0f} s of reading at the {self.rate:,.0f} tokens/s measured for "
+            f"{self.rate_of.model} on this machine (--read-tokens to change)"
+        )
