@@ -1,12 +1,14 @@
 """Where a question's time goes, before and after skipping calls that cannot change the answer.
 
 For each case, `cwread ask`/`verify --json` runs through the real CLI, once as before (the
-Finder run whatever it keeps, options and claims judged: `--finder on --judge-anyway`) and
+Finder run whatever it keeps on every segment of the read budget, options and claims judged:
+`--finder on --judge-anyway --read-tokens none`) and
 once as shipped (defaults), each from a cold call cache; the trace's timings give the share
 of index, Finder and Interpreter. Cases: the README example (its index cold too); a first and
 a second question on The Moonstone once its index is built (embedded default); a claim on the
 README example; with `--gguf PATH`, the first Moonstone question on that model (e.g.
-Qwen2.5-Coder-1.5B) at the default budget.
+Qwen2.5-Coder-1.5B) at the default budget, whose reading rate is measured on its first call
+(each run starts from an empty cache).
 
     python benchmarks/ask_speed.py [--gguf Q15.gguf] [--out benchmarks/results/ask_speed.txt]
 """
@@ -25,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 MOONSTONE = REPO.parent / "shared" / "data" / "novels" / "the_moonstone.txt"
 GIANT = REPO / "examples" / "the_selfish_giant.txt"
-BEFORE = ["--finder", "on", "--judge-anyway"]
+BEFORE = ["--finder", "on", "--judge-anyway", "--read-tokens", "none"]
 
 
 def cases(gguf: str | None) -> list[tuple[str, list[str], bool]]:

@@ -487,6 +487,8 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
         interpreter = f"{selection.interpreter.name}:{selection.interpreter.model}"
         why = selection.why
         notes = _serving_notes(selection)
+        if finder_skip_reason("auto", selection.finder) is None:  # else no Finder call is made
+            notes.append(_reading_note(selection.finder))
         for backend in {id(b): b for b in (selection.finder, selection.interpreter)}.values():
             verify = getattr(backend, "verify", None)
             if verify is not None:  # a truncated GGUF passes every check but loading it
@@ -503,6 +505,22 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
         embedder_built=(static_model_dir() / "embeddings.npy").is_file(),
         notes=tuple(notes),
         advice=tuple(_model_advice(selection)),
+    )
+
+
+def _reading_note(finder: Backend) -> str:
+    """What `--read-tokens auto` gives the Finder on this machine."""
+    from cwread.reading import FINDER_SECONDS, stored_rate
+
+    rate = stored_rate(finder)
+    if rate is None:
+        return (
+            f"the Finder's reading rate for {finder.model} is not measured yet: the first question "
+            f"measures it (--read-tokens auto reads about {FINDER_SECONDS:.0f} s)"
+        )
+    return (
+        f"the Finder reads {rate:,.0f} prompt tokens/s with {finder.model} on this machine: "
+        f"--read-tokens auto reads about {int(rate * FINDER_SECONDS):,} tokens a question"
     )
 
 

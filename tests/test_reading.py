@@ -157,3 +157,13 @@ def test_parse_read_tokens():
     assert reading.parse_read_tokens("2000") == 2000
     with pytest.raises(InputError):
         reading.parse_read_tokens("0")
+
+
+def test_doctor_says_what_an_auto_budget_reads_here(capsys, cache_dir, scripted):
+    code, out, err = run(capsys, "doctor", "--backend", "scripted")
+    assert code == 0, err
+    assert "reading rate for finder is not measured yet" in " ".join((out + err).split())
+    reading.store_rate(Named(), 42.0)
+    code, out, err = run(capsys, "doctor", "--backend", "scripted")
+    text = " ".join((out + err).split())
+    assert "reads 42 prompt tokens/s with finder" in text and f"about {int(42 * reading.FINDER_SECONDS):,} tokens" in text

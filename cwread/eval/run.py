@@ -174,7 +174,9 @@ def evaluate(
         "models": models,
         "settings": f"preset {budget.preset} (anchors {budget.anchors}, read {budget.read}, N_E {budget.n_e}, "
         f"P_r {budget.p_r}, P_w {budget.p_w}, B_c {budget.b_c}"
-        f"{'' if budget.keep_threshold is None else f', keep threshold {budget.keep_threshold:g}'}), "
+        f"{'' if budget.keep_threshold is None else f', keep threshold {budget.keep_threshold:g}'}"
+        f"{'' if budget.read_tokens is None else f', read tokens {budget.read_tokens}'}"
+        f"{'' if budget.finder_reply == 'quote-first' else f', Finder reply {budget.finder_reply}'}), "
         f"embedder {options.embedder}"
         f"{', permuted options' if options.permute_options else ''}, {mode} open answers, {len(records)} records",
     }
