@@ -189,6 +189,8 @@ def run_finder(
             pool.shutdown(wait=False, cancel_futures=True)
     if reading:
         reading.settle()
+    if progress and len(verdicts) < total:  # the budget was spent: the bar ends where reading did
+        progress("finder", len(verdicts), len(verdicts))
     return tuple(_by_threshold(v, keep_threshold) for v in verdicts)
 
 

@@ -84,6 +84,7 @@ class ReadingBudget:
     seconds: float = FINDER_SECONDS
     rate: float | None = None
     _seen: list[float] = field(default_factory=list)
+    _first: bool = False  # the rate was first measured in this run, on its first call
 
     @classmethod
     def auto(cls, backend, seconds: float = FINDER_SECONDS) -> ReadingBudget:
@@ -104,16 +105,17 @@ class ReadingBudget:
             return
         self._seen.append(tokens / seconds)
         if self.rate is None:
-            self.rate = tokens / seconds
+            self.rate, self._first = tokens / seconds, True
             store_rate(self.rate_of, self.rate)
 
     def settle(self) -> None:
-        """After the Finder: a stored rate that this run's calls disagree with is replaced
-        (for the next question; this one's budget stays what it was)."""
+        """After the Finder, for the next question (this one's budget stays what it was): a
+        rate first measured on one call (slow with a model just loaded) is replaced by the
+        median of this run's calls, and a stored rate they disagree with past RATE_DRIFT too."""
         if self.rate_of is None or not self._seen or self.rate is None:
             return
         now = statistics.median(self._seen)
-        if not 1 / RATE_DRIFT <= now / self.rate <= RATE_DRIFT:
+        if self._first or not 1 / RATE_DRIFT <= now / self.rate <= RATE_DRIFT:
             store_rate(self.rate_of, now)
 
     def why(self) -> str:

@@ -167,3 +167,14 @@ def test_doctor_says_what_an_auto_budget_reads_here(capsys, cache_dir, scripted)
     code, out, err = run(capsys, "doctor", "--backend", "scripted")
     text = " ".join((out + err).split())
     assert "reads 42 prompt tokens/s with finder" in text and f"about {int(42 * reading.FINDER_SECONDS):,} tokens" in text
+
+
+def test_a_rate_first_measured_on_one_call_is_replaced_by_the_runs_median(cache_dir):
+    budget = reading.ReadingBudget.auto(Named())
+    assert budget.limit() is None
+    budget.observe(300, 10.0, cached=False)  # 30 tokens/s: the first call, the model cold
+    assert budget.limit() == int(reading.FINDER_SECONDS * 30)
+    for _ in range(4):
+        budget.observe(300, 6.0, cached=False)  # 50 tokens/s once warm
+    budget.settle()
+    assert reading.stored_rate(Named()) == 50.0
