@@ -238,7 +238,9 @@ def test_doctor_names_the_server_and_its_parallel_calls(capsys, cache_dir, monke
     backend = json.loads(out)["backend"]
     assert backend["finder"] == "openai:qwen2.5-1.5b" and f"server at {URL}" in backend["why"]
     assert backend["notes"] == [
-        "the server takes 4 calls at once; cwread sends as many (--workers to change)"
+        "the server takes 4 calls at once; cwread sends as many (--workers to change)",
+        "the Finder's reading rate for qwen2.5-1.5b is not measured yet: the first question "
+        "measures it (--read-tokens auto reads about 30 s)",
     ]
 
 
