@@ -345,9 +345,9 @@ def answer(
     Ablations and baselines enter midway: given a `packet`, the Finder and packing are skipped.
     `rank` scores sentences for extractive answers and best evidence (see `decide`).
     `skip_finder` (why): every segment read is taken as kept, as that Finder would have kept
-    it. `judge` False: options and claims get no verdict, only the best evidence. `reading`:
-    the Finder's budget in prompt tokens (segments past it are not read, and the trace says
-    so); `decision_first`: see `judge_segment`.
+    it. `judge` False: options and claims get no verdict, only the best evidence. The Finder
+    reads within `budget.read_tokens` (see `reading_budget`; the trace says what it did not
+    read) and replies as `budget.finder_reply` says (see `judge_segment`).
     """
     t0 = time.perf_counter()
     verdicts: tuple[Verdict, ...] = ()
@@ -365,7 +365,7 @@ def answer(
             budget.finder_reply == "decision-first",
         )
     unread = None
-    if reading is not None and "finder" not in skipped and packet is None and len(verdicts) < len(read):
+    if reading is not None and len(verdicts) < len(read):  # set only where the Finder ran
         unread = Unread(tuple(read[len(verdicts) :]), reading.limit() or 0, reading.why())
         skipped["reading"] = (
             f"{len(unread.segments)} of {len(read)} segments, once the Finder's budget of "
