@@ -5,6 +5,7 @@ python -m training finder|interpreter --profile cpu-test|cpu-small|gpu [--steps 
 python -m training export --adapter RUN/adapter --out F.gguf [--modelfile M --base B --family F]
 python -m training export --merged RUN/merged --out F.gguf [--modelfile M --family F]
 python -m training smoke --source FAIRYTALEQA_DIR --out DIR   (cpu-test end to end: data, SFT, GRPO, merge, GGUF, check)
+python -m training base --gguf MODEL.gguf --out DIR   (a llama/qwen2 GGUF as a transformers folder: a base to train)
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import sys
 from pathlib import Path
 
 from training import data
+
+GPU_DEFAULT_BASE = "Qwen/Qwen3-4B-Instruct-2507"  # the paper's; give --base where no hub is reached
 
 
 def _no_source() -> int:
@@ -64,18 +67,16 @@ def run_training(args: argparse.Namespace) -> int:
         return _fail("--decision-only is a warm start alone: give --steps 0 (GRPO writes whole replies)")
     if args.lora_layers is not None and args.lora_layers < 1:
         return _fail(f"--lora-layers {args.lora_layers} must be at least 1")
-    if profile.name == "cpu-test":
-        texts = [m["content"] for r in rows for m in r["prompt"]]
-        model, tokenizer = train.tiny_model_and_tokenizer(texts, seed=args.seed)
-    elif profile.name == "cpu-small":
-        model, tokenizer = train.smollm2_model_and_tokenizer()
-    else:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        model = AutoModelForCausalLM.from_pretrained(args.base, dtype="bfloat16")
-        tokenizer = AutoTokenizer.from_pretrained(args.base)
+    model, tokenizer = _base_model(args, profile, rows)
     out = Path(args.out)
-    if warm:
+    sft_adapter = out / "warm-start" / "adapter"
+    if warm and args.resume and (sft_adapter / "adapter_config.json").is_file():
+        from peft import PeftModel
+
+        print(f"{args.command}: resuming from the warm start's adapter in {sft_adapter}", file=sys.stderr)
+        model = PeftModel.from_pretrained(model, str(sft_adapter), is_trainable=True)
+        rows = rows[:-warm]
+    elif warm:
         # warm-start on examples GRPO will not see
         model = train.warm_start(
             rows[-warm:],
@@ -87,21 +88,69 @@ def run_training(args: argparse.Namespace) -> int:
             seed=args.seed,
             decision_only=args.decision_only,
             last_layers=args.lora_layers,
+            until=args.sft_deadline,
         )
         rows = rows[:-warm]
     if args.steps == 0:
         print(f"{args.command}: warm start only; adapter in {out / 'warm-start' / 'adapter'}")
         return 0
     trainer = train.grpo(
-        args.command, rows, model, tokenizer, profile, out / "run", max_steps=args.steps, seed=args.seed
+        args.command,
+        rows,
+        model,
+        tokenizer,
+        profile,
+        out / "run",
+        max_steps=args.steps,
+        seed=args.seed,
+        until=args.deadline,
     )
-    merged = train.merge_and_save(trainer, tokenizer, out / "merged")
+    merged = None if args.no_merge else train.merge_and_save(trainer, tokenizer, out / "merged")
     log = [json.loads(line) for line in (out / "run" / "metrics.jsonl").read_text().splitlines()]
     rewards = [entry["reward"] for entry in log if "reward" in entry]
+    curve = f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f}" if rewards else "no step finished"
     print(
-        f"{args.command}: {len(rewards)} steps, reward {rewards[0]:.3f} -> {rewards[-1]:.3f}; "
-        f"adapter in {out / 'run' / 'adapter'}, merged model in {merged}"
+        f"{args.command}: {len(rewards)} steps, {curve}; adapter in {out / 'run' / 'adapter'}"
+        + (f", merged model in {merged}" if merged else "")
     )
+    return 0
+
+
+def _base_model(args: argparse.Namespace, profile, rows: list[dict]):
+    """The model to train and its tokenizer: --base (a transformers folder or name, or a llama /
+    qwen2 GGUF read by training.checkpoints), else the profile's own."""
+    from training import train
+
+    if args.base is None and profile.name == "cpu-test":
+        texts = [m["content"] for r in rows for m in r["prompt"]]
+        return train.tiny_model_and_tokenizer(texts, seed=args.seed)
+    if args.base is None and profile.name == "cpu-small":
+        return train.smollm2_model_and_tokenizer()
+    base = args.base or GPU_DEFAULT_BASE
+    dtype = "bfloat16" if profile.bf16 else "float32"
+    if base.endswith(".gguf"):
+        import torch
+
+        from training.checkpoints import load_gguf
+
+        model, tokenizer = load_gguf(Path(base))
+        return model.to(getattr(torch, dtype)), tokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(base, dtype=dtype), AutoTokenizer.from_pretrained(base)
+
+
+def build_base(args: argparse.Namespace) -> int:
+    from training.checkpoints import save_gguf_as_transformers
+
+    gguf = Path(args.gguf)
+    if not gguf.is_file():
+        return _fail(f"{gguf} not found")
+    try:
+        out = save_gguf_as_transformers(gguf, Path(args.out), dtype=args.dtype)
+    except (ValueError, OSError) as exc:
+        return _fail(f"cannot read {gguf}: {exc}")
+    print(f"{gguf.name} -> {out} ({args.dtype})")
     return 0
 
 
@@ -200,7 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("data", help="build finder.jsonl, interpreter.jsonl and a data card")
     p.add_argument("--split", default="train", choices=["train", "val"])
-    p.add_argument("--source", default=data.default_source(), help=f"FairytaleQA folder (or ${data.SOURCE_ENV})")
+    p.add_argument(
+        "--source", default=data.default_source(), help=f"FairytaleQA folder (or ${data.SOURCE_ENV})"
+    )
     p.add_argument("--out", default="training/data")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=build_data)
@@ -210,8 +261,21 @@ def main(argv: list[str] | None = None) -> int:
         t.add_argument("--data", default="training/data", help="folder with finder.jsonl / interpreter.jsonl")
         t.add_argument("--out", default=f"training/runs/{agent}")
         t.add_argument(
-            "--base", default="Qwen/Qwen3-4B-Instruct-2507", help="gpu profile: base model path or name"
+            "--base",
+            default=None,
+            help="base model: a transformers folder or name, or a llama/qwen2 GGUF "
+            f"(default: the profile's; gpu: {GPU_DEFAULT_BASE})",
         )
+        t.add_argument(
+            "--sft-deadline", type=float, default=None, help="end the warm start at this Unix time"
+        )
+        t.add_argument("--deadline", type=float, default=None, help="end GRPO at this Unix time")
+        t.add_argument(
+            "--resume",
+            action="store_true",
+            help="start GRPO from an earlier run's warm-start adapter in --out",
+        )
+        t.add_argument("--no-merge", action="store_true", help="save the adapter alone (no merged model)")
         t.add_argument(
             "--steps",
             type=int,
@@ -232,7 +296,10 @@ def main(argv: list[str] | None = None) -> int:
             help="the warm start's loss on the YES/NO label alone, its reason given (with --steps 0)",
         )
         t.add_argument(
-            "--lora-layers", type=int, default=None, help="LoRA on the last N blocks only (CPU: a faster step)"
+            "--lora-layers",
+            type=int,
+            default=None,
+            help="LoRA on the last N blocks only (CPU: a faster step)",
         )
         t.add_argument("--seed", type=int, default=0)
         t.set_defaults(run=run_training)
@@ -249,16 +316,26 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--family", default="smollm2", choices=["smollm2", "qwen3", "chatml"])
     e.add_argument("--num-ctx", type=int, default=8192)
     e.add_argument(
-        "--agent", default="finder", choices=["finder", "interpreter"], help="whose reply length the Modelfile sets"
+        "--agent",
+        default="finder",
+        choices=["finder", "interpreter"],
+        help="whose reply length the Modelfile sets",
     )
     e.set_defaults(run=run_export)
     k = sub.add_parser("smoke", help="cpu-test end to end: data, warm start, GRPO, merge, GGUF, check")
     k.add_argument("--out", required=True)
-    k.add_argument("--source", default=data.default_source(), help=f"FairytaleQA folder (or ${data.SOURCE_ENV})")
+    k.add_argument(
+        "--source", default=data.default_source(), help=f"FairytaleQA folder (or ${data.SOURCE_ENV})"
+    )
     k.add_argument("--split", default="val", choices=["train", "val"])
     k.add_argument("--steps", type=int, default=4)
     k.add_argument("--seed", type=int, default=0)
     k.set_defaults(run=run_smoke)
+    b = sub.add_parser("base", help="a llama/qwen2 GGUF as a transformers folder (a base to train from)")
+    b.add_argument("--gguf", required=True)
+    b.add_argument("--out", required=True)
+    b.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    b.set_defaults(run=build_base)
     args = parser.parse_args(argv)
     return args.run(args)
 

