@@ -24,10 +24,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=2, help="slots: calls served at once")
     parser.add_argument("--ctx", type=int, default=16384, help="context in tokens, for all slots together")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--lora", type=Path, help="a LoRA adapter GGUF applied to every call (llama-server --lora)")
     args = parser.parse_args(argv)
-    if not args.gguf.is_file():
-        print(f"serve_gguf: no such file: {args.gguf}", file=sys.stderr)
-        return 2
+    for path in (args.gguf, args.lora):
+        if path is not None and not path.is_file():
+            print(f"serve_gguf: no such file: {path}", file=sys.stderr)
+            return 2
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle threads spinning slowed 2 cores 3x
     import xllamacpp
 
@@ -41,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     params.warmup = False
     params.port = args.port
     params.hostnames = [args.host]
+    if args.lora:
+        adapter = xllamacpp.CommonAdapterLoraInfo()
+        adapter.path = str(args.lora)
+        adapter.scale = 1.0
+        params.lora_adapters = [adapter]
     server = xllamacpp.Server(params)
     print(f"serving {args.gguf.name} at {server.listening_address}/v1", file=sys.stderr, flush=True)
     try:

@@ -307,3 +307,28 @@ def test_a_server_without_logprobs_gives_no_scores():
     seen: dict = {}
     reply = backend(fake_server("llamacpp", '<reason>[3] "The key is under the mat."</reason>\n<answer>NO</answer>', seen))
     assert reply.generate(finder_call()).label_logprobs == ()
+
+
+def test_the_finder_can_have_a_server_of_its_own(monkeypatch):
+    """A trained Finder served as base + adapter by a second llama-server; the Interpreter's
+    calls stay with the base model's server."""
+    hosts: list[str] = []
+    inner = fake_server("llamacpp", "<reason>[3] the mat</reason>\n<answer>YES</answer>", {})
+
+    def handler(request):
+        if request.url.path == "/v1/chat/completions":
+            hosts.append(request.url.host)
+        return inner(request)
+
+    monkeypatch.setattr(openai_compat, "new_http_client", lambda timeout: _mock_client(handler))
+    settings = BackendSettings(backend="openai", base_url=URL, finder_base_url="http://finder.test:8081/v1/")
+    selection = select_backends(settings.resolved())
+    assert selection.finder is not selection.interpreter
+    assert "Finder at http://finder.test:8081/v1, Interpreter at http://server.test:8080/v1" in selection.why
+    selection.finder.generate(finder_call())
+    selection.interpreter.generate(finder_call())
+    assert hosts == ["finder.test", "server.test"]
+    with pytest.raises(InputError, match="--finder-base-url must start with http"):
+        select_backends(BackendSettings(backend="openai", base_url=URL, finder_base_url="finder:8081"))
+    with pytest.raises(InputError, match="--finder-base-url applies to --backend openai"):
+        select_backends(BackendSettings(backend="embedded", finder_base_url="http://finder.test:8081/v1"))

@@ -155,9 +155,9 @@ def test_smollm2_read_from_its_gguf_matches_llama_cpp():
     from conversion import base
 
     from cwread.backends.embedded import default_gguf
-    from training.checkpoints import load_llama_gguf
+    from training.checkpoints import load_gguf
 
-    model, tokenizer = load_llama_gguf(default_gguf())
+    model, tokenizer = load_gguf(default_gguf())
     source = base.TextModel.get_vocab_base_pre.__code__.co_consts
     probe = next(c for c in source if isinstance(c, str) and "🚀" in c)
     digest = sha256(str(tokenizer.encode(probe)).encode()).hexdigest()

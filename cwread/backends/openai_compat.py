@@ -51,13 +51,14 @@ class ServerInfo:
         return self.owned_by == "llamacpp"
 
 
-def base_url_from(value: str | None) -> str | None:
-    """The server's base URL (flag, else `OPENAI_BASE_URL`), without a trailing slash."""
-    url = value or os.environ.get("OPENAI_BASE_URL") or None
+def base_url_from(value: str | None, flag: str = "--base-url") -> str | None:
+    """A server's base URL without a trailing slash: the value given, else (for --base-url)
+    `OPENAI_BASE_URL`."""
+    url = value or (os.environ.get("OPENAI_BASE_URL") if flag == "--base-url" else None) or None
     if url is None:
         return None
     if not url.startswith(("http://", "https://")):
-        raise InputError(f"--base-url must start with http:// or https://, got {url!r}")
+        raise InputError(f"{flag} must start with http:// or https://, got {url!r}")
     return url.rstrip("/")
 
 

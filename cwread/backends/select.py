@@ -28,6 +28,9 @@ class BackendSettings:
     timeout: float | None = None
     workers: int | None = None
     base_url: str | None = None  # an OpenAI-compatible server
+    # the Finder on a server of its own (llama-server serves one model: a trained Finder is a
+    # second server with --lora, beside the base model's for the Interpreter)
+    finder_base_url: str | None = None
     api_key: str | None = None
     constraint: str | None = None  # auto, grammar, json, none
 
@@ -50,6 +53,7 @@ class BackendSettings:
             timeout=self.timeout or env_positive("CWREAD_TIMEOUT", float),  # None: scaled per call
             workers=self.workers,
             base_url=self.base_url or env.get("OPENAI_BASE_URL") or None,
+            finder_base_url=self.finder_base_url or env.get("CWREAD_FINDER_BASE_URL") or None,
             api_key=self.api_key or env.get("OPENAI_API_KEY") or None,
             constraint=constraint,
         )
@@ -86,9 +90,15 @@ def register(name: str, factory: Factory) -> None:
     FACTORIES[name] = factory
 
 
+def _only_openai_takes_a_finder_server(settings: BackendSettings) -> None:
+    if settings.finder_base_url:
+        raise InputError("--finder-base-url applies to --backend openai (with --base-url for the Interpreter)")
+
+
 def _ollama(settings: BackendSettings, probe: bool = True) -> Selection:
     from cwread.backends.ollama import DEFAULT_NUM_CTX, OllamaBackend, modelfile_hint
 
+    _only_openai_takes_a_finder_server(settings)
     if settings.finder_lora:
         raise InputError(
             "--finder-lora applies to the embedded backend; with Ollama, put the adapter in a "
@@ -120,6 +130,7 @@ def _ollama(settings: BackendSettings, probe: bool = True) -> Selection:
 def _embedded(settings: BackendSettings) -> Selection:
     from cwread.backends.embedded import DEFAULT_NUM_CTX, EmbeddedBackend
 
+    _only_openai_takes_a_finder_server(settings)
     num_ctx = settings.num_ctx or DEFAULT_NUM_CTX
     lora = settings.finder_lora
     interpreter = EmbeddedBackend(settings.gguf, num_ctx=num_ctx)
@@ -153,16 +164,23 @@ def _openai(settings: BackendSettings) -> Selection:
         "concurrency": settings.workers,
         "constraint": settings.constraint or "auto",
     }
-    finder = OpenAIBackend(settings.finder_model, **kwargs)
-    finder.model = served_model(finder.info.models, finder.model, base_url)
-    interpreter = finder  # one backend (and one call cache) when both agents get the same model
-    wanted = served_model(finder.info.models, settings.interpreter_model, base_url)
-    if wanted != finder.model:
-        interpreter = OpenAIBackend(wanted, info=finder.info, **kwargs)
+    finder_url = base_url_from(settings.finder_base_url, "--finder-base-url") or base_url
+    finder = OpenAIBackend(settings.finder_model, **{**kwargs, "base_url": finder_url})
+    finder.model = served_model(finder.info.models, finder.model, finder_url)
+    if finder_url != base_url:
+        interpreter = OpenAIBackend(settings.interpreter_model, **kwargs)
+        interpreter.model = served_model(interpreter.info.models, interpreter.model, base_url)
+        where = f"Finder at {finder_url}, Interpreter at {base_url}"
+    else:
+        interpreter = finder  # one backend (and one call cache) when both agents get the same model
+        wanted = served_model(finder.info.models, settings.interpreter_model, base_url)
+        if wanted != finder.model:
+            interpreter = OpenAIBackend(wanted, info=finder.info, **kwargs)
+        where = f"at {base_url}"
     return Selection(
         finder,
         interpreter,
-        f"backend: openai-compatible server at {base_url} ({finder.model}, {interpreter.model}; "
+        f"backend: openai-compatible server {where} ({finder.model}, {interpreter.model}; "
         f"{finder.constraint} constraint, {finder.concurrency} calls at once)",
     )
 
@@ -183,7 +201,7 @@ def served_model(served: tuple[str, ...], wanted: str, base_url: str) -> str:
 def _auto(settings: BackendSettings) -> Selection:
     from cwread.backends.ollama import DEFAULT_HOST, OllamaBackend
 
-    if settings.base_url:  # a server the user named comes first
+    if settings.base_url or settings.finder_base_url:  # a server the user named comes first
         return _openai(settings)
     if settings.finder_lora:  # an adapter GGUF runs only in-process
         chosen = _embedded(settings)

@@ -178,6 +178,17 @@ SERVER_OPTIONS: dict[str, tuple[Any, Any]] = {
         ],
         None,
     ),
+    "finder_base_url": (
+        Annotated[
+            str | None,
+            typer.Option(
+                help="A second server for the Finder alone (a trained Finder: llama-server with --lora); "
+                "the Interpreter stays at --base-url [env: CWREAD_FINDER_BASE_URL].",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
     "api_key": (
         Annotated[
             str | None,
