@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=build_data)
     for agent in ("finder", "interpreter"):
         t = sub.add_parser(agent, help=f"GRPO + LoRA on {agent}.jsonl, then merge the adapter")
-        t.add_argument("--profile", default="cpu-test", choices=["cpu-test", "cpu-small", "gpu"])
+        t.add_argument("--profile", default="cpu-test", choices=["cpu-test", "cpu-small", "gpu", "rehearsal"])
         t.add_argument("--data", default="training/data", help="folder with finder.jsonl / interpreter.jsonl")
         t.add_argument("--out", default=f"training/runs/{agent}")
         t.add_argument(

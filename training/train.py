@@ -71,6 +71,22 @@ PROFILES = {
         scheduler="constant",
         warmup_ratio=0.0,
     ),
+    # the GPU lane's rehearsal: cpu-test's sizes on the lane's own path (a base read from a
+    # GGUF, a LoRA adapter alone, exported as a GGUF adapter: no trained head)
+    "rehearsal": Profile(
+        "rehearsal",
+        num_generations=8,
+        batch_size=8,
+        grad_accum=1,
+        learning_rate={"finder": 3e-2, "interpreter": 3e-2},
+        beta=0.04,  # the gpu profile's: a reference model, as there
+        max_completion_length=8,
+        max_steps=30,
+        lora_r=8,
+        lora_alpha=16,
+        scheduler="constant",
+        warmup_ratio=0.0,
+    ),
     "cpu-small": Profile(
         "cpu-small",
         num_generations=8,
