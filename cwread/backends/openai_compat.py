@@ -51,11 +51,10 @@ class ServerInfo:
         return self.owned_by == "llamacpp"
 
 
-def base_url_from(value: str | None, flag: str = "--base-url") -> str | None:
-    """A server's base URL without a trailing slash: the value given, else (for --base-url)
-    `OPENAI_BASE_URL`."""
-    url = value or (os.environ.get("OPENAI_BASE_URL") if flag == "--base-url" else None) or None
-    if url is None:
+def base_url_from(url: str | None, flag: str = "--base-url") -> str | None:
+    """A server's base URL (as BackendSettings.resolved() gives it, the environment read)
+    checked, without a trailing slash."""
+    if not url:
         return None
     if not url.startswith(("http://", "https://")):
         raise InputError(f"{flag} must start with http:// or https://, got {url!r}")
