@@ -63,9 +63,9 @@ def main() -> None:
     embedder = load_embedder("minilm-static")
     server = None
     if args.model:
-        from cwread.backends.embedded import _server, default_gguf
+        from cwread.backends.embedded import default_gguf, shared_server
 
-        server = _server(default_gguf(), 4096, 2)
+        server = shared_server(default_gguf(), 4096, 2)
     f1: dict[str, list[float]] = {}
     why: dict[str, list[float]] = {}
     for path in stories(args.source, args.stories):

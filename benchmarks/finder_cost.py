@@ -122,7 +122,7 @@ def report(model: str, rows: list[dict]) -> list[str]:
 def main() -> None:
     from cwread import api
     from cwread.backends.embedded import EmbeddedBackend
-    from cwread.eval.records import load_records, spread_sample
+    from cwread.eval.dataset import load_records, spread_sample
     from cwread.segments import make_budget
 
     parser = argparse.ArgumentParser()

@@ -53,7 +53,7 @@ def summary(name: str, rows: list[dict]) -> str:
 def main() -> None:
     from cwread import api
     from cwread.backends.embedded import EmbeddedBackend
-    from cwread.eval.records import load_records, spread_sample
+    from cwread.eval.dataset import load_records, spread_sample
     from cwread.segments import make_budget
 
     parser = argparse.ArgumentParser()

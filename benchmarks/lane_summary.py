@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from cwread import metrics
-from cwread.eval.report import _record_score, paired_interval, summarize
+from cwread.eval.report import paired_interval, record_score, summarize
 
 DEV_SETS = ("fairytale", "quality", "scifi")
 
@@ -175,11 +175,11 @@ def methods_section(results: Path) -> tuple[list[str], dict]:
             else:
                 score = "-"
             lines.append(f"| {method} | {entry['records']} | {score} |")
-        base = {r["id"]: _record_score(r) for r in rows if r["method"] == "pipeline"}
+        base = {r["id"]: record_score(r) for r in rows if r["method"] == "pipeline"}
         pairs = [
-            (base[r["id"]], _record_score(r))
+            (base[r["id"]], record_score(r))
             for r in trained
-            if base.get(r["id"]) is not None and _record_score(r) is not None
+            if base.get(r["id"]) is not None and record_score(r) is not None
         ]
         if pairs:
             differences = [b - a for a, b in pairs]

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from cwread.backends import GenerationRequest
+from cwread.document import Evidence, Passage
 from cwread.grounding import neutralise, sentence_spans
 from cwread.records import Question
 
@@ -78,12 +79,12 @@ def question_block(question: Question) -> str:
     return "\n".join(lines)
 
 
-def shown_evidence(paragraphs: list[tuple[int, str]]) -> list[tuple[int, str]]:
+def shown_evidence(paragraphs: Evidence) -> list[Passage]:
     """The paragraphs as an agent is shown them: the book's tags and bracketed numbers defused."""
-    return [(pid, neutralise(text)) for pid, text in paragraphs]
+    return [Passage(pid, neutralise(text)) for pid, text in paragraphs]
 
 
-def evidence_block(paragraphs: list[tuple[int, str]]) -> str:
+def evidence_block(paragraphs: Evidence) -> str:
     """The evidence, delimited, each paragraph under its own id only (see `shown_evidence`)."""
     body = "\n\n".join(f"[{pid}] {text}" for pid, text in shown_evidence(paragraphs))
     return f"<evidence>\n{body}\n</evidence>"
@@ -97,7 +98,7 @@ def _literal_alternatives(values: list[str]) -> str:
     return " | ".join(_literal(v) for v in values)
 
 
-def _quote_rules(evidence: list[tuple[int, str]], max_items: int) -> list[str]:
+def _quote_rules(evidence: Evidence, max_items: int) -> list[str]:
     """GBNF for a reason made of quotes: `[N] "..."` where the quote can only be a sentence
     (or clause) of paragraph N as shown, joined by a few connecting words."""
     items = []
@@ -119,7 +120,7 @@ def answer_grammar(
     kind: str,
     labels: list[str] | None = None,
     finder: bool = False,
-    evidence: list[tuple[int, str]] | None = None,
+    evidence: Evidence | None = None,
 ) -> str:
     """GBNF for `<reason>...</reason>\\n<answer>...</answer>`, the reason made of quotes of
     `evidence` (see `_quote_rules`).
@@ -206,7 +207,7 @@ def finder_request(
     segment_text: str,
     retry: bool = False,
     question_first: bool = False,
-    paragraphs: list[tuple[int, str]] | None = None,
+    paragraphs: Evidence | None = None,
     decision_first: bool = False,
 ) -> GenerationRequest:
     """The Finder's call for one segment: the segment first, then the question.
@@ -244,7 +245,7 @@ def finder_request(
     )
 
 
-def clue_request(decision: GenerationRequest, reply: str, evidence: list[tuple[int, str]]) -> GenerationRequest:
+def clue_request(decision: GenerationRequest, reply: str, evidence: Evidence) -> GenerationRequest:
     """After a decision-first YES: the clue's quote, the conversation so far as its prefix (a
     prompt cache reads only the new turn). The quote is held to the segment's sentences as in
     the quote-first reply."""
@@ -267,14 +268,14 @@ def clue_request(decision: GenerationRequest, reply: str, evidence: list[tuple[i
     )
 
 
-def _split_marked(text: str) -> list[tuple[int, str]]:
+def _split_marked(text: str) -> list[Passage]:
     """(id, text) of each `[N] ...` paragraph in a segment's text."""
-    return [(int(m.group(1)), m.group(2)) for m in re.finditer(r"^\[(\d+)\] (.*)$", text, re.M)]
+    return [Passage(int(m.group(1)), m.group(2)) for m in re.finditer(r"^\[(\d+)\] (.*)$", text, re.M)]
 
 
 def interpreter_request(
     question: Question,
-    evidence: list[tuple[int, str]],
+    evidence: Evidence,
     previous: tuple[str, str] | None = None,
     retry: bool = False,
 ) -> GenerationRequest:

@@ -23,8 +23,10 @@ import hashlib
 import re
 import stat
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from cwread.errors import InputError
 
@@ -56,6 +58,16 @@ class Paragraph:
     line: int
 
 
+class Passage(NamedTuple):
+    """A paragraph's id and the text an agent is shown of it (a packet may cut a long one)."""
+
+    id: int
+    text: str
+
+
+Evidence = Sequence[Passage]  # what an agent is shown, in the order it is shown
+
+
 @dataclass(frozen=True)
 class Document:
     """A text read into numbered paragraphs.
@@ -82,6 +94,10 @@ class Document:
                 f"{len(self.paragraphs)} paragraphs (1-{len(self.paragraphs)})"
             )
         return self.paragraphs[pid - 1]
+
+    def passages(self, ids) -> list[Passage]:
+        """The paragraphs `ids`, in the order given, as an agent is shown them."""
+        return [Passage(pid, self.paragraph(pid).text) for pid in ids]
 
     def span_text(self, start: int, end: int) -> str:
         """Paragraphs start..end (inclusive) as `[N] text` lines, the form models are shown."""
@@ -354,6 +370,26 @@ def fingerprint(paragraphs: tuple[Paragraph, ...]) -> str:
         h.update(p.text.encode("utf-8"))
         h.update(b"\x00")
     return h.hexdigest()
+
+
+def parse_paragraph_spec(spec: str, count: int) -> list[int]:
+    """Ids named by "12", "10-14" or "3,7,10-12" (1-based, inclusive); InputError if invalid."""
+    ids: list[int] = []
+    for part in spec.replace(" ", "").split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise InputError(f"bad paragraph range {part!r}: use N, N-M or a comma list like 3,7,10-12")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        if lo > hi:
+            raise InputError(f"bad paragraph range {part!r}: the start is after the end")
+        for pid in (lo, hi):
+            if not 1 <= pid <= count:
+                raise InputError(
+                    f"paragraph {pid} is out of range: the text has {count} paragraphs (1-{count})"
+                )
+        ids.extend(range(lo, hi + 1))
+    return ids
 
 
 def load_document(path: str, encoding: str | None = None, max_bytes: int | None = None) -> Document:

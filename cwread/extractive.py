@@ -26,7 +26,7 @@ import math
 import re
 from collections import Counter
 
-from cwread.document import Document
+from cwread.document import Document, Evidence
 from cwread.embedders import Embedder
 from cwread.grounding import Rank, best_sentence, content_words, sentence_spans
 from cwread.records import Quote
@@ -74,7 +74,7 @@ def sentence_ranker(document: Document, embedder: Embedder | None) -> Rank:
 
 
 def best_answer(
-    question: str, evidence: list[tuple[int, str]], rank: Rank, min_shared: int = 1
+    question: str, evidence: Evidence, rank: Rank, min_shared: int = 1
 ) -> tuple[str, Quote] | None:
     """The extractive answer from `evidence` and the quote it rests on (see `extract_answer`):
     the sentence `rank` scores best of those sharing `min_shared` question words; None if none."""

@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
+from cwread.document import Evidence
 from cwread.lexical import STOPWORDS, word_stems
-from cwread.records import Question, Quote
+from cwread.records import Forged, Question, Quote
 
 MAX_QUOTE_CHARS = 240  # longer sentences are offered as clauses, so a quote stays short
 
@@ -105,11 +106,11 @@ def locate(quote: str, shown: str) -> tuple[int, int] | None:
 
 def find_quotes(
     reason: str, shown: dict[int, str], book: dict[int, str] | None = None
-) -> tuple[tuple[Quote, ...], tuple[tuple[int, str], ...]]:
+) -> tuple[tuple[Quote, ...], tuple[Forged, ...]]:
     """The `[N] "quote"` items of `reason`: (quotes found in paragraph N as shown, with the
     book's text at those offsets; (id, text) of the rest, which are never shown as support)."""
     found: list[Quote] = []
-    forged: list[tuple[int, str]] = []
+    forged: list[Forged] = []
     for m in _ITEM.finditer(reason or ""):
         pid, text = int(m.group(1)), m.group(2)
         span = locate(text, shown[pid]) if pid in shown else None
@@ -152,7 +153,7 @@ Rank = Callable[[str, list[str]], list[float]]  # (question, sentences) -> a sco
 
 
 def best_sentence(
-    question: str, evidence: Iterable[tuple[int, str]], min_shared: int = 1, rank: Rank | None = None
+    question: str, evidence: Evidence, min_shared: int = 1, rank: Rank | None = None
 ) -> Quote | None:
     """The best sentence of `evidence` for the question (see `best_sentences`); None if none
     shares `min_shared` or more of its content words."""
@@ -162,7 +163,7 @@ def best_sentence(
 
 def best_sentences(
     question: str,
-    evidence: Iterable[tuple[int, str]],
+    evidence: Evidence,
     k: int,
     min_shared: int = 1,
     rank: Rank | None = None,

@@ -5,13 +5,16 @@ at most N_E of them; within that, first each segment's core (the paragraphs its 
 reason cited, with their neighbours, or the whole segment when nothing was cited), then the
 rest of each segment, while the B_c character budget lasts. A final check against the
 Interpreter's context drops the lowest-priority paragraphs until the prompt fits.
+
+Baselines pack without a Finder: `pack_segments` (segments whole), `pack_ranked` (a
+retriever's top paragraphs) and `packet_of` (exactly the paragraphs given).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from cwread.document import Document
+from cwread.document import Document, Evidence, Passage
 from cwread.records import Packet, PacketItem, Verdict
 from cwread.segments import Budget, Segment
 
@@ -20,7 +23,7 @@ def pack(
     document: Document,
     verdicts: list[Verdict],
     budget: Budget,
-    fits: Callable[[list[tuple[int, str]]], bool] | None = None,
+    fits: Callable[[Evidence], bool] | None = None,
 ) -> Packet:
     """Build the packet from Finder verdicts given in reading order (see module doc)."""
     kept = [v for v in verdicts if v.decision == "YES"][: budget.n_e]
@@ -34,7 +37,7 @@ def pack_segments(
     document: Document,
     segments: list[Segment],
     budget: Budget,
-    fits: Callable[[list[tuple[int, str]]], bool] | None = None,
+    fits: Callable[[Evidence], bool] | None = None,
 ) -> Packet:
     """Pack `segments` as if each were kept with nothing cited (no Finder ran): all of them,
     in the order given, under B_c and the context check."""
@@ -47,7 +50,7 @@ def _pack_kept(
     kept: list[Verdict],
     fallback: bool,
     budget: Budget,
-    fits: Callable[[list[tuple[int, str]]], bool] | None,
+    fits: Callable[[Evidence], bool] | None,
 ) -> Packet:
     n = len(document)
 
@@ -91,9 +94,7 @@ def _pack_kept(
             out.append(PacketItem(pid, text, reason_of.get(pid, ""), pid in truncated))
         return out
 
-    if fits is not None:
-        while chosen and not fits([(i.id, i.text) for i in items_for(chosen)]):
-            chosen.pop()  # the lowest-priority paragraph goes first
+    chosen = _fitting(chosen, lambda ids: [Passage(i.id, i.text) for i in items_for(ids)], fits)
     considered = sorted(set(cores + rest))
     return Packet(
         items=tuple(items_for(chosen)),
@@ -101,3 +102,42 @@ def _pack_kept(
         segments=tuple((v.segment.start, v.segment.end) for v in kept),
         left_out=tuple(pid for pid in considered if pid not in chosen),
     )
+
+
+def pack_ranked(
+    document: Document,
+    ranked: list[int],
+    budget: Budget,
+    fits: Callable[[Evidence], bool] | None = None,
+    most: int | None = None,
+) -> Packet:
+    """Paragraphs in priority order (a retriever's ranking), each taken whole while B_c lasts
+    (one that would overspend it is passed over), at most `most`, then the lowest-priority
+    ones dropped until `fits`; in story order, with no Finder reasons."""
+    chosen: list[int] = []
+    used = 0
+    for pid in ranked:
+        length = len(document.paragraph(pid).text)
+        if used + length > budget.b_c:
+            continue
+        chosen.append(pid)
+        used += length
+        if most is not None and len(chosen) >= most:
+            break
+    return packet_of(document, _fitting(chosen, document.passages, fits))
+
+
+def packet_of(document: Document, ids: list[int]) -> Packet:
+    """A packet of exactly these paragraphs, in story order, with no Finder reasons."""
+    return Packet(items=tuple(PacketItem(pid, document.paragraph(pid).text, "") for pid in sorted(ids)))
+
+
+def _fitting(
+    chosen: list[int], evidence_of: Callable[[list[int]], Evidence], fits: Callable[[Evidence], bool] | None
+) -> list[int]:
+    """`chosen` (in priority order) less its lowest-priority paragraphs until `fits` its evidence."""
+    chosen = list(chosen)
+    if fits is not None:
+        while chosen and not fits(evidence_of(chosen)):
+            chosen.pop()
+    return chosen

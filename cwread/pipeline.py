@@ -9,13 +9,28 @@ from dataclasses import replace
 
 from cwread import agents, extractive, grounding
 from cwread.backends import Backend, GenerationRequest
-from cwread.document import Document
+from cwread.backends.select import Selection
+from cwread.document import Document, Evidence, Passage
+from cwread.embedders import load_embedder
 from cwread.packing import pack
+from cwread.progress import Progress
 from cwread.reading import ReadingBudget
-from cwread.records import AgentCall, Answer, ModelCall, Packet, Question, Quote, Trace, Unread, Verdict
+from cwread.records import (
+    UNJUDGED,
+    AgentCall,
+    Answer,
+    AnswerSettings,
+    FindResult,
+    ModelCall,
+    Packet,
+    Question,
+    Quote,
+    Trace,
+    Unread,
+    Verdict,
+)
 from cwread.segments import Budget, Segment
 
-Progress = Callable[[str, int, int], None]
 TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach
 
 
@@ -56,7 +71,7 @@ def judge_segment(
     `decision_first`: YES/NO alone, then the clue's quote for a kept segment only (a dropped
     segment's quote is never shown, so it is not written)."""
     text = document.span_text(segment.start, segment.end)
-    paragraphs = [(pid, document.paragraph(pid).text) for pid in segment.ids]
+    paragraphs = document.passages(segment.ids)
 
     def request(retry: bool) -> GenerationRequest:
         return agents.finder_request(
@@ -102,7 +117,7 @@ def _by_threshold(verdict: Verdict, keep_threshold: float | None) -> Verdict:
     return replace(verdict, decision="YES" if verdict.score >= keep_threshold else "NO")
 
 
-def _quotes(reason: str, paragraphs: list[tuple[int, str]]):
+def _quotes(reason: str, paragraphs: Evidence):
     """The reason's quotes checked against the paragraphs as the agent was shown them."""
     shown = dict(agents.shown_evidence(paragraphs))
     return grounding.find_quotes(reason, shown, dict(paragraphs))
@@ -118,7 +133,7 @@ def reading_budget(budget: Budget, finder: Backend) -> ReadingBudget | None:
 
 def finder_prompt_tokens(backend: Backend, document: Document, segment: Segment, question: Question) -> int:
     """What reading `segment` costs the Finder: its prompt, in tokens as cwread counts them."""
-    paragraphs = [(pid, document.paragraph(pid).text) for pid in segment.ids]
+    paragraphs = document.passages(segment.ids)
     text = document.span_text(segment.start, segment.end)
     request = agents.finder_request(question, segment.start, segment.end, text, paragraphs=paragraphs)
     return backend.count_tokens("\n".join(content for _, content in request.messages))
@@ -129,22 +144,28 @@ def run_finder(
     document: Document,
     segments: list[Segment] | tuple[Segment, ...],
     question: Question,
-    workers: int | None = None,
-    progress: Progress | None = None,
-    keep_threshold: float | None = None,
+    budget: Budget | None = None,
     reading: ReadingBudget | None = None,
-    decision_first: bool = False,
+    progress: Progress | None = None,
 ) -> tuple[Verdict, ...]:
-    """Judge `segments` in their order (concurrently where the backend serves parallel calls)
-    until `reading`'s token budget is spent: the first segment is always read, and reading
-    stops at the first segment that would overspend it. Returns the verdicts of the segments
-    read; with `keep_threshold`, scored verdicts are decided by their score (`_by_threshold`)."""
+    """Judge `segments` in their order (as many at once as the backend serves) until
+    `reading`'s token budget is spent: the first segment is always read, and reading stops at
+    the first segment that would overspend it. Returns the verdicts of the segments read,
+    replied as `budget.finder_reply` says; with `budget.keep_threshold`, scored verdicts are
+    decided by their score (`_by_threshold`)."""
     total = len(segments)
     if progress:
         progress("finder", 0, total)
-    costs = [finder_prompt_tokens(backend, document, s, question) for s in segments] if reading else []
-    workers = max(1, min(workers or backend.concurrency, total or 1))
+    keep_threshold = budget.keep_threshold if budget else None
+    decision_first = budget is not None and budget.finder_reply == "decision-first"
+    costs: dict[int, int] = {}  # prompt tokens of each segment, counted when the budget needs them
+    workers = max(1, min(backend.capabilities.parallel, total or 1))
     verdicts: list[Verdict] = []
+
+    def cost(i: int) -> int:
+        if i not in costs:
+            costs[i] = finder_prompt_tokens(backend, document, segments[i], question)
+        return costs[i]
 
     def judge(segment: Segment) -> Verdict:
         return judge_segment(backend, document, segment, question, decision_first)
@@ -154,16 +175,16 @@ def run_finder(
         cap = reading.limit() if reading else None
         if cap is None:
             return total - start
-        spent = sum(costs[:start])
+        spent = sum(cost(i) for i in range(start))
         n = 0
-        while start + n < total and (start + n == 0 or spent + costs[start + n] <= cap):
-            spent += costs[start + n]
+        while start + n < total and (start + n == 0 or spent + cost(start + n) <= cap):
+            spent += cost(start + n)
             n += 1
         return n
 
     def observe(i: int, verdict: Verdict) -> None:
         if reading:
-            reading.observe(costs[i], verdict.call.seconds, verdict.call.cached)
+            reading.observe(cost(i), verdict.call.seconds, verdict.call.cached)
         if progress:
             progress("finder", len(verdicts), total)
 
@@ -222,8 +243,8 @@ def decide(
     final: AgentCall | None,
     packet: Packet,
     mode: str = "generative",
-    retrieved: list[tuple[int, str]] | None = None,
-    kept: list[tuple[int, str]] | None = None,
+    retrieved: Evidence | None = None,
+    kept: Evidence | None = None,
     rank: grounding.Rank | None = None,
 ) -> Answer:
     """What is presented as the answer, and whether the quotes support it.
@@ -259,8 +280,8 @@ def decide(
 def _extract(
     question: Question,
     packet: Packet,
-    retrieved: list[tuple[int, str]] | None,
-    kept: list[tuple[int, str]] | None,
+    retrieved: Evidence | None,
+    kept: Evidence | None,
     rank: grounding.Rank | None,
     final: AgentCall | None,
 ) -> Answer:
@@ -282,14 +303,13 @@ def _extract(
 
 
 BEST_EVIDENCE = 3  # sentences shown when the answer is withheld
-UNJUDGED = "the model judges options and claims at chance, so it is not asked"
 
 
 def _best_evidence(
     question: Question,
     final: AgentCall | None,
     packet: Packet,
-    retrieved: list[tuple[int, str]] | None,
+    retrieved: Evidence | None,
     rank: grounding.Rank | None = None,
 ) -> tuple[Quote, ...]:
     """What to show instead of an unsupported answer: the model's quotes that share a word
@@ -313,57 +333,83 @@ def prompt_fits(backend: Backend, request: GenerationRequest) -> bool:
     """Whether the request's prompt plus its answer fits the model's context (with margin)."""
     prompt = "\n".join(content for _, content in request.messages)
     needed = backend.count_tokens(prompt) * (1 + TOKEN_MARGIN) + request.max_tokens + 32
-    return needed <= backend.context_size()
+    return needed <= backend.capabilities.context
 
 
-def packet_fits(backend: Backend, question: Question, evidence: list[tuple[int, str]]) -> bool:
+def packet_fits(backend: Backend, question: Question, evidence: Evidence) -> bool:
     """Whether an Interpreter prompt over `evidence` fits, sized for the longer self-check."""
     request = agents.interpreter_request(question, evidence, previous=("X", "x" * 600))
     return prompt_fits(backend, request)
 
 
+def resolve_answer_mode(mode: str, interpreter: Backend) -> str:
+    """One of ANSWER_MODES; "auto" is extractive for a model too small to write, else the
+    model's words with the best-fitting sentence when its quotes do not cover them."""
+    if mode != "auto":
+        return mode
+    return "extractive" if interpreter.capabilities.small else "generative-or-extractive"
+
+
+def judges(settings: AnswerSettings, interpreter: Backend) -> bool:
+    """Whether options and claims are given the Interpreter's verdict (not by a model that
+    judges at chance, unless asked anyway)."""
+    return settings.judge_anyway or not interpreter.capabilities.small
+
+
+def finder_skip_reason(choice: str, finder: Backend) -> str | None:
+    """Why the Finder is not run (None: it runs): `choice` off, or auto with a Finder measured
+    to keep nearly every segment it reads, whose calls could not change the answer."""
+    if choice == "off":
+        return "--finder off: every segment read is taken as kept"
+    if choice == "auto" and finder.capabilities.keeps_nearly_all:
+        return (
+            f"{finder.model} keeps nearly every segment it reads (99.7% on FairytaleQA dev), so its "
+            "calls could not change the answer; every segment read is taken as kept (--finder on runs it)"
+        )
+    return None
+
+
+def sentence_ranker(found: FindResult) -> grounding.Rank:
+    """How extractive answers rank sentences for this retrieval: by the book's rarity of the
+    question's words and by the retrieval's embedder (see cwread.extractive)."""
+    return extractive.sentence_ranker(found.document, load_embedder(found.embedder))
+
+
 def answer(
-    document: Document,
-    question: Question,
-    segments: list[Segment] | tuple[Segment, ...],
-    budget: Budget,
-    finder: Backend,
-    interpreter: Backend,
-    method: str = "fused",
-    embedder: str = "",
-    workers: int | None = None,
-    self_check: bool | None = None,
-    progress: Progress | None = None,
+    found: FindResult,
+    selection: Selection,
+    settings: AnswerSettings | None = None,
     packet: Packet | None = None,
-    answer_mode: str = "generative",
-    rank: grounding.Rank | None = None,
-    skip_finder: str | None = None,
-    judge: bool = True,
+    progress: Progress | None = None,
 ) -> Trace:
-    """Run the Finder over the first `budget.read` segments, pack, interpret, self-check.
+    """Run the Finder over the first `budget.read` segments of `found`, pack, interpret,
+    self-check, as `settings` say (see AnswerSettings).
 
     Ablations and baselines enter midway: given a `packet`, the Finder and packing are skipped.
-    `rank` scores sentences for extractive answers and best evidence (see `decide`).
-    `skip_finder` (why): every segment read is taken as kept, as that Finder would have kept
-    it. `judge` False: options and claims get no verdict, only the best evidence. The Finder
-    reads within `budget.read_tokens` (see `reading_budget`; the trace says what it did not
-    read) and replies as `budget.finder_reply` says (see `judge_segment`).
+    A skipped Finder (`finder_skip_reason`) takes every segment read as kept, as that Finder
+    would have. The Finder reads within `budget.read_tokens` (see `reading_budget`; the trace
+    says what it did not read) and replies as `budget.finder_reply` says (see `judge_segment`).
     """
+    settings = settings or AnswerSettings()
+    document, question, budget = found.document, found.question, found.budget
+    finder, interpreter = selection.finder, selection.interpreter
+    answer_mode = resolve_answer_mode(settings.answer_mode, interpreter)
+    judge = judges(settings, interpreter)
+    skip_finder = finder_skip_reason(settings.finder, finder)
+    # sentences are ranked for open answers and for the evidence shown in place of a verdict
+    rank = sentence_ranker(found) if question.kind == "open" or not judge else None
     t0 = time.perf_counter()
     verdicts: tuple[Verdict, ...] = ()
     reading = None
     skipped: dict[str, str] = {}
-    read = segments[: budget.read]
+    read = found.read
     # the best evidence shown when the answer is withheld may come from what the Finder read
     retrieved = _paragraphs(document, read) if packet is None else None
     if packet is None and skip_finder:
         skipped["finder"] = skip_finder
     elif packet is None:
         reading = reading_budget(budget, finder)
-        verdicts = run_finder(
-            finder, document, read, question, workers, progress, budget.keep_threshold, reading,
-            budget.finder_reply == "decision-first",
-        )
+        verdicts = run_finder(finder, document, read, question, budget, reading, progress)
     unread = None
     if reading is not None and len(verdicts) < len(read):  # set only where the Finder ran
         unread = Unread(tuple(read[len(verdicts) :]), reading.limit() or 0, reading.why())
@@ -389,6 +435,7 @@ def answer(
             progress("interpreter", 0, 1)
         first = interpret(interpreter, question, packet)
     t2 = time.perf_counter()
+    self_check = settings.self_check
     triggered = asked and (agents.needs_self_check(question) if self_check is None else self_check)
     checked = None
     if triggered and first.answer is not None:
@@ -398,16 +445,12 @@ def answer(
     t3 = time.perf_counter()
     final = checked if checked is not None and checked.answer is not None else first
     if unjudged:
-        outcome = Answer(None, None, "evidence-only", False, _best_evidence(question, None, packet, retrieved, rank), True)
+        evidence = _best_evidence(question, None, packet, retrieved, rank)
+        outcome = Answer(None, None, "evidence-only", False, evidence, True)
     else:
         outcome = decide(question, final, packet, answer_mode, retrieved, kept, rank)
     return Trace(
-        document=document,
-        question=question,
-        budget=budget,
-        method=method,
-        embedder=embedder,
-        segments=tuple(segments),
+        found=found,
         verdicts=verdicts,
         packet=packet,
         interpreter=first,
@@ -417,7 +460,7 @@ def answer(
             "finder": f"{finder.name}:{finder.model}",
             "interpreter": f"{interpreter.name}:{interpreter.model}",
         },
-        timings={
+        seconds={
             "finder": round(t1 - t0, 3),
             "interpreter": round(t2 - t1, 3),
             "self_check": round(t3 - t2, 3),
@@ -428,9 +471,9 @@ def answer(
     )
 
 
-def _kept(document: Document, verdicts: tuple[Verdict, ...]) -> list[tuple[int, str]]:
+def _kept(document: Document, verdicts: tuple[Verdict, ...]) -> list[Passage]:
     return _paragraphs(document, [v.segment for v in verdicts if v.decision == "YES"])
 
 
-def _paragraphs(document: Document, segments) -> list[tuple[int, str]]:
-    return [(pid, document.paragraph(pid).text) for s in segments for pid in s.ids]
+def _paragraphs(document: Document, segments) -> list[Passage]:
+    return document.passages(pid for s in segments for pid in s.ids)

@@ -43,8 +43,24 @@ def rates_path() -> Path:
 
 
 def rate_key(backend) -> str:
-    """Whose rate: the backend and its model, on this machine's cores."""
-    return f"{backend.name}|{backend.model}|{os.cpu_count() or 1} cpus"
+    """Whose rate: the backend and its model (and what tells that model apart: the server's
+    address, the GGUF file), on this machine's cores."""
+    identity = backend.capabilities.identity
+    return f"{backend.name}|{backend.model}|{f'{identity}|' if identity else ''}{os.cpu_count() or 1} cpus"
+
+
+def reading_note(finder) -> str:
+    """What `--read-tokens auto` gives the Finder on this machine (for `doctor`)."""
+    rate = stored_rate(finder)
+    if rate is None:
+        return (
+            f"the Finder's reading rate for {finder.model} is not measured yet: the first question "
+            f"measures it (--read-tokens auto reads about {FINDER_SECONDS:.0f} s)"
+        )
+    return (
+        f"the Finder reads {rate:,.0f} prompt tokens/s with {finder.model} on this machine: "
+        f"--read-tokens auto reads about {int(rate * FINDER_SECONDS):,} tokens a question"
+    )
 
 
 def _stored() -> dict:

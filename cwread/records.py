@@ -6,12 +6,16 @@ same objects. Only data and what follows directly from it; no model calls, no te
 
 from __future__ import annotations
 
+import re
+import string
 from dataclasses import dataclass, field
 
-from cwread.document import Document
+from cwread.document import Document, Passage
+from cwread.errors import InputError
 from cwread.segments import Budget, Segment
 
 KINDS = ("mcq", "claim", "open")
+MAX_QUESTION_CHARS = 4000  # a question with its options: about 1,000 tokens of an 8k context
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,57 @@ class Question:
     @property
     def labels(self) -> list[str] | None:
         return list(self.options) if self.options else None
+
+
+def parse_options(raw: list[str] | None) -> dict[str, str]:
+    """Answer options from "A=text" strings (or bare texts, lettered A, B, C... in order)."""
+    options: dict[str, str] = {}
+    lettered = [re.fullmatch(r"\s*\(?([A-Za-z])\)?\s*[=:)]\s*(.*)", item, flags=re.S) for item in raw or []]
+    for item in raw or []:
+        if re.match(r"\s*[=:]", item):
+            raise InputError(f'option needs LETTER=TEXT: {item!r} has no letter (e.g. -o "A=text")')
+    if any(lettered) and not all(lettered):
+        bare = next(item for item, m in zip(raw or [], lettered, strict=True) if not m)
+        raise InputError(
+            f'option needs LETTER=TEXT: {bare!r} has no letter while other options do (e.g. -o "A=text")'
+        )
+    for item, m in zip(raw or [], lettered, strict=True):
+        if m:
+            label, text = m.group(1).upper(), m.group(2).strip()
+        else:
+            label = next((c for c in string.ascii_uppercase if c not in options), None)
+            text = item.strip()
+            if label is None:
+                raise InputError("too many options: at most 26")
+        if not text:
+            raise InputError(f'option {label} is empty: write it as -o "{label}=text"')
+        if label in options:
+            raise InputError(f"option {label} is given twice")
+        options[label] = text
+    if len(options) == 1:
+        raise InputError("a multiple-choice question needs at least two options")
+    return dict(sorted(options.items()))
+
+
+def make_question(
+    text: str, options: list[str] | dict[str, str] | None = None, *, claim: bool = False
+) -> Question:
+    """A validated Question: "claim" to verify, "mcq" with options ("A=text" strings or a
+    dict), else "open". InputError for an empty text or bad options."""
+    text = (text or "").strip()
+    what = "claim" if claim else "question"
+    if not text:
+        raise InputError(f"the {what} is empty")
+    parsed = {} if claim else dict(options) if isinstance(options, dict) else parse_options(options)
+    size = len(text) + sum(len(v) for v in parsed.values())
+    if size > MAX_QUESTION_CHARS:  # it goes to the model with every segment: refuse before any call
+        raise InputError(
+            f"the {what}{' and its options run' if parsed else ' runs'} to {size:,} characters; cwread takes "
+            f"up to {MAX_QUESTION_CHARS:,} (it is sent with every segment the Finder reads)"
+        )
+    if claim:
+        return Question(text, "claim")
+    return Question(text, "mcq", parsed) if parsed else Question(text, "open")
 
 
 @dataclass(frozen=True)
@@ -129,8 +184,11 @@ class Packet:
     def chars(self) -> int:
         return sum(len(item.text) for item in self.items)
 
-    def evidence(self) -> list[tuple[int, str]]:
-        return [(item.id, item.text) for item in self.items]
+    def evidence(self) -> list[Passage]:
+        return [Passage(item.id, item.text) for item in self.items]
+
+
+EMPTY_PACKET = Packet(items=())
 
 
 @dataclass(frozen=True)
@@ -159,6 +217,39 @@ class FindResult:
 # generative-or-extractive: the model's words if its quotes cover them, else the best-fitting
 # sentence (auto's choice for a model that writes)
 ANSWER_MODES = ("generative", "extractive", "generative-or-extractive")
+FINDER_CHOICES = ("auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """How a retrieved question is answered: `answer_mode` for open questions (ANSWER_MODES,
+    or auto: extractive for a model too small to write); `self_check` (None: for claims and
+    risky questions); `finder` auto (skip a Finder measured to keep nearly every segment), on
+    or off; `judge_anyway`: ask a model that judges at chance for a verdict on options and
+    claims all the same."""
+
+    answer_mode: str = "auto"
+    self_check: bool | None = None
+    finder: str = "auto"
+    judge_anyway: bool = False
+
+    def __post_init__(self) -> None:
+        if self.answer_mode not in (*ANSWER_MODES, "auto"):
+            raise InputError(
+                f"unknown answer mode {self.answer_mode!r}; choose one of: {', '.join((*ANSWER_MODES, 'auto'))}"
+            )
+        if self.finder not in FINDER_CHOICES:
+            raise InputError(f"--finder must be one of {', '.join(FINDER_CHOICES)}, not {self.finder!r}")
+
+
+# how cwread says that it stands behind no answer, in the view, the error line and the trace
+NOT_DETERMINED = "not determined from the text"
+NO_SENTENCE = "no sentence of the evidence the Finder kept shares enough of the question"
+UNJUDGED = "the model judges options and claims at chance, so it is not asked"
+NO_VERDICT = (
+    f"{UNJUDGED}; the best evidence is shown. Serve a model that reads (cwread doctor "
+    "says how), or pass --judge-anyway"
+)
 
 
 @dataclass(frozen=True)
@@ -194,25 +285,60 @@ class Unread:
 
 @dataclass(frozen=True)
 class Trace:
-    """Everything one question produced, for the Rich view, `--json` and the eval harness."""
+    """Everything one question produced, from the retrieval it started from (`found`) to the
+    answer, for the Rich view, `--json` and the eval harness. A run that stops early (the eval's
+    retrieval and Finder methods) leaves the later stages at their defaults."""
 
-    document: Document
-    question: Question
-    budget: Budget
-    method: str
-    embedder: str
-    segments: tuple[Segment, ...]
-    verdicts: tuple[Verdict, ...]
-    packet: Packet
-    interpreter: AgentCall | None
-    self_check: AgentCall | None
-    self_check_triggered: bool
-    models: dict[str, str] = field(hash=False)
-    timings: dict[str, float] = field(default_factory=dict, hash=False)
+    found: FindResult
+    verdicts: tuple[Verdict, ...] = ()
+    packet: Packet = EMPTY_PACKET
+    interpreter: AgentCall | None = None
+    self_check: AgentCall | None = None
+    self_check_triggered: bool = False
+    models: dict[str, str] = field(default_factory=dict, hash=False)
+    seconds: dict[str, float] = field(default_factory=dict, hash=False)  # the stages after retrieval
     outcome: Answer = NO_ANSWER
     # stages not run because their calls could not change the answer: stage -> why
     skipped: dict[str, str] = field(default_factory=dict, hash=False)
     unread: Unread | None = None
+
+    @property
+    def document(self) -> Document:
+        return self.found.document
+
+    @property
+    def question(self) -> Question:
+        return self.found.question
+
+    @property
+    def budget(self) -> Budget:
+        return self.found.budget
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return self.found.segments
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """Seconds per stage, retrieval's first, and their total."""
+        stages = {**self.found.timings, **self.seconds}
+        return {**stages, "total": round(sum(stages.values()), 3)}
+
+    def failure(self) -> str | None:
+        """Why cwread stands behind no answer, in one line (None: it stands behind one)."""
+        outcome = self.outcome
+        if outcome.mode == "evidence-only":
+            return f"no verdict: {NO_VERDICT}"
+        if outcome.abstained:
+            why = (
+                NO_SENTENCE
+                if outcome.mode == "extractive"
+                else f"the quotes do not cover the model's answer {outcome.model_answer!r}"
+            )
+            return f"{NOT_DETERMINED}: {why}{'; the best evidence is shown' if outcome.quotes else ''}"
+        if self.answer is None:
+            return f"no parseable answer after a retry ({self.final.problem if self.final else 'no reply'})"
+        return None
 
     @property
     def final(self) -> AgentCall | None:

@@ -1,6 +1,6 @@
 """What the CLI shows: Rich views on stdout, progress and notices on stderr, JSON documents.
 
-Takes the records of a run (`cwread.records`) and the JSON shapes (`cwread.trace`); knows
+Takes the records of a run (`cwread.records`) and the JSON shapes (`cwread.json_output`); knows
 nothing of options or exit codes.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -19,10 +19,9 @@ from rich.text import Text
 
 from cwread.document import Document, Paragraph
 from cwread.errors import OutputError
-from cwread.records import DoctorReport, FindResult, IndexReport, Trace
+from cwread.progress import Progress
+from cwread.records import NO_SENTENCE, NOT_DETERMINED, DoctorReport, FindResult, IndexReport, Trace
 from cwread.terminal import one_line, printable
-
-Progress = Callable[[str, int, int], None]
 
 _STAGES = {
     "bm25": "Building the lexical index",
@@ -232,12 +231,9 @@ def answer_view(trace: Trace) -> None:
         head.append("no verdict", style="bold yellow")
         head.append(f"\n{trace.skipped.get('interpreter', '')}: read the evidence below.", style="dim")
     elif outcome.abstained:
-        head.append("not determined from the text", style="bold yellow")
+        head.append(NOT_DETERMINED, style="bold yellow")
         if outcome.mode == "extractive":
-            head.append(
-                "\nNo sentence of the evidence the Finder kept shares enough of the question to answer it.",
-                style="dim",
-            )
+            head.append(f"\n{NO_SENTENCE[0].upper()}{NO_SENTENCE[1:]} to answer it.", style="dim")
     else:
         head.append("(none)", style="bold red")
     # a model answer beside a quoted sentence or none at all: its words were not in its quotes
@@ -295,13 +291,6 @@ def answer_view(trace: Trace) -> None:
     )
 
 
-def no_answer_line(trace: Trace) -> None:
-    problem = trace.final.problem if trace.final else "no reply"
-    stderr().print(
-        f"cwread: error: no parseable answer after a retry ({one_line(problem)})", highlight=False, markup=False
-    )
-
-
 def index_view(document: Document, report: IndexReport) -> None:
     what = ", ".join(report.built) if report.built else "nothing (already cached)"
     stderr().print(
@@ -335,37 +324,16 @@ def doctor_view(report: DoctorReport) -> None:
 
 
 def eval_view(summary: dict) -> None:
-    def pct(v):
-        return "–" if v is None else f"{100 * v:.1f}"
+    """The eval summary as a table (the Markdown report's brief columns), then the baselines."""
+    from cwread.eval.report import baseline_lines, summary_rows
 
+    headers, rows = summary_rows(summary, brief=True)
     table = Table(title="cwread eval")
-    for col in (
-        "method",
-        "n",
-        "acc %",
-        "95% CI",
-        "F1 %",
-        "evidence recall %",
-        "cite valid %",
-        "format %",
-        "s/rec",
-    ):
-        table.add_column(col, justify="right" if col != "method" else "left")
-    for method, e in summary["methods"].items():
-        ci = e.get("accuracy_ci")
-        rec = e.get("evidence_recall") or {}
-        table.add_row(
-            method,
-            str(e["records"]),
-            pct(e["accuracy"]),
-            f"{100 * ci[0]:.0f}–{100 * ci[1]:.0f}" if ci else "–",
-            pct(e.get("f1")),
-            "/".join(pct(rec.get(k)) for k in ("anchor", "packet") if k in rec) or "–",
-            pct(e.get("citation_validity")),
-            pct(e.get("format_after_retry")),
-            f"{e['seconds_per_record']:.1f}",
-        )
+    for header in headers:
+        table.add_column(header, justify="left" if header == "method" else "right", overflow="fold")
+    for row in rows:
+        table.add_row(*(printable(cell) for cell in row))
     out = stdout()
     out.print(table)
-    for kind, base in summary["baselines"].items():
-        out.print(f"baselines ({kind}): " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in base.items()))
+    for line in baseline_lines(summary):
+        out.print(Text(line))

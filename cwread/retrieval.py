@@ -7,7 +7,6 @@ Indexes are cached per document fingerprint (and per embedder for the dense vect
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,11 +17,10 @@ from cwread.cache import cache_root, read_entry, remove_entry, write_entry
 from cwread.document import Document
 from cwread.embedders import Embedder
 from cwread.errors import CacheError, InputError
+from cwread.progress import Progress
 
 RRF_K = 60
 METHODS = ("fused", "bm25", "dense")
-# stage name, done, total
-IndexProgress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -41,7 +39,7 @@ def document_cache_dir(document: Document) -> Path:
     return cache_root() / "docs" / fp[:2] / fp
 
 
-def open_index(document: Document, embedder: Embedder | None, progress: IndexProgress | None = None) -> Index:
+def open_index(document: Document, embedder: Embedder | None, progress: Progress | None = None) -> Index:
     """Load the document's indexes from the cache, building (and caching) what is missing."""
     base = document_cache_dir(document)
     texts = [p.text for p in document.paragraphs]

@@ -96,7 +96,7 @@ def test_find_budget_flags(capsys, story, cache_dir):
         "2",
         "--limit",
         "0",
-        "--method",
+        "--retrieval",
         "bm25",
     )
     data = json.loads(out)
@@ -146,7 +146,7 @@ def write(tmp_path, name, data: bytes):
         (lambda t, s: ["find", str(s), "q", "--preset", "huge"], "unknown preset"),
         (lambda t, s: ["find", str(s), "q", "--p-w", "0"], "p_w"),
         (lambda t, s: ["find", str(s), "q", "--anchors", "many"], "valid integer"),
-        (lambda t, s: ["find", str(s), "q", "--method", "magic"], "unknown retrieval method"),
+        (lambda t, s: ["find", str(s), "q", "--retrieval", "magic"], "unknown retrieval method"),
         (lambda t, s: ["find", str(s)], "Missing argument"),
         (lambda t, s: ["frobnicate"], "No such command"),
     ],

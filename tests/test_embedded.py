@@ -123,11 +123,11 @@ def test_finder_lora_gets_its_own_backend(tmp_path, monkeypatch):
     adapter.write_bytes(b"GGUF adapter bytes")
     chosen = select_backends(BackendSettings(backend="embedded", finder_lora=str(adapter)))
     assert chosen.finder.lora == adapter and chosen.interpreter.lora is None
-    assert chosen.finder.identity != chosen.interpreter.identity  # separate call-cache keys
+    assert chosen.finder.capabilities.identity != chosen.interpreter.capabilities.identity  # separate call-cache keys
     assert "finder.lora.gguf" in chosen.why
     adapter.write_bytes(b"GGUF adapter bytes, retrained")
     retrained = select_backends(BackendSettings(backend="embedded", finder_lora=str(adapter)))
-    assert retrained.finder.identity != chosen.finder.identity
+    assert retrained.finder.capabilities.identity != chosen.finder.capabilities.identity
     plain = select_backends(BackendSettings(backend="embedded", finder_lora="none"))
     assert plain.finder is plain.interpreter and plain.finder.lora is None
     from cwread.errors import InputError

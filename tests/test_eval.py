@@ -10,9 +10,8 @@ from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.cli import main
 from cwread.errors import InputError
-from cwread.eval import records as eval_records
+from cwread.eval import dataset, run
 from cwread.eval import report as eval_report
-from cwread.eval import run
 from cwread.eval.methods import METHODS, EvalContext
 from cwread.segments import make_budget
 from tests.scripted_replies import finder_reply, smart_interpreter
@@ -142,13 +141,13 @@ def test_bad_records_are_refused_with_their_line(tmp_path, line, message):
     path = write_records(tmp_path, [])
     (tmp_path / "data.jsonl").write_text(line + "\n")
     with pytest.raises(InputError, match=message):
-        eval_records.load_records(path)
+        dataset.load_records(path)
 
 
 def test_duplicate_ids_are_refused(tmp_path):
     path = write_records(tmp_path, [RECORDS[1], RECORDS[1]])
     with pytest.raises(InputError, match="duplicate"):
-        eval_records.load_records(path)
+        dataset.load_records(path)
 
 
 # ---- methods on the scripted backend ---------------------------------------------------------
@@ -163,7 +162,7 @@ def ctx(cache_dir):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_runs_and_scores(tmp_path, ctx, method):
-    records = eval_records.load_records(write_records(tmp_path, RECORDS))
+    records = dataset.load_records(write_records(tmp_path, RECORDS))
     rows = [run.run_record(r, method, ctx) for r in records]
     assert [r["method"] for r in rows] == [method] * 4
     if method == "retrieval":
@@ -198,7 +197,7 @@ def test_every_method_runs_and_scores(tmp_path, ctx, method):
 
 def test_finder_method_scores_verdicts_against_gold(tmp_path, ctx):
     """The scripted Finder keeps exactly the segments mentioning the medal (paragraph 2)."""
-    records = eval_records.load_records(write_records(tmp_path, RECORDS))
+    records = dataset.load_records(write_records(tmp_path, RECORDS))
     rows = {r["id"]: r for r in (run.run_record(rec, "finder", ctx) for rec in records)}
     for record in records:
         row = rows[record.id]
@@ -234,13 +233,13 @@ def test_finder_method_scores_verdicts_against_gold(tmp_path, ctx):
 
 def test_spread_sample_covers_the_file_in_order():
     records = [{"id": str(i)} for i in range(10)]
-    assert [r["id"] for r in eval_records.spread_sample(records, 3)] == ["0", "3", "6"]
-    assert eval_records.spread_sample(records, 20) == records
+    assert [r["id"] for r in dataset.spread_sample(records, 3)] == ["0", "3", "6"]
+    assert dataset.spread_sample(records, 20) == records
 
 
 def test_direct_truncates_from_the_end(tmp_path, cache_dir):
     long_doc = "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(1, 80))
-    records = eval_records.load_records(write_records(tmp_path, [RECORDS[3]], long_doc))
+    records = dataset.load_records(write_records(tmp_path, [RECORDS[3]], long_doc))
     interpreter = ScriptedBackend(default=smart_interpreter, context=1500)
     ctx = EvalContext(Selection(interpreter, interpreter, "s"), make_budget("focused"), "minilm-static")
     row = run.run_record(records[0], "direct", ctx)
@@ -250,7 +249,7 @@ def test_direct_truncates_from_the_end(tmp_path, cache_dir):
 
 
 def test_permuted_options_are_scored_as_a_whole(tmp_path, ctx):
-    records = eval_records.load_records(write_records(tmp_path, [RECORDS[0]]))
+    records = dataset.load_records(write_records(tmp_path, [RECORDS[0]]))
     ctx.permute_options = True
     row = run.run_record(records[0], "bm25-rag", ctx)
     assert row["rotation_answers"] == ["B", "B"] and row["correct"] is True
@@ -261,12 +260,12 @@ def test_permuted_options_are_scored_as_a_whole(tmp_path, ctx):
 
 
 def test_rotations_map_back_to_original_labels():
-    rot = eval_records.rotations({"A": "x", "B": "y", "C": "z"})
+    rot = dataset.rotations({"A": "x", "B": "y", "C": "z"})
     assert rot[1] == ({"A": "y", "B": "z", "C": "x"}, {"A": "B", "B": "C", "C": "A"})
 
 
 def test_run_eval_appends_rows_and_resumes(tmp_path, ctx):
-    records = eval_records.load_records(write_records(tmp_path, RECORDS))
+    records = dataset.load_records(write_records(tmp_path, RECORDS))
     out = tmp_path / "rows.jsonl"
     gen = run.run_eval(records, ["closed-book"], ctx, out)
     next(gen)

@@ -11,9 +11,8 @@ from cwread.backends import Generation, GenerationRequest, label_logprobs
 from cwread.backends.callcache import CachedBackend
 from cwread.backends.scripted import ScriptedBackend
 from cwread.cli import main
-from cwread.eval import records as eval_records
+from cwread.eval import dataset, run
 from cwread.eval import report as eval_report
-from cwread.eval import run
 from cwread.eval.run import EvalContext
 from cwread.segments import make_budget
 from tests.scripted_replies import finder_reply, smart_interpreter
@@ -87,7 +86,7 @@ def test_eval_reports_the_score_as_a_ranking(tmp_path, cache_dir):
     rank gold above what retrieval ranks first: the report shows that apart from the bias."""
     finder = ScriptedBackend(default=scored_finder, model="f")
     ctx = EvalContext(Selection(finder, finder, "scripted"), make_budget("focused"), "minilm-static")
-    records = eval_records.load_records(write_records(tmp_path, RECORDS))
+    records = dataset.load_records(write_records(tmp_path, RECORDS))
     rows = [run.run_record(r, "finder", ctx) for r in records]
     labelled = [r for r in rows if "segments_gold" in r]
     assert all(len(r["finder_scores"]) == len(r["segment_gold"]) == r["finder_calls"] for r in labelled)
@@ -109,7 +108,7 @@ def test_eval_reports_the_score_as_a_ranking(tmp_path, cache_dir):
 def test_rows_without_scores_report_no_ranking(tmp_path, cache_dir):
     finder = ScriptedBackend(default=finder_reply, model="f")  # a plain-text backend: no scores
     ctx = EvalContext(Selection(finder, finder, "scripted"), make_budget("focused"), "minilm-static")
-    records = eval_records.load_records(write_records(tmp_path, RECORDS))
+    records = dataset.load_records(write_records(tmp_path, RECORDS))
     rows = [run.run_record(r, "finder", ctx) for r in records]
     assert all(s is None for r in rows for s in r.get("finder_scores", []))
     assert eval_report.summarize(rows)["methods"]["finder"]["finder"]["score_ranking"] == {}
@@ -183,7 +182,7 @@ def test_eval_applies_the_keep_threshold(tmp_path, cache_dir):
     finder = ScriptedBackend(default=scored_finder, model="f")
     budget = make_budget("focused", keep_threshold=1.0, p_r=0, p_w=1)  # a segment a paragraph
     ctx = EvalContext(Selection(finder, finder, "scripted"), budget, "minilm-static")
-    records = eval_records.load_records(write_records(tmp_path, RECORDS))
+    records = dataset.load_records(write_records(tmp_path, RECORDS))
     rows = [run.run_record(r, "finder", ctx) for r in records]
     assert rows and all(
         row["finder_yes"] == sum(s > 1.0 for s in row["finder_scores"])

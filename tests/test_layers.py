@@ -14,9 +14,9 @@ from tests.conftest import REPO
 
 LAYERS = [
     ["cwread.cli", "cwread.cli.options"],
-    ["cwread.render", "cwread.trace"],
+    ["cwread.render", "cwread.json_output"],
     ["cwread.eval", "cwread.eval.run", "cwread.eval.methods", "cwread.eval.rows", "cwread.eval.report"],
-    ["cwread.eval.records"],
+    ["cwread.eval.dataset"],
     ["cwread.api"],
     ["cwread.pipeline"],
     ["cwread.agents", "cwread.packing", "cwread.grounding", "cwread.extractive", "cwread.reading"],
@@ -34,7 +34,7 @@ LAYERS = [
     ],
     ["cwread.document", "cwread.segments", "cwread.retrieval", "cwread.embedders", "cwread.lexical", "cwread.metrics"],
     ["cwread.cache", "cwread.settings", "cwread.modelfiles"],
-    ["cwread.errors", "cwread.terminal", "cwread", "cwread.data"],
+    ["cwread.errors", "cwread.terminal", "cwread.progress", "cwread", "cwread.data"],
 ]
 RANK = {module: i for i, layer in enumerate(LAYERS) for module in layer}
 

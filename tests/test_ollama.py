@@ -114,10 +114,10 @@ def test_constraint_none_and_json_override_the_guess(monkeypatch):
 
 def test_ollama_serves_one_call_at_a_time_unless_told(monkeypatch):
     monkeypatch.delenv("OLLAMA_NUM_PARALLEL", raising=False)
-    assert backend_with(lambda r: httpx.Response(500)).concurrency == 1
+    assert backend_with(lambda r: httpx.Response(500)).capabilities.parallel == 1
     monkeypatch.setenv("OLLAMA_NUM_PARALLEL", "4")
-    assert backend_with(lambda r: httpx.Response(500)).concurrency == 4
-    assert backend_with(lambda r: httpx.Response(500), concurrency=2).concurrency == 2
+    assert backend_with(lambda r: httpx.Response(500)).capabilities.parallel == 4
+    assert backend_with(lambda r: httpx.Response(500), concurrency=2).capabilities.parallel == 2
 
 
 def test_missing_model_names_the_command_that_fixes_it():

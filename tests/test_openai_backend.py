@@ -85,7 +85,7 @@ def test_llama_server_gets_the_grammar_and_sizes_calls_to_its_slots():
             "llamacpp", '<reason>[3] "The key is under the mat."</reason>\n<answer>YES</answer>', seen
         )
     )
-    assert (b.constraint, b.concurrency, b.context_size(), b.small) == ("grammar", 8, 8192, False)
+    assert (b.constraint, b.capabilities.parallel, b.capabilities.context, b.capabilities.small) == ("grammar", 8, 8192, False)
     request = finder_call()
     reply = b.generate(request)
     body = seen["body"]
@@ -101,7 +101,7 @@ def test_other_servers_get_the_json_schema_and_their_reply_becomes_tags():
     seen: dict = {}
     reply = json.dumps({"quotes": [{"id": 3, "quote": "The key is under the mat."}], "answer": "YES"})
     b = backend(fake_server("vllm", reply, seen), api_key="sk-test")
-    assert (b.constraint, b.concurrency, b.context_size()) == ("json", 4, 8192)
+    assert (b.constraint, b.capabilities.parallel, b.capabilities.context) == ("json", 4, 8192)
     request = finder_call()
     text = b.generate(request).text
     body = seen["body"]
@@ -114,7 +114,7 @@ def test_other_servers_get_the_json_schema_and_their_reply_becomes_tags():
 def test_flags_override_what_the_server_says():
     seen: dict = {}
     b = backend(fake_server("llamacpp", "x", seen), constraint="none", concurrency=2, num_ctx=4096)
-    assert (b.constraint, b.concurrency, b.context_size()) == ("none", 2, 4096)
+    assert (b.constraint, b.capabilities.parallel, b.capabilities.context) == ("none", 2, 4096)
     b.generate(finder_call())
     assert "grammar" not in seen["body"] and "response_format" not in seen["body"]
 

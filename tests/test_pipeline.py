@@ -1,6 +1,7 @@
 """Packing and the whole pipeline on the scripted backend."""
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -13,7 +14,7 @@ from cwread.document import document_from_bytes
 from cwread.errors import ModelError
 from cwread.packing import pack
 from cwread.pipeline import answer, prompt_fits, run_finder
-from cwread.records import Question, Verdict
+from cwread.records import AnswerSettings, Question, Verdict
 from cwread.segments import Budget, Segment
 from tests.scripted_replies import finder_reply
 
@@ -210,9 +211,7 @@ def test_direct_pipeline_call_records_models_and_tokens(story, cache_dir):
     doc = api.open_document(str(story))
     finder = ScriptedBackend(default=finder_reply, model="f")
     interp = ScriptedBackend(["<reason>[5] x</reason><answer>A</answer>"], model="i")
-    segs = api.find(doc, api.make_question("medal")).segments
-    trace = answer(
-        doc, Question("Which?", "mcq", {"A": "x", "B": "y"}), segs, budget(), finder, interp, self_check=False
-    )
+    found = replace(api.find(doc, Question("Which?", "mcq", {"A": "x", "B": "y"})), budget=budget())
+    trace = answer(found, Selection(finder, interp, "scripted"), AnswerSettings(self_check=False))
     assert trace.models == {"finder": "scripted:f", "interpreter": "scripted:i"}
     assert trace.tokens()["prompt"] > 0 and trace.answer == "A"

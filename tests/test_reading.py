@@ -6,7 +6,7 @@ import json
 import pytest
 
 from cwread import reading
-from cwread.backends import Generation
+from cwread.backends import Capabilities, Generation
 from cwread.cli import main
 from cwread.errors import InputError
 from tests.scripted_replies import finder_reply
@@ -34,7 +34,10 @@ def prompt_tokens(trace) -> list[int]:
 
 
 class Named:
+    """Stands for the scripted Finder where only its rate key counts."""
+
     name, model = "scripted", "finder"
+    capabilities = Capabilities()
 
 
 def test_a_token_budget_reads_segments_in_rank_order_until_it_is_spent(capsys, story, cache_dir, scripted):

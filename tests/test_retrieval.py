@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 
 from cwread import api
-from cwread.document import document_from_bytes
+from cwread.document import document_from_bytes, parse_paragraph_spec
 from cwread.errors import InputError
+from cwread.records import parse_options
 from cwread.retrieval import build_queries, open_index, paragraph_scores, reciprocal_rank_fusion
 
 
@@ -96,19 +97,19 @@ def test_an_empty_question_is_refused():
 
 
 def test_options_parse_with_and_without_letters():
-    assert api.parse_options(["A=one", "b: two", "(C) three"]) == {"A": "one", "B": "two", "C": "three"}
-    assert api.parse_options(["one", "two"]) == {"A": "one", "B": "two"}
+    assert parse_options(["A=one", "b: two", "(C) three"]) == {"A": "one", "B": "two", "C": "three"}
+    assert parse_options(["one", "two"]) == {"A": "one", "B": "two"}
     for bad, msg in [(["A="], "empty"), (["A=x", "A=y"], "twice"), (["A=x"], "two options")]:
         with pytest.raises(InputError, match=msg):
-            api.parse_options(bad)
+            parse_options(bad)
 
 
 def test_paragraph_spec():
-    assert api.parse_paragraph_spec("3", 10) == [3]
-    assert api.parse_paragraph_spec("2-4,7", 10) == [2, 3, 4, 7]
+    assert parse_paragraph_spec("3", 10) == [3]
+    assert parse_paragraph_spec("2-4,7", 10) == [2, 3, 4, 7]
     for bad in ["0", "11", "5-3", "a", "1-", ""]:
         with pytest.raises(InputError):
-            api.parse_paragraph_spec(bad, 10)
+            parse_paragraph_spec(bad, 10)
 
 
 def test_mcq_options_widen_the_query(cache_dir):

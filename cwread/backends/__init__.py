@@ -1,9 +1,12 @@
 """Model backends behind one narrow interface.
 
 A backend serves one model: `generate(request)` returns its text for a chat request (greedy
-by default), `context_size` is the window the model runs with, `count_tokens` measures text
-with the model's own tokenizer where the backend offers one (else tiktoken's cl100k).
-Implementations: `ollama` (native API), `embedded` (llama.cpp in-process), `scripted` (tests).
+by default), `capabilities` says what the model can do (context, parallel slots, grammar,
+log-probabilities, size, identity for the call cache), `count_tokens` measures text with the
+model's own tokenizer where the backend offers one (else tiktoken's cl100k), and `verify`
+checks that the model loads (for `doctor`). Implementations: `openai` (an OpenAI-compatible
+server: llama-server, vLLM, LM Studio), `ollama` (its native API), `embedded` (llama.cpp
+in-process), `scripted` (tests and demos); `callcache.CachedBackend` wraps any of them.
 """
 
 from __future__ import annotations
@@ -12,6 +15,22 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Protocol
+
+DEFAULT_NUM_CTX = 8192  # tokens of context when neither the user nor the server gives one
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend's model can do: read by the pipeline, the call cache and `doctor`, so
+    nothing probes a backend for attributes of its own."""
+
+    context: int = DEFAULT_NUM_CTX  # tokens the model runs with
+    parallel: int = 1  # calls worth sending at once (the server's slots)
+    grammar: bool = False  # the reply can be held to a GBNF grammar (llama.cpp)
+    logprobs: bool = False  # label log-probabilities come with a reply (the Finder's score)
+    small: bool = False  # too small to write answers or judge options (answers go extractive)
+    keeps_nearly_all: bool = False  # a Finder measured to keep nearly every segment it reads
+    identity: str = ""  # what, beyond backend and model name, tells its replies apart (call cache)
 
 
 @dataclass(frozen=True)
@@ -145,13 +164,16 @@ def label_logprobs(tokens: list[dict], labels: tuple[str, ...]) -> tuple[tuple[s
 
 
 class Backend(Protocol):
-    name: str  # "ollama", "embedded", "scripted"
+    name: str  # "openai", "ollama", "embedded", "scripted"
     model: str
-    concurrency: int  # calls worth running at once
-    # optional: `small = True` for a model too small to write answers (answers go extractive)
+
+    @property
+    def capabilities(self) -> Capabilities: ...
 
     def generate(self, request: GenerationRequest) -> Generation: ...
 
-    def context_size(self) -> int: ...
-
     def count_tokens(self, text: str) -> int: ...
+
+    def verify(self) -> str | None:
+        """What loading the model once says (for `doctor`); None where serving it is the check."""
+        ...

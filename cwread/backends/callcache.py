@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from cwread.backends import Backend, Generation, GenerationRequest
+from cwread.backends import Backend, Capabilities, Generation, GenerationRequest
 from cwread.cache import cache_root, cache_write_error, remove_entry, write_file_atomic
 
 CALL_CACHE_VERSION = 1
@@ -24,9 +24,6 @@ class CachedBackend:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
-        self.concurrency = inner.concurrency
-        self.small = getattr(inner, "small", False)
-        self.keeps_nearly_all = getattr(inner, "keeps_nearly_all", False)
         self.directory = directory or cache_root() / "calls"
         self.hits = 0
 
@@ -35,8 +32,8 @@ class CachedBackend:
             "v": CALL_CACHE_VERSION,
             "backend": self.inner.name,
             "model": self.inner.model,
-            "model_id": getattr(self.inner, "identity", None),
-            "num_ctx": self.inner.context_size(),
+            "model_id": self.capabilities.identity or None,
+            "num_ctx": self.capabilities.context,
             **request.cache_key_fields(),
         }
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
@@ -63,8 +60,12 @@ class CachedBackend:
             raise cache_write_error(exc, self.directory) from exc
         return generation
 
-    def context_size(self) -> int:
-        return self.inner.context_size()
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    def verify(self) -> str | None:
+        return self.inner.verify()
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

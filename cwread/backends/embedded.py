@@ -15,10 +15,17 @@ import threading
 import time
 from pathlib import Path
 
-from cwread.backends import TOP_LOGPROBS, Generation, GenerationRequest, label_logprobs, llamacpp_timings
+from cwread.backends import (
+    DEFAULT_NUM_CTX,
+    TOP_LOGPROBS,
+    Capabilities,
+    Generation,
+    GenerationRequest,
+    label_logprobs,
+    llamacpp_timings,
+)
 from cwread.errors import ModelError
 
-DEFAULT_NUM_CTX = 8192
 SMALL_MODEL_BYTES = 300_000_000  # below this a GGUF is a model too small to write answers (135M)
 _SERVERS: dict[tuple[str, int, str], object] = {}  # (model, context, adapter)
 _SERVERS_LOCK = threading.Lock()
@@ -59,7 +66,7 @@ def verify_gguf(path: Path, n_ctx: int, threads: int, lora: Path | None = None) 
     The server is the one `ask` would use, kept for the process (dropping one can hang)."""
     version, tensors, _ = gguf_header(path)
     try:
-        _server(path, n_ctx, threads, lora)
+        shared_server(path, n_ctx, threads, lora)
     except ModelError:
         size = path.stat().st_size
         raise ModelError(
@@ -97,7 +104,7 @@ def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
         raise ModelError(f"llama.cpp cannot load {what}: {exc}") from exc
 
 
-def _server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
+def shared_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
     """One shared server per (model, context, adapter) for the process."""
     key = (str(path), n_ctx, str(lora or ""))
     with _SERVERS_LOCK:
@@ -108,7 +115,6 @@ def _server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
 
 class EmbeddedBackend:
     name = "embedded"
-    concurrency = 1  # one llama.cpp slot: parallel calls would only queue
 
     def __init__(
         self,
@@ -125,21 +131,29 @@ class EmbeddedBackend:
         if self.lora is not None and not self.lora.is_file():
             raise ModelError(f"LoRA adapter not found: {self.lora}")
         self.model = path.name + (f"+{self.lora.name}" if self.lora else "")
-        self.identity = f"{path.name}:{path.stat().st_size}"  # keys the call cache
+        identity = f"{path.name}:{path.stat().st_size}"  # keys the call cache
         if self.lora is not None:  # by content: a retrained adapter must not hit old cached calls
             digest = hashlib.sha256(self.lora.read_bytes()).hexdigest()[:16]
-            self.identity += f"+{self.lora.name}:{digest}"
-        self.small = path.stat().st_size < SMALL_MODEL_BYTES
-        # As a Finder the base 135M keeps 99.7% of the segments it reads (FairytaleQA dev,
-        # benchmarks/results/fairytale-finder-untrained.md): its calls cannot change what is
-        # kept. A trained adapter may filter, so it is asked.
-        self.keeps_nearly_all = self.small and self.lora is None
+            identity += f"+{self.lora.name}:{digest}"
+        small = path.stat().st_size < SMALL_MODEL_BYTES
+        self.capabilities = Capabilities(
+            context=num_ctx,
+            parallel=1,  # one llama.cpp slot: parallel calls would only queue
+            grammar=True,
+            logprobs=True,
+            small=small,
+            # As a Finder the base 135M keeps 99.7% of the segments it reads (FairytaleQA dev,
+            # benchmarks/results/fairytale-finder-untrained.md): its calls cannot change what
+            # is kept. A trained adapter may filter, so it is asked.
+            keeps_nearly_all=small and self.lora is None,
+            identity=identity,
+        )
         self.num_ctx = num_ctx
         self._threads = threads or max(1, os.cpu_count() or 1)
         self._lock = threading.Lock()
 
     def generate(self, request: GenerationRequest) -> Generation:
-        server = _server(self.path, self.num_ctx, self._threads, self.lora)
+        server = shared_server(self.path, self.num_ctx, self._threads, self.lora)
         body: dict = {
             "messages": [{"role": role, "content": content} for role, content in request.messages],
             "max_tokens": request.max_tokens,
@@ -184,9 +198,6 @@ class EmbeddedBackend:
     def verify(self) -> str:
         """Load the model once to prove the file is whole (for `doctor`)."""
         return verify_gguf(self.path, self.num_ctx, self._threads, self.lora)
-
-    def context_size(self) -> int:
-        return self.num_ctx
 
     def count_tokens(self, text: str) -> int:
         from cwread.tokens import count_tokens

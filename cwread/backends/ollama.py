@@ -16,6 +16,8 @@ import os
 import time
 
 from cwread.backends import (
+    DEFAULT_NUM_CTX,
+    Capabilities,
     Generation,
     GenerationRequest,
     call_timeout,
@@ -27,7 +29,6 @@ from cwread.backends import (
 from cwread.backends.replies import json_reply_to_tags
 from cwread.errors import InputError, ModelError
 
-DEFAULT_NUM_CTX = 8192
 OLLAMA_TOP_LOGPROBS = 20  # the most alternatives a token the server gives
 
 
@@ -71,7 +72,10 @@ class OllamaBackend:
         self.model = model
         self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
         self.num_ctx = num_ctx
-        self.concurrency = concurrency or server_parallel()
+        # Ollama holds no grammar (a JSON schema instead) and says nothing of the model's size
+        self.capabilities = Capabilities(
+            context=num_ctx, parallel=concurrency or server_parallel(), logprobs=True
+        )
         self._structured = structured  # None: decided on the first call, by whether it was trained
         try:  # the client parses the address, and importing it makes one from OLLAMA_HOST
             import ollama
@@ -178,8 +182,8 @@ class OllamaBackend:
             names.add(name.removesuffix(":latest"))
         return names
 
-    def context_size(self) -> int:
-        return self.num_ctx
+    def verify(self) -> None:
+        return None  # Ollama listed the model: it serves it
 
     def count_tokens(self, text: str) -> int:
         from cwread.tokens import count_tokens

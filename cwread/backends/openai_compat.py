@@ -16,7 +16,9 @@ import time
 from dataclasses import dataclass
 
 from cwread.backends import (
+    DEFAULT_NUM_CTX,
     TOP_LOGPROBS,
+    Capabilities,
     Generation,
     GenerationRequest,
     call_timeout,
@@ -29,7 +31,6 @@ from cwread.backends import (
 from cwread.backends.replies import json_reply_to_tags, json_schema_format
 from cwread.errors import InputError, ModelError
 
-DEFAULT_NUM_CTX = 8192
 DEFAULT_CONCURRENCY = 4  # servers that do not say how many calls they serve at once
 NO_KEY = "no-key"  # local servers ignore the key; the client insists on one
 SMALL_MODEL_PARAMS = 300_000_000  # below this a model is too small to write answers
@@ -86,17 +87,21 @@ class OpenAIBackend:
         self._client = openai.OpenAI(
             base_url=self.base_url, api_key=key, timeout=INFO_TIMEOUT, max_retries=0, http_client=self._http
         )
-        self.info = info or self.server_info()
         self.model = model
+        self.info = info or self.server_info()
         if self.info.llamacpp:
             self.constraint = "grammar" if constraint == "auto" else constraint
         else:
             self.constraint = "json" if constraint == "auto" else constraint
-        self.num_ctx = num_ctx or self.info.context or DEFAULT_NUM_CTX
-        self.concurrency = concurrency or self.info.slots or DEFAULT_CONCURRENCY
-        self.small = self.info.params is not None and self.info.params < SMALL_MODEL_PARAMS
-        # keys the call cache: another server or constraint may answer the same prompt otherwise
-        self.identity = f"{self.base_url}|{self.constraint}"
+        self.capabilities = Capabilities(
+            context=num_ctx or self.info.context or DEFAULT_NUM_CTX,
+            parallel=concurrency or self.info.slots or DEFAULT_CONCURRENCY,
+            grammar=self.constraint == "grammar",
+            logprobs=True,  # where the server gives them; a reply without them has no score
+            small=self.info.params is not None and self.info.params < SMALL_MODEL_PARAMS,
+            # another server or constraint may answer the same prompt otherwise
+            identity=f"{self.base_url}|{self.constraint}",
+        )
 
     def _errors(self, exc: BaseException, waited: float = INFO_TIMEOUT) -> ModelError:
         import openai
@@ -113,9 +118,7 @@ class OpenAIBackend:
         if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
             return ModelError(f"{where} refused the key (HTTP {exc.status_code}): set OPENAI_API_KEY")
         if isinstance(exc, openai.NotFoundError):
-            return ModelError(
-                f"{where} has no model {getattr(self, 'model', '?')!r} (HTTP 404): {_message(exc)}"
-            )
+            return ModelError(f"{where} has no model {self.model!r} (HTTP 404): {_message(exc)}")
         if isinstance(exc, openai.APIStatusError):
             return ModelError(f"{where} refused the request (HTTP {exc.status_code}): {_message(exc)}")
         return ModelError(f"the call to {where} failed: {type(exc).__name__}: {exc}")
@@ -204,8 +207,8 @@ class OpenAIBackend:
             **llamacpp_timings((getattr(response, "model_extra", None) or {}).get("timings")),
         )
 
-    def context_size(self) -> int:
-        return self.num_ctx
+    def verify(self) -> None:
+        return None  # the server answered /v1/models: it serves the model
 
     def count_tokens(self, text: str) -> int:
         from cwread.tokens import count_tokens

@@ -6,7 +6,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from cwread.backends import Generation, GenerationRequest
+from cwread.backends import DEFAULT_NUM_CTX, Capabilities, Generation, GenerationRequest
 from cwread.errors import ModelError
 
 Reply = str | Generation | Callable[[GenerationRequest], str | Generation] | BaseException
@@ -23,13 +23,17 @@ class ScriptedBackend:
         self,
         replies: list[Reply] | None = None,
         model: str = "scripted",
-        context: int = 8192,
+        context: int = DEFAULT_NUM_CTX,
         default: Reply | None = None,
         concurrency: int = 1,
+        small: bool = False,
+        keeps_nearly_all: bool = False,
     ) -> None:
         self.model = model
         self.concurrency = concurrency
-        self._context = context
+        self.context = context
+        self.small = small
+        self.keeps_nearly_all = keeps_nearly_all
         self._queue: deque[Reply] = deque(replies or [])
         self._default = default
         self._lock = threading.Lock()
@@ -62,8 +66,18 @@ class ScriptedBackend:
             label_logprobs=given.label_logprobs if request.label_scores else (),
         )
 
-    def context_size(self) -> int:
-        return self._context
+    @property
+    def capabilities(self) -> Capabilities:  # from attributes a test may change between calls
+        return Capabilities(
+            context=self.context,
+            parallel=self.concurrency,
+            logprobs=True,
+            small=self.small,
+            keeps_nearly_all=self.keeps_nearly_all,
+        )
+
+    def verify(self) -> None:
+        return None
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cwread.backends import Backend
+from cwread.backends import DEFAULT_NUM_CTX, Backend
 from cwread.errors import InputError, ModelError
 from cwread.settings import env_positive
 
@@ -96,7 +96,7 @@ def _only_openai_takes_a_finder_server(settings: BackendSettings) -> None:
 
 
 def _ollama(settings: BackendSettings, probe: bool = True) -> Selection:
-    from cwread.backends.ollama import DEFAULT_NUM_CTX, OllamaBackend, modelfile_hint
+    from cwread.backends.ollama import OllamaBackend, modelfile_hint
 
     _only_openai_takes_a_finder_server(settings)
     if settings.finder_lora:
@@ -128,7 +128,7 @@ def _ollama(settings: BackendSettings, probe: bool = True) -> Selection:
 
 
 def _embedded(settings: BackendSettings) -> Selection:
-    from cwread.backends.embedded import DEFAULT_NUM_CTX, EmbeddedBackend
+    from cwread.backends.embedded import EmbeddedBackend
 
     _only_openai_takes_a_finder_server(settings)
     num_ctx = settings.num_ctx or DEFAULT_NUM_CTX
@@ -181,7 +181,7 @@ def _openai(settings: BackendSettings) -> Selection:
         finder,
         interpreter,
         f"backend: openai-compatible server {where} ({finder.model}, {interpreter.model}; "
-        f"{finder.constraint} constraint, {finder.concurrency} calls at once)",
+        f"{finder.constraint} constraint, {finder.capabilities.parallel} calls at once)",
     )
 
 
@@ -238,3 +238,33 @@ def select_backends(settings: BackendSettings) -> Selection:
     if factory is None:
         raise InputError(f"unknown backend {settings.backend!r}; choose one of: {', '.join(FACTORIES)}")
     return factory(settings)
+
+
+def serving_notes(selection: Selection) -> list[str]:
+    """What the user may want to change about how the chosen server is used (for `doctor`)."""
+    finder = selection.finder
+    parallel = finder.capabilities.parallel
+    if finder.name == "ollama":
+        return [
+            f"Ollama serves one call at a time unless its server runs with OLLAMA_NUM_PARALLEL=N; "
+            f"cwread sends {parallel} Finder call(s) at once (set OLLAMA_NUM_PARALLEL "
+            "here to the server's value, or pass --workers)"
+        ]
+    if finder.name == "openai":
+        return [f"the server takes {parallel} calls at once; cwread sends as many (--workers to change)"]
+    return []
+
+
+def model_advice(selection: Selection | None) -> list[str]:
+    """How to get models that read, when `ask` would run on the tiny embedded one (or none)."""
+    from cwread.modelfiles import setup_commands
+
+    if selection is not None and selection.finder.name != "embedded":
+        return []
+    return [
+        "The embedded model (SmolLM2-135M) is tiny: it finds and quotes evidence but cannot "
+        "write answers. For answers, serve a model that reads with Ollama:",
+        *[f"  {command}" for command in setup_commands()],
+        "or give --base-url (OPENAI_BASE_URL) of an OpenAI-compatible server "
+        "(llama.cpp's llama-server, vLLM, LM Studio).",
+    ]

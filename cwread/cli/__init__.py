@@ -23,11 +23,11 @@ from cwread.cli.options import (
     DebugFlag,
     EmbedderOpt,
     EncodingOpt,
+    EvalMethodOpt,
     JsonFlag,
-    MethodOpt,
-    NoCacheFlag,
     OptionOpt,
     QuestionArg,
+    RetrievalOpt,
     WidthOpt,
     answer_options,
     ask_budget_options,
@@ -35,7 +35,9 @@ from cwread.cli.options import (
     budget_options,
     eval_budget_options,
     model_options,
+    model_run_options,
 )
+from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import (
     AnswerError,
     CacheError,
@@ -126,13 +128,13 @@ def show(
     debug: DebugFlag = False,
 ) -> None:
     """Print paragraphs with their ids, e.g. `cwread show novel.txt 1200-1210`."""
-    from cwread import api, render, trace
+    from cwread import api, json_output, render
 
     render.set_width(width)
     document = _open_document(book, encoding)
     selected = api.show(document, paragraphs)
     if json_out:
-        render.print_json(trace.show_json(document, selected))
+        render.print_json(json_output.show_json(document, selected))
     else:
         render.show_view(selected)
 
@@ -144,8 +146,8 @@ def find(
     question: QuestionArg,
     option: OptionOpt = None,
     budget: Any = None,
-    method: MethodOpt = "fused",
-    embedder: EmbedderOpt = "minilm-static",
+    retrieval: RetrievalOpt = "fused",
+    embedder: EmbedderOpt = DEFAULT_EMBEDDER,
     limit: Annotated[
         int | None,
         typer.Option(help="Segments to print, 0 for all.  [default: the read budget]", show_default=False),
@@ -161,7 +163,7 @@ def find(
     (fused by reciprocal rank); local windows cover the rest of the text, so nothing is out
     of reach. The Finder reads segments in this order, up to the read budget.
     """
-    from cwread import api, render, trace
+    from cwread import api, json_output, render
 
     render.set_width(width)
     asked = api.make_question(question, option)
@@ -169,10 +171,10 @@ def find(
         raise InputError("--limit must be 0 (all) or a positive number")
     document = _open_document(book, encoding)
     with render.progress() as progress:
-        result = api.find(document, asked, budget, embedder, method, progress)
+        result = api.find(document, asked, budget, embedder, retrieval, progress)
     shown = budget.read if limit is None else limit
     if json_out:
-        render.print_json(trace.find_json(result, shown))
+        render.print_json(json_output.find_json(result, shown))
     else:
         render.find_view(result, shown)
 
@@ -194,11 +196,12 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
     """Shared by `ask` and `verify`: run the pipeline, print, return the trace."""
     from pathlib import Path
 
-    from cwread import api, render, trace
+    from cwread import api, json_output, render
+    from cwread.cache import check_output_path, write_output_file
 
     render.set_width(run.width)
     if run.trace is not None:  # checked before any work, so a finished answer is never lost
-        api.check_output_path(run.trace, "--trace")
+        check_output_path(run.trace, "--trace")
         target = Path(run.trace)
         if book != "-" and target.exists() and target.resolve() == Path(book).resolve():
             raise InputError("--trace would overwrite the book itself; give another file name")
@@ -209,36 +212,23 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
             asked,
             budget=budget,
             embedder=run.embedder,
-            method=run.method,
+            retrieval=run.retrieval,
             settings=settings,
+            answering=run.answering,
             use_cache=run.use_cache,
-            self_check=run.self_check,
             progress=progress,
             notice=None if quiet else render.notice,
-            answer_mode=run.answer,
-            finder=run.finder,
-            judge_anyway=run.judge_anyway,
         )
-    data = trace.ask_json(result)
+    data = json_output.ask_json(result)
     if run.trace is not None:
-        api.write_output_file(run.trace, render.json_text(data) + "\n", "--trace")
+        write_output_file(run.trace, render.json_text(data) + "\n", "--trace")
     if run.json_out and not quiet:
         render.print_json(data)
     elif not quiet:
         render.answer_view(result)
-    if result.outcome.mode == "evidence-only":
-        raise AnswerError(f"no verdict: {api.NO_VERDICT}", quiet=quiet)
-    if result.outcome.abstained:
-        why = (
-            "no sentence of the evidence the Finder kept shares enough of the question"
-            if result.outcome.mode == "extractive"
-            else f"the quotes do not cover the model's answer {result.outcome.model_answer!r}"
-        )
-        shown = "; the best evidence is shown" if result.outcome.quotes else ""
-        raise AnswerError(f"not determined from the text: {why}{shown}", quiet=quiet)
-    if result.answer is None:
-        problem = result.final.problem if result.final else "no reply"
-        raise AnswerError(f"no parseable answer after a retry ({problem})", quiet=quiet)
+    failure = result.failure()
+    if failure is not None:
+        raise AnswerError(failure, quiet=quiet)
     return result
 
 
@@ -295,21 +285,21 @@ def verify(
 @app.command()
 def index(
     book: Book,
-    embedder: EmbedderOpt = "minilm-static",
+    embedder: EmbedderOpt = DEFAULT_EMBEDDER,
     json_out: JsonFlag = False,
     encoding: EncodingOpt = None,
     width: WidthOpt = None,
     debug: DebugFlag = False,
 ) -> None:
     """Build the cached lexical and dense indexes of a text, so later questions start fast."""
-    from cwread import api, render, trace
+    from cwread import api, json_output, render
 
     render.set_width(width)
     document = _open_document(book, encoding)
     with render.progress() as progress:
         report = api.index_document(document, embedder, progress)
     if json_out:
-        render.print_json(trace.index_json(document, report))
+        render.print_json(json_output.index_json(document, report))
     else:
         render.index_view(document, report)
 
@@ -322,11 +312,11 @@ def doctor(
     debug: DebugFlag = False,
 ) -> None:
     """Say which backend, models and embedder `ask` would use, and how to get what is missing."""
-    from cwread import api, render, trace
+    from cwread import api, json_output, render
 
     report = api.doctor(settings)
     if json_out:
-        render.print_json(trace.doctor_json(report))
+        render.print_json(json_output.doctor_json(report))
     else:
         render.doctor_view(report)
     if not report.ok:  # the report above says what is missing
@@ -358,20 +348,13 @@ def modelfiles(
 @app.command("eval")
 @backend_options
 @eval_budget_options
+@model_run_options
 def eval_command(
     data: Annotated[
         str,
         typer.Argument(help="Benchmark records, one JSON object a line (document path, question, options or claim, gold answer and evidence).", show_default=False),
     ],
-    method: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--method",
-            "-m",
-            help="pipeline, no-self-check, no-finder, direct, bm25-rag, dense-rag, closed-book, "
-            "extractive, finder, retrieval (repeat; default: all).",
-        ),
-    ] = None,
+    method: EvalMethodOpt = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N records.")] = None,
     spread: Annotated[
         bool,
@@ -390,12 +373,8 @@ def eval_command(
         ),
     ] = False,
     budget: Any = None,
-    embedder: EmbedderOpt = "minilm-static",
     settings: Any = None,
-    no_cache: NoCacheFlag = False,
-    answer: Annotated[
-        str, typer.Option("--answer", help="Open answers for every method: generative, extractive or auto.")
-    ] = "auto",
+    run: Any = None,
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
@@ -405,7 +384,7 @@ def eval_command(
     recall, citation validity, format rate, cost, answer distributions beside constant
     baselines, with 95% intervals. Rows are saved as they finish; Ctrl-C loses nothing.
     """
-    from cwread import render, trace
+    from cwread import json_output, render
     from cwread.eval.run import EvalOptions, evaluate
 
     options = EvalOptions(
@@ -418,15 +397,15 @@ def eval_command(
         report=report,
         permute_options=permute_options,
         budget=budget,
-        embedder=embedder,
+        embedder=run.embedder,
         settings=settings,
-        use_cache=not no_cache,
-        answer_mode=answer,
+        use_cache=run.use_cache,
+        answer_mode=run.answer_mode,
     )
     with render.progress() as progress:
         result = evaluate(options, progress, render.notice)
     if json_out:
-        render.print_json(trace.eval_json(result.meta, result.summary))
+        render.print_json(json_output.eval_json(result.meta, result.summary))
     else:
         render.eval_view(result.summary)
 

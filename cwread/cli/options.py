@@ -1,5 +1,7 @@
 """Options shared by several commands, declared once: single options as `Annotated` types,
-groups (budget, backend) as decorators that build the core's `Budget` and `BackendSettings`.
+groups (budget, backend, answer) as decorators that build the core's `Budget`,
+`BackendSettings` and `AnswerSettings`. Lists of choices are read from their registries
+(retrieval methods, backends, answer modes, eval methods), so help cannot drift from them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,18 @@ from typing import Annotated, Any
 
 import typer
 
+from cwread.backends.select import FACTORIES
+from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import InputError
+from cwread.eval.methods import METHODS as EVAL_METHODS
+from cwread.records import ANSWER_MODES, FINDER_CHOICES, AnswerSettings
+from cwread.retrieval import METHODS as RETRIEVALS
+
+
+def _listed(names) -> str:
+    names = list(names)
+    return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
+
 
 Book = Annotated[
     str,
@@ -44,7 +57,7 @@ EmbedderOpt = Annotated[
     str,
     typer.Option(
         envvar="CWREAD_EMBEDDER",
-        help="Dense model: minilm-static (fast default), minilm (full MiniLM, slower), none "
+        help=f"Dense model: {DEFAULT_EMBEDDER} (fast default), minilm (full MiniLM, slower), none "
         "(BM25 only), or the path of a sentence-transformers model (e.g. BGE-M3 on a GPU).",
     ),
 ]
@@ -52,7 +65,18 @@ OptionOpt = Annotated[
     list[str] | None,
     typer.Option("--option", "-o", help='An answer option, "A=text" (repeat for B, C, ...).'),
 ]
-MethodOpt = Annotated[str, typer.Option(help="Ranking: fused (BM25 + dense), bm25 or dense.")]
+RetrievalOpt = Annotated[
+    str,
+    typer.Option(
+        "--retrieval",
+        help=f"How paragraphs are ranked: {_listed(RETRIEVALS)} (fused: BM25 and the dense model, "
+        "by reciprocal rank).",
+    ),
+]
+EvalMethodOpt = Annotated[
+    list[str] | None,
+    typer.Option("--method", "-m", help=f"{_listed(EVAL_METHODS)} (repeat; default: all)."),
+]
 NoCacheFlag = Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.")]
 SelfCheckOpt = Annotated[
     str,
@@ -62,11 +86,21 @@ SelfCheckOpt = Annotated[
     ),
 ]
 SELF_CHECK = {"auto": None, "on": True, "off": False}
+AnswerModeOpt = Annotated[
+    str,
+    typer.Option(
+        "--answer",
+        help="Open questions: generative (the model's words, shown only if its quotes cover them), "
+        "extractive (the best-fitting quoted sentence), generative-or-extractive (the model's words, "
+        "else that sentence), or auto (extractive for a model too small to write, such as the "
+        f"embedded default, else generative-or-extractive). One of: {_listed((*ANSWER_MODES, 'auto'))}.",
+    ),
+]
 
 
 def self_check_choice(value: str) -> bool | None:
     if value not in SELF_CHECK:
-        raise InputError(f"--self-check must be auto, on or off, not {value!r}")
+        raise InputError(f"--self-check must be {_listed(SELF_CHECK)}, not {value!r}")
     return SELF_CHECK[value]
 
 TraceOpt = Annotated[str | None, typer.Option("--trace", help="Also write the JSON trace to this file.")]
@@ -122,7 +156,8 @@ BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = {
             str | None,
             typer.Option(
                 help="auto (an OpenAI-compatible server when --base-url is set, else Ollama when it "
-                "serves the models, else embedded), openai, ollama, or embedded. [env: CWREAD_BACKEND]",
+                f"serves the models, else embedded), or one of {_listed(n for n in FACTORIES if n != 'auto')}. "
+                "[env: CWREAD_BACKEND]",
                 show_default=False,
             ),
         ],
@@ -297,26 +332,46 @@ model_options = _option_group("settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS},
 
 
 @dataclass(frozen=True)
-class AnswerRun:
-    """How `ask` and `verify` run and report: retrieval, the call cache, the self-check, output."""
+class ModelRun:
+    """What every command that runs models shares: the dense model, the call cache, open answers."""
 
-    method: str
     embedder: str
     use_cache: bool
-    self_check: bool | None
+    answer_mode: str
+
+
+MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "embedder": (EmbedderOpt, DEFAULT_EMBEDDER),
+    "no_cache": (NoCacheFlag, False),
+    "answer": (AnswerModeOpt, "auto"),
+}
+
+
+def _model_run(embedder: str, no_cache: bool, answer: str) -> ModelRun:
+    AnswerSettings(answer_mode=answer)  # a bad mode is one line, exit 2, before any work
+    return ModelRun(embedder, not no_cache, answer)
+
+
+model_run_options = _option_group("run", MODEL_RUN_OPTIONS, _model_run)
+
+
+@dataclass(frozen=True)
+class AnswerRun:
+    """How `ask` and `verify` run and report: retrieval, the call cache, how to answer, output."""
+
+    retrieval: str
+    embedder: str
+    use_cache: bool
+    answering: AnswerSettings
     json_out: bool
     trace: str | None
     encoding: str | None
-    answer: str
     width: int | None
-    finder: str
-    judge_anyway: bool
 
 
 ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "method": (MethodOpt, "fused"),
-    "embedder": (EmbedderOpt, "minilm-static"),
-    "no_cache": (NoCacheFlag, False),
+    "retrieval": (RetrievalOpt, "fused"),
+    **MODEL_RUN_OPTIONS,
     "self_check": (SelfCheckOpt, "auto"),
     "json_out": (JsonFlag, False),
     "trace": (TraceOpt, None),
@@ -329,7 +384,7 @@ ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
                 "--finder",
                 help="auto (skip a Finder measured to keep nearly every segment, such as the embedded "
                 "default: its calls cannot change the answer), on (run it anyway) or off (take every "
-                "segment read as kept).",
+                f"segment read as kept). One of: {_listed(FINDER_CHOICES)}.",
             ),
         ],
         "auto",
@@ -345,22 +400,12 @@ ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
         ],
         False,
     ),
-    "answer": (
-        Annotated[
-            str,
-            typer.Option(
-                "--answer",
-                help="Open questions: generative (the model's words, shown only if its quotes cover "
-                "them), extractive (the best-fitting quoted sentence), generative-or-extractive "
-                "(the model's words, else that sentence), or auto (extractive for a model too small "
-                "to write, such as the embedded default, else generative-or-extractive).",
-            ),
-        ],
-        "auto",
-    ),
 }
-answer_options = _option_group(
-    "run", ANSWER_OPTIONS, lambda no_cache, self_check, **v: AnswerRun(
-        use_cache=not no_cache, self_check=self_check_choice(self_check), **v
-    )
-)
+
+
+def _answer_run(retrieval, embedder, no_cache, answer, self_check, finder, judge_anyway, **output) -> AnswerRun:
+    answering = AnswerSettings(answer, self_check_choice(self_check), finder, judge_anyway)
+    return AnswerRun(retrieval, embedder, not no_cache, answering, **output)
+
+
+answer_options = _option_group("run", ANSWER_OPTIONS, _answer_run)

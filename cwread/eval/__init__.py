@@ -2,9 +2,10 @@
 
 Every method answers with the same Interpreter prompt, parser and model, so differences come
 from the evidence each method shows it (the list is in `methods`). Modules, in the order a
-run flows through them: `records` (load, sample, rotate options), `methods` (one function per
+run flows through them: `dataset` (load, sample, rotate options), `methods` (one function per
 method, each returning a trace), `rows` (trace → scored row, pure), `run` (append rows to a
 JSONL file as they finish, resume), `report` (summary with intervals, Markdown).
 
-It calls `cwread.api` only; the CLI calls `run.evaluate` and renders the summary.
+It builds on `cwread.api` and the pipeline's stages; the CLI calls `run.evaluate` and renders
+the summary.
 """

@@ -14,39 +14,47 @@
   (YES-recall, precision, keep rate); no Interpreter, so no answer;
 - retrieval: no model; where anchors and segments fall against gold evidence.
 
-Each function takes the run's context, the record, the question as shown (options may be
-rotated) and the record's retrieval, and returns a Trace.
+Each function takes the run's context, the record and its retrieval with the question as
+shown (options may be rotated), and returns a Trace. They are built from the pipeline's own
+stages (`cwread.pipeline`, `cwread.packing`), so a baseline differs from the pipeline only
+where it is meant to.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from cwread import api
-from cwread.api import Document, Packet, Question, Trace
+from cwread import agents, api, extractive, grounding, pipeline
+from cwread.backends import Backend
+from cwread.backends.select import Selection
+from cwread.document import Document
+from cwread.embedders import load_embedder
 from cwread.eval import rows
-from cwread.eval.records import Record
+from cwread.eval.dataset import Record
+from cwread.packing import pack_ranked, pack_segments, packet_of
+from cwread.records import NO_ANSWER, Answer, AnswerSettings, FindResult, Packet, Question, Trace
+from cwread.retrieval import build_queries, open_index, paragraph_scores
 
 
 @dataclass
 class EvalContext:
     """What every method of a run shares: backends, budgets, and per-record caches."""
 
-    selection: api.Selection | None  # None when only model-free methods run
+    selection: Selection | None  # None when only model-free methods run
     budget: api.Budget
     embedder: str
     permute_options: bool = False
     answer_mode: str = "generative"  # for open questions, the same for every method
     documents: dict[str, Document] = field(default_factory=dict)
-    _last_find: tuple[str, api.FindResult] | None = None
+    _last_find: tuple[str, FindResult] | None = None
 
     def document(self, path: str) -> Document:
         if path not in self.documents:
             self.documents[path] = api.open_document(path)
         return self.documents[path]
 
-    def find(self, record: Record) -> api.FindResult:
+    def find(self, record: Record) -> FindResult:
         """Retrieval for `record`, shared by the methods that run on it one after another
         (rows are produced record by record, so one remembered result is enough)."""
         if self._last_find is None or self._last_find[0] != record.id:
@@ -54,14 +62,19 @@ class EvalContext:
             self._last_find = (record.id, found)
         return self._last_find[1]
 
+    def answering(self, self_check: bool | None) -> AnswerSettings:
+        """Every method judges options and claims (its accuracy is what is measured)."""
+        return AnswerSettings(self.answer_mode, self_check, judge_anyway=True)
 
-MethodRun = Callable[[EvalContext, Record, Question, api.FindResult], Trace]
+
+# a method gets the record's retrieval with the question as shown (options may be rotated)
+MethodRun = Callable[[EvalContext, Record, FindResult], Trace]
 
 
 @dataclass(frozen=True)
 class Method:
     run: MethodRun
-    fields: Callable[[Record, api.FindResult, Trace], dict] = rows.answer_fields  # the row it scores
+    fields: Callable[[Record, FindResult, Trace], dict] = rows.answer_fields  # the row it scores
     needs_model: bool = True
 
     @property
@@ -70,78 +83,99 @@ class Method:
         return self.fields is rows.answer_fields
 
 
-def _interpret(ctx: EvalContext, question: Question, found: api.FindResult, packet: Packet) -> Trace:
-    return api.interpret_packet(
-        question, found, packet, ctx.selection, self_check=False, answer_mode=ctx.answer_mode
-    )
+def _interpret(ctx: EvalContext, found: FindResult, packet: Packet, self_check: bool | None = False) -> Trace:
+    """The Interpreter (and its self-check, if asked; None: when τ(q)) on a given packet."""
+    return pipeline.answer(found, ctx.selection, ctx.answering(self_check), packet=packet)
 
 
-def pipeline(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
-    return api.run_pipeline(question, found, ctx.selection, answer_mode=ctx.answer_mode)
+def _fits(interpreter: Backend, question: Question):
+    return lambda evidence: pipeline.packet_fits(interpreter, question, evidence)
 
 
-def no_self_check(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
-    return api.run_pipeline(question, found, ctx.selection, self_check=False, answer_mode=ctx.answer_mode)
+def pipeline_method(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
+    return pipeline.answer(found, ctx.selection, ctx.answering(None))
 
 
-def no_finder(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
+def no_self_check(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
+    return pipeline.answer(found, ctx.selection, ctx.answering(False))
+
+
+def no_finder(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
     anchors = [s for s in found.segments if s.source == "anchor"]
-    packet = api.segments_packet(found.document, anchors, ctx.budget, ctx.selection.interpreter, question)
-    return api.interpret_packet(
-        question, found, packet, ctx.selection, self_check=None, answer_mode=ctx.answer_mode
-    )
+    fits = _fits(ctx.selection.interpreter, found.question)
+    return _interpret(ctx, found, pack_segments(found.document, anchors, ctx.budget, fits), self_check=None)
 
 
-def direct(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
-    ids = api.fit_prefix(ctx.selection.interpreter, question, found.document)
-    return _interpret(ctx, question, found, api.packet_of(found.document, ids))
+def direct(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
+    """The longest run of paragraphs from the start whose Interpreter prompt fits the context."""
+    document, interpreter = found.document, ctx.selection.interpreter
+    lo, hi = 0, len(document)
+    while lo < hi:  # binary search for the largest prefix that fits
+        mid = (lo + hi + 1) // 2
+        request = agents.interpreter_request(found.question, document.passages(range(1, mid + 1)))
+        if pipeline.prompt_fits(interpreter, request):
+            lo = mid
+        else:
+            hi = mid - 1
+    return _interpret(ctx, found, packet_of(document, list(range(1, lo + 1))))
 
 
 def _rag(retriever: str) -> MethodRun:
-    def rag(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
-        document = found.document
-        scores = api.rank_paragraphs(document, question, retriever, ctx.embedder)
-        chosen: list[int] = []
-        used = 0
-        for i in sorted(range(len(scores)), key=lambda i: (-scores[i], i)):
-            length = len(document.paragraphs[i].text)
-            if used + length > ctx.budget.b_c:
-                continue
-            chosen.append(i + 1)
-            used += length
-            if len(chosen) >= 4 * ctx.budget.n_e:
-                break
-        while chosen and not api.fits(ctx.selection.interpreter, question, document, chosen):
-            chosen.pop()
-        return _interpret(ctx, question, found, api.packet_of(document, chosen))
+    def rag(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
+        document, question = found.document, found.question
+        spec = "none" if retriever == "bm25" else ctx.embedder
+        index = open_index(document, load_embedder(spec))
+        scores = paragraph_scores(index, build_queries(question.text, question.options or None), retriever)
+        ranked = [i + 1 for i in sorted(range(len(scores)), key=lambda i: (-scores[i], i))]
+        fits = _fits(ctx.selection.interpreter, question)
+        packet = pack_ranked(document, ranked, ctx.budget, fits, most=4 * ctx.budget.n_e)
+        return _interpret(ctx, found, packet)
 
     return rag
 
 
-def closed_book(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
-    return _interpret(ctx, question, found, api.packet_of(found.document, []))
+def closed_book(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
+    return _interpret(ctx, found, packet_of(found.document, []))
 
 
 def _extractive(ranked: bool) -> MethodRun:
-    def extractive(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
+    """No model: the packet sentence sharing most words with the question is the answer (open
+    questions; other kinds get none). `ranked`: the answer the pipeline's extractive mode
+    would give from this packet instead (see cwread.extractive)."""
+
+    def extract(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
         anchors = [s for s in found.segments if s.source == "anchor"]
-        packet = api.segments_packet(found.document, anchors, ctx.budget, None, question)
-        return api.extractive_trace(question, found, packet, ranked=ranked)
+        packet = pack_segments(found.document, anchors, ctx.budget)
+        question = found.question
+        chosen = None
+        if question.kind == "open" and ranked:
+            chosen = extractive.best_answer(question.text, packet.evidence(), pipeline.sentence_ranker(found))
+        elif question.kind == "open":
+            best = grounding.best_sentence(question.text, packet.evidence())
+            chosen = (best.text, best) if best else None
+        if chosen is None:
+            return Trace(found, packet=packet, outcome=NO_ANSWER)
+        text, quote = chosen
+        return Trace(found, packet=packet, outcome=Answer(text, text, "extractive", True, (quote,)))
 
-    return extractive
+    return extract
 
 
-def finder(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
-    verdicts = api.judge_segments(ctx.selection.finder, found.document, found.read, question, ctx.budget)
-    return api.trace_without_answer(found, verdicts)
+def finder(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
+    """The Finder alone on the segments the pipeline reads, as the budget has it read and reply."""
+    reading = pipeline.reading_budget(ctx.budget, ctx.selection.finder)
+    verdicts = pipeline.run_finder(
+        ctx.selection.finder, found.document, found.read, found.question, ctx.budget, reading
+    )
+    return Trace(found, verdicts)
 
 
-def retrieval(ctx: EvalContext, record: Record, question: Question, found: api.FindResult) -> Trace:
-    return api.trace_without_answer(found)
+def retrieval(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
+    return Trace(found)
 
 
 METHODS: dict[str, Method] = {
-    "pipeline": Method(pipeline),
+    "pipeline": Method(pipeline_method),
     "no-self-check": Method(no_self_check),
     "no-finder": Method(no_finder),
     "direct": Method(direct),
@@ -154,3 +188,8 @@ METHODS: dict[str, Method] = {
     "retrieval": Method(retrieval, fields=rows.retrieval_fields, needs_model=False),
 }
 MODEL_METHODS = tuple(name for name, m in METHODS.items() if m.needs_model)
+
+
+def with_question(found: FindResult, question: Question) -> FindResult:
+    """The record's retrieval with the question as shown (options rotated)."""
+    return found if question == found.question else replace(found, question=question)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from cwread import metrics
@@ -123,7 +125,7 @@ def summarize(rows: list[dict]) -> dict:
 PAIRED_BASE = "pipeline"
 
 
-def _record_score(row: dict) -> float | None:
+def record_score(row: dict) -> float | None:
     """A record's score for paired comparison: 1/0 for a labelled answer, token-F1 for an open one."""
     if row["kind"] == "open":
         return row.get("f1")
@@ -134,12 +136,12 @@ def _paired_with_pipeline(by_method: dict[str, list[dict]]) -> dict:
     """Each answering method against the pipeline on the records both scored: the pipeline's
     mean score, the method's, and their difference with a 95% paired bootstrap interval (the
     per-method intervals overlap far more than a paired difference does)."""
-    base = {r["id"]: _record_score(r) for r in by_method.get(PAIRED_BASE, [])}
+    base = {r["id"]: record_score(r) for r in by_method.get(PAIRED_BASE, [])}
     out = {}
     for method, group in by_method.items():
         if method in (PAIRED_BASE, *_NO_ANSWER):
             continue
-        scores = {r["id"]: _record_score(r) for r in group}  # a record run twice: its last row
+        scores = {r["id"]: record_score(r) for r in group}  # a record run twice: its last row
         pairs = [
             (base[i], score) for i, score in scores.items() if score is not None and base.get(i) is not None
         ]
@@ -225,6 +227,59 @@ def _ci(ci) -> str:
     return "" if not ci else f" [{100 * ci[0]:.0f}–{100 * ci[1]:.0f}]"
 
 
+def _recall(e: dict) -> str:
+    rec = e.get("evidence_recall") or {}
+    return "/".join(_fmt(rec.get(k)) for k in ("anchor", "read", "yes", "packet")) if rec else "–"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the summary table: its header and its cell from a method's entry.
+    `brief`: its header in the terminal's narrower table ("": the Markdown report's alone)."""
+
+    header: str
+    cell: Callable[[dict], str]
+    brief: str = ""
+
+
+SUMMARY_COLUMNS = (
+    Column("n", lambda e: str(e["records"]), brief="n"),
+    Column(
+        "accuracy % [95% CI]", lambda e: f"{_fmt(e['accuracy'])}{_ci(e.get('accuracy_ci'))}", brief="acc %"
+    ),
+    Column("pair acc %", lambda e: f"{_fmt(e.get('pair_accuracy'))}{_ci(e.get('pair_accuracy_ci'))}"),
+    Column("F1 % [95% CI]", lambda e: f"{_fmt(e.get('f1'))}{_ci(e.get('f1_ci'))}", brief="F1 %"),
+    Column("ROUGE-L %", lambda e: _fmt(e.get("rouge_l"))),
+    Column("evidence recall % (anchor/read/yes/packet)", _recall, brief="recall % a/r/y/p"),
+    Column("citation validity %", lambda e: _fmt(e.get("citation_validity")), brief="cite %"),
+    Column("answers citing %", lambda e: _fmt(e.get("cite_share"))),
+    Column(
+        "format 1st/after retry %",
+        lambda e: f"{_fmt(e.get('format_first_try'))}/{_fmt(e.get('format_after_retry'))}",
+        brief="format %",
+    ),
+    Column("Finder calls", lambda e: _fmt(e.get("finder_calls_per_record"), False)),
+    Column("prompt tokens", lambda e: _fmt(e.get("prompt_tokens_per_record"), False)),
+    Column("s/record", lambda e: _fmt(e.get("seconds_per_record"), False), brief="s/rec"),
+    Column("calls from cache %", lambda e: _fmt(e.get("cached_call_share"))),
+)
+
+
+def summary_rows(summary: dict, brief: bool = False) -> tuple[list[str], list[list[str]]]:
+    """The summary table, one row per method: (headers, rows); `brief`: the terminal's columns."""
+    columns = [c for c in SUMMARY_COLUMNS if c.brief or not brief]
+    rows = [[method, *(c.cell(e) for c in columns)] for method, e in summary["methods"].items()]
+    return ["method", *(c.brief if brief else c.header for c in columns)], rows
+
+
+def baseline_lines(summary: dict) -> list[str]:
+    """The constant baselines of each labelled kind (always A, always TRUE, ...)."""
+    return [
+        f"baselines ({kind}): " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in base.items())
+        for kind, base in summary["baselines"].items()
+    ]
+
+
 def report_markdown(summary: dict, meta: dict) -> str:
     """A Markdown report: machine, models, date, the method table with 95% intervals."""
     lines = [
@@ -240,23 +295,10 @@ def report_markdown(summary: dict, meta: dict) -> str:
         "Methods run in turn on each record and share the model-call cache: a call another method already",
         "made costs ~0 s, so compare seconds together with the share of calls served from the cache.",
         "",
-        "| method | n | accuracy % | pair acc % | F1 % | ROUGE-L % | evidence recall % (anchor/read/yes/packet) "
-        "| citation validity % | answers citing % | format 1st/after retry % | Finder calls | prompt tokens | s/record "
-        "| calls from cache % |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for method, e in summary["methods"].items():
-        rec = e.get("evidence_recall") or {}
-        recall = "/".join(_fmt(rec.get(k)) for k in ("anchor", "read", "yes", "packet")) if rec else "–"
-        lines.append(
-            f"| {method} | {e['records']} | {_fmt(e['accuracy'])}{_ci(e.get('accuracy_ci'))} "
-            f"| {_fmt(e.get('pair_accuracy'))}{_ci(e.get('pair_accuracy_ci'))} "
-            f"| {_fmt(e.get('f1'))}{_ci(e.get('f1_ci'))} | {_fmt(e.get('rouge_l'))} | {recall} "
-            f"| {_fmt(e.get('citation_validity'))} | {_fmt(e.get('cite_share'))} "
-            f"| {_fmt(e.get('format_first_try'))}/{_fmt(e.get('format_after_retry'))} "
-            f"| {_fmt(e.get('finder_calls_per_record'), False)} | {_fmt(e.get('prompt_tokens_per_record'), False)} "
-            f"| {_fmt(e.get('seconds_per_record'), False)} | {_fmt(e.get('cached_call_share'))} |"
-        )
+    headers, rows = summary_rows(summary)
+    lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     grounded = {m: e["grounding"] for m, e in summary["methods"].items() if e.get("grounding")}
     if grounded:
         lines += [
@@ -356,10 +398,7 @@ def report_markdown(summary: dict, meta: dict) -> str:
         lines += ["", "## Answer distributions and constant baselines", ""]
         for method, dist in dists.items():
             lines.append(f"- {method}: " + ", ".join(f"{k} {v}" for k, v in dist.items()))
-        for kind, base in summary["baselines"].items():
-            lines.append(
-                f"- baselines ({kind}): " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in base.items())
-            )
+        lines += [f"- {line}" for line in baseline_lines(summary)]
     return "\n".join(lines) + "\n"
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from cwread import metrics
-from cwread.api import FindResult, Trace, Verdict
-from cwread.eval.records import Record
+from cwread.eval.dataset import Record
+from cwread.records import FindResult, Trace, Verdict
 
 
 def base_fields(record: Record, method: str) -> dict:

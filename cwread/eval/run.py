@@ -9,14 +9,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from cwread import api
+from cwread import api, pipeline
+from cwread.backends.select import BackendSettings, select_backends, with_call_cache
+from cwread.cache import check_output_path, write_output_file
+from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import InputError, Interrupted
 from cwread.eval import rows
-from cwread.eval.methods import METHODS, EvalContext
-from cwread.eval.records import Record, load_records, rotations, spread_sample
+from cwread.eval.dataset import Record, load_records, rotations, spread_sample
+from cwread.eval.methods import METHODS, EvalContext, with_question
 from cwread.eval.report import report_markdown, summarize
-
-Progress = Callable[[str, int, int], None]
+from cwread.progress import Progress
+from cwread.records import AnswerSettings
 
 
 def run_record(record: Record, method: str, ctx: EvalContext) -> dict:
@@ -29,12 +32,12 @@ def run_record(record: Record, method: str, ctx: EvalContext) -> dict:
     if chosen.answers and question.kind == "mcq" and ctx.permute_options:
         traces, answers = [], []
         for shown, back in rotations(question.options):
-            trace = chosen.run(ctx, record, replace(question, options=shown), found)
+            trace = chosen.run(ctx, record, with_question(found, replace(question, options=shown)))
             traces.append(trace)
             answers.append(back.get(trace.answer) if trace.answer else None)
         row.update(rows.rotated_fields(record, found, traces, answers))
     else:
-        row.update(chosen.fields(record, found, chosen.run(ctx, record, question, found)))
+        row.update(chosen.fields(record, found, chosen.run(ctx, record, found)))
     row["seconds"] = round(time.perf_counter() - t0, 3)
     return row
 
@@ -115,8 +118,8 @@ class EvalOptions:
     report: str | None = None
     permute_options: bool = False
     budget: api.Budget | None = None
-    embedder: str = "minilm-static"
-    settings: api.BackendSettings | None = None
+    embedder: str = DEFAULT_EMBEDDER
+    settings: BackendSettings | None = None
     use_cache: bool = True
     answer_mode: str = "auto"  # open questions: generative, extractive, or auto (by model size)
 
@@ -141,17 +144,23 @@ def evaluate(
         raise InputError("--resume needs --out (the results file to continue)")
     for path, flag in ((options.out, "--out"), (options.report, "--report")):
         if path is not None:  # before any work: a finished run's summary is never lost
-            api.check_output_path(path, flag)
+            check_output_path(path, flag)
     records = load_records(options.data)
     limit = options.limit
     records = spread_sample(records, limit) if options.spread and limit else records[:limit]
     budget = options.budget or api.make_budget()
+    requested = AnswerSettings(answer_mode=options.answer_mode)  # a bad mode is told before any work
     selection = None
     if any(METHODS[m].needs_model for m in methods):
-        selection = api.backends(options.settings, use_cache=options.use_cache)
+        selection = select_backends(options.settings or BackendSettings())
+        selection = with_call_cache(selection) if options.use_cache else selection
         if notice:
             notice(selection.why)
-    mode = api.resolve_answer_mode(options.answer_mode, selection) if selection else "generative"
+    mode = (
+        pipeline.resolve_answer_mode(requested.answer_mode, selection.interpreter)
+        if selection
+        else "generative"
+    )
     ctx = EvalContext(selection, budget, options.embedder, options.permute_options, mode)
     out_path = Path(options.out) if options.out else None
     done: list[dict] = []
@@ -181,5 +190,5 @@ def evaluate(
         f"{', permuted options' if options.permute_options else ''}, {mode} open answers, {len(records)} records",
     }
     if options.report:
-        api.write_output_file(options.report, report_markdown(summary, meta), "--report")
+        write_output_file(options.report, report_markdown(summary, meta), "--report")
     return EvalResult(meta, summary)

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from cwread.api import KINDS, Question
 from cwread.errors import InputError
+from cwread.records import KINDS, Question
 
 
 @dataclass(frozen=True)
