@@ -1,7 +1,11 @@
-"""Shared fixtures: an isolated cache per test, scripted backends, small stories."""
+"""Shared fixtures and helpers: an isolated cache per test, scripted backends, small stories,
+the CLI run in-process, and a small set of eval records."""
 
 from __future__ import annotations
 
+import io
+import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +14,7 @@ import pytest
 from cwread.backends import select
 from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
+from cwread.cli import main
 from tests.scripted_replies import finder_reply
 
 REPO = Path(__file__).resolve().parent.parent
@@ -69,3 +74,60 @@ def scripted(monkeypatch) -> ScriptedAgents:
         lambda settings: Selection(agents.finder, agents.interpreter, "backend: scripted"),
     )
     return agents
+
+
+def run(capsys, *args: str, stdin: bytes | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    """The real CLI in-process: (exit code, stdout, stderr). `stdin` (with `monkeypatch`) is
+    what standard input holds. No traceback reaches stderr unless --debug asks for one."""
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    if "--debug" not in args:
+        assert "Traceback" not in err, err
+    return code, out, err
+
+
+# ---- eval records: one of each kind over a four-paragraph story ------------------------------
+
+EVAL_DOC = (
+    "The Tin\n\nMartha kept the silver medal in a biscuit tin under her bed.\n\n"
+    "The weather was grey all week.\n\nHer cat Admiral slept on the lamp.\n"
+)
+EVAL_RECORDS = [
+    {
+        "id": "m1",
+        "doc": "docs/s.txt",
+        "kind": "mcq",
+        "question": "Where was the medal kept?",
+        "options": {"A": "in a drawer", "B": "in a biscuit tin"},
+        "answer": "B",
+        "evidence": [2],
+    },
+    {"id": "c1", "doc": "docs/s.txt", "kind": "claim", "question": "The medal was kept in a tin.", "answer": "TRUE", "pair": "p"},
+    {"id": "c2", "doc": "docs/s.txt", "kind": "claim", "question": "The medal was kept in a drawer.", "answer": "FALSE", "pair": "p"},
+    {
+        "id": "o1",
+        "doc": "docs/s.txt",
+        "kind": "open",
+        "question": "What was the cat called?",
+        "answer": "Admiral",
+        "answers": ["Admiral", "a cat named Admiral"],
+        "evidence": [4],
+    },
+]
+
+
+def write_records(tmp_path: Path, records: list[dict] = EVAL_RECORDS, doc_text: str | None = None) -> str:
+    """`records` as a JSONL file beside their document (`EVAL_DOC` unless given); its path."""
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "docs" / "s.txt").write_text(doc_text or EVAL_DOC)
+    path = tmp_path / "data.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+@pytest.fixture
+def eval_data(tmp_path) -> str:
+    """The path of `EVAL_RECORDS` written as a JSONL file beside their story."""
+    return write_records(tmp_path)

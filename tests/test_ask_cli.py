@@ -5,13 +5,7 @@ import json
 import pytest
 
 from cwread.backends.scripted import ScriptedBackend
-from cwread.cli import main
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.conftest import run
 
 
 def test_ask_json_trace_has_every_field(capsys, story, cache_dir, scripted):

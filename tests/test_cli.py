@@ -1,24 +1,14 @@
 """The real CLI: `cwread.cli.main` in-process, plus the installed console script in a subprocess."""
 
-import io
 import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from cwread import __version__
-from cwread.cli import main
-
-
-def run(capsys, *args, stdin: bytes | None = None, monkeypatch=None):
-    if stdin is not None:
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.conftest import run
 
 
 def test_version(capsys):
@@ -197,3 +187,21 @@ def test_console_script_end_to_end(story, cache_dir):
     )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().count("\n") == 0 and "no such file" in proc.stderr
+
+
+def test_help_lists_every_registered_choice(capsys, monkeypatch):
+    """Choices in help come from their registries: a method, backend or mode added there is
+    listed without touching the help text."""
+    from cwread.backends.select import FACTORIES
+    from cwread.eval.methods import METHODS as EVAL_METHODS
+    from cwread.records import ANSWER_MODES
+    from cwread.retrieval import METHODS as RETRIEVALS
+
+    monkeypatch.setenv("COLUMNS", "1000")  # one line an option: no name is broken across lines
+    _, eval_help, _ = run(capsys, "eval", "--help")
+    _, ask_help, _ = run(capsys, "ask", "--help")
+    method_line = next(line for line in eval_help.splitlines() if "--method" in line)
+    assert [m for m in EVAL_METHODS if m not in method_line] == []
+    for flag, names in (("--retrieval", RETRIEVALS), ("--backend", FACTORIES), ("--answer", ANSWER_MODES)):
+        line = next(line for line in ask_help.splitlines() if flag + " " in line)
+        assert [n for n in names if n not in line] == [], flag

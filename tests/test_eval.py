@@ -14,6 +14,7 @@ from cwread.eval import dataset, run
 from cwread.eval import report as eval_report
 from cwread.eval.methods import METHODS, EvalContext
 from cwread.segments import make_budget
+from tests.conftest import EVAL_RECORDS, write_records
 from tests.scripted_replies import finder_reply, smart_interpreter
 
 # ---- metrics ---------------------------------------------------------------------------
@@ -74,59 +75,6 @@ def test_constant_baselines_and_ties():
 # ---- records ---------------------------------------------------------------------------
 
 
-def write_records(tmp_path, records, doc_text=None):
-    (tmp_path / "docs").mkdir(exist_ok=True)
-    (tmp_path / "docs" / "s.txt").write_text(doc_text or default_doc())
-    path = tmp_path / "data.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
-    return str(path)
-
-
-def default_doc():
-    return (
-        "The Tin\n\nMartha kept the silver medal in a biscuit tin under her bed.\n\n"
-        "The weather was grey all week.\n\nHer cat Admiral slept on the lamp.\n"
-    )
-
-
-RECORDS = [
-    {
-        "id": "m1",
-        "doc": "docs/s.txt",
-        "kind": "mcq",
-        "question": "Where was the medal kept?",
-        "options": {"A": "in a drawer", "B": "in a biscuit tin"},
-        "answer": "B",
-        "evidence": [2],
-    },
-    {
-        "id": "c1",
-        "doc": "docs/s.txt",
-        "kind": "claim",
-        "question": "The medal was kept in a tin.",
-        "answer": "TRUE",
-        "pair": "p",
-    },
-    {
-        "id": "c2",
-        "doc": "docs/s.txt",
-        "kind": "claim",
-        "question": "The medal was kept in a drawer.",
-        "answer": "FALSE",
-        "pair": "p",
-    },
-    {
-        "id": "o1",
-        "doc": "docs/s.txt",
-        "kind": "open",
-        "question": "What was the cat called?",
-        "answer": "Admiral",
-        "answers": ["Admiral", "a cat named Admiral"],
-        "evidence": [4],
-    },
-]
-
-
 @pytest.mark.parametrize(
     "line,message",
     [
@@ -145,7 +93,7 @@ def test_bad_records_are_refused_with_their_line(tmp_path, line, message):
 
 
 def test_duplicate_ids_are_refused(tmp_path):
-    path = write_records(tmp_path, [RECORDS[1], RECORDS[1]])
+    path = write_records(tmp_path, [EVAL_RECORDS[1], EVAL_RECORDS[1]])
     with pytest.raises(InputError, match="duplicate"):
         dataset.load_records(path)
 
@@ -161,8 +109,8 @@ def ctx(cache_dir):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_every_method_runs_and_scores(tmp_path, ctx, method):
-    records = dataset.load_records(write_records(tmp_path, RECORDS))
+def test_every_method_runs_and_scores(tmp_path, ctx, method, eval_data):
+    records = dataset.load_records(eval_data)
     rows = [run.run_record(r, method, ctx) for r in records]
     assert [r["method"] for r in rows] == [method] * 4
     if method == "retrieval":
@@ -195,9 +143,9 @@ def test_every_method_runs_and_scores(tmp_path, ctx, method):
         assert rows[0]["packet_paragraphs"] == 4  # the whole short text fits
 
 
-def test_finder_method_scores_verdicts_against_gold(tmp_path, ctx):
+def test_finder_method_scores_verdicts_against_gold(tmp_path, ctx, eval_data):
     """The scripted Finder keeps exactly the segments mentioning the medal (paragraph 2)."""
-    records = dataset.load_records(write_records(tmp_path, RECORDS))
+    records = dataset.load_records(eval_data)
     rows = {r["id"]: r for r in (run.run_record(rec, "finder", ctx) for rec in records)}
     for record in records:
         row = rows[record.id]
@@ -239,7 +187,7 @@ def test_spread_sample_covers_the_file_in_order():
 
 def test_direct_truncates_from_the_end(tmp_path, cache_dir):
     long_doc = "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(1, 80))
-    records = dataset.load_records(write_records(tmp_path, [RECORDS[3]], long_doc))
+    records = dataset.load_records(write_records(tmp_path, [EVAL_RECORDS[3]], long_doc))
     interpreter = ScriptedBackend(default=smart_interpreter, context=1500)
     ctx = EvalContext(Selection(interpreter, interpreter, "s"), make_budget("focused"), "minilm-static")
     row = run.run_record(records[0], "direct", ctx)
@@ -249,7 +197,7 @@ def test_direct_truncates_from_the_end(tmp_path, cache_dir):
 
 
 def test_permuted_options_are_scored_as_a_whole(tmp_path, ctx):
-    records = dataset.load_records(write_records(tmp_path, [RECORDS[0]]))
+    records = dataset.load_records(write_records(tmp_path, [EVAL_RECORDS[0]]))
     ctx.permute_options = True
     row = run.run_record(records[0], "bm25-rag", ctx)
     assert row["rotation_answers"] == ["B", "B"] and row["correct"] is True
@@ -264,8 +212,8 @@ def test_rotations_map_back_to_original_labels():
     assert rot[1] == ({"A": "y", "B": "z", "C": "x"}, {"A": "B", "B": "C", "C": "A"})
 
 
-def test_run_eval_appends_rows_and_resumes(tmp_path, ctx):
-    records = dataset.load_records(write_records(tmp_path, RECORDS))
+def test_run_eval_appends_rows_and_resumes(tmp_path, ctx, eval_data):
+    records = dataset.load_records(eval_data)
     out = tmp_path / "rows.jsonl"
     gen = run.run_eval(records, ["closed-book"], ctx, out)
     next(gen)
@@ -372,9 +320,9 @@ def test_the_report_pairs_each_method_with_the_pipeline_on_shared_records():
     assert "| bm25-rag | 10 | 60.0 | 10.0 | +50.0 [" in report
 
 
-def test_eval_cli_json_report_and_out(capsys, tmp_path, cache_dir, scripted):
+def test_eval_cli_json_report_and_out(capsys, tmp_path, cache_dir, scripted, eval_data):
     scripted.interpreter = ScriptedBackend(default=smart_interpreter)
-    data = write_records(tmp_path, RECORDS)
+    data = eval_data
     report = tmp_path / "report.md"
     code = main(
         [

@@ -17,6 +17,7 @@ import pytest
 
 from cwread.backends.scripted import ScriptedBackend
 from cwread.cli import main
+from cwread.eval.methods import METHODS as EVAL_METHODS
 from tests.scripted_replies import smart_interpreter
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -24,37 +25,6 @@ UPDATE = os.environ.get("CWREAD_UPDATE_GOLDEN") == "1"
 MASKED_KEYS = {"timings", "seconds", "seconds_per_record", "cache_dir", "cache", "path", "data", "date"}
 QUESTION = "Where did she keep the medal?"
 OPTIONS = ["-o", "A=in a drawer", "-o", "B=in a biscuit tin"]
-
-RECORDS = [
-    {
-        "id": "m1",
-        "doc": "docs/s.txt",
-        "kind": "mcq",
-        "question": "Where was the medal kept?",
-        "options": {"A": "in a drawer", "B": "in a biscuit tin"},
-        "answer": "B",
-        "evidence": [2],
-    },
-    {"id": "c1", "doc": "docs/s.txt", "kind": "claim", "question": "The medal was kept in a tin.", "answer": "TRUE", "pair": "p"},
-    {"id": "c2", "doc": "docs/s.txt", "kind": "claim", "question": "The medal was kept in a drawer.", "answer": "FALSE", "pair": "p"},
-    {
-        "id": "o1",
-        "doc": "docs/s.txt",
-        "kind": "open",
-        "question": "What was the cat called?",
-        "answer": "Admiral",
-        "answers": ["Admiral", "a cat named Admiral"],
-        "evidence": [4],
-    },
-]
-EVAL_DOC = (
-    "The Tin\n\nMartha kept the silver medal in a biscuit tin under her bed.\n\n"
-    "The weather was grey all week.\n\nHer cat Admiral slept on the lamp.\n"
-)
-METHODS = (
-    "pipeline", "no-self-check", "no-finder", "direct", "bm25-rag", "dense-rag", "closed-book", "finder", "retrieval"
-)
-
 
 def normalise(value):
     """Masked keys → "<masked>", floats to 4 decimals, everything else as is (recursively)."""
@@ -191,14 +161,11 @@ def test_doctor(capsys, cache_dir, agents):
     check("doctor.json", data)
 
 
-def test_eval_every_method(capsys, tmp_path, cache_dir, agents):
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "s.txt").write_text(EVAL_DOC)
-    data_file = tmp_path / "data.jsonl"
-    data_file.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+def test_eval_every_method(capsys, tmp_path, cache_dir, agents, eval_data):
+    data_file = eval_data
     rows_file = tmp_path / "rows.jsonl"
     args = ["eval", str(data_file), "--backend", "scripted", "--no-cache", "--out", str(rows_file)]
-    for method in METHODS:
+    for method in EVAL_METHODS:  # every registered method
         args += ["-m", method]
     code, summary = run_json(capsys, *args)
     assert code == 0

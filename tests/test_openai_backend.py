@@ -15,9 +15,9 @@ from cwread import agents
 from cwread.backends import openai_compat
 from cwread.backends.openai_compat import OpenAIBackend
 from cwread.backends.select import BackendSettings, select_backends
-from cwread.cli import main
 from cwread.errors import InputError, ModelError
 from cwread.records import Question
+from tests.conftest import run
 
 URL = "http://server.test:8080/v1"
 _REAL_CLIENT = httpx.Client
@@ -25,12 +25,6 @@ _REAL_CLIENT = httpx.Client
 
 def _mock_client(handler):
     return _REAL_CLIENT(transport=httpx.MockTransport(handler))
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def completion(content: str) -> dict:

@@ -7,17 +7,11 @@ import pytest
 
 from cwread import reading
 from cwread.backends import Capabilities, Generation
-from cwread.cli import main
 from cwread.errors import InputError
+from tests.conftest import run
 from tests.scripted_replies import finder_reply
 
 SPLIT = ("--p-r", "0", "--anchors", "6")  # each paragraph a segment of its own: six to read
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def ask(capsys, story, *extra):

@@ -112,7 +112,7 @@ def test_ask_on_a_terminal_neutralises_the_book_question_and_reply(capsys, tmp_p
     )
     code = main(["ask", str(book), "What did the fishermen \x1b]0;T\x07 give her?", "--backend", "scripted", "--no-cache"])
     out, err = capsys.readouterr()
-    assert code in (0, 4), err
+    assert code == 0, err
     assert "\x1b[" in out  # styled
     assert_no_raw_controls(out.encode())
     assert_no_raw_controls(err.encode())
@@ -158,6 +158,9 @@ def test_no_control_character_from_outside_reaches_stdout_or_stderr(
     ):
         code = main(args)
         out, err = capsys.readouterr()
-        assert code in (0, 2, 4), (args[0], err)  # 2: a book that is mostly control bytes is refused
+        # 2 only for a book that is mostly control bytes, refused; 4 only for an answer its quotes do not cover
+        refused = code == 2 and "looks like a binary file" in err
+        unbacked = code == 4 and args[0] == "ask" and "not determined from the text" in err
+        assert code == 0 or refused or unbacked, (args[0], code, err)
         assert _CONTROL.findall(out) == [], args[0]
         assert _CONTROL.findall(err) == [], args[0]
