@@ -22,20 +22,19 @@ from cwread.cli.options import (
     Book,
     DebugFlag,
     EmbedderOpt,
-    EncodingOpt,
-    EvalMethodOpt,
     JsonFlag,
-    OptionOpt,
-    QuestionArg,
+    Output,
     RetrievalOpt,
-    WidthOpt,
     answer_options,
     ask_budget_options,
     backend_options,
     budget_options,
     eval_budget_options,
+    evaluation_options,
     model_options,
     model_run_options,
+    output_options,
+    question_options,
 )
 from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import (
@@ -117,34 +116,33 @@ def _root(
 
 
 @app.command()
+@output_options
 def show(
     book: Book,
     paragraphs: Annotated[
         str, typer.Argument(help="Paragraph ids: 12, 10-14 or 3,7,10-12.", show_default=False)
     ],
-    json_out: JsonFlag = False,
-    encoding: EncodingOpt = None,
-    width: WidthOpt = None,
+    output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
     """Print paragraphs with their ids, e.g. `cwread show novel.txt 1200-1210`."""
     from cwread import api, json_output, render
 
-    render.set_width(width)
-    document = _open_document(book, encoding)
+    document = _open_document(book, output)
     selected = api.show(document, paragraphs)
-    if json_out:
+    if output.json_out:
         render.print_json(json_output.show_json(document, selected))
     else:
         render.show_view(selected)
 
 
 @app.command()
+@question_options
 @budget_options
+@output_options
 def find(
     book: Book,
-    question: QuestionArg,
-    option: OptionOpt = None,
+    asked: Any = None,
     budget: Any = None,
     retrieval: RetrievalOpt = "fused",
     embedder: EmbedderOpt = DEFAULT_EMBEDDER,
@@ -152,9 +150,7 @@ def find(
         int | None,
         typer.Option(help="Segments to print, 0 for all.  [default: the read budget]", show_default=False),
     ] = None,
-    json_out: JsonFlag = False,
-    encoding: EncodingOpt = None,
-    width: WidthOpt = None,
+    output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
     """Rank the passages a question needs, each with its paragraph span.
@@ -165,25 +161,25 @@ def find(
     """
     from cwread import api, json_output, render
 
-    render.set_width(width)
-    asked = api.make_question(question, option)
     if limit is not None and limit < 0:
         raise InputError("--limit must be 0 (all) or a positive number")
-    document = _open_document(book, encoding)
+    document = _open_document(book, output)
     with render.progress() as progress:
         result = api.find(document, asked, budget, embedder, retrieval, progress)
     shown = budget.read if limit is None else limit
-    if json_out:
+    if output.json_out:
         render.print_json(json_output.find_json(result, shown))
     else:
         render.find_view(result, shown)
 
 
-def _open_document(book: str, encoding: str | None):
-    """The book, with one warning line when invalid bytes were replaced while decoding it."""
+def _open_document(book: str, output: Output):
+    """The book as `output` says to read it, with one warning line when invalid bytes were
+    replaced while decoding it; later views wrap as `output` says."""
     from cwread import api, render
 
-    document = api.open_document(book, encoding)
+    render.set_width(output.width)
+    document = api.open_document(book, output.encoding)
     if document.replaced:
         render.notice(
             f"warning: {document.path} is UTF-8 with {document.replaced} invalid byte sequence(s), "
@@ -199,30 +195,29 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
     from cwread import api, json_output, render
     from cwread.cache import check_output_path, write_output_file
 
-    render.set_width(run.width)
     if run.trace is not None:  # checked before any work, so a finished answer is never lost
         check_output_path(run.trace, "--trace")
         target = Path(run.trace)
         if book != "-" and target.exists() and target.resolve() == Path(book).resolve():
             raise InputError("--trace would overwrite the book itself; give another file name")
-    document = _open_document(book, run.encoding)
+    document = _open_document(book, run.output)
     with render.progress(quiet) as progress:
         result = api.ask(
             document,
             asked,
             budget=budget,
-            embedder=run.embedder,
+            embedder=run.model.embedder,
             retrieval=run.retrieval,
             settings=settings,
             answering=run.answering,
-            use_cache=run.use_cache,
+            use_cache=run.model.use_cache,
             progress=progress,
             notice=None if quiet else render.notice,
         )
     data = json_output.ask_json(result)
     if run.trace is not None:
         write_output_file(run.trace, render.json_text(data) + "\n", "--trace")
-    if run.json_out and not quiet:
+    if run.output.json_out and not quiet:
         render.print_json(data)
     elif not quiet:
         render.answer_view(result)
@@ -233,13 +228,13 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
 
 
 @app.command()
+@question_options
 @answer_options
 @backend_options
 @ask_budget_options
 def ask(
     book: Book,
-    question: QuestionArg,
-    option: OptionOpt = None,
+    asked: Any = None,
     budget: Any = None,
     settings: Any = None,
     run: Any = None,
@@ -252,9 +247,7 @@ def ask(
     answers from that packet only. Exit 4 if the text does not determine an answer (the best
     evidence is shown) or no reply could be parsed.
     """
-    from cwread import api
-
-    _answer(book, api.make_question(question, option), budget, settings, run)
+    _answer(book, asked, budget, settings, run)
 
 
 @app.command()
@@ -283,22 +276,20 @@ def verify(
 
 
 @app.command()
+@output_options
 def index(
     book: Book,
     embedder: EmbedderOpt = DEFAULT_EMBEDDER,
-    json_out: JsonFlag = False,
-    encoding: EncodingOpt = None,
-    width: WidthOpt = None,
+    output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
     """Build the cached lexical and dense indexes of a text, so later questions start fast."""
     from cwread import api, json_output, render
 
-    render.set_width(width)
-    document = _open_document(book, encoding)
+    document = _open_document(book, output)
     with render.progress() as progress:
         report = api.index_document(document, embedder, progress)
-    if json_out:
+    if output.json_out:
         render.print_json(json_output.index_json(document, report))
     else:
         render.index_view(document, report)
@@ -349,29 +340,17 @@ def modelfiles(
 @backend_options
 @eval_budget_options
 @model_run_options
+@evaluation_options
 def eval_command(
     data: Annotated[
         str,
-        typer.Argument(help="Benchmark records, one JSON object a line (document path, question, options or claim, gold answer and evidence).", show_default=False),
-    ],
-    method: EvalMethodOpt = None,
-    limit: Annotated[int | None, typer.Option(help="Only the first N records.")] = None,
-    spread: Annotated[
-        bool,
-        typer.Option("--spread", help="With --limit: N records evenly spaced through the file, not the first N."),
-    ] = False,
-    out: Annotated[
-        str | None, typer.Option(help="Append a row per record and method to this JSONL file.")
-    ] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Skip records already in --out.")] = False,
-    report: Annotated[str | None, typer.Option(help="Write a Markdown report here.")] = None,
-    permute_options: Annotated[
-        bool,
-        typer.Option(
-            "--permute-options",
-            help="Ask each multiple-choice question once per option rotation; right only if all are.",
+        typer.Argument(
+            help="Benchmark records, one JSON object a line (document path, question, options or claim, "
+            "gold answer and evidence).",
+            show_default=False,
         ),
-    ] = False,
+    ],
+    evaluation: Any = None,
     budget: Any = None,
     settings: Any = None,
     run: Any = None,
@@ -389,18 +368,12 @@ def eval_command(
 
     options = EvalOptions(
         data=data,
-        methods=tuple(method or ()),
-        limit=limit,
-        spread=spread,
-        out=out,
-        resume=resume,
-        report=report,
-        permute_options=permute_options,
         budget=budget,
-        embedder=run.embedder,
         settings=settings,
+        embedder=run.embedder,
         use_cache=run.use_cache,
         answer_mode=run.answer_mode,
+        **evaluation,
     )
     with render.progress() as progress:
         result = evaluate(options, progress, render.notice)

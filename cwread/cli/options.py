@@ -14,11 +14,12 @@ from typing import Annotated, Any
 
 import typer
 
+from cwread.backends import DEFAULT_NUM_CTX
 from cwread.backends.select import FACTORIES
 from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import InputError
 from cwread.eval.methods import METHODS as EVAL_METHODS
-from cwread.records import ANSWER_MODES, FINDER_CHOICES, AnswerSettings
+from cwread.records import ANSWER_MODES, FINDER_CHOICES, AnswerSettings, make_question
 from cwread.retrieval import METHODS as RETRIEVALS
 
 
@@ -73,10 +74,7 @@ RetrievalOpt = Annotated[
         "by reciprocal rank).",
     ),
 ]
-EvalMethodOpt = Annotated[
-    list[str] | None,
-    typer.Option("--method", "-m", help=f"{_listed(EVAL_METHODS)} (repeat; default: all)."),
-]
+
 NoCacheFlag = Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.")]
 SelfCheckOpt = Annotated[
     str,
@@ -103,167 +101,99 @@ def self_check_choice(value: str) -> bool | None:
         raise InputError(f"--self-check must be {_listed(SELF_CHECK)}, not {value!r}")
     return SELF_CHECK[value]
 
+
 TraceOpt = Annotated[str | None, typer.Option("--trace", help="Also write the JSON trace to this file.")]
 
+
+def _option(kind: Any, help: str, default: Any = None, *names: str, **settings: Any) -> tuple[Any, Any]:
+    """One entry of an option group: its annotation (`kind`, with its help) and its default."""
+    return Annotated[kind, typer.Option(*names, help=help, **settings)], default
+
+
 BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "preset": (Annotated[str, typer.Option(help="Budget preset: focused or broad.")], "focused"),
-    "anchors": (Annotated[int | None, typer.Option(help="Anchor paragraphs (overrides the preset).")], None),
-    "read": (Annotated[int | None, typer.Option(help="Segments the Finder reads at most.")], None),
-    "n_e": (
-        Annotated[int | None, typer.Option("--n-e", help="N_E: evidence segments packed at most.")],
-        None,
+    "preset": _option(str, "Budget preset: focused or broad.", "focused"),
+    "anchors": _option(int | None, "Anchor paragraphs (overrides the preset)."),
+    "read": _option(int | None, "Segments the Finder reads at most."),
+    "n_e": _option(int | None, "N_E: evidence segments packed at most.", None, "--n-e"),
+    "p_r": _option(int | None, "P_r: neighbours around each anchor.", None, "--p-r"),
+    "p_w": _option(int | None, "P_w: paragraphs per local window.", None, "--p-w"),
+    "b_c": _option(int | None, "B_c: characters packed at most.", None, "--b-c"),
+    "read_tokens": _option(
+        str | None,
+        "Prompt tokens the Finder reads at most, in rank order: a number, auto (what the Finder reads "
+        "in about half a minute at the rate measured for it on this machine) or none (only --read "
+        "caps it) [default: auto for ask and verify, none for eval].",
+        show_default=False,
     ),
-    "p_r": (Annotated[int | None, typer.Option("--p-r", help="P_r: neighbours around each anchor.")], None),
-    "p_w": (Annotated[int | None, typer.Option("--p-w", help="P_w: paragraphs per local window.")], None),
-    "b_c": (Annotated[int | None, typer.Option("--b-c", help="B_c: characters packed at most.")], None),
-    "read_tokens": (
-        Annotated[
-            str | None,
-            typer.Option(
-                help="Prompt tokens the Finder reads at most, in rank order: a number, auto (what the "
-                "Finder reads in about half a minute at the rate measured for it on this machine) or "
-                "none (only --read caps it) [default: auto for ask and verify, none for eval].",
-                show_default=False,
-            ),
-        ],
-        None,
-    ),
-    "finder_reply": (
-        Annotated[
-            str,
-            typer.Option(
-                help="The Finder's reply: quote-first (the clue's quote, then YES or NO) or "
-                "decision-first (YES or NO, the quote written for kept segments only).",
-            ),
-        ],
+    "finder_reply": _option(
+        str,
+        "The Finder's reply: quote-first (the clue's quote, then YES or NO) or decision-first (YES or "
+        "NO, the quote written for kept segments only).",
         "quote-first",
     ),
-    "keep_threshold": (
-        Annotated[
-            float | None,
-            typer.Option(
-                help="Keep a segment when the Finder's score, ln P(YES) - ln P(NO), is at least this, "
-                "whatever its label (backends that give no score: the label decides).",
-                show_default=False,
-            ),
-        ],
-        None,
+    "keep_threshold": _option(
+        float | None,
+        "Keep a segment when the Finder's score, ln P(YES) - ln P(NO), is at least this, whatever its "
+        "label (backends that give no score: the label decides).",
+        show_default=False,
     ),
 }
 BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "backend": (
-        Annotated[
-            str | None,
-            typer.Option(
-                help="auto (an OpenAI-compatible server when --base-url is set, else Ollama when it "
-                f"serves the models, else embedded), or one of {_listed(n for n in FACTORIES if n != 'auto')}. "
-                "[env: CWREAD_BACKEND]",
-                show_default=False,
-            ),
-        ],
-        None,
+    "backend": _option(
+        str | None,
+        "auto (an OpenAI-compatible server when --base-url is set, else Ollama when it serves the "
+        f"models, else embedded), or one of {_listed(n for n in FACTORIES if n != 'auto')}. "
+        "[env: CWREAD_BACKEND]",
+        show_default=False,
     ),
-    "finder_model": (
-        Annotated[
-            str | None,
-            typer.Option(
-                help="Server model for the Finder [env: CWREAD_FINDER_MODEL; default: cwread-finder]."
-            ),
-        ],
-        None,
+    "finder_model": _option(
+        str | None, "Server model for the Finder [env: CWREAD_FINDER_MODEL; default: cwread-finder]."
     ),
-    "interpreter_model": (
-        Annotated[
-            str | None,
-            typer.Option(
-                help="Server model for the Interpreter [env: CWREAD_INTERPRETER_MODEL; default: cwread-interpreter]."
-            ),
-        ],
-        None,
+    "interpreter_model": _option(
+        str | None,
+        "Server model for the Interpreter [env: CWREAD_INTERPRETER_MODEL; default: cwread-interpreter].",
     ),
-    "gguf": (
-        Annotated[
-            str | None,
-            typer.Option(
-                help="GGUF file for the embedded backend [env: CWREAD_GGUF; default: SmolLM2-135M]."
-            ),
-        ],
-        None,
+    "gguf": _option(
+        str | None, "GGUF file for the embedded backend [env: CWREAD_GGUF; default: SmolLM2-135M]."
     ),
-    "finder_lora": (
-        Annotated[
-            str | None,
-            typer.Option(
-                help="LoRA GGUF adapter for the embedded Finder, e.g. from `python -m training export` "
-                "[env: CWREAD_FINDER_LORA; 'none' or unset: the base model]."
-            ),
-        ],
-        None,
+    "finder_lora": _option(
+        str | None,
+        "LoRA GGUF adapter for the embedded Finder, e.g. from `python -m training export` "
+        "[env: CWREAD_FINDER_LORA; 'none' or unset: the base model].",
     ),
 }
 SERVER_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "base_url": (
-        Annotated[
-            str | None,
-            typer.Option(
-                help="OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 for llama-server "
-                "[env: OPENAI_BASE_URL].",
-                show_default=False,
-            ),
-        ],
-        None,
+    "base_url": _option(
+        str | None,
+        "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 for llama-server [env: OPENAI_BASE_URL].",
+        show_default=False,
     ),
-    "finder_base_url": (
-        Annotated[
-            str | None,
-            typer.Option(
-                help="A second server for the Finder alone (a trained Finder: llama-server with --lora); "
-                "the Interpreter stays at --base-url [env: CWREAD_FINDER_BASE_URL].",
-                show_default=False,
-            ),
-        ],
-        None,
+    "finder_base_url": _option(
+        str | None,
+        "A second server for the Finder alone (a trained Finder: llama-server with --lora); the "
+        "Interpreter stays at --base-url [env: CWREAD_FINDER_BASE_URL].",
+        show_default=False,
     ),
-    "api_key": (
-        Annotated[
-            str | None,
-            typer.Option(help="Key for that server [env: OPENAI_API_KEY; local servers need none].", show_default=False),
-        ],
-        None,
+    "api_key": _option(
+        str | None, "Key for that server [env: OPENAI_API_KEY; local servers need none].", show_default=False
     ),
-    "constraint": (
-        Annotated[
-            str | None,
-            typer.Option(
-                help="How the server keeps the reply format: grammar (llama.cpp), json (a schema), none, "
-                "or auto [env: CWREAD_CONSTRAINT; default: auto].",
-                show_default=False,
-            ),
-        ],
-        None,
+    "constraint": _option(
+        str | None,
+        "How the server keeps the reply format: grammar (llama.cpp), json (a schema), none, or auto "
+        "[env: CWREAD_CONSTRAINT; default: auto].",
+        show_default=False,
     ),
 }
 SERVING_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "num_ctx": (
-        Annotated[
-            int | None, typer.Option(help="Context window in tokens [env: CWREAD_NUM_CTX; default: 8192].")
-        ],
-        None,
+    "num_ctx": _option(
+        int | None, f"Context window in tokens [env: CWREAD_NUM_CTX; default: {DEFAULT_NUM_CTX}]."
     ),
-    "workers": (
-        Annotated[int | None, typer.Option(help="Finder calls at once (default: what the backend serves).")],
-        None,
-    ),
-    "timeout": (
-        Annotated[
-            float | None,
-            typer.Option(
-                help="Seconds one call to a server (Ollama, OpenAI-compatible) may take [env: CWREAD_TIMEOUT; "
-                "default: 30 plus the prompt at 100 tokens/s and the reply at 10 tokens/s].",
-                show_default=False,
-            ),
-        ],
-        None,
+    "workers": _option(int | None, "Finder calls at once (default: what the backend serves)."),
+    "timeout": _option(
+        float | None,
+        "Seconds one call to a server (Ollama, OpenAI-compatible) may take [env: CWREAD_TIMEOUT; "
+        "default: 30 plus the prompt at 100 tokens/s and the reply at 10 tokens/s].",
+        show_default=False,
     ),
 }
 
@@ -332,6 +262,23 @@ model_options = _option_group("settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS},
 
 
 @dataclass(frozen=True)
+class Output:
+    """How a command that reads a book reads it and prints: --json, --encoding, --width."""
+
+    json_out: bool
+    encoding: str | None
+    width: int | None
+
+
+OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "json_out": (JsonFlag, False),
+    "encoding": (EncodingOpt, None),
+    "width": (WidthOpt, None),
+}
+output_options = _option_group("output", OUTPUT_OPTIONS, Output)
+
+
+@dataclass(frozen=True)
 class ModelRun:
     """What every command that runs models shares: the dense model, the call cache, open answers."""
 
@@ -347,6 +294,16 @@ MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 
 
+QUESTION_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "question": (QuestionArg, inspect.Parameter.empty),
+    "option": (OptionOpt, None),
+}
+# the question and its options (-o), validated into a Question before any work
+question_options = _option_group(
+    "asked", QUESTION_OPTIONS, lambda question, option: make_question(question, option)
+)
+
+
 def _model_run(embedder: str, no_cache: bool, answer: str) -> ModelRun:
     AnswerSettings(answer_mode=answer)  # a bad mode is one line, exit 2, before any work
     return ModelRun(embedder, not no_cache, answer)
@@ -357,55 +314,65 @@ model_run_options = _option_group("run", MODEL_RUN_OPTIONS, _model_run)
 
 @dataclass(frozen=True)
 class AnswerRun:
-    """How `ask` and `verify` run and report: retrieval, the call cache, how to answer, output."""
+    """How `ask` and `verify` run and report: retrieval, models, how to answer, output."""
 
     retrieval: str
-    embedder: str
-    use_cache: bool
+    model: ModelRun
     answering: AnswerSettings
-    json_out: bool
     trace: str | None
-    encoding: str | None
-    width: int | None
+    output: Output
 
 
 ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
     "retrieval": (RetrievalOpt, "fused"),
     **MODEL_RUN_OPTIONS,
     "self_check": (SelfCheckOpt, "auto"),
-    "json_out": (JsonFlag, False),
     "trace": (TraceOpt, None),
-    "encoding": (EncodingOpt, None),
-    "width": (WidthOpt, None),
-    "finder": (
-        Annotated[
-            str,
-            typer.Option(
-                "--finder",
-                help="auto (skip a Finder measured to keep nearly every segment, such as the embedded "
-                "default: its calls cannot change the answer), on (run it anyway) or off (take every "
-                f"segment read as kept). One of: {_listed(FINDER_CHOICES)}.",
-            ),
-        ],
+    **OUTPUT_OPTIONS,
+    "finder": _option(
+        str,
+        "auto (skip a Finder measured to keep nearly every segment, such as the embedded default: its "
+        "calls cannot change the answer), on (run it anyway) or off (take every segment read as kept). "
+        f"One of: {_listed(FINDER_CHOICES)}.",
         "auto",
     ),
-    "judge_anyway": (
-        Annotated[
-            bool,
-            typer.Option(
-                "--judge-anyway",
-                help="Options and claims: ask a model that judges at chance (the embedded default) "
-                "for its verdict anyway, with a warning; else it gives none (exit 4).",
-            ),
-        ],
+    "judge_anyway": _option(
+        bool,
+        "Options and claims: ask a model that judges at chance (the embedded default) for its verdict "
+        "anyway, with a warning; else it gives none (exit 4).",
         False,
+        "--judge-anyway",
     ),
 }
 
 
-def _answer_run(retrieval, embedder, no_cache, answer, self_check, finder, judge_anyway, **output) -> AnswerRun:
+EVALUATION_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "method": _option(
+        list[str] | None, f"{_listed(EVAL_METHODS)} (repeat; default: all).", None, "--method", "-m"
+    ),
+    "limit": _option(int | None, "Only the first N records."),
+    "spread": _option(
+        bool, "With --limit: N records evenly spaced through the file, not the first N.", False, "--spread"
+    ),
+    "out": _option(str | None, "Append a row per record and method to this JSONL file."),
+    "resume": _option(bool, "Skip records already in --out.", False, "--resume"),
+    "report": _option(str | None, "Write a Markdown report here."),
+    "permute_options": _option(
+        bool,
+        "Ask each multiple-choice question once per option rotation; right only if all are.",
+        False,
+        "--permute-options",
+    ),
+}
+# what `cwread eval` runs, as EvalOptions' fields (the rest come from the shared groups)
+evaluation_options = _option_group(
+    "evaluation", EVALUATION_OPTIONS, lambda method, **v: {"methods": tuple(method or ()), **v}
+)
+
+
+def _answer_run(retrieval, embedder, no_cache, answer, self_check, trace, finder, judge_anyway, **output):
     answering = AnswerSettings(answer, self_check_choice(self_check), finder, judge_anyway)
-    return AnswerRun(retrieval, embedder, not no_cache, answering, **output)
+    return AnswerRun(retrieval, _model_run(embedder, no_cache, answer), answering, trace, Output(**output))
 
 
 answer_options = _option_group("run", ANSWER_OPTIONS, _answer_run)
