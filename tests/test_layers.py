@@ -1,6 +1,6 @@
 """The package's layers: no module imports a module above it.
 
-cli → render/trace → eval → api → pipeline → agents/packing → records → backends →
+cli → render/json_output → eval → api → pipeline → agents/packing → records → backends →
 document/segments/retrieval → cache/settings → errors. `training/` imports cwread, never the
 reverse. Checked on the source (imports inside functions too), so a new arrow back up fails here.
 """
