@@ -148,12 +148,11 @@ class EmbeddedBackend:
             keeps_nearly_all=small and self.lora is None,
             identity=identity,
         )
-        self.num_ctx = num_ctx
         self._threads = threads or max(1, os.cpu_count() or 1)
         self._lock = threading.Lock()
 
     def generate(self, request: GenerationRequest) -> Generation:
-        server = shared_server(self.path, self.num_ctx, self._threads, self.lora)
+        server = shared_server(self.path, self.capabilities.context, self._threads, self.lora)
         body: dict = {
             "messages": [{"role": role, "content": content} for role, content in request.messages],
             "max_tokens": request.max_tokens,
@@ -197,7 +196,7 @@ class EmbeddedBackend:
 
     def verify(self) -> str:
         """Load the model once to prove the file is whole (for `doctor`)."""
-        return verify_gguf(self.path, self.num_ctx, self._threads, self.lora)
+        return verify_gguf(self.path, self.capabilities.context, self._threads, self.lora)
 
     def count_tokens(self, text: str) -> int:
         from cwread.tokens import count_tokens

@@ -71,7 +71,6 @@ class OllamaBackend:
     ) -> None:
         self.model = model
         self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
-        self.num_ctx = num_ctx
         # Ollama holds no grammar (a JSON schema instead) and says nothing of the model's size
         self.capabilities = Capabilities(
             context=num_ctx, parallel=concurrency or server_parallel(), logprobs=True
@@ -129,7 +128,7 @@ class OllamaBackend:
 
     def generate(self, request: GenerationRequest) -> Generation:
         options = {
-            "num_ctx": self.num_ctx,
+            "num_ctx": self.capabilities.context,
             "temperature": request.temperature,
             "seed": request.seed,
             "num_predict": request.max_tokens,

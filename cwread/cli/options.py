@@ -305,8 +305,7 @@ question_options = _option_group(
 
 
 def _model_run(embedder: str, no_cache: bool, answer: str) -> ModelRun:
-    AnswerSettings(answer_mode=answer)  # a bad mode is one line, exit 2, before any work
-    return ModelRun(embedder, not no_cache, answer)
+    return ModelRun(embedder, not no_cache, answer)  # the answer mode is checked where it is used
 
 
 model_run_options = _option_group("run", MODEL_RUN_OPTIONS, _model_run)

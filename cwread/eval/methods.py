@@ -29,12 +29,10 @@ from cwread import agents, api, extractive, grounding, pipeline
 from cwread.backends import Backend
 from cwread.backends.select import Selection
 from cwread.document import Document
-from cwread.embedders import load_embedder
 from cwread.eval import rows
 from cwread.eval.dataset import Record
 from cwread.packing import pack_ranked, pack_segments, packet_of
 from cwread.records import NO_ANSWER, Answer, AnswerSettings, FindResult, Packet, Question, Trace
-from cwread.retrieval import build_queries, open_index, paragraph_scores
 
 
 @dataclass
@@ -123,9 +121,7 @@ def direct(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
 def _rag(retriever: str) -> MethodRun:
     def rag(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
         document, question = found.document, found.question
-        spec = "none" if retriever == "bm25" else ctx.embedder
-        index = open_index(document, load_embedder(spec))
-        scores = paragraph_scores(index, build_queries(question.text, question.options or None), retriever)
+        scores = api.find(document, question, ctx.budget, ctx.embedder, retriever).paragraph_scores
         ranked = [i + 1 for i in sorted(range(len(scores)), key=lambda i: (-scores[i], i))]
         fits = _fits(ctx.selection.interpreter, question)
         packet = pack_ranked(document, ranked, ctx.budget, fits, most=4 * ctx.budget.n_e)

@@ -134,6 +134,7 @@ def evaluate(
     options: EvalOptions, progress: Progress | None = None, notice: Callable[[str], None] | None = None
 ) -> EvalResult:
     """Run every (record, method), save rows and the report as asked, and summarise."""
+    requested = AnswerSettings(answer_mode=options.answer_mode)  # a bad mode is told before any work
     methods = list(options.methods) or list(METHODS)
     for m in methods:
         if m not in METHODS:
@@ -149,7 +150,6 @@ def evaluate(
     limit = options.limit
     records = spread_sample(records, limit) if options.spread and limit else records[:limit]
     budget = options.budget or api.make_budget()
-    requested = AnswerSettings(answer_mode=options.answer_mode)  # a bad mode is told before any work
     selection = None
     if any(METHODS[m].needs_model for m in methods):
         selection = select_backends(options.settings or BackendSettings())
