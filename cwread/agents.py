@@ -200,6 +200,11 @@ CLUE_REQUEST = (
 )
 
 
+DECISION_GRAMMAR = 'root ::= "<answer>" answer "</answer>"\nanswer ::= ' + _literal_alternatives(
+    ["YES", "NO", "Yes", "No", "yes", "no"]
+)
+
+
 def finder_request(
     question: Question,
     start: int,
@@ -227,8 +232,7 @@ def finder_request(
     if retry:
         user += "\n\n" + FIRM_RETRY
     if decision_first:
-        labels = ["YES", "NO", "Yes", "No", "yes", "no"]
-        grammar = f'root ::= "<answer>" answer "</answer>"\nanswer ::= {_literal_alternatives(labels)}'
+        grammar = DECISION_GRAMMAR
         schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["YES", "NO"]}}, "required": ["answer"]}
         max_tokens = DECISION_MAX_TOKENS
     else:

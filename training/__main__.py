@@ -6,6 +6,7 @@ python -m training export --adapter RUN/adapter --out F.gguf [--modelfile M --ba
 python -m training export --merged RUN/merged --out F.gguf [--modelfile M --family F]
 python -m training smoke --source FAIRYTALEQA_DIR --out DIR   (cpu-test end to end: data, SFT, GRPO, merge, GGUF, check)
 python -m training base --gguf MODEL.gguf --out DIR   (a llama/qwen2 GGUF as a transformers folder: a base to train)
+python -m training scorer --base MODEL.gguf --train ROWS --dev DEV --out DIR --minutes M   (the decision-first Finder: training/decision.py)
 """
 
 from __future__ import annotations
@@ -157,6 +158,36 @@ def build_base(args: argparse.Namespace) -> int:
 def _fail(message: str) -> int:
     print(f"training: error: {message}", file=sys.stderr)
     return 2
+
+
+def run_scorer(args: argparse.Namespace) -> int:
+    import time
+
+    from training import decision
+
+    for name in ("base", "train", "dev"):
+        if not Path(getattr(args, name)).is_file():
+            return _fail(f"--{name} {getattr(args, name)} not found")
+    until = args.until if args.until is not None else time.time() + 60 * args.minutes
+    report = decision.run(
+        Path(args.base),
+        Path(args.train),
+        Path(args.dev),
+        Path(args.out),
+        until,
+        args.family,
+        val_rows=args.held_out,
+        learning_rate=args.lr,
+        epochs=args.epochs,
+        limit=args.limit,
+        log=lambda line: print(f"scorer: {line}", file=sys.stderr, flush=True),
+    )
+    done = report["training"]
+    print(
+        f"scorer: {done['examples']} examples in {done['steps']} steps (stopped by {done['stopped_by']}); "
+        f"held-out AUC {report['base_auc']:.3f} -> {report['trained_auc']:.3f}; adapter {Path(args.out) / 'finder-lora.gguf'}"
+    )
+    return 0
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -336,6 +367,19 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--out", required=True)
     b.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     b.set_defaults(run=build_base)
+    c = sub.add_parser("scorer", help="the decision-first Finder: train its YES/NO score, measure, export")
+    c.add_argument("--base", required=True, help="the base model's GGUF (llama or qwen2)")
+    c.add_argument("--train", required=True, help="decision-first Finder rows (.jsonl or .jsonl.xz)")
+    c.add_argument("--dev", required=True, help="the dev segments (training.data.finder_dev_set)")
+    c.add_argument("--out", required=True)
+    c.add_argument("--minutes", type=float, default=10.0, help="everything done within this many minutes")
+    c.add_argument("--until", type=float, default=None, help="everything done by this Unix time")
+    c.add_argument("--family", default="smollm2", choices=["smollm2", "qwen3", "chatml"])
+    c.add_argument("--held-out", type=int, default=512, help="training rows kept out: the keep threshold's")
+    c.add_argument("--lr", type=float, default=2e-4)
+    c.add_argument("--epochs", type=int, default=2)
+    c.add_argument("--limit", type=int, default=None, help="train on the first N rows only")
+    c.set_defaults(run=run_scorer)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -123,8 +123,9 @@ def _messages(request) -> list[dict]:
     return [{"role": role, "content": content} for role, content in request.messages]
 
 
-def finder_examples(split_dir: Path, seed: int = 0) -> list[dict]:
-    """Balanced Finder examples (one YES, one hard NO per question where both exist)."""
+def finder_examples(split_dir: Path, seed: int = 0, decision_first: bool = False) -> list[dict]:
+    """Balanced Finder examples (one YES, one hard NO per question where both exist).
+    `decision_first`: prompts for the reply YES/NO alone, and that reply as the target."""
     rng = random.Random(seed)
     examples = []
     for name, doc, questions in stories(split_dir):
@@ -144,21 +145,56 @@ def finder_examples(split_dir: Path, seed: int = 0) -> list[dict]:
                 continue
             hard = max(negatives, key=lambda span: (max(scores[span[0] - 1 : span[1]]), -span[0]))
             for (s, e), label in ((positive, "YES"), (hard, "NO")):
-                request = agents.finder_request(Question(q["question"], "open"), s, e, doc.span_text(s, e))
+                request = agents.finder_request(
+                    Question(q["question"], "open"), s, e, doc.span_text(s, e), decision_first=decision_first
+                )
+                gold_ids = sorted(gold & set(range(s, e + 1)))
                 examples.append(
                     {
                         "id": f"{name}-{q['id']}-{label.lower()}",
                         "prompt": _messages(request),
                         "label": label,
-                        "gold_ids": sorted(gold & set(range(s, e + 1))),
-                        "target": finder_target(
-                            doc, q["question"], label, sorted(gold & set(range(s, e + 1))), (s, e)
-                        ),
+                        "gold_ids": gold_ids,
+                        "target": f"<answer>{label}</answer>"
+                        if decision_first
+                        else finder_target(doc, q["question"], label, gold_ids, (s, e)),
                         "segment": [s, e],
                         "story": name,
                     }
                 )
     return examples
+
+
+def finder_dev_set(records_file: Path, decision_first: bool = True) -> list[dict]:
+    """The Finder's dev measurement: for each record with gold evidence, every segment the
+    pipeline reads under the default budget, in its reading order (the retriever's ranking),
+    with its gold flag and the Finder's prompt; a model scores them all, so a Finder can be
+    compared with the retriever's own ranking at any keep rate."""
+    from cwread import api
+    from cwread.eval.dataset import load_records
+
+    rows = []
+    for record in load_records(str(records_file)):
+        if not record.evidence:
+            continue
+        document = api.open_document(record.doc)
+        found = api.find(document, record.question)
+        gold = set(record.evidence)
+        segments = []
+        for segment in found.read:
+            request = agents.finder_request(
+                record.question,
+                segment.start,
+                segment.end,
+                document.span_text(segment.start, segment.end),
+                paragraphs=document.passages(segment.ids),
+                decision_first=decision_first,
+            )
+            segments.append(
+                {"start": segment.start, "end": segment.end, "gold": bool(gold & set(segment.ids)), "prompt": _messages(request)}
+            )
+        rows.append({"id": record.id, "evidence": sorted(gold), "segments": segments})
+    return rows
 
 
 def interpreter_examples(split_dir: Path, distractors: int = 3, seed: int = 0) -> list[dict]:

@@ -1,0 +1,73 @@
+"""Parity of the Finder's score read in transformers (training/decision.py, what the GPU lane
+measures with) and in llama.cpp (what cwread runs): ln P(YES) - ln P(NO) after `<answer>` on
+the same decision-first prompts, for a GGUF and optionally a LoRA adapter.
+
+    python benchmarks/scorer_parity.py --dev lane-kit/stage/base/dev.jsonl.xz [--gguf F] [--lora A.gguf --adapter DIR] [-n 12]
+
+--adapter is the peft folder the LoRA GGUF was exported from (results-a's `adapter/`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cwread import agents
+from cwread.backends import GenerationRequest
+from cwread.backends.embedded import EmbeddedBackend, default_gguf
+from training import decision
+from training.checkpoints import load_gguf
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--dev", required=True, help="dev segments (training.data.finder_dev_set), .jsonl[.xz]"
+    )
+    parser.add_argument("--gguf", default=None, help="default: the embedded SmolLM2")
+    parser.add_argument("--lora", default=None, help="a GGUF LoRA adapter for llama.cpp")
+    parser.add_argument("--adapter", default=None, help="the same adapter as a peft folder, for transformers")
+    parser.add_argument("-n", type=int, default=12, help="segments compared")
+    args = parser.parse_args()
+    gguf = Path(args.gguf) if args.gguf else default_gguf()
+    rows = decision.dev_prompts(decision.read_jsonl(Path(args.dev)))[: args.n]
+    model, tokenizer = load_gguf(gguf)
+    if args.adapter:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, args.adapter)
+    t = time.time()
+    ours = decision.score_prompts(model, tokenizer, rows)
+    ours_s = time.time() - t
+    backend = EmbeddedBackend(gguf, num_ctx=4096, lora=args.lora)
+    theirs, t = [], time.time()
+    for row in rows:
+        request = GenerationRequest(
+            messages=tuple((m["role"], m["content"]) for m in row["prompt"]),
+            max_tokens=agents.DECISION_MAX_TOKENS,
+            grammar=agents.DECISION_GRAMMAR,
+            label_scores=("YES", "NO"),
+        )
+        scores = dict(backend.generate(request).label_logprobs)
+        theirs.append(scores["YES"] - scores["NO"])
+    theirs_s = time.time() - t
+    gaps = [abs(a - b) for a, b in zip(ours, theirs, strict=True)]
+    order = lambda xs: sorted(range(len(xs)), key=lambda i: -xs[i])  # noqa: E731
+    print(f"{gguf.name}" + (f" + {Path(args.lora).name}" if args.lora else "") + f": {len(rows)} segments")
+    print("transformers: " + " ".join(f"{x:+.3f}" for x in ours) + f"  ({ours_s:.1f} s)")
+    print("llama.cpp:    " + " ".join(f"{x:+.3f}" for x in theirs) + f"  ({theirs_s:.1f} s)")
+    print(
+        f"|difference|: median {statistics.median(gaps):.3f}, max {max(gaps):.3f}; "
+        f"same sign {sum((a >= 0) == (b >= 0) for a, b in zip(ours, theirs, strict=True))}/{len(rows)}; "
+        f"same top 3 {set(order(ours)[:3]) == set(order(theirs)[:3])}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
