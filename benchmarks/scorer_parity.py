@@ -2,9 +2,11 @@
 measures with) and in llama.cpp (what cwread runs): ln P(YES) - ln P(NO) after `<answer>` on
 the same decision-first prompts, for a GGUF and optionally a LoRA adapter.
 
-    python benchmarks/scorer_parity.py --dev lane-kit/stage/base/dev.jsonl.xz [--gguf F] [--lora A.gguf --adapter DIR] [-n 12]
+    python benchmarks/scorer_parity.py --dev lane-kit/stage/base/dev.jsonl.xz [--gguf F] [-n 12]
+    python benchmarks/scorer_parity.py --dev ... --lora finder-lora.gguf --scores benchmarks/results/lane-a/scores.jsonl
 
---adapter is the peft folder the LoRA GGUF was exported from (results-a's `adapter/`).
+With --scores, the transformers side is the lane's own (the `trained` column the GPU wrote, or
+--column base), so an adapter that came home is checked without training anything here.
 """
 
 from __future__ import annotations
@@ -31,18 +33,20 @@ def main() -> int:
     )
     parser.add_argument("--gguf", default=None, help="default: the embedded SmolLM2")
     parser.add_argument("--lora", default=None, help="a GGUF LoRA adapter for llama.cpp")
-    parser.add_argument("--adapter", default=None, help="the same adapter as a peft folder, for transformers")
+    parser.add_argument(
+        "--scores", default=None, help="the lane's scores.jsonl: its column stands for transformers"
+    )
+    parser.add_argument("--column", default="trained", choices=["trained", "base"])
     parser.add_argument("-n", type=int, default=12, help="segments compared")
     args = parser.parse_args()
     gguf = Path(args.gguf) if args.gguf else default_gguf()
     rows = decision.dev_prompts(decision.read_jsonl(Path(args.dev)))[: args.n]
-    model, tokenizer = load_gguf(gguf)
-    if args.adapter:
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, args.adapter)
     t = time.time()
-    ours = decision.score_prompts(model, tokenizer, rows)
+    if args.scores:  # the lane's rows are the dev records in the same order
+        ours = [x for row in decision.read_jsonl(Path(args.scores)) for x in row[args.column]][: len(rows)]
+    else:
+        model, tokenizer = load_gguf(gguf)
+        ours = decision.score_prompts(model, tokenizer, rows)
     ours_s = time.time() - t
     backend = EmbeddedBackend(gguf, num_ctx=4096, lora=args.lora)
     theirs, t = [], time.time()
