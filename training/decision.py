@@ -18,6 +18,7 @@ Plain torch and peft, no trl or datasets: the GPU image has both, and nothing el
 
 from __future__ import annotations
 
+import functools
 import json
 import lzma
 import math
@@ -53,6 +54,7 @@ def prompt_text(tokenizer, messages: list[dict]) -> str:
     return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False) + ANSWER_OPEN
 
 
+@functools.cache  # a scan of the whole vocabulary (151k tokens for Qwen): once per tokenizer
 def label_token_ids(tokenizer) -> tuple[list[int], list[int]]:
     """For YES and NO, the vocabulary's tokens that can begin the label ("Y", "YE", "YES"):
     the alternatives whose log-probabilities cwread sums for a label's score."""
