@@ -9,12 +9,14 @@ exactly what inference sends.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from cwread.backends import GenerationRequest
+from cwread import grounding
+from cwread.backends import Backend, GenerationRequest
 from cwread.document import Evidence, Passage
 from cwread.grounding import neutralise, sentence_spans
-from cwread.records import Question
+from cwread.records import Forged, ModelCall, Question, Quote
 
 FINDER_MAX_TOKENS = 160
 INTERPRETER_MAX_TOKENS = 480  # up to three quotes of a sentence each, then the answer
@@ -360,6 +362,59 @@ def _parse(text: str, kind: str, labels: list[str] | None) -> ParsedReply:
     if not reason_m:
         return ParsedReply(reason, answer, raw, "no <reason> tag")
     return ParsedReply(reason, answer, raw)
+
+
+def call_agent(
+    backend: Backend,
+    make_request: Callable[[bool], GenerationRequest],
+    parse: Callable[[str], ParsedReply],
+) -> tuple[ParsedReply, ModelCall]:
+    """Call, parse, and on an unreadable reply call once more with a firmer instruction
+    (`make_request(retry)`); what both calls cost is summed in the ModelCall."""
+    prompt_tokens = completion_tokens = 0
+    seconds = 0.0
+    cached = True
+    for retry in (False, True):
+        generation = backend.generate(make_request(retry))
+        prompt_tokens += generation.prompt_tokens
+        completion_tokens += generation.completion_tokens
+        seconds += generation.seconds
+        cached = cached and generation.cached
+        parsed = parse(generation.text)
+        if parsed.ok:
+            break
+    call = ModelCall(
+        generation.text,
+        parsed.ok and not retry,
+        prompt_tokens,
+        completion_tokens,
+        seconds,
+        cached,
+        generation.label_logprobs,
+    )
+    return parsed, call
+
+
+@dataclass(frozen=True)
+class Grounded:
+    """A reason's quotes checked against the paragraphs the agent was shown: those found
+    verbatim, those not (never shown as support), and the ids it cited that it was not shown."""
+
+    quotes: tuple[Quote, ...]
+    forged: tuple[Forged, ...]
+    dropped: tuple[int, ...]
+
+    @property
+    def cited(self) -> tuple[int, ...]:
+        return tuple(dict.fromkeys(q.id for q in self.quotes))
+
+
+def ground(reason: str, paragraphs: Evidence) -> Grounded:
+    """Check `reason`'s quotes and citations against `paragraphs` as the agent saw them."""
+    shown = dict(shown_evidence(paragraphs))
+    quotes, forged = grounding.find_quotes(reason, shown, dict(paragraphs))
+    _, dropped = split_citations(reason, {pid for pid, _ in paragraphs})
+    return Grounded(tuple(quotes), tuple(forged), tuple(dropped))
 
 
 def normalise_yes_no(raw: str) -> str | None:

@@ -2,11 +2,12 @@
 
     from cwread import api
 
-    book = api.open_document("novel.txt")
-    trace = api.ask(book, api.make_question("Why was the doll pushed?"))
+    book = api.open("novel.txt")  # a reading session: the book held open
+    trace = book.ask(api.make_question("Why was the doll pushed?"))
     print(trace.answer, trace.citations)  # None when the text does not determine one
 
-Layers below: pipeline (one question through the method) → agents/packing → backends →
+`ask` and `find` are one-call conveniences over a session. Layers below: session → pipeline
+(one question through the method) → finder/interpreter/agents/packing → backends →
 document/segments/retrieval → cache/errors. The records a run returns are in
 `cwread.records`; the eval harness (`cwread.eval`) builds on the pipeline's stages.
 """
@@ -17,29 +18,33 @@ import time
 from collections.abc import Callable
 
 from cwread import pipeline
+from cwread.backends import label
 from cwread.backends.select import (
     BackendSettings,
     Selection,
     model_advice,
     select_backends,
     serving_notes,
-    with_call_cache,
 )
 from cwread.document import Document, Paragraph, load_document, parse_paragraph_spec
 from cwread.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
-from cwread.errors import InputError, ModelError
+from cwread.errors import ModelError
+from cwread.model_facts import FACTS, facts_of
 from cwread.progress import Progress
 from cwread.records import (
     AnswerSettings,
     DoctorReport,
+    FinderSettings,
     FindResult,
     IndexReport,
+    Plan,
     Question,
     Trace,
     make_question,
 )
-from cwread.retrieval import METHODS, build_queries, open_index, paragraph_scores
-from cwread.segments import Budget, build_segments, make_budget
+from cwread.retrieval import open_index
+from cwread.segments import Budget, make_budget
+from cwread.session import Session
 
 __all__ = [
     "AnswerSettings",
@@ -47,7 +52,10 @@ __all__ = [
     "Budget",
     "Document",
     "FindResult",
+    "FinderSettings",
+    "Plan",
     "Question",
+    "Session",
     "Trace",
     "ask",
     "doctor",
@@ -55,9 +63,25 @@ __all__ = [
     "index_document",
     "make_budget",
     "make_question",
+    "open",
     "open_document",
     "show",
 ]
+
+
+def open(
+    book: str | Document,
+    *,
+    encoding: str | None = None,
+    embedder: str = DEFAULT_EMBEDDER,
+    settings: BackendSettings | None = None,
+    selection: Selection | None = None,
+    use_cache: bool = True,
+) -> Session:
+    """A reading session on `book` (a path, "-" for stdin, or a Document already read): ask it
+    as many questions as you like; nothing is read, indexed, loaded or selected twice."""
+    document = book if isinstance(book, Document) else load_document(book, encoding=encoding)
+    return Session(document, embedder=embedder, settings=settings, selection=selection, use_cache=use_cache)
 
 
 def open_document(path: str, encoding: str | None = None) -> Document:
@@ -95,29 +119,8 @@ def find(
     retrieval: str = "fused",
     progress: Progress | None = None,
 ) -> FindResult:
-    """Retrieve and segment: every paragraph lands in one ranked segment. `retrieval` ranks
-    paragraphs by "fused" (BM25 and the dense `embedder`, by reciprocal rank), "bm25" or "dense"."""
-    if retrieval not in METHODS:
-        raise InputError(f"unknown retrieval method {retrieval!r}; choose one of: {', '.join(METHODS)}")
-    budget = budget or make_budget()
-    if retrieval == "bm25":
-        embedder = "none"
-    t0 = time.perf_counter()
-    index = open_index(document, load_embedder(embedder), progress)
-    t1 = time.perf_counter()
-    scores = paragraph_scores(index, build_queries(question.text, question.options or None), retrieval)
-    segments = build_segments([len(p.text) for p in document.paragraphs], scores.tolist(), budget)
-    t2 = time.perf_counter()
-    return FindResult(
-        document=document,
-        question=question,
-        budget=budget,
-        method=retrieval,
-        embedder=embedder,
-        segments=tuple(segments),
-        paragraph_scores=tuple(scores.tolist()),
-        timings={"index": round(t1 - t0, 4), "retrieve": round(t2 - t1, 4)},
-    )
+    """Retrieve and segment, in one call (see Session.find)."""
+    return Session(document, embedder=embedder).find(question, budget, retrieval, progress)
 
 
 def ask(
@@ -127,6 +130,7 @@ def ask(
     settings: BackendSettings | None = None,
     selection: Selection | None = None,
     answering: AnswerSettings | None = None,
+    finding: FinderSettings | None = None,
     use_cache: bool = True,
     budget: Budget | None = None,
     retrieval: str = "fused",
@@ -134,40 +138,18 @@ def ask(
     progress: Progress | None = None,
     notice: Callable[[str], None] | None = None,
 ) -> Trace:
-    """Answer a question (or verify a claim) about `document` with quoted paragraphs.
-
-    Backends come from `selection` if given, else from `settings` (auto by default), behind
-    cwread's call cache unless `use_cache` is False. `answering` says how the answer is
-    given (see AnswerSettings); `notice` hears which backend runs and what a small model
-    changes. The Trace holds the answer (None if no reply parsed, or the quotes do not
-    support it; `Trace.failure` says why) and every step, with what was skipped and why.
-    """
-    answering = answering or AnswerSettings()
-    if selection is None:  # first: a bad setting or a missing server is told before any work
-        selection = select_backends(settings or BackendSettings())
-    found = find(document, question, budget, embedder, retrieval, progress)
-    if notice:
-        notice(selection.why)
-        _notice_small_model(question, answering, selection, notice)
-    if use_cache:
-        selection = with_call_cache(selection)
-    return pipeline.answer(found, selection, answering, progress=progress)
-
-
-def _notice_small_model(
-    question: Question, answering: AnswerSettings, selection: Selection, notice: Callable[[str], None]
-) -> None:
-    """What a model too small to write or judge changes, said before the answer."""
-    interpreter = selection.interpreter
-    mode = pipeline.resolve_answer_mode(answering.answer_mode, interpreter)
-    if question.kind == "open" and answering.answer_mode == "auto" and mode == "extractive":
-        notice("answers extractively: the model is too small to write them (--answer generative to override)")
-    if question.kind != "open" and answering.judge_anyway and interpreter.capabilities.small:
-        # asked for anyway: say how little the verdict is worth
-        notice(
-            "the model is too small to judge options or claims: its verdict is near chance "
-            "(cwread doctor says how to run one that reads)"
-        )
+    """Answer one question (or verify a claim) about `document` with quoted paragraphs, in
+    one call (see Session.ask; backends from `selection` if given, else from `settings`)."""
+    session = Session(document, embedder=embedder, settings=settings, selection=selection, use_cache=use_cache)
+    return session.ask(
+        question,
+        budget=budget,
+        retrieval=retrieval,
+        answering=answering,
+        finding=finding,
+        progress=progress,
+        notice=notice,
+    )
 
 
 def doctor(settings: BackendSettings | None = None) -> DoctorReport:
@@ -180,13 +162,13 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
     selection = None
     try:
         selection = select_backends(settings or BackendSettings())
-        finder = f"{selection.finder.name}:{selection.finder.model}"
-        interpreter = f"{selection.interpreter.name}:{selection.interpreter.model}"
-        why = selection.why
+        finder, interpreter, why = label(selection.finder), label(selection.interpreter), selection.why
         notes = serving_notes(selection)
-        if pipeline.finder_skip_reason("auto", selection.finder) is None:  # else no Finder call is made
+        plan = pipeline.make_plan(make_question("?"), selection, finding=FinderSettings(read_tokens="auto"))
+        if plan.finder is not None:  # else no Finder call is made
             notes.append(reading_note(selection.finder))
         for backend in {id(b): b for b in (selection.finder, selection.interpreter)}.values():
+            notes += [f"{backend.model}: {FACTS[fact].says} ({FACTS[fact].measured})" for fact in facts_of(backend)]
             verdict = backend.verify()  # a truncated GGUF passes every check but loading it
             if verdict is not None:
                 notes.append(f"{backend.model}: {verdict}")

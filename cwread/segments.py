@@ -14,7 +14,6 @@ Pure functions over paragraph lengths and fused scores, so they are easy to test
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from cwread.errors import InputError
@@ -24,13 +23,12 @@ SEGMENT_CHAR_CAP = 6000
 
 @dataclass(frozen=True)
 class Budget:
-    """Evidence budgets: the paper's N_E, P_r, P_w, B_c plus how much retrieval feeds the Finder.
+    """Retrieval and packing budgets: the paper's N_E, P_r, P_w, B_c plus how much retrieval
+    feeds the Finder.
 
     anchors: paragraphs taken as retrieval anchors; read: segments the Finder judges at most;
-    n_e: evidence segments packed at most; b_c: characters packed at most; keep_threshold: the
-    Finder keeps a segment when its score (ln P(YES) - ln P(NO)) is at least this, whatever its
-    label (None: the label decides; a verdict without a score always keeps its label);
-    read_tokens and finder_reply: how the Finder reads and replies (see below).
+    n_e: evidence segments packed at most; b_c: characters packed at most. How the Finder
+    reads and replies is its own record (cwread.records.FinderSettings).
     """
 
     preset: str
@@ -40,11 +38,6 @@ class Budget:
     p_r: int
     p_w: int
     b_c: int
-    keep_threshold: float | None = None
-    # prompt tokens the Finder reads at most: a number, "auto" (what the Finder reads in about
-    # half a minute at its measured rate: cwread.reading) or None (no cap but `read`)
-    read_tokens: int | str | None = None
-    finder_reply: str = "quote-first"  # or "decision-first": FINDER_REPLIES, cwread.agents
 
 
 PRESETS: dict[str, Budget] = {
@@ -52,10 +45,9 @@ PRESETS: dict[str, Budget] = {
     "broad": Budget("broad", anchors=16, read=48, n_e=10, p_r=4, p_w=6, b_c=15000),
 }
 DEFAULT_PRESET = "focused"
-FINDER_REPLIES = ("quote-first", "decision-first")
 
 
-def make_budget(preset: str = DEFAULT_PRESET, **overrides: int | float | None) -> Budget:
+def make_budget(preset: str = DEFAULT_PRESET, **overrides: int | None) -> Budget:
     """A preset with single values overridden (None leaves the preset's value)."""
     if preset not in PRESETS:
         raise InputError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
@@ -64,20 +56,8 @@ def make_budget(preset: str = DEFAULT_PRESET, **overrides: int | float | None) -
     for key, value in changes.items():
         if key not in Budget.__dataclass_fields__ or key == "preset":
             raise InputError(f"unknown budget setting {key!r}")
-        if key == "read_tokens":
-            if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise InputError(f"--read-tokens must be a number of tokens ≥ 1, auto or none, not {value!r}")
-            continue
-        if key == "finder_reply":
-            if value not in FINDER_REPLIES:
-                raise InputError(f"--finder-reply must be one of {', '.join(FINDER_REPLIES)}, not {value!r}")
-            continue
-        if key == "keep_threshold":
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise InputError(f"the keep threshold must be a finite number, not {value!r}")
-            continue
         minimum = 0 if key == "p_r" else 1
-        if not isinstance(value, int) or value < minimum:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise InputError(f"budget {key} must be an integer ≥ {minimum}, not {value!r}")
     return replace(budget, **changes)
 

@@ -337,7 +337,7 @@ def test_extractive_why_answer_gives_the_reason_and_quotes_its_sentence(capsys, 
 
 def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story, cache_dir, scripted):
     def verify(small: bool, *extra: str):
-        scripted.interpreter.small = small
+        scripted.interpreter.size = 135_000_000 if small else None  # model_facts: small below 300M
         scripted.interpreter.enqueue(
             '<reason>[5] "The fishermen of the harbour later gave her a silver medal"</reason><answer>TRUE</answer>'
         )
@@ -365,7 +365,7 @@ def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story
 
 
 def test_a_small_model_gives_options_no_verdict_in_the_json_trace(capsys, story, cache_dir, scripted):
-    scripted.interpreter.small = True
+    scripted.interpreter.size = 135_000_000
     code, out, _err = run(
         capsys, "ask", str(story), "What did the fishermen give her?", "-o", "A=a medal", "-o", "B=a boat",
         "--backend", "scripted", "--no-cache", "--json",
@@ -377,7 +377,7 @@ def test_a_small_model_gives_options_no_verdict_in_the_json_trace(capsys, story,
 
 
 def test_a_finder_measured_to_keep_everything_is_not_called(capsys, story, cache_dir, scripted):
-    scripted.finder.keeps_nearly_all = True
+    scripted.finder.size = 135_000_000  # the embedded default's measured fact: keeps nearly all
     args = ("ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--no-cache",
             "--answer", "extractive", "--json")
     code, out, _err = run(capsys, *args)

@@ -194,7 +194,7 @@ def test_help_lists_every_registered_choice(capsys, monkeypatch):
     listed without touching the help text."""
     from cwread.backends.select import FACTORIES
     from cwread.eval.methods import METHODS as EVAL_METHODS
-    from cwread.records import ANSWER_MODES
+    from cwread.records import ANSWER_CHOICES, FINDER_REPLIES
     from cwread.retrieval import METHODS as RETRIEVALS
 
     monkeypatch.setenv("COLUMNS", "1000")  # one line an option: no name is broken across lines
@@ -202,6 +202,11 @@ def test_help_lists_every_registered_choice(capsys, monkeypatch):
     _, ask_help, _ = run(capsys, "ask", "--help")
     method_line = next(line for line in eval_help.splitlines() if "--method" in line)
     assert [m for m in EVAL_METHODS if m not in method_line] == []
-    for flag, names in (("--retrieval", RETRIEVALS), ("--backend", FACTORIES), ("--answer", ANSWER_MODES)):
+    for flag, names in (
+        ("--retrieval", RETRIEVALS),
+        ("--backend", FACTORIES),
+        ("--answer", ANSWER_CHOICES),
+        ("--finder-reply", FINDER_REPLIES),
+    ):
         line = next(line for line in ask_help.splitlines() if flag + " " in line)
         assert [n for n in names if n not in line] == [], flag

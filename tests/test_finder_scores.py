@@ -14,6 +14,7 @@ from cwread.cli import main
 from cwread.eval import dataset, run
 from cwread.eval import report as eval_report
 from cwread.eval.run import EvalContext
+from cwread.records import FinderSettings
 from cwread.segments import make_budget
 from tests.scripted_replies import finder_reply, smart_interpreter
 
@@ -115,15 +116,14 @@ def test_rows_without_scores_report_no_ranking(tmp_path, cache_dir, eval_data):
 
 
 def test_an_unreadable_reply_kept_for_recall_has_no_score():
-    from cwread import pipeline
     from cwread.document import document_from_bytes
+    from cwread.finder import GenerativeFinder
     from cwread.records import Question
     from cwread.segments import Segment
 
     doc = document_from_bytes(b"The key is under the mat.\n\nThe door is red.", "t")
     garbled = Generation("no tags at all", label_logprobs=(("YES", -0.1), ("NO", -3.0)))
-    verdict = pipeline.judge_segment(
-        ScriptedBackend([garbled, garbled]),
+    verdict = GenerativeFinder(ScriptedBackend([garbled, garbled])).judge_one(
         doc,
         Segment(1, 1, "anchor", 1.0),
         Question("Where is the key?", "open"),
@@ -133,8 +133,8 @@ def test_an_unreadable_reply_kept_for_recall_has_no_score():
         '<reason>[1] "The key is under the mat."</reason><answer>NO</answer>',
         label_logprobs=(("YES", -2.0), ("NO", -0.5)),
     )
-    verdict = pipeline.judge_segment(
-        ScriptedBackend([read]), doc, Segment(1, 1, "anchor", 1.0), Question("Where is the key?", "open")
+    verdict = GenerativeFinder(ScriptedBackend([read])).judge_one(
+        doc, Segment(1, 1, "anchor", 1.0), Question("Where is the key?", "open")
     )
     assert verdict.decision == "NO" and verdict.score == pytest.approx(-1.5)
 
@@ -158,7 +158,7 @@ def test_a_keep_threshold_turns_scores_into_decisions(capsys, story, cache_dir, 
     out, err = capsys.readouterr()
     assert code == 0, err
     trace = json.loads(out)
-    assert trace["budget"]["keep_threshold"] == 1.0
+    assert trace["plan"]["keep_threshold"] == 1.0 and "keep_threshold" not in trace["budget"]
     verdicts = trace["finder"]
     assert len(verdicts) == 6  # one segment a paragraph
     assert {v["decision"] for v in verdicts if v["score"] > 1.0} == {"YES"}
@@ -179,8 +179,9 @@ def test_a_keep_threshold_must_be_a_finite_number(capsys, story, value):
 
 def test_eval_applies_the_keep_threshold(tmp_path, cache_dir, eval_data):
     finder = ScriptedBackend(default=scored_finder, model="f")
-    budget = make_budget("focused", keep_threshold=1.0, p_r=0, p_w=1)  # a segment a paragraph
-    ctx = EvalContext(Selection(finder, finder, "scripted"), budget, "minilm-static")
+    budget = make_budget("focused", p_r=0, p_w=1)  # a segment a paragraph
+    finding = FinderSettings(keep_threshold=1.0)
+    ctx = EvalContext(Selection(finder, finder, "scripted"), budget, "minilm-static", finding=finding)
     records = dataset.load_records(eval_data)
     rows = [run.run_record(r, "finder", ctx) for r in records]
     assert rows and all(

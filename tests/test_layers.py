@@ -1,6 +1,7 @@
 """The package's layers: no module imports a module above it.
 
-cli → render/json_output → eval → api → pipeline → agents/packing → records → backends →
+cli → render/json_output → eval → api → session → pipeline → finder/interpreter → agents/packing →
+records/model_facts → backends →
 document/segments/retrieval → cache/settings → errors. `training/` imports cwread, never the
 reverse. Checked on the source (imports inside functions too), so a new arrow back up fails here.
 """
@@ -18,9 +19,11 @@ LAYERS = [
     ["cwread.eval", "cwread.eval.run", "cwread.eval.methods", "cwread.eval.rows", "cwread.eval.report"],
     ["cwread.eval.dataset"],
     ["cwread.api"],
+    ["cwread.session"],
     ["cwread.pipeline"],
+    ["cwread.finder", "cwread.interpreter"],
     ["cwread.agents", "cwread.packing", "cwread.grounding", "cwread.extractive", "cwread.reading"],
-    ["cwread.records"],
+    ["cwread.records", "cwread.model_facts"],
     [
         "cwread.backends",
         "cwread.backends.select",

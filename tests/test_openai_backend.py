@@ -79,7 +79,7 @@ def test_llama_server_gets_the_grammar_and_sizes_calls_to_its_slots():
             "llamacpp", '<reason>[3] "The key is under the mat."</reason>\n<answer>YES</answer>', seen
         )
     )
-    assert (b.constraint, b.capabilities.parallel, b.capabilities.context, b.capabilities.small) == ("grammar", 8, 8192, False)
+    assert (b.constraint, b.capabilities.parallel, b.capabilities.context, b.capabilities.size) == ("grammar", 8, 8192, 1543714304)
     request = finder_call()
     reply = b.generate(request)
     body = seen["body"]

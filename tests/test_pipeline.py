@@ -12,8 +12,10 @@ from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.document import document_from_bytes
 from cwread.errors import ModelError
+from cwread.finder import GenerativeFinder, read_segments
+from cwread.interpreter import prompt_fits
 from cwread.packing import pack
-from cwread.pipeline import answer, prompt_fits, run_finder
+from cwread.pipeline import answer
 from cwread.records import AnswerSettings, Question, Verdict
 from cwread.segments import Budget, Segment
 from tests.scripted_replies import finder_reply
@@ -142,7 +144,7 @@ def test_unparseable_finder_reply_is_retried_then_kept(story, cache_dir):
     doc = api.open_document(str(story))
     finder = ScriptedBackend(default="I think so.", model="finder")
     segs = [Segment(1, 2, "anchor", 1.0), Segment(3, 4, "window", 0.5)]
-    verdicts = run_finder(finder, doc, segs, Question("medal", "open"))
+    verdicts = read_segments(GenerativeFinder(finder), doc, segs, Question("medal", "open"))
     assert all(v.kept_on_failure and v.decision == "YES" and not v.parsed_first_try for v in verdicts)
     assert len(finder.requests) == 4  # one retry each
     assert "could not be read" in finder.requests[1].messages[-1][1]
@@ -151,7 +153,7 @@ def test_unparseable_finder_reply_is_retried_then_kept(story, cache_dir):
 def test_retry_that_parses_counts_as_not_first_try(story, cache_dir):
     doc = api.open_document(str(story))
     finder = ScriptedBackend(["garbage", '<reason>[2] "Martha Quill kept the lighthouse on Gannet Rock"</reason><answer>YES</answer>'])
-    [v] = run_finder(finder, doc, [Segment(1, 2, "anchor", 1.0)], Question("q", "open"))
+    [v] = read_segments(GenerativeFinder(finder), doc, [Segment(1, 2, "anchor", 1.0)], Question("q", "open"))
     assert v.decision == "YES" and not v.kept_on_failure and not v.parsed_first_try and v.cited == (2,)
 
 
@@ -168,7 +170,7 @@ def test_finder_runs_concurrently_and_keeps_order(story, cache_dir):
     finder = ScriptedBackend(default=finder_reply, concurrency=4)
     segs = [Segment(i, i, "window", 0.0) for i in range(1, 7)]
     seen = []
-    verdicts = run_finder(finder, doc, segs, Question("q", "open"), progress=lambda s, d, t: seen.append(d))
+    verdicts = read_segments(GenerativeFinder(finder), doc, segs, Question("q", "open"), progress=lambda s, d, t: seen.append(d))
     assert [v.segment.start for v in verdicts] == list(range(1, 7))
     assert [v.decision for v in verdicts] == ["NO", "NO", "NO", "NO", "YES", "NO"]
     assert seen[-1] == 6

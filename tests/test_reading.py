@@ -8,6 +8,7 @@ import pytest
 from cwread import reading
 from cwread.backends import Capabilities, Generation
 from cwread.errors import InputError
+from cwread.records import FinderSettings
 from tests.conftest import run
 from tests.scripted_replies import finder_reply
 
@@ -148,12 +149,14 @@ def test_a_stored_rate_holds_until_calls_drift_past_the_factor(cache_dir):
     assert reading.stored_rate(Named()) == 20.0
 
 
-def test_parse_read_tokens():
-    assert reading.parse_read_tokens("auto") == "auto"
-    assert reading.parse_read_tokens(" None ") is None
-    assert reading.parse_read_tokens("2000") == 2000
-    with pytest.raises(InputError):
-        reading.parse_read_tokens("0")
+def test_finder_settings_read_the_read_tokens_flag_once():
+    assert FinderSettings(read_tokens="auto").read_tokens == "auto"
+    assert FinderSettings(read_tokens=" None ").read_tokens is None
+    assert FinderSettings(read_tokens="2000").read_tokens == 2000
+    assert FinderSettings(read_tokens=2000).read_tokens == 2000
+    for bad in ("0", 0, True, "1.5"):
+        with pytest.raises(InputError, match="--read-tokens must be"):
+            FinderSettings(read_tokens=bad)
 
 
 def test_doctor_says_what_an_auto_budget_reads_here(capsys, cache_dir, scripted):

@@ -1,8 +1,8 @@
 """Model backends behind one narrow interface.
 
 A backend serves one model: `generate(request)` returns its text for a chat request (greedy
-by default), `capabilities` says what the model can do (context, parallel slots, grammar,
-log-probabilities, size, identity for the call cache), `count_tokens` measures text with the
+by default), `capabilities` says what the model is and can do (context, parallel slots,
+log-probabilities, size, adapter, identity for the call cache), `count_tokens` measures text with the
 model's own tokenizer where the backend offers one (else tiktoken's cl100k), and `verify`
 checks that the model loads (for `doctor`). Implementations: `openai` (an OpenAI-compatible
 server: llama-server, vLLM, LM Studio), `ollama` (its native API), `embedded` (llama.cpp
@@ -21,15 +21,16 @@ DEFAULT_NUM_CTX = 8192  # tokens of context when neither the user nor the server
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a backend's model can do: read by the pipeline, the call cache and `doctor`, so
-    nothing probes a backend for attributes of its own."""
+    """What a backend's model is and can do, each field read by something: the pipeline's
+    packing and Finder, the reading budget, the call cache, and the table of what has been
+    measured about models (cwread.model_facts), so nothing probes a backend for its own."""
 
-    context: int = DEFAULT_NUM_CTX  # tokens the model runs with
-    parallel: int = 1  # calls worth sending at once (the server's slots)
-    grammar: bool = False  # the reply can be held to a GBNF grammar (llama.cpp)
-    logprobs: bool = False  # label log-probabilities come with a reply (the Finder's score)
-    small: bool = False  # too small to write answers or judge options (answers go extractive)
-    keeps_nearly_all: bool = False  # a Finder measured to keep nearly every segment it reads
+    context: int = DEFAULT_NUM_CTX  # tokens the model runs with (packing)
+    parallel: int = 1  # calls worth sending at once, the server's slots (the Finder)
+    logprobs: bool = False  # label log-probabilities come with a reply (the scoring Finder)
+    # the model's parameters where the server says (a GGUF's bytes in-process); None: unknown
+    size: int | None = None
+    adapted: bool = False  # a trained adapter is loaded on the model
     identity: str = ""  # what, beyond backend and model name, tells its replies apart (call cache)
 
 
@@ -161,6 +162,11 @@ def label_logprobs(tokens: list[dict], labels: tuple[str, ...]) -> tuple[tuple[s
             return tuple(scored)
         text += entry["token"]
     return ()
+
+
+def label(backend: Backend) -> str:
+    """How a backend and its model are named in traces, reports and `doctor`: "name:model"."""
+    return f"{backend.name}:{backend.model}"
 
 
 class Backend(Protocol):

@@ -26,7 +26,6 @@ from cwread.backends import (
 )
 from cwread.errors import ModelError
 
-SMALL_MODEL_BYTES = 300_000_000  # below this a GGUF is a model too small to write answers (135M)
 _SERVERS: dict[tuple[str, int, str], object] = {}  # (model, context, adapter)
 _SERVERS_LOCK = threading.Lock()
 
@@ -135,17 +134,12 @@ class EmbeddedBackend:
         if self.lora is not None:  # by content: a retrained adapter must not hit old cached calls
             digest = hashlib.sha256(self.lora.read_bytes()).hexdigest()[:16]
             identity += f"+{self.lora.name}:{digest}"
-        small = path.stat().st_size < SMALL_MODEL_BYTES
         self.capabilities = Capabilities(
             context=num_ctx,
             parallel=1,  # one llama.cpp slot: parallel calls would only queue
-            grammar=True,
             logprobs=True,
-            small=small,
-            # As a Finder the base 135M keeps 99.7% of the segments it reads (FairytaleQA dev,
-            # benchmarks/results/fairytale-finder-untrained.md): its calls cannot change what
-            # is kept. A trained adapter may filter, so it is asked.
-            keeps_nearly_all=small and self.lora is None,
+            size=path.stat().st_size,  # bytes: at 4-8 bits a weight, near its parameters
+            adapted=self.lora is not None,
             identity=identity,
         )
         self._threads = threads or max(1, os.cpu_count() or 1)

@@ -33,7 +33,6 @@ from cwread.errors import InputError, ModelError
 
 DEFAULT_CONCURRENCY = 4  # servers that do not say how many calls they serve at once
 NO_KEY = "no-key"  # local servers ignore the key; the client insists on one
-SMALL_MODEL_PARAMS = 300_000_000  # below this a model is too small to write answers
 INFO_TIMEOUT = 10.0  # seconds for the server's model list and /props
 
 
@@ -96,9 +95,8 @@ class OpenAIBackend:
         self.capabilities = Capabilities(
             context=num_ctx or self.info.context or DEFAULT_NUM_CTX,
             parallel=concurrency or self.info.slots or DEFAULT_CONCURRENCY,
-            grammar=self.constraint == "grammar",
             logprobs=True,  # where the server gives them; a reply without them has no score
-            small=self.info.params is not None and self.info.params < SMALL_MODEL_PARAMS,
+            size=self.info.params,
             # another server or constraint may answer the same prompt otherwise
             identity=f"{self.base_url}|{self.constraint}",
         )

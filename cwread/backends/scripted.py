@@ -26,14 +26,14 @@ class ScriptedBackend:
         context: int = DEFAULT_NUM_CTX,
         default: Reply | None = None,
         concurrency: int = 1,
-        small: bool = False,
-        keeps_nearly_all: bool = False,
+        size: int | None = None,
+        adapted: bool = False,
     ) -> None:
         self.model = model
         self.concurrency = concurrency
         self.context = context
-        self.small = small
-        self.keeps_nearly_all = keeps_nearly_all
+        self.size = size  # parameters: below 300M, cwread.model_facts takes it for a small model
+        self.adapted = adapted
         self._queue: deque[Reply] = deque(replies or [])
         self._default = default
         self._lock = threading.Lock()
@@ -72,8 +72,8 @@ class ScriptedBackend:
             context=self.context,
             parallel=self.concurrency,
             logprobs=True,
-            small=self.small,
-            keeps_nearly_all=self.keeps_nearly_all,
+            size=self.size,
+            adapted=self.adapted,
         )
 
     def verify(self) -> None:

@@ -26,10 +26,10 @@ from cwread.cli.options import (
     Output,
     RetrievalOpt,
     answer_options,
-    ask_budget_options,
+    ask_finder_options,
     backend_options,
     budget_options,
-    eval_budget_options,
+    eval_finder_options,
     evaluation_options,
     model_options,
     model_run_options,
@@ -188,7 +188,7 @@ def _open_document(book: str, output: Output):
     return document
 
 
-def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = False):
+def _answer(book: str, asked, budget, finding, settings, run: AnswerRun, quiet: bool = False):
     """Shared by `ask` and `verify`: run the pipeline, print, return the trace."""
     from pathlib import Path
 
@@ -210,6 +210,7 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
             retrieval=run.retrieval,
             settings=settings,
             answering=run.answering,
+            finding=finding,
             use_cache=run.model.use_cache,
             progress=progress,
             notice=None if quiet else render.notice,
@@ -231,11 +232,13 @@ def _answer(book: str, asked, budget, settings, run: AnswerRun, quiet: bool = Fa
 @question_options
 @answer_options
 @backend_options
-@ask_budget_options
+@budget_options
+@ask_finder_options
 def ask(
     book: Book,
     asked: Any = None,
     budget: Any = None,
+    finding: Any = None,
     settings: Any = None,
     run: Any = None,
     debug: DebugFlag = False,
@@ -247,17 +250,19 @@ def ask(
     answers from that packet only. Exit 4 if the text does not determine an answer (the best
     evidence is shown) or no reply could be parsed.
     """
-    _answer(book, asked, budget, settings, run)
+    _answer(book, asked, budget, finding, settings, run)
 
 
 @app.command()
 @answer_options
 @backend_options
-@ask_budget_options
+@budget_options
+@ask_finder_options
 def verify(
     book: Book,
     claim: Annotated[str, typer.Argument(help="The claim to check against the text.", show_default=False)],
     budget: Any = None,
+    finding: Any = None,
     settings: Any = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print nothing; only the exit code tells.")
@@ -271,7 +276,7 @@ def verify(
     """
     from cwread import api
 
-    result = _answer(book, api.make_question(claim, claim=True), budget, settings, run, quiet)
+    result = _answer(book, api.make_question(claim, claim=True), budget, finding, settings, run, quiet)
     return 0 if result.answer == "TRUE" else EXIT_CLAIM_FALSE
 
 
@@ -338,7 +343,8 @@ def modelfiles(
 
 @app.command("eval")
 @backend_options
-@eval_budget_options
+@budget_options
+@eval_finder_options
 @model_run_options
 @evaluation_options
 def eval_command(
@@ -352,6 +358,7 @@ def eval_command(
     ],
     evaluation: Any = None,
     budget: Any = None,
+    finding: Any = None,
     settings: Any = None,
     run: Any = None,
     json_out: JsonFlag = False,
@@ -369,6 +376,7 @@ def eval_command(
     options = EvalOptions(
         data=data,
         budget=budget,
+        finding=finding,
         settings=settings,
         embedder=run.embedder,
         use_cache=run.use_cache,

@@ -1,6 +1,6 @@
 """Options shared by several commands, declared once: single options as `Annotated` types,
-groups (budget, backend, answer) as decorators that build the core's `Budget`,
-`BackendSettings` and `AnswerSettings`. Lists of choices are read from their registries
+groups (budget, Finder, backend, answer) as decorators that build the core's `Budget`,
+`FinderSettings`, `BackendSettings` and `AnswerSettings`. Lists of choices are read from their registries
 (retrieval methods, backends, answer modes, eval methods), so help cannot drift from them.
 """
 
@@ -19,7 +19,14 @@ from cwread.backends.select import FACTORIES
 from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import InputError
 from cwread.eval.methods import METHODS as EVAL_METHODS
-from cwread.records import ANSWER_MODES, FINDER_CHOICES, AnswerSettings, make_question
+from cwread.records import (
+    ANSWER_CHOICES,
+    FINDER_CHOICES,
+    FINDER_REPLIES,
+    AnswerSettings,
+    FinderSettings,
+    make_question,
+)
 from cwread.retrieval import METHODS as RETRIEVALS
 
 
@@ -91,7 +98,7 @@ AnswerModeOpt = Annotated[
         help="Open questions: generative (the model's words, shown only if its quotes cover them), "
         "extractive (the best-fitting quoted sentence), generative-or-extractive (the model's words, "
         "else that sentence), or auto (extractive for a model too small to write, such as the "
-        f"embedded default, else generative-or-extractive). One of: {_listed((*ANSWER_MODES, 'auto'))}.",
+        f"embedded default, else generative-or-extractive). One of: {_listed((*ANSWER_CHOICES, 'auto'))}.",
     ),
 ]
 
@@ -118,6 +125,15 @@ BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = {
     "p_r": _option(int | None, "P_r: neighbours around each anchor.", None, "--p-r"),
     "p_w": _option(int | None, "P_w: paragraphs per local window.", None, "--p-w"),
     "b_c": _option(int | None, "B_c: characters packed at most.", None, "--b-c"),
+}
+FINDER_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "finder": _option(
+        str,
+        "auto (skip a Finder measured to keep nearly every segment, such as the embedded default: its "
+        "calls cannot change the answer), on (run it anyway) or off (take every segment read as kept). "
+        f"One of: {_listed(FINDER_CHOICES)}.",
+        "auto",
+    ),
     "read_tokens": _option(
         str | None,
         "Prompt tokens the Finder reads at most, in rank order: a number, auto (what the Finder reads "
@@ -127,8 +143,9 @@ BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
     "finder_reply": _option(
         str,
-        "The Finder's reply: quote-first (the clue's quote, then YES or NO) or decision-first (YES or "
-        "NO, the quote written for kept segments only).",
+        "The Finder's reply: quote-first (the clue's quote, then YES or NO), decision-first (YES or "
+        "NO, the quote written for kept segments only) or score (YES or NO alone, kept by its score, "
+        f"no quote). One of: {_listed(FINDER_REPLIES)}.",
         "quote-first",
     ),
     "keep_threshold": _option(
@@ -229,11 +246,14 @@ def _option_group(name: str, options: dict[str, tuple[Any, Any]], build: Callabl
     return decorate
 
 
-def _budget(read_tokens=None, **values):
+def _budget(**values):
     from cwread import api
-    from cwread.reading import parse_read_tokens
 
-    return api.make_budget(values.pop("preset"), read_tokens=parse_read_tokens(read_tokens), **values)
+    return api.make_budget(values.pop("preset"), **values)
+
+
+def _finding(finder, read_tokens, finder_reply, keep_threshold) -> FinderSettings:
+    return FinderSettings(finder, read_tokens, finder_reply, keep_threshold)
 
 
 def _settings(num_ctx=None, workers=None, timeout=None, **values):
@@ -245,15 +265,12 @@ def _settings(num_ctx=None, workers=None, timeout=None, **values):
     return api.BackendSettings(num_ctx=num_ctx, workers=workers, timeout=timeout, **values)
 
 
-# `find` runs no Finder; eval reads without a token cap unless asked (runs compare across
-# machines); ask and verify read what the Finder reads in about half a minute here
-FINDER_OPTIONS = ("read_tokens", "finder_reply")
-budget_options = _option_group(
-    "budget", {k: v for k, v in BUDGET_OPTIONS.items() if k not in FINDER_OPTIONS}, _budget
-)
-eval_budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
-ask_budget_options = _option_group(
-    "budget", {**BUDGET_OPTIONS, "read_tokens": (BUDGET_OPTIONS["read_tokens"][0], "auto")}, _budget
+budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
+# eval reads without a token cap unless asked (runs compare across machines); ask and verify
+# read what the Finder reads in about half a minute here
+eval_finder_options = _option_group("finding", FINDER_OPTIONS, _finding)
+ask_finder_options = _option_group(
+    "finding", {**FINDER_OPTIONS, "read_tokens": (FINDER_OPTIONS["read_tokens"][0], "auto")}, _finding
 )
 backend_options = _option_group(
     "settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS, **SERVING_OPTIONS}, _settings
@@ -328,13 +345,6 @@ ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
     "self_check": (SelfCheckOpt, "auto"),
     "trace": (TraceOpt, None),
     **OUTPUT_OPTIONS,
-    "finder": _option(
-        str,
-        "auto (skip a Finder measured to keep nearly every segment, such as the embedded default: its "
-        "calls cannot change the answer), on (run it anyway) or off (take every segment read as kept). "
-        f"One of: {_listed(FINDER_CHOICES)}.",
-        "auto",
-    ),
     "judge_anyway": _option(
         bool,
         "Options and claims: ask a model that judges at chance (the embedded default) for its verdict "
@@ -369,8 +379,8 @@ evaluation_options = _option_group(
 )
 
 
-def _answer_run(retrieval, embedder, no_cache, answer, self_check, trace, finder, judge_anyway, **output):
-    answering = AnswerSettings(answer, self_check_choice(self_check), finder, judge_anyway)
+def _answer_run(retrieval, embedder, no_cache, answer, self_check, trace, judge_anyway, **output):
+    answering = AnswerSettings(answer, self_check_choice(self_check), judge_anyway)
     return AnswerRun(retrieval, _model_run(embedder, no_cache, answer), answering, trace, Output(**output))
 
 

@@ -28,41 +28,67 @@ from dataclasses import dataclass, field, replace
 from cwread import agents, api, extractive, grounding, pipeline
 from cwread.backends import Backend
 from cwread.backends.select import Selection
-from cwread.document import Document
 from cwread.eval import rows
 from cwread.eval.dataset import Record
+from cwread.finder import make_finder, read_segments, reading_budget
+from cwread.interpreter import packet_fits, prompt_fits
 from cwread.packing import pack_ranked, pack_segments, packet_of
-from cwread.records import NO_ANSWER, Answer, AnswerSettings, FindResult, Packet, Question, Trace
+from cwread.records import (
+    NO_ANSWER,
+    Answer,
+    AnswerSettings,
+    FinderSettings,
+    FindResult,
+    Packet,
+    Question,
+    Trace,
+)
+from cwread.session import Session
 
 
 @dataclass
 class EvalContext:
-    """What every method of a run shares: backends, budgets, and per-record caches."""
+    """What every method of a run shares: backends, budgets, and a reading session per book
+    (its indexes, embedder and sentence ranker built once for all of the book's records)."""
 
     selection: Selection | None  # None when only model-free methods run
     budget: api.Budget
     embedder: str
     permute_options: bool = False
     answer_mode: str = "generative"  # for open questions, the same for every method
-    documents: dict[str, Document] = field(default_factory=dict)
+    finding: FinderSettings = field(default_factory=FinderSettings)
+    sessions: dict[str, Session] = field(default_factory=dict)
     _last_find: tuple[str, FindResult] | None = None
 
-    def document(self, path: str) -> Document:
-        if path not in self.documents:
-            self.documents[path] = api.open_document(path)
-        return self.documents[path]
+    def session(self, path: str) -> Session:
+        if path not in self.sessions:  # the selection is already behind the call cache, if wanted
+            self.sessions[path] = api.open(path, embedder=self.embedder, selection=self.selection, use_cache=False)
+        return self.sessions[path]
 
     def find(self, record: Record) -> FindResult:
         """Retrieval for `record`, shared by the methods that run on it one after another
         (rows are produced record by record, so one remembered result is enough)."""
         if self._last_find is None or self._last_find[0] != record.id:
-            found = api.find(self.document(record.doc), record.question, self.budget, self.embedder)
+            found = self.session(record.doc).find(record.question, self.budget)
             self._last_find = (record.id, found)
         return self._last_find[1]
+
+    def session_of(self, found: FindResult) -> Session:
+        """The session `found` was retrieved in."""
+        return next(s for s in self.sessions.values() if s.document is found.document)
+
+    def rank(self, found: FindResult) -> grounding.Rank:
+        """The sentence ranker of `found`'s book, for its retrieval's embedder."""
+        return self.session_of(found).ranker(found.embedder)
 
     def answering(self, self_check: bool | None) -> AnswerSettings:
         """Every method judges options and claims (its accuracy is what is measured)."""
         return AnswerSettings(self.answer_mode, self_check, judge_anyway=True)
+
+    def answer(self, found: FindResult, self_check: bool | None, packet: Packet | None = None) -> Trace:
+        """The pipeline on `found` (from `packet` on, if given), as this run has it read and answer."""
+        answering = self.answering(self_check)
+        return pipeline.answer(found, self.selection, answering, self.finding, packet=packet, rank=self.rank(found))
 
 
 # a method gets the record's retrieval with the question as shown (options may be rotated)
@@ -83,19 +109,19 @@ class Method:
 
 def _interpret(ctx: EvalContext, found: FindResult, packet: Packet, self_check: bool | None = False) -> Trace:
     """The Interpreter (and its self-check, if asked; None: when τ(q)) on a given packet."""
-    return pipeline.answer(found, ctx.selection, ctx.answering(self_check), packet=packet)
+    return ctx.answer(found, self_check, packet)
 
 
 def _fits(interpreter: Backend, question: Question):
-    return lambda evidence: pipeline.packet_fits(interpreter, question, evidence)
+    return lambda evidence: packet_fits(interpreter, question, evidence)
 
 
 def pipeline_method(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
-    return pipeline.answer(found, ctx.selection, ctx.answering(None))
+    return ctx.answer(found, None)
 
 
 def no_self_check(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
-    return pipeline.answer(found, ctx.selection, ctx.answering(False))
+    return ctx.answer(found, False)
 
 
 def no_finder(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
@@ -111,7 +137,7 @@ def direct(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
     while lo < hi:  # binary search for the largest prefix that fits
         mid = (lo + hi + 1) // 2
         request = agents.interpreter_request(found.question, document.passages(range(1, mid + 1)))
-        if pipeline.prompt_fits(interpreter, request):
+        if prompt_fits(interpreter, request):
             lo = mid
         else:
             hi = mid - 1
@@ -121,7 +147,7 @@ def direct(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
 def _rag(retriever: str) -> MethodRun:
     def rag(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
         document, question = found.document, found.question
-        scores = api.find(document, question, ctx.budget, ctx.embedder, retriever).paragraph_scores
+        scores = ctx.session_of(found).find(question, ctx.budget, retriever).paragraph_scores
         ranked = [i + 1 for i in sorted(range(len(scores)), key=lambda i: (-scores[i], i))]
         fits = _fits(ctx.selection.interpreter, question)
         packet = pack_ranked(document, ranked, ctx.budget, fits, most=4 * ctx.budget.n_e)
@@ -145,7 +171,7 @@ def _extractive(ranked: bool) -> MethodRun:
         question = found.question
         chosen = None
         if question.kind == "open" and ranked:
-            chosen = extractive.best_answer(question.text, packet.evidence(), pipeline.sentence_ranker(found))
+            chosen = extractive.best_answer(question.text, packet.evidence(), ctx.rank(found))
         elif question.kind == "open":
             best = grounding.best_sentence(question.text, packet.evidence())
             chosen = (best.text, best) if best else None
@@ -158,12 +184,13 @@ def _extractive(ranked: bool) -> MethodRun:
 
 
 def finder(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
-    """The Finder alone on the segments the pipeline reads, as the budget has it read and reply."""
-    reading = pipeline.reading_budget(ctx.budget, ctx.selection.finder)
-    verdicts = pipeline.run_finder(
-        ctx.selection.finder, found.document, found.read, found.question, ctx.budget, reading
+    """The Finder alone on the segments the pipeline reads, as the run's Finder settings have
+    it read and reply (whether or not the pipeline would skip it)."""
+    judge = make_finder(ctx.finding, ctx.selection.finder)
+    verdicts = read_segments(
+        judge, found.document, found.read, found.question, reading_budget(ctx.finding, judge), ctx.finding.keep_threshold
     )
-    return Trace(found, verdicts)
+    return Trace(found, verdicts=verdicts)
 
 
 def retrieval(ctx: EvalContext, record: Record, found: FindResult) -> Trace:

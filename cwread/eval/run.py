@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cwread import api, pipeline
+from cwread.backends import label
 from cwread.backends.select import BackendSettings, select_backends, with_call_cache
 from cwread.cache import check_output_path, write_output_file
 from cwread.embedders import DEFAULT_EMBEDDER
@@ -19,7 +20,7 @@ from cwread.eval.dataset import Record, load_records, rotations, spread_sample
 from cwread.eval.methods import METHODS, EvalContext, with_question
 from cwread.eval.report import report_markdown, summarize
 from cwread.progress import Progress
-from cwread.records import AnswerSettings
+from cwread.records import AnswerSettings, FinderSettings, make_question
 
 
 def run_record(record: Record, method: str, ctx: EvalContext) -> dict:
@@ -118,6 +119,7 @@ class EvalOptions:
     report: str | None = None
     permute_options: bool = False
     budget: api.Budget | None = None
+    finding: FinderSettings | None = None  # None: the Finder's defaults, no token cap
     embedder: str = DEFAULT_EMBEDDER
     settings: BackendSettings | None = None
     use_cache: bool = True
@@ -156,12 +158,10 @@ def evaluate(
         selection = with_call_cache(selection) if options.use_cache else selection
         if notice:
             notice(selection.why)
-    mode = (
-        pipeline.resolve_answer_mode(requested.answer_mode, selection.interpreter)
-        if selection
-        else "generative"
-    )
-    ctx = EvalContext(selection, budget, options.embedder, options.permute_options, mode)
+    finding = options.finding or FinderSettings()
+    # open answers are given one way for every method: as the plan of an open question has it
+    mode = pipeline.make_plan(make_question("?"), selection, requested).answer_mode if selection else "generative"
+    ctx = EvalContext(selection, budget, options.embedder, options.permute_options, mode, finding)
     out_path = Path(options.out) if options.out else None
     done: list[dict] = []
     try:
@@ -172,20 +172,16 @@ def evaluate(
     if out_path is not None:
         done = [r for r in read_rows(out_path) if r["method"] in methods]
     summary = summarize(done)
-    models = (
-        f"finder {selection.finder.name}:{selection.finder.model}, interpreter "
-        f"{selection.interpreter.name}:{selection.interpreter.model}"
-        if selection
-        else "none"
-    )
+    models = f"finder {label(selection.finder)}, interpreter {label(selection.interpreter)}" if selection else "none"
     meta = {
         "data": options.data,
         "models": models,
         "settings": f"preset {budget.preset} (anchors {budget.anchors}, read {budget.read}, N_E {budget.n_e}, "
         f"P_r {budget.p_r}, P_w {budget.p_w}, B_c {budget.b_c}"
-        f"{'' if budget.keep_threshold is None else f', keep threshold {budget.keep_threshold:g}'}"
-        f"{'' if budget.read_tokens is None else f', read tokens {budget.read_tokens}'}"
-        f"{'' if budget.finder_reply == 'quote-first' else f', Finder reply {budget.finder_reply}'}), "
+        f"{'' if finding.keep_threshold is None else f', keep threshold {finding.keep_threshold:g}'}"
+        f"{'' if finding.read_tokens is None else f', read tokens {finding.read_tokens}'}"
+        f"{'' if finding.reply == 'quote-first' else f', Finder reply {finding.reply}'}"
+        f"{'' if finding.use == 'auto' else f', Finder {finding.use}'}), "
         f"embedder {options.embedder}"
         f"{', permuted options' if options.permute_options else ''}, {mode} open answers, {len(records)} records",
     }

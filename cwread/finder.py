@@ -1,0 +1,282 @@
+"""The Finder: judges that read segments for a question, behind one protocol, and the loop
+that has one read within its budget.
+
+A `Finder` takes segments in and gives verdicts out, in the segments' order: each with its
+label, its score where one was measured, the quotes of its clue and what it cost (its
+ModelCall). Implementations:
+
+- `GenerativeFinder`: one call per segment on a chat backend, replying quote-first (the
+  clue's quote, then YES or NO) or decision-first (YES or NO, then a kept segment's quote);
+- `ScoringFinder`: YES or NO alone, decided by its log-odds against a threshold (no quote,
+  one short call a segment);
+- `ScriptedFinder`: a function of the segment, for tests and for measuring a ranking as if
+  it were a Finder.
+
+`make_finder` chooses one from FinderSettings; `read_segments` runs any of them over ranked
+segments until its reading budget is spent. The pipeline and the eval's `finder` method
+both go through them, so a new judge (a reranking endpoint, say) touches neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
+from dataclasses import replace
+from typing import Protocol
+
+from cwread import agents
+from cwread.backends import Backend, GenerationRequest
+from cwread.document import Document
+from cwread.errors import InputError
+from cwread.progress import Progress
+from cwread.reading import ReadingBudget
+from cwread.records import FinderSettings, ModelCall, Question, Verdict
+from cwread.segments import Segment
+
+
+class Finder(Protocol):
+    """Judges segments for a question. `reply` names how it replies (for the plan);
+    `backend` is the model it calls (None: it calls none), whose reading rate an auto
+    budget learns; `parallel`: segments worth judging at once."""
+
+    reply: str
+    backend: Backend | None
+    parallel: int
+
+    def cost(self, document: Document, segment: Segment, question: Question) -> int:
+        """Prompt tokens reading `segment` costs, as cwread counts them."""
+        ...
+
+    def judge(self, document: Document, segments: Sequence[Segment], question: Question) -> Iterator[Verdict]:
+        """A verdict per segment, in their order, each as soon as it and those before it are in."""
+        ...
+
+
+def _in_order(judge_one: Callable[[Segment], Verdict], segments: Sequence[Segment], workers: int):
+    """`judge_one` over `segments`, up to `workers` at once, yielded in order. Closed early (a
+    spent budget, Ctrl-C, a failed call), it does not wait for calls still out at a server."""
+    if workers <= 1 or len(segments) <= 1:
+        for segment in segments:
+            yield judge_one(segment)
+        return
+    pool = ThreadPoolExecutor(max_workers=min(workers, len(segments)))
+    try:
+        futures = [pool.submit(judge_one, s) for s in segments]
+        for future in futures:
+            yield future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+class GenerativeFinder:
+    """The Finder as the paper has it: a chat call per segment (see `agents.finder_request`),
+    one retry with a firmer instruction, then an unreadable reply keeps its segment (recall
+    first). `reply` "decision-first" asks YES or NO alone, then the clue's quote for a kept
+    segment only (a dropped segment's quote is never shown, so it is not written)."""
+
+    def __init__(self, backend: Backend, reply: str = "quote-first") -> None:
+        if reply not in ("quote-first", "decision-first"):
+            raise InputError(f"a generative Finder replies quote-first or decision-first, not {reply!r}")
+        self.backend = backend
+        self.reply = reply
+        self.parallel = max(1, backend.capabilities.parallel)
+
+    def cost(self, document: Document, segment: Segment, question: Question) -> int:
+        return self.backend.count_tokens("\n".join(c for _, c in _request(document, segment, question).messages))
+
+    def judge(self, document: Document, segments: Sequence[Segment], question: Question) -> Iterator[Verdict]:
+        return _in_order(lambda s: self.judge_one(document, s, question), segments, self.parallel)
+
+    def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
+        decision_first = self.reply == "decision-first"
+        paragraphs = document.passages(segment.ids)
+
+        def request(retry: bool) -> GenerationRequest:
+            return _request(document, segment, question, retry, decision_first)
+
+        parsed, call = agents.call_agent(self.backend, request, agents.parse_finder_reply)
+        reason = parsed.reason
+        if decision_first and parsed.answer == "YES":
+            asked = request(not call.parsed_first_try)
+            clue = self.backend.generate(agents.clue_request(asked, call.raw, paragraphs))
+            reason = agents.parse_finder_reply(clue.text).reason
+            call = replace(
+                call,
+                raw=f"{call.raw}\n{clue.text}",
+                prompt_tokens=call.prompt_tokens + clue.prompt_tokens,
+                completion_tokens=call.completion_tokens + clue.completion_tokens,
+                seconds=call.seconds + clue.seconds,
+                cached=call.cached and clue.cached,
+            )
+        grounded = agents.ground(reason, paragraphs)
+        return Verdict(
+            segment=segment,
+            decision=parsed.answer if parsed.ok else "YES",
+            reason=reason if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})",
+            cited=grounded.cited,
+            dropped=grounded.dropped,
+            call=call,
+            kept_on_failure=not parsed.ok,
+            quotes=grounded.quotes,
+            forged=grounded.forged,
+        )
+
+
+class ScoringFinder:
+    """YES or NO alone (the decision-first prompt, no clue written), kept when the score
+    ln P(YES) - ln P(NO) reaches `threshold`; a reply that comes without log-probabilities
+    keeps its label, and an unreadable one keeps its segment."""
+
+    reply = "score"
+
+    def __init__(self, backend: Backend, threshold: float = 0.0) -> None:
+        if not backend.capabilities.logprobs:
+            raise InputError(
+                f"--finder-reply score needs log-probabilities, which {backend.name}:{backend.model} "
+                "does not give; use quote-first or decision-first"
+            )
+        self.backend = backend
+        self.threshold = threshold
+        self.parallel = max(1, backend.capabilities.parallel)
+
+    def cost(self, document: Document, segment: Segment, question: Question) -> int:
+        return self.backend.count_tokens("\n".join(c for _, c in _request(document, segment, question).messages))
+
+    def judge(self, document: Document, segments: Sequence[Segment], question: Question) -> Iterator[Verdict]:
+        return _in_order(lambda s: self.judge_one(document, s, question), segments, self.parallel)
+
+    def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
+        parsed, call = agents.call_agent(
+            self.backend,
+            lambda retry: _request(document, segment, question, retry, decision_first=True),
+            agents.parse_finder_reply,
+        )
+        verdict = Verdict(
+            segment=segment,
+            decision=parsed.answer if parsed.ok else "YES",
+            reason="" if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})",
+            call=call,
+            kept_on_failure=not parsed.ok,
+        )
+        return by_threshold(verdict, self.threshold)
+
+
+class ScriptedFinder:
+    """A Finder that calls no model: `score(segment, question)` gives each segment's score
+    (ln P(YES) - ln P(NO)), kept when it reaches `threshold`. For tests, and to read a
+    retriever's ranking as if it were a Finder's judgement."""
+
+    reply = "scripted"
+    backend = None
+    parallel = 1
+
+    def __init__(self, score: Callable[[Segment, Question], float], threshold: float = 0.0) -> None:
+        self.score = score
+        self.threshold = threshold
+
+    def cost(self, document: Document, segment: Segment, question: Question) -> int:
+        return sum(len(p.text.split()) for p in document.paragraphs[segment.start - 1 : segment.end])
+
+    def judge(self, document: Document, segments: Sequence[Segment], question: Question) -> Iterator[Verdict]:
+        for segment in segments:
+            score = float(self.score(segment, question))
+            call = ModelCall(raw="", label_logprobs=(("YES", score), ("NO", 0.0)))
+            yield by_threshold(Verdict(segment, "NO", "", call=call), self.threshold)
+
+
+def _request(
+    document: Document, segment: Segment, question: Question, retry: bool = False, decision_first: bool = False
+) -> GenerationRequest:
+    return agents.finder_request(
+        question,
+        segment.start,
+        segment.end,
+        document.span_text(segment.start, segment.end),
+        retry=retry,
+        paragraphs=document.passages(segment.ids),
+        decision_first=decision_first,
+    )
+
+
+def make_finder(settings: FinderSettings, backend: Backend) -> Finder:
+    """The judge `settings.reply` names, on `backend`."""
+    if settings.reply == "score":
+        threshold = settings.keep_threshold
+        return ScoringFinder(backend, 0.0 if threshold is None else threshold)
+    return GenerativeFinder(backend, settings.reply)
+
+
+def by_threshold(verdict: Verdict, keep_threshold: float | None) -> Verdict:
+    """With a keep threshold, a scored verdict keeps its segment when its score reaches it,
+    whatever its label; without one, or without a score, the label stands."""
+    if keep_threshold is None or verdict.score is None:
+        return verdict
+    return replace(verdict, decision="YES" if verdict.score >= keep_threshold else "NO")
+
+
+def reading_budget(settings: FinderSettings, finder: Finder) -> ReadingBudget | None:
+    """The Finder's token budget: `settings.read_tokens` tokens, "auto" (what `finder` reads in
+    about reading.FINDER_SECONDS at its measured rate; no cap for a Finder that calls no
+    model), or None (no cap but the budget's `read`)."""
+    if settings.read_tokens == "auto":
+        return ReadingBudget.auto(finder.backend) if finder.backend is not None else None
+    return ReadingBudget(tokens=settings.read_tokens) if settings.read_tokens else None
+
+
+def read_segments(
+    finder: Finder,
+    document: Document,
+    segments: Sequence[Segment],
+    question: Question,
+    reading: ReadingBudget | None = None,
+    keep_threshold: float | None = None,
+    progress: Progress | None = None,
+) -> tuple[Verdict, ...]:
+    """Have `finder` judge `segments` in their order (as many at once as it serves) until
+    `reading`'s token budget is spent: the first segment is always read, and reading stops at
+    the first segment that would overspend it. Returns the verdicts of the segments read;
+    with `keep_threshold`, scored verdicts are decided by their score (`by_threshold`)."""
+    total = len(segments)
+    if progress:
+        progress("finder", 0, total)
+    costs: dict[int, int] = {}  # prompt tokens of each segment, counted when the budget needs them
+    verdicts: list[Verdict] = []
+
+    def cost(i: int) -> int:
+        if i not in costs:
+            costs[i] = finder.cost(document, segments[i], question)
+        return costs[i]
+
+    def affordable(start: int) -> int:
+        """How many segments from `start` on fit what is left of the budget (all: no cap yet)."""
+        cap = reading.limit() if reading else None
+        if cap is None:
+            return total - start
+        spent = sum(cost(i) for i in range(start))
+        n = 0
+        while start + n < total and (start + n == 0 or spent + cost(start + n) <= cap):
+            spent += cost(start + n)
+            n += 1
+        return n
+
+    # an auto budget learns its rate from the first call: that one goes alone
+    waiting = reading is not None and reading.limit() is None and reading.rate_of is not None
+    while len(verdicts) < total:
+        start = len(verdicts)
+        n = 1 if waiting else affordable(start)
+        if n == 0:
+            break
+        waiting = False
+        with closing(finder.judge(document, segments[start : start + n], question)) as judged:
+            for i, verdict in enumerate(judged, start=start):
+                verdicts.append(verdict)
+                if reading:
+                    reading.observe(cost(i), verdict.call.seconds, verdict.call.cached)
+                if progress:
+                    progress("finder", len(verdicts), total)
+    if reading:
+        reading.settle()
+    if progress and len(verdicts) < total:  # the budget was spent: the bar ends where reading did
+        progress("finder", len(verdicts), len(verdicts))
+    return tuple(by_threshold(v, keep_threshold) for v in verdicts)

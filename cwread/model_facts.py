@@ -1,0 +1,56 @@
+"""What has been measured about models, in one table, each fact with the measurement it rests
+on. Backends say what a model is (its size, whether an adapter is loaded: `Capabilities`);
+this table says what follows for cwread, and the plan (cwread.pipeline) reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cwread.backends import Backend, Capabilities
+
+SMALL_MODEL_PARAMS = 300_000_000  # below this (or a GGUF below this many bytes) a model is small
+
+
+@dataclass(frozen=True)
+class ModelFact:
+    """A measured fact: what it says of a model, when it holds, and the measurement."""
+
+    says: str
+    holds: Callable[[Capabilities], bool]
+    measured: str
+
+
+def _small(capabilities: Capabilities) -> bool:
+    return capabilities.size is not None and capabilities.size < SMALL_MODEL_PARAMS
+
+
+JUDGES_AT_CHANCE = "judges at chance"
+KEEPS_NEARLY_ALL = "keeps nearly all"
+
+FACTS: dict[str, ModelFact] = {
+    JUDGES_AT_CHANCE: ModelFact(
+        "too small to write answers or judge options and claims: answers go extractive and "
+        "options and claims get no verdict",
+        _small,
+        "SmolLM2-135M answered 18.8% [7-43] of QuALITY's four-option questions, below chance "
+        "(benchmarks/results/quality-embedded.md)",
+    ),
+    KEEPS_NEARLY_ALL: ModelFact(
+        "as a Finder keeps nearly every segment it reads, so its calls cannot change the answer",
+        # a trained adapter may filter, so it is asked
+        lambda capabilities: _small(capabilities) and not capabilities.adapted,
+        "99.7% on FairytaleQA dev (benchmarks/results/fairytale-finder-untrained.md)",
+    ),
+}
+
+
+def holds(fact: str, backend: Backend) -> bool:
+    """Whether `fact` (a key of FACTS) holds for the model `backend` serves."""
+    return FACTS[fact].holds(backend.capabilities)
+
+
+def facts_of(backend: Backend) -> tuple[str, ...]:
+    """The facts that hold for `backend`'s model, in table order (for `doctor`)."""
+    return tuple(name for name, fact in FACTS.items() if fact.holds(backend.capabilities))

@@ -1,0 +1,170 @@
+"""A reading session: one book held open for as many questions as the caller asks.
+
+It holds what a question needs and a second question would otherwise build again: the
+document, its indexes (one per embedder), the embedder, the backends (selected once, behind
+the call cache), the sentence ranker (the book's word rarities) and the Finder's reading
+budget. `cwread.api.ask` and `find` are one-call conveniences over a session; a
+conversation or a tool server keeps one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from cwread import extractive, grounding, pipeline
+from cwread.backends.select import BackendSettings, Selection, select_backends, with_call_cache
+from cwread.document import Document
+from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
+from cwread.errors import InputError
+from cwread.finder import Finder, make_finder, reading_budget
+from cwread.model_facts import JUDGES_AT_CHANCE, holds
+from cwread.progress import Progress
+from cwread.records import AnswerSettings, FinderSettings, FindResult, Plan, Question, Trace
+from cwread.retrieval import METHODS, Index, build_queries, open_index, paragraph_scores
+from cwread.segments import Budget, build_segments, make_budget
+
+Notice = Callable[[str], None]
+
+
+class Session:
+    """A book open for questions (see module doc). Backends are selected on the first
+    `ask` (or by `selection()`), from `selection` if given, else from `settings`, behind
+    cwread's call cache unless `use_cache` is False. Safe to share between threads."""
+
+    def __init__(
+        self,
+        document: Document,
+        *,
+        embedder: str = DEFAULT_EMBEDDER,
+        settings: BackendSettings | None = None,
+        selection: Selection | None = None,
+        use_cache: bool = True,
+    ) -> None:
+        self.document = document
+        self.embedder = embedder
+        self._settings = settings
+        self._selection = with_call_cache(selection) if selection is not None and use_cache else selection
+        self._use_cache = use_cache
+        self._embedders: dict[str, Embedder | None] = {}
+        self._indexes: dict[str, Index] = {}
+        self._rankers: dict[str, grounding.Rank] = {}
+        self._lock = threading.RLock()
+
+    # ---- what the session holds, built once -----------------------------------------------
+
+    def selection(self, notice: Notice | None = None) -> Selection:
+        """The Finder's and the Interpreter's backends, selected once; `notice` hears which
+        backend runs and why when they are selected."""
+        with self._lock:
+            if self._selection is None:
+                chosen = select_backends(self._settings or BackendSettings())
+                self._selection = with_call_cache(chosen) if self._use_cache else chosen
+                if notice:
+                    notice(chosen.why)
+            return self._selection
+
+    def _embedder(self, name: str) -> Embedder | None:
+        with self._lock:
+            if name not in self._embedders:
+                self._embedders[name] = load_embedder(name)
+            return self._embedders[name]
+
+    def index(self, embedder: str | None = None, progress: Progress | None = None) -> Index:
+        """The book's indexes with `embedder`'s vectors (default: the session's), opened once."""
+        name = embedder or self.embedder
+        with self._lock:
+            if name not in self._indexes:
+                self._indexes[name] = open_index(self.document, self._embedder(name), progress)
+            return self._indexes[name]
+
+    def ranker(self, embedder: str | None = None) -> grounding.Rank:
+        """How extractive answers rank the book's sentences (see cwread.extractive), built once."""
+        name = embedder or self.embedder
+        with self._lock:
+            if name not in self._rankers:
+                self._rankers[name] = extractive.sentence_ranker(self.document, self._embedder(name))
+            return self._rankers[name]
+
+    # ---- questions ------------------------------------------------------------------------
+
+    def find(
+        self,
+        question: Question,
+        budget: Budget | None = None,
+        retrieval: str = "fused",
+        progress: Progress | None = None,
+    ) -> FindResult:
+        """Retrieve and segment: every paragraph lands in one ranked segment. `retrieval` ranks
+        paragraphs by "fused" (BM25 and the dense embedder, by reciprocal rank), "bm25" or "dense"."""
+        if retrieval not in METHODS:
+            raise InputError(f"unknown retrieval method {retrieval!r}; choose one of: {', '.join(METHODS)}")
+        budget = budget or make_budget()
+        embedder = "none" if retrieval == "bm25" else self.embedder
+        t0 = time.perf_counter()
+        index = self.index(embedder, progress)
+        t1 = time.perf_counter()
+        scores = paragraph_scores(index, build_queries(question.text, question.options or None), retrieval)
+        segments = build_segments([len(p.text) for p in self.document.paragraphs], scores.tolist(), budget)
+        t2 = time.perf_counter()
+        return FindResult(
+            document=self.document,
+            question=question,
+            budget=budget,
+            method=retrieval,
+            embedder=embedder,
+            segments=tuple(segments),
+            paragraph_scores=tuple(scores.tolist()),
+            timings={"index": round(t1 - t0, 4), "retrieve": round(t2 - t1, 4)},
+        )
+
+    def ask(
+        self,
+        question: Question,
+        *,
+        budget: Budget | None = None,
+        retrieval: str = "fused",
+        answering: AnswerSettings | None = None,
+        finding: FinderSettings | None = None,
+        finder: Finder | None = None,
+        progress: Progress | None = None,
+        notice: Notice | None = None,
+    ) -> Trace:
+        """Answer a question (or verify a claim) about the book with quoted paragraphs.
+
+        `answering` says how the answer is given, `finding` how the Finder reads (`finder`
+        replaces the judge it would choose); `notice` hears which backend runs (when first
+        selected) and what a small model changes. The Trace holds the answer (None if no reply
+        parsed, or the quotes do not support it; `Trace.failure` says why), the plan, and
+        every step, with what was skipped and why."""
+        finding = finding or FinderSettings()
+        selection = self.selection(notice)  # first: a bad setting or a missing server is told before any work
+        judge = finder or make_finder(finding, selection.finder)
+        plan = pipeline.make_plan(question, selection, answering, finding, finder=finder)
+        found = self.find(question, budget, retrieval, progress)
+        if notice:
+            for line in small_model_notices(question, answering or AnswerSettings(), plan, selection):
+                notice(line)
+        rank = self.ranker(found.embedder) if question.kind == "open" or not plan.verdict else None
+        reading = reading_budget(finding, judge) if plan.finder else None
+        return pipeline.answer(
+            found, selection, answering, finding, progress=progress, finder=judge, rank=rank, reading=reading,
+            plan=plan,
+        )
+
+
+def small_model_notices(
+    question: Question, answering: AnswerSettings, plan: Plan, selection: Selection
+) -> list[str]:
+    """What a model too small to write or judge changes, said before the answer."""
+    lines = []
+    if question.kind == "open" and answering.answer_mode == "auto" and plan.answer_mode == "extractive":
+        lines.append("answers extractively: the model is too small to write them (--answer generative to override)")
+    if question.kind != "open" and answering.judge_anyway and holds(JUDGES_AT_CHANCE, selection.interpreter):
+        # asked for anyway: say how little the verdict is worth
+        lines.append(
+            "the model is too small to judge options or claims: its verdict is near chance "
+            "(cwread doctor says how to run one that reads)"
+        )
+    return lines
