@@ -1,0 +1,125 @@
+"""The reading session (`api.open`), the plan it records and the Finder as a swappable judge."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cwread import api, retrieval, session
+from cwread.backends import Generation
+from cwread.backends.scripted import ScriptedBackend
+from cwread.backends.select import Selection
+from cwread.errors import InputError
+from cwread.finder import GenerativeFinder, ScoringFinder, ScriptedFinder, make_finder
+from cwread.records import FinderSettings
+from tests.conftest import run
+from tests.scripted_replies import finder_reply, smart_interpreter
+
+MEDAL = "What did the fishermen give her?"
+
+
+def selection() -> Selection:
+    return Selection(
+        ScriptedBackend(default=finder_reply, model="f"), ScriptedBackend(default=smart_interpreter, model="i"), "s"
+    )
+
+
+def test_a_session_answers_as_one_call_asks_and_builds_nothing_twice(story, cache_dir, monkeypatch):
+    opened, loaded, selected = [], [], []
+    monkeypatch.setattr(session, "open_index", lambda *a, **k: opened.append(1) or retrieval.open_index(*a, **k))
+    monkeypatch.setattr(session, "load_embedder", lambda *a: loaded.append(1) or api.load_embedder(*a))
+    chosen = selection()
+    monkeypatch.setattr(session, "select_backends", lambda settings: selected.append(1) or chosen)
+    questions = [api.make_question(MEDAL), api.make_question("Who slept on the lamp?"), api.make_question(MEDAL)]
+
+    book = api.open(str(story), use_cache=False)
+    held = [book.ask(q) for q in questions]
+    assert (len(opened), len(loaded), len(selected)) == (1, 1, 1)  # three questions, one of each
+
+    single = [api.ask(api.open_document(str(story)), q, selection=selection(), use_cache=False) for q in questions]
+    assert [(t.answer, t.citations) for t in held] == [(t.answer, t.citations) for t in single]
+    assert held[0].answer and held[0].citations
+
+
+def test_a_session_says_which_backend_runs_once(story, cache_dir, monkeypatch):
+    monkeypatch.setattr(session, "select_backends", lambda settings: selection())
+    heard: list[str] = []
+    book = api.open(str(story), use_cache=False)
+    for _ in range(2):
+        book.ask(api.make_question(MEDAL), notice=heard.append)
+    assert heard.count("s") == 1
+
+
+def test_the_trace_records_the_plan(capsys, story, cache_dir, scripted):
+    scripted.interpreter = ScriptedBackend(default=smart_interpreter)
+    code, out, _ = run(capsys, "ask", str(story), MEDAL, "--backend", "scripted", "--no-cache", "--json")
+    plan = json.loads(out)["plan"]
+    assert code == 0 and plan["evidence"] == "finder" and plan["finder"] == "quote-first"
+    assert plan["read_tokens"] == "auto" and plan["interpreter"] and plan["verdict"]
+    scripted.finder.size = 135_000_000  # the embedded default's measured fact: keeps nearly all
+    code, out, _ = run(capsys, "ask", str(story), MEDAL, "--backend", "scripted", "--no-cache", "--json")
+    plan = json.loads(out)["plan"]
+    assert plan["evidence"] == "all-read" and plan["finder"] is None and "99.7%" in plan["finder_skipped"]
+
+
+def test_a_scripted_finder_plugs_into_the_pipeline(story, cache_dir):
+    book = api.open(str(story), selection=selection(), use_cache=False)
+    scores = {5: 3.0}  # the medal's paragraph
+
+    def score(segment, question):
+        return max(scores.get(pid, -2.0) for pid in segment.ids)
+
+    trace = book.ask(api.make_question(MEDAL), finder=ScriptedFinder(score), budget=api.make_budget(p_r=0, p_w=1))
+    assert trace.plan.finder == "scripted" and trace.verdicts
+    assert {v.segment.start for v in trace.verdicts if v.decision == "YES"} == {5}
+    assert all(v.score in (3.0, -2.0) for v in trace.verdicts)
+    assert 5 in trace.packet.ids
+
+
+def test_the_scoring_finder_keeps_by_its_score_in_one_call_a_segment(capsys, story, cache_dir, scripted):
+    def scored(request):
+        text = finder_reply(request)  # "<answer>YES|NO</answer>" for the decision-first prompt
+        yes = "YES" in text
+        return Generation(text, label_logprobs=(("YES", -0.1 if yes else -2.5), ("NO", -2.5 if yes else -0.1)))
+
+    scripted.finder = ScriptedBackend(default=scored)
+    scripted.interpreter = ScriptedBackend(default=smart_interpreter)
+    args = ["ask", str(story), MEDAL, "--backend", "scripted", "--no-cache", "--json", "--p-r", "0", "--p-w", "1"]
+    code, out, _ = run(capsys, *args, "--finder-reply", "score")
+    trace = json.loads(out)
+    assert code == 0 and trace["plan"]["finder"] == "score"
+    assert len(scripted.finder.requests) == len(trace["finder"])  # no clue call after a YES
+    assert [v["start"] for v in trace["finder"] if v["decision"] == "YES"] == [5]
+    assert all(v["quotes"] == [] for v in trace["finder"])
+    scripted.finder.requests.clear()
+    code, out, _ = run(capsys, *args, "--finder-reply", "score", "--keep-threshold", "-3")
+    assert {v["decision"] for v in json.loads(out)["finder"]} == {"YES"}  # every score reaches -3
+
+
+def test_make_finder_chooses_the_judge_the_settings_name():
+    backend = ScriptedBackend()
+    assert isinstance(make_finder(FinderSettings(), backend), GenerativeFinder)
+    assert make_finder(FinderSettings(reply="decision-first"), backend).reply == "decision-first"
+    scoring = make_finder(FinderSettings(reply="score", keep_threshold=1.5), backend)
+    assert isinstance(scoring, ScoringFinder) and scoring.threshold == 1.5
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"use": "sometimes"}, "--finder must be one of"),
+        ({"reply": "poem"}, "--finder-reply must be one of"),
+        ({"keep_threshold": float("nan")}, "finite number"),
+        ({"read_tokens": "lots"}, "--read-tokens must be"),
+    ],
+)
+def test_finder_settings_are_checked_once_where_they_are_made(settings, message):
+    with pytest.raises(InputError, match=message):
+        FinderSettings(**settings)
+
+
+def test_the_budget_holds_no_finder_setting():
+    assert set(api.Budget.__dataclass_fields__) == {"preset", "anchors", "read", "n_e", "p_r", "p_w", "b_c"}
+    with pytest.raises(InputError, match="unknown budget setting"):
+        api.make_budget(keep_threshold=1.0)
