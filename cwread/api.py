@@ -155,7 +155,7 @@ def ask(
 def doctor(settings: BackendSettings | None = None) -> DoctorReport:
     """Which backend, models and embedder `ask` would use, and what is missing."""
     from cwread.cache import cache_root
-    from cwread.reading import reading_note
+    from cwread.finder_budget import reading_note
 
     finder = interpreter = why = error = None
     notes: list[str] = []

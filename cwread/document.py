@@ -43,7 +43,9 @@ _BINARY_SIGNATURES = {
     b"\x89PNG": "an image, not a text",
     b"\xff\xd8\xff": "an image, not a text",
 }
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+")
+# where a sentence ends: its mark, any closing quotes or brackets, then space (grounding's
+# quotes and the splitting of over-long paragraphs cut at the same places)
+SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+")
 _ENDS_SENTENCE = re.compile(r"[.!?:][\"'\u201d\u2019)\]]*$")
 _HYPHEN_END = re.compile(r"[^\W\d_]-$")
 
@@ -342,7 +344,7 @@ def _split_block(lines: list[str]) -> list[tuple[int, str]]:
 
 def _sentence_chunks(text: str) -> list[str]:
     """Cut `text` at sentence ends into chunks near PIECE_TARGET_CHARS (hard cut if no end)."""
-    sentences = [s for s in _SENTENCE_END.split(text) if s]
+    sentences = [s for s in SENTENCE_END.split(text) if s]
     chunks: list[str] = []
     current = ""
     for sentence in sentences:

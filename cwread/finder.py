@@ -30,7 +30,7 @@ from cwread.backends import Backend, GenerationRequest
 from cwread.document import Document
 from cwread.errors import InputError
 from cwread.progress import Progress
-from cwread.reading import ReadingBudget
+from cwread.finder_budget import ReadingBudget
 from cwread.records import FinderSettings, ModelCall, Question, Verdict
 from cwread.segments import Segment
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from cwread.document import Evidence
+from cwread.document import SENTENCE_END, Evidence
 from cwread.lexical import STOPWORDS, word_stems
 from cwread.records import Forged, Question, Quote
 
@@ -26,7 +26,6 @@ MAX_QUOTE_CHARS = 240  # longer sentences are offered as clauses, so a quote sta
 _TAG = re.compile(r"<\s*/?\s*[A-Za-z][\w-]*\s*/?\s*>")
 _ANSWER_WORD = re.compile(r"\b(?:TRUE|FALSE|YES|NO)\b")
 _BRACKETED_NUMBER = re.compile(r"\[\s*\d+(?:\s*[-–,]\s*\d+)*\s*\]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)]*\s+")
 _CLAUSE_END = re.compile(r"(?<=[,;:])\s+")
 _ITEM = re.compile(r'\[\s*(\d+)\s*\]\s*"(.*?)"(?=\s*(?:[;,]|and|also)?\s*(?:\[\s*\d+\s*\]|$))', re.S)
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
@@ -45,7 +44,7 @@ def neutralise(text: str) -> str:
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence of `text`, clauses for sentences over MAX_QUOTE_CHARS."""
     spans: list[tuple[int, int]] = []
-    for start, end in _split(text, 0, len(text), _SENTENCE_END):
+    for start, end in _split(text, 0, len(text), SENTENCE_END):
         if end - start <= MAX_QUOTE_CHARS:
             spans.append((start, end))
             continue

@@ -19,7 +19,7 @@ from cwread.interpreter import interpret, packet_fits
 from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
 from cwread.packing import pack
 from cwread.progress import Progress
-from cwread.reading import ReadingBudget
+from cwread.finder_budget import ReadingBudget
 from cwread.records import (
     UNJUDGED,
     AgentCall,

@@ -253,7 +253,7 @@ class FinderSettings:
     `use`: auto (skip a Finder measured to keep nearly every segment it reads: its calls
     cannot change the answer), on or off (every segment read is taken as kept).
     `read_tokens`: prompt tokens it reads at most, in rank order: a number, "auto" (what it
-    reads in about half a minute at the rate measured for it: cwread.reading) or None (no cap
+    reads in about half a minute at the rate measured for it: cwread.finder_budget) or None (no cap
     but the budget's `read`); the flag's text ("2000", "auto", "none") is read here.
     `reply`: one of FINDER_REPLIES. `keep_threshold`: a segment is kept when its score,
     ln P(YES) - ln P(NO), reaches this, whatever its label (None: the label decides; a

@@ -132,10 +132,16 @@ def _ranking(scores: np.ndarray, positive_only: bool) -> np.ndarray:
     return order
 
 
-def paragraph_scores(index: Index, queries: list[str], method: str = "fused") -> np.ndarray:
-    """A fused relevance score per paragraph (index i is paragraph id i+1)."""
+def check_method(method: str) -> str:
+    """`method` if it is one of METHODS, else InputError (checked before any index is opened)."""
     if method not in METHODS:
         raise InputError(f"unknown retrieval method {method!r}; choose one of: {', '.join(METHODS)}")
+    return method
+
+
+def paragraph_scores(index: Index, queries: list[str], method: str = "fused") -> np.ndarray:
+    """A fused relevance score per paragraph (index i is paragraph id i+1); `method` is one of
+    METHODS (see `check_method`)."""
     n = len(index.document)
     use_dense = method in ("fused", "dense") and index.dense is not None
     if method == "dense" and not use_dense:

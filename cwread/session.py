@@ -17,12 +17,11 @@ from cwread import extractive, grounding, pipeline
 from cwread.backends.select import BackendSettings, Selection, select_backends, with_call_cache
 from cwread.document import Document
 from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
-from cwread.errors import InputError
 from cwread.finder import Finder, make_finder, reading_budget
 from cwread.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.progress import Progress
 from cwread.records import AnswerSettings, FinderSettings, FindResult, Plan, Question, Trace
-from cwread.retrieval import METHODS, Index, build_queries, open_index, paragraph_scores
+from cwread.retrieval import Index, build_queries, check_method, open_index, paragraph_scores
 from cwread.segments import Budget, build_segments, make_budget
 
 Notice = Callable[[str], None]
@@ -98,8 +97,7 @@ class Session:
     ) -> FindResult:
         """Retrieve and segment: every paragraph lands in one ranked segment. `retrieval` ranks
         paragraphs by "fused" (BM25 and the dense embedder, by reciprocal rank), "bm25" or "dense"."""
-        if retrieval not in METHODS:
-            raise InputError(f"unknown retrieval method {retrieval!r}; choose one of: {', '.join(METHODS)}")
+        check_method(retrieval)
         budget = budget or make_budget()
         embedder = "none" if retrieval == "bm25" else self.embedder
         t0 = time.perf_counter()

@@ -22,7 +22,7 @@ LAYERS = [
     ["cwread.session"],
     ["cwread.pipeline"],
     ["cwread.finder", "cwread.interpreter"],
-    ["cwread.agents", "cwread.packing", "cwread.grounding", "cwread.extractive", "cwread.reading"],
+    ["cwread.agents", "cwread.packing", "cwread.grounding", "cwread.extractive", "cwread.finder_budget"],
     ["cwread.records", "cwread.model_facts"],
     [
         "cwread.backends",

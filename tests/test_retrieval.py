@@ -75,8 +75,8 @@ def test_dense_method_without_embedder_is_an_input_error(story, cache_dir):
     index = open_index(doc, None)
     with pytest.raises(InputError, match="embedder"):
         paragraph_scores(index, ["q"], method="dense")
-    with pytest.raises(InputError, match="unknown retrieval method"):
-        paragraph_scores(index, ["q"], method="magic")
+    with pytest.raises(InputError, match="unknown retrieval method"):  # before any index is opened
+        api.find(doc, api.make_question("q"), retrieval="magic")
 
 
 def test_find_covers_the_text_and_reads_anchors_first(story, cache_dir):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from cwread import reading
+from cwread import finder_budget as reading
 from cwread.backends import Capabilities, Generation
 from cwread.errors import InputError
 from cwread.records import FinderSettings
