@@ -36,14 +36,18 @@ def notice(message: str) -> None:
     print(f"cwread: {message}", file=sys.stderr)
 
 
+def user_cache_home() -> Path:
+    """Where a user's caches live: `$XDG_CACHE_HOME`, else `~/.cache` (cwread's and the model hub's)."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg) if xdg else Path.home() / ".cache"
+
+
 def configured_root() -> Path:
     """`$CWREAD_CACHE_DIR`, else `$XDG_CACHE_HOME/cwread`, else `~/.cache/cwread`."""
     explicit = os.environ.get("CWREAD_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "cwread"
+    return user_cache_home() / "cwread"
 
 
 def cache_root() -> Path:

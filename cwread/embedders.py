@@ -167,7 +167,9 @@ def _in_hub_cache(name: str) -> bool:
     under its own org) already has a snapshot in the local model cache."""
     import os
 
-    home = Path(os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface")
+    from cwread.cache import user_cache_home
+
+    home = Path(os.environ.get("HF_HOME") or user_cache_home() / "huggingface")
     hub = Path(os.environ.get("HF_HUB_CACHE") or home / "hub")
     names = [name] if "/" in name else [name, f"sentence-transformers/{name}"]
     return any((hub / f"models--{n.replace('/', '--')}" / "snapshots").is_dir() for n in names)

@@ -63,7 +63,9 @@ def test_verify_on_the_embedded_model_gives_no_verdict_but_evidence(capsys, stor
 
 
 def test_verify_judge_anyway_exits_0_or_1_with_the_real_model(capsys, story, cache_dir, no_ollama):
-    code = main(["verify", str(story), "Martha kept the medal in a biscuit tin.", "--read", "3", "--judge-anyway"])
+    code = main(
+        ["verify", str(story), "Martha kept the medal in a biscuit tin.", "--read", "3", "--judge-anyway"]
+    )
     out, err = capsys.readouterr()
     assert code in (0, 1)
     assert ("TRUE" if code == 0 else "FALSE") in out and "near chance" in err
@@ -71,7 +73,18 @@ def test_verify_judge_anyway_exits_0_or_1_with_the_real_model(capsys, story, cac
 
 def test_call_cache_makes_a_repeated_question_free(capsys, story, cache_dir, no_ollama):
     # generative, so that the Interpreter is asked too (an extractive answer needs no call)
-    args = ["ask", str(story), "Who slept on the lamp?", "--json", "--read", "2", "--answer", "generative", "--finder", "on"]
+    args = [
+        "ask",
+        str(story),
+        "Who slept on the lamp?",
+        "--json",
+        "--read",
+        "2",
+        "--answer",
+        "generative",
+        "--finder",
+        "on",
+    ]
     main(args)
     first = json.loads(capsys.readouterr().out)
     main(args)
@@ -115,27 +128,44 @@ def test_example_cited_paragraphs(cache_dir):
 
 
 def test_finder_lora_gets_its_own_backend(tmp_path, monkeypatch):
+    from cwread.backends.embedded import EmbeddedSettings
     from cwread.backends.select import BackendSettings, select_backends
     from cwread.errors import ModelError
 
     monkeypatch.delenv("CWREAD_FINDER_LORA", raising=False)
     adapter = tmp_path / "finder.lora.gguf"
     adapter.write_bytes(b"GGUF adapter bytes")
-    chosen = select_backends(BackendSettings(backend="embedded", finder_lora=str(adapter)))
+    chosen = select_backends(
+        BackendSettings(backend="embedded", embedded=EmbeddedSettings(finder_lora=str(adapter)))
+    )
     assert chosen.finder.lora == adapter and chosen.interpreter.lora is None
-    assert chosen.finder.capabilities.identity != chosen.interpreter.capabilities.identity  # separate call-cache keys
+    assert (
+        chosen.finder.capabilities.identity != chosen.interpreter.capabilities.identity
+    )  # separate call-cache keys
     assert "finder.lora.gguf" in chosen.why
     adapter.write_bytes(b"GGUF adapter bytes, retrained")
-    retrained = select_backends(BackendSettings(backend="embedded", finder_lora=str(adapter)))
+    retrained = select_backends(
+        BackendSettings(backend="embedded", embedded=EmbeddedSettings(finder_lora=str(adapter)))
+    )
     assert retrained.finder.capabilities.identity != chosen.finder.capabilities.identity
-    plain = select_backends(BackendSettings(backend="embedded", finder_lora="none"))
+    plain = select_backends(
+        BackendSettings(backend="embedded", embedded=EmbeddedSettings(finder_lora="none"))
+    )
     assert plain.finder is plain.interpreter and plain.finder.lora is None
     from cwread.errors import InputError
 
     with pytest.raises(InputError, match="embedded backend"):
-        select_backends(BackendSettings(backend="ollama", finder_lora=str(adapter)))
+        select_backends(
+            BackendSettings(backend="ollama", embedded=EmbeddedSettings(finder_lora=str(adapter)))
+        )
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
-    auto = select_backends(BackendSettings(backend="auto", finder_lora=str(adapter)))
+    auto = select_backends(
+        BackendSettings(backend="auto", embedded=EmbeddedSettings(finder_lora=str(adapter)))
+    )
     assert auto.finder.lora == adapter
     with pytest.raises(ModelError, match="LoRA adapter not found"):
-        select_backends(BackendSettings(backend="embedded", finder_lora=str(tmp_path / "missing.gguf")))
+        select_backends(
+            BackendSettings(
+                backend="embedded", embedded=EmbeddedSettings(finder_lora=str(tmp_path / "missing.gguf"))
+            )
+        )

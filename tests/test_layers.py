@@ -9,6 +9,7 @@ reverse. Checked on the source (imports inside functions too), so a new arrow ba
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -74,3 +75,20 @@ def test_no_module_imports_a_module_above_it():
             if name.startswith("training") or (name in RANK and RANK[name] < RANK[here]):
                 upward.append(f"{here} imports {name}")
     assert upward == []
+
+
+ENV_READ = re.compile(
+    r"""(?:environ\.get|environ\.setdefault|getenv|env\.get|env_positive)\(\s*["']([A-Z][A-Z0-9_]+)["']"""
+    r"""|environ\[\s*["']([A-Z][A-Z0-9_]+)["']\s*\]|envvar\s*=\s*["']([A-Z][A-Z0-9_]+)["']"""
+)
+
+
+def test_each_environment_variable_is_read_in_one_module():
+    """A variable read in two places drifts: each is read where the setting is declared."""
+    readers: dict[str, set[str]] = {}
+    for path in (REPO / "cwread").rglob("*.py"):
+        for match in ENV_READ.finditer(path.read_text(encoding="utf-8")):
+            name = next(group for group in match.groups() if group)
+            readers.setdefault(name, set()).add(module_name(path))
+    assert {"OLLAMA_HOST", "OPENAI_API_KEY", "XDG_CACHE_HOME", "CWREAD_GGUF"} <= set(readers)
+    assert {name: sorted(mods) for name, mods in readers.items() if len(mods) > 1} == {}

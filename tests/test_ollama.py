@@ -113,10 +113,15 @@ def test_constraint_none_and_json_override_the_guess(monkeypatch):
 
 
 def test_ollama_serves_one_call_at_a_time_unless_told(monkeypatch):
+    from cwread.backends.ollama import OllamaSettings
+
     monkeypatch.delenv("OLLAMA_NUM_PARALLEL", raising=False)
+    assert OllamaSettings().resolved().parallel == 1
     assert backend_with(lambda r: httpx.Response(500)).capabilities.parallel == 1
     monkeypatch.setenv("OLLAMA_NUM_PARALLEL", "4")
-    assert backend_with(lambda r: httpx.Response(500)).capabilities.parallel == 4
+    assert OllamaSettings().resolved().parallel == 4
+    monkeypatch.setenv("OLLAMA_NUM_PARALLEL", "many")
+    assert OllamaSettings().resolved().parallel == 1
     assert backend_with(lambda r: httpx.Response(500), concurrency=2).capabilities.parallel == 2
 
 

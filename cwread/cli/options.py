@@ -256,13 +256,23 @@ def _finding(finder, read_tokens, finder_reply, keep_threshold) -> FinderSetting
     return FinderSettings(finder, read_tokens, finder_reply, keep_threshold)
 
 
-def _settings(num_ctx=None, workers=None, timeout=None, **values):
+def _settings(num_ctx=None, workers=None, timeout=None, gguf=None, finder_lora=None, **values):
     from cwread import api
+    from cwread.backends.embedded import EmbeddedSettings
+    from cwread.backends.openai_compat import OpenAISettings
 
     for flag, value in (("--num-ctx", num_ctx), ("--workers", workers), ("--timeout", timeout)):
         if value is not None and value <= 0:
             raise InputError(f"{flag} must be a positive number")
-    return api.BackendSettings(num_ctx=num_ctx, workers=workers, timeout=timeout, **values)
+    server = {key: values.pop(key) for key in ("base_url", "finder_base_url", "api_key") if key in values}
+    return api.BackendSettings(
+        num_ctx=num_ctx,
+        workers=workers,
+        timeout=timeout,
+        embedded=EmbeddedSettings(gguf, finder_lora),
+        openai=OpenAISettings(**server),
+        **values,
+    )
 
 
 budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
