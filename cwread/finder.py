@@ -29,8 +29,8 @@ from cwread import agents
 from cwread.backends import Backend, GenerationRequest
 from cwread.document import Document
 from cwread.errors import InputError
-from cwread.progress import Progress
 from cwread.finder_budget import ReadingBudget
+from cwread.progress import Progress
 from cwread.records import FinderSettings, ModelCall, Question, Verdict
 from cwread.segments import Segment
 

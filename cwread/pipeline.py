@@ -15,11 +15,11 @@ from cwread.backends.select import Selection
 from cwread.document import Document, Evidence, Passage
 from cwread.embedders import Embedder, load_embedder
 from cwread.finder import Finder, make_finder, read_segments, reading_budget
+from cwread.finder_budget import ReadingBudget
 from cwread.interpreter import interpret, packet_fits
 from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
 from cwread.packing import pack
 from cwread.progress import Progress
-from cwread.finder_budget import ReadingBudget
 from cwread.records import (
     UNJUDGED,
     AgentCall,

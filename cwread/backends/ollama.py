@@ -13,8 +13,8 @@ that (when set here too) or `--workers` sizes the calls sent at once.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 import time
+from dataclasses import dataclass
 
 from cwread.backends import (
     DEFAULT_NUM_CTX,
