@@ -123,3 +123,22 @@ def test_the_budget_holds_no_finder_setting():
     assert set(api.Budget.__dataclass_fields__) == {"preset", "anchors", "read", "n_e", "p_r", "p_w", "b_c"}
     with pytest.raises(InputError, match="unknown budget setting"):
         api.make_budget(keep_threshold=1.0)
+
+
+def test_the_readme_python_example_runs(tmp_path, monkeypatch):
+    """The README's Python block, as written, on the embedded default (an extractive answer:
+    no model call)."""
+    import re
+
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```python\n(.*?)```", readme, re.S)
+    monkeypatch.setenv("CWREAD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # nothing listens: auto picks embedded
+    monkeypatch.delenv("CWREAD_BACKEND", raising=False)
+    monkeypatch.chdir(REPO)
+    printed: list[tuple] = []
+    exec(block, {"print": lambda *args: printed.append(args)})  # noqa: S102 (our own README)
+    [(answer, citations)] = printed
+    assert answer and citations and "wall" in answer
