@@ -69,7 +69,27 @@ def _in_order(judge_one: Callable[[Segment], Verdict], segments: Sequence[Segmen
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-class GenerativeFinder:
+class _ChatFinder:
+    """A Finder that makes one chat call (and its retry) per segment on `backend`, as many
+    at once as the backend serves; subclasses say how a segment is judged (`judge_one`)."""
+
+    reply = ""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.parallel = max(1, backend.capabilities.parallel)
+
+    def cost(self, document: Document, segment: Segment, question: Question) -> int:
+        return self.backend.count_tokens("\n".join(c for _, c in _request(document, segment, question).messages))
+
+    def judge(self, document: Document, segments: Sequence[Segment], question: Question) -> Iterator[Verdict]:
+        return _in_order(lambda s: self.judge_one(document, s, question), segments, self.parallel)
+
+    def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
+        raise NotImplementedError
+
+
+class GenerativeFinder(_ChatFinder):
     """The Finder as the paper has it: a chat call per segment (see `agents.finder_request`),
     one retry with a firmer instruction, then an unreadable reply keeps its segment (recall
     first). `reply` "decision-first" asks YES or NO alone, then the clue's quote for a kept
@@ -78,15 +98,8 @@ class GenerativeFinder:
     def __init__(self, backend: Backend, reply: str = "quote-first") -> None:
         if reply not in ("quote-first", "decision-first"):
             raise InputError(f"a generative Finder replies quote-first or decision-first, not {reply!r}")
-        self.backend = backend
+        super().__init__(backend)
         self.reply = reply
-        self.parallel = max(1, backend.capabilities.parallel)
-
-    def cost(self, document: Document, segment: Segment, question: Question) -> int:
-        return self.backend.count_tokens("\n".join(c for _, c in _request(document, segment, question).messages))
-
-    def judge(self, document: Document, segments: Sequence[Segment], question: Question) -> Iterator[Verdict]:
-        return _in_order(lambda s: self.judge_one(document, s, question), segments, self.parallel)
 
     def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
         decision_first = self.reply == "decision-first"
@@ -123,7 +136,7 @@ class GenerativeFinder:
         )
 
 
-class ScoringFinder:
+class ScoringFinder(_ChatFinder):
     """YES or NO alone (the decision-first prompt, no clue written), kept when the score
     ln P(YES) - ln P(NO) reaches `threshold`; a reply that comes without log-probabilities
     keeps its label, and an unreadable one keeps its segment."""
@@ -136,15 +149,8 @@ class ScoringFinder:
                 f"--finder-reply score needs log-probabilities, which {backend.name}:{backend.model} "
                 "does not give; use quote-first or decision-first"
             )
-        self.backend = backend
+        super().__init__(backend)
         self.threshold = threshold
-        self.parallel = max(1, backend.capabilities.parallel)
-
-    def cost(self, document: Document, segment: Segment, question: Question) -> int:
-        return self.backend.count_tokens("\n".join(c for _, c in _request(document, segment, question).messages))
-
-    def judge(self, document: Document, segments: Sequence[Segment], question: Question) -> Iterator[Verdict]:
-        return _in_order(lambda s: self.judge_one(document, s, question), segments, self.parallel)
 
     def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
         parsed, call = agents.call_agent(
