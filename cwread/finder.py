@@ -80,7 +80,9 @@ class _ChatFinder:
         self.parallel = max(1, backend.capabilities.parallel)
 
     def cost(self, document: Document, segment: Segment, question: Question) -> int:
-        return self.backend.count_tokens("\n".join(c for _, c in _request(document, segment, question).messages))
+        return self.backend.count_tokens(
+            "\n".join(c for _, c in _request(document, segment, question).messages)
+        )
 
     def judge(self, document: Document, segments: Sequence[Segment], question: Question) -> Iterator[Verdict]:
         return _in_order(lambda s: self.judge_one(document, s, question), segments, self.parallel)
@@ -192,7 +194,11 @@ class ScriptedFinder:
 
 
 def _request(
-    document: Document, segment: Segment, question: Question, retry: bool = False, decision_first: bool = False
+    document: Document,
+    segment: Segment,
+    question: Question,
+    retry: bool = False,
+    decision_first: bool = False,
 ) -> GenerationRequest:
     return agents.finder_request(
         question,

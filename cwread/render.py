@@ -102,18 +102,20 @@ def begin_run() -> None:
 _C1_AND_DEL = re.compile(r"[\x7f-\x9f]")
 
 
-def json_text(data: dict) -> str:
-    """`data` as indented JSON, every control character escaped: JSON escapes C0 itself, and
-    DEL and C1 (U+009B is a terminal's CSI) are escaped here, so the text stays exact."""
-    dumped = json.dumps(data, ensure_ascii=False, indent=2)
+def json_text(data: dict, indent: int | None = 2) -> str:
+    """`data` as JSON (indented, or on one line with `indent` None), every control character
+    escaped: JSON escapes C0 itself, and DEL and C1 (U+009B is a terminal's CSI) are escaped
+    here, so the text stays exact."""
+    dumped = json.dumps(data, ensure_ascii=False, indent=indent)
     return _C1_AND_DEL.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
 
 
-def print_json(data: dict) -> None:
+def print_json(data: dict, one_line: bool = False) -> None:
+    """`data` on stdout as JSON; `one_line`: a line of JSON Lines."""
     global _json_printed
     _json_printed = True
     try:
-        sys.stdout.write(json_text(data) + "\n")
+        sys.stdout.write(json_text(data, None if one_line else 2) + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
         raise ReaderGone from None

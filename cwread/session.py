@@ -147,7 +147,14 @@ class Session:
         rank = self.ranker(found.embedder) if question.kind == "open" or not plan.verdict else None
         reading = reading_budget(finding, judge) if plan.finder else None
         return pipeline.answer(
-            found, selection, answering, finding, progress=progress, finder=judge, rank=rank, reading=reading,
+            found,
+            selection,
+            answering,
+            finding,
+            progress=progress,
+            finder=judge,
+            rank=rank,
+            reading=reading,
             plan=plan,
         )
 
@@ -158,7 +165,9 @@ def small_model_notices(
     """What a model too small to write or judge changes, said before the answer."""
     lines = []
     if question.kind == "open" and answering.answer_mode == "auto" and plan.answer_mode == "extractive":
-        lines.append("answers extractively: the model is too small to write them (--answer generative to override)")
+        lines.append(
+            "answers extractively: the model is too small to write them (--answer generative to override)"
+        )
     if question.kind != "open" and answering.judge_anyway and holds(JUDGES_AT_CHANCE, selection.interpreter):
         # asked for anyway: say how little the verdict is worth
         lines.append(

@@ -21,23 +21,33 @@ MEDAL = "What did the fishermen give her?"
 
 def selection() -> Selection:
     return Selection(
-        ScriptedBackend(default=finder_reply, model="f"), ScriptedBackend(default=smart_interpreter, model="i"), "s"
+        ScriptedBackend(default=finder_reply, model="f"),
+        ScriptedBackend(default=smart_interpreter, model="i"),
+        "s",
     )
 
 
 def test_a_session_answers_as_one_call_asks_and_builds_nothing_twice(story, cache_dir, monkeypatch):
     opened, loaded, selected = [], [], []
-    monkeypatch.setattr(session, "open_index", lambda *a, **k: opened.append(1) or retrieval.open_index(*a, **k))
+    monkeypatch.setattr(
+        session, "open_index", lambda *a, **k: opened.append(1) or retrieval.open_index(*a, **k)
+    )
     monkeypatch.setattr(session, "load_embedder", lambda *a: loaded.append(1) or api.load_embedder(*a))
     chosen = selection()
     monkeypatch.setattr(session, "select_backends", lambda settings: selected.append(1) or chosen)
-    questions = [api.make_question(MEDAL), api.make_question("Who slept on the lamp?"), api.make_question(MEDAL)]
+    questions = [
+        api.make_question(MEDAL),
+        api.make_question("Who slept on the lamp?"),
+        api.make_question(MEDAL),
+    ]
 
     book = api.open(str(story), use_cache=False)
     held = [book.ask(q) for q in questions]
     assert (len(opened), len(loaded), len(selected)) == (1, 1, 1)  # three questions, one of each
 
-    single = [api.ask(api.open_document(str(story)), q, selection=selection(), use_cache=False) for q in questions]
+    single = [
+        api.ask(api.open_document(str(story)), q, selection=selection(), use_cache=False) for q in questions
+    ]
     assert [(t.answer, t.citations) for t in held] == [(t.answer, t.citations) for t in single]
     assert held[0].answer and held[0].citations
 
@@ -70,7 +80,9 @@ def test_a_scripted_finder_plugs_into_the_pipeline(story, cache_dir):
     def score(segment, question):
         return max(scores.get(pid, -2.0) for pid in segment.ids)
 
-    trace = book.ask(api.make_question(MEDAL), finder=ScriptedFinder(score), budget=api.make_budget(p_r=0, p_w=1))
+    trace = book.ask(
+        api.make_question(MEDAL), finder=ScriptedFinder(score), budget=api.make_budget(p_r=0, p_w=1)
+    )
     assert trace.plan.finder == "scripted" and trace.verdicts
     assert {v.segment.start for v in trace.verdicts if v.decision == "YES"} == {5}
     assert all(v.score in (3.0, -2.0) for v in trace.verdicts)
@@ -81,11 +93,25 @@ def test_the_scoring_finder_keeps_by_its_score_in_one_call_a_segment(capsys, sto
     def scored(request):
         text = finder_reply(request)  # "<answer>YES|NO</answer>" for the decision-first prompt
         yes = "YES" in text
-        return Generation(text, label_logprobs=(("YES", -0.1 if yes else -2.5), ("NO", -2.5 if yes else -0.1)))
+        return Generation(
+            text, label_logprobs=(("YES", -0.1 if yes else -2.5), ("NO", -2.5 if yes else -0.1))
+        )
 
     scripted.finder = ScriptedBackend(default=scored)
     scripted.interpreter = ScriptedBackend(default=smart_interpreter)
-    args = ["ask", str(story), MEDAL, "--backend", "scripted", "--no-cache", "--json", "--p-r", "0", "--p-w", "1"]
+    args = [
+        "ask",
+        str(story),
+        MEDAL,
+        "--backend",
+        "scripted",
+        "--no-cache",
+        "--json",
+        "--p-r",
+        "0",
+        "--p-w",
+        "1",
+    ]
     code, out, _ = run(capsys, *args, "--finder-reply", "score")
     trace = json.loads(out)
     assert code == 0 and trace["plan"]["finder"] == "score"

@@ -59,14 +59,6 @@ EXIT_CODES: dict[type[CwreadError], int] = {
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: a fault of cwread's own, never the user's
-ERROR_KINDS: dict[type[CwreadError], str] = {
-    InputError: "input",
-    ModelError: "model",
-    CacheError: "cache",
-    OutputError: "output",
-    AnswerError: "answer",
-    Interrupted: "interrupted",
-}
 
 
 def _click_types(name: str) -> tuple[type[BaseException], ...]:
@@ -281,6 +273,44 @@ def verify(
 
 
 @app.command()
+@answer_options
+@backend_options
+@budget_options
+@ask_finder_options
+def chat(
+    book: Book,
+    budget: Any = None,
+    finding: Any = None,
+    settings: Any = None,
+    run: Any = None,
+    debug: DebugFlag = False,
+) -> int:
+    """Ask question after question about one book, which stays open (Ctrl-D ends).
+
+    Each answer is given as `ask` gives it. At a terminal: line editing, history, /help for
+    commands (/show, /find, /verify, /json, /save); Ctrl-C cancels the answer in progress. With
+    --json, for scripts: one question a line in, one JSON trace a line out (with its "exit").
+    Exit status: that of the last answer.
+    """
+    from cwread import api
+    from cwread.cli.chat import Chat
+
+    if book == "-":
+        raise InputError("chat reads its questions from standard input: give the book's path")
+    document = _open_document(book, run.output)
+    session = api.open(document, embedder=run.model.embedder, settings=settings, use_cache=run.model.use_cache)
+    session.selection(None if run.output.json_out else _notice())  # a missing server is told before any question
+    interactive = sys.stdin.isatty() and not run.output.json_out
+    return Chat(session, run, budget, finding).main(interactive)
+
+
+def _notice():
+    from cwread import render
+
+    return render.notice
+
+
+@app.command()
 @output_options
 def index(
     book: Book,
@@ -391,6 +421,40 @@ def eval_command(
         render.eval_view(result.summary)
 
 
+@app.command()
+@backend_options
+def mcp(
+    root: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--root",
+            help="A folder whose books (files below it) the server may read; repeat for more. "
+            "Default: the current folder. Paths outside, `..` and symlinks that leave it are refused.",
+        ),
+    ] = None,
+    embedder: EmbedderOpt = DEFAULT_EMBEDDER,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.")] = False,
+    sessions: Annotated[
+        int, typer.Option("--sessions", help="Books held open at once (least recently used closed first).")
+    ] = 4,
+    settings: Any = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Serve cwread's tools (ask, verify, find, show) to an MCP client over stdio.
+
+    For a client's configuration: `{"command": "cwread", "args": ["mcp", "--root", "/path/to/books"]}`.
+    Books stay open across calls; every quote returned is verified to be in its paragraph.
+    """
+    from pathlib import Path
+
+    try:
+        from cwread.mcp_server import ServerSettings, serve
+    except ImportError as exc:
+        raise InputError(f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install 'cwread[mcp]'") from None
+    roots = tuple(Path(r) for r in (root or ["."]))
+    serve(ServerSettings(roots, settings, embedder, use_cache=not no_cache, max_sessions=sessions))
+
+
 # ---- the one place errors become exit codes ------------------------------------------------
 
 
@@ -427,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
 
             traceback.print_exc()
         code = EXIT_CODES.get(type(exc), EXIT_USAGE)
-        kind = ERROR_KINDS.get(type(exc), "usage")
+        kind = exc.kind
         if isinstance(exc, Interrupted):
             return fail(code, kind, str(exc), f"cwread: {exc}")
         if isinstance(exc, OutputError):  # stdout is unwritable: the JSON error cannot go there

@@ -1,0 +1,198 @@
+"""`cwread chat`: questions about one book, on one reading session, until Ctrl-D.
+
+Each question is answered as `ask` answers it (the same view, quotes and trust rules; a
+failure is the same one line, and the session goes on). At a terminal, lines are edited and
+kept in a history (readline); Ctrl-C cancels the answer in progress, not the session. With
+`--json` (for scripts), each line read is a question and each answer one JSON trace a line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import suppress
+from dataclasses import dataclass, field
+
+from cwread import api, json_output, render
+from cwread.cache import cache_root, check_output_path, write_output_file
+from cwread.cli.options import AnswerRun
+from cwread.errors import CwreadError, InputError, OutputError
+from cwread.records import FinderSettings, Trace
+from cwread.segments import Budget
+from cwread.session import Session
+from cwread.terminal import one_line
+
+HELP = """Ask a question about the book, or:
+  /verify CLAIM   judge a claim TRUE or FALSE
+  /show SPEC      paragraphs: 12, 10-14 or 3,7,10-12
+  /find QUESTION  the passages a question needs, ranked
+  /json           the last answer's JSON trace
+  /save FILE      this session's traces, one JSON document a line
+  /help           this list
+  /quit           end (or Ctrl-D)"""
+HISTORY_LINES = 1000
+EXIT_CLAIM_FALSE, EXIT_NO_ANSWER = 1, 4
+
+
+def exit_code(trace: Trace) -> int:
+    """What `ask` or `verify` would exit with for this trace."""
+    if trace.failure() is not None:
+        return EXIT_NO_ANSWER
+    return EXIT_CLAIM_FALSE if trace.question.kind == "claim" and trace.answer == "FALSE" else 0
+
+
+@dataclass
+class Chat:
+    """One chat over `session`, answering as `run`, `budget` and `finding` say."""
+
+    session: Session
+    run: AnswerRun
+    budget: Budget
+    finding: FinderSettings
+    traces: list[dict] = field(default_factory=list)
+
+    @property
+    def json_lines(self) -> bool:
+        return self.run.output.json_out
+
+    def main(self, interactive: bool) -> int:
+        """Read questions until the end of input; the exit status of the last answer (`ask`'s
+        and `verify`'s), or 2/3 when the last line was refused or a backend failed."""
+        if self.run.trace is not None:  # checked before any work: every trace is appended there
+            check_output_path(self.run.trace, "--trace")
+        last = 0
+        if interactive:
+            history = _start_history()
+            render.notice(
+                f"{self.session.document.path}: {len(self.session.document)} paragraphs. /help for commands."
+            )
+        try:
+            for line in _lines(interactive):
+                text = line.strip()
+                if not text:
+                    continue
+                if text in ("/quit", "/exit"):
+                    break
+                try:
+                    last = (
+                        self.command(text) if text.startswith("/") else self.answer(api.make_question(text))
+                    )
+                except KeyboardInterrupt:  # the answer in progress, not the session
+                    render.notice("interrupted; ask again, or Ctrl-D to end")
+                except CwreadError as exc:
+                    self._error(exc)
+                    last = 2 if isinstance(exc, InputError) else 3
+        finally:
+            if interactive:
+                _save_history(history)
+        return last
+
+    def answer(self, question) -> int:
+        with render.progress(self.json_lines) as progress:
+            trace = self.session.ask(
+                question,
+                budget=self.budget,
+                retrieval=self.run.retrieval,
+                answering=self.run.answering,
+                finding=self.finding,
+                progress=progress,
+                notice=None if self.json_lines else render.notice,
+            )
+        data = json_output.ask_json(trace)
+        code = exit_code(trace)
+        self.traces.append(data)
+        if self.run.trace is not None:  # appended as each answer comes: nothing is lost to Ctrl-D
+            try:
+                with open(self.run.trace, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(data, ensure_ascii=False) + "\n")
+            except OSError as exc:
+                raise OutputError(f"cannot write --trace {self.run.trace}: {exc.strerror or exc}") from None
+        if self.json_lines:
+            self._line({**data, "exit": code})
+        else:
+            render.answer_view(trace)
+            if trace.failure() is not None:
+                render.notice(one_line(trace.failure()))
+        return code
+
+    def command(self, text: str) -> int:
+        name, _, rest = text.partition(" ")
+        rest = rest.strip()
+        document = self.session.document
+        if name == "/help":
+            render.notice(HELP)
+        elif name == "/verify":
+            return self.answer(api.make_question(rest, claim=True))
+        elif name == "/show":
+            shown = api.show(document, rest)
+            self._line(json_output.show_json(document, shown)) if self.json_lines else render.show_view(shown)
+        elif name == "/find":
+            found = self.session.find(api.make_question(rest), self.budget, self.run.retrieval)
+            if self.json_lines:
+                self._line(json_output.find_json(found, self.budget.read))
+            else:
+                render.find_view(found, self.budget.read)
+        elif name == "/json":
+            if not self.traces:
+                raise InputError("no answer yet: ask a question first")
+            render.print_json(self.traces[-1])
+        elif name == "/save":
+            if not rest:
+                raise InputError("/save needs a file name")
+            body = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in self.traces)
+            write_output_file(rest, body, "/save")
+            render.notice(f"saved {len(self.traces)} trace(s) to {rest}")
+        else:
+            raise InputError(f"unknown command {name}; /help lists them")
+        return 0
+
+    def _line(self, data: dict) -> None:
+        """One JSON document on one line of stdout (the JSON Lines mode)."""
+        render.print_json(data, one_line=True)
+
+    def _error(self, exc: CwreadError) -> None:
+        if self.json_lines:
+            self._line(
+                {"version": json_output.TRACE_VERSION, "error": {"kind": exc.kind, "message": str(exc)}}
+            )
+        else:
+            render.notice(f"error: {one_line(str(exc))}")
+
+
+def _lines(interactive: bool):
+    """The questions: typed at a prompt (Ctrl-C there clears the line), else read line by line."""
+    if not interactive:
+        yield from sys.stdin
+        return
+    while True:
+        try:
+            yield input("cwread> ")
+        except KeyboardInterrupt:
+            print(file=sys.stderr)
+            continue
+        except EOFError:
+            print(file=sys.stderr)
+            return
+
+
+def _start_history():
+    """readline's line editing, with the history of earlier chats (None where unavailable)."""
+    try:
+        import readline
+    except ImportError:  # no line editing on this Python: plain input() still works
+        return None
+    path = cache_root() / "chat-history"
+    with suppress(OSError):
+        readline.read_history_file(path)
+    readline.set_history_length(HISTORY_LINES)
+    return path
+
+
+def _save_history(path) -> None:
+    if path is None:
+        return
+    import readline
+
+    with suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        readline.write_history_file(path)

@@ -1,0 +1,161 @@
+"""`cwread chat`: many questions on one open book, at a terminal or as JSON Lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import EXAMPLES, REPO, run
+from tests.scripted_replies import smart_interpreter
+
+GIANT = str(EXAMPLES / "the_selfish_giant.txt")
+
+
+def test_json_lines_one_trace_a_question(capsys, story, cache_dir, scripted, monkeypatch):
+    from cwread.backends.scripted import ScriptedBackend
+
+    scripted.interpreter = ScriptedBackend(default=smart_interpreter)
+    lines = (
+        b"What did the fishermen give her?\n\n/show 5\nWho slept on the lamp?\n"
+        + b"x" * 5000
+        + b"\n/verify She kept the medal in a biscuit tin.\n"
+    )
+    code, out, _ = run(
+        capsys,
+        "chat",
+        str(story),
+        "--backend",
+        "scripted",
+        "--no-cache",
+        "--json",
+        stdin=lines,
+        monkeypatch=monkeypatch,
+    )
+    docs = [json.loads(line) for line in out.splitlines()]
+    first, shown, second, refused, claim = docs
+    assert (
+        first["citations"] and first["exit"] == 0 and first["question"] == "What did the fishermen give her?"
+    )
+    assert shown["paragraphs"][0]["id"] == 5
+    assert second["answer"] == "Admiral" and second["exit"] == 0
+    assert refused["error"]["kind"] == "input" and "5,000 characters" in refused["error"]["message"]
+    assert claim["answer"] == "TRUE" and claim["kind"] == "claim" and claim["exit"] == 0
+    assert code == 0  # the last answer's status
+    assert len(scripted.finder.requests) > 0
+
+
+def test_chat_saves_and_appends_traces(capsys, story, cache_dir, scripted, monkeypatch, tmp_path):
+    from cwread.backends.scripted import ScriptedBackend
+
+    scripted.interpreter = ScriptedBackend(default=smart_interpreter)
+    saved, appended = tmp_path / "saved.jsonl", tmp_path / "trace.jsonl"
+    lines = f"What did the fishermen give her?\nWho slept on the lamp?\n/save {saved}\n/nonsense\n".encode()
+    code, out, err = run(
+        capsys,
+        "chat",
+        str(story),
+        "--backend",
+        "scripted",
+        "--no-cache",
+        "--trace",
+        str(appended),
+        stdin=lines,
+        monkeypatch=monkeypatch,
+    )
+    assert [json.loads(x)["question"] for x in saved.read_text().splitlines()] == [
+        "What did the fishermen give her?",
+        "Who slept on the lamp?",
+    ]
+    assert saved.read_text() == appended.read_text()
+    assert "Answer:" in out and "unknown command /nonsense" in err and code == 2
+
+
+def test_chat_refuses_standard_input_as_the_book(capsys, cache_dir):
+    code, _, err = run(capsys, "chat", "-")
+    assert code == 2 and "standard input" in err
+
+
+def test_a_script_holds_a_session_open(tmp_path):
+    """`printf 'q1\\nq2\\n' | cwread chat BOOK --json` on the embedded default."""
+    env = {**os.environ, "CWREAD_CACHE_DIR": str(tmp_path / "cache"), "OLLAMA_HOST": "http://127.0.0.1:9"}
+    env.pop("CWREAD_BACKEND", None)
+    questions = "Why did the Giant build a high wall round his garden?\nWhere did the children play?\n"
+    proc = subprocess.run(
+        [sys.executable, "-m", "cwread", "chat", GIANT, "--json"],
+        input=questions,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    traces = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(traces) == 2 and all(t["citations"] for t in traces), proc.stderr
+    book = (EXAMPLES / "the_selfish_giant.txt").read_text(encoding="utf-8")
+    for trace in traces:
+        for quote in trace["quotes"]:
+            assert " ".join(quote["quote"].split()) in " ".join(book.split())
+
+
+@pytest.mark.slow
+def test_chat_at_a_terminal(tmp_path):
+    """Under a pseudo-terminal: two questions, /show, Ctrl-C during an answer (a real model
+    call), a question after it, then Ctrl-D."""
+    import pty
+    import select
+    import time
+
+    env = {
+        **os.environ,
+        "CWREAD_CACHE_DIR": str(tmp_path / "cache"),
+        "OLLAMA_HOST": "http://127.0.0.1:9",
+        "COLUMNS": "120",
+        "TERM": "dumb",
+    }
+    env.pop("CWREAD_BACKEND", None)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: cwread chat on the terminal
+        os.chdir(REPO)
+        os.execvpe(
+            sys.executable,
+            [sys.executable, "-m", "cwread", "chat", GIANT, "--no-cache", "--judge-anyway"],
+            env,
+        )
+    seen = b""
+
+    def read_until(marker: bytes, seconds: float = 60) -> bytes:
+        nonlocal seen
+        end = time.time() + seconds
+        while marker not in seen and time.time() < end:
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if ready:
+                try:
+                    seen += os.read(fd, 65536)
+                except OSError:
+                    break
+        assert marker in seen, seen.decode(errors="replace")[-2000:]
+        found, seen = seen, b""
+        return found
+
+    def send(text: bytes) -> None:
+        os.write(fd, text)
+
+    read_until(b"cwread> ")
+    send(b"Why did the Giant build a high wall round his garden?\r")
+    assert b"Answer:" in read_until(b"cwread> ")
+    send(b"/show 7\r")
+    assert b"[7]" in read_until(b"cwread> ")
+    send(b"/verify The Giant was selfish.\r")  # a real Interpreter call: interrupt it
+    time.sleep(1.5)
+    send(b"\x03")
+    assert b"interrupted" in read_until(b"cwread> ", 120)
+    send(b"Where did the children play?\r")
+    assert b"Answer:" in read_until(b"cwread> ")
+    send(b"\x04")
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

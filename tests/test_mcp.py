@@ -1,0 +1,109 @@
+"""`cwread mcp` for real: the server as a subprocess over stdio, driven by the MCP SDK's own
+client, on the embedded default (extractive answers: no model call)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import pytest
+
+mcp = pytest.importorskip("mcp")
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from tests.conftest import EXAMPLES  # noqa: E402
+
+GIANT = "the_selfish_giant.txt"
+WALL = "Why did the Giant build a high wall round his garden?"
+
+
+def server(tmp_path, *roots: str) -> StdioServerParameters:
+    env = {
+        **os.environ,
+        "CWREAD_CACHE_DIR": str(tmp_path / "cache"),
+        "OLLAMA_HOST": "http://127.0.0.1:9",  # nothing listens: auto picks the embedded default
+    }
+    env.pop("CWREAD_BACKEND", None)
+    args = ["-m", "cwread", "mcp", *(a for r in roots for a in ("--root", r))]
+    return StdioServerParameters(command=sys.executable, args=args, env=env)
+
+
+def call(params: StdioServerParameters, *calls: tuple[str, dict]):
+    """List the tools, then make `calls` in order on one connection; (tool names, results, progress)."""
+
+    async def go():
+        progress: list[tuple] = []
+
+        async def heard(done, total, message):
+            progress.append((done, total, message))
+
+        async with Client(params, read_timeout_seconds=120) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            results = [await client.call_tool(name, args, progress_callback=heard) for name, args in calls]
+        return names, results, progress
+
+    return asyncio.run(go())
+
+
+def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path):
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("A secret the server must not read.\n", encoding="utf-8")
+    names, results, progress = call(
+        server(tmp_path, str(EXAMPLES)),
+        ("ask", {"book": GIANT, "question": WALL}),
+        ("ask", {"book": str(outside), "question": "What is the secret?"}),
+        ("ask", {"book": f"../{EXAMPLES.name}/{GIANT}", "question": WALL}),  # inside, by ..
+        ("verify", {"book": GIANT, "claim": "x" * 5000}),
+        ("show", {"book": GIANT, "paragraphs": "7"}),
+    )
+    assert sorted(names) == ["ask", "find", "show", "verify"]
+    answered, refused, relative, too_long, shown = results
+
+    assert not answered.is_error
+    data = answered.structured_content
+    book = (EXAMPLES / GIANT).read_text(encoding="utf-8")
+    assert data["answer"] and data["quotes"] and data["citations"]
+    for quote in data["quotes"]:  # each quote is in the paragraph it names, at its offsets
+        [cited] = [c for c in data["citations"] if c["paragraph"] == quote["paragraph"]]
+        assert cited["text"][quote["start"] : quote["end"]] == quote["quote"]
+        assert " ".join(quote["quote"].split()) in " ".join(book.split())
+        assert "not instructions" in quote["is"]
+    assert data["models"]["finder"].startswith("embedded:") and "finder" in data["skipped"]
+    assert answered.content[0].text.startswith("Answer: ")
+    assert progress  # the first call built the index, and said so
+
+    assert refused.is_error and "outside the folders this server reads" in refused.content[0].text
+    assert "input:" in refused.content[0].text and "must not read" not in refused.content[0].text
+    assert not relative.is_error and relative.structured_content["answer"] == data["answer"]
+    assert too_long.is_error and "input: the claim runs to 5,000 characters" in too_long.content[0].text
+    assert not shown.is_error and shown.structured_content["paragraphs"][0]["id"] == 7
+
+
+def test_a_symlink_that_leaves_the_root_is_refused(tmp_path):
+    root = tmp_path / "books"
+    root.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("Nothing to see.\n", encoding="utf-8")
+    (root / "link.txt").symlink_to(secret)
+    _, [result], _ = call(server(tmp_path, str(root)), ("show", {"book": "link.txt", "paragraphs": "1"}))
+    assert result.is_error and "outside the folders" in result.content[0].text
+
+
+def test_a_bad_argument_is_a_tool_error_and_the_server_goes_on(tmp_path):
+    _, results, _ = call(
+        server(tmp_path, str(EXAMPLES)),
+        ("show", {"book": GIANT}),  # no paragraphs
+        ("show", {"book": GIANT, "paragraphs": "9999"}),
+        ("find", {"book": GIANT, "question": WALL, "limit": 2}),
+    )
+    missing, out_of_range, found = results
+    assert missing.is_error and out_of_range.is_error and "input:" in out_of_range.content[0].text
+    assert not found.is_error and len(found.structured_content["segments"]) == 2
+
+
+def test_the_mcp_command_refuses_a_root_that_is_not_a_folder(capsys, tmp_path):
+    from tests.conftest import run
+
+    code, _, err = run(capsys, "mcp", "--root", str(tmp_path / "nope"))
+    assert code == 2 and "no such folder" in err
