@@ -34,14 +34,14 @@ FACTS: dict[str, ModelFact] = {
         "too small to write answers or judge options and claims: answers go extractive and "
         "options and claims get no verdict",
         _small,
-        "SmolLM2-135M answered 18.8% [7-43] of QuALITY's four-option questions, below chance "
-        "(benchmarks/results/quality-embedded.md)",
+        "SmolLM2-135M answered 18.8% [7-43] of QuALITY's four-option questions, below chance: "
+        "benchmarks/results/quality-embedded.md",
     ),
     KEEPS_NEARLY_ALL: ModelFact(
         "as a Finder keeps nearly every segment it reads, so its calls cannot change the answer",
         # a trained adapter may filter, so it is asked
         lambda capabilities: _small(capabilities) and not capabilities.adapted,
-        "99.7% on FairytaleQA dev (benchmarks/results/fairytale-finder-untrained.md)",
+        "it kept 99.7% on FairytaleQA dev: benchmarks/results/fairytale-finder-untrained.md",
     ),
 }
 
