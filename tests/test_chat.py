@@ -15,26 +15,22 @@ from tests.scripted_replies import smart_interpreter
 GIANT = str(EXAMPLES / "the_selfish_giant.txt")
 
 
-def test_json_lines_one_trace_a_question(capsys, story, cache_dir, scripted, monkeypatch):
+def chat(capsys, monkeypatch, scripted, story, lines: bytes, *args: str) -> tuple[int, str, str]:
+    """`cwread chat` in-process on the scripted backends, `lines` on its standard input."""
     from cwread.backends.scripted import ScriptedBackend
 
     scripted.interpreter = ScriptedBackend(default=smart_interpreter)
+    base = ("chat", str(story), "--backend", "scripted", "--no-cache")
+    return run(capsys, *base, *args, stdin=lines, monkeypatch=monkeypatch)
+
+
+def test_json_lines_one_trace_a_question(capsys, story, cache_dir, scripted, monkeypatch):
     lines = (
         b"What did the fishermen give her?\n\n/show 5\nWho slept on the lamp?\n"
         + b"x" * 5000
         + b"\n/verify She kept the medal in a biscuit tin.\n"
     )
-    code, out, _ = run(
-        capsys,
-        "chat",
-        str(story),
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--json",
-        stdin=lines,
-        monkeypatch=monkeypatch,
-    )
+    code, out, _ = chat(capsys, monkeypatch, scripted, story, lines, "--json")
     docs = [json.loads(line) for line in out.splitlines()]
     first, shown, second, refused, claim = docs
     assert (
@@ -49,23 +45,9 @@ def test_json_lines_one_trace_a_question(capsys, story, cache_dir, scripted, mon
 
 
 def test_chat_saves_and_appends_traces(capsys, story, cache_dir, scripted, monkeypatch, tmp_path):
-    from cwread.backends.scripted import ScriptedBackend
-
-    scripted.interpreter = ScriptedBackend(default=smart_interpreter)
     saved, appended = tmp_path / "saved.jsonl", tmp_path / "trace.jsonl"
     lines = f"What did the fishermen give her?\nWho slept on the lamp?\n/save {saved}\n/nonsense\n".encode()
-    code, out, err = run(
-        capsys,
-        "chat",
-        str(story),
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--trace",
-        str(appended),
-        stdin=lines,
-        monkeypatch=monkeypatch,
-    )
+    code, out, err = chat(capsys, monkeypatch, scripted, story, lines, "--trace", str(appended))
     assert [json.loads(x)["question"] for x in saved.read_text().splitlines()] == [
         "What did the fishermen give her?",
         "Who slept on the lamp?",
