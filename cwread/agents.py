@@ -16,7 +16,7 @@ from cwread import grounding
 from cwread.backends import Backend, GenerationRequest
 from cwread.document import Evidence, Passage
 from cwread.grounding import neutralise, sentence_spans
-from cwread.records import Forged, ModelCall, Question, Quote
+from cwread.records import Forged, ModelCall, Question, Quote, Turn
 
 FINDER_MAX_TOKENS = 160
 INTERPRETER_MAX_TOKENS = 480  # up to three quotes of a sentence each, then the answer
@@ -279,15 +279,29 @@ def _split_marked(text: str) -> list[Passage]:
     return [Passage(int(m.group(1)), m.group(2)) for m in re.finditer(r"^\[(\d+)\] (.*)$", text, re.M)]
 
 
+def conversation_block(turn: Turn) -> str:
+    """An earlier turn as the Interpreter sees it: context for what the question refers to,
+    marked as no evidence (quotes come from the evidence only)."""
+    answer = turn.answer if turn.answer is not None else "(not determined from the text)"
+    return (
+        "Conversation so far (the reader's previous question and the answer given; it tells what "
+        f"the question refers to, it is not evidence):\nPrevious question: {neutralise(turn.question)}\n"
+        f"Answer given: {neutralise(answer)}"
+    )
+
+
 def interpreter_request(
     question: Question,
     evidence: Evidence,
     previous: tuple[str, str] | None = None,
     retry: bool = False,
+    conversation: Turn | None = None,
 ) -> GenerationRequest:
-    """The Interpreter's call; with `previous` (answer, reason) it is the self-check."""
+    """The Interpreter's call; with `previous` (answer, reason) it is the self-check; with
+    `conversation`, a follow-up shown the turn it leans on, after the evidence."""
     parts = [
         "Evidence (story order):\n" + (evidence_block(evidence) if evidence else "(no evidence was found)"),
+        *([conversation_block(conversation)] if conversation else []),
         question_block(question),
     ]
     if previous is not None:
@@ -467,6 +481,23 @@ _RISKY = re.compile(
     r"most likely|best describes?|main purpose|motive)\b|n't\b",
     re.I,
 )
+
+
+_LEADS_ON = re.compile(r"^\W*(and|but|so|then|also|what about|how about|what else)\b", re.I)
+_REFERS_BACK = re.compile(
+    r"\b(he|she|it|they|him|her|them|his|hers|its|their|theirs|this|that|these|those|there|then)\b", re.I
+)
+_NAME = re.compile(r"(?<!^)(?<![.?!]\s)\b[A-Z][a-z]+")
+
+
+def leans_on_previous(question: Question) -> bool:
+    """Whether a question reads as a follow-up: it opens with "and", "but", "what about"...,
+    or it refers back (she, it, that...) without naming anyone (no capitalised word after
+    its first), as in "why did she hide it?"."""
+    text = question.text.strip()
+    if _LEADS_ON.search(text):
+        return True
+    return bool(_REFERS_BACK.search(text)) and not _NAME.search(text)
 
 
 def needs_self_check(question: Question) -> bool:

@@ -6,19 +6,26 @@ from __future__ import annotations
 from cwread import agents
 from cwread.backends import Backend, GenerationRequest
 from cwread.document import Evidence
-from cwread.records import AgentCall, Packet, Question
+from cwread.records import AgentCall, Packet, Question, Turn
 
 TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach
 
 
 def interpret(
-    backend: Backend, question: Question, packet: Packet, previous: tuple[str, str] | None = None
+    backend: Backend,
+    question: Question,
+    packet: Packet,
+    previous: tuple[str, str] | None = None,
+    conversation: Turn | None = None,
 ) -> AgentCall:
-    """The Interpreter on a packet; with `previous` (answer, reason) it is the self-check."""
+    """The Interpreter on a packet; with `previous` (answer, reason) it is the self-check; with
+    `conversation`, a follow-up shown the turn it leans on (its quotes still only from the packet)."""
     evidence = packet.evidence()
     parsed, call = agents.call_agent(
         backend,
-        lambda retry: agents.interpreter_request(question, evidence, previous=previous, retry=retry),
+        lambda retry: agents.interpreter_request(
+            question, evidence, previous=previous, retry=retry, conversation=conversation
+        ),
         lambda raw: agents.parse_reply(raw, question),
     )
     grounded = agents.ground(parsed.reason, evidence)

@@ -121,6 +121,7 @@ def ask_json(trace: Trace) -> dict:
         "kind": trace.question.kind,
         "options": trace.question.options,
         "answer": trace.answer,
+        "follows": None if trace.follows is None else asdict(trace.follows),
         "plan": plan_json(trace.plan),
         "answer_mode": trace.outcome.mode,
         "model_answer": trace.outcome.model_answer,

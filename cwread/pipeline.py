@@ -32,6 +32,7 @@ from cwread.records import (
     Question,
     Quote,
     Trace,
+    Turn,
     Unread,
     Verdict,
 )
@@ -120,12 +121,14 @@ def answer(
     rank: grounding.Rank | None = None,
     reading: ReadingBudget | None = None,
     plan: Plan | None = None,
+    follows: Turn | None = None,
 ) -> Trace:
     """Plan (`make_plan`); the Finder reads `found.read`; pack, interpret, self-check, decide.
 
     Given a `packet` (ablations, baselines), the Finder and packing are skipped. `finder`
     replaces the judge `finding` would choose; `rank` ranks sentences (default: as
-    `sentence_ranker`); `reading`: the Finder's token budget; `plan`: made by the caller."""
+    `sentence_ranker`); `reading`: the Finder's token budget; `plan`: made by the caller;
+    `follows`: the earlier turn a follow-up leans on, shown to the Interpreter as conversation."""
     finding = finding or FinderSettings()
     question, interpreter = found.question, selection.interpreter
     plan = plan or make_plan(question, selection, answering, finding, packet is not None, finder)
@@ -137,7 +140,7 @@ def answer(
     if packet is None:
         fits = lambda evidence: packet_fits(interpreter, question, evidence)  # noqa: E731
         packet = pack(found.document, list(read.kept), found.budget, fits)
-    first, checked = _interpret(plan, interpreter, question, packet, progress, seconds)
+    first, checked = _interpret(plan, interpreter, question, packet, progress, seconds, follows)
     final = checked if checked is not None and checked.answer is not None else first
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != "given" else None
     outcome = decide(question, final, packet, plan.answer_mode, retrieved, _kept(found, read), rank)
@@ -153,6 +156,7 @@ def answer(
         outcome=outcome,
         skipped=_skipped(plan, found, read),
         unread=read.unread,
+        follows=follows,
     )
 
 
@@ -187,6 +191,7 @@ def _interpret(
     packet: Packet,
     progress: Progress | None,
     seconds: dict[str, float],
+    follows: Turn | None = None,
 ) -> tuple[AgentCall | None, AgentCall | None]:
     """The Interpreter and its self-check as planned: (first answer, self-check), None for a
     call not made; each stage's seconds go into `seconds`."""
@@ -195,12 +200,12 @@ def _interpret(
     if plan.interpreter:
         if progress:
             progress("interpreter", 0, 1)
-        first = interpret(interpreter, question, packet)
+        first = interpret(interpreter, question, packet, conversation=follows)
     t1 = time.perf_counter()
     if plan.self_check and first is not None and first.answer is not None:
         if progress:
             progress("self-check", 0, 1)
-        checked = interpret(interpreter, question, packet, previous=(first.answer, first.reason))
+        checked = interpret(interpreter, question, packet, (first.answer, first.reason), follows)
     seconds.update(interpreter=round(t1 - t0, 3), self_check=round(time.perf_counter() - t1, 3))
     return first, checked
 

@@ -352,6 +352,17 @@ NO_ANSWER = Answer(None, None, "generative", False)
 
 
 @dataclass(frozen=True)
+class Turn:
+    """An earlier question of a conversation and the answer given, as a follow-up sees it:
+    its words join the retrieval's queries and the Interpreter is shown it as conversation,
+    never as evidence."""
+
+    number: int  # 1-based, in the conversation
+    question: str
+    answer: str | None
+
+
+@dataclass(frozen=True)
 class Unread:
     """Segments the Finder was to read but did not: its token budget was spent first."""
 
@@ -378,6 +389,7 @@ class Trace:
     # stages not run because their calls could not change the answer: stage -> why
     skipped: dict[str, str] = field(default_factory=dict, hash=False)
     unread: Unread | None = None
+    follows: Turn | None = None  # the earlier turn this question leaned on (a conversation's)
 
     @property
     def document(self) -> Document:

@@ -13,14 +13,14 @@ import threading
 import time
 from collections.abc import Callable
 
-from cwread import extractive, grounding, pipeline
+from cwread import agents, extractive, grounding, pipeline
 from cwread.backends.select import BackendSettings, Selection, select_backends, with_call_cache
 from cwread.document import Document
 from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
 from cwread.finder import Finder, make_finder, reading_budget
 from cwread.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.progress import Progress
-from cwread.records import AnswerSettings, FinderSettings, FindResult, Plan, Question, Trace
+from cwread.records import AnswerSettings, FinderSettings, FindResult, Plan, Question, Trace, Turn
 from cwread.retrieval import Index, build_queries, check_method, open_index, paragraph_scores
 from cwread.segments import Budget, build_segments, make_budget
 
@@ -94,16 +94,21 @@ class Session:
         budget: Budget | None = None,
         retrieval: str = "fused",
         progress: Progress | None = None,
+        follows: Turn | None = None,
     ) -> FindResult:
         """Retrieve and segment: every paragraph lands in one ranked segment. `retrieval` ranks
-        paragraphs by "fused" (BM25 and the dense embedder, by reciprocal rank), "bm25" or "dense"."""
+        paragraphs by "fused" (BM25 and the dense embedder, by reciprocal rank), "bm25" or "dense";
+        a follow-up's queries add the turn it `follows`, joined to it."""
         check_method(retrieval)
         budget = budget or make_budget()
         embedder = "none" if retrieval == "bm25" else self.embedder
         t0 = time.perf_counter()
         index = self.index(embedder, progress)
         t1 = time.perf_counter()
-        scores = paragraph_scores(index, build_queries(question.text, question.options or None), retrieval)
+        queries = build_queries(question.text, question.options or None)
+        if follows is not None:  # "why did she hide it?": who and what come from the last turn
+            queries.append(f"{follows.question} {question.text}")
+        scores = paragraph_scores(index, queries, retrieval)
         segments = build_segments([len(p.text) for p in self.document.paragraphs], scores.tolist(), budget)
         t2 = time.perf_counter()
         return FindResult(
@@ -128,6 +133,7 @@ class Session:
         finder: Finder | None = None,
         progress: Progress | None = None,
         notice: Notice | None = None,
+        follows: Turn | None = None,
     ) -> Trace:
         """Answer a question (or verify a claim) about the book with quoted paragraphs.
 
@@ -135,12 +141,13 @@ class Session:
         replaces the judge it would choose); `notice` hears which backend runs (when first
         selected) and what a small model changes. The Trace holds the answer (None if no reply
         parsed, or the quotes do not support it; `Trace.failure` says why), the plan, and
-        every step, with what was skipped and why."""
+        every step, with what was skipped and why. `follows`: the earlier turn a follow-up
+        leans on (see Conversation)."""
         finding = finding or FinderSettings()
         selection = self.selection(notice)  # first: a bad setting or a missing server is told before any work
         judge = finder or make_finder(finding, selection.finder)
         plan = pipeline.make_plan(question, selection, answering, finding, finder=finder)
-        found = self.find(question, budget, retrieval, progress)
+        found = self.find(question, budget, retrieval, progress, follows)
         if notice:
             for line in small_model_notices(question, answering or AnswerSettings(), plan, selection):
                 notice(line)
@@ -156,7 +163,26 @@ class Session:
             rank=rank,
             reading=reading,
             plan=plan,
+            follows=follows,
         )
+
+
+class Conversation:
+    """Questions asked one after another on a session: a question that leans on the last one
+    (`agents.leans_on_previous`: "why did she hide it?") is retrieved with the last question's
+    words and answered with the last turn in view; its trace records the turn it followed."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.turns: list[Turn] = []
+
+    def ask(self, question: Question, **options) -> Trace:
+        """Session.ask, as a turn of this conversation."""
+        last = self.turns[-1] if self.turns else None
+        follows = last if last is not None and agents.leans_on_previous(question) else None
+        trace = self.session.ask(question, follows=follows, **options)
+        self.turns.append(Turn(len(self.turns) + 1, question.text, trace.answer))
+        return trace
 
 
 def small_model_notices(

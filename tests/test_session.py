@@ -168,3 +168,47 @@ def test_the_readme_python_example_runs(tmp_path, monkeypatch):
     exec(block, {"print": lambda *args: printed.append(args)})  # our own README, as written
     [(answer, citations)] = printed
     assert answer and citations and "wall" in answer
+
+
+def test_a_follow_up_is_retrieved_and_answered_with_the_last_turn_in_view(story, cache_dir):
+    from cwread.agents import leans_on_previous
+    from cwread.session import Conversation
+
+    chosen = selection()
+    conversation = Conversation(api.open(str(story), selection=chosen, use_cache=False))
+    first = conversation.ask(api.make_question("Who kept the lighthouse on Gannet Rock?"))
+    assert first.follows is None
+    asked = len(chosen.interpreter.requests)
+    follow = conversation.ask(api.make_question("What did the fishermen give her?"))
+    assert follow.follows is not None and follow.follows.number == 1
+    assert follow.follows.question == "Who kept the lighthouse on Gannet Rock?"
+    [request] = chosen.interpreter.requests[asked : asked + 1]
+    user = request.messages[-1][1]
+    assert "Conversation so far" in user and "it is not evidence" in user
+    assert user.index("</evidence>") < user.index("Conversation so far") < user.index("Question:")
+    named = conversation.ask(api.make_question("Who slept on the lamp?"))  # stands alone
+    assert named.follows is None
+    assert [t.number for t in conversation.turns] == [1, 2, 3]
+    assert leans_on_previous(api.make_question("And why did she do it?"))
+    assert not leans_on_previous(api.make_question("Why did Martha climb the tower?"))
+
+
+def test_a_follow_up_cannot_quote_the_conversation(story, cache_dir):
+    """Quotes come only from the book: one of the last answer's words, not in the packet, is dropped."""
+    from cwread.session import Conversation
+
+    first_answer = '<reason>[2] "Martha Quill kept the lighthouse on Gannet Rock for thirty years, and she never once let the lamp go dark."</reason><answer>Martha Quill</answer>'
+    forged = '<reason>[99] "Martha Quill, the keeper"</reason><answer>a medal</answer>'
+    interpreter = ScriptedBackend([first_answer, forged, forged], model="i")
+    chosen = Selection(ScriptedBackend(default=finder_reply, model="f"), interpreter, "s")
+    conversation = Conversation(api.open(str(story), selection=chosen, use_cache=False))
+    conversation.ask(
+        api.make_question("Who kept the lighthouse?"), answering=api.AnswerSettings(self_check=False)
+    )
+    trace = conversation.ask(
+        api.make_question("What did they give her?"), answering=api.AnswerSettings(self_check=False)
+    )
+    assert trace.follows is not None
+    assert trace.interpreter.quotes == () and trace.interpreter.forged
+    # its words stand on no quote: what is shown is a sentence of the book, quoted where it is
+    assert trace.outcome.mode == "extractive" and [q.id for q in trace.outcome.quotes] == [5]

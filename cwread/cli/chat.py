@@ -19,7 +19,7 @@ from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError, OutputError
 from cwread.records import FinderSettings, Trace
 from cwread.segments import Budget
-from cwread.session import Session
+from cwread.session import Conversation, Session
 from cwread.terminal import one_line
 
 HELP = """Ask a question about the book, or:
@@ -50,6 +50,9 @@ class Chat:
     budget: Budget
     finding: FinderSettings
     traces: list[dict] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.conversation = Conversation(self.session)
 
     @property
     def json_lines(self) -> bool:
@@ -89,7 +92,7 @@ class Chat:
 
     def answer(self, question) -> int:
         with render.progress(self.json_lines) as progress:
-            trace = self.session.ask(
+            trace = self.conversation.ask(
                 question,
                 budget=self.budget,
                 retrieval=self.run.retrieval,
@@ -110,6 +113,10 @@ class Chat:
         if self.json_lines:
             self._line({**data, "exit": code})
         else:
+            if trace.follows is not None:
+                render.notice(
+                    f"a follow-up of question {trace.follows.number}: {one_line(trace.follows.question)}"
+                )
             render.answer_view(trace)
             if trace.failure() is not None:
                 render.notice(one_line(trace.failure()))
