@@ -385,13 +385,14 @@ def call_agent(
 ) -> tuple[ParsedReply, ModelCall]:
     """Call, parse, and on an unreadable reply call once more with a firmer instruction
     (`make_request(retry)`); what both calls cost is summed in the ModelCall."""
-    prompt_tokens = completion_tokens = 0
+    prompt_tokens = completion_tokens = prompt_cached = 0
     seconds = 0.0
     cached = True
     for retry in (False, True):
         generation = backend.generate(make_request(retry))
         prompt_tokens += generation.prompt_tokens
         completion_tokens += generation.completion_tokens
+        prompt_cached += cached_prompt_tokens(generation)
         seconds += generation.seconds
         cached = cached and generation.cached
         parsed = parse(generation.text)
@@ -405,8 +406,17 @@ def call_agent(
         seconds,
         cached,
         generation.label_logprobs,
+        prompt_cached,
     )
     return parsed, call
+
+
+def cached_prompt_tokens(generation) -> int:
+    """Prompt tokens the server did not read because its prompt cache held them (0 where it
+    does not say how many it read, or for a reply from cwread's own call cache)."""
+    if not generation.prefill_tokens or generation.cached:
+        return 0
+    return max(0, generation.prompt_tokens - generation.prefill_tokens)
 
 
 @dataclass(frozen=True)

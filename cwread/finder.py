@@ -123,6 +123,7 @@ class GenerativeFinder(_ChatFinder):
                 completion_tokens=call.completion_tokens + clue.completion_tokens,
                 seconds=call.seconds + clue.seconds,
                 cached=call.cached and clue.cached,
+                prompt_cached=call.prompt_cached + agents.cached_prompt_tokens(clue),
             )
         grounded = agents.ground(reason, paragraphs)
         return Verdict(

@@ -111,6 +111,9 @@ class ModelCall:
     seconds: float = 0.0
     cached: bool = False  # every attempt was answered from cwread's call cache
     label_logprobs: tuple[tuple[str, float], ...] = ()  # the last reply's, where the backend gives them
+    # prompt tokens the server took from its prompt cache rather than reading them (where it
+    # says how many it read: llama.cpp); 0 where it does not say
+    prompt_cached: int = 0
 
 
 NO_CALL = ModelCall()  # a verdict no model gave (training data, hand-made packets)
@@ -465,6 +468,9 @@ class Trace:
             "prompt": sum(c.prompt_tokens for c in calls),
             "completion": sum(c.completion_tokens for c in calls),
             "finder_prompt": sum(v.call.prompt_tokens for v in self.verdicts),
+            # of the prompt tokens, those the server's prompt cache held (a segment read before)
+            "prompt_cached": sum(c.prompt_cached for c in calls),
+            "finder_prompt_cached": sum(v.call.prompt_cached for v in self.verdicts),
         }
 
 

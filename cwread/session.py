@@ -98,16 +98,16 @@ class Session:
     ) -> FindResult:
         """Retrieve and segment: every paragraph lands in one ranked segment. `retrieval` ranks
         paragraphs by "fused" (BM25 and the dense embedder, by reciprocal rank), "bm25" or "dense";
-        a follow-up's queries add the turn it `follows`, joined to it."""
+        a follow-up is retrieved with the question of the turn it `follows` joined to it."""
         check_method(retrieval)
         budget = budget or make_budget()
         embedder = "none" if retrieval == "bm25" else self.embedder
         t0 = time.perf_counter()
         index = self.index(embedder, progress)
         t1 = time.perf_counter()
-        queries = build_queries(question.text, question.options or None)
-        if follows is not None:  # "why did she hide it?": who and what come from the last turn
-            queries.append(f"{follows.question} {question.text}")
+        # "why did she hide it?" says neither who nor what: the last question joined to it does
+        asked = question.text if follows is None else f"{follows.question} {question.text}"
+        queries = build_queries(asked, question.options or None)
         scores = paragraph_scores(index, queries, retrieval)
         segments = build_segments([len(p.text) for p in self.document.paragraphs], scores.tolist(), budget)
         t2 = time.perf_counter()

@@ -169,3 +169,29 @@ def test_finder_lora_gets_its_own_backend(tmp_path, monkeypatch):
                 backend="embedded", embedded=EmbeddedSettings(finder_lora=str(tmp_path / "missing.gguf"))
             )
         )
+
+
+def test_a_follow_up_reads_a_segment_read_before_from_llama_cpps_prompt_cache(story, cache_dir, no_ollama):
+    """The Finder's prompt puts the segment before the question, so a second question on the
+    same segments has llama.cpp read its own tail only; the trace counts what came from the cache."""
+    from cwread import api
+    from cwread.session import Conversation
+
+    book = api.open(str(story), settings=api.BackendSettings(backend="embedded"), use_cache=False)
+    conversation = Conversation(book)
+    options = {
+        "finding": api.FinderSettings(use="on"),
+        "answering": api.AnswerSettings(answer_mode="extractive"),
+        "budget": api.make_budget(read=2),
+    }
+    first = conversation.ask(api.make_question("What did the fishermen give Martha Quill?"), **options)
+    second = conversation.ask(api.make_question("Where did she keep it?"), **options)
+    assert second.follows is not None
+    shared = {(v.segment.start, v.segment.end): v.call for v in first.verdicts}
+    both = [(shared[key], v.call) for v in second.verdicts if (key := (v.segment.start, v.segment.end)) in shared]
+    assert both, "the follow-up read none of the first question's segments"
+    for before, after in both:
+        read_before = before.prompt_tokens - before.prompt_cached
+        read_after = after.prompt_tokens - after.prompt_cached
+        assert after.prompt_cached > 0 and read_after < read_before
+    assert second.tokens()["finder_prompt_cached"] > 0
