@@ -660,3 +660,13 @@ def test_an_internal_error_is_one_line_and_its_traceback_only_on_debug(capsys, s
     assert code == 70 and err.count("\n") == 1 and "internal error (ZeroDivisionError: bug)" in err
     code = main(["show", str(story), "1", "--debug"])
     assert code == 70 and "Traceback" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
+def test_a_timeout_that_never_ends_is_refused_in_one_line(capsys, story, cache_dir, monkeypatch, value):
+    monkeypatch.setenv("CWREAD_TIMEOUT", value)
+    code, _, err = run(capsys, "ask", str(story), "Who?", "--backend", "embedded")
+    assert code == 2 and err.count("\n") == 1 and "CWREAD_TIMEOUT must be a positive number" in err
+    monkeypatch.delenv("CWREAD_TIMEOUT")
+    code, _, err = run(capsys, "ask", str(story), "Who?", "--backend", "embedded", "--timeout", value)
+    assert code == 2 and err.count("\n") == 1 and "--timeout must be a positive number" in err

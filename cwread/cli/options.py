@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -262,8 +263,8 @@ def _settings(num_ctx=None, workers=None, timeout=None, gguf=None, finder_lora=N
     from cwread.backends.openai_compat import OpenAISettings
 
     for flag, value in (("--num-ctx", num_ctx), ("--workers", workers), ("--timeout", timeout)):
-        if value is not None and value <= 0:
-            raise InputError(f"{flag} must be a positive number")
+        if value is not None and (not math.isfinite(value) or value <= 0):
+            raise InputError(f"{flag} must be a positive number, not {value!r}")
     server = {key: values.pop(key) for key in ("base_url", "finder_base_url", "api_key") if key in values}
     return api.BackendSettings(
         num_ctx=num_ctx,
