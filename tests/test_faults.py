@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
@@ -670,3 +671,130 @@ def test_a_timeout_that_never_ends_is_refused_in_one_line(capsys, story, cache_d
     monkeypatch.delenv("CWREAD_TIMEOUT")
     code, _, err = run(capsys, "ask", str(story), "Who?", "--backend", "embedded", "--timeout", value)
     assert code == 2 and err.count("\n") == 1 and "--timeout must be a positive number" in err
+
+
+class _DrippingServer:
+    """A server on loopback that sends its headers at once and then its body a byte at a
+    time, a tenth of a second apart: every read succeeds, so no read timeout ever fires.
+    `drip_list`: the model list drips too (the probe), else only chat calls do."""
+
+    def __init__(self, drip_list: bool) -> None:
+        import http.server
+        import threading
+        import time
+
+        self.stop = threading.Event()
+
+        def drip(handler, body: bytes, slowly: bool) -> None:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(body) + (100_000 if slowly else 0)))
+            handler.end_headers()
+            if not slowly:
+                handler.wfile.write(body)
+                return
+            for _ in range(100_000):
+                if self.stop.is_set():
+                    return
+                handler.wfile.write(b" ")
+                handler.wfile.flush()
+                time.sleep(0.1)
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):  # /v1/models, /api/tags
+                models = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "test"}]}
+                models["models"] = [{"name": "m", "model": "m"}]
+                with suppress(OSError):  # the client gave up: the point of the test
+                    drip(self, json.dumps(models).encode(), drip_list)
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with suppress(OSError):
+                    drip(self, b"{}", True)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.host = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(params=[True, False], ids=["probe-drips", "call-drips"])
+def dripping_server(request):
+    server = _DrippingServer(drip_list=request.param)
+    yield server
+    server.close()
+
+
+def test_timeout_bounds_a_call_whose_reply_drips(capsys, story, cache_dir, dripping_server):
+    """--timeout bounds each call's whole time, whatever the server does: one line that says
+    the server answered but too slowly, naming it and the setting, exit 3."""
+    import time
+
+    started = time.monotonic()
+    code, _out, err = run(
+        capsys, "ask", str(story), "Who kept the lighthouse?", "--base-url", f"{dripping_server.host}/v1",
+        "--timeout", "2", "--no-cache", "--workers", "1",
+    )
+    assert time.monotonic() - started < 30  # not the minutes a byte-a-tenth reply would take
+    errors = [line for line in err.splitlines() if line.startswith("cwread: error:")]
+    assert code == 3 and len(errors) == 1, err
+    assert dripping_server.host in errors[0] and "too slow" in errors[0] and "--timeout" in errors[0]
+
+
+def test_timeout_bounds_an_ollama_call_whose_reply_drips(cache_dir, dripping_server):
+    from cwread import agents
+    from cwread.backends.ollama import OllamaBackend
+    from cwread.errors import ModelError
+    from cwread.records import Question
+
+    backend = OllamaBackend("m", host=dripping_server.host, timeout=2, structured=True)
+    with pytest.raises(ModelError, match="too slow"):  # the model list drips, or else the call
+        backend.available_models()
+        backend.generate(agents.finder_request(Question("q", "open"), 1, 1, "[1] a"))
+
+
+def test_ctrl_c_while_the_first_probe_hangs_exits_130_at_once(story, cache_dir):
+    """The models list never comes (a server that accepts and says nothing): Ctrl-C ends the
+    run at once, not when the probe times out."""
+    import signal
+    import socket
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted = threading.Event()
+    held = []
+
+    def accept() -> None:
+        with suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                held.append(conn)  # kept open, never answered
+                accepted.set()
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    proc = _cli("ask", str(story), "Who?", "--base-url", url, env={**os.environ, "CWREAD_CACHE_DIR": str(cache_dir)})
+    try:
+        assert accepted.wait(30), "the probe never came"
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=10)
+        assert time.monotonic() - sent < 2 and proc.returncode == 130, err
+        assert b"Traceback" not in err
+    finally:
+        proc.kill()
+        listener.close()
+        for conn in held:
+            conn.close()

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 DEFAULT_NUM_CTX = 8192  # tokens of context when neither the user nor the server gives one
 
@@ -113,6 +117,45 @@ def new_timeout(seconds: float):
     import httpx
 
     return httpx.Timeout(seconds, connect=CONNECT_TIMEOUT)
+
+
+DEADLINE_GRACE = 1.0  # seconds past a call's timeout before its deadline ends the wait
+
+
+class DeadlinePassed(Exception):
+    """A call ran past its whole-call deadline (see `within`)."""
+
+
+def within(seconds: float, call: Callable[[], T]) -> T:
+    """`call()`, given at most `seconds` (plus DEADLINE_GRACE) in all. An HTTP client's timeouts
+    bound each read, so a server that sends its headers and then a byte a second outlasts
+    them; here the call runs on a daemon thread, and past the deadline DeadlinePassed is
+    raised while the call is left to end on its own (its next read fails or times out).
+    Ctrl-C while waiting interrupts at once."""
+    outcome: dict[str, object] = {}
+    finished = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # handed to the waiting thread as it is
+            outcome["error"] = exc
+        finally:
+            finished.set()
+
+    threading.Thread(target=run, daemon=True, name="cwread-call").start()
+    if not finished.wait(seconds + DEADLINE_GRACE):
+        raise DeadlinePassed(seconds)
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]
+
+
+def too_slow_message(where: str, seconds: float) -> str:
+    return (
+        f"{where} answered but did not finish its reply within {seconds:.0f} s (the server is too slow); "
+        "raise --timeout (CWREAD_TIMEOUT) if it is only slow, or use a faster server or a smaller model"
+    )
 
 
 def timeout_message(where: str, seconds: float) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from cwread.backends import (
     DEFAULT_NUM_CTX,
     Capabilities,
+    DeadlinePassed,
     Generation,
     GenerationRequest,
     call_timeout,
@@ -26,6 +27,8 @@ from cwread.backends import (
     new_timeout,
     timeout_message,
     token_dicts,
+    too_slow_message,
+    within,
 )
 from cwread.backends.replies import json_reply_to_tags
 from cwread.errors import InputError, ModelError
@@ -116,7 +119,7 @@ class OllamaBackend:
         if self.model.partition(":")[2].endswith("trained"):
             return True
         try:
-            shown = self._client.show(self.model)
+            shown = within(self.timeout, lambda: self._client.show(self.model))
         except Exception as exc:
             raise self._errors(exc) from exc
         modelfile = getattr(shown, "modelfile", None) or ""
@@ -130,6 +133,8 @@ class OllamaBackend:
             if exc.status_code == 404 or "not found" in str(exc.error).lower():
                 return ModelError(f"Ollama has no model {self.model!r}: {modelfile_hint(self.model)}")
             return ModelError(f"Ollama failed on {self.model!r} (HTTP {exc.status_code}): {exc.error}")
+        if isinstance(exc, DeadlinePassed):
+            return ModelError(too_slow_message(f"Ollama at {self.host} ({self.model})", self.timeout))
         if isinstance(exc, httpx.TimeoutException):
             return ModelError(timeout_message(f"Ollama at {self.host} ({self.model})", self.timeout))
         if isinstance(exc, (ConnectionError, httpx.TransportError)):
@@ -155,14 +160,17 @@ class OllamaBackend:
         scoring = {"logprobs": True, "top_logprobs": OLLAMA_TOP_LOGPROBS} if request.label_scores else {}
         t0 = time.perf_counter()
         try:
-            response = self._client.chat(
-                model=self.model,
-                messages=[{"role": role, "content": content} for role, content in request.messages],
-                options=options,
-                format=request.schema if use_schema else None,
-                think=False,
-                stream=False,
-                **scoring,
+            response = within(
+                self.timeout,
+                lambda: self._client.chat(
+                    model=self.model,
+                    messages=[{"role": role, "content": content} for role, content in request.messages],
+                    options=options,
+                    format=request.schema if use_schema else None,
+                    think=False,
+                    stream=False,
+                    **scoring,
+                ),
             )
         except Exception as exc:  # mapped to one actionable message
             raise self._errors(exc) from exc
@@ -184,7 +192,7 @@ class OllamaBackend:
     def available_models(self) -> set[str]:
         """Names the server has (with and without the `:latest` tag); ModelError if unreachable."""
         try:
-            listed = self._client.list()
+            listed = within(self.timeout, self._client.list)
         except Exception as exc:
             raise self._errors(exc) from exc
         names: set[str] = set()

@@ -19,6 +19,7 @@ from cwread.backends import (
     DEFAULT_NUM_CTX,
     TOP_LOGPROBS,
     Capabilities,
+    DeadlinePassed,
     Generation,
     GenerationRequest,
     call_timeout,
@@ -27,6 +28,8 @@ from cwread.backends import (
     new_timeout,
     timeout_message,
     token_dicts,
+    too_slow_message,
+    within,
 )
 from cwread.backends.replies import json_reply_to_tags, json_schema_format
 from cwread.errors import InputError, ModelError
@@ -129,6 +132,8 @@ class OpenAIBackend:
         import openai
 
         where = f"the server at {self.base_url}"
+        if isinstance(exc, DeadlinePassed):
+            return ModelError(too_slow_message(where, waited))
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(timeout_message(where, waited))
         if isinstance(exc, openai.APIConnectionError):
@@ -147,10 +152,11 @@ class OpenAIBackend:
 
     def server_info(self) -> ServerInfo:
         """The server's models and, from llama-server's `/props`, its slots and context."""
+        waited = min(self.timeout or INFO_TIMEOUT, INFO_TIMEOUT)
         try:
-            listed = self._client.models.list()
+            listed = within(waited, self._client.models.list)
         except Exception as exc:
-            raise self._errors(exc) from exc
+            raise self._errors(exc, waited) from exc
         data = list(getattr(listed, "data", None) or [])
         models = tuple(str(m.id) for m in data)
         owned_by = str(getattr(data[0], "owned_by", "") or "") if data else ""
@@ -171,10 +177,10 @@ class OpenAIBackend:
     def _props(self) -> dict:
         root = self.base_url.removesuffix("/v1")
         try:
-            reply = self._http.get(f"{root}/props")
+            reply = within(INFO_TIMEOUT, lambda: self._http.get(f"{root}/props"))
             reply.raise_for_status()
             props = reply.json()
-        except Exception:  # an older server, or a proxy in front: go without its facts
+        except Exception:  # an older server, a proxy in front, a slow one: go without its facts
             return {}
         return props if isinstance(props, dict) else {}
 
@@ -203,15 +209,18 @@ class OpenAIBackend:
         )
         t0 = time.perf_counter()
         try:
-            response = self._client.chat.completions.create(
-                timeout=new_timeout(seconds),
-                model=self.model,
-                messages=[{"role": role, "content": content} for role, content in request.messages],
-                max_tokens=request.max_tokens,
-                temperature=request.temperature,
-                seed=request.seed,
-                extra_body=extra or None,
-                **kwargs,
+            response = within(
+                seconds,
+                lambda: self._client.chat.completions.create(
+                    timeout=new_timeout(seconds),
+                    model=self.model,
+                    messages=[{"role": role, "content": content} for role, content in request.messages],
+                    max_tokens=request.max_tokens,
+                    temperature=request.temperature,
+                    seed=request.seed,
+                    extra_body=extra or None,
+                    **kwargs,
+                ),
             )
         except Exception as exc:  # mapped to one actionable message
             raise self._errors(exc, seconds) from exc
