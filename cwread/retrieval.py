@@ -90,13 +90,19 @@ def open_index(document: Document, embedder: Embedder | None, progress: Progress
     return Index(document, lexical_index, dense, embedder, built)
 
 
+CHECK_ROWS = 65_536  # vectors checked for finiteness at a time (a whole book's check was a copy of it)
+
+
 def _load_vectors(path: Path, rows: int, dims: int) -> np.ndarray | None:
-    """The cached paragraph vectors, or None unless they are `rows` x `dims` finite floats."""
+    """The cached paragraph vectors, memory-mapped, or None unless they are `rows` x `dims`
+    finite floats."""
     try:
-        vectors = np.load(path, allow_pickle=False)
+        vectors = np.load(path, allow_pickle=False, mmap_mode="r")
     except (OSError, ValueError):
         return None
-    if vectors.ndim != 2 or vectors.shape != (rows, dims) or not np.isfinite(vectors).all():
+    if vectors.ndim != 2 or vectors.shape != (rows, dims):
+        return None
+    if not all(np.isfinite(vectors[i : i + CHECK_ROWS]).all() for i in range(0, rows, CHECK_ROWS)):
         return None
     return vectors
 
