@@ -107,3 +107,35 @@ def test_the_mcp_command_refuses_a_root_that_is_not_a_folder(capsys, tmp_path):
 
     code, _, err = run(capsys, "mcp", "--root", str(tmp_path / "nope"))
     assert code == 2 and "no such folder" in err
+
+
+def test_the_roots_hold_against_every_way_out(tmp_path):
+    """Books.resolve, the one gate every tool goes through: standard input, `..`, an absolute
+    path elsewhere, a symlink out (of a file or of a folder), a folder, a FIFO."""
+    from cwread import api
+    from cwread.errors import InputError
+    from cwread.mcp_server import Books, ServerSettings
+
+    root, elsewhere = tmp_path / "books", tmp_path / "elsewhere"
+    (root / "sub").mkdir(parents=True)
+    elsewhere.mkdir()
+    (root / "sub" / "ok.txt").write_text("A book.\n", encoding="utf-8")
+    (elsewhere / "secret.txt").write_text("Not yours.\n", encoding="utf-8")
+    (root / "door").symlink_to(elsewhere, target_is_directory=True)
+    os.mkfifo(root / "pipe")
+    books = Books(ServerSettings((root,), api.BackendSettings(), "minilm-static"))
+
+    assert books.resolve("sub/ok.txt") == (root / "sub" / "ok.txt").resolve()
+    assert books.resolve("sub/../sub/ok.txt") == (root / "sub" / "ok.txt").resolve()
+    for bad, why in [
+        ("-", "standard input"),
+        ("", "standard input"),
+        ("../elsewhere/secret.txt", "outside"),
+        (str(elsewhere / "secret.txt"), "outside"),
+        ("door/secret.txt", "outside"),
+        ("sub", "not a file"),
+        ("pipe", "not a file"),
+        ("missing.txt", "no such book"),
+    ]:
+        with pytest.raises(InputError, match=why):
+            books.resolve(bad)
