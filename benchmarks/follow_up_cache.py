@@ -30,6 +30,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--book", default=str(MOONSTONE))
     parser.add_argument("--gguf", help="the model (default: the embedded SmolLM2-135M)")
+    parser.add_argument("--base-url", help="an OpenAI-compatible server instead (llama-server: serve_gguf.py)")
     parser.add_argument("--read", type=int, default=6, help="segments each question's Finder reads")
     parser.add_argument("--out", help="also write the table here")
     args = parser.parse_args()
@@ -37,9 +38,14 @@ def main() -> int:
         os.environ["CWREAD_CACHE_DIR"] = cache
         from cwread import api
         from cwread.backends.embedded import EmbeddedSettings
+        from cwread.backends.openai_compat import OpenAISettings
         from cwread.session import Conversation
 
-        settings = api.BackendSettings(backend="embedded", embedded=EmbeddedSettings(gguf=args.gguf))
+        settings = (
+            api.BackendSettings(backend="openai", openai=OpenAISettings(base_url=args.base_url))
+            if args.base_url
+            else api.BackendSettings(backend="embedded", embedded=EmbeddedSettings(gguf=args.gguf))
+        )
         session = api.open(args.book, settings=settings, use_cache=False)
         conversation = Conversation(session)
         options = {
@@ -61,7 +67,8 @@ def main() -> int:
             if (v.segment.start, v.segment.end) in read_first]
     model = second.models["finder"]
     lines = [
-        f"python benchmarks/follow_up_cache.py --read {args.read}{' --gguf ' + Path(args.gguf).name if args.gguf else ''} "
+        f"python benchmarks/follow_up_cache.py --read {args.read}{' --gguf ' + Path(args.gguf).name if args.gguf else ''}"
+        f"{' --base-url ' + args.base_url if args.base_url else ''} "
         f"({platform.machine()}, {os.cpu_count()} CPUs; {model}; the Finder on, cwread's call cache off)",
         "",
         f"first: {FIRST!r} ({t1 - t0:.1f} s); follow-up: {FOLLOW_UP!r} ({t2 - t1:.1f} s), "

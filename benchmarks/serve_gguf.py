@@ -24,6 +24,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=2, help="slots: calls served at once")
     parser.add_argument("--ctx", type=int, default=16384, help="context in tokens, for all slots together")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--slot-prompt-similarity",
+        type=float,
+        default=0.9,
+        help="llama-server's -sps: below it a slot's state goes to the prompt cache and the best match "
+        "is loaded (0.9: a follow-up takes segments read before from the cache; llama.cpp's default 0.1)",
+    )
     parser.add_argument("--lora", type=Path, help="a LoRA adapter GGUF applied to every call (llama-server --lora)")
     args = parser.parse_args(argv)
     for path in (args.gguf, args.lora):
@@ -41,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     params.cpuparams_batch.n_threads = args.threads
     params.verbosity = -1
     params.warmup = False
+    params.slot_prompt_similarity = args.slot_prompt_similarity
     params.port = args.port
     params.hostnames = [args.host]
     if args.lora:

@@ -31,6 +31,7 @@ from cwread.errors import InputError, ModelError
 # a dropped xllamacpp server can hang the process on exit, so servers are never let go.
 _SERVERS: dict[tuple[str, int, str], object] = {}
 _SERVERS_LOCK = threading.Lock()
+SLOT_PROMPT_SIMILARITY = 0.9
 LORA_ELSEWHERE = {
     "ollama": "--finder-lora applies to the embedded backend; with Ollama, put the adapter in a "
     "Modelfile (ADAPTER) and pass --finder-model",
@@ -122,6 +123,12 @@ def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
     params.cpuparams_batch.n_threads = threads
     params.verbosity = -1
     params.warmup = False
+    # A new prompt goes on in the slot's state only when it shares 90% of it; else that state is
+    # kept in the host-memory prompt cache and the best match loaded from it. At llama.cpp's
+    # 0.1, a Finder prompt sharing just the instructions with the last one went on in place,
+    # so a follow-up read a segment read before in full (the 1.5B: 0.98 of the first read,
+    # 0.15 at 0.9; benchmarks/follow_up_cache.py)
+    params.slot_prompt_similarity = SLOT_PROMPT_SIMILARITY
     if lora is not None:
         adapter = xllamacpp.CommonAdapterLoraInfo()
         adapter.path = str(lora)
