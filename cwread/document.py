@@ -37,7 +37,7 @@ DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 _BINARY_SIGNATURES = {
     b"%PDF": "a PDF; convert it to plain text first (e.g. `pdftotext FILE out.txt`)",
-    b"PK\x03\x04": "a ZIP archive (EPUB or DOCX?); extract or convert it to plain text first",
+    b"PK\x03\x04": "a ZIP archive but not an EPUB (a DOCX?); convert it to plain text first",
     b"\x1f\x8b": "gzip-compressed; decompress it first (`gunzip`)",
     b"\x7fELF": "a program, not a text",
     b"\x89PNG": "an image, not a text",
@@ -405,14 +405,27 @@ def load_document(path: str, encoding: str | None = None, max_bytes: int | None 
         max_bytes = _max_bytes_from_env()
     data = read_bytes(path, max_bytes)
     name = "standard input" if path == "-" else path
-    return document_from_bytes(data, name, encoding)
+    return document_from_bytes(data, name, encoding, max_bytes)
 
 
-def document_from_bytes(data: bytes, name: str, encoding: str | None = None) -> Document:
-    """Build a Document from raw bytes (the core of `load_document`)."""
+def document_from_bytes(
+    data: bytes, name: str, encoding: str | None = None, max_bytes: int | None = None
+) -> Document:
+    """Build a Document from raw bytes (the core of `load_document`): a plain text, an HTML
+    file or an EPUB (cwread.ebook: its blocks become the paragraphs; `max_bytes` bounds
+    what an EPUB expands to)."""
+    from cwread import ebook
+
     if not data.strip():
         raise InputError(f"{name} is empty")
-    text, used, replaced = decode(data, encoding, name)
+    if ebook.is_epub(data, name):
+        limit = max_bytes or _max_bytes_from_env()
+        text = ebook.epub_text(data, name, limit, lambda raw, where: decode(raw, None, where)[0])
+        used, replaced = "epub", 0
+    else:
+        text, used, replaced = decode(data, encoding, name)
+        if ebook.looks_like_html(text, name):
+            text, used = ebook.html_text(text), f"html ({used})"
     paragraphs = parse_paragraphs(text)
     if not paragraphs:
         raise InputError(f"{name} is empty (only whitespace)")

@@ -1,0 +1,141 @@
+"""EPUB and HTML books: their blocks become numbered paragraphs, and hostile archives are
+refused in one line (exit 2), with nothing of them written to disk."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+
+from cwread import api
+from tests.conftest import run
+
+CONTAINER = """<?xml version="1.0"?>
+<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">
+  <rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/></rootfiles>
+</container>"""
+OPF = """<?xml version="1.0" encoding="utf-8"?>
+{doctype}<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="id">
+  <metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>{title}</dc:title></metadata>
+  <manifest>
+    <item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>
+    <item id="c2" href="text/chapter%202.xhtml" media-type="application/xhtml+xml"/>
+    <item id="c1" href="text/chapter1.xhtml" media-type="application/xhtml+xml"/>
+    <item id="css" href="style.css" media-type="text/css"/>
+  </manifest>
+  <spine><itemref idref="c1"/><itemref idref="c2"/></spine>
+</package>"""
+CHAPTER1 = """<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE html>
+<html xmlns="http://www.w3.org/1999/xhtml"><head><title>One</title><style>p {{ color: red }}</style></head>
+<body><nav><ol><li>Contents: skip me</li></ol></nav>
+<h1>Chapter One</h1>
+<p>Martha Quill kept the light&shy;house on Gannet Rock &amp; never let the lamp go dark.</p>
+<p>The fishermen gave her a silver medal,<br/>which she kept in a biscuit tin.</p>
+<script>var secret = "not text";</script>
+<blockquote><p>&#8220;Keep the lamp lit,&#8221; said her father.</p></blockquote>
+</body></html>"""
+CHAPTER2 = """<html xmlns="http://www.w3.org/1999/xhtml"><body>
+<h2>Chapter Two</h2><div>Her cat, a grey tom called Admiral, slept on the lamp.</div>
+</body></html>"""
+
+
+def make_epub(path, *, opf=None, extra=(), chapters=None, mimetype_first=True):
+    with zipfile.ZipFile(path, "w") as z:
+        if mimetype_first:
+            z.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        z.writestr("META-INF/container.xml", CONTAINER)
+        z.writestr("OEBPS/content.opf", opf or OPF.format(doctype="", title="The Keeper"))
+        z.writestr("OEBPS/nav.xhtml", "<html><body><nav>Contents</nav></body></html>")
+        for name, body in (chapters or {"OEBPS/text/chapter1.xhtml": CHAPTER1, "OEBPS/text/chapter 2.xhtml": CHAPTER2}).items():
+            z.writestr(name, body, compress_type=zipfile.ZIP_DEFLATED)
+        for name, body in extra:
+            z.writestr(name, body, compress_type=zipfile.ZIP_DEFLATED)
+    return path
+
+
+def test_an_epub_is_read_in_spine_order_block_by_block(capsys, tmp_path, cache_dir):
+    book = make_epub(tmp_path / "keeper.epub")
+    code, out, _ = run(capsys, "show", str(book), "1-6", "--json")
+    texts = [p["text"] for p in json.loads(out)["paragraphs"]]
+    assert code == 0 and texts == [
+        "Chapter One",
+        "Martha Quill kept the lighthouse on Gannet Rock & never let the lamp go dark.",
+        "The fishermen gave her a silver medal, which she kept in a biscuit tin.",
+        "\u201cKeep the lamp lit,\u201d said her father.",
+        "Chapter Two",
+        "Her cat, a grey tom called Admiral, slept on the lamp.",
+    ]
+    assert json.loads(out)["document"]["encoding"] == "epub"
+    again = api.open_document(str(make_epub(tmp_path / "again.epub")))
+    assert again.fingerprint == api.open_document(str(book)).fingerprint  # stable for the same text
+
+
+def test_a_question_on_an_epub_quotes_its_paragraphs(capsys, tmp_path, cache_dir, scripted):
+    from cwread.backends.scripted import ScriptedBackend
+    from tests.scripted_replies import smart_interpreter
+
+    scripted.interpreter = ScriptedBackend(default=smart_interpreter)
+    book = make_epub(tmp_path / "keeper.epub")
+    code, out, _ = run(capsys, "ask", str(book), "What was the cat called?", "--backend", "scripted", "--json")
+    trace = json.loads(out)
+    assert code == 0 and trace["answer"] == "Admiral" and trace["citations"] == [6]
+    paragraph = api.show(api.open_document(str(book)), "6")[0].text
+    for quote in trace["quotes"]:
+        assert paragraph[quote["start"] : quote["end"]] == quote["quote"]
+
+
+def test_an_html_file_is_read_block_by_block(capsys, tmp_path, cache_dir):
+    page = tmp_path / "page.html"
+    page.write_text(CHAPTER1, encoding="utf-8")
+    code, out, _ = run(capsys, "show", str(page), "1-4", "--json")
+    texts = [p["text"] for p in json.loads(out)["paragraphs"]]
+    assert code == 0 and texts[0] == "Chapter One" and "var secret" not in " ".join(texts)
+    assert "Contents: skip me" not in " ".join(texts)
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("bomb", "zip bomb"),
+        ("entities", "declares XML entities"),
+        ("escape", "outside the book"),
+        ("drm", "DRM-encrypted"),
+        ("empty", "no readable text"),
+    ],
+)
+def test_a_hostile_epub_is_refused_in_one_line(capsys, tmp_path, cache_dir, monkeypatch, case, message):
+    book = tmp_path / f"{case}.epub"
+    if case == "bomb":  # 2 MB of zeros, deflated to a few KB, against a 1 MB limit
+        monkeypatch.setenv("CWREAD_MAX_BYTES", "1000000")
+        make_epub(book, extra=[("OEBPS/zeros.bin", b"\0" * 2_000_000)])
+    elif case == "entities":
+        laughs = '<!DOCTYPE package [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]>\n'
+        make_epub(book, opf=OPF.format(doctype=laughs, title="&lol2;"))
+    elif case == "escape":
+        make_epub(book, extra=[("../../evil.xhtml", "<p>out</p>")])
+    elif case == "drm":
+        encryption = (
+            '<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+            'xmlns:enc="http://www.w3.org/2001/04/xmlenc#"><enc:EncryptedData><enc:CipherData>'
+            '<enc:CipherReference URI="OEBPS/text/chapter1.xhtml"/></enc:CipherData></enc:EncryptedData></encryption>'
+        )
+        make_epub(book, extra=[("META-INF/encryption.xml", encryption)])
+    else:
+        make_epub(book, chapters={"OEBPS/text/chapter1.xhtml": "<html><body><script>x</script></body></html>"})
+    files_before = set(tmp_path.rglob("*"))
+    code, _, err = run(capsys, "show", str(book), "1")
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+    assert set(tmp_path.rglob("*")) - files_before <= {p for p in tmp_path.rglob("*") if "cache" in p.parts}
+
+
+def test_obfuscated_fonts_are_no_drm(capsys, tmp_path, cache_dir):
+    encryption = (
+        '<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+        'xmlns:enc="http://www.w3.org/2001/04/xmlenc#"><enc:EncryptedData><enc:CipherData>'
+        '<enc:CipherReference URI="OEBPS/fonts/serif.otf"/></enc:CipherData></enc:EncryptedData></encryption>'
+    )
+    book = make_epub(tmp_path / "fonts.epub", extra=[("META-INF/encryption.xml", encryption)])
+    code, out, _ = run(capsys, "show", str(book), "1")
+    assert code == 0 and "Chapter One" in out
