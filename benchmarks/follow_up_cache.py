@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from publish import publish  # benchmarks/, beside this script
+
 REPO = Path(__file__).resolve().parent.parent
 MOONSTONE = REPO.parent / "shared" / "data" / "novels" / "the_moonstone.txt"
 FIRST = "Why did Rosanna Spearman hide the nightgown?"
@@ -94,10 +96,7 @@ def main() -> int:
         f"the follow-up's trace: finder_prompt {second.tokens()['finder_prompt']:,}, "
         f"finder_prompt_cached {second.tokens()['finder_prompt_cached']:,}",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+    publish(lines, args.out)
     return 0
 
 

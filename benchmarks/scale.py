@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from publish import publish  # benchmarks/, beside this script
+
 REPO = Path(__file__).resolve().parent.parent
 CASES = {
     "line6": ("one line, 6 MB", lambda f: _one_line(f, 6_000_000)),
@@ -91,10 +93,7 @@ def main() -> int:
             )
             print(lines[-1], f"({time.perf_counter() - t0:.0f} s with start-up)", file=sys.stderr)
             path.unlink()
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+    publish(lines, args.out)
     return 0
 
 

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from publish import publish  # benchmarks/, beside this script
+
 REPO = Path(__file__).resolve().parent.parent
 MOONSTONE = REPO.parent / "shared" / "data" / "novels" / "the_moonstone.txt"
 
@@ -87,10 +89,7 @@ def main() -> int:
         f"session / one-call: {total_session / total_single:.2f} ({total_single / total_session:.1f}x faster); "
         f"answers {'all the same' if same else 'DIFFER'}",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+    publish(lines, args.out)
     return 0 if same else 1
 
 
