@@ -75,7 +75,7 @@ def _click_types(name: str) -> tuple[type[BaseException], ...]:
 app = typer.Typer(
     name="cwread",
     help=(
-        "Read long plain-text narratives with numbered paragraphs: show them, find the "
+        "Read long narratives (text, HTML, EPUB) with numbered paragraphs: show them, find the "
         "passages a question needs, and (with a model) answer with [N] citations.\n\n"
         "Exit codes: 0 ok, 1 claim FALSE, 2 usage/input error, 3 model/backend/cache failure, "
         "4 no answer (not determined from the text, or unparseable), 70 internal error, "

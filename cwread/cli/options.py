@@ -38,7 +38,7 @@ def _listed(names) -> str:
 
 Book = Annotated[
     str,
-    typer.Argument(help="Plain-text file to read; - reads standard input.", show_default=False),
+    typer.Argument(help="The book: a text, HTML or EPUB file; - reads standard input.", show_default=False),
 ]
 QuestionArg = Annotated[str, typer.Argument(help="The question.", show_default=False)]
 JsonFlag = Annotated[
