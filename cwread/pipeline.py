@@ -13,9 +13,8 @@ from cwread import agents, extractive, grounding
 from cwread.backends import Backend, label
 from cwread.backends.select import Selection
 from cwread.document import Document, Evidence, Passage
-from cwread.embedders import Embedder, load_embedder
+from cwread.embedders import load_embedder
 from cwread.finder import Finder, make_finder, read_segments, reading_budget
-from cwread.finder_budget import ReadingBudget
 from cwread.interpreter import interpret, packet_fits
 from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
 from cwread.packing import pack
@@ -94,12 +93,6 @@ def _finder_skip_reason(use: str, finder: Backend) -> str | None:
     return None
 
 
-def sentence_ranker(found: FindResult, embedder: Embedder | None) -> grounding.Rank:
-    """How extractive answers rank sentences for this retrieval: by the book's rarity of the
-    question's words and by the retrieval's embedder (see cwread.extractive)."""
-    return extractive.sentence_ranker(found.document, embedder)
-
-
 @dataclass(frozen=True)
 class Reading:
     """What the Finder stage produced: its verdicts, what it left unread, and the segments
@@ -119,23 +112,22 @@ def answer(
     progress: Progress | None = None,
     finder: Finder | None = None,
     rank: grounding.Rank | None = None,
-    reading: ReadingBudget | None = None,
     plan: Plan | None = None,
     follows: Turn | None = None,
 ) -> Trace:
     """Plan (`make_plan`); the Finder reads `found.read`; pack, interpret, self-check, decide.
 
     Given a `packet` (ablations, baselines), the Finder and packing are skipped. `finder`
-    replaces the judge `finding` would choose; `rank` ranks sentences (default: as
-    `sentence_ranker`); `reading`: the Finder's token budget; `plan`: made by the caller;
+    replaces the judge `finding` would choose; `rank` ranks sentences (default: the book's word
+    rarity and the retrieval's embedder, cwread.extractive); `plan`: made by the caller;
     `follows`: the earlier turn a follow-up leans on, shown to the Interpreter as conversation."""
     finding = finding or FinderSettings()
     question, interpreter = found.question, selection.interpreter
     plan = plan or make_plan(question, selection, answering, finding, packet is not None, finder)
     if rank is None and (question.kind == "open" or not plan.verdict):  # open answers, shown evidence
-        rank = sentence_ranker(found, load_embedder(found.embedder))
+        rank = extractive.sentence_ranker(found.document, load_embedder(found.embedder))
     t0 = time.perf_counter()
-    read = _read(found, plan, finding, finder or make_finder(finding, selection.finder), reading, progress)
+    read = _read(found, plan, finding, finder or make_finder(finding, selection.finder), progress)
     seconds = {"finder": round(time.perf_counter() - t0, 3)}
     if packet is None:
         fits = lambda evidence: packet_fits(interpreter, question, evidence)  # noqa: E731
@@ -165,7 +157,6 @@ def _read(
     plan: Plan,
     finding: FinderSettings,
     finder: Finder,
-    reading: ReadingBudget | None,
     progress: Progress | None,
 ) -> Reading:
     """The Finder stage as planned: the Finder reads within its token budget; a skipped one is
@@ -174,7 +165,7 @@ def _read(
         return Reading((), None, ())
     if plan.evidence == "all-read":
         return Reading((), None, tuple(Verdict(s, "YES", "") for s in found.read))
-    reading = reading or reading_budget(finding, finder)
+    reading = reading_budget(finding, finder)
     verdicts = read_segments(
         finder, found.document, found.read, found.question, reading, finding.keep_threshold, progress
     )

@@ -17,7 +17,7 @@ from cwread import agents, extractive, grounding, pipeline
 from cwread.backends.select import BackendSettings, Selection, select_backends, with_call_cache
 from cwread.document import Document
 from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
-from cwread.finder import Finder, make_finder, reading_budget
+from cwread.finder import Finder, make_finder
 from cwread.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.progress import Progress
 from cwread.records import AnswerSettings, FinderSettings, FindResult, Plan, Question, Trace, Turn
@@ -145,14 +145,13 @@ class Session:
         leans on (see Conversation)."""
         finding = finding or FinderSettings()
         selection = self.selection(notice)  # first: a bad setting or a missing server is told before any work
-        judge = finder or make_finder(finding, selection.finder)
+        judge = finder or make_finder(finding, selection.finder)  # a judge it cannot run: told before any work
         plan = pipeline.make_plan(question, selection, answering, finding, finder=finder)
         found = self.find(question, budget, retrieval, progress, follows)
         if notice:
             for line in small_model_notices(question, answering or AnswerSettings(), plan, selection):
                 notice(line)
         rank = self.ranker(found.embedder) if question.kind == "open" or not plan.verdict else None
-        reading = reading_budget(finding, judge) if plan.finder else None
         return pipeline.answer(
             found,
             selection,
@@ -161,7 +160,6 @@ class Session:
             progress=progress,
             finder=judge,
             rank=rank,
-            reading=reading,
             plan=plan,
             follows=follows,
         )
