@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from cwread import grounding
 from cwread.backends import Backend, GenerationRequest
-from cwread.document import Evidence, Passage
+from cwread.document import LABEL, SOURCE_NAME, Evidence, Passage
 from cwread.grounding import neutralise, sentence_spans
 from cwread.records import Forged, ModelCall, Question, Quote, Turn
 
@@ -83,13 +83,38 @@ def question_block(question: Question) -> str:
 
 def shown_evidence(paragraphs: Evidence) -> list[Passage]:
     """The paragraphs as an agent is shown them: the book's tags and bracketed numbers defused."""
-    return [Passage(pid, neutralise(text)) for pid, text in paragraphs]
+    return [Passage(p[0], neutralise(p[1]), *p[2:]) for p in paragraphs]
+
+
+def shown_ids(paragraphs: Evidence) -> dict[str, int]:
+    """The label each paragraph is shown under, and its id."""
+    return {Passage(*p).shown_id: p[0] for p in paragraphs}
+
+
+def names_files(paragraphs: Evidence) -> bool:
+    """Whether the evidence comes from a book of several files (its labels are `name:N`)."""
+    return any(":" in Passage(*p).shown_id for p in paragraphs)
 
 
 def evidence_block(paragraphs: Evidence) -> str:
-    """The evidence, delimited, each paragraph under its own id only (see `shown_evidence`)."""
-    body = "\n\n".join(f"[{pid}] {text}" for pid, text in shown_evidence(paragraphs))
-    return f"<evidence>\n{body}\n</evidence>"
+    """The evidence, delimited, each paragraph under its own label only (see `shown_evidence`);
+    in a book of several files, a line first says that a label names the file."""
+    shown = shown_evidence(paragraphs)
+    body = "\n\n".join(f"[{p.shown_id}] {p.text}" for p in shown)
+    note = ""
+    if names_files(shown):
+        example = shown[0].shown_id
+        note = (
+            f"(The book is in several files: a paragraph's number names its file, like [{example}]. "
+            "Cite paragraphs exactly as they are numbered here.)\n"
+        )
+    return f"{note}<evidence>\n{body}\n</evidence>"
+
+
+def span_title(paragraphs: Evidence) -> str:
+    """The first and last paragraph of a segment as shown: "12-16", or "ch03:12-16"."""
+    first, last = Passage(*paragraphs[0]).shown_id, Passage(*paragraphs[-1]).shown_id
+    return first if first == last else f"{first}-{last.rpartition(':')[2]}"
 
 
 def _literal(value: str) -> str:
@@ -105,12 +130,12 @@ def _quote_rules(evidence: Evidence, max_items: int) -> list[str]:
     (or clause) of paragraph N as shown, joined by a few connecting words."""
     items = []
     rules = []
-    for pid, text in shown_evidence(evidence):
-        sentences = sorted({text[s:e] for s, e in sentence_spans(text)})
+    for p in shown_evidence(evidence):
+        sentences = sorted({p.text[s:e] for s, e in sentence_spans(p.text)})
         if not sentences:
             continue
-        items.append(f'"[{pid}] \\"" q{pid} "\\""')
-        rules.append(f"q{pid} ::= {_literal_alternatives(sentences)}")
+        items.append(f'"[{p.shown_id}] \\"" q{p.id} "\\""')  # a label needs no escaping
+        rules.append(f"q{p.id} ::= {_literal_alternatives(sentences)}")
     if not items:
         return [f"reason ::= {_literal('No evidence was given.')}"]
     head = f"item (sep item){{0,{max_items - 1}}}" if max_items > 1 else "item"
@@ -154,9 +179,12 @@ def answer_grammar(
     return "\n".join([root, *reason, answer])
 
 
-def answer_schema(kind: str, labels: list[str] | None = None, finder: bool = False) -> dict:
+def answer_schema(
+    kind: str, labels: list[str] | None = None, finder: bool = False, evidence: Evidence | None = None
+) -> dict:
     """The same contract as a JSON schema, for backends with structured output (Ollama):
-    the quotes as an array of {id, quote}, checked against the book after the reply."""
+    the quotes as an array of {id, quote}, checked against the book after the reply (in a
+    book of several files, the id is one of the labels shown, "ch03:12")."""
     if finder:
         answer: dict = {"type": "string", "enum": ["YES", "NO"]}
     elif kind == "mcq":
@@ -165,11 +193,7 @@ def answer_schema(kind: str, labels: list[str] | None = None, finder: bool = Fal
         answer = {"type": "string", "enum": ["TRUE", "FALSE"]}
     else:
         answer = {"type": "string"}
-    quote = {
-        "type": "object",
-        "properties": {"id": {"type": "integer"}, "quote": {"type": "string"}},
-        "required": ["id", "quote"],
-    }
+    quote = _quote_schema(evidence)
     return {
         "type": "object",
         "properties": {
@@ -177,6 +201,17 @@ def answer_schema(kind: str, labels: list[str] | None = None, finder: bool = Fal
             "answer": answer,
         },
         "required": ["quotes", "answer"],
+    }
+
+
+def _quote_schema(evidence: Evidence | None) -> dict:
+    ident: dict = {"type": "integer"}
+    if evidence and names_files(evidence):
+        ident = {"type": "string", "enum": list(shown_ids(evidence))}
+    return {
+        "type": "object",
+        "properties": {"id": ident, "quote": {"type": "string"}},
+        "required": ["id", "quote"],
     }
 
 
@@ -227,7 +262,8 @@ def finder_request(
     quote after it, on the same (cached) prompt.
     """
     evidence = paragraphs if paragraphs is not None else _split_marked(segment_text)
-    parts = [f"Segment (paragraphs {start}-{end}):\n{evidence_block(evidence)}", question_block(question)]
+    title = span_title(evidence) if evidence else f"{start}-{end}"
+    parts = [f"Segment (paragraphs {title}):\n{evidence_block(evidence)}", question_block(question)]
     if question_first:
         parts.reverse()
     user = "\n\n".join([*parts, _DECISION_REPLY if decision_first else _QUOTE_FIRST_REPLY])
@@ -239,7 +275,7 @@ def finder_request(
         max_tokens = DECISION_MAX_TOKENS
     else:
         grammar = answer_grammar(question.kind, finder=True, evidence=evidence)
-        schema = answer_schema(question.kind, finder=True)
+        schema = answer_schema(question.kind, finder=True, evidence=evidence)
         max_tokens = FINDER_MAX_TOKENS
     return GenerationRequest(
         messages=(("system", FINDER_SYSTEM), ("user", user)),
@@ -256,11 +292,7 @@ def clue_request(decision: GenerationRequest, reply: str, evidence: Evidence) ->
     prompt cache reads only the new turn). The quote is held to the segment's sentences as in
     the quote-first reply."""
     rules = _quote_rules(evidence, 1)
-    quote = {
-        "type": "object",
-        "properties": {"id": {"type": "integer"}, "quote": {"type": "string"}},
-        "required": ["id", "quote"],
-    }
+    quote = _quote_schema(evidence)
     return GenerationRequest(
         messages=(*decision.messages, ("assistant", reply), ("user", CLUE_REQUEST)),
         max_tokens=FINDER_MAX_TOKENS,
@@ -319,7 +351,7 @@ def interpreter_request(
         messages=(("system", SELF_CHECK_SYSTEM if previous else INTERPRETER_SYSTEM), ("user", user)),
         max_tokens=INTERPRETER_MAX_TOKENS,
         grammar=answer_grammar(question.kind, question.labels, evidence=evidence),
-        schema=answer_schema(question.kind, question.labels),
+        schema=answer_schema(question.kind, question.labels, evidence=evidence),
         seed=1 if retry else 0,
         repeat_penalty=REPEAT_PENALTY,
     )
@@ -426,7 +458,7 @@ class Grounded:
 
     quotes: tuple[Quote, ...]
     forged: tuple[Forged, ...]
-    dropped: tuple[int, ...]
+    dropped: tuple[str, ...]
 
     @property
     def cited(self) -> tuple[int, ...]:
@@ -435,9 +467,10 @@ class Grounded:
 
 def ground(reason: str, paragraphs: Evidence) -> Grounded:
     """Check `reason`'s quotes and citations against `paragraphs` as the agent saw them."""
-    shown = dict(shown_evidence(paragraphs))
-    quotes, forged = grounding.find_quotes(reason, shown, dict(paragraphs))
-    _, dropped = split_citations(reason, {pid for pid, _ in paragraphs})
+    ids = shown_ids(paragraphs)
+    shown = {p[0]: p[1] for p in shown_evidence(paragraphs)}
+    quotes, forged = grounding.find_quotes(reason, shown, {p[0]: p[1] for p in paragraphs}, ids)
+    _, dropped = split_citations(reason, ids)
     return Grounded(tuple(quotes), tuple(forged), tuple(dropped))
 
 
@@ -460,28 +493,43 @@ def normalise_letter(raw: str, labels: list[str]) -> str | None:
     return None
 
 
-_CITATION = re.compile(r"\[\s*(\d+(?:\s*(?:-|–|,)\s*\d+)*)\s*\]")
+_CITATION = re.compile(rf"\[\s*({LABEL}(?:\s*[-–,]\s*{LABEL})*)\s*\]")
+_CITED_PART = re.compile(rf"(?:({SOURCE_NAME})\s*:\s*)?(\d+)(?:\s*[-–]\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+))?")
+
+
+def cited_labels(text: str) -> list[str]:
+    """Paragraph labels cited as [12], [12, 14], [12-14] or [ch03:12-14], in order of first
+    mention (a range of more than 50, or across files, is its ends alone)."""
+    labels: list[str] = []
+    for m in _CITATION.finditer(text or ""):
+        for part in re.split(r"\s*,\s*", m.group(1)):
+            cited = _CITED_PART.fullmatch(part)
+            if cited is None:
+                continue
+            name, lo, end_name, hi = cited.groups()
+            prefix = f"{name}:" if name else ""
+            lo_n = int(lo)
+            hi_n = int(hi) if hi is not None else lo_n
+            if end_name is not None and end_name != name:
+                found = [f"{prefix}{lo_n}", f"{end_name}:{hi_n}"]
+            else:
+                found = [f"{prefix}{n}" for n in range(lo_n, (hi_n if lo_n <= hi_n <= lo_n + 50 else lo_n) + 1)]
+            labels += [label for label in found if label not in labels]
+    return labels
 
 
 def extract_citations(text: str) -> list[int]:
-    """Paragraph ids cited as [12], [12, 14] or [12-14], in order of first mention."""
-    ids: list[int] = []
-    for m in _CITATION.finditer(text or ""):
-        for part in re.split(r"\s*,\s*", m.group(1)):
-            bounds = re.split(r"\s*[-–]\s*", part)
-            lo, hi = int(bounds[0]), int(bounds[-1])
-            if hi < lo or hi - lo > 50:
-                hi = lo
-            for pid in range(lo, hi + 1):
-                if pid not in ids:
-                    ids.append(pid)
-    return ids
+    """Paragraph ids cited as [12], [12, 14] or [12-14] (a single file's), in order of first
+    mention."""
+    return [int(label) for label in cited_labels(text) if label.isdigit()]
 
 
-def split_citations(text: str, shown: set[int]) -> tuple[list[int], list[int]]:
-    """(citations of paragraphs the agent was shown, citations of anything else)."""
-    cited = extract_citations(text)
-    return [p for p in cited if p in shown], [p for p in cited if p not in shown]
+def split_citations(text: str, shown: set[int] | dict[str, int]) -> tuple[list[int], list[str]]:
+    """(ids of the paragraphs cited that the agent was shown, labels of anything else it
+    cited); `shown` maps labels to ids, or is a single file's ids."""
+    ids = shown if isinstance(shown, dict) else {str(pid): pid for pid in shown}
+    cited = cited_labels(text)
+    return [ids[label] for label in cited if label in ids], [label for label in cited if label not in ids]
 
 
 _RISKY = re.compile(

@@ -26,7 +26,7 @@ from cwread.backends.select import (
     select_backends,
     serving_notes,
 )
-from cwread.document import Document, Paragraph, load_document, parse_paragraph_spec
+from cwread.document import Document, Paragraph, load_document
 from cwread.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
 from cwread.errors import ModelError
 from cwread.model_facts import FACTS, facts_of
@@ -85,13 +85,15 @@ def open(
 
 
 def open_document(path: str, encoding: str | None = None) -> Document:
-    """Read a text file ("-" for stdin) into numbered paragraphs."""
+    """Read a book (a text, HTML or EPUB file, a folder of them, or "-" for stdin) into
+    numbered paragraphs."""
     return load_document(path, encoding=encoding)
 
 
 def show(document: Document, spec: str) -> list[Paragraph]:
-    """The paragraphs named by `spec`: "12", "10-14" or "3,7,10-12" (InputError if invalid)."""
-    return [document.paragraph(pid) for pid in parse_paragraph_spec(spec, len(document))]
+    """The paragraphs named by `spec`: "12", "10-14" or "3,7,10-12"; in a book of several
+    files "ch03:12", "ch03:12-20" or "ch03" (InputError if invalid)."""
+    return [document.paragraph(pid) for pid in document.parse_spec(spec)]
 
 
 def index_document(

@@ -19,12 +19,15 @@ How ids are assigned (stable for the same bytes and the same PARSER_VERSION):
 
 from __future__ import annotations
 
+import bisect
+import difflib
 import hashlib
 import re
 import stat
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
@@ -61,21 +64,72 @@ class Paragraph:
 
 
 class Passage(NamedTuple):
-    """A paragraph's id and the text an agent is shown of it (a packet may cut a long one)."""
+    """A paragraph's id, the text an agent is shown of it (a packet may cut a long one) and
+    the label it is shown under ("" for its id: see `Document.label`)."""
 
     id: int
     text: str
+    label: str = ""
+
+    @property
+    def shown_id(self) -> str:
+        return self.label or str(self.id)
 
 
 Evidence = Sequence[Passage]  # what an agent is shown, in the order it is shown
 
 
 @dataclass(frozen=True)
-class Document:
-    """A text read into numbered paragraphs.
+class Source:
+    """One file of a book of several (a folder's file, an EPUB's chapter): its paragraphs are
+    first..last of the book, cited as `name:N` with N counted from 1 within the file.
 
-    `sha256` hashes the raw bytes; `fingerprint` hashes the paragraphs (and the parser
-    version), so caches follow the content the retrieval actually sees.
+    `name` is short and stable: the file's path in the folder without its suffix, or the
+    chapter's file in the EPUB (see `source_name`); `path` says where it was read."""
+
+    name: str
+    path: str
+    first: int
+    last: int
+    fingerprint: str  # its paragraphs' hash: the key of its cached embeddings
+
+    def __len__(self) -> int:
+        return self.last - self.first + 1
+
+
+# a source's name: letters, digits and _ . - / (never ":", brackets or spaces, so `[name:N]`
+# reads back unambiguously); a label is `N` in a single file, `name:N` in a book of sources
+SOURCE_NAME = r"[\w.\-/]+"
+LABEL = rf"(?:{SOURCE_NAME}\s*:\s*)?\d+"
+_UNSAFE_NAME = re.compile(r"[^\w.\-/]+")
+
+
+def source_name(relative: str) -> str:
+    """The citation name of a file at `relative` (a "/"-separated path): the path without
+    its suffixes of markup or text, characters that cannot stand in `[name:N]` as "_"."""
+    stem = relative
+    while True:
+        base, dot, suffix = stem.rpartition(".")
+        if dot and base and "/" not in suffix and suffix.lower() in TEXT_SUFFIXES:
+            stem = base
+        else:
+            break
+    return _UNSAFE_NAME.sub("_", stem).strip("_/") or "_"
+
+
+TEXT_SUFFIXES = {"txt", "text", "md", "markdown", "rst", "html", "htm", "xhtml", "xml", "epub"}
+
+
+@dataclass(frozen=True)
+class Document:
+    """A text read into numbered paragraphs: a file, or a book of several files (a folder,
+    an EPUB's chapters) read as one, in order.
+
+    `Paragraph.id` is the paragraph's place in the whole book (1-based), what segments,
+    packets and quotes hold. Users and models see its *label*: the id itself in a single
+    file; `source:N` in a book of `sources`. `sha256` hashes the raw bytes (of a folder: its
+    files' names and hashes); `fingerprint` hashes the paragraphs (and the parser version,
+    and the sources' names), so caches follow the content the retrieval actually sees.
     """
 
     path: str
@@ -84,6 +138,8 @@ class Document:
     paragraphs: tuple[Paragraph, ...]
     fingerprint: str
     replaced: int = 0  # invalid bytes replaced by U+FFFD while decoding (see `decode`)
+    sources: tuple[Source, ...] = ()  # none for a single file
+    skipped: tuple[str, ...] = ()  # files of a folder left out, each "name: why"
 
     def __len__(self) -> int:
         return len(self.paragraphs)
@@ -97,13 +153,112 @@ class Document:
             )
         return self.paragraphs[pid - 1]
 
+    def source(self, pid: int) -> Source | None:
+        """The file paragraph `pid` is in (None in a single file)."""
+        if not self.sources:
+            return None
+        at = bisect.bisect_right(self._firsts, pid) - 1
+        return self.sources[max(at, 0)]
+
+    def label(self, pid: int) -> str:
+        """What users and models call paragraph `pid`: "12", or "ch03:12" in a book of sources."""
+        source = self.source(pid)
+        return str(pid) if source is None else f"{source.name}:{pid - source.first + 1}"
+
+    def ref(self, pid: int) -> tuple[str | None, int]:
+        """(source name, number within it) of paragraph `pid`; (None, pid) in a single file."""
+        source = self.source(pid)
+        return (None, pid) if source is None else (source.name, pid - source.first + 1)
+
+    def file_span(self, pid: int) -> tuple[int, int]:
+        """The first and last ids of the file paragraph `pid` is in."""
+        source = self.source(pid)
+        return (1, len(self.paragraphs)) if source is None else (source.first, source.last)
+
+    def id_of(self, label: str) -> int | None:
+        """The id a label names ("12", "ch03:12", spaces allowed around ":"), None if none."""
+        name, _, number = label.replace(" ", "").rpartition(":")
+        if not number.isdigit():
+            return None
+        n = int(number)
+        if not self.sources:
+            return n if not name and 1 <= n <= len(self.paragraphs) else None
+        source = self._by_name.get(name)
+        return source.first + n - 1 if source is not None and 1 <= n <= len(source) else None
+
     def passages(self, ids) -> list[Passage]:
         """The paragraphs `ids`, in the order given, as an agent is shown them."""
-        return [Passage(pid, self.paragraph(pid).text) for pid in ids]
+        return [Passage(pid, self.paragraph(pid).text, self.label(pid)) for pid in ids]
 
     def span_text(self, start: int, end: int) -> str:
-        """Paragraphs start..end (inclusive) as `[N] text` lines, the form models are shown."""
-        return "\n\n".join(f"[{p.id}] {p.text}" for p in self.paragraphs[start - 1 : end])
+        """Paragraphs start..end (inclusive) as `[label] text` lines, the form models are shown."""
+        return "\n\n".join(f"[{self.label(p.id)}] {p.text}" for p in self.paragraphs[start - 1 : end])
+
+    def span_label(self, start: int, end: int) -> str:
+        """Paragraphs start..end as users read them: "12-20", "ch03:12-20", or "ch03:40-ch04:2"."""
+        first, last = self.label(start), self.label(end)
+        if start == end:
+            return first
+        if self.source(start) == self.source(end):
+            return f"{first}-{last.rpartition(':')[2]}"
+        return f"{first}-{last}"
+
+    @cached_property
+    def _firsts(self) -> list[int]:
+        return [s.first for s in self.sources]
+
+    @cached_property
+    def _by_name(self) -> dict[str, Source]:
+        return {s.name: s for s in self.sources}
+
+    def parse_spec(self, spec: str) -> list[int]:
+        """Ids named by "12", "10-14" or "3,7,10-12"; in a book of sources "ch03:12",
+        "ch03:12-20", "ch03:40-ch04:2" or "ch03" (the whole file). InputError if invalid."""
+        ids: list[int] = []
+        for part in spec.strip().split(","):
+            part = part.strip()
+            ids.extend(self._parse_part(part))
+        return ids
+
+    def _parse_part(self, part: str) -> list[int]:
+        if self.sources and part.replace(" ", "") in self._by_name:
+            source = self._by_name[part.replace(" ", "")]
+            return list(range(source.first, source.last + 1))
+        m = re.fullmatch(rf"\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+)\s*(?:-\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+))?\s*", part)
+        if not part or not m:
+            example = "ch03:12, ch03:12-20 or ch03" if self.sources else "N, N-M or a comma list like 3,7,10-12"
+            raise InputError(f"bad paragraph range {part!r}: use {example}")
+        first_name, lo_n, last_name, hi_n = m.groups()
+        lo = self._resolve(first_name, int(lo_n))
+        hi = lo if hi_n is None else self._resolve(last_name or first_name, int(hi_n))
+        if lo > hi:
+            raise InputError(f"bad paragraph range {part!r}: the start is after the end")
+        return list(range(lo, hi + 1))
+
+    def _resolve(self, name: str | None, number: int) -> int:
+        count = len(self.paragraphs)
+        if not self.sources:
+            if name is not None:
+                raise InputError(f"{self.path} is a single file: name its paragraphs by number alone (1-{count})")
+            if not 1 <= number <= count:
+                raise InputError(f"paragraph {number} is out of range: the text has {count} paragraphs (1-{count})")
+            return number
+        if name is None:
+            names = ", ".join(s.name for s in self.sources[:3]) + (", ..." if len(self.sources) > 3 else "")
+            raise InputError(
+                f"paragraph {number} needs its file: {self.sources[0].name}:{number}, say "
+                f"({self.path} holds {len(self.sources)} files: {names})"
+            )
+        source = self._by_name.get(name)
+        if source is None:
+            close = difflib.get_close_matches(name, list(self._by_name), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise InputError(f"{self.path} has no file named {name!r}{hint}")
+        if not 1 <= number <= len(source):
+            raise InputError(
+                f"paragraph {name}:{number} is out of range: {source.path} has {len(source)} paragraphs (1-{len(source)})"
+            )
+        return source.first + number - 1
 
 
 def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
@@ -267,8 +422,9 @@ def _refuse_binary(text: str, name: str, forced: str | None = None) -> None:
         raise InputError(f"{name} looks like a binary file, not a text")
 
 
-def parse_paragraphs(text: str) -> tuple[Paragraph, ...]:
-    """Number the paragraphs of `text` by the rules in this module's docstring."""
+def parse_paragraphs(text: str, first: int = 1) -> tuple[Paragraph, ...]:
+    """Number the paragraphs of `text` by the rules in this module's docstring, from `first`
+    (a file's paragraphs after those of the files before it in a book)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
     paragraphs: list[Paragraph] = []
     block_lines: list[str] = []
@@ -281,7 +437,7 @@ def parse_paragraphs(text: str) -> tuple[Paragraph, ...]:
             return
         block_no += 1
         for offset, piece in _split_block(block_lines):
-            paragraphs.append(Paragraph(len(paragraphs) + 1, piece, block_no, block_start + offset))
+            paragraphs.append(Paragraph(first + len(paragraphs), piece, block_no, block_start + offset))
         block_lines.clear()
 
     for lineno, line in enumerate(text.split("\n"), start=1):
@@ -379,64 +535,146 @@ def fingerprint(paragraphs: tuple[Paragraph, ...]) -> str:
     return h.hexdigest()
 
 
-def parse_paragraph_spec(spec: str, count: int) -> list[int]:
-    """Ids named by "12", "10-14" or "3,7,10-12" (1-based, inclusive); InputError if invalid."""
-    ids: list[int] = []
-    for part in spec.replace(" ", "").split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m:
-            raise InputError(f"bad paragraph range {part!r}: use N, N-M or a comma list like 3,7,10-12")
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) else lo
-        if lo > hi:
-            raise InputError(f"bad paragraph range {part!r}: the start is after the end")
-        for pid in (lo, hi):
-            if not 1 <= pid <= count:
-                raise InputError(
-                    f"paragraph {pid} is out of range: the text has {count} paragraphs (1-{count})"
-                )
-        ids.extend(range(lo, hi + 1))
-    return ids
-
-
 def load_document(path: str, encoding: str | None = None, max_bytes: int | None = None) -> Document:
-    """Read `path` ("-" for stdin) into a Document; InputError on anything unusable."""
+    """Read `path` (a file, a folder, or "-" for stdin) into a Document; InputError on
+    anything unusable."""
     if max_bytes is None:
         max_bytes = _max_bytes_from_env()
+    if path != "-" and Path(path).is_dir():
+        return _load_folder(Path(path), encoding, max_bytes)
     data = read_bytes(path, max_bytes)
     name = "standard input" if path == "-" else path
     return document_from_bytes(data, name, encoding, max_bytes)
+
+
+@dataclass(frozen=True)
+class _Text:
+    """One file's text before numbering: its citation name ("" for a single file) and path."""
+
+    name: str
+    path: str
+    text: str
 
 
 def document_from_bytes(
     data: bytes, name: str, encoding: str | None = None, max_bytes: int | None = None
 ) -> Document:
     """Build a Document from raw bytes (the core of `load_document`): a plain text, an HTML
-    file or an EPUB (cwread.ebook: its blocks become the paragraphs; `max_bytes` bounds
-    what an EPUB expands to)."""
+    file, or an EPUB (cwread.ebook: each chapter a source, cited by its file's name;
+    `max_bytes` bounds what it expands to)."""
+    texts, used, replaced = _file_texts(data, name, encoding, max_bytes or _max_bytes_from_env())
+    if len(texts) == 1 and not texts[0].name:
+        paragraphs = parse_paragraphs(texts[0].text)
+        if not paragraphs:
+            raise InputError(f"{name} is empty (only whitespace)")
+        return Document(
+            path=name,
+            sha256=hashlib.sha256(data).hexdigest(),
+            encoding=used,
+            paragraphs=paragraphs,
+            fingerprint=fingerprint(paragraphs),
+            replaced=replaced,
+        )
+    return _assemble(name, hashlib.sha256(data).hexdigest(), used, texts, replaced, ())
+
+
+def _file_texts(data: bytes, name: str, encoding: str | None, max_bytes: int) -> tuple[list[_Text], str, int]:
+    """(texts, encoding used, bytes replaced) of one file: one text named "" for a plain or
+    HTML file, one per chapter (named by its file) for an EPUB."""
     from cwread import ebook
 
     if not data.strip():
         raise InputError(f"{name} is empty")
     if ebook.is_epub(data, name):
-        limit = max_bytes or _max_bytes_from_env()
-        text = ebook.epub_text(data, name, limit, lambda raw, where: decode(raw, None, where)[0])
-        used, replaced = "epub", 0
-    else:
-        text, used, replaced = decode(data, encoding, name)
-        if ebook.looks_like_html(text, name):
-            text, used = ebook.html_text(text), f"html ({used})"
-    paragraphs = parse_paragraphs(text)
+        chapters = ebook.epub_chapters(data, name, max_bytes, lambda raw, where: decode(raw, None, where)[0])
+        names = _chapter_names([path for path, _ in chapters])
+        return [_Text(n, path, text) for n, (path, text) in zip(names, chapters, strict=True)], "epub", 0
+    text, used, replaced = decode(data, encoding, name)
+    if ebook.looks_like_html(text, name):
+        text, used = ebook.html_text(text), f"html ({used})"
+    return [_Text("", name, text)], used, replaced
+
+
+def _chapter_names(paths: list[str]) -> list[str]:
+    """Citation names of an EPUB's chapters: each file's name without its suffix, or, where
+    two share one, its path in the package (with the suffix, where even that is shared)."""
+    names = [source_name(p.rsplit("/", 1)[-1]) for p in paths]
+    for stage in (lambda p: source_name(p), lambda p: _UNSAFE_NAME.sub("_", p).strip("_/")):
+        shared = {n for n in names if names.count(n) > 1}
+        names = [stage(p) if n in shared else n for p, n in zip(paths, names, strict=True)]
+    return names
+
+
+def _assemble(
+    path: str, sha256: str, encoding: str, texts: list[_Text], replaced: int, skipped: tuple[str, ...]
+) -> Document:
+    """One book of several sources, numbered through in their order (see `Document`)."""
+    paragraphs: list[Paragraph] = []
+    sources: list[Source] = []
+    for part in texts:
+        own = parse_paragraphs(part.text, first=len(paragraphs) + 1)
+        if not own:
+            continue
+        paragraphs.extend(own)
+        sources.append(Source(part.name, part.path, own[0].id, own[-1].id, fingerprint(own)))
     if not paragraphs:
-        raise InputError(f"{name} is empty (only whitespace)")
+        raise InputError(f"{path} is empty (only whitespace)")
+    book = hashlib.sha256(f"cwread-book-v{PARSER_VERSION}\n".encode())
+    for source in sources:
+        book.update(f"{source.name}\x00{source.fingerprint}\n".encode())
     return Document(
-        path=name,
-        sha256=hashlib.sha256(data).hexdigest(),
-        encoding=used,
-        paragraphs=paragraphs,
-        fingerprint=fingerprint(paragraphs),
+        path=path,
+        sha256=sha256,
+        encoding=encoding,
+        paragraphs=tuple(paragraphs),
+        fingerprint=book.hexdigest(),
         replaced=replaced,
+        sources=tuple(sources),
+        skipped=skipped,
     )
+
+
+def _load_folder(root: Path, encoding: str | None, max_bytes: int) -> Document:
+    """A folder as one book (see cwread.folder): each readable file a source, in order."""
+    from cwread import folder
+
+    listing = folder.list_folder(root)
+    if listing.total_bytes > max_bytes:
+        raise InputError(
+            f"{root} holds {readable_size(listing.total_bytes)} of files; cwread reads books up to "
+            f"{readable_size(max_bytes)} (raise the limit with CWREAD_MAX_BYTES)"
+        )
+    texts: list[_Text] = []
+    skipped = list(listing.skipped)
+    named: dict[str, str] = {}
+    digest = hashlib.sha256(b"cwread-folder-v1\n")
+    encodings: dict[str, None] = {}
+    replaced = 0
+    left = max_bytes
+    for rel in listing.files:
+        try:
+            data = read_bytes(str(root / rel), left)
+            own, used, bad = _file_texts(data, rel, encoding, left)
+        except InputError as exc:
+            skipped.append(str(exc))
+            continue
+        left -= len(data)
+        stem = source_name(rel)
+        if stem in named:
+            raise InputError(
+                f"{root}: {named[stem]} and {rel} would both be cited as {stem}:N; rename one of them"
+            )
+        named[stem] = rel
+        for part in own:
+            name = f"{stem}/{part.name}" if part.name else stem
+            texts.append(_Text(name, f"{rel}/{part.path}" if part.name else rel, part.text))
+        digest.update(f"{rel}\x00{hashlib.sha256(data).hexdigest()}\n".encode())
+        encodings[used] = None
+        replaced += bad
+    if not texts:
+        why = f": {'; '.join(skipped[:3])}{'; ...' if len(skipped) > 3 else ''}" if skipped else ""
+        raise InputError(f"{root} holds no readable text{why}")
+    return _assemble(str(root), digest.hexdigest(), ", ".join(encodings), texts, replaced, tuple(skipped))
 
 
 def _max_bytes_from_env() -> int:

@@ -114,8 +114,9 @@ def html_text(markup: str) -> str:
     return "\n\n".join(parser.blocks)
 
 
-def epub_text(data: bytes, name: str, max_bytes: int, decode) -> str:
-    """The text of an EPUB's content documents in spine order (see module doc). `decode`
+def epub_chapters(data: bytes, name: str, max_bytes: int, decode) -> list[tuple[str, str]]:
+    """(path in the package, text) of each of an EPUB's content documents that holds text,
+    in spine order (see module doc); a document the spine names twice is read once. `decode`
     turns a content document's bytes into text (cwread.document's detection)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
@@ -150,20 +151,20 @@ def epub_text(data: bytes, name: str, max_bytes: int, decode) -> str:
         if _local(el.tag) == "item"
     }
     spine = [el.get("idref") for el in package.iter() if _local(el.tag) == "itemref"]
-    texts = []
+    chapters: dict[str, str] = {}
     for idref in spine:
         href, media = manifest.get(idref, ("", ""))
         if not href or media not in CONTENT_TYPES:
             continue
         path = posixpath.normpath(posixpath.join(base, unquote(href.split("#")[0])))
-        if path not in names:
+        if path not in names or path in chapters:
             continue
         text = html_text(decode(reader.read(path), f"{name}:{path}"))
         if text:
-            texts.append(text)
-    if not texts:
+            chapters[path] = text
+    if not chapters:
         raise InputError(f"{name} has no readable text in its spine")
-    return "\n\n".join(texts)
+    return list(chapters.items())
 
 
 class _Reader:

@@ -75,7 +75,7 @@ def best_answer(
     """The extractive answer from `evidence` and the quote it rests on (see `extract_answer`):
     the sentence `rank` scores best of those sharing `min_shared` question words; None if none."""
     best = best_sentence(question, evidence, min_shared, rank)
-    return None if best is None else extract_answer(question, best, dict(evidence)[best.id])
+    return None if best is None else extract_answer(question, best, {p[0]: p[1] for p in evidence}[best.id])
 
 
 def extract_answer(question: str, best: Quote, paragraph: str) -> tuple[str, Quote]:

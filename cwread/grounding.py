@@ -5,8 +5,8 @@ Pure functions over text:
   bracketed numbers (`[99999]`) in the book are defused, one character for one, so offsets
   into the shown text are offsets into the book.
 - `sentence_spans`: the sentences (or clauses of very long ones) a quote may be.
-- `find_quotes`: the `[N] "quote"` items of a reason, each checked against paragraph N as
-  shown (case, whitespace and quote marks normalised); a quote not there is forged.
+- `find_quotes`: the `[N] "quote"` items of a reason (`[ch03:12] "quote"` in a book of
+  several files), each checked against the paragraph as shown (case, whitespace and quote marks normalised); a quote not there is forged.
 - `covers` / `supports_label`: whether quotes back an answer.
 - `best_sentence`: the extractive answer (most question words shared, or a given ranking).
 - `cut_repetition`: an answer stops where it starts repeating itself.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from cwread.document import SENTENCE_END, Evidence
+from cwread.document import LABEL, SENTENCE_END, Evidence
 from cwread.lexical import STOPWORDS, word_stems
 from cwread.records import Forged, Question, Quote
 
@@ -25,9 +25,9 @@ MAX_QUOTE_CHARS = 240  # longer sentences are offered as clauses, so a quote sta
 
 _TAG = re.compile(r"<\s*/?\s*[A-Za-z][\w-]*\s*/?\s*>")
 _ANSWER_WORD = re.compile(r"\b(?:TRUE|FALSE|YES|NO)\b")
-_BRACKETED_NUMBER = re.compile(r"\[\s*\d+(?:\s*[-–,]\s*\d+)*\s*\]")
+_BRACKETED_NUMBER = re.compile(rf"\[\s*{LABEL}(?:\s*[-–,]\s*{LABEL})*\s*\]")
 _CLAUSE_END = re.compile(r"(?<=[,;:])\s+")
-_ITEM = re.compile(r'\[\s*(\d+)\s*\]\s*"(.*?)"(?=\s*(?:[;,]|and|also)?\s*(?:\[\s*\d+\s*\]|$))', re.S)
+_ITEM = re.compile(rf'\[\s*({LABEL})\s*\]\s*"(.*?)"(?=\s*(?:[;,]|and|also)?\s*(?:\[\s*{LABEL}\s*\]|$))', re.S)
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _QUOTE_MARKS = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "`": "'"})
 
@@ -104,17 +104,23 @@ def locate(quote: str, shown: str) -> tuple[int, int] | None:
 
 
 def find_quotes(
-    reason: str, shown: dict[int, str], book: dict[int, str] | None = None
+    reason: str,
+    shown: dict[int, str],
+    book: dict[int, str] | None = None,
+    ids: dict[str, int] | None = None,
 ) -> tuple[tuple[Quote, ...], tuple[Forged, ...]]:
-    """The `[N] "quote"` items of `reason`: (quotes found in paragraph N as shown, with the
-    book's text at those offsets; (id, text) of the rest, which are never shown as support)."""
+    """The `[N] "quote"` items of `reason` (`[ch03:12] "quote"` in a book of several files):
+    (quotes found in the paragraph as shown, with the book's text at those offsets; (label,
+    text) of the rest, which are never shown as support). `ids` maps the labels the agent
+    was shown to ids (None: each label is its id)."""
     found: list[Quote] = []
     forged: list[Forged] = []
     for m in _ITEM.finditer(reason or ""):
-        pid, text = int(m.group(1)), m.group(2)
+        label, text = "".join(m.group(1).split()), m.group(2)
+        pid = ids.get(label) if ids is not None else int(label) if label.isdigit() else None
         span = locate(text, shown[pid]) if pid in shown else None
         if span is None:
-            forged.append((pid, text))
+            forged.append((label, text))
             continue
         source = (book or shown)[pid]
         quote = Quote(pid, source[span[0] : span[1]], span[0], span[1])
@@ -174,7 +180,7 @@ def best_sentences(
     candidates: list[Quote] = []
     shared: list[int] = []
     seen: set[tuple[int, str]] = set()  # by text: a quote's offsets are its own, not the paragraph's
-    for pid, text in evidence:
+    for pid, text, *_ in evidence:
         for start, end in sentence_spans(text):
             count = len(asked & content_words(text[start:end]))
             if count >= max(1, min_shared) and (pid, text[start:end]) not in seen:

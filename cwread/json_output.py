@@ -21,17 +21,41 @@ from cwread.records import (
     Trace,
     Verdict,
 )
+from cwread.segments import Segment
 
-TRACE_VERSION = 1
+# 2: paragraphs are named by `id` (a number in a single file, "ch03:12" in a book of several
+# files) with `source` and `paragraph`; a segment's anchor/window is its `kind`
+TRACE_VERSION = 2
 
 
 def document_json(document: Document) -> dict:
-    return {
+    data = {
         "path": document.path,
         "sha256": document.sha256,
         "paragraphs": len(document),
         "encoding": document.encoding,
     }
+    if document.sources:
+        data["sources"] = [{"name": s.name, "path": s.path, "paragraphs": len(s)} for s in document.sources]
+    if document.skipped:
+        data["skipped"] = list(document.skipped)
+    return data
+
+
+def label_json(label: str) -> int | str:
+    """A label as JSON gives it: a number in a single file, "ch03:12" in a book of files."""
+    return int(label) if label.isdigit() else label
+
+
+def id_json(document: Document, pid: int) -> int | str:
+    return label_json(document.label(pid))
+
+
+def ref_json(document: Document, pid: int) -> dict:
+    """Where paragraph `pid` is: its `id` as cited, its `source` (None in a single file) and
+    its `paragraph` number in that source."""
+    source, number = document.ref(pid)
+    return {"id": id_json(document, pid), "source": source, "paragraph": number}
 
 
 def show_json(document: Document, paragraphs: list[Paragraph]) -> dict:
@@ -39,7 +63,9 @@ def show_json(document: Document, paragraphs: list[Paragraph]) -> dict:
     return {
         "version": TRACE_VERSION,
         "document": document_json(document),
-        "paragraphs": [{"id": p.id, "block": p.block, "line": p.line, "text": p.text} for p in paragraphs],
+        "paragraphs": [
+            {**ref_json(document, p.id), "block": p.block, "line": p.line, "text": p.text} for p in paragraphs
+        ],
     }
 
 
@@ -89,16 +115,14 @@ def find_json(result: FindResult, limit: int | None) -> dict:
         "method": result.method,
         "embedder": result.embedder,
         "budget": asdict(result.budget),
-        "anchors": result.anchors,
+        "anchors": [id_json(doc, a) for a in result.anchors],
         "total_segments": len(result.segments),
         "segments": [
             {
                 "rank": rank,
-                "start": s.start,
-                "end": s.end,
-                "source": s.source,
+                **segment_json(doc, s),
                 "score": round(s.score, 6),
-                "anchors": list(s.anchors),
+                "anchors": [id_json(doc, a) for a in s.anchors],
                 "read": rank <= result.budget.read,
                 "text": doc.span_text(s.start, s.end),
             }
@@ -127,30 +151,31 @@ def ask_json(trace: Trace) -> dict:
         "model_answer": trace.outcome.model_answer,
         "supported": trace.outcome.supported,
         "abstained": trace.outcome.abstained,
-        "quotes": quotes_json(trace.outcome.quotes),
+        "quotes": quotes_json(doc, trace.outcome.quotes),
         "reason": trace.reason,
-        "citations": trace.citations,
-        "cited_paragraphs": [{"id": pid, "text": doc.paragraph(pid).text} for pid in trace.citations],
-        "dropped_citations": list(final.dropped) if final else [],
+        "citations": [id_json(doc, pid) for pid in trace.citations],
+        "cited_paragraphs": [{**ref_json(doc, pid), "text": doc.paragraph(pid).text} for pid in trace.citations],
+        "dropped_citations": [label_json(label) for label in final.dropped] if final else [],
         "dropped_quotes": forged_json(final.forged) if final else [],
         "packet": [
-            {"id": item.id, "text": item.text, "finder_reason": item.reason} for item in trace.packet.items
+            {**ref_json(doc, item.id), "text": item.text, "finder_reason": item.reason}
+            for item in trace.packet.items
         ],
         "packet_fallback": trace.packet.fallback,
-        "packet_left_out": list(trace.packet.left_out),
-        "finder": [_verdict_json(v) for v in trace.verdicts],
+        "packet_left_out": [id_json(doc, pid) for pid in trace.packet.left_out],
+        "finder": [_verdict_json(doc, v) for v in trace.verdicts],
         "skipped": dict(trace.skipped),
         "not_read": None
         if trace.unread is None
         else {
-            "segments": [{"start": s.start, "end": s.end, "source": s.source} for s in trace.unread.segments],
+            "segments": [segment_json(doc, s) for s in trace.unread.segments],
             "budget_tokens": trace.unread.budget_tokens,
             "why": trace.unread.why,
         },
-        "interpreter": _call_json(interp),
+        "interpreter": _call_json(doc, interp),
         "self_check": {
             "triggered": trace.self_check_triggered,
-            **({"call": _call_json(trace.self_check)} if trace.self_check else {}),
+            **({"call": _call_json(doc, trace.self_check)} if trace.self_check else {}),
             "changed": bool(
                 trace.self_check
                 and trace.self_check.answer
@@ -173,35 +198,43 @@ def plan_json(plan: Plan | None) -> dict | None:
     return None if plan is None else asdict(plan)
 
 
-def _verdict_json(v: Verdict) -> dict:
+def segment_json(document: Document, segment: Segment) -> dict:
+    """A segment's first and last paragraph as cited, its file, and its kind (anchor or window)."""
     return {
-        "start": v.segment.start,
-        "end": v.segment.end,
-        "source": v.segment.source,
+        "start": id_json(document, segment.start),
+        "end": id_json(document, segment.end),
+        "source": document.ref(segment.start)[0],
+        "kind": segment.kind,
+    }
+
+
+def _verdict_json(doc: Document, v: Verdict) -> dict:
+    return {
+        **segment_json(doc, v.segment),
         "decision": v.decision,
         "score": None if v.score is None else round(v.score, 4),  # ln P(YES) - ln P(NO)
         "reason": v.reason,
-        "cited": list(v.cited),
-        "quotes": quotes_json(v.quotes),
+        "cited": [id_json(doc, pid) for pid in v.cited],
+        "quotes": quotes_json(doc, v.quotes),
         "dropped_quotes": forged_json(v.forged),
-        "dropped_citations": list(v.dropped),
+        "dropped_citations": [label_json(label) for label in v.dropped],
         "parsed_first_try": v.parsed_first_try,
         "kept_on_failure": v.kept_on_failure,
         "cached": v.call.cached,
     }
 
 
-def _call_json(call: AgentCall | None) -> dict | None:
+def _call_json(doc: Document, call: AgentCall | None) -> dict | None:
     if call is None:
         return None
     return {
         "answer": call.answer,
         "reason": call.reason,
         "raw": call.call.raw,
-        "cited": list(call.cited),
-        "quotes": quotes_json(call.quotes),
+        "cited": [id_json(doc, pid) for pid in call.cited],
+        "quotes": quotes_json(doc, call.quotes),
         "dropped_quotes": forged_json(call.forged),
-        "dropped_citations": list(call.dropped),
+        "dropped_citations": [label_json(label) for label in call.dropped],
         "parsed_first_try": call.parsed_first_try,
         "problem": call.problem,
         "prompt_tokens": call.call.prompt_tokens,
@@ -211,10 +244,11 @@ def _call_json(call: AgentCall | None) -> dict | None:
     }
 
 
-def quotes_json(quotes: tuple[Quote, ...]) -> list[dict]:
-    """Each quote with its paragraph id and character offsets into that paragraph's text."""
-    return [{"id": q.id, "quote": q.text, "start": q.start, "end": q.end} for q in quotes]
+def quotes_json(document: Document, quotes: tuple[Quote, ...]) -> list[dict]:
+    """Each quote with its paragraph (id, source, number) and character offsets into that
+    paragraph's text."""
+    return [{**ref_json(document, q.id), "quote": q.text, "start": q.start, "end": q.end} for q in quotes]
 
 
 def forged_json(forged: tuple[Forged, ...]) -> list[dict]:
-    return [{"id": pid, "quote": text} for pid, text in forged]
+    return [{"id": label_json(label), "quote": text} for label, text in forged]

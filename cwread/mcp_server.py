@@ -11,6 +11,7 @@ its kind. The server reads only under its roots and writes only to cwread's cach
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -69,7 +70,7 @@ class Books:
         self._lock = threading.Lock()
 
     def resolve(self, book: str) -> Path:
-        """The file `book` names, relative to the first root unless absolute; InputError for
+        """The file or folder `book` names, relative to the first root unless absolute; InputError for
         anything outside the roots, `..` and symlinks included (the real path is checked)."""
         if not book or book == "-":
             raise InputError("give the book's path under the server's roots (standard input is the protocol)")
@@ -82,16 +83,15 @@ class Books:
         if not any(real.is_relative_to(root) for root in self.roots):
             roots = ", ".join(str(r) for r in self.roots)
             raise InputError(f"{book} is outside the folders this server reads ({roots}); refused")
-        if not real.is_file():
-            raise InputError(f"{book} is not a file")
+        if not (real.is_file() or real.is_dir()):
+            raise InputError(f"{book} is not a file or a folder")
         return real
 
     def open(self, book: str) -> tuple[Session, threading.Lock]:
         """The book's session, opened once and kept while it is among the most recently used;
-        a file changed since it was opened is opened again."""
+        a book changed since it was opened (a folder: any of its files) is opened again."""
         path = self.resolve(book)
-        stat = path.stat()
-        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        key = (str(path), *_signature(path))
         with self._lock:
             if key in self._open:
                 self._open.move_to_end(key)
@@ -111,11 +111,27 @@ class Books:
             return held
 
 
+def _signature(path: Path) -> tuple:
+    """What changes when a book does: a file's size and time; a folder's, every file's."""
+    if path.is_file():
+        stat = path.stat()
+        return (stat.st_size, stat.st_mtime_ns)
+    seen = []
+    for folder, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            with suppress(OSError):
+                stat = (Path(folder) / name).stat()
+                seen.append((folder, name, stat.st_size, stat.st_mtime_ns))
+    return (hash(tuple(seen)),)
+
+
 def answer_content(trace: Trace) -> dict[str, Any]:
     """What an agent needs of an answer: the answer (None: not determined), the verdict for a
     claim, its quotes with offsets, the cited paragraphs, why nothing stands if so, what was
     skipped and the models."""
     question = trace.question
+    doc = trace.document
     return {
         "question": question.text,
         "kind": question.kind,
@@ -123,12 +139,9 @@ def answer_content(trace: Trace) -> dict[str, Any]:
         "verdict": trace.answer if question.kind == "claim" else None,
         "supported": trace.outcome.supported,
         "failure": trace.failure(),
-        "quotes": [
-            {"paragraph": q.id, "quote": q.text, "start": q.start, "end": q.end, "is": BOOKS_WORDS}
-            for q in trace.outcome.quotes
-        ],
+        "quotes": [{**q, "is": BOOKS_WORDS} for q in json_output.quotes_json(doc, trace.outcome.quotes)],
         "citations": [
-            {"paragraph": pid, "text": trace.document.paragraph(pid).text} for pid in trace.citations
+            {**json_output.ref_json(doc, pid), "text": doc.paragraph(pid).text} for pid in trace.citations
         ],
         "skipped": dict(trace.skipped),
         "plan": json_output.plan_json(trace.plan),
@@ -145,7 +158,7 @@ def answer_text(trace: Trace) -> str:
     lines = [head]
     if trace.outcome.quotes:
         lines.append(f"Quotes ({BOOKS_WORDS}):")
-        lines += [f'[{q.id}] "{q.text}"' for q in trace.outcome.quotes]
+        lines += [f'[{trace.document.label(q.id)}] "{q.text}"' for q in trace.outcome.quotes]
     return "\n".join(lines)
 
 
@@ -226,7 +239,8 @@ def build_server(settings: ServerSettings) -> MCPServer:
         return guarded(work)
 
     @server.tool(
-        description='Paragraphs of a book by number: "12", "10-14" or "3,7,10-12".',
+        description='Paragraphs of a book by number: "12", "10-14" or "3,7,10-12"; in a book that is a '
+        'folder or an EPUB, by file and number: "ch03:12", "ch03:12-20" or "ch03" (the whole file).',
         annotations=read_only,
     )
     def show(book: str, paragraphs: str) -> CallToolResult:
@@ -234,7 +248,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             session, _ = books.open(book)
             shown = api.show(session.document, paragraphs)
             data = json_output.show_json(session.document, shown)
-            return result(data, "\n\n".join(f"[{p.id}] {p.text}" for p in shown))
+            return result(data, "\n\n".join(f"[{session.document.label(p.id)}] {p.text}" for p in shown))
 
         return guarded(work)
 

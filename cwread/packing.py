@@ -52,8 +52,6 @@ def _pack_kept(
     budget: Budget,
     fits: Callable[[Evidence], bool] | None,
 ) -> Packet:
-    n = len(document)
-
     cores: list[int] = []
     rest: list[int] = []
     reason_of: dict[int, str] = {}
@@ -62,7 +60,8 @@ def _pack_kept(
         if v.cited:
             core = []
             for pid in v.cited:
-                core += [q for q in (pid - 1, pid, pid + 1) if 1 <= q <= n]
+                first, last = document.file_span(pid)  # a neighbour in another file is not context
+                core += [q for q in (pid - 1, pid, pid + 1) if first <= q <= last]
         else:
             core = seg_ids
         cores += core
@@ -91,10 +90,10 @@ def _pack_kept(
             text = document.paragraph(pid).text
             if pid in truncated:
                 text = text[: budget.b_c]
-            out.append(PacketItem(pid, text, reason_of.get(pid, ""), pid in truncated))
+            out.append(PacketItem(pid, text, reason_of.get(pid, ""), pid in truncated, _label(document, pid)))
         return out
 
-    chosen = _fitting(chosen, lambda ids: [Passage(i.id, i.text) for i in items_for(ids)], fits)
+    chosen = _fitting(chosen, lambda ids: [Passage(i.id, i.text, i.label) for i in items_for(ids)], fits)
     considered = sorted(set(cores + rest))
     return Packet(
         items=tuple(items_for(chosen)),
@@ -129,7 +128,15 @@ def pack_ranked(
 
 def packet_of(document: Document, ids: list[int]) -> Packet:
     """A packet of exactly these paragraphs, in story order, with no Finder reasons."""
-    return Packet(items=tuple(PacketItem(pid, document.paragraph(pid).text, "") for pid in sorted(ids)))
+    return Packet(
+        items=tuple(
+            PacketItem(pid, document.paragraph(pid).text, "", label=_label(document, pid)) for pid in sorted(ids)
+        )
+    )
+
+
+def _label(document: Document, pid: int) -> str:
+    return document.label(pid) if document.sources else ""
 
 
 def _fitting(

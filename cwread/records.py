@@ -97,7 +97,8 @@ class Quote:
     end: int
 
 
-Forged = tuple[int, str]  # (id, text) of a quote that is not in its paragraph: never shown as support
+# (label as cited, text) of a quote that is not in the paragraph it names: never shown as support
+Forged = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class Verdict:
     decision: str  # "YES" or "NO"
     reason: str
     cited: tuple[int, ...] = ()  # cited ids inside the segment
-    dropped: tuple[int, ...] = ()  # cited ids the Finder was not shown
+    dropped: tuple[str, ...] = ()  # labels it cited of paragraphs it was not shown
     call: ModelCall = NO_CALL
     kept_on_failure: bool = False  # unparseable after a retry: kept, recall first
     quotes: tuple[Quote, ...] = ()  # its clue, found in the segment
@@ -154,7 +155,7 @@ class AgentCall:
     answer: str | None
     reason: str
     cited: tuple[int, ...]  # ids of its quotes that are in the book
-    dropped: tuple[int, ...]  # ids it cited that it was not shown
+    dropped: tuple[str, ...]  # labels it cited of paragraphs it was not shown
     problem: str | None
     call: ModelCall
     quotes: tuple[Quote, ...] = ()  # found verbatim in the paragraphs it was shown
@@ -171,6 +172,7 @@ class PacketItem:
     text: str
     reason: str  # the Finder's reason for the segment the paragraph came from
     truncated: bool = False
+    label: str = ""  # how it is cited (Document.label), "" for its id
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,7 @@ class Packet:
         return sum(len(item.text) for item in self.items)
 
     def evidence(self) -> list[Passage]:
-        return [Passage(item.id, item.text) for item in self.items]
+        return [Passage(item.id, item.text, item.label) for item in self.items]
 
 
 EMPTY_PACKET = Packet(items=())

@@ -168,17 +168,17 @@ def progress(quiet: bool = False) -> Iterator[Progress | None]:
         yield update
 
 
-def _paragraph_line(pid: int, text: str) -> Text:
+def _paragraph_line(label: str, text: str) -> Text:
     line = Text()
-    line.append(f"[{pid}] ", style="bold cyan")
+    line.append(f"[{label}] ", style="bold cyan")
     line.append(printable(text))
     return line
 
 
-def show_view(paragraphs: list[Paragraph]) -> None:
+def show_view(document: Document, paragraphs: list[Paragraph]) -> None:
     out = stdout(lines=True)
     for p in paragraphs:
-        out.print(_paragraph_line(p.id, p.text))
+        out.print(_paragraph_line(document.label(p.id), p.text))
         out.print()
 
 
@@ -194,7 +194,7 @@ def find_view(result: FindResult, limit: int) -> None:
             *[(f"  ({k}) {printable(v)}\n") for k, v in result.question.options.items()],
             (f"{printable(doc.path)}: {len(doc)} paragraphs, {len(result.segments)} segments; ", "dim"),
             (f"showing {len(segments)} (Finder reads {result.budget.read}); ", "dim"),
-            (f"anchors {', '.join(map(str, result.anchors))}", "dim"),
+            (f"anchors {', '.join(map(doc.label, result.anchors))}", "dim"),
         )
     )
     for rank, s in enumerate(segments, start=1):
@@ -202,14 +202,14 @@ def find_view(result: FindResult, limit: int) -> None:
         for pid in s.ids:
             p = doc.paragraph(pid)
             style = "bold" if pid in s.anchors else ""
-            body.append(f"[{pid}] ", style="bold cyan")
+            body.append(f"[{doc.label(pid)}] ", style="bold cyan")
             body.append(printable(p.text), style=style)
             if pid != s.end:
                 body.append("\n\n")
-        title = f"#{rank} {s.source} [{s.start}-{s.end}]  score {s.score:.4f}"
+        title = f"#{rank} {s.kind} [{doc.span_label(s.start, s.end)}]  score {s.score:.4f}"
         out.print(
             Panel(
-                body, title=title, title_align="left", border_style="cyan" if s.source == "anchor" else "dim"
+                body, title=title, title_align="left", border_style="cyan" if s.kind == "anchor" else "dim"
             )
         )
 
@@ -262,11 +262,12 @@ def answer_view(trace: Trace) -> None:
         for q in outcome.quotes:
             by_paragraph.setdefault(q.id, []).append((q.start, q.end))
         for pid, spans in by_paragraph.items():
+            tag = f"[{doc.label(pid)}] "
             line = Text()
-            line.append(f"[{pid}] ", style="bold cyan")
+            line.append(tag, style="bold cyan")
             line.append(printable(doc.paragraph(pid).text))
             for start, end in spans:
-                line.stylize("bold reverse", len(f"[{pid}] ") + start, len(f"[{pid}] ") + end)
+                line.stylize("bold reverse", len(tag) + start, len(tag) + end)
             out.print(line)
             out.print()
     for stage, why in trace.skipped.items():
@@ -283,7 +284,7 @@ def answer_view(trace: Trace) -> None:
     out.print(
         Text(
             f"{finder_line}; packet {len(trace.packet.items)} "
-            f"paragraphs ({', '.join(map(str, trace.packet.ids[:12]))}{'…' if len(trace.packet.items) > 12 else ''})"
+            f"paragraphs ({', '.join(map(doc.label, trace.packet.ids[:12]))}{'…' if len(trace.packet.items) > 12 else ''})"
             f"{' (fallback: nothing kept)' if trace.packet.fallback else ''}"
             f"{'' if trace.agent_calls else '; no model call'}; {checked}; "
             f"{f'{forged} quote(s) not in the text dropped; ' if forged else ''}"

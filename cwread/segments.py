@@ -8,12 +8,15 @@ Pure functions over paragraph lengths and fused scores, so they are easy to test
 - Every paragraph not in an anchor segment falls in a *window* of at most `p_w` consecutive
   paragraphs (and the same character cap), so the whole narrative is covered and recall does
   not hinge on retrieval.
+- In a book of several files, no segment crosses from one file into the next.
 - Segments are ranked: anchors by score, then windows by their best paragraph's score. The
   Finder reads them in that order, up to the `read` budget.
 """
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from cwread.errors import InputError
@@ -68,7 +71,7 @@ class Segment:
 
     start: int
     end: int
-    source: str  # "anchor" or "window"
+    kind: str  # "anchor" or "window"
     score: float
     anchors: tuple[int, ...] = ()
 
@@ -80,9 +83,19 @@ class Segment:
         return self.start <= pid <= self.end
 
 
-def build_segments(lengths: list[int], scores: list[float], budget: Budget) -> list[Segment]:
-    """Ranked segments covering every paragraph once. `lengths[i]`/`scores[i]` are for id i+1."""
+def build_segments(
+    lengths: list[int], scores: list[float], budget: Budget, file_starts: Sequence[int] = ()
+) -> list[Segment]:
+    """Ranked segments covering every paragraph once. `lengths[i]`/`scores[i]` are for id i+1;
+    `file_starts`: the first id of each file of a book of several (ascending), where segments
+    end: none crosses from one file into the next."""
     n = len(lengths)
+    starts = [1, *(f for f in file_starts if f > 1)]
+
+    def file_of(pid: int) -> tuple[int, int]:
+        at = bisect.bisect_right(starts, pid) - 1
+        return starts[at], (starts[at + 1] - 1 if at + 1 < len(starts) else n)
+
     if n == 0:
         return []
     if len(scores) != n:
@@ -92,7 +105,7 @@ def build_segments(lengths: list[int], scores: list[float], budget: Budget) -> l
 
     spans: list[Segment] = []
     for a in anchor_ids:
-        start, end = _anchor_span(a, n, lengths, budget.p_r)
+        start, end = _anchor_span(a, file_of(a), lengths, budget.p_r)
         span = Segment(start, end, "anchor", scores[a - 1], (a,))
         prev = spans[-1] if spans else None
         if prev is None or start > prev.end:
@@ -123,8 +136,9 @@ def build_segments(lengths: list[int], scores: list[float], budget: Budget) -> l
             continue
         start = pid
         chars = lengths[pid - 1]
+        last = file_of(start)[1]
         while (
-            pid + 1 <= n
+            pid + 1 <= last
             and not covered[pid + 1]
             and pid + 1 - start < budget.p_w
             and chars + lengths[pid] <= SEGMENT_CHAR_CAP
@@ -139,9 +153,9 @@ def build_segments(lengths: list[int], scores: list[float], budget: Budget) -> l
     return spans + windows
 
 
-def _anchor_span(a: int, n: int, lengths: list[int], p_r: int) -> tuple[int, int]:
-    start = max(1, a - p_r // 2)
-    end = min(n, a + (p_r - p_r // 2))
+def _anchor_span(a: int, file: tuple[int, int], lengths: list[int], p_r: int) -> tuple[int, int]:
+    start = max(file[0], a - p_r // 2)
+    end = min(file[1], a + (p_r - p_r // 2))
     # too long for one Finder call: drop the neighbour farthest from the anchor
     while _chars(lengths, start, end) > SEGMENT_CHAR_CAP and start < end:
         if a - start >= end - a:

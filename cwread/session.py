@@ -109,7 +109,12 @@ class Session:
         asked = question.text if follows is None else f"{follows.question} {question.text}"
         queries = build_queries(asked, question.options or None)
         scores = paragraph_scores(index, queries, retrieval)
-        segments = build_segments([len(p.text) for p in self.document.paragraphs], scores.tolist(), budget)
+        segments = build_segments(
+            [len(p.text) for p in self.document.paragraphs],
+            scores.tolist(),
+            budget,
+            [s.first for s in self.document.sources],
+        )
         t2 = time.perf_counter()
         return FindResult(
             document=self.document,

@@ -10,9 +10,10 @@ from cwread.backends import GenerationRequest
 
 
 def _paragraphs(user: str) -> list[tuple[str, str]]:
-    """(id, text) of each paragraph in the <evidence> block of a prompt."""
+    """(label, text) of each paragraph in the <evidence> block of a prompt ("12", or
+    "ch03:12" in a book of several files)."""
     block = user.split("<evidence>")[1].split("</evidence>")[0] if "<evidence>" in user else ""
-    return re.findall(r"^\[(\d+)\] ([^\n]*)", block, re.M)
+    return re.findall(r"^\[((?:[\w.\-/]+:)?\d+)\] ([^\n]*)", block, re.M)
 
 
 def quote_of(user: str, word: str) -> str:

@@ -91,7 +91,7 @@ def test_open_answers_keep_their_text():
 def test_citations_lists_ranges_and_order():
     text = "See [12], [3, 5] and [7-9]; again [12]. Not a citation: [x] or [2-900]."
     assert extract_citations(text) == [12, 3, 5, 7, 8, 9, 2]
-    assert split_citations("[4] and [40]", {3, 4, 5}) == ([4], [40])
+    assert split_citations("[4] and [40]", {3, 4, 5}) == ([4], ["40"])
 
 
 def test_finder_prompt_puts_the_segment_before_the_question():

@@ -29,7 +29,9 @@ def test_show_json(capsys, story):
     data = json.loads(out)
     assert code == 0
     assert data["document"]["paragraphs"] == 6 and len(data["document"]["sha256"]) == 64
-    assert data["paragraphs"] == [{"id": 3, "block": 3, "line": 6, "text": data["paragraphs"][0]["text"]}]
+    assert data["paragraphs"] == [
+        {"id": 3, "source": None, "paragraph": 3, "block": 3, "line": 6, "text": data["paragraphs"][0]["text"]}
+    ]
     assert data["paragraphs"][0]["text"].startswith("Every Sunday the supply boat")
 
 
@@ -52,16 +54,16 @@ def test_find_json_is_pure_and_complete(capsys, story, cache_dir):
     )
     assert code == 0
     data = json.loads(out)  # nothing but JSON on stdout
-    assert data["version"] == 1
+    assert data["version"] == 2
     assert set(data["document"]) >= {"path", "sha256", "paragraphs"}
     assert data["question"] == "What did the fishermen give her?"
     assert data["options"] == {"A": "a medal", "B": "a boat"}
     segs = data["segments"]
-    assert segs and all(set(s) >= {"start", "end", "source", "score"} for s in segs)
-    assert {s["source"] for s in segs} <= {"anchor", "window"}
+    assert segs and all(set(s) >= {"start", "end", "source", "kind", "score"} for s in segs)
+    assert {s["kind"] for s in segs} <= {"anchor", "window"} and {s["source"] for s in segs} == {None}
     covered = sorted(pid for s in segs for pid in range(s["start"], s["end"] + 1))
     assert covered == list(range(1, 7))  # a short story: every segment shown, all paragraphs once
-    assert segs[0]["source"] == "anchor" and 5 in range(segs[0]["start"], segs[0]["end"] + 1)
+    assert segs[0]["kind"] == "anchor" and 5 in range(segs[0]["start"], segs[0]["end"] + 1)
     assert "[5]" in segs[0]["text"]
 
 
@@ -92,7 +94,7 @@ def test_find_budget_flags(capsys, story, cache_dir):
     data = json.loads(out)
     assert code == 0 and data["budget"]["preset"] == "broad" and data["budget"]["p_w"] == 2
     assert len(data["anchors"]) == 1 and data["method"] == "bm25"
-    assert all(s["end"] - s["start"] < 2 for s in data["segments"] if s["source"] == "window")
+    assert all(s["end"] - s["start"] < 2 for s in data["segments"] if s["kind"] == "window")
 
 
 def test_index_then_find_is_cached(capsys, story, cache_dir):
@@ -100,6 +102,14 @@ def test_index_then_find_is_cached(capsys, story, cache_dir):
     assert code == 0 and sorted(json.loads(out)["built"]) == ["bm25", "dense"]
     code, out, _ = run(capsys, "index", str(story), "--json")
     assert json.loads(out)["built"] == []
+
+
+def folder_of(tmp_path, files: dict[str, bytes]) -> str:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return str(folder)
 
 
 def write(tmp_path, name, data: bytes):
@@ -112,7 +122,8 @@ def write(tmp_path, name, data: bytes):
     "make_args,needle",
     [
         (lambda t, s: ["show", str(t / "missing.txt"), "1"], "no such file"),
-        (lambda t, s: ["show", str(t), "1"], "directory"),
+        (lambda t, s: ["show", folder_of(t, {"scan.pdf": b"%PDF-1.4 ..."}), "1"], "no readable text"),
+        (lambda t, s: ["show", str(s.parent), "1"], "needs its file"),
         (lambda t, s: ["show", write(t, "b.bin", b"\x00\x01\x02\xff" * 300), "1"], "binary"),
         (lambda t, s: ["show", write(t, "e.txt", b""), "1"], "empty"),
         (lambda t, s: ["show", write(t, "w.txt", b"  \n\n \t\n"), "1"], "empty"),

@@ -57,8 +57,9 @@ def make_epub(path, *, opf=None, extra=(), chapters=None, mimetype_first=True):
 
 def test_an_epub_is_read_in_spine_order_block_by_block(capsys, tmp_path, cache_dir):
     book = make_epub(tmp_path / "keeper.epub")
-    code, out, _ = run(capsys, "show", str(book), "1-6", "--json")
-    texts = [p["text"] for p in json.loads(out)["paragraphs"]]
+    code, out, _ = run(capsys, "show", str(book), "chapter1,chapter_2", "--json")
+    shown = json.loads(out)["paragraphs"]
+    texts = [p["text"] for p in shown]
     assert code == 0 and texts == [
         "Chapter One",
         "Martha Quill kept the lighthouse on Gannet Rock & never let the lamp go dark.",
@@ -67,6 +68,9 @@ def test_an_epub_is_read_in_spine_order_block_by_block(capsys, tmp_path, cache_d
         "Chapter Two",
         "Her cat, a grey tom called Admiral, slept on the lamp.",
     ]
+    # each chapter is a source, cited by its file's name ("chapter 2.xhtml": chapter_2)
+    assert [p["id"] for p in shown] == [*(f"chapter1:{n}" for n in range(1, 5)), "chapter_2:1", "chapter_2:2"]
+    assert [(p["source"], p["paragraph"]) for p in shown][3:5] == [("chapter1", 4), ("chapter_2", 1)]
     assert json.loads(out)["document"]["encoding"] == "epub"
     again = api.open_document(str(make_epub(tmp_path / "again.epub")))
     assert again.fingerprint == api.open_document(str(book)).fingerprint  # stable for the same text
@@ -80,9 +84,10 @@ def test_a_question_on_an_epub_quotes_its_paragraphs(capsys, tmp_path, cache_dir
     book = make_epub(tmp_path / "keeper.epub")
     code, out, _ = run(capsys, "ask", str(book), "What was the cat called?", "--backend", "scripted", "--json")
     trace = json.loads(out)
-    assert code == 0 and trace["answer"] == "Admiral" and trace["citations"] == [6]
-    paragraph = api.show(api.open_document(str(book)), "6")[0].text
+    assert code == 0 and trace["answer"] == "Admiral" and trace["citations"] == ["chapter_2:2"]
+    paragraph = api.show(api.open_document(str(book)), "chapter_2:2")[0].text
     for quote in trace["quotes"]:
+        assert (quote["source"], quote["paragraph"]) == ("chapter_2", 2)
         assert paragraph[quote["start"] : quote["end"]] == quote["quote"]
 
 
@@ -137,5 +142,5 @@ def test_obfuscated_fonts_are_no_drm(capsys, tmp_path, cache_dir):
         '<enc:CipherReference URI="OEBPS/fonts/serif.otf"/></enc:CipherData></enc:EncryptedData></encryption>'
     )
     book = make_epub(tmp_path / "fonts.epub", extra=[("META-INF/encryption.xml", encryption)])
-    code, out, _ = run(capsys, "show", str(book), "1")
+    code, out, _ = run(capsys, "show", str(book), "chapter1:1")
     assert code == 0 and "Chapter One" in out

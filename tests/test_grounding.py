@@ -29,8 +29,8 @@ def test_a_forged_quote_and_a_quote_of_an_unshown_paragraph_are_dropped():
     quotes, forged = grounding.find_quotes(reason, {7: PARA})
     assert quotes == ()
     assert forged == (
-        (7, "He wanted to protect the garden from the harsh winter."),
-        (9, "So he built a high wall"),
+        ("7", "He wanted to protect the garden from the harsh winter."),
+        ("9", "So he built a high wall"),
     )
 
 

@@ -36,7 +36,7 @@ LAYERS = [
         "cwread.backends.callcache",
         "cwread.tokens",
     ],
-    ["cwread.document", "cwread.ebook", "cwread.segments", "cwread.retrieval", "cwread.embedders", "cwread.lexical", "cwread.metrics"],
+    ["cwread.document", "cwread.folder", "cwread.ebook", "cwread.segments", "cwread.retrieval", "cwread.embedders", "cwread.lexical", "cwread.metrics"],
     ["cwread.cache", "cwread.settings", "cwread.modelfiles"],
     ["cwread.errors", "cwread.terminal", "cwread.progress", "cwread", "cwread.data"],
 ]

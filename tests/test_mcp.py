@@ -111,7 +111,7 @@ def test_the_mcp_command_refuses_a_root_that_is_not_a_folder(capsys, tmp_path):
 
 def test_the_roots_hold_against_every_way_out(tmp_path):
     """Books.resolve, the one gate every tool goes through: standard input, `..`, an absolute
-    path elsewhere, a symlink out (of a file or of a folder), a folder, a FIFO."""
+    path elsewhere, a symlink out (of a file or of a folder), a FIFO; a folder is a book."""
     from cwread import api
     from cwread.errors import InputError
     from cwread.mcp_server import Books, ServerSettings
@@ -127,14 +127,14 @@ def test_the_roots_hold_against_every_way_out(tmp_path):
 
     assert books.resolve("sub/ok.txt") == (root / "sub" / "ok.txt").resolve()
     assert books.resolve("sub/../sub/ok.txt") == (root / "sub" / "ok.txt").resolve()
+    assert books.resolve("sub") == (root / "sub").resolve()  # a folder is a book
     for bad, why in [
         ("-", "standard input"),
         ("", "standard input"),
         ("../elsewhere/secret.txt", "outside"),
         (str(elsewhere / "secret.txt"), "outside"),
         ("door/secret.txt", "outside"),
-        ("sub", "not a file"),
-        ("pipe", "not a file"),
+        ("pipe", "not a file or a folder"),
         ("missing.txt", "no such book"),
     ]:
         with pytest.raises(InputError, match=why):

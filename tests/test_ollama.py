@@ -181,7 +181,7 @@ def test_json_quotes_become_quote_items_checked_like_any_other():
     reason = agents.parse_reply(tags, Question("q", "claim")).reason
     quotes, forged = grounding.find_quotes(reason, {5: "She kept it in a biscuit tin."})
     assert [q.text for q in quotes] == ["kept it in a biscuit tin"] or [q.text for q in quotes] == []
-    assert forged[-1] == (5, "in a safe")
+    assert forged[-1] == ("5", "in a safe")
 
 
 def test_auto_falls_back_to_embedded_when_no_server_answers(monkeypatch):

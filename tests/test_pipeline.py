@@ -135,9 +135,9 @@ def test_claim_always_self_checks_and_drops_invalid_citations(story, cache_dir):
         use_cache=False,
     )
     assert trace.question.kind == "claim" and trace.answer == "TRUE"
-    assert trace.citations == [5] and trace.final.dropped == (77,)
-    assert trace.interpreter.dropped == (99,)
-    assert trace.final.forged == ((77, "too"),) and trace.outcome.supported
+    assert trace.citations == [5] and trace.final.dropped == ("77",)
+    assert trace.interpreter.dropped == ("99",)
+    assert trace.final.forged == (("77", "too"),) and trace.outcome.supported
 
 
 def test_unparseable_finder_reply_is_retried_then_kept(story, cache_dir):

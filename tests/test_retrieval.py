@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from cwread import api
-from cwread.document import document_from_bytes, parse_paragraph_spec
+from cwread.document import document_from_bytes
 from cwread.errors import InputError
 from cwread.records import parse_options
 from cwread.retrieval import build_queries, open_index, paragraph_scores, reciprocal_rank_fusion
@@ -84,7 +84,7 @@ def test_find_covers_the_text_and_reads_anchors_first(story, cache_dir):
     result = api.find(
         doc, api.make_question("Where was the silver medal hidden?"), budget=api.make_budget("focused", anchors=1, p_r=0)
     )
-    assert result.segments[0].source == "anchor"
+    assert result.segments[0].kind == "anchor"
     assert result.segments[0].anchors == (5,)
     assert sorted(pid for s in result.segments for pid in s.ids) == list(range(1, len(doc) + 1))
 
@@ -105,11 +105,12 @@ def test_options_parse_with_and_without_letters():
 
 
 def test_paragraph_spec():
-    assert parse_paragraph_spec("3", 10) == [3]
-    assert parse_paragraph_spec("2-4,7", 10) == [2, 3, 4, 7]
-    for bad in ["0", "11", "5-3", "a", "1-", ""]:
+    doc = document_from_bytes("\n\n".join(f"Paragraph {i}." for i in range(1, 11)).encode(), "t.txt")
+    assert doc.parse_spec("3") == [3]
+    assert doc.parse_spec("2-4,7") == [2, 3, 4, 7]
+    for bad in ["0", "11", "5-3", "a", "1-", "", "ch1:2"]:
         with pytest.raises(InputError):
-            parse_paragraph_spec(bad, 10)
+            doc.parse_spec(bad)
 
 
 def test_mcq_options_widen_the_query(cache_dir):

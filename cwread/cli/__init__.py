@@ -125,7 +125,7 @@ def show(
     if output.json_out:
         render.print_json(json_output.show_json(document, selected))
     else:
-        render.show_view(selected)
+        render.show_view(document, selected)
 
 
 @app.command()

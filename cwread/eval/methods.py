@@ -125,7 +125,7 @@ def no_self_check(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
 
 
 def no_finder(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
-    anchors = [s for s in found.segments if s.source == "anchor"]
+    anchors = [s for s in found.segments if s.kind == "anchor"]
     fits = _fits(ctx.selection.interpreter, found.question)
     return _interpret(ctx, found, pack_segments(found.document, anchors, ctx.budget, fits), self_check=None)
 
@@ -166,7 +166,7 @@ def _extractive(ranked: bool) -> MethodRun:
     would give from this packet instead (see cwread.extractive)."""
 
     def extract(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
-        anchors = [s for s in found.segments if s.source == "anchor"]
+        anchors = [s for s in found.segments if s.kind == "anchor"]
         packet = pack_segments(found.document, anchors, ctx.budget)
         question = found.question
         chosen = None

@@ -20,7 +20,7 @@ def evidence_fields(record: Record, found: FindResult, trace: Trace | None = Non
     gold = list(record.evidence)
     if not gold:
         return {}
-    anchors = [s for s in found.segments if s.source == "anchor"]
+    anchors = [s for s in found.segments if s.kind == "anchor"]
     out: dict = {
         "evidence_gold": len(gold),
         "evidence_anchor_hits": metrics.recall(gold, {p for s in anchors for p in s.ids})[0],
