@@ -116,6 +116,7 @@ def find_json(result: FindResult, limit: int | None) -> dict:
         "embedder": result.embedder,
         "budget": asdict(result.budget),
         "anchors": [id_json(doc, a) for a in result.anchors],
+        "index_built": list(result.built),
         "total_segments": len(result.segments),
         "segments": [
             {
@@ -184,6 +185,7 @@ def ask_json(trace: Trace) -> dict:
             ),
         },
         "segments_total": len(trace.segments),
+        "index_built": list(trace.found.built),
         "budget": asdict(trace.budget),
         "method": trace.found.method,
         "embedder": trace.found.embedder,

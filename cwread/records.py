@@ -209,6 +209,9 @@ class FindResult:
     segments: tuple[Segment, ...]
     paragraph_scores: tuple[float, ...]
     timings: dict[str, float] = field(default_factory=dict, hash=False)
+    # index parts built for this question rather than read from the cache ("bm25", "dense
+    # (1 of 200 files)"); empty when the book's indexes were ready
+    built: tuple[str, ...] = ()
 
     @property
     def anchors(self) -> list[int]:

@@ -1,7 +1,8 @@
 """Hybrid retrieval: BM25 and dense rankings per query, fused by reciprocal rank.
 
-Indexes are cached per document fingerprint (and per embedder for the dense vectors) under
-`cache_root()/docs/`, as plain files written atomically (see `cwread.cache`).
+Indexes are cached by content under `cache_root()/docs/`, as plain files written atomically
+(see `cwread.cache`): BM25 per book, the dense vectors per file (and per embedder), so a
+folder with one file changed embeds that file alone.
 """
 
 from __future__ import annotations
@@ -63,31 +64,70 @@ def open_index(document: Document, embedder: Embedder | None, progress: Progress
 
     dense = None
     if embedder is not None:
-        dense_dir = base / f"dense-{_slug(embedder.fingerprint)}"
-        for _ in range(2):  # a verified entry of the wrong shape is removed and built again
-            meta = read_entry(
-                dense_dir,
-                lambda m: m.get("paragraphs") == n and m.get("embedder") == embedder.fingerprint,
-            )
-            if meta is None:
-
-                def build_dense(tmp: Path) -> dict:
-                    report = (lambda done, total: progress("embed", done, total)) if progress else None
-                    if report:
-                        report(0, n)
-                    vectors = embedder.encode(texts, progress=report)
-                    np.save(tmp / "embeddings.npy", vectors)
-                    return {"paragraphs": n, "embedder": embedder.fingerprint, "dims": int(vectors.shape[1])}
-
-                write_entry(dense_dir, build_dense)
-                built.append("dense")
-            dense = _load_vectors(dense_dir / "embeddings.npy", n, embedder.dims)
-            if dense is not None:
-                break
-            remove_entry(dense_dir)
-        if dense is None:
-            raise CacheError(f"the embeddings cached in {dense_dir} are unusable even when rebuilt")
+        if document.sources:  # each file's vectors cached by its own content
+            parts = [
+                (source.fingerprint, texts[source.first - 1 : source.last]) for source in document.sources
+            ]
+        else:
+            parts = [(document.fingerprint, texts)]
+        vectors, fresh = _dense_parts(parts, embedder, progress)
+        dense = vectors[0] if len(vectors) == 1 else np.concatenate(vectors)
+        if fresh:
+            built.append(f"dense ({fresh} of {len(parts)} files)" if document.sources else "dense")
     return Index(document, lexical_index, dense, embedder, built)
+
+
+def _dense_parts(
+    parts: list[tuple[str, list[str]]], embedder: Embedder, progress: Progress | None
+) -> tuple[list[np.ndarray], int]:
+    """The vectors of each (fingerprint, texts) part, read from its cache entry or built (in
+    one pass over the parts missing, for one progress bar); and how many were built."""
+    folders = [
+        cache_root() / "docs" / fp[:2] / fp / f"dense-{_slug(embedder.fingerprint)}" for fp, _ in parts
+    ]
+    loaded: list[np.ndarray | None] = [
+        _cached_vectors(folder, len(texts), embedder)
+        for folder, (_, texts) in zip(folders, parts, strict=True)
+    ]
+    missing = [i for i, v in enumerate(loaded) if v is None]
+    total = sum(len(parts[i][1]) for i in missing)
+    done = 0
+    if missing and progress:
+        progress("embed", 0, total)
+    for i in missing:
+        texts = parts[i][1]
+
+        def report(count: int, _: int, before: int = done) -> None:
+            if progress:
+                progress("embed", before + count, total)
+
+        def build_dense(tmp: Path, texts=texts, report=report) -> dict:
+            vectors = embedder.encode(texts, progress=report)
+            np.save(tmp / "embeddings.npy", vectors)
+            return {"paragraphs": len(texts), "embedder": embedder.fingerprint, "dims": int(vectors.shape[1])}
+
+        write_entry(folders[i], build_dense)
+        loaded[i] = _cached_vectors(folders[i], len(texts), embedder)
+        if loaded[i] is None:
+            raise CacheError(f"the embeddings cached in {folders[i]} are unusable even when rebuilt")
+        done += len(texts)
+    return [v for v in loaded if v is not None], len(missing)
+
+
+def _cached_vectors(folder: Path, rows: int, embedder: Embedder) -> np.ndarray | None:
+    """The vectors of a verified cache entry; None (the entry removed if it holds the wrong
+    shape) when there are none to use."""
+    if (
+        read_entry(
+            folder, lambda m: m.get("paragraphs") == rows and m.get("embedder") == embedder.fingerprint
+        )
+        is None
+    ):
+        return None
+    vectors = _load_vectors(folder / "embeddings.npy", rows, embedder.dims)
+    if vectors is None:
+        remove_entry(folder)
+    return vectors
 
 
 CHECK_ROWS = 65_536  # vectors checked for finiteness at a time (a whole book's check was a copy of it)

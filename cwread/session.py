@@ -103,6 +103,8 @@ class Session:
         budget = budget or make_budget()
         embedder = "none" if retrieval == "bm25" else self.embedder
         t0 = time.perf_counter()
+        with self._lock:
+            opened = embedder in self._indexes
         index = self.index(embedder, progress)
         t1 = time.perf_counter()
         # "why did she hide it?" says neither who nor what: the last question joined to it does
@@ -125,6 +127,7 @@ class Session:
             segments=tuple(segments),
             paragraph_scores=tuple(scores.tolist()),
             timings={"index": round(t1 - t0, 4), "retrieve": round(t2 - t1, 4)},
+            built=() if opened else tuple(index.built),
         )
 
     def ask(

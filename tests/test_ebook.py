@@ -82,7 +82,9 @@ def test_a_question_on_an_epub_quotes_its_paragraphs(capsys, tmp_path, cache_dir
 
     scripted.interpreter = ScriptedBackend(default=smart_interpreter)
     book = make_epub(tmp_path / "keeper.epub")
-    code, out, _ = run(capsys, "ask", str(book), "What was the cat called?", "--backend", "scripted", "--json")
+    code, out, _ = run(
+        capsys, "ask", str(book), "What was the cat called?", "--backend", "scripted", "--finder", "off", "--json"
+    )
     trace = json.loads(out)
     assert code == 0 and trace["answer"] == "Admiral" and trace["citations"] == ["chapter_2:2"]
     paragraph = api.show(api.open_document(str(book)), "chapter_2:2")[0].text

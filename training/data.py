@@ -179,7 +179,7 @@ def finder_dev_set(records_file: Path, decision_first: bool = True) -> list[dict
             continue
         document = api.open_document(record.doc)
         found = api.find(document, record.question)
-        gold = set(record.evidence)
+        gold = set(record.gold_ids(document))
         segments = []
         for segment in found.read:
             request = agents.finder_request(

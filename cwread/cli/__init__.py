@@ -112,7 +112,12 @@ def _root(
 def show(
     book: Book,
     paragraphs: Annotated[
-        str, typer.Argument(help="Paragraph ids: 12, 10-14 or 3,7,10-12.", show_default=False)
+        str,
+        typer.Argument(
+            help="Paragraph ids: 12, 10-14 or 3,7,10-12; in a folder or an EPUB, by file: ch03:12, "
+            "ch03:12-20, ch03:40-ch04:2 or ch03 (the whole file).",
+            show_default=False,
+        ),
     ],
     output: Any = None,
     debug: DebugFlag = False,
@@ -167,17 +172,26 @@ def find(
 
 def _open_document(book: str, output: Output):
     """The book as `output` says to read it, with one warning line when invalid bytes were
-    replaced while decoding it; later views wrap as `output` says."""
+    replaced while decoding it, and one naming the files of a folder left out; later views
+    wrap as `output` says."""
     from cwread import api, render
 
     render.set_width(output.width)
     document = api.open_document(book, output.encoding)
     if document.replaced:
+        what = f"{document.path} is UTF-8" if not document.sources else f"the files of {document.path} are UTF-8"
         render.notice(
-            f"warning: {document.path} is UTF-8 with {document.replaced} invalid byte sequence(s), "
+            f"warning: {what} with {document.replaced} invalid byte sequence(s), "
             "shown as \ufffd (--encoding reads it as another encoding)"
         )
+    if document.skipped:
+        shown = "; ".join(document.skipped[:SKIPPED_NAMED])
+        more = f"; and {len(document.skipped) - SKIPPED_NAMED} more (--json lists them)" if len(document.skipped) > SKIPPED_NAMED else ""
+        render.notice(f"left out of {document.path}: {shown}{more}")
     return document
+
+
+SKIPPED_NAMED = 5  # files left out of a folder named on the terminal; --json lists them all
 
 
 def _answer(book: str, asked, budget, finding, settings, run: AnswerRun, quiet: bool = False):

@@ -38,7 +38,11 @@ def _listed(names) -> str:
 
 Book = Annotated[
     str,
-    typer.Argument(help="The book: a text, HTML or EPUB file; - reads standard input.", show_default=False),
+    typer.Argument(
+        help="The book: a text, HTML or EPUB file, or a folder of them read as one book (each "
+        "paragraph then cited as FILE:N); - reads standard input.",
+        show_default=False,
+    ),
 ]
 QuestionArg = Annotated[str, typer.Argument(help="The question.", show_default=False)]
 JsonFlag = Annotated[

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from cwread.document import SOURCE_NAME, Document
 from cwread.errors import InputError
 from cwread.records import KINDS, Question
 
@@ -19,8 +21,19 @@ class Record:
     question: Question
     answer: object = None  # the gold answer as the file gives it
     answers: tuple[str, ...] = ()  # alternative references for open questions
-    evidence: tuple[int, ...] = ()  # gold paragraph ids
+    # gold paragraphs as the file names them: ids, or "ch03:12" in a book of several files
+    evidence: tuple[int | str, ...] = ()
     pair: object = None  # claims that form a pair share this
+
+    def gold_ids(self, document: Document) -> list[int]:
+        """The gold paragraphs' ids in `document`; InputError for one the book does not have."""
+        ids = []
+        for label in self.evidence:
+            pid = document.id_of(str(label))
+            if pid is None:
+                raise InputError(f"record {self.id}: its evidence {label!r} is not a paragraph of {document.path}")
+            ids.append(pid)
+        return ids
 
     @property
     def kind(self) -> str:
@@ -97,12 +110,12 @@ def _record(raw: object, where: str, source: Path) -> Record:
     evidence = raw.get("evidence") or []
     if evidence:
         ids_ok = isinstance(evidence, list) and all(_paragraph_id(g) is not None for g in evidence)
-        field("evidence", ids_ok, "a list of paragraph ids (positive integers)")
+        field("evidence", ids_ok, 'a list of paragraph ids (positive integers, or "FILE:N" in a folder)')
     answers = raw.get("answers") or []
     if answers:
         field("answers", isinstance(answers, list) and all(isinstance(a, str) for a in answers), "a list of strings")
     doc = (source.parent / raw["doc"]).resolve()
-    if not doc.is_file():
+    if not (doc.is_file() or doc.is_dir()):
         raise InputError(f"{where}: document {raw['doc']} not found")
     return Record(
         id=str(raw["id"]),
@@ -115,14 +128,17 @@ def _record(raw: object, where: str, source: Path) -> Record:
     )
 
 
-def _paragraph_id(value: object) -> int | None:
-    """A paragraph id from a JSON number or a string of digits; None if it is neither."""
+def _paragraph_id(value: object) -> int | str | None:
+    """A paragraph id from a JSON number or a string of digits, or a "FILE:N" label; None if
+    it is none of these."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value if value > 0 else None
     if isinstance(value, str) and value.strip().isdigit() and int(value) > 0:
         return int(value)
+    if isinstance(value, str) and re.fullmatch(rf"{SOURCE_NAME}\s*:\s*[1-9]\d*", value.strip()):
+        return "".join(value.split())
     return None
 
 

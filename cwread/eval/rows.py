@@ -17,7 +17,7 @@ def base_fields(record: Record, method: str) -> dict:
 def evidence_fields(record: Record, found: FindResult, trace: Trace | None = None) -> dict:
     """Gold evidence paragraphs inside anchor segments, segments read, segments the Finder
     kept (or, without a Finder, passed on) and the packet."""
-    gold = list(record.evidence)
+    gold = record.gold_ids(found.document)
     if not gold:
         return {}
     anchors = [s for s in found.segments if s.kind == "anchor"]
@@ -125,7 +125,7 @@ def finder_fields(record: Record, found: FindResult, trace: Trace) -> dict:
     hold gold and were kept (YES-recall), how many kept ones hold gold (precision), and
     whether the ids it cites are gold ones."""
     verdicts = trace.verdicts
-    gold = set(record.evidence)
+    gold = set(record.gold_ids(found.document))
     yes = [v for v in verdicts if v.decision == "YES"]
     out = {
         **verdict_counts(verdicts),
