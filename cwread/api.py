@@ -99,11 +99,14 @@ def show(document: Document, spec: str) -> list[Paragraph]:
 def index_document(
     document: Document, embedder: str = DEFAULT_EMBEDDER, progress: Progress | None = None
 ) -> IndexReport:
-    """Build (or verify) the cached indexes of `document`."""
+    """Build (or verify) the cached indexes of `document`, and the word counts its extractive
+    answers weigh question words by."""
+    from cwread.extractive import book_idf
     from cwread.retrieval import document_cache_dir
 
     t0 = time.perf_counter()
     index = open_index(document, load_embedder(embedder), progress)
+    book_idf(document)
     return IndexReport(
         paragraphs=len(document),
         built=tuple(index.built),

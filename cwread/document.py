@@ -24,7 +24,6 @@ import difflib
 import hashlib
 import re
 import stat
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -51,6 +50,7 @@ _BINARY_SIGNATURES = {
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+")
 _ENDS_SENTENCE = re.compile(r"[.!?:][\"'\u201d\u2019)\]]*$")
 _HYPHEN_END = re.compile(r"[^\W\d_]-$")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")  # category Cc but the whitespace ones
 
 
 @dataclass(frozen=True)
@@ -412,7 +412,7 @@ def _refuse_binary(text: str, name: str, forced: str | None = None) -> None:
     sample = text[:65536]
     if not sample:
         return
-    control = sum(1 for ch in sample if ch not in "\t\n\r\f\v" and unicodedata.category(ch) == "Cc")
+    control = len(_CONTROL.findall(sample))
     if control / len(sample) > 0.01:
         if forced:
             raise InputError(
@@ -455,11 +455,9 @@ def _join_lines(lines: list[str]) -> str:
     parts: list[str] = []
     for raw in lines:
         line = " ".join(raw.split())
-        prev = parts[-1] if parts else ""
-        if not parts:
-            parts.append(line)
-        elif _HYPHEN_END.search(prev) and line[:1].islower():
-            parts[-1] = prev[:-1] + line  # a word hyphenated across the line break
+        # endswith first: the pattern runs on the few lines that end in a hyphen, not on all
+        if parts and parts[-1].endswith("-") and line[:1].islower() and _HYPHEN_END.search(parts[-1]):
+            parts[-1] = parts[-1][:-1] + line  # a word hyphenated across the line break
         else:
             parts.append(line)
     return " ".join(parts)
