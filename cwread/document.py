@@ -22,10 +22,12 @@ from __future__ import annotations
 import bisect
 import difflib
 import hashlib
+import json
 import re
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
@@ -546,12 +548,14 @@ def load_document(path: str, encoding: str | None = None, max_bytes: int | None 
 
 
 @dataclass(frozen=True)
-class _Text:
-    """One file's text before numbering: its citation name ("" for a single file) and path."""
+class _Part:
+    """One file's paragraphs, numbered from 1, before they join a book: its citation name
+    ("" for a single file), where it was read, and its paragraphs' fingerprint."""
 
     name: str
     path: str
-    text: str
+    paragraphs: tuple[Paragraph, ...]
+    fingerprint: str
 
 
 def document_from_bytes(
@@ -560,25 +564,79 @@ def document_from_bytes(
     """Build a Document from raw bytes (the core of `load_document`): a plain text, an HTML
     file, or an EPUB (cwread.ebook: each chapter a source, cited by its file's name;
     `max_bytes` bounds what it expands to)."""
-    texts, used, replaced = _file_texts(data, name, encoding, max_bytes or _max_bytes_from_env())
-    if len(texts) == 1 and not texts[0].name:
-        paragraphs = parse_paragraphs(texts[0].text)
-        if not paragraphs:
+    parts, used, replaced = _file_parts(data, name, encoding, max_bytes or _max_bytes_from_env())
+    if len(parts) == 1 and not parts[0].name:
+        if not parts[0].paragraphs:
             raise InputError(f"{name} is empty (only whitespace)")
         return Document(
             path=name,
             sha256=hashlib.sha256(data).hexdigest(),
             encoding=used,
-            paragraphs=paragraphs,
-            fingerprint=fingerprint(paragraphs),
+            paragraphs=parts[0].paragraphs,
+            fingerprint=parts[0].fingerprint,
             replaced=replaced,
         )
-    return _assemble(name, hashlib.sha256(data).hexdigest(), used, texts, replaced, ())
+    return _assemble(name, hashlib.sha256(data).hexdigest(), used, parts, replaced, ())
 
 
-def _file_texts(data: bytes, name: str, encoding: str | None, max_bytes: int) -> tuple[list[_Text], str, int]:
-    """(texts, encoding used, bytes replaced) of one file: one text named "" for a plain or
-    HTML file, one per chapter (named by its file) for an EPUB."""
+PARSED_CACHE_BYTES = 64 * 1024  # a smaller file parses about as fast as its cache entry is read
+
+
+def _file_parts(data: bytes, name: str, encoding: str | None, max_bytes: int) -> tuple[list[_Part], str, int]:
+    """(parts, encoding used, bytes replaced) of one file's bytes: one part named "" for a
+    plain or HTML file, one per chapter for an EPUB. A large file's parse is cached by its
+    bytes (a 50 MB folder's took 1.2 s of a 3 s question)."""
+    if len(data) < PARSED_CACHE_BYTES:
+        return _parse_file(data, name, encoding, max_bytes)
+    from cwread.cache import cache_root, read_entry, remove_entry, write_entry
+    from cwread.errors import CacheError
+
+    key = f"{hashlib.sha256(data).hexdigest()}-{_slug(encoding or 'detect')}-v{PARSER_VERSION}"
+    entry = cache_root() / "texts" / key[:2] / key
+    if read_entry(entry) is not None:
+        try:
+            return _parts_from_json(json.loads((entry / "parsed.json").read_text(encoding="utf-8")), name)
+        except (OSError, ValueError, KeyError, TypeError):
+            remove_entry(entry)
+    parts, used, replaced = _parse_file(data, name, encoding, max_bytes)
+
+    def build(tmp: Path) -> dict:
+        body = {"used": used, "replaced": replaced, "parts": [_part_json(p) for p in parts]}
+        (tmp / "parsed.json").write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
+        return {"parser": PARSER_VERSION}
+
+    with suppress(CacheError):  # a cache that cannot be written costs the next read the parse
+        write_entry(entry, build)
+    return parts, used, replaced
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:40]
+
+
+def _part_json(part: _Part) -> dict:
+    return {
+        "name": part.name,
+        "path": part.path,
+        "fingerprint": part.fingerprint,
+        "texts": [p.text for p in part.paragraphs],
+        "blocks": [p.block for p in part.paragraphs],
+        "lines": [p.line for p in part.paragraphs],
+    }
+
+
+def _parts_from_json(body: dict, name: str) -> tuple[list[_Part], str, int]:
+    parts = []
+    for raw in body["parts"]:
+        paragraphs = tuple(
+            Paragraph(i, text, block, line)
+            for i, (text, block, line) in enumerate(zip(raw["texts"], raw["blocks"], raw["lines"], strict=True), 1)
+        )
+        parts.append(_Part(raw["name"], raw["path"] if raw["name"] else name, paragraphs, raw["fingerprint"]))
+    return parts, str(body["used"]), int(body["replaced"])
+
+
+def _parse_file(data: bytes, name: str, encoding: str | None, max_bytes: int) -> tuple[list[_Part], str, int]:
     from cwread import ebook
 
     if not data.strip():
@@ -586,11 +644,16 @@ def _file_texts(data: bytes, name: str, encoding: str | None, max_bytes: int) ->
     if ebook.is_epub(data, name):
         chapters = ebook.epub_chapters(data, name, max_bytes, lambda raw, where: decode(raw, None, where)[0])
         names = _chapter_names([path for path, _ in chapters])
-        return [_Text(n, path, text) for n, (path, text) in zip(names, chapters, strict=True)], "epub", 0
+        return [_part(n, path, text) for n, (path, text) in zip(names, chapters, strict=True)], "epub", 0
     text, used, replaced = decode(data, encoding, name)
     if ebook.looks_like_html(text, name):
         text, used = ebook.html_text(text), f"html ({used})"
-    return [_Text("", name, text)], used, replaced
+    return [_part("", name, text)], used, replaced
+
+
+def _part(name: str, path: str, text: str) -> _Part:
+    paragraphs = parse_paragraphs(text)
+    return _Part(name, path, paragraphs, fingerprint(paragraphs))
 
 
 def _chapter_names(paths: list[str]) -> list[str]:
@@ -604,17 +667,17 @@ def _chapter_names(paths: list[str]) -> list[str]:
 
 
 def _assemble(
-    path: str, sha256: str, encoding: str, texts: list[_Text], replaced: int, skipped: tuple[str, ...]
+    path: str, sha256: str, encoding: str, parts: list[_Part], replaced: int, skipped: tuple[str, ...]
 ) -> Document:
     """One book of several sources, numbered through in their order (see `Document`)."""
     paragraphs: list[Paragraph] = []
     sources: list[Source] = []
-    for part in texts:
-        own = parse_paragraphs(part.text, first=len(paragraphs) + 1)
-        if not own:
+    for part in parts:
+        if not part.paragraphs:
             continue
-        paragraphs.extend(own)
-        sources.append(Source(part.name, part.path, own[0].id, own[-1].id, fingerprint(own)))
+        first = len(paragraphs) + 1
+        paragraphs.extend(Paragraph(first + p.id - 1, p.text, p.block, p.line) for p in part.paragraphs)
+        sources.append(Source(part.name, part.path, first, len(paragraphs), part.fingerprint))
     if not paragraphs:
         raise InputError(f"{path} is empty (only whitespace)")
     book = hashlib.sha256(f"cwread-book-v{PARSER_VERSION}\n".encode())
@@ -642,7 +705,7 @@ def _load_folder(root: Path, encoding: str | None, max_bytes: int) -> Document:
             f"{root} holds {readable_size(listing.total_bytes)} of files; cwread reads books up to "
             f"{readable_size(max_bytes)} (raise the limit with CWREAD_MAX_BYTES)"
         )
-    texts: list[_Text] = []
+    parts: list[_Part] = []
     skipped = list(listing.skipped)
     named: dict[str, str] = {}
     digest = hashlib.sha256(b"cwread-folder-v1\n")
@@ -652,7 +715,7 @@ def _load_folder(root: Path, encoding: str | None, max_bytes: int) -> Document:
     for rel in listing.files:
         try:
             data = read_bytes(str(root / rel), left)
-            own, used, bad = _file_texts(data, rel, encoding, left)
+            own, used, bad = _file_parts(data, rel, encoding, left)
         except InputError as exc:
             skipped.append(str(exc))
             continue
@@ -665,14 +728,14 @@ def _load_folder(root: Path, encoding: str | None, max_bytes: int) -> Document:
         named[stem] = rel
         for part in own:
             name = f"{stem}/{part.name}" if part.name else stem
-            texts.append(_Text(name, f"{rel}/{part.path}" if part.name else rel, part.text))
+            parts.append(replace(part, name=name, path=f"{rel}/{part.path}" if part.name else rel))
         digest.update(f"{rel}\x00{hashlib.sha256(data).hexdigest()}\n".encode())
         encodings[used] = None
         replaced += bad
-    if not texts:
+    if not parts:
         why = f": {'; '.join(skipped[:3])}{'; ...' if len(skipped) > 3 else ''}" if skipped else ""
         raise InputError(f"{root} holds no readable text{why}")
-    return _assemble(str(root), digest.hexdigest(), ", ".join(encodings), texts, replaced, tuple(skipped))
+    return _assemble(str(root), digest.hexdigest(), ", ".join(encodings), parts, replaced, tuple(skipped))
 
 
 def _max_bytes_from_env() -> int:

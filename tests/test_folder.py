@@ -216,3 +216,17 @@ def test_api_show_and_the_python_session_take_a_folder(novel, cache_dir):
     assert {session.document.source(s.start) for s in found.segments} == set(session.document.sources)
     assert all(session.document.source(s.start) == session.document.source(s.end) for s in found.segments)
     assert os.fspath(novel) == session.document.path
+
+
+def test_a_large_files_parse_is_cached_by_its_bytes_and_rebuilt_when_damaged(tmp_path, cache_dir):
+    text = "\n\n".join(f"Paragraph {i} of a long book,\nhard-wrapped like the others." for i in range(3000))
+    path = tmp_path / "long.txt"
+    path.write_text(text, encoding="utf-8")
+    first = load_document(str(path))
+    [entry] = list((cache_dir / "texts").rglob("parsed.json"))
+    assert load_document(str(path)) == first and first.paragraphs[1].text == "Paragraph 1 of a long book, hard-wrapped like the others."
+    entry.write_text('{"used": "utf-8", "replaced": 0, "parts": []}', encoding="utf-8")  # damaged
+    assert load_document(str(path)) == first
+    moved = tmp_path / "moved.txt"
+    path.rename(moved)
+    assert load_document(str(moved)).path == str(moved)  # the cache holds the content, not the name
