@@ -590,9 +590,11 @@ PARSED_CACHE_BYTES = 64 * 1024  # a smaller file parses about as fast as its cac
 
 def _file_parts(data: bytes, name: str, encoding: str | None, max_bytes: int) -> tuple[list[_Part], str, int]:
     """(parts, encoding used, bytes replaced) of one file's bytes: one part named "" for a
-    plain or HTML file, one per chapter for an EPUB. A large file's parse is cached by its
-    bytes (a 50 MB folder's took 1.2 s of a 3 s question)."""
-    if len(data) < PARSED_CACHE_BYTES:
+    plain or HTML file, one per chapter for an EPUB. A large text or HTML file's parse is
+    cached by its bytes (a 50 MB folder's took 1.2 s of a 3 s question)."""
+    from cwread import ebook
+
+    if len(data) < PARSED_CACHE_BYTES or ebook.is_epub(data, name):  # nothing of an EPUB reaches the disk
         return _parse_file(data, name, encoding, max_bytes)
     from cwread.cache import cache_root, read_entry, remove_entry, write_entry
     from cwread.errors import CacheError
