@@ -139,3 +139,27 @@ def test_the_roots_hold_against_every_way_out(tmp_path):
     ]:
         with pytest.raises(InputError, match=why):
             books.resolve(bad)
+
+
+def test_a_folder_under_the_root_is_a_book_cited_by_file(tmp_path):
+    root = tmp_path / "books"
+    novel = root / "novel"
+    novel.mkdir(parents=True)
+    giant = (EXAMPLES / GIANT).read_text(encoding="utf-8").split("\n\n")
+    (novel / "part1.txt").write_text("\n\n".join(giant[:4]), encoding="utf-8")
+    (novel / "part2.txt").write_text("\n\n".join(giant[4:]), encoding="utf-8")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("A secret the server must not read.\n", encoding="utf-8")
+    (novel / "secret.txt").symlink_to(secret)
+    _, results, _ = call(
+        server(tmp_path, str(root)),
+        ("ask", {"book": "novel", "question": WALL}),
+        ("show", {"book": "novel", "paragraphs": "part1:1"}),
+    )
+    answer, shown = (r.structured_content for r in results)
+    assert not results[0].is_error and answer["quotes"]
+    for quote in answer["quotes"]:
+        assert quote["source"] in ("part1", "part2") and quote["id"] == f"{quote['source']}:{quote['paragraph']}"
+    assert shown["paragraphs"][0]["id"] == "part1:1"
+    assert "secret.txt: a link out of the folder, not followed" in shown["document"]["skipped"]
+    assert "secret the server" not in str(answer) + str(shown)
