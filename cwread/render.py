@@ -206,7 +206,8 @@ def find_view(result: FindResult, limit: int) -> None:
             body.append(printable(p.text), style=style)
             if pid != s.end:
                 body.append("\n\n")
-        title = f"#{rank} {s.kind} [{doc.span_label(s.start, s.end)}]  score {s.score:.4f}"
+        # a Text, not markup: "[ch03:1-5]" would be read as a style tag and vanish
+        title = Text(f"#{rank} {s.kind} [{doc.span_label(s.start, s.end)}]  score {s.score:.4f}")
         out.print(
             Panel(
                 body, title=title, title_align="left", border_style="cyan" if s.kind == "anchor" else "dim"

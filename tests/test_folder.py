@@ -230,3 +230,8 @@ def test_a_large_files_parse_is_cached_by_its_bytes_and_rebuilt_when_damaged(tmp
     moved = tmp_path / "moved.txt"
     path.rename(moved)
     assert load_document(str(moved)).path == str(moved)  # the cache holds the content, not the name
+
+
+def test_the_find_view_titles_each_segment_by_file(capsys, novel, cache_dir):
+    code, out, _ = run(capsys, "find", str(novel), "What did the fishermen give her?", "--width", "120")
+    assert code == 0 and "anchor [ch10:1-3]" in out and "[ch10:2] The fishermen" in out
