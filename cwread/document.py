@@ -15,6 +15,9 @@ How ids are assigned (stable for the same bytes and the same PARSER_VERSION):
    sentence boundaries for whatever is still too long. Ids after a wall shift accordingly;
    every paragraph keeps `block`, the blank-line block it came from, and `line`, the line of
    the file where it starts.
+5. A book of several files (a folder: cwread.folder; an EPUB's chapters: cwread.ebook) is its
+   files' paragraphs in order, each file numbered by these rules from 1 and cited as
+   `name:N` (see `Document`, `Source`).
 """
 
 from __future__ import annotations
