@@ -170,6 +170,10 @@ class Document:
         source = self.source(pid)
         return str(pid) if source is None else f"{source.name}:{pid - source.first + 1}"
 
+    def public_id(self, pid: int) -> int | str:
+        """Paragraph `pid` as JSON names it: its number in a single file, "ch03:12" otherwise."""
+        return pid if not self.sources else self.label(pid)
+
     def ref(self, pid: int) -> tuple[str | None, int]:
         """(source name, number within it) of paragraph `pid`; (None, pid) in a single file."""
         source = self.source(pid)

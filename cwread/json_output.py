@@ -48,7 +48,7 @@ def label_json(label: str) -> int | str:
 
 
 def id_json(document: Document, pid: int) -> int | str:
-    return label_json(document.label(pid))
+    return document.public_id(pid)
 
 
 def ref_json(document: Document, pid: int) -> dict:

@@ -78,8 +78,8 @@ def trace_fields(trace: Trace) -> dict:
         "supported": outcome.supported,
         "abstained": outcome.abstained,
         "parsed_first_try": bool(trace.interpreter and trace.interpreter.parsed_first_try),
-        "citations": trace.citations,
-        "invalid_citations": list(final.dropped) if final else [],
+        "citations": [trace.document.public_id(pid) for pid in trace.citations],
+        "invalid_citations": list(final.dropped) if final else [],  # labels as the model wrote them
         # every quote shown is re-read from the book: fidelity must be 100%
         "quotes_shown": len(outcome.quotes),
         "quotes_verbatim": sum(
