@@ -104,8 +104,11 @@ class Source:
 
 # a source's name: letters, digits and _ . - / (never ":", brackets or spaces, so `[name:N]`
 # reads back unambiguously); a label is `N` in a single file, `name:N` in a book of sources
-SOURCE_NAME = r"[\w.\-/]+"
-LABEL = rf"(?:{SOURCE_NAME}\s*:\s*)?\d+"
+MAX_NAME = 100  # characters of a source's name: a longer path keeps its end
+SOURCE_NAME = rf"[\w.\-/]{{1,{MAX_NAME}}}"
+# possessive and bounded: a hostile "[1-1-1-...x" in the book took 0.2 s a paragraph to read
+# past, backtracking
+LABEL = rf"(?:{SOURCE_NAME}+\s*+:\s*+)?\d++"
 _UNSAFE_NAME = re.compile(r"[^\w.\-/]+")
 
 
@@ -119,7 +122,11 @@ def source_name(relative: str) -> str:
             stem = base
         else:
             break
-    return _UNSAFE_NAME.sub("_", stem).strip("_/") or "_"
+    return _safe_name(stem)
+
+
+def _safe_name(text: str) -> str:
+    return _UNSAFE_NAME.sub("_", text).strip("_/")[-MAX_NAME:].lstrip("_/") or "_"
 
 
 TEXT_SUFFIXES = {"txt", "text", "md", "markdown", "rst", "html", "htm", "xhtml", "xml", "epub"}
@@ -682,9 +689,11 @@ def _chapter_names(paths: list[str]) -> list[str]:
     """Citation names of an EPUB's chapters: each file's name without its suffix, or, where
     two share one, its path in the package (with the suffix, where even that is shared)."""
     names = [source_name(p.rsplit("/", 1)[-1]) for p in paths]
-    for stage in (lambda p: source_name(p), lambda p: _UNSAFE_NAME.sub("_", p).strip("_/")):
+    for stage in (source_name, _safe_name):
         shared = {n for n in names if names.count(n) > 1}
         names = [stage(p) if n in shared else n for p, n in zip(paths, names, strict=True)]
+    if len(set(names)) < len(names):
+        raise InputError(f"two chapters would both be cited as {next(n for n in names if names.count(n) > 1)}:N")
     return names
 
 
