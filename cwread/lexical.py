@@ -1,14 +1,32 @@
-"""BM25 over paragraphs with bm25s: English stop words removed, Snowball-stemmed."""
+"""BM25 with bm25s, English stop words removed, Snowball-stemmed: over paragraphs, and over
+sections (runs of paragraphs of about SECTION_CHARS characters) for the part of a book a
+question is about.
+
+A novel's answer is often a short line of dialogue whose speaker and subject are named in the
+paragraphs around it, so a paragraph's *context score* counts its neighbours' matches too,
+discounted by distance (see `context_scores`).
+"""
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections import Counter
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-LEXICAL_VERSION = 2
+LEXICAL_VERSION = 3
+# A paragraph's context: CONTEXT_WIDTH neighbours each side, a match d paragraphs away counting
+# CONTEXT_DECAY**d. On the dev novel (48 questions) gold paragraphs in the top 32 went from 65%
+# to 75% with it; the fairytale anthology's top 8, from 84% to 85%.
+CONTEXT_WIDTH = 2
+CONTEXT_DECAY = 0.5
+# Sections overlap by half, so a passage is never split between two: each paragraph is scored
+# by the best section that holds it.
+SECTION_CHARS = 4000
 
 # bm25s's English list has 33 words and keeps pronouns and question words ("she", "did",
 # "what"), which in a question match half a novel. This is a fuller function-word list.
@@ -225,13 +243,46 @@ def tokenize(texts: list[str]) -> list[list[str]]:
     )
 
 
-def build_index(texts: list[str]):
-    """A bm25s index over `texts` (one document per paragraph)."""
+def build_index(texts: list[str], tokens: list[list[str]] | None = None):
+    """A bm25s index over `texts` (one document each), or over their `tokens` if given."""
     import bm25s
 
     retriever = bm25s.BM25()
-    retriever.index(tokenize(texts), show_progress=False)
+    retriever.index(tokens if tokens is not None else tokenize(texts), show_progress=False)
     return retriever
+
+
+def section_spans(
+    lengths: list[int], file_starts: Sequence[int] = (), chars: int = SECTION_CHARS
+) -> np.ndarray:
+    """Sections as rows (first, end) of 0-based paragraph indexes, end exclusive: runs of about
+    `chars` characters, each starting halfway through the last, none crossing into the next file
+    (`file_starts`: the 1-based first id of each file of a book of several)."""
+    n = len(lengths)
+    bounds = sorted({0, *(f - 1 for f in file_starts if 1 < f <= n), n})
+    spans: list[tuple[int, int]] = []
+    for lo, hi in itertools.pairwise(bounds):
+        start = lo
+        while start < hi:
+            end, size = start, 0
+            while end < hi and (size < chars or end == start):
+                size += lengths[end]
+                end += 1
+            spans.append((start, end))
+            if end >= hi:
+                break
+            half, middle = 0, start
+            while middle < end - 1 and half < size / 2:
+                half += lengths[middle]
+                middle += 1
+            start = max(middle, start + 1)
+    return np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+
+
+def build_sections(tokens: list[list[str]], spans: np.ndarray):
+    """A bm25s index over sections, from the paragraphs' tokens (nothing is tokenised twice)."""
+    joined = [[t for i in range(first, end) for t in tokens[i]] for first, end in spans.tolist()]
+    return build_index([], joined)
 
 
 def save_index(retriever, directory: Path) -> None:
@@ -245,9 +296,50 @@ def load_index(directory: Path):
     return bm25s.BM25.load(str(directory), mmap=False)
 
 
+def _terms(retriever, query: str) -> list[str]:
+    return [t for t in tokenize([query])[0] if t in retriever.vocab_dict]
+
+
 def scores(retriever, query: str, n_docs: int) -> np.ndarray:
     """BM25 score of every paragraph for `query` (zeros when no query term is in the index)."""
-    tokens = [t for t in tokenize([query])[0] if t in retriever.vocab_dict]
+    tokens = _terms(retriever, query)
     if not tokens:
         return np.zeros(n_docs, dtype=np.float32)
     return np.asarray(retriever.get_scores(tokens), dtype=np.float32)
+
+
+def context_scores(retriever, query: str, n_docs: int, file_starts: Sequence[int] = ()) -> np.ndarray:
+    """Each paragraph's BM25 score with its context: for every query term, the best of the
+    paragraph's own score and its neighbours' (CONTEXT_WIDTH each side, within its file),
+    discounted by CONTEXT_DECAY per paragraph of distance; summed over the terms. A paragraph
+    that names one thing the question asks about, beside one that names the other, outscores
+    either alone."""
+    total = np.zeros(n_docs, dtype=np.float32)
+    same_file = np.ones(n_docs, dtype=bool)  # same_file[i]: paragraphs i-1 and i share a file
+    same_file[[f - 1 for f in file_starts if 1 < f <= n_docs]] = False
+    reach = [same_file.copy()]  # reach[d-1][i]: paragraphs i-d and i share a file
+    for d in range(2, CONTEXT_WIDTH + 1):
+        reach.append(reach[-1] & np.roll(same_file, d - 1))
+    for term, count in Counter(_terms(retriever, query)).items():
+        own = np.asarray(retriever.get_scores([term]), dtype=np.float32)
+        pooled = own.copy()
+        for d in range(1, CONTEXT_WIDTH + 1):
+            weight = CONTEXT_DECAY**d
+            ok = reach[d - 1][d:]
+            pooled[d:] = np.where(ok, np.maximum(pooled[d:], weight * own[:-d]), pooled[d:])
+            pooled[:-d] = np.where(ok, np.maximum(pooled[:-d], weight * own[d:]), pooled[:-d])
+        total += count * pooled
+    return total
+
+
+def section_scores(retriever, spans: np.ndarray, query: str, n_docs: int) -> np.ndarray:
+    """Each paragraph's score as the best BM25 score of a section that holds it."""
+    out = np.zeros(n_docs, dtype=np.float32)
+    tokens = _terms(retriever, query)
+    if not tokens or len(spans) == 0:
+        return out
+    best = np.asarray(retriever.get_scores(tokens), dtype=np.float32)
+    for (first, end), score in zip(spans.tolist(), best.tolist(), strict=True):
+        if score > 0:
+            np.maximum(out[first:end], score, out=out[first:end])
+    return out

@@ -89,6 +89,23 @@ def bootstrap_interval(values: list[float], rounds: int = 2000, seed: int = 0) -
     return (means[int(0.025 * rounds)], means[int(0.975 * rounds) - 1])
 
 
+def ratio_interval(pairs: list[tuple[int, int]], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% bootstrap interval of Σhits/Σtotal over (hits, total) units resampled whole (a
+    record's gold paragraphs stand or fall together, so records, not paragraphs, are drawn)."""
+    import random
+
+    if not pairs or not sum(t for _, t in pairs):
+        return (0.0, 0.0)
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(rounds):
+        drawn = [pairs[rng.randrange(len(pairs))] for _ in pairs]
+        total = sum(t for _, t in drawn)
+        ratios.append(sum(h for h, _ in drawn) / total if total else 0.0)
+    ratios.sort()
+    return ratios[int(0.025 * rounds)], ratios[int(0.975 * rounds) - 1]
+
+
 def recall(gold: list[int], found: set[int]) -> tuple[int, int]:
     """(gold ids found, gold ids) — summed over records before dividing."""
     return sum(1 for g in gold if g in found), len(gold)

@@ -24,12 +24,15 @@ def pack(
     verdicts: list[Verdict],
     budget: Budget,
     fits: Callable[[Evidence], bool] | None = None,
+    limit_segments: bool = True,
 ) -> Packet:
-    """Build the packet from Finder verdicts given in reading order (see module doc)."""
-    kept = [v for v in verdicts if v.decision == "YES"][: budget.n_e]
+    """Build the packet from Finder verdicts given in reading order (see module doc); with
+    `limit_segments` False (no Finder chose them) N_E does not apply, B_c alone bounds it."""
+    most = budget.n_e if limit_segments else None
+    kept = [v for v in verdicts if v.decision == "YES"][:most]
     fallback = not kept
     if fallback:
-        kept = verdicts[: budget.n_e]
+        kept = verdicts[:most]
     return _pack_kept(document, kept, fallback, budget, fits)
 
 
@@ -130,7 +133,8 @@ def packet_of(document: Document, ids: list[int]) -> Packet:
     """A packet of exactly these paragraphs, in story order, with no Finder reasons."""
     return Packet(
         items=tuple(
-            PacketItem(pid, document.paragraph(pid).text, "", label=_label(document, pid)) for pid in sorted(ids)
+            PacketItem(pid, document.paragraph(pid).text, "", label=_label(document, pid))
+            for pid in sorted(ids)
         )
     )
 

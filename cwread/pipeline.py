@@ -35,6 +35,7 @@ from cwread.records import (
     Unread,
     Verdict,
 )
+from cwread.segments import Budget
 
 
 def make_plan(
@@ -44,6 +45,7 @@ def make_plan(
     finding: FinderSettings | None = None,
     packet_given: bool = False,
     finder: Finder | None = None,
+    budget: Budget | None = None,
 ) -> Plan:
     """What a run on `question` will do with these backends and settings (see Plan).
 
@@ -51,7 +53,8 @@ def make_plan(
     model's words with the best-fitting sentence when its quotes do not cover them. Options
     and claims get no verdict from a model that judges at chance unless `judge_anyway`. The
     Finder is skipped when off, or in auto for a Finder measured to keep nearly every segment
-    it reads (its calls could not change the answer); a given `finder` always runs."""
+    it reads (its calls could not change the answer); a given `finder` always runs. `budget`:
+    the budget fitted to the book, recorded with why it was chosen."""
     answering = answering or AnswerSettings()
     finding = finding or FinderSettings()
     interpreter = selection.interpreter
@@ -62,7 +65,9 @@ def make_plan(
     verdict = answering.judge_anyway or not small
     if question.kind != "open" and not verdict:
         mode = "evidence-only"
-    skipped = None if finder is not None or packet_given else _finder_skip_reason(finding.use, selection.finder)
+    skipped = (
+        None if finder is not None or packet_given else _finder_skip_reason(finding.use, selection.finder)
+    )
     evidence = "given" if packet_given else "all-read" if skipped else "finder"
     judge = None
     if evidence == "finder":
@@ -79,6 +84,7 @@ def make_plan(
         verdict=verdict,
         interpreter=asked,
         self_check=asked and (agents.needs_self_check(question) if self_check is None else self_check),
+        budget=budget,
     )
 
 
@@ -123,7 +129,9 @@ def answer(
     `follows`: the earlier turn a follow-up leans on, shown to the Interpreter as conversation."""
     finding = finding or FinderSettings()
     question, interpreter = found.question, selection.interpreter
-    plan = plan or make_plan(question, selection, answering, finding, packet is not None, finder)
+    plan = plan or make_plan(
+        question, selection, answering, finding, packet is not None, finder, found.budget
+    )
     if rank is None and (question.kind == "open" or not plan.verdict):  # open answers, shown evidence
         rank = extractive.sentence_ranker(found.document, load_embedder(found.embedder))
     t0 = time.perf_counter()
@@ -131,7 +139,10 @@ def answer(
     seconds = {"finder": round(time.perf_counter() - t0, 3)}
     if packet is None:
         fits = lambda evidence: packet_fits(interpreter, question, evidence)  # noqa: E731
-        packet = pack(found.document, list(read.kept), found.budget, fits)
+        # N_E bounds the segments a Finder chose; with none to filter, B_c alone bounds the packet
+        packet = pack(
+            found.document, list(read.kept), found.budget, fits, limit_segments=plan.evidence == "finder"
+        )
     first, checked = _interpret(plan, interpreter, question, packet, progress, seconds, follows)
     final = checked if checked is not None and checked.answer is not None else first
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != "given" else None

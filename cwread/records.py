@@ -281,7 +281,9 @@ class FinderSettings:
             raise InputError(f"--finder-reply must be one of {', '.join(FINDER_REPLIES)}, not {self.reply!r}")
         threshold = self.keep_threshold
         if threshold is not None and (
-            isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold)
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)
+            or not math.isfinite(threshold)
         ):
             raise InputError(f"the keep threshold must be a finite number, not {threshold!r}")
 
@@ -314,6 +316,8 @@ class Plan:
     FinderSettings has them. `verdict`: options and claims are given the Interpreter's
     verdict. `interpreter`: the Interpreter is asked (not for an extractive answer or a
     withheld verdict); `self_check`: its second pass follows a readable first answer.
+    `budget`: the budget fitted to the book and the Interpreter, with why
+    (cwread.segments.fit_budget); None where the caller gave none to fit.
     """
 
     answer_mode: str
@@ -325,6 +329,7 @@ class Plan:
     verdict: bool
     interpreter: bool
     self_check: bool
+    budget: Budget | None = None
 
 
 # how cwread says that it stands behind no answer, in the view, the error line and the trace

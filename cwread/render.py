@@ -209,9 +209,7 @@ def find_view(result: FindResult, limit: int) -> None:
         # a Text, not markup: "[ch03:1-5]" would be read as a style tag and vanish
         title = Text(f"#{rank} {s.kind} [{doc.span_label(s.start, s.end)}]  score {s.score:.4f}")
         out.print(
-            Panel(
-                body, title=title, title_align="left", border_style="cyan" if s.kind == "anchor" else "dim"
-            )
+            Panel(body, title=title, title_align="left", border_style="cyan" if s.kind == "anchor" else "dim")
         )
 
 
@@ -255,7 +253,9 @@ def answer_view(trace: Trace) -> None:
             head.append("\nNo quote from the text backs this answer: treat it as a guess.", style="yellow")
     title = {"mcq": "multiple choice", "claim": "claim", "open": "question"}[question.kind]
     out.print(
-        Panel(head, title=Text(f"{title}: {one_line(question.text)}"), title_align="left", border_style="green")
+        Panel(
+            head, title=Text(f"{title}: {one_line(question.text)}"), title_align="left", border_style="green"
+        )
     )
     if outcome.quotes:
         out.print(Text("Evidence" if outcome.supported else "Best evidence", style="bold"))
@@ -277,7 +277,9 @@ def answer_view(trace: Trace) -> None:
             out.print(Text(f"{label}: {printable(why)}", style="dim"))
     kept = sum(v.decision == "YES" for v in trace.verdicts)
     finder_line = (
-        "Finder skipped" if "finder" in trace.skipped else f"Finder kept {kept} of {len(trace.verdicts)} segments"
+        "Finder skipped"
+        if "finder" in trace.skipped
+        else f"Finder kept {kept} of {len(trace.verdicts)} segments"
     )
     tokens = trace.tokens()
     checked = "self-checked" if trace.self_check else "no self-check"
@@ -328,16 +330,25 @@ def doctor_view(report: DoctorReport) -> None:
 
 
 def eval_view(summary: dict) -> None:
-    """The eval summary as a table (the Markdown report's brief columns), then the baselines."""
-    from cwread.eval.report import baseline_lines, summary_rows
+    """The eval summary as a table (the Markdown report's brief columns), evidence recall with
+    intervals by question type and hops where records have gold evidence, then the baselines."""
+    from cwread.eval.report import baseline_lines, recall_rows, summary_rows
 
-    headers, rows = summary_rows(summary, brief=True)
-    table = Table(title="cwread eval")
-    for header in headers:
-        table.add_column(header, justify="left" if header == "method" else "right", overflow="fold")
-    for row in rows:
-        table.add_row(*(printable(cell) for cell in row))
     out = stdout()
-    out.print(table)
+    out.print(_table("cwread eval", *summary_rows(summary, brief=True)))
+    headers, rows = recall_rows(summary)
+    if rows:
+        out.print(_table("evidence recall by question type and hops", headers, rows))
     for line in baseline_lines(summary):
         out.print(Text(line))
+
+
+def _table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title)
+    for header in headers:
+        table.add_column(
+            header, justify="left" if header in ("method", "records") else "right", overflow="fold"
+        )
+    for row in rows:
+        table.add_row(*(printable(cell) for cell in row))
+    return table

@@ -1,4 +1,6 @@
-"""Hybrid retrieval: BM25 and dense rankings per query, fused by reciprocal rank.
+"""Hybrid retrieval: per query, three rankings fused by reciprocal rank: paragraphs by BM25 with
+their context (`lexical.context_scores`), by the BM25 of the section around them, and by the
+dense embedder. `bm25` and `dense` alone are the plain single rankings (baselines, ablations).
 
 Indexes are cached by content under `cache_root()/docs/`, as plain files written atomically
 (see `cwread.cache`): BM25 per book, the dense vectors per file (and per embedder), so a
@@ -22,6 +24,10 @@ from cwread.progress import Progress
 
 RRF_K = 60
 METHODS = ("fused", "bm25", "dense")
+# The section ranking's vote against the paragraphs' own (1.0). On the dev novel (48 questions)
+# gold in the top 8 paragraphs went from 54% to 62% with it, on 30 questions written for The
+# Hound of the Baskervilles from 39% to 44%; on the fairytale anthology from 85% to 89%.
+SECTION_WEIGHT = 0.5
 
 
 @dataclass
@@ -30,6 +36,8 @@ class Index:
 
     document: Document
     lexical: object
+    sections: object  # BM25 over the sections of `section_spans`
+    section_spans: np.ndarray  # (first, end) rows of 0-based paragraph indexes, end exclusive
     dense: np.ndarray | None
     embedder: Embedder | None
     built: list[str] = field(default_factory=list)  # parts built now rather than read from cache
@@ -48,19 +56,32 @@ def open_index(document: Document, embedder: Embedder | None, progress: Progress
     built: list[str] = []
 
     lex_dir = base / f"bm25-v{lexical.LEXICAL_VERSION}"
-    if read_entry(lex_dir, lambda m: m.get("paragraphs") == n) is None:
+    sections_dir = base / f"sections-v{lexical.LEXICAL_VERSION}"
+    spans = lexical.section_spans([len(t) for t in texts], [s.first for s in document.sources])
+    paragraphs_ok = read_entry(lex_dir, lambda m: m.get("paragraphs") == n) is not None
+    sections_ok = read_entry(sections_dir, lambda m: m.get("spans") == spans.tolist()) is not None
+    if not (paragraphs_ok and sections_ok):
         if progress:
             progress("bm25", 0, n)
+        tokens = lexical.tokenize(texts)  # once, for both indexes
 
         def build_lexical(tmp: Path) -> dict:
-            lexical.save_index(lexical.build_index(texts), tmp)
+            lexical.save_index(lexical.build_index(texts, tokens), tmp)
             return {"paragraphs": n}
 
-        write_entry(lex_dir, build_lexical)
+        def build_sections(tmp: Path) -> dict:
+            lexical.save_index(lexical.build_sections(tokens, spans), tmp)
+            return {"spans": spans.tolist()}
+
+        if not paragraphs_ok:
+            write_entry(lex_dir, build_lexical)
+        if not sections_ok:
+            write_entry(sections_dir, build_sections)
         built.append("bm25")
         if progress:
             progress("bm25", n, n)
     lexical_index = lexical.load_index(lex_dir)
+    sections = lexical.load_index(sections_dir)
 
     dense = None
     if embedder is not None:
@@ -74,7 +95,7 @@ def open_index(document: Document, embedder: Embedder | None, progress: Progress
         dense = vectors[0] if len(vectors) == 1 else np.concatenate(vectors)
         if fresh:
             built.append(f"dense ({fresh} of {len(parts)} files)" if document.sources else "dense")
-    return Index(document, lexical_index, dense, embedder, built)
+    return Index(document, lexical_index, sections, spans, dense, embedder, built)
 
 
 def _dense_parts(
@@ -187,17 +208,29 @@ def check_method(method: str) -> str:
 
 def paragraph_scores(index: Index, queries: list[str], method: str = "fused") -> np.ndarray:
     """A fused relevance score per paragraph (index i is paragraph id i+1); `method` is one of
-    METHODS (see `check_method`)."""
+    METHODS (see `check_method` and the module doc)."""
     n = len(index.document)
     use_dense = method in ("fused", "dense") and index.dense is not None
     if method == "dense" and not use_dense:
         raise InputError("dense retrieval needs an embedder; drop --embedder none")
     rankings: list[np.ndarray] = []
     weights: list[float] = []
-    if method in ("fused", "bm25"):
+    if method == "bm25":
         for q in queries:
             rankings.append(_ranking(lexical.scores(index.lexical, q, n), positive_only=True))
             weights.append(1.0)
+    if method == "fused":
+        file_starts = [s.first for s in index.document.sources]
+        for q in queries:
+            rankings.append(
+                _ranking(lexical.context_scores(index.lexical, q, n, file_starts), positive_only=True)
+            )
+            rankings.append(
+                _ranking(
+                    lexical.section_scores(index.sections, index.section_spans, q, n), positive_only=True
+                )
+            )
+            weights += [1.0, SECTION_WEIGHT]
     if use_dense:
         vectors = index.embedder.encode(queries)
         weight = index.embedder.fusion_weight if method == "fused" else 1.0

@@ -16,6 +16,7 @@ Pure functions over paragraph lengths and fused scores, so they are easy to test
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -30,8 +31,11 @@ class Budget:
     feeds the Finder.
 
     anchors: paragraphs taken as retrieval anchors; read: segments the Finder judges at most;
-    n_e: evidence segments packed at most; b_c: characters packed at most. How the Finder
-    reads and replies is its own record (cwread.records.FinderSettings).
+    n_e: evidence segments packed at most, of those a Finder kept (with no Finder to filter,
+    B_c alone bounds the packet); b_c: characters packed at most. `preset` names the values:
+    a fixed preset, or for "auto" the tier `fit_budget` chose for the book ("story", "novel");
+    `why` says how they were chosen, `fixed` which ones the user set. How the Finder reads and
+    replies is its own record (cwread.records.FinderSettings).
     """
 
     preset: str
@@ -41,28 +45,82 @@ class Budget:
     p_r: int
     p_w: int
     b_c: int
+    why: str = ""
+    fixed: tuple[str, ...] = ()
 
 
 PRESETS: dict[str, Budget] = {
     "focused": Budget("focused", anchors=8, read=24, n_e=5, p_r=2, p_w=5, b_c=13000),
     "broad": Budget("broad", anchors=16, read=48, n_e=10, p_r=4, p_w=6, b_c=15000),
 }
-DEFAULT_PRESET = "focused"
+AUTO = "auto"  # budgets that follow the book and the Interpreter's context: fit_budget
+DEFAULT_PRESET = AUTO
+PRESET_CHOICES = (AUTO, *PRESETS)
+
+# Past this many paragraphs a text is read as a novel: the paper's novel-scale packing (its
+# NoCha setting has N_E 10, P_w 8, B_c 16,000) and anchors and reading that grow with the book.
+# On the dev novel (2,632 paragraphs) that took gold in the packet from 66% to 84%, on 30
+# questions written for The Hound of the Baskervilles (1,546) from 46% to 63%, on 30 for The
+# Moonstone (3,763) from 29% to 48%; the fairytale anthology (404) keeps the focused values.
+NOVEL_PARAGRAPHS = 1000
+NOVEL = {"n_e": 10, "p_r": 3, "p_w": 8, "b_c": 16000}
+# The evidence may take this share of the Interpreter's context, at about this many
+# characters a token (the packet is also cut to fit exactly, paragraph by paragraph).
+EVIDENCE_SHARE = 0.6
+CHARS_PER_TOKEN = 3.5
 
 
 def make_budget(preset: str = DEFAULT_PRESET, **overrides: int | None) -> Budget:
-    """A preset with single values overridden (None leaves the preset's value)."""
-    if preset not in PRESETS:
-        raise InputError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
-    budget = PRESETS[preset]
+    """A preset with single values overridden (None leaves the preset's value). "auto" holds
+    the focused values until `fit_budget` fits it to a book; the overrides stay as given."""
+    if preset not in PRESET_CHOICES:
+        raise InputError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESET_CHOICES)}")
+    budget = replace(PRESETS["focused"], preset=AUTO) if preset == AUTO else PRESETS[preset]
     changes = {k: v for k, v in overrides.items() if v is not None}
     for key, value in changes.items():
-        if key not in Budget.__dataclass_fields__ or key == "preset":
+        if key not in Budget.__dataclass_fields__ or key in ("preset", "why", "fixed"):
             raise InputError(f"unknown budget setting {key!r}")
         minimum = 0 if key == "p_r" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise InputError(f"budget {key} must be an integer ≥ {minimum}, not {value!r}")
-    return replace(budget, **changes)
+    return replace(budget, **changes, fixed=tuple(changes))
+
+
+def fit_budget(budget: Budget, lengths: Sequence[int], context_tokens: int | None = None) -> Budget:
+    """An "auto" budget fitted to a book of paragraphs of `lengths` characters and to an
+    Interpreter of `context_tokens` (None: not known yet), with `why` saying how; values the
+    user set stay. Any other budget is returned as it is.
+
+    A story (up to NOVEL_PARAGRAPHS paragraphs) gets the focused values. A novel gets NOVEL,
+    anchors growing with the square root of its length (8 for 400 paragraphs, 20 for 2,500,
+    40 at most) and as many segments read as one for every 32 paragraphs (24 to 128). B_c is
+    cut to EVIDENCE_SHARE of the Interpreter's context."""
+    if budget.preset != AUTO:
+        if budget.why:
+            return budget
+        set_by_you = f"; set by you: {', '.join(budget.fixed)}" if budget.fixed else ""
+        return replace(budget, why=f"the {budget.preset} preset{set_by_you}")
+    n = len(lengths)
+    values = {name: getattr(budget, name) for name in ("anchors", "read", "n_e", "p_r", "p_w", "b_c")}
+    if n > NOVEL_PARAGRAPHS:
+        tier = "novel"
+        values.update(NOVEL)
+        values["anchors"] = min(40, max(8, round(8 * math.sqrt(n / 400))))
+        values["read"] = min(128, max(24, round(n / 32)))
+        why = f"a novel of {n:,} paragraphs (over {NOVEL_PARAGRAPHS:,}): anchors and reading grow with it"
+    else:
+        tier = "story"
+        values.update({k: getattr(PRESETS["focused"], k) for k in values})
+        why = f"a text of {n:,} paragraphs (up to {NOVEL_PARAGRAPHS:,}): the focused values"
+    if context_tokens:
+        room = int(context_tokens * EVIDENCE_SHARE * CHARS_PER_TOKEN) // 100 * 100
+        if room < values["b_c"]:
+            values["b_c"] = room
+            why += f"; B_c cut to {room:,} characters for the Interpreter's {context_tokens:,}-token context"
+    values.update({k: getattr(budget, k) for k in budget.fixed})
+    if budget.fixed:
+        why += f"; set by you: {', '.join(budget.fixed)}"
+    return replace(budget, preset=tier, why=why, **values)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from cwread.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.progress import Progress
 from cwread.records import AnswerSettings, FinderSettings, FindResult, Plan, Question, Trace, Turn
 from cwread.retrieval import Index, build_queries, check_method, open_index, paragraph_scores
-from cwread.segments import Budget, build_segments, make_budget
+from cwread.segments import Budget, build_segments, fit_budget, make_budget
 
 Notice = Callable[[str], None]
 
@@ -86,6 +86,11 @@ class Session:
                 self._rankers[name] = extractive.sentence_ranker(self.document, self._embedder(name))
             return self._rankers[name]
 
+    def budget_for(self, budget: Budget | None = None, context_tokens: int | None = None) -> Budget:
+        """`budget` (default: auto) fitted to this book and an Interpreter of `context_tokens`."""
+        lengths = [len(p.text) for p in self.document.paragraphs]
+        return fit_budget(budget or make_budget(), lengths, context_tokens)
+
     # ---- questions ------------------------------------------------------------------------
 
     def find(
@@ -95,12 +100,15 @@ class Session:
         retrieval: str = "fused",
         progress: Progress | None = None,
         follows: Turn | None = None,
+        context_tokens: int | None = None,
     ) -> FindResult:
         """Retrieve and segment: every paragraph lands in one ranked segment. `retrieval` ranks
-        paragraphs by "fused" (BM25 and the dense embedder, by reciprocal rank), "bm25" or "dense";
-        a follow-up is retrieved with the question of the turn it `follows` joined to it."""
+        paragraphs by "fused" (BM25 with context, by section and the dense embedder, by
+        reciprocal rank), "bm25" or "dense"; a follow-up is retrieved with the question of the
+        turn it `follows` joined to it. The budget is fitted to the book (and to an Interpreter
+        of `context_tokens`, where known): `budget_for`."""
         check_method(retrieval)
-        budget = budget or make_budget()
+        budget = self.budget_for(budget, context_tokens)
         embedder = "none" if retrieval == "bm25" else self.embedder
         t0 = time.perf_counter()
         with self._lock:
@@ -153,8 +161,11 @@ class Session:
         leans on (see Conversation)."""
         finding = finding or FinderSettings()
         selection = self.selection(notice)  # first: a bad setting or a missing server is told before any work
-        judge = finder or make_finder(finding, selection.finder)  # a judge it cannot run: told before any work
-        plan = pipeline.make_plan(question, selection, answering, finding, finder=finder)
+        judge = finder or make_finder(
+            finding, selection.finder
+        )  # a judge it cannot run: told before any work
+        budget = self.budget_for(budget, selection.interpreter.capabilities.context)
+        plan = pipeline.make_plan(question, selection, answering, finding, finder=finder, budget=budget)
         found = self.find(question, budget, retrieval, progress, follows)
         if notice:
             for line in small_model_notices(question, answering or AnswerSettings(), plan, selection):

@@ -146,7 +146,9 @@ def test_finder_settings_are_checked_once_where_they_are_made(settings, message)
 
 
 def test_the_budget_holds_no_finder_setting():
-    assert set(api.Budget.__dataclass_fields__) == {"preset", "anchors", "read", "n_e", "p_r", "p_w", "b_c"}
+    assert set(api.Budget.__dataclass_fields__) == {
+        "preset", "anchors", "read", "n_e", "p_r", "p_w", "b_c", "why", "fixed"
+    }  # fmt: skip
     with pytest.raises(InputError, match="unknown budget setting"):
         api.make_budget(keep_threshold=1.0)
 

@@ -179,14 +179,20 @@ def _open_document(book: str, output: Output):
     render.set_width(output.width)
     document = api.open_document(book, output.encoding)
     if document.replaced:
-        what = f"{document.path} is UTF-8" if not document.sources else f"the files of {document.path} are UTF-8"
+        what = (
+            f"{document.path} is UTF-8" if not document.sources else f"the files of {document.path} are UTF-8"
+        )
         render.notice(
             f"warning: {what} with {document.replaced} invalid byte sequence(s), "
             "shown as \ufffd (--encoding reads it as another encoding)"
         )
     if document.skipped:
         shown = "; ".join(document.skipped[:SKIPPED_NAMED])
-        more = f"; and {len(document.skipped) - SKIPPED_NAMED} more (--json lists them)" if len(document.skipped) > SKIPPED_NAMED else ""
+        more = (
+            f"; and {len(document.skipped) - SKIPPED_NAMED} more (--json lists them)"
+            if len(document.skipped) > SKIPPED_NAMED
+            else ""
+        )
         render.notice(f"left out of {document.path}: {shown}{more}")
     return document
 
@@ -312,8 +318,12 @@ def chat(
     if book == "-":
         raise InputError("chat reads its questions from standard input: give the book's path")
     document = _open_document(book, run.output)
-    session = api.open(document, embedder=run.model.embedder, settings=settings, use_cache=run.model.use_cache)
-    session.selection(None if run.output.json_out else _notice())  # a missing server is told before any question
+    session = api.open(
+        document, embedder=run.model.embedder, settings=settings, use_cache=run.model.use_cache
+    )
+    session.selection(
+        None if run.output.json_out else _notice()
+    )  # a missing server is told before any question
     interactive = sys.stdin.isatty() and not run.output.json_out
     return Chat(session, run, budget, finding).main(interactive)
 
@@ -464,7 +474,9 @@ def mcp(
     try:
         from cwread.mcp_server import ServerSettings, serve
     except ImportError as exc:
-        raise InputError(f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install 'cwread[mcp]'") from None
+        raise InputError(
+            f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install 'cwread[mcp]'"
+        ) from None
     roots = tuple(Path(r) for r in (root or ["."]))
     serve(ServerSettings(roots, settings, embedder, use_cache=not no_cache, max_sessions=sessions))
 

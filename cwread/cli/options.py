@@ -123,7 +123,13 @@ def _option(kind: Any, help: str, default: Any = None, *names: str, **settings: 
 
 
 BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "preset": _option(str, "Budget preset: focused or broad.", "focused"),
+    "preset": _option(
+        str,
+        "Budget preset: auto (fitted to the book and the Interpreter's context: the focused values for "
+        "a text of up to 1,000 paragraphs, wider and growing with a novel; the trace's plan says what "
+        "was chosen and why), focused or broad.",
+        "auto",
+    ),
     "anchors": _option(int | None, "Anchor paragraphs (overrides the preset)."),
     "read": _option(int | None, "Segments the Finder reads at most."),
     "n_e": _option(int | None, "N_E: evidence segments packed at most.", None, "--n-e"),

@@ -12,7 +12,8 @@
   a pipeline gain can be told apart from the ranking's;
 - finder: the Finder alone on the segments the pipeline reads, scored against gold evidence
   (YES-recall, precision, keep rate); no Interpreter, so no answer;
-- retrieval: no model; where anchors and segments fall against gold evidence.
+- retrieval: no model; where anchors, segments read and the packet packed with no Finder to
+  filter fall against gold evidence.
 
 Each function takes the run's context, the record and its retrieval with the question as
 shown (options may be rotated), and returns a Trace. They are built from the pipeline's own
@@ -62,14 +63,18 @@ class EvalContext:
 
     def session(self, path: str) -> Session:
         if path not in self.sessions:  # the selection is already behind the call cache, if wanted
-            self.sessions[path] = api.open(path, embedder=self.embedder, selection=self.selection, use_cache=False)
+            self.sessions[path] = api.open(
+                path, embedder=self.embedder, selection=self.selection, use_cache=False
+            )
         return self.sessions[path]
 
     def find(self, record: Record) -> FindResult:
         """Retrieval for `record`, shared by the methods that run on it one after another
         (rows are produced record by record, so one remembered result is enough)."""
         if self._last_find is None or self._last_find[0] != record.id:
-            found = self.session(record.doc).find(record.question, self.budget)
+            # the budget fitted as `ask` fits it: to the book and, where one runs, the Interpreter
+            context = self.selection.interpreter.capabilities.context if self.selection else None
+            found = self.session(record.doc).find(record.question, self.budget, context_tokens=context)
             self._last_find = (record.id, found)
         return self._last_find[1]
 
@@ -88,7 +93,9 @@ class EvalContext:
     def answer(self, found: FindResult, self_check: bool | None, packet: Packet | None = None) -> Trace:
         """The pipeline on `found` (from `packet` on, if given), as this run has it read and answer."""
         answering = self.answering(self_check)
-        return pipeline.answer(found, self.selection, answering, self.finding, packet=packet, rank=self.rank(found))
+        return pipeline.answer(
+            found, self.selection, answering, self.finding, packet=packet, rank=self.rank(found)
+        )
 
 
 # a method gets the record's retrieval with the question as shown (options may be rotated)
@@ -188,13 +195,20 @@ def finder(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
     it read and reply (whether or not the pipeline would skip it)."""
     judge = make_finder(ctx.finding, ctx.selection.finder)
     verdicts = read_segments(
-        judge, found.document, found.read, found.question, reading_budget(ctx.finding, judge), ctx.finding.keep_threshold
+        judge,
+        found.document,
+        found.read,
+        found.question,
+        reading_budget(ctx.finding, judge),
+        ctx.finding.keep_threshold,
     )
     return Trace(found, verdicts=verdicts)
 
 
 def retrieval(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
-    return Trace(found)
+    """No model: the packet the pipeline packs when no Finder filters (every segment read
+    taken as kept, in reading order, under B_c)."""
+    return Trace(found, packet=pack_segments(found.document, list(found.read), found.budget))
 
 
 METHODS: dict[str, Method] = {

@@ -26,6 +26,30 @@ def _ratio(num: int, den: int) -> float | None:
     return None if den == 0 else num / den
 
 
+RECALL_STAGES = ("anchor", "read", "yes", "packet")
+
+
+def recall_breakdown(group: list[dict]) -> dict:
+    """Evidence recall per stage with a 95% interval (records resampled), for all records with
+    gold evidence, then by question type and by hops: {"all" | "type why" | "hops 2": {...}}."""
+    with_gold = [r for r in group if r.get("evidence_gold")]
+    groups: dict[str, list[dict]] = {"all": with_gold}
+    for r in with_gold:
+        groups.setdefault(f"type {r.get('question_type', 'other')}", []).append(r)
+    for r in with_gold:
+        groups.setdefault(f"hops {r.get('hops', 1)}", []).append(r)
+    out = {}
+    for name, rows in groups.items():
+        entry: dict = {"records": len(rows), "gold": sum(r["evidence_gold"] for r in rows)}
+        for stage in RECALL_STAGES:
+            if any(f"evidence_{stage}_hits" in r for r in rows):
+                pairs = [(r.get(f"evidence_{stage}_hits", 0), r["evidence_gold"]) for r in rows]
+                entry[stage] = _ratio(sum(h for h, _ in pairs), entry["gold"])
+                entry[f"{stage}_ci"] = metrics.ratio_interval(pairs)
+        out[name] = entry
+    return out
+
+
 def summarize(rows: list[dict]) -> dict:
     """Per-method metrics with 95% intervals, answer distributions and constant baselines."""
     by_method: dict[str, list[dict]] = {}
@@ -59,9 +83,10 @@ def summarize(rows: list[dict]) -> dict:
         if gold:
             entry["evidence_recall"] = {
                 stage: _ratio(sum(r.get(f"evidence_{stage}_hits", 0) for r in group), gold)
-                for stage in ("anchor", "read", "yes", "packet")
+                for stage in RECALL_STAGES
                 if any(f"evidence_{stage}_hits" in r for r in group)
             }
+            entry["evidence_recall_by"] = recall_breakdown(group)
         if method not in _NO_ANSWER:
             entry["citation_validity"] = _ratio(valid_ids, cited_ids)
             entry["cite_share"] = _ratio(sum(bool(r.get("citations")) for r in answered), len(answered))
@@ -229,7 +254,7 @@ def _ci(ci) -> str:
 
 def _recall(e: dict) -> str:
     rec = e.get("evidence_recall") or {}
-    return "/".join(_fmt(rec.get(k)) for k in ("anchor", "read", "yes", "packet")) if rec else "–"
+    return "/".join(_fmt(rec.get(k)) for k in RECALL_STAGES) if rec else "–"
 
 
 @dataclass(frozen=True)
@@ -272,6 +297,19 @@ def summary_rows(summary: dict, brief: bool = False) -> tuple[list[str], list[li
     return ["method", *(c.brief if brief else c.header for c in columns)], rows
 
 
+def recall_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Evidence recall [95% CI] per method, for all records and by question type and hops:
+    (headers, rows); empty rows when no record has gold evidence."""
+    stages = [s for s in RECALL_STAGES if s != "yes"]
+    headers = ["method", "records", "n", "gold", *(f"{s} % [95% CI]" for s in stages)]
+    rows = []
+    for method, entry in summary["methods"].items():
+        for name, group in (entry.get("evidence_recall_by") or {}).items():
+            cells = [f"{_fmt(group.get(s))}{_ci(group.get(f'{s}_ci'))}" for s in stages]
+            rows.append([method, name, str(group["records"]), str(group["gold"]), *cells])
+    return headers, rows
+
+
 def baseline_lines(summary: dict) -> list[str]:
     """The constant baselines of each labelled kind (always A, always TRUE, ...)."""
     return [
@@ -299,6 +337,20 @@ def report_markdown(summary: dict, meta: dict) -> str:
     headers, rows = summary_rows(summary)
     lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
+    headers, rows = recall_rows(summary)
+    if rows:
+        lines += [
+            "",
+            "## Evidence recall by question type and hops",
+            "",
+            "Gold paragraphs inside anchor segments / segments read / the packet, with 95% bootstrap intervals",
+            "(records resampled whole). An open question's type is its first question word; claims and",
+            "multiple choice are their kind. Hops 2: the answer ties paragraphs far apart.",
+            "",
+            "| " + " | ".join(headers) + " |",
+            "|" + "---|" * len(headers),
+        ]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
     grounded = {m: e["grounding"] for m, e in summary["methods"].items() if e.get("grounding")}
     if grounded:
         lines += [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from cwread import metrics
 from cwread.eval.dataset import Record
 from cwread.records import FindResult, Trace, Verdict
@@ -14,14 +16,32 @@ def base_fields(record: Record, method: str) -> dict:
     return row
 
 
+# an open question's type is its first question word (whom → who, which → what)
+QUESTION_WORDS = {"who": "who", "whom": "who", "whose": "who", "where": "where", "when": "when", "why": "why",
+                  "how": "how", "what": "what", "which": "what"}  # fmt: skip
+
+
+def question_type(record: Record) -> str:
+    """who, where, when, why, how, what or other for an open question; else its kind (claim, mcq)."""
+    if record.kind != "open":
+        return record.kind
+    for word in re.findall(r"[a-z]+", record.question.text.lower()):
+        if word in QUESTION_WORDS:
+            return QUESTION_WORDS[word]
+    return "other"
+
+
 def evidence_fields(record: Record, found: FindResult, trace: Trace | None = None) -> dict:
     """Gold evidence paragraphs inside anchor segments, segments read, segments the Finder
-    kept (or, without a Finder, passed on) and the packet."""
+    kept (or, without a Finder, passed on) and the packet; the question's type and hops, by
+    which the report breaks recall down."""
     gold = record.gold_ids(found.document)
     if not gold:
         return {}
     anchors = [s for s in found.segments if s.kind == "anchor"]
     out: dict = {
+        "question_type": question_type(record),
+        "hops": record.hops,
         "evidence_gold": len(gold),
         "evidence_anchor_hits": metrics.recall(gold, {p for s in anchors for p in s.ids})[0],
         "evidence_read_hits": metrics.recall(gold, {p for s in found.read for p in s.ids})[0],
@@ -153,4 +173,15 @@ def finder_fields(record: Record, found: FindResult, trace: Trace) -> dict:
 
 
 def retrieval_fields(record: Record, found: FindResult, trace: Trace) -> dict:
-    return evidence_fields(record, found)
+    """Where gold evidence falls with no model: anchors, segments read, and the packet the
+    pipeline packs when no Finder filters (`trace.packet`)."""
+    out = evidence_fields(record, found)
+    if out:
+        out["evidence_packet_hits"] = metrics.recall(record.gold_ids(found.document), set(trace.packet.ids))[
+            0
+        ]
+    return {
+        **out,
+        "packet_paragraphs": len(trace.packet.items),
+        "packet_chars": sum(len(item.text) for item in trace.packet.items),
+    }
