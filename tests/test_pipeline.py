@@ -50,6 +50,13 @@ def test_n_e_caps_segments_in_reading_order():
     assert packet.ids == [3, 20]
 
 
+def test_with_no_finder_to_filter_b_c_alone_bounds_the_packet():
+    doc = doc_of(30)  # 50 characters a paragraph
+    read = [verdict(20, 20), verdict(3, 3), verdict(8, 8), verdict(12, 12)]
+    assert pack(doc, read, budget(n_e=2, b_c=160), limit_segments=False).ids == [3, 8, 20]
+    assert pack(doc, read, budget(n_e=2, b_c=160)).ids == [3, 20]
+
+
 def test_cited_paragraphs_and_neighbours_come_first_under_the_char_budget():
     doc = doc_of(30, length=100)
     # segment 10-16 cites 13: core is 12-14; only ~4 paragraphs fit

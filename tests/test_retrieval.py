@@ -82,7 +82,9 @@ def test_dense_method_without_embedder_is_an_input_error(story, cache_dir):
 def test_find_covers_the_text_and_reads_anchors_first(story, cache_dir):
     doc = api.open_document(str(story))
     result = api.find(
-        doc, api.make_question("Where was the silver medal hidden?"), budget=api.make_budget("focused", anchors=1, p_r=0)
+        doc,
+        api.make_question("Where was the silver medal hidden?"),
+        budget=api.make_budget("focused", anchors=1, p_r=0),
     )
     assert result.segments[0].kind == "anchor"
     assert result.segments[0].anchors == (5,)
@@ -122,3 +124,96 @@ def test_mcq_options_widen_the_query(cache_dir):
         index, build_queries("What did he get?", {"A": "a bicycle", "B": "a car"}), method="bm25"
     )
     assert plain.max() == 0 and int(np.argmax(widened)) + 1 == 2
+
+
+# ---- context and sections (novel evidence) ------------------------------------------------------
+
+
+def _index_of(tmp_path, text: str):
+    path = tmp_path / "book.txt"
+    path.write_text(text, encoding="utf-8")
+    return open_index(api.open_document(str(path)), None)
+
+
+def test_a_reply_is_found_through_the_paragraph_that_asks_it(tmp_path, cache_dir):
+    """A line of dialogue that answers without naming what was asked ranks high with its
+    context: the question names the doll, the reply names the cupboard, plain BM25 sees only one."""
+    filler = [f"The rain fell on day {i} and nothing else happened in the village." for i in range(30)]
+    story = [
+        *filler[:10],
+        "Where did Anna hide the doll after the quarrel?",
+        "In the cupboard under the stairs, behind the brooms.",
+        *filler[10:20],
+        "The cupboard was painted green that spring.",
+        *filler[20:],
+    ]
+    index = _index_of(tmp_path, "\n\n".join(story) + "\n")
+    queries = ["Which cupboard held the doll Anna hid?"]
+    plain = paragraph_scores(index, queries, method="bm25")
+    fused = paragraph_scores(index, queries, method="fused")
+    reply, painted = 12, 23
+    # alone, the reply is one cupboard among others: plain BM25 barely tells the two apart
+    assert abs(plain[reply - 1] - plain[painted - 1]) < 0.1 * plain[reply - 1]
+    ranked = [int(i) + 1 for i in np.argsort(-fused, kind="stable")]
+    assert ranked[:2] in ([11, reply], [reply, 11])  # with its context, the exchange comes first
+    assert ranked.index(painted) > 2
+
+
+def test_context_scores_pool_neighbours_with_decay_and_stop_at_a_file(tmp_path, cache_dir):
+    from cwread import lexical
+
+    texts = ["plain words here"] * 3 + ["the lantern glass"] + ["plain words here"] * 3
+    retriever = lexical.build_index(texts)
+    own = lexical.scores(retriever, "lantern", len(texts))
+    pooled = lexical.context_scores(retriever, "lantern", len(texts))
+    top = own[3]
+    assert pooled[3] == pytest.approx(top)
+    assert pooled[2] == pytest.approx(top * lexical.CONTEXT_DECAY) == pytest.approx(pooled[4])
+    assert pooled[1] == pytest.approx(top * lexical.CONTEXT_DECAY**2) == pytest.approx(pooled[5])
+    assert pooled[0] == 0 and pooled[6] == 0  # beyond CONTEXT_WIDTH
+    # a new file starts at id 5 (index 4): nothing of paragraph 4 reaches it
+    split = lexical.context_scores(retriever, "lantern", len(texts), file_starts=[1, 5])
+    assert split[4] == 0 and split[5] == 0 and split[2] == pytest.approx(pooled[2])
+    # a term asked twice counts twice, as BM25 counts it
+    assert lexical.context_scores(retriever, "lantern lantern", len(texts))[3] == pytest.approx(2 * top)
+
+
+def test_sections_overlap_by_half_cover_the_book_and_stay_in_their_file():
+    from cwread.lexical import section_spans
+
+    lengths = [100] * 50
+    spans = section_spans(lengths, chars=1000).tolist()
+    assert spans[0] == [0, 10] and spans[1] == [5, 15]  # ten paragraphs, the next from halfway
+    covered = {i for first, end in spans for i in range(first, end)}
+    assert covered == set(range(50)) and spans[-1][1] == 50
+    in_files = section_spans(lengths, file_starts=[1, 21], chars=1000).tolist()
+    assert all(end <= 20 or first >= 20 for first, end in in_files)  # none crosses into the second file
+    assert [20, 30] in in_files
+    # a paragraph longer than a section is a section of its own; an empty book has none
+    assert section_spans([5000, 10, 10], chars=1000).tolist()[0] == [0, 1]
+    assert section_spans([]).shape == (0, 2)
+
+
+def test_a_paragraph_is_scored_by_the_section_around_it(tmp_path, cache_dir):
+    from cwread import lexical
+
+    texts = ["The storm broke the lantern glass.", "She climbed up.", "Nobody saw.", "The cat slept."]
+    tokens = lexical.tokenize(texts)
+    spans = lexical.section_spans([len(t) for t in texts], chars=60)
+    sections = lexical.build_sections(tokens, spans)
+    scores = lexical.section_scores(sections, spans, "lantern storm", len(texts))
+    assert scores[1] > 0  # it names neither, but its section does
+    assert scores[3] == 0  # its section holds no query word
+    assert not lexical.section_scores(sections, spans, "zebra", len(texts)).any()
+
+
+def test_the_section_index_is_cached_and_rebuilt_when_damaged(story, cache_dir):
+    from cwread.retrieval import document_cache_dir
+
+    doc = api.open_document(str(story))
+    assert open_index(doc, None).built == ["bm25"]
+    assert open_index(doc, None).built == []
+    sections = next(document_cache_dir(doc).glob("sections-v*"))
+    (sections / "manifest.json").write_text("{", encoding="utf-8")
+    index = open_index(doc, None)
+    assert index.built == ["bm25"] and len(index.section_spans) >= 1

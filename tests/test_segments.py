@@ -102,3 +102,61 @@ def test_presets_match_the_paper_and_overrides_validate():
     with pytest.raises(InputError, match="p_w"):
         make_budget("focused", p_w=0)
     assert make_budget("focused", p_r=0).p_r == 0
+
+
+# ---- the auto budget: fitted to the book and the Interpreter ----------------------------------
+
+
+def test_auto_is_the_default_and_a_story_gets_the_focused_values():
+    from cwread.segments import fit_budget
+
+    requested = make_budget()
+    assert requested.preset == "auto" and requested.fixed == ()
+    fitted = fit_budget(requested, [300] * 404)
+    focused = PRESETS["focused"]
+    assert fitted.preset == "story"
+    assert (fitted.anchors, fitted.read, fitted.n_e, fitted.p_r, fitted.p_w, fitted.b_c) == (
+        focused.anchors, focused.read, focused.n_e, focused.p_r, focused.p_w, focused.b_c
+    )  # fmt: skip
+    assert "404 paragraphs" in fitted.why and "focused" in fitted.why
+
+
+def test_a_novel_widens_the_budget_and_its_anchors_and_reading_grow_with_it():
+    from cwread.segments import NOVEL, fit_budget
+
+    hound, styles, moonstone, huge = (
+        fit_budget(make_budget(), [200] * n) for n in (1546, 2632, 3763, 100_000)
+    )
+    for fitted in (hound, styles, moonstone, huge):
+        assert fitted.preset == "novel" and "novel" in fitted.why
+        assert (fitted.n_e, fitted.p_r, fitted.p_w, fitted.b_c) == (
+            NOVEL["n_e"],
+            NOVEL["p_r"],
+            NOVEL["p_w"],
+            NOVEL["b_c"],
+        )
+    assert 8 < hound.anchors < styles.anchors < moonstone.anchors < huge.anchors == 40
+    assert 24 < hound.read < styles.read < moonstone.read < huge.read == 128
+    assert hound.read >= 2 * hound.anchors  # windows past the anchors are read too
+
+
+def test_the_interpreter_context_cuts_b_c_and_what_you_set_stays():
+    from cwread.segments import fit_budget
+
+    small = fit_budget(make_budget(), [200] * 3000, context_tokens=4096)
+    assert small.b_c == 8600 and "4,096-token context" in small.why  # 60% of 4,096 tokens at 3.5 chars
+    assert fit_budget(make_budget(), [200] * 3000, context_tokens=32768).b_c == 16000  # room: no cut
+    mine = fit_budget(make_budget(anchors=3, b_c=5000), [200] * 3000, context_tokens=4096)
+    assert (mine.anchors, mine.b_c, mine.p_w) == (3, 5000, 8) and "set by you: anchors, b_c" in mine.why
+    again = fit_budget(mine, [200] * 10, context_tokens=100)
+    assert again == mine  # a fitted budget stays as fitted
+
+
+def test_a_fixed_preset_is_kept_as_it_is_and_says_so():
+    from cwread.segments import fit_budget
+
+    broad = fit_budget(make_budget("broad", p_w=8), [200] * 3000, context_tokens=512)
+    assert (broad.preset, broad.anchors, broad.p_w, broad.b_c) == ("broad", 16, 8, 15000)
+    assert broad.why == "the broad preset; set by you: p_w"
+    with pytest.raises(InputError, match="unknown budget setting"):
+        make_budget(why="because")
