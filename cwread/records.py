@@ -222,6 +222,11 @@ class FindResult:
         """The segments the Finder reads: the first `budget.read`."""
         return self.segments[: self.budget.read]
 
+    @property
+    def anchor_segments(self) -> tuple[Segment, ...]:
+        """The segments around retrieval's anchors (ranked before the windows)."""
+        return tuple(s for s in self.segments if s.kind == "anchor")
+
 
 # How an open answer is given: generative-or-extractive is the model's words if its quotes
 # cover them, else the best-fitting sentence (auto's choice for a model that writes).

@@ -93,8 +93,9 @@ def fit_budget(budget: Budget, lengths: Sequence[int], context_tokens: int | Non
 
     A story (up to NOVEL_PARAGRAPHS paragraphs) gets the focused values. A novel gets NOVEL,
     anchors growing with the square root of its length (8 for 400 paragraphs, 20 for 2,500,
-    40 at most) and as many segments read as one for every 32 paragraphs (24 to 128). B_c is
-    cut to EVIDENCE_SHARE of the Interpreter's context."""
+    40 at most) and as many segments read as one for every 20 paragraphs (24 to 160: a Finder
+    that runs reads them in rank order within its token budget). B_c is cut to EVIDENCE_SHARE
+    of the Interpreter's context."""
     if budget.preset != AUTO:
         if budget.why:
             return budget
@@ -106,7 +107,7 @@ def fit_budget(budget: Budget, lengths: Sequence[int], context_tokens: int | Non
         tier = "novel"
         values.update(NOVEL)
         values["anchors"] = min(40, max(8, round(8 * math.sqrt(n / 400))))
-        values["read"] = min(128, max(24, round(n / 32)))
+        values["read"] = min(160, max(24, round(n / 20)))
         why = f"a novel of {n:,} paragraphs (over {NOVEL_PARAGRAPHS:,}): anchors and reading grow with it"
     else:
         tier = "story"

@@ -94,7 +94,9 @@ def scripted_selection(interpreter_replies, finder=finder_reply):
 def test_open_question_end_to_end(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(
-        ["<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>In a tin</answer>"]
+        [
+            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."</reason><answer>In a tin</answer>'
+        ]
     )
     question = api.make_question("Where did she keep the medal?")
     trace = api.ask(doc, question, selection=selection, use_cache=False)
@@ -112,8 +114,8 @@ def test_mcq_with_self_check_that_changes_the_answer(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(
         [
-            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>A</answer>",
-            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>(B)</answer>",
+            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."</reason><answer>A</answer>',
+            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."</reason><answer>(B)</answer>',
         ]
     )
     trace = api.ask(
@@ -131,8 +133,8 @@ def test_claim_always_self_checks_and_drops_invalid_citations(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(
         [
-            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\" and [99] \"support it\"</reason><answer>true</answer>",
-            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"; [77] \"too\"</reason><answer>TRUE</answer>",
+            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed." and [99] "support it"</reason><answer>true</answer>',
+            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."; [77] "too"</reason><answer>TRUE</answer>',
         ]
     )
     trace = api.ask(
@@ -159,7 +161,12 @@ def test_unparseable_finder_reply_is_retried_then_kept(story, cache_dir):
 
 def test_retry_that_parses_counts_as_not_first_try(story, cache_dir):
     doc = api.open_document(str(story))
-    finder = ScriptedBackend(["garbage", '<reason>[2] "Martha Quill kept the lighthouse on Gannet Rock"</reason><answer>YES</answer>'])
+    finder = ScriptedBackend(
+        [
+            "garbage",
+            '<reason>[2] "Martha Quill kept the lighthouse on Gannet Rock"</reason><answer>YES</answer>',
+        ]
+    )
     [v] = read_segments(GenerativeFinder(finder), doc, [Segment(1, 2, "anchor", 1.0)], Question("q", "open"))
     assert v.decision == "YES" and not v.kept_on_failure and not v.parsed_first_try and v.cited == (2,)
 
@@ -177,7 +184,9 @@ def test_finder_runs_concurrently_and_keeps_order(story, cache_dir):
     finder = ScriptedBackend(default=finder_reply, concurrency=4)
     segs = [Segment(i, i, "window", 0.0) for i in range(1, 7)]
     seen = []
-    verdicts = read_segments(GenerativeFinder(finder), doc, segs, Question("q", "open"), progress=lambda s, d, t: seen.append(d))
+    verdicts = read_segments(
+        GenerativeFinder(finder), doc, segs, Question("q", "open"), progress=lambda s, d, t: seen.append(d)
+    )
     assert [v.segment.start for v in verdicts] == list(range(1, 7))
     assert [v.decision for v in verdicts] == ["NO", "NO", "NO", "NO", "YES", "NO"]
     assert seen[-1] == 6

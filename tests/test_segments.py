@@ -136,7 +136,7 @@ def test_a_novel_widens_the_budget_and_its_anchors_and_reading_grow_with_it():
             NOVEL["b_c"],
         )
     assert 8 < hound.anchors < styles.anchors < moonstone.anchors < huge.anchors == 40
-    assert 24 < hound.read < styles.read < moonstone.read < huge.read == 128
+    assert 24 < hound.read < styles.read < moonstone.read == huge.read == 160
     assert hound.read >= 2 * hound.anchors  # windows past the anchors are read too
 
 

@@ -145,16 +145,19 @@ def find(
     embedder: EmbedderOpt = DEFAULT_EMBEDDER,
     limit: Annotated[
         int | None,
-        typer.Option(help="Segments to print, 0 for all.  [default: the read budget]", show_default=False),
+        typer.Option(
+            help="Segments to print, 0 for all.  [default: the anchor segments]", show_default=False
+        ),
     ] = None,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
     """Rank the passages a question needs, each with its paragraph span.
 
-    Anchor segments sit around the paragraphs that BM25 and the dense model rank highest
-    (fused by reciprocal rank); local windows cover the rest of the text, so nothing is out
-    of reach. The Finder reads segments in this order, up to the read budget.
+    Anchor segments sit around the paragraphs ranked highest (BM25 with each paragraph's
+    neighbours, BM25 of the section around it and the dense model, fused by reciprocal rank);
+    local windows cover the rest of the text, so nothing is out of reach. The Finder reads
+    segments in this order, up to the read budget; by default the anchor segments are printed.
     """
     from cwread import api, json_output, render
 
@@ -163,7 +166,7 @@ def find(
     document = _open_document(book, output)
     with render.progress() as progress:
         result = api.find(document, asked, budget, embedder, retrieval, progress)
-    shown = budget.read if limit is None else limit
+    shown = len(result.anchor_segments) if limit is None else limit
     if output.json_out:
         render.print_json(json_output.find_json(result, shown))
     else:

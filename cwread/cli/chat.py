@@ -138,9 +138,9 @@ class Chat:
         elif name == "/find":
             found = self.session.find(api.make_question(rest), self.budget, self.run.retrieval)
             if self.json_lines:
-                self._line(json_output.find_json(found, self.budget.read))
+                self._line(json_output.find_json(found, len(found.anchor_segments)))
             else:
-                render.find_view(found, self.budget.read)
+                render.find_view(found, len(found.anchor_segments))
         elif name == "/json":
             if not self.traces:
                 raise InputError("no answer yet: ask a question first")

@@ -132,9 +132,9 @@ def no_self_check(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
 
 
 def no_finder(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
-    anchors = [s for s in found.segments if s.kind == "anchor"]
+    anchors = list(found.anchor_segments)
     fits = _fits(ctx.selection.interpreter, found.question)
-    return _interpret(ctx, found, pack_segments(found.document, anchors, ctx.budget, fits), self_check=None)
+    return _interpret(ctx, found, pack_segments(found.document, anchors, found.budget, fits), self_check=None)
 
 
 def direct(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
@@ -154,10 +154,10 @@ def direct(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
 def _rag(retriever: str) -> MethodRun:
     def rag(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
         document, question = found.document, found.question
-        scores = ctx.session_of(found).find(question, ctx.budget, retriever).paragraph_scores
+        scores = ctx.session_of(found).find(question, found.budget, retriever).paragraph_scores
         ranked = [i + 1 for i in sorted(range(len(scores)), key=lambda i: (-scores[i], i))]
         fits = _fits(ctx.selection.interpreter, question)
-        packet = pack_ranked(document, ranked, ctx.budget, fits, most=4 * ctx.budget.n_e)
+        packet = pack_ranked(document, ranked, found.budget, fits, most=4 * found.budget.n_e)
         return _interpret(ctx, found, packet)
 
     return rag
@@ -173,8 +173,8 @@ def _extractive(ranked: bool) -> MethodRun:
     would give from this packet instead (see cwread.extractive)."""
 
     def extract(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
-        anchors = [s for s in found.segments if s.kind == "anchor"]
-        packet = pack_segments(found.document, anchors, ctx.budget)
+        anchors = list(found.anchor_segments)
+        packet = pack_segments(found.document, anchors, found.budget)
         question = found.question
         chosen = None
         if question.kind == "open" and ranked:

@@ -38,7 +38,7 @@ def evidence_fields(record: Record, found: FindResult, trace: Trace | None = Non
     gold = record.gold_ids(found.document)
     if not gold:
         return {}
-    anchors = [s for s in found.segments if s.kind == "anchor"]
+    anchors = found.anchor_segments
     out: dict = {
         "question_type": question_type(record),
         "hops": record.hops,
