@@ -1,5 +1,6 @@
 """End to end with the real embedded model (SmolLM2-135M through llama.cpp) and the examples."""
 
+import itertools
 import json
 import os
 import subprocess
@@ -197,3 +198,28 @@ def test_a_follow_up_reads_a_segment_read_before_from_llama_cpps_prompt_cache(st
         read_after = after.prompt_tokens - after.prompt_cached
         assert after.prompt_cached > 0 and read_after < read_before
     assert second.tokens()["finder_prompt_cached"] > 0
+
+
+def test_a_whole_novel_end_to_end_with_the_budget_fitted_to_it(capsys, cache_dir, no_ollama):
+    """The README's main job on a whole novel (1,546 paragraphs), the embedded default: the
+    budget is the novel's, said in the plan; with the Finder skipped the packet takes more than
+    N_E segments and stays within B_c; every quote shown is in the book."""
+    from cwread import api
+
+    book = EXAMPLES / "the_hound_of_the_baskervilles.txt"
+    code = main(["ask", str(book), "Why did Sir Henry lose a boot at his London hotel?", "--json"])
+    out, err = capsys.readouterr()
+    assert code in (0, 4), err
+    trace = json.loads(out)
+    budget = trace["plan"]["budget"]
+    assert budget == trace["budget"] and budget["preset"] == "novel"
+    assert "1,546 paragraphs" in budget["why"] and (budget["n_e"], budget["b_c"]) == (10, 16000)
+    assert trace["skipped"]["finder"] and trace["plan"]["evidence"] == "all-read"
+    chars = sum(len(item["text"]) for item in trace["packet"])
+    assert 0.8 * budget["b_c"] < chars <= budget["b_c"]  # filled, not past B_c
+    ids = [item["id"] for item in trace["packet"]]
+    runs = 1 + sum(b != a + 1 for a, b in itertools.pairwise(ids))  # runs of consecutive paragraphs
+    assert runs > budget["n_e"]
+    document = api.open_document(str(book))
+    for quote in trace["quotes"]:
+        assert document.paragraph(quote["id"]).text[quote["start"] : quote["end"]] == quote["quote"]

@@ -12,7 +12,9 @@ from cwread.cli import main
 from cwread.errors import InputError
 from cwread.eval import dataset, run
 from cwread.eval import report as eval_report
+from cwread.eval import rows as rows_module
 from cwread.eval.methods import METHODS, EvalContext
+from cwread.records import Question
 from cwread.segments import make_budget
 from tests.conftest import EVAL_RECORDS, write_records
 from tests.scripted_replies import finder_reply, smart_interpreter
@@ -83,6 +85,8 @@ def test_constant_baselines_and_ties():
         ('{"id": "x", "doc": "docs/s.txt", "kind": "essay", "question": "q"}', "kind. must be"),
         ('{"id": "x", "doc": "docs/s.txt", "kind": "mcq", "question": "q"}', "needs options"),
         ('{"id": "x", "doc": "docs/none.txt", "kind": "open", "question": "q"}', "not found"),
+        ('{"id": "x", "doc": "docs/s.txt", "kind": "open", "question": "q", "hops": 0}', "'hops' must be"),
+        ('{"id": "x", "doc": "docs/s.txt", "kind": "open", "question": "q", "hops": "2"}', "'hops' must be"),
     ],
 )
 def test_bad_records_are_refused_with_their_line(tmp_path, line, message):
@@ -115,6 +119,9 @@ def test_every_method_runs_and_scores(tmp_path, ctx, method, eval_data):
     assert [r["method"] for r in rows] == [method] * 4
     if method == "retrieval":
         assert rows[0]["evidence_anchor_hits"] == 1 and "answer" not in rows[0]
+        # the packet the pipeline packs with no Finder to filter: the whole short story fits
+        assert rows[0]["evidence_packet_hits"] == 1 and rows[0]["packet_paragraphs"] == 4
+        assert rows[0]["question_type"] == "mcq" and rows[0]["hops"] == 1
         return
     if method == "finder":
         assert "answer" not in rows[0] and rows[0]["finder_calls"] > 0
@@ -227,6 +234,54 @@ def test_run_eval_appends_rows_and_resumes(tmp_path, ctx, eval_data):
     assert [r["id"] for r in rest] == ["c1", "c2", "o1"]
     rows = run.read_rows(out)
     assert sorted(r["id"] for r in rows) == ["c1", "c2", "m1", "o1"]
+
+
+def test_question_types_are_the_first_question_word():
+    def typed(text: str, kind: str = "open") -> str:
+        return rows_module.question_type(dataset.Record("x", "d", Question(text, kind)))
+
+    assert typed("Why did the Giant build a wall?") == "why"
+    assert typed("On 17 July, which came first: the quarrel or the will?") == "what"
+    assert typed("Strychnine acts in an hour, yet she fell ill at five. Why the delay?") == "why"
+    assert typed("To whom did she give the key?") == "who"
+    assert typed("Name the ship.") == "other"
+    assert typed("The medal was in a tin.", "claim") == "claim"
+
+
+def test_recall_is_broken_down_by_type_and_hops_with_intervals():
+    def row(rid, qtype, hops, anchor, packet, gold=2):
+        return {
+            "id": rid, "method": "retrieval", "kind": "open", "gold": "x", "question_type": qtype,
+            "hops": hops, "evidence_gold": gold, "evidence_anchor_hits": anchor, "evidence_read_hits": anchor,
+            "evidence_packet_hits": packet,
+        }  # fmt: skip
+
+    rows = [
+        row("1", "why", 2, 2, 1),
+        row("2", "why", 1, 0, 0),
+        row("3", "who", 1, 2, 2),
+        {"id": "4", "method": "retrieval", "kind": "open"},
+    ]
+    by = eval_report.summarize(rows)["methods"]["retrieval"]["evidence_recall_by"]
+    assert set(by) == {"all", "type why", "type who", "hops 1", "hops 2"}
+    assert by["all"]["records"] == 3 and by["all"]["gold"] == 6  # the record without gold is not counted
+    assert by["all"]["anchor"] == pytest.approx(4 / 6) and by["all"]["packet"] == pytest.approx(3 / 6)
+    assert by["type why"]["packet"] == pytest.approx(1 / 4) and by["hops 2"]["anchor"] == 1.0
+    low, high = by["all"]["anchor_ci"]
+    assert 0 <= low <= 4 / 6 <= high <= 1 and high - low > 0.2  # three records: a wide interval
+    assert "yes" not in by["all"]  # no stage that no row reports
+    report = eval_report.report_markdown(eval_report.summarize(rows), {})
+    assert (
+        "## Evidence recall by question type and hops" in report
+        and "| retrieval | type why | 2 | 4 |" in report
+    )
+
+
+def test_ratio_interval_resamples_whole_records():
+    assert metrics.ratio_interval([]) == (0.0, 0.0)
+    assert metrics.ratio_interval([(3, 3), (2, 2)]) == (1.0, 1.0)
+    low, high = metrics.ratio_interval([(0, 10), (1, 1)])
+    assert low == 0.0 and high == 1.0  # a record drawn alone decides the whole ratio
 
 
 def test_summary_from_hand_made_rows():
