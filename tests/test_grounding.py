@@ -1,9 +1,12 @@
 """Grounding: quotes checked against the book, support, the book's text defused, no loops."""
 
+import itertools
+
 import pytest
 
 from cwread import agents, grounding
 from cwread.records import Question, Quote
+from tests.conftest import EXAMPLES
 
 PARA = (
     '"My own garden is my own garden," said the Giant; "any one can understand that, and I will '
@@ -57,10 +60,76 @@ def test_evidence_block_is_delimited_and_defused():
 
 
 def test_sentence_spans_cover_sentences_and_cut_long_ones():
-    text = "One. Two is here! " + "word, " * 80 + "end."
+    text = "One. Two is here! Then " + "word, " * 80 + "end."
     spans = grounding.sentence_spans(text)
     assert text[spans[0][0] : spans[0][1]] == "One." and text[spans[1][0] : spans[1][1]] == "Two is here!"
     assert all(e - s <= grounding.MAX_QUOTE_CHARS for s, e in spans)
+
+
+def _said(text: str) -> list[str]:
+    return [text[s:e] for s, e in grounding.sentences(text)]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # a title is no sentence end: the next of kin is not "Mr."
+        (
+            "It is understood that the next of kin is Mr. Henry Baskerville, the son of his younger brother.",
+            [
+                "It is understood that the next of kin is Mr. Henry Baskerville, the son of his younger brother."
+            ],
+        ),
+        ("He asked Dr. Mortimer. Mrs. Barrymore wept.", ["He asked Dr. Mortimer.", "Mrs. Barrymore wept."]),
+        ("The letter was signed L. L. and dated.", ["The letter was signed L. L. and dated."]),
+        # "!" or "?" inside a line of dialogue, the sentence going on in lower case
+        (
+            "\u201cNay!\u201d answered the child; \u201cbut these are the wounds of Love.\u201d",
+            ["\u201cNay!\u201d answered the child; \u201cbut these are the wounds of Love.\u201d"],
+        ),
+        (
+            "\u201cHalloa!\u201d cried he. \u201cWho is there?\u201d",
+            ["\u201cHalloa!\u201d cried he.", "\u201cWho is there?\u201d"],
+        ),
+        # the closing quote mark stays with the sentence it closes
+        (
+            "\u201cYes,\u201d said he. \u201cCome in.\u201d",
+            ["\u201cYes,\u201d said he.", "\u201cCome in.\u201d"],
+        ),
+        # ellipses and dashes run on
+        (
+            "He waited... and then it came--slowly. Nothing more.",
+            ["He waited... and then it came--slowly.", "Nothing more."],
+        ),
+    ],
+)
+def test_sentences_as_a_reader_sees_them(text, expected):
+    assert _said(text) == expected
+
+
+def test_sentences_of_passages_from_a_novel():
+    """Passages of examples/the_hound_of_the_baskervilles.txt, split as a reader splits them."""
+    from cwread.document import load_document
+
+    book = load_document(str(EXAMPLES / "the_hound_of_the_baskervilles.txt"))
+    assert _said(book.paragraph(57).text) == [
+        "Dr. Mortimer blinked through his glasses in mild astonishment.",
+        "\u201cWhy was it bad?\u201d",
+    ]
+    assert len(_said(book.paragraph(122).text)) == 1  # "Mr. Holmes, they were the footprints..."
+    assert (
+        len(_said(book.paragraph(275).text)) == 1
+    )  # "Now," said Sir Henry..., "perhaps you will tell me, Mr. Holmes, ..."
+    said = _said(book.paragraph(202).text)
+    assert (
+        len(said) == 4
+        and said[0].endswith("with these things.")
+        and said[-1] == "What would you recommend?\u201d"
+    )
+    for paragraph in book.paragraphs[:300]:  # spans are in order, inside the text, and cover its words
+        spans = grounding.sentences(paragraph.text)
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+        assert " ".join(paragraph.text[s:e] for s, e in spans).split() == paragraph.text.split()
 
 
 def test_grammar_lets_a_quote_be_only_a_sentence_of_its_paragraph():
