@@ -271,11 +271,7 @@ def finder_request(
         user += "\n\n" + FIRM_RETRY
     if decision_first:
         grammar = DECISION_GRAMMAR
-        schema = {
-            "type": "object",
-            "properties": {"answer": {"type": "string", "enum": ["YES", "NO"]}},
-            "required": ["answer"],
-        }
+        schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["YES", "NO"]}}, "required": ["answer"]}
         max_tokens = DECISION_MAX_TOKENS
     else:
         grammar = answer_grammar(question.kind, finder=True, evidence=evidence)
@@ -517,9 +513,7 @@ def cited_labels(text: str) -> list[str]:
             if end_name is not None and end_name != name:
                 found = [f"{prefix}{lo_n}", f"{end_name}:{hi_n}"]
             else:
-                found = [
-                    f"{prefix}{n}" for n in range(lo_n, (hi_n if lo_n <= hi_n <= lo_n + 50 else lo_n) + 1)
-                ]
+                found = [f"{prefix}{n}" for n in range(lo_n, (hi_n if lo_n <= hi_n <= lo_n + 50 else lo_n) + 1)]
             labels += [label for label in found if label not in labels]
     return labels
 

@@ -145,9 +145,7 @@ def ask(
 ) -> Trace:
     """Answer one question (or verify a claim) about `document` with quoted paragraphs, in
     one call (see Session.ask; backends from `selection` if given, else from `settings`)."""
-    session = Session(
-        document, embedder=embedder, settings=settings, selection=selection, use_cache=use_cache
-    )
+    session = Session(document, embedder=embedder, settings=settings, selection=selection, use_cache=use_cache)
     return session.ask(
         question,
         budget=budget,
@@ -175,9 +173,7 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
         if plan.finder is not None:  # else no Finder call is made
             notes.append(reading_note(selection.finder))
         for backend in {id(b): b for b in (selection.finder, selection.interpreter)}.values():
-            notes += [
-                f"{backend.model}: {FACTS[fact].says} ({FACTS[fact].measured})" for fact in facts_of(backend)
-            ]
+            notes += [f"{backend.model}: {FACTS[fact].says} ({FACTS[fact].measured})" for fact in facts_of(backend)]
             verdict = backend.verify()  # a truncated GGUF passes every check but loading it
             if verdict is not None:
                 notes.append(f"{backend.model}: {verdict}")

@@ -78,9 +78,7 @@ def _usable(root: Path) -> Path:
             raise CacheError(f"the cache folder {root} cannot be used: {exc.strerror or exc}") from None
     temporary = Path(tempfile.mkdtemp(prefix="cwread-cache-"))
     atexit.register(shutil.rmtree, temporary, True)
-    notice(
-        f"warning: the cache folder {root} is read-only; running without a cache (set CWREAD_CACHE_DIR to keep one)"
-    )
+    notice(f"warning: the cache folder {root} is read-only; running without a cache (set CWREAD_CACHE_DIR to keep one)")
     return temporary
 
 

@@ -240,13 +240,9 @@ class Document:
         if self.sources and part.replace(" ", "") in self._by_name:
             source = self._by_name[part.replace(" ", "")]
             return list(range(source.first, source.last + 1))
-        m = re.fullmatch(
-            rf"\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+)\s*(?:-\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+))?\s*", part
-        )
+        m = re.fullmatch(rf"\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+)\s*(?:-\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+))?\s*", part)
         if not part or not m:
-            example = (
-                "ch03:12, ch03:12-20 or ch03" if self.sources else "N, N-M or a comma list like 3,7,10-12"
-            )
+            example = "ch03:12, ch03:12-20 or ch03" if self.sources else "N, N-M or a comma list like 3,7,10-12"
             raise InputError(f"bad paragraph range {part!r}: use {example}")
         first_name, lo_n, last_name, hi_n = m.groups()
         lo = self._resolve(first_name, int(lo_n))
@@ -259,13 +255,9 @@ class Document:
         count = len(self.paragraphs)
         if not self.sources:
             if name is not None:
-                raise InputError(
-                    f"{self.path} is a single file: name its paragraphs by number alone (1-{count})"
-                )
+                raise InputError(f"{self.path} is a single file: name its paragraphs by number alone (1-{count})")
             if not 1 <= number <= count:
-                raise InputError(
-                    f"paragraph {number} is out of range: the text has {count} paragraphs (1-{count})"
-                )
+                raise InputError(f"paragraph {number} is out of range: the text has {count} paragraphs (1-{count})")
             return number
         if name is None:
             names = ", ".join(s.name for s in self.sources[:3]) + (", ..." if len(self.sources) > 3 else "")
@@ -310,13 +302,7 @@ def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     try:
         mode = p.stat().st_mode
         if not stat.S_ISREG(mode):  # a FIFO would block, a device never ends
-            what = (
-                "a pipe"
-                if stat.S_ISFIFO(mode)
-                else "a device"
-                if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                else "not a file"
-            )
+            what = "a pipe" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file"
             raise InputError(
                 f"{path} is {what}, not a regular file; pipe its text to standard input and give - "
                 "as the book (e.g. `... | cwread show - 1`)"
@@ -589,9 +575,7 @@ class _Part:
 
     def paragraphs(self, first: int = 1) -> tuple[Paragraph, ...]:
         """Its paragraphs, numbered from `first` (made once per book: 125,000 took 0.3 s)."""
-        return tuple(
-            map(Paragraph, range(first, first + len(self.texts)), self.texts, self.blocks, self.lines)
-        )
+        return tuple(map(Paragraph, range(first, first + len(self.texts)), self.texts, self.blocks, self.lines))
 
 
 def document_from_bytes(
@@ -709,9 +693,7 @@ def _chapter_names(paths: list[str]) -> list[str]:
         shared = {n for n in names if names.count(n) > 1}
         names = [stage(p) if n in shared else n for p, n in zip(paths, names, strict=True)]
     if len(set(names)) < len(names):
-        raise InputError(
-            f"two chapters would both be cited as {next(n for n in names if names.count(n) > 1)}:N"
-        )
+        raise InputError(f"two chapters would both be cited as {next(n for n in names if names.count(n) > 1)}:N")
     return names
 
 

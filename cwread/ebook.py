@@ -124,9 +124,7 @@ def epub_chapters(data: bytes, name: str, max_bytes: int, decode) -> list[tuple[
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise InputError(f"{name} is not a readable EPUB: {exc}") from None
     if len(entries) > MAX_ENTRIES:
-        raise InputError(
-            f"{name} holds {len(entries):,} files; an EPUB of more than {MAX_ENTRIES:,} is refused"
-        )
+        raise InputError(f"{name} holds {len(entries):,} files; an EPUB of more than {MAX_ENTRIES:,} is refused")
     for entry in entries:
         parts = entry.filename.replace("\\", "/").split("/")
         if entry.filename.startswith(("/", "\\")) or ".." in parts or re.match(r"[A-Za-z]:", entry.filename):

@@ -93,10 +93,7 @@ class SentenceTransformerEmbedder:
     @property
     def dims(self) -> int:
         # renamed get_embedding_dimension in newer sentence-transformers (the old name warns)
-        get = (
-            getattr(self.model, "get_embedding_dimension", None)
-            or self.model.get_sentence_embedding_dimension
-        )
+        get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(get())
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:

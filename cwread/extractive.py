@@ -46,8 +46,6 @@ MIN_REASON_WORDS = 3  # "for him." is no reason: the whole sentence then
 _CONSEQUENCE = re.compile(
     r"\W*(?:so|and so|therefore|thus|hence|that is why|this is why|for this reason)\b", re.I
 )
-
-
 def book_idf(document: Document) -> dict[str, float]:
     """Inverse document frequency of each content word over the book's paragraphs (each
     file's counts cached by its content: counting a 50 MB book's words took 3 s)."""

@@ -40,11 +40,7 @@ class Listing:
 def natural_key(relative: str) -> tuple:
     """Sort key of a relative path: by folder, then name, numbers compared as numbers."""
     return tuple(
-        tuple(
-            (0, int(chunk), "") if chunk.isdigit() else (1, 0, chunk.casefold())
-            for chunk in _DIGITS.split(part)
-            if chunk
-        )
+        tuple((0, int(chunk), "") if chunk.isdigit() else (1, 0, chunk.casefold()) for chunk in _DIGITS.split(part) if chunk)
         for part in relative.split("/")
     )
 
@@ -61,9 +57,7 @@ def list_folder(root: Path) -> Listing:
     total = 0
 
     def refuse_walk(exc: OSError) -> None:
-        skipped.append(
-            f"{_relative(Path(exc.filename or root), root)}: cannot be read ({exc.strerror or exc})"
-        )
+        skipped.append(f"{_relative(Path(exc.filename or root), root)}: cannot be read ({exc.strerror or exc})")
 
     for folder, dirs, names in os.walk(root, onerror=refuse_walk):
         here = Path(folder)
@@ -133,11 +127,7 @@ def _ordered(root: Path, files: list[str], skipped: list[str]) -> list[str]:
         if not entry:
             continue
         if entry not in files:
-            why = (
-                "is not a readable file of the folder"
-                if not (root / entry).exists()
-                else "is left out (see the files skipped)"
-            )
+            why = "is not a readable file of the folder" if not (root / entry).exists() else "is left out (see the files skipped)"
             raise InputError(f"{order_path}, line {number}: {entry!r} {why}")
         if entry in listed:
             raise InputError(f"{order_path}, line {number}: {entry!r} is listed twice")

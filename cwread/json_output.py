@@ -155,9 +155,7 @@ def ask_json(trace: Trace) -> dict:
         "quotes": quotes_json(doc, trace.outcome.quotes),
         "reason": trace.reason,
         "citations": [id_json(doc, pid) for pid in trace.citations],
-        "cited_paragraphs": [
-            {**ref_json(doc, pid), "text": doc.paragraph(pid).text} for pid in trace.citations
-        ],
+        "cited_paragraphs": [{**ref_json(doc, pid), "text": doc.paragraph(pid).text} for pid in trace.citations],
         "dropped_citations": [label_json(label) for label in final.dropped] if final else [],
         "dropped_quotes": forged_json(final.forged) if final else [],
         "packet": [

@@ -286,9 +286,7 @@ class FinderSettings:
             raise InputError(f"--finder-reply must be one of {', '.join(FINDER_REPLIES)}, not {self.reply!r}")
         threshold = self.keep_threshold
         if threshold is not None and (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, int | float)
-            or not math.isfinite(threshold)
+            isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold)
         ):
             raise InputError(f"the keep threshold must be a finite number, not {threshold!r}")
 

@@ -209,7 +209,9 @@ def find_view(result: FindResult, limit: int) -> None:
         # a Text, not markup: "[ch03:1-5]" would be read as a style tag and vanish
         title = Text(f"#{rank} {s.kind} [{doc.span_label(s.start, s.end)}]  score {s.score:.4f}")
         out.print(
-            Panel(body, title=title, title_align="left", border_style="cyan" if s.kind == "anchor" else "dim")
+            Panel(
+                body, title=title, title_align="left", border_style="cyan" if s.kind == "anchor" else "dim"
+            )
         )
 
 
@@ -253,9 +255,7 @@ def answer_view(trace: Trace) -> None:
             head.append("\nNo quote from the text backs this answer: treat it as a guess.", style="yellow")
     title = {"mcq": "multiple choice", "claim": "claim", "open": "question"}[question.kind]
     out.print(
-        Panel(
-            head, title=Text(f"{title}: {one_line(question.text)}"), title_align="left", border_style="green"
-        )
+        Panel(head, title=Text(f"{title}: {one_line(question.text)}"), title_align="left", border_style="green")
     )
     if outcome.quotes:
         out.print(Text("Evidence" if outcome.supported else "Best evidence", style="bold"))
@@ -277,9 +277,7 @@ def answer_view(trace: Trace) -> None:
             out.print(Text(f"{label}: {printable(why)}", style="dim"))
     kept = sum(v.decision == "YES" for v in trace.verdicts)
     finder_line = (
-        "Finder skipped"
-        if "finder" in trace.skipped
-        else f"Finder kept {kept} of {len(trace.verdicts)} segments"
+        "Finder skipped" if "finder" in trace.skipped else f"Finder kept {kept} of {len(trace.verdicts)} segments"
     )
     tokens = trace.tokens()
     checked = "self-checked" if trace.self_check else "no self-check"

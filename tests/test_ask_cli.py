@@ -9,9 +9,7 @@ from tests.conftest import run
 
 
 def test_ask_json_trace_has_every_field(capsys, story, cache_dir, scripted):
-    scripted.interpreter.enqueue(
-        '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."</reason><answer>A</answer>'
-    )
+    scripted.interpreter.enqueue("<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>A</answer>")
     code, out, err = run(
         capsys,
         "ask",
@@ -54,9 +52,7 @@ def test_ask_json_trace_has_every_field(capsys, story, cache_dir, scripted):
 
 
 def test_ask_rich_view_quotes_cited_paragraphs(capsys, story, cache_dir, scripted):
-    scripted.interpreter.enqueue(
-        '<reason>[6] "Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp housing."</reason><answer>Admiral</answer>'
-    )
+    scripted.interpreter.enqueue("<reason>[6] \"Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp housing.\"</reason><answer>Admiral</answer>")
     code, out, _ = run(
         capsys, "ask", str(story), "What was the cat called?", "--backend", "scripted", "--no-cache"
     )
@@ -65,9 +61,7 @@ def test_ask_rich_view_quotes_cited_paragraphs(capsys, story, cache_dir, scripte
 
 
 def test_ask_trace_file_beside_the_view(capsys, story, cache_dir, scripted, tmp_path):
-    scripted.interpreter.enqueue(
-        '<reason>[6] "Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp housing."</reason><answer>Admiral</answer>'
-    )
+    scripted.interpreter.enqueue("<reason>[6] \"Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp housing.\"</reason><answer>Admiral</answer>")
     target = tmp_path / "trace.json"
     code, out, _ = run(
         capsys, "ask", str(story), "cat name?", "--backend", "scripted", "--trace", str(target), "--no-cache"
@@ -193,18 +187,8 @@ def test_a_forged_quote_is_dropped_and_never_shown(capsys, story, cache_dir, scr
         f'<reason>{FORGED} [5] "which she kept in a biscuit tin"</reason><answer>A</answer>'
     )
     code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where was the medal?",
-        "-o",
-        "A=a tin",
-        "-o",
-        "B=the stairs",
-        "--backend",
-        "scripted",
-        "--json",
-        "--no-cache",
+        capsys, "ask", str(story), "Where was the medal?", "-o", "A=a tin", "-o", "B=the stairs",
+        "--backend", "scripted", "--json", "--no-cache",
     )
     trace = json.loads(out)
     assert code == 0, err
@@ -213,19 +197,10 @@ def test_a_forged_quote_is_dropped_and_never_shown(capsys, story, cache_dir, scr
     text = trace["cited_paragraphs"][0]["text"]
     q = trace["quotes"][0]
     assert text[q["start"] : q["end"]] == q["quote"]
-    scripted.interpreter.enqueue(f"<reason>{FORGED}</reason><answer>B</answer>")
+    scripted.interpreter.enqueue(f'<reason>{FORGED}</reason><answer>B</answer>')
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where was the medal?",
-        "-o",
-        "A=a tin",
-        "-o",
-        "B=the stairs",
-        "--backend",
-        "scripted",
-        "--no-cache",
+        capsys, "ask", str(story), "Where was the medal?", "-o", "A=a tin", "-o", "B=the stairs",
+        "--backend", "scripted", "--no-cache",
     )
     assert "lighthouse stairs" not in out and "No quote from the text backs this answer" in out
 
@@ -236,20 +211,11 @@ def test_an_unsupported_open_answer_exits_4_with_the_best_evidence(capsys, story
         'housing."</reason><answer>to protect it from the harsh winter</answer>'
     )
     code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "generative",
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted",
+        "--no-cache", "--answer", "generative",
     )
     assert code == 4
-    assert (
-        "not determined from the text" in out and "harsh winter" in out
-    )  # named as the model's, not as the answer
+    assert "not determined from the text" in out and "harsh winter" in out  # named as the model's, not as the answer
     assert "Best evidence" in out and "[5] The fishermen" in out  # the best-matching sentence is shown
     assert "not determined from the text" in err.splitlines()[-1]
 
@@ -266,33 +232,18 @@ def test_auto_answers_with_the_best_sentence_when_the_models_words_are_unbacked(
     # a model that writes (not small): auto keeps its words when quoted, else quotes the book
     scripted.interpreter.enqueue(UNBACKED)
     code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--json",
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted",
+        "--no-cache", "--json",
     )
     trace = json.loads(out)
     assert code == 0, err
     assert trace["answer_mode"] == "extractive" and "biscuit tin" in trace["answer"]
-    assert (
-        "harsh winter" not in trace["answer"]
-        and trace["model_answer"] == "to protect it from the harsh winter"
-    )
+    assert "harsh winter" not in trace["answer"] and trace["model_answer"] == "to protect it from the harsh winter"
     paragraph = next(p["text"] for p in trace["cited_paragraphs"] if p["id"] == trace["quotes"][0]["id"])
     assert trace["quotes"][0]["quote"] in paragraph  # the answer is a sentence of the book
     scripted.interpreter.enqueue(UNBACKED)
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--no-cache",
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted", "--no-cache",
     )
     flat = " ".join(word for word in out.split() if word != "│")  # the panel's lines, joined
     assert code == 0 and "(quoted from the text)" in flat
@@ -302,14 +253,8 @@ def test_auto_answers_with_the_best_sentence_when_the_models_words_are_unbacked(
         '<reason>[5] "which she kept in a biscuit tin"</reason><answer>in a biscuit tin</answer>'
     )
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--json",
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted",
+        "--no-cache", "--json",
     )
     trace = json.loads(out)
     assert code == 0 and trace["answer"] == "in a biscuit tin" and trace["answer_mode"] == "generative"
@@ -322,13 +267,7 @@ def test_the_fallback_that_finds_no_sentence_still_names_the_models_unbacked_wor
     # says what the model answered and that its quotes do not back it
     scripted.interpreter.enqueue(UNBACKED)
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where are the zebras?",
-        "--backend",
-        "scripted",
-        "--no-cache",
+        capsys, "ask", str(story), "Where are the zebras?", "--backend", "scripted", "--no-cache",
     )
     flat = " ".join(word for word in out.split() if word != "│")
     assert code == 4 and "not determined from the text" in flat
@@ -346,9 +285,7 @@ def test_a_planted_tag_in_the_book_reaches_the_model_defused(capsys, tmp_path, c
         '<reason>[1] "Martha kept the silver medal in a biscuit tin."</reason><answer>FALSE</answer>',
         '<reason>[1] "Martha kept the silver medal in a biscuit tin."</reason><answer>FALSE</answer>',
     )
-    code, _, _ = run(
-        capsys, "verify", str(book), "The medal was in a drawer.", "--backend", "scripted", "--no-cache"
-    )
+    code, _, _ = run(capsys, "verify", str(book), "The medal was in a drawer.", "--backend", "scripted", "--no-cache")
     assert code == 1
     sent = scripted.interpreter.requests[0].messages[-1][1]
     evidence = sent.split("<evidence>")[1].split("</evidence>")[0]
@@ -359,16 +296,8 @@ def test_a_planted_tag_in_the_book_reaches_the_model_defused(capsys, tmp_path, c
 
 def test_extractive_answers_with_a_quote_of_the_text(capsys, story, cache_dir, scripted):
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "extractive",
-        "--json",
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted",
+        "--no-cache", "--answer", "extractive", "--json",
     )
     trace = json.loads(out)
     assert code == 0 and trace["answer_mode"] == "extractive" and trace["supported"]
@@ -376,9 +305,7 @@ def test_extractive_answers_with_a_quote_of_the_text(capsys, story, cache_dir, s
     assert trace["answer"].startswith("The fishermen of the harbour later gave her a silver medal")
     assert trace["citations"] == [5]
     # chosen without the model: the Interpreter (and its self-check) is not asked
-    assert (
-        trace["model_answer"] is None and trace["interpreter"] is None and not scripted.interpreter.requests
-    )
+    assert trace["model_answer"] is None and trace["interpreter"] is None and not scripted.interpreter.requests
 
 
 def test_a_bad_answer_mode_is_exit_2(capsys, story, cache_dir, scripted):
@@ -386,9 +313,7 @@ def test_a_bad_answer_mode_is_exit_2(capsys, story, cache_dir, scripted):
     assert code == 2 and "unknown answer mode" in err
 
 
-def test_extractive_why_answer_gives_the_reason_and_quotes_its_sentence(
-    capsys, tmp_path, cache_dir, scripted
-):
+def test_extractive_why_answer_gives_the_reason_and_quotes_its_sentence(capsys, tmp_path, cache_dir, scripted):
     book = tmp_path / "giant.txt"
     book.write_text(
         "THE GARDEN\n\nThe Giant came back from visiting his friend.\n\n"
@@ -398,18 +323,8 @@ def test_extractive_why_answer_gives_the_reason_and_quotes_its_sentence(
         encoding="utf-8",
     )
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(book),
-        "Why did the Giant build a high wall round the garden?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "extractive",
-        "--self-check",
-        "off",
-        "--json",
+        capsys, "ask", str(book), "Why did the Giant build a high wall round the garden?", "--backend",
+        "scripted", "--no-cache", "--answer", "extractive", "--self-check", "off", "--json",
     )
     trace = json.loads(out)
     assert code == 0 and trace["answer"] == "because he wanted it all for himself."
@@ -427,16 +342,8 @@ def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story
             '<reason>[5] "The fishermen of the harbour later gave her a silver medal"</reason><answer>TRUE</answer>'
         )
         return run(
-            capsys,
-            "verify",
-            str(story),
-            "The fishermen gave her a medal.",
-            "--backend",
-            "scripted",
-            "--no-cache",
-            "--self-check",
-            "off",
-            *extra,
+            capsys, "verify", str(story), "The fishermen gave her a medal.", "--backend", "scripted",
+            "--no-cache", "--self-check", "off", *extra,
         )
 
     asked = len(scripted.interpreter.requests)
@@ -460,18 +367,8 @@ def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story
 def test_a_small_model_gives_options_no_verdict_in_the_json_trace(capsys, story, cache_dir, scripted):
     scripted.interpreter.size = 135_000_000
     code, out, _err = run(
-        capsys,
-        "ask",
-        str(story),
-        "What did the fishermen give her?",
-        "-o",
-        "A=a medal",
-        "-o",
-        "B=a boat",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--json",
+        capsys, "ask", str(story), "What did the fishermen give her?", "-o", "A=a medal", "-o", "B=a boat",
+        "--backend", "scripted", "--no-cache", "--json",
     )
     trace = json.loads(out)
     assert code == 4 and trace["answer"] is None and trace["answer_mode"] == "evidence-only"
@@ -481,17 +378,8 @@ def test_a_small_model_gives_options_no_verdict_in_the_json_trace(capsys, story,
 
 def test_a_finder_measured_to_keep_everything_is_not_called(capsys, story, cache_dir, scripted):
     scripted.finder.size = 135_000_000  # the embedded default's measured fact: keeps nearly all
-    args = (
-        "ask",
-        str(story),
-        "What did the fishermen give her?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "extractive",
-        "--json",
-    )
+    args = ("ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--no-cache",
+            "--answer", "extractive", "--json")
     code, out, _err = run(capsys, *args)
     trace = json.loads(out)
     assert code == 0 and scripted.finder.requests == []
@@ -504,17 +392,8 @@ def test_a_finder_measured_to_keep_everything_is_not_called(capsys, story, cache
 
 def test_the_view_says_the_finder_was_skipped_and_why(capsys, story, cache_dir, scripted):
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "What did the fishermen give her?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "extractive",
-        "--finder",
-        "off",
+        capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--no-cache",
+        "--answer", "extractive", "--finder", "off",
     )
     assert code == 0 and scripted.finder.requests == []
     assert "Finder skipped: --finder off" in out and "no model call" in out
@@ -526,15 +405,8 @@ def test_an_extractive_question_the_text_does_not_touch_exits_4_without_claiming
     capsys, story, cache_dir, scripted
 ):
     code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Which spaceship did the astronaut pilot?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "extractive",
+        capsys, "ask", str(story), "Which spaceship did the astronaut pilot?", "--backend", "scripted",
+        "--no-cache", "--answer", "extractive",
     )
     assert code == 4 and "not determined from the text" in out
     assert "not determined from the text: no sentence of the evidence" in err

@@ -30,14 +30,7 @@ def test_show_json(capsys, story):
     assert code == 0
     assert data["document"]["paragraphs"] == 6 and len(data["document"]["sha256"]) == 64
     assert data["paragraphs"] == [
-        {
-            "id": 3,
-            "source": None,
-            "paragraph": 3,
-            "block": 3,
-            "line": 6,
-            "text": data["paragraphs"][0]["text"],
-        }
+        {"id": 3, "source": None, "paragraph": 3, "block": 3, "line": 6, "text": data["paragraphs"][0]["text"]}
     ]
     assert data["paragraphs"][0]["text"].startswith("Every Sunday the supply boat")
 
@@ -174,16 +167,11 @@ def test_missing_embedding_model_is_exit_2_and_a_broken_one_exit_3(capsys, story
     assert code == 2 and "no such folder" in err and "Traceback" not in err  # a bad path: input
     monkeypatch.setenv("HF_HOME", str(cache_dir / "hf"))
     code, _, err = run(capsys, "find", str(story), "q", "--embedder", "no-such-cached-model")
-    assert (
-        code == 2
-        and "not a shipped embedder, a local folder, or a model already in the local model cache" in err
-    )
+    assert code == 2 and "not a shipped embedder, a local folder, or a model already in the local model cache" in err
     # a name the local model cache holds, but broken: the loader's failure is a model error
     (cache_dir / "hf" / "hub" / "models--sentence-transformers--broken" / "snapshots").mkdir(parents=True)
     code, _, err = run(capsys, "find", str(story), "q", "--embedder", "broken")
-    assert code == 3 and err.strip().splitlines()[-1].startswith(
-        "cwread: error: cannot load embedding model 'broken' ("
-    )
+    assert code == 3 and err.strip().splitlines()[-1].startswith("cwread: error: cannot load embedding model 'broken' (")
 
 
 def test_debug_shows_the_traceback(capsys, tmp_path):

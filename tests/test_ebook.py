@@ -48,9 +48,7 @@ def make_epub(path, *, opf=None, extra=(), chapters=None, mimetype_first=True):
         z.writestr("META-INF/container.xml", CONTAINER)
         z.writestr("OEBPS/content.opf", opf or OPF.format(doctype="", title="The Keeper"))
         z.writestr("OEBPS/nav.xhtml", "<html><body><nav>Contents</nav></body></html>")
-        for name, body in (
-            chapters or {"OEBPS/text/chapter1.xhtml": CHAPTER1, "OEBPS/text/chapter 2.xhtml": CHAPTER2}
-        ).items():
+        for name, body in (chapters or {"OEBPS/text/chapter1.xhtml": CHAPTER1, "OEBPS/text/chapter 2.xhtml": CHAPTER2}).items():
             z.writestr(name, body, compress_type=zipfile.ZIP_DEFLATED)
         for name, body in extra:
             z.writestr(name, body, compress_type=zipfile.ZIP_DEFLATED)
@@ -85,15 +83,7 @@ def test_a_question_on_an_epub_quotes_its_paragraphs(capsys, tmp_path, cache_dir
     scripted.interpreter = ScriptedBackend(default=smart_interpreter)
     book = make_epub(tmp_path / "keeper.epub")
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(book),
-        "What was the cat called?",
-        "--backend",
-        "scripted",
-        "--finder",
-        "off",
-        "--json",
+        capsys, "ask", str(book), "What was the cat called?", "--backend", "scripted", "--finder", "off", "--json"
     )
     trace = json.loads(out)
     assert code == 0 and trace["answer"] == "Admiral" and trace["citations"] == ["chapter_2:2"]
@@ -140,9 +130,7 @@ def test_a_hostile_epub_is_refused_in_one_line(capsys, tmp_path, cache_dir, monk
         )
         make_epub(book, extra=[("META-INF/encryption.xml", encryption)])
     else:
-        make_epub(
-            book, chapters={"OEBPS/text/chapter1.xhtml": "<html><body><script>x</script></body></html>"}
-        )
+        make_epub(book, chapters={"OEBPS/text/chapter1.xhtml": "<html><body><script>x</script></body></html>"})
     files_before = set(tmp_path.rglob("*"))
     code, _, err = run(capsys, "show", str(book), "1")
     assert code == 2 and err.count("\n") == 1 and message in err, err

@@ -36,16 +36,7 @@ LAYERS = [
         "cwread.backends.callcache",
         "cwread.tokens",
     ],
-    [
-        "cwread.document",
-        "cwread.folder",
-        "cwread.ebook",
-        "cwread.segments",
-        "cwread.retrieval",
-        "cwread.embedders",
-        "cwread.lexical",
-        "cwread.metrics",
-    ],
+    ["cwread.document", "cwread.folder", "cwread.ebook", "cwread.segments", "cwread.retrieval", "cwread.embedders", "cwread.lexical", "cwread.metrics"],
     ["cwread.cache", "cwread.settings", "cwread.modelfiles"],
     ["cwread.errors", "cwread.terminal", "cwread.progress", "cwread", "cwread.data"],
 ]
@@ -61,11 +52,7 @@ def imported(path: Path) -> set[str]:
     """Every cwread module `path` imports (a `from m import x` counts as m, and m.x if a module)."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if (
-            isinstance(node, ast.ImportFrom)
-            and node.module
-            and node.module.split(".")[0] in ("cwread", "training")
-        ):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("cwread", "training"):
             names.add(node.module)
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):

@@ -159,9 +159,7 @@ def test_a_folder_under_the_root_is_a_book_cited_by_file(tmp_path):
     answer, shown = (r.structured_content for r in results)
     assert not results[0].is_error and answer["quotes"]
     for quote in answer["quotes"]:
-        assert (
-            quote["source"] in ("part1", "part2") and quote["id"] == f"{quote['source']}:{quote['paragraph']}"
-        )
+        assert quote["source"] in ("part1", "part2") and quote["id"] == f"{quote['source']}:{quote['paragraph']}"
     assert shown["paragraphs"][0]["id"] == "part1:1"
     assert "secret.txt: a link out of the folder, not followed" in shown["document"]["skipped"]
     assert "secret the server" not in str(answer) + str(shown)

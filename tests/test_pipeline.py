@@ -161,12 +161,7 @@ def test_unparseable_finder_reply_is_retried_then_kept(story, cache_dir):
 
 def test_retry_that_parses_counts_as_not_first_try(story, cache_dir):
     doc = api.open_document(str(story))
-    finder = ScriptedBackend(
-        [
-            "garbage",
-            '<reason>[2] "Martha Quill kept the lighthouse on Gannet Rock"</reason><answer>YES</answer>',
-        ]
-    )
+    finder = ScriptedBackend(["garbage", '<reason>[2] "Martha Quill kept the lighthouse on Gannet Rock"</reason><answer>YES</answer>'])
     [v] = read_segments(GenerativeFinder(finder), doc, [Segment(1, 2, "anchor", 1.0)], Question("q", "open"))
     assert v.decision == "YES" and not v.kept_on_failure and not v.parsed_first_try and v.cited == (2,)
 
@@ -184,9 +179,7 @@ def test_finder_runs_concurrently_and_keeps_order(story, cache_dir):
     finder = ScriptedBackend(default=finder_reply, concurrency=4)
     segs = [Segment(i, i, "window", 0.0) for i in range(1, 7)]
     seen = []
-    verdicts = read_segments(
-        GenerativeFinder(finder), doc, segs, Question("q", "open"), progress=lambda s, d, t: seen.append(d)
-    )
+    verdicts = read_segments(GenerativeFinder(finder), doc, segs, Question("q", "open"), progress=lambda s, d, t: seen.append(d))
     assert [v.segment.start for v in verdicts] == list(range(1, 7))
     assert [v.decision for v in verdicts] == ["NO", "NO", "NO", "NO", "YES", "NO"]
     assert seen[-1] == 6

@@ -82,9 +82,7 @@ def test_dense_method_without_embedder_is_an_input_error(story, cache_dir):
 def test_find_covers_the_text_and_reads_anchors_first(story, cache_dir):
     doc = api.open_document(str(story))
     result = api.find(
-        doc,
-        api.make_question("Where was the silver medal hidden?"),
-        budget=api.make_budget("focused", anchors=1, p_r=0),
+        doc, api.make_question("Where was the silver medal hidden?"), budget=api.make_budget("focused", anchors=1, p_r=0)
     )
     assert result.segments[0].kind == "anchor"
     assert result.segments[0].anchors == (5,)

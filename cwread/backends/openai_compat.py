@@ -75,9 +75,7 @@ class OpenAISettings:
     def refuse(self, backend: str) -> None:
         """InputError when a setting only this backend takes is given for `backend`."""
         if self.finder_base_url and backend != "openai":
-            raise InputError(
-                "--finder-base-url applies to --backend openai (with --base-url for the Interpreter)"
-            )
+            raise InputError("--finder-base-url applies to --backend openai (with --base-url for the Interpreter)")
 
 
 def base_url_from(url: str | None, flag: str = "--base-url") -> str | None:

@@ -321,12 +321,8 @@ def chat(
     if book == "-":
         raise InputError("chat reads its questions from standard input: give the book's path")
     document = _open_document(book, run.output)
-    session = api.open(
-        document, embedder=run.model.embedder, settings=settings, use_cache=run.model.use_cache
-    )
-    session.selection(
-        None if run.output.json_out else _notice()
-    )  # a missing server is told before any question
+    session = api.open(document, embedder=run.model.embedder, settings=settings, use_cache=run.model.use_cache)
+    session.selection(None if run.output.json_out else _notice())  # a missing server is told before any question
     interactive = sys.stdin.isatty() and not run.output.json_out
     return Chat(session, run, budget, finding).main(interactive)
 
@@ -477,9 +473,7 @@ def mcp(
     try:
         from cwread.mcp_server import ServerSettings, serve
     except ImportError as exc:
-        raise InputError(
-            f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install 'cwread[mcp]'"
-        ) from None
+        raise InputError(f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install 'cwread[mcp]'") from None
     roots = tuple(Path(r) for r in (root or ["."]))
     serve(ServerSettings(roots, settings, embedder, use_cache=not no_cache, max_sessions=sessions))
 

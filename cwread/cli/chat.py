@@ -132,9 +132,7 @@ class Chat:
             return self.answer(api.make_question(rest, claim=True))
         elif name == "/show":
             shown = api.show(document, rest)
-            self._line(json_output.show_json(document, shown)) if self.json_lines else render.show_view(
-                document, shown
-            )
+            self._line(json_output.show_json(document, shown)) if self.json_lines else render.show_view(document, shown)
         elif name == "/find":
             found = self.session.find(api.make_question(rest), self.budget, self.run.retrieval)
             if self.json_lines:

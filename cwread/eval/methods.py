@@ -63,9 +63,7 @@ class EvalContext:
 
     def session(self, path: str) -> Session:
         if path not in self.sessions:  # the selection is already behind the call cache, if wanted
-            self.sessions[path] = api.open(
-                path, embedder=self.embedder, selection=self.selection, use_cache=False
-            )
+            self.sessions[path] = api.open(path, embedder=self.embedder, selection=self.selection, use_cache=False)
         return self.sessions[path]
 
     def find(self, record: Record) -> FindResult:
@@ -93,9 +91,7 @@ class EvalContext:
     def answer(self, found: FindResult, self_check: bool | None, packet: Packet | None = None) -> Trace:
         """The pipeline on `found` (from `packet` on, if given), as this run has it read and answer."""
         answering = self.answering(self_check)
-        return pipeline.answer(
-            found, self.selection, answering, self.finding, packet=packet, rank=self.rank(found)
-        )
+        return pipeline.answer(found, self.selection, answering, self.finding, packet=packet, rank=self.rank(found))
 
 
 # a method gets the record's retrieval with the question as shown (options may be rotated)
@@ -195,12 +191,7 @@ def finder(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
     it read and reply (whether or not the pipeline would skip it)."""
     judge = make_finder(ctx.finding, ctx.selection.finder)
     verdicts = read_segments(
-        judge,
-        found.document,
-        found.read,
-        found.question,
-        reading_budget(ctx.finding, judge),
-        ctx.finding.keep_threshold,
+        judge, found.document, found.read, found.question, reading_budget(ctx.finding, judge), ctx.finding.keep_threshold
     )
     return Trace(found, verdicts=verdicts)
 

@@ -160,11 +160,7 @@ def evaluate(
             notice(selection.why)
     finding = options.finding or FinderSettings()
     # open answers are given one way for every method: as the plan of an open question has it
-    mode = (
-        pipeline.make_plan(make_question("?"), selection, requested).answer_mode
-        if selection
-        else "generative"
-    )
+    mode = pipeline.make_plan(make_question("?"), selection, requested).answer_mode if selection else "generative"
     ctx = EvalContext(selection, budget, options.embedder, options.permute_options, mode, finding)
     out_path = Path(options.out) if options.out else None
     done: list[dict] = []
@@ -176,11 +172,7 @@ def evaluate(
     if out_path is not None:
         done = [r for r in read_rows(out_path) if r["method"] in methods]
     summary = summarize(done)
-    models = (
-        f"finder {label(selection.finder)}, interpreter {label(selection.interpreter)}"
-        if selection
-        else "none"
-    )
+    models = f"finder {label(selection.finder)}, interpreter {label(selection.interpreter)}" if selection else "none"
     meta = {
         "data": options.data,
         "models": models,
