@@ -65,9 +65,7 @@ def make_plan(
     verdict = answering.judge_anyway or not small
     if question.kind != "open" and not verdict:
         mode = "evidence-only"
-    skipped = (
-        None if finder is not None or packet_given else _finder_skip_reason(finding.use, selection.finder)
-    )
+    skipped = None if finder is not None or packet_given else _finder_skip_reason(finding.use, selection.finder)
     evidence = "given" if packet_given else "all-read" if skipped else "finder"
     judge = None
     if evidence == "finder":
@@ -129,9 +127,7 @@ def answer(
     `follows`: the earlier turn a follow-up leans on, shown to the Interpreter as conversation."""
     finding = finding or FinderSettings()
     question, interpreter = found.question, selection.interpreter
-    plan = plan or make_plan(
-        question, selection, answering, finding, packet is not None, finder, found.budget
-    )
+    plan = plan or make_plan(question, selection, answering, finding, packet is not None, finder, found.budget)
     if rank is None and (question.kind == "open" or not plan.verdict):  # open answers, shown evidence
         rank = extractive.sentence_ranker(found.document, load_embedder(found.embedder))
     t0 = time.perf_counter()
@@ -140,9 +136,7 @@ def answer(
     if packet is None:
         fits = lambda evidence: packet_fits(interpreter, question, evidence)  # noqa: E731
         # N_E bounds the segments a Finder chose; with none to filter, B_c alone bounds the packet
-        packet = pack(
-            found.document, list(read.kept), found.budget, fits, limit_segments=plan.evidence == "finder"
-        )
+        packet = pack(found.document, list(read.kept), found.budget, fits, limit_segments=plan.evidence == "finder")
     first, checked = _interpret(plan, interpreter, question, packet, progress, seconds, follows)
     final = checked if checked is not None and checked.answer is not None else first
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != "given" else None

@@ -222,14 +222,9 @@ def paragraph_scores(index: Index, queries: list[str], method: str = "fused") ->
     if method == "fused":
         file_starts = [s.first for s in index.document.sources]
         for q in queries:
-            rankings.append(
-                _ranking(lexical.context_scores(index.lexical, q, n, file_starts), positive_only=True)
-            )
-            rankings.append(
-                _ranking(
-                    lexical.section_scores(index.sections, index.section_spans, q, n), positive_only=True
-                )
-            )
+            context = lexical.context_scores(index.lexical, q, n, file_starts)
+            sections = lexical.section_scores(index.sections, index.section_spans, q, n)
+            rankings += [_ranking(context, positive_only=True), _ranking(sections, positive_only=True)]
             weights += [1.0, SECTION_WEIGHT]
     if use_dense:
         vectors = index.embedder.encode(queries)

@@ -9,6 +9,7 @@ conversation or a tool server keeps one.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -86,10 +87,14 @@ class Session:
                 self._rankers[name] = extractive.sentence_ranker(self.document, self._embedder(name))
             return self._rankers[name]
 
+    @functools.cached_property
+    def lengths(self) -> list[int]:
+        """Each paragraph's characters, in id order (budgets and segments are sized by them)."""
+        return [len(p.text) for p in self.document.paragraphs]
+
     def budget_for(self, budget: Budget | None = None, context_tokens: int | None = None) -> Budget:
         """`budget` (default: auto) fitted to this book and an Interpreter of `context_tokens`."""
-        lengths = [len(p.text) for p in self.document.paragraphs]
-        return fit_budget(budget or make_budget(), lengths, context_tokens)
+        return fit_budget(budget or make_budget(), self.lengths, context_tokens)
 
     # ---- questions ------------------------------------------------------------------------
 
@@ -120,7 +125,7 @@ class Session:
         queries = build_queries(asked, question.options or None)
         scores = paragraph_scores(index, queries, retrieval)
         segments = build_segments(
-            [len(p.text) for p in self.document.paragraphs],
+            self.lengths,
             scores.tolist(),
             budget,
             [s.first for s in self.document.sources],
@@ -161,9 +166,7 @@ class Session:
         leans on (see Conversation)."""
         finding = finding or FinderSettings()
         selection = self.selection(notice)  # first: a bad setting or a missing server is told before any work
-        judge = finder or make_finder(
-            finding, selection.finder
-        )  # a judge it cannot run: told before any work
+        judge = finder or make_finder(finding, selection.finder)  # a judge it cannot run: told before any work
         budget = self.budget_for(budget, selection.interpreter.capabilities.context)
         plan = pipeline.make_plan(question, selection, answering, finding, finder=finder, budget=budget)
         found = self.find(question, budget, retrieval, progress, follows)

@@ -94,9 +94,7 @@ def scripted_selection(interpreter_replies, finder=finder_reply):
 def test_open_question_end_to_end(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(
-        [
-            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."</reason><answer>In a tin</answer>'
-        ]
+        ["<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>In a tin</answer>"]
     )
     question = api.make_question("Where did she keep the medal?")
     trace = api.ask(doc, question, selection=selection, use_cache=False)
@@ -114,8 +112,8 @@ def test_mcq_with_self_check_that_changes_the_answer(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(
         [
-            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."</reason><answer>A</answer>',
-            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."</reason><answer>(B)</answer>',
+            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>A</answer>",
+            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>(B)</answer>",
         ]
     )
     trace = api.ask(
@@ -133,8 +131,8 @@ def test_claim_always_self_checks_and_drops_invalid_citations(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(
         [
-            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed." and [99] "support it"</reason><answer>true</answer>',
-            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."; [77] "too"</reason><answer>TRUE</answer>',
+            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\" and [99] \"support it\"</reason><answer>true</answer>",
+            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"; [77] \"too\"</reason><answer>TRUE</answer>",
         ]
     )
     trace = api.ask(

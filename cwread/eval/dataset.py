@@ -114,16 +114,10 @@ def _record(raw: object, where: str, source: Path) -> Record:
         field("evidence", ids_ok, 'a list of paragraph ids (positive integers, or "FILE:N" in a folder)')
     answers = raw.get("answers") or []
     if answers:
-        field(
-            "answers",
-            isinstance(answers, list) and all(isinstance(a, str) for a in answers),
-            "a list of strings",
-        )
+        field("answers", isinstance(answers, list) and all(isinstance(a, str) for a in answers), "a list of strings")
     if "hops" in raw:
         hops = raw["hops"]
-        field(
-            "hops", isinstance(hops, int) and not isinstance(hops, bool) and hops >= 1, "a positive integer"
-        )
+        field("hops", isinstance(hops, int) and not isinstance(hops, bool) and hops >= 1, "a positive integer")
     doc = (source.parent / raw["doc"]).resolve()
     if not (doc.is_file() or doc.is_dir()):
         raise InputError(f"{where}: document {raw['doc']} not found")

@@ -177,9 +177,8 @@ def retrieval_fields(record: Record, found: FindResult, trace: Trace) -> dict:
     pipeline packs when no Finder filters (`trace.packet`)."""
     out = evidence_fields(record, found)
     if out:
-        out["evidence_packet_hits"] = metrics.recall(record.gold_ids(found.document), set(trace.packet.ids))[
-            0
-        ]
+        gold = record.gold_ids(found.document)
+        out["evidence_packet_hits"] = metrics.recall(gold, set(trace.packet.ids))[0]
     return {
         **out,
         "packet_paragraphs": len(trace.packet.items),
