@@ -38,8 +38,12 @@ from cwread.records import Quote
 
 SIMILARITY_WEIGHT = 0.5
 _WHY = re.compile(r"\bwhy\b", re.I)
+# "for" before an object pronoun names who, not why ("for them--and had one stolen"); before
+# anything else it may give the reason ("for he wished", "for fear of the wolf"). On FairytaleQA
+# train's why-questions: this 25.0 token-F1, any "for" 24.9, "for" before a subject only 24.1.
 _REASON = re.compile(
-    r"\b(?:because|since|for|so that|in order to|that (?:he|she|it|they|we|you|i) (?:might|may|could|would))\b",
+    r"\b(?:because|since|for(?! (?:them|him|her|me|us)\b)|so that|in order to"
+    r"|that (?:he|she|it|they|we|you|i) (?:might|may|could|would))\b",
     re.I,
 )
 MIN_REASON_WORDS = 3  # "for him." is no reason: the whole sentence then

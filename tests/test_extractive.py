@@ -113,6 +113,16 @@ def test_a_why_question_is_answered_with_the_reason_its_sentence_gives():
     assert outcome.supported
 
 
+def test_for_as_a_preposition_is_no_reason():
+    sentence = "I bought them for them--and had one stolen before ever I had them on my feet."
+    quote = Quote(1, sentence, 0, len(sentence))
+    assert extractive.extract_answer("Why was one of the boots stolen?", quote, sentence)[0] == sentence
+    late = "She ran home, for it was late and the wolves were out."
+    assert extractive.extract_answer("Why did she run home?", Quote(1, late, 0, len(late)), late)[0] == (
+        "for it was late and the wolves were out."
+    )
+
+
 def test_a_consequence_comes_with_the_sentence_before_it_where_the_cause_stands():
     paragraph = "The Giant came home. He wanted the garden for himself alone. So he built a wall."
     question = Question("Why did the Giant build a wall?", "open")
