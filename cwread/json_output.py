@@ -90,6 +90,7 @@ def doctor_json(report: DoctorReport) -> dict:
     if report.notes:
         backend["notes"] = list(report.notes)
     return {
+        "version": TRACE_VERSION,
         "cache": report.cache,
         "backend": backend,
         "embedder": {"default": report.embedder, "installed": report.embedder_built},

@@ -126,7 +126,9 @@ def print_json(data: dict, one_line: bool = False) -> None:
 def print_json_error(code: int, kind: str, message: str) -> None:
     """With --json, a failure is a JSON document too, unless the run already printed its one."""
     if not _json_printed:
-        print_json({"version": 1, "error": {"code": code, "kind": kind, "message": message}})
+        from cwread.json_output import TRACE_VERSION
+
+        print_json({"version": TRACE_VERSION, "error": {"code": code, "kind": kind, "message": message}})
 
 
 @contextmanager

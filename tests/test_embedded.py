@@ -3,6 +3,7 @@
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -94,11 +95,11 @@ def test_call_cache_makes_a_repeated_question_free(capsys, story, cache_dir, no_
     assert second["finder"] and all(f["cached"] for f in second["finder"]) and second["interpreter"]["cached"]
 
 
-def run_example(name: str, cache: Path) -> subprocess.CompletedProcess:
+def run_example(name: str, cache: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, CWREAD_CACHE_DIR=str(cache), OLLAMA_HOST="http://127.0.0.1:9")
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     return subprocess.run(
-        ["bash", str(EXAMPLES / name)], capture_output=True, text=True, env=env, timeout=900, check=False
+        ["bash", str(EXAMPLES / name), *args], capture_output=True, text=True, env=env, timeout=900, check=False
     )
 
 
@@ -126,6 +127,19 @@ def test_example_cited_paragraphs(cache_dir):
     out = proc.stdout.splitlines()
     assert out[0].startswith("answer:")
     assert all(line.startswith("[") for line in out[1:] if line and line[0] == "[")
+
+
+def test_example_cited_paragraphs_on_a_book_of_several_files(cache_dir, tmp_path):
+    """Its ids are "ch2:3" there, not numbers: the example prints them as they are."""
+    paragraphs = (EXAMPLES / "the_selfish_giant.txt").read_text(encoding="utf-8").split("\n\n")
+    book = tmp_path / "giant"
+    book.mkdir()
+    (book / "ch1.txt").write_text("\n\n".join(paragraphs[:15]), encoding="utf-8")
+    (book / "ch2.txt").write_text("\n\n".join(paragraphs[15:]), encoding="utf-8")
+    proc = run_example("cited_paragraphs.sh", cache_dir, str(book), "Why did the Giant build a high wall?")
+    assert proc.returncode == 0, proc.stderr
+    quoted = [line for line in proc.stdout.splitlines()[1:] if line.startswith("[")]
+    assert quoted and all(re.match(r"\[ch[12]:\d+\] ", line) for line in quoted)
 
 
 def test_finder_lora_gets_its_own_backend(tmp_path, monkeypatch):

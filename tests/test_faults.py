@@ -17,6 +17,7 @@ import pytest
 
 from cwread import cache
 from cwread.cli import main
+from cwread.json_output import TRACE_VERSION
 from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -292,9 +293,24 @@ def test_json_errors_are_one_json_document_with_the_exit_code(
     if kind is None:  # doctor prints its report, which says what is missing
         assert document["backend"]["ok"] is False
     else:
-        assert document["version"] == 1
+        assert document["version"] == TRACE_VERSION
         assert document["error"]["code"] == code and document["error"]["kind"] == kind
         assert document["error"]["message"]
+
+
+def test_every_json_document_is_one_versioned_contract(capsys, story, cache_dir, tmp_path, monkeypatch):
+    """show, find, doctor, modelfiles and an error all say the same version."""
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    runs = [
+        ("show", str(story), "1", "--json"),
+        ("find", str(story), "Who kept the lamp?", "--json"),
+        ("doctor", "--json"),
+        ("modelfiles", "--out", str(tmp_path / "mf"), "--json"),
+        ("show", str(tmp_path / "missing.txt"), "1", "--json"),
+    ]
+    for args in runs:
+        _, out, _ = run(capsys, *args)
+        assert json.loads(out)["version"] == TRACE_VERSION, args
 
 
 # ---- issue 22: the second reliability sweep ----------------------------------------------

@@ -376,12 +376,12 @@ def modelfiles(
     """Write the Ollama Modelfiles of cwread's agents, for `ollama create cwread-finder -f ...`."""
     from pathlib import Path
 
-    from cwread import render
+    from cwread import json_output, render
     from cwread.modelfiles import setup_commands, write_modelfiles
 
     written = write_modelfiles(Path(out), overwrite=force)
     if json_out:
-        render.print_json({"version": 1, "written": [str(p) for p in written]})
+        render.print_json({"version": json_output.TRACE_VERSION, "written": [str(p) for p in written]})
         return
     for path in written:
         render.stdout(lines=True).print(render.printable(str(path)), markup=False, highlight=False)
