@@ -19,6 +19,7 @@ from rich.text import Text
 
 from cwread.document import Document, Paragraph
 from cwread.errors import OutputError
+from cwread.json_output import TRACE_VERSION
 from cwread.progress import Progress
 from cwread.records import NO_SENTENCE, NOT_DETERMINED, DoctorReport, FindResult, IndexReport, Trace
 from cwread.terminal import one_line, printable
@@ -126,8 +127,6 @@ def print_json(data: dict, one_line: bool = False) -> None:
 def print_json_error(code: int, kind: str, message: str) -> None:
     """With --json, a failure is a JSON document too, unless the run already printed its one."""
     if not _json_printed:
-        from cwread.json_output import TRACE_VERSION
-
         print_json({"version": TRACE_VERSION, "error": {"code": code, "kind": kind, "message": message}})
 
 

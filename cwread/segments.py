@@ -96,13 +96,12 @@ def fit_budget(budget: Budget, lengths: Sequence[int], context_tokens: int | Non
     40 at most) and as many segments read as one for every 20 paragraphs (24 to 160: a Finder
     that runs reads them in rank order within its token budget). B_c is cut to EVIDENCE_SHARE
     of the Interpreter's context."""
+    set_by_you = f"; set by you: {', '.join(budget.fixed)}" if budget.fixed else ""
     if budget.preset != AUTO:
-        if budget.why:
-            return budget
-        set_by_you = f"; set by you: {', '.join(budget.fixed)}" if budget.fixed else ""
-        return replace(budget, why=f"the {budget.preset} preset{set_by_you}")
+        return budget if budget.why else replace(budget, why=f"the {budget.preset} preset{set_by_you}")
     n = len(lengths)
-    values = {name: getattr(budget, name) for name in ("anchors", "read", "n_e", "p_r", "p_w", "b_c")}
+    focused = PRESETS["focused"]
+    values = {k: getattr(focused, k) for k in ("anchors", "read", "n_e", "p_r", "p_w", "b_c")}
     if n > NOVEL_PARAGRAPHS:
         tier = "novel"
         values.update(NOVEL)
@@ -111,7 +110,6 @@ def fit_budget(budget: Budget, lengths: Sequence[int], context_tokens: int | Non
         why = f"a novel of {n:,} paragraphs (over {NOVEL_PARAGRAPHS:,}): anchors and reading grow with it"
     else:
         tier = "story"
-        values.update({k: getattr(PRESETS["focused"], k) for k in values})
         why = f"a text of {n:,} paragraphs (up to {NOVEL_PARAGRAPHS:,}): the focused values"
     if context_tokens:
         room = int(context_tokens * EVIDENCE_SHARE * CHARS_PER_TOKEN) // 100 * 100
@@ -119,8 +117,7 @@ def fit_budget(budget: Budget, lengths: Sequence[int], context_tokens: int | Non
             values["b_c"] = room
             why += f"; B_c cut to {room:,} characters for the Interpreter's {context_tokens:,}-token context"
     values.update({k: getattr(budget, k) for k in budget.fixed})
-    if budget.fixed:
-        why += f"; set by you: {', '.join(budget.fixed)}"
+    why += set_by_you
     return replace(budget, preset=tier, why=why, **values)
 
 
