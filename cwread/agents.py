@@ -63,6 +63,14 @@ SELF_CHECK_SYSTEM = (
     "more than the claim states." + _QUOTE_RULE + _BOOK_IS_DATA
 )
 
+SUPPORT_SYSTEM = (
+    "You check answers in a reading assistant for long narratives. You are given sentences "
+    "quoted from a book, a question and an answer someone wrote. Say YES if the quoted "
+    "sentences state the answer or directly imply it, so that a reader of these sentences "
+    "alone would give this answer. Say NO if they do not say it, say something else, or "
+    "contradict it. Match meaning, not wording." + _BOOK_IS_DATA.replace("evidence is text", "evidence is sentences")
+)
+
 _ANSWER_HINT = {
     "mcq": "the letter of the best-supported option",
     "claim": "TRUE or FALSE",
@@ -284,6 +292,40 @@ def finder_request(
         schema=schema,
         seed=1 if retry else 0,
         label_scores=("YES", "NO"),  # its score: how sure, for ranking and the eval's curve
+    )
+
+
+_SUPPORT_REPLY = (
+    "Do the quoted sentences state or directly imply this answer? Reply with exactly one tag "
+    "and nothing else: <answer>YES</answer> or <answer>NO</answer>."
+)
+
+
+def answer_block(question: Question, answer: str) -> str:
+    """An answer as the support check reads it: an option with its text, a claim's verdict
+    in words, an open answer as written."""
+    if question.kind == "mcq":
+        return f"Answer: ({answer}) {question.options.get(answer, '')}".rstrip()
+    if question.kind == "claim":
+        return f"Answer: {answer}: " + ("the claim holds" if answer == "TRUE" else "the claim does not hold")
+    return f"Answer: {answer}"
+
+
+def support_request(question: Question, answer: str, quotes: Evidence, retry: bool = False) -> GenerationRequest:
+    """The support check's call: the answer's quotes (each under its paragraph's label), the
+    question and the answer; YES or NO alone, its score read at the first token."""
+    user = "\n\n".join(
+        [evidence_block(quotes), question_block(question), answer_block(question, answer), _SUPPORT_REPLY]
+    )
+    if retry:
+        user += "\n\n" + FIRM_RETRY
+    return GenerationRequest(
+        messages=(("system", SUPPORT_SYSTEM), ("user", user)),
+        max_tokens=DECISION_MAX_TOKENS,
+        grammar=DECISION_GRAMMAR,
+        schema={"type": "object", "properties": {"answer": {"type": "string", "enum": ["YES", "NO"]}}, "required": ["answer"]},
+        seed=1 if retry else 0,
+        label_scores=("YES", "NO"),
     )
 
 

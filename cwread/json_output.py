@@ -18,6 +18,7 @@ from cwread.records import (
     IndexReport,
     Plan,
     Quote,
+    SupportCheck,
     Trace,
     Verdict,
 )
@@ -150,8 +151,10 @@ def ask_json(trace: Trace) -> dict:
         "follows": None if trace.follows is None else asdict(trace.follows),
         "plan": plan_json(trace.plan),
         "answer_mode": trace.outcome.mode,
+        "answer_kind": trace.outcome.kind,
         "model_answer": trace.outcome.model_answer,
         "supported": trace.outcome.supported,
+        "support_check": support_json(trace.outcome.check),
         "abstained": trace.outcome.abstained,
         "quotes": quotes_json(doc, trace.outcome.quotes),
         "reason": trace.reason,
@@ -224,6 +227,29 @@ def _verdict_json(doc: Document, v: Verdict) -> dict:
         "parsed_first_try": v.parsed_first_try,
         "kept_on_failure": v.kept_on_failure,
         "cached": v.call.cached,
+    }
+
+
+def support_json(check: SupportCheck | None) -> dict | None:
+    """How the support of the model's answer was decided (see cwread.records.SupportCheck)."""
+    if check is None:
+        return None
+    call = check.call
+    return {
+        "supported": check.supported,
+        "method": check.method,
+        "why": check.why,
+        "score": check.score,  # ln P(YES) - ln P(NO) that the quotes state or imply the answer
+        "threshold": check.threshold,
+        "unquoted_names": list(check.unquoted),
+        "call": None
+        if call is None
+        else {
+            "raw": call.raw,
+            "prompt_tokens": call.prompt_tokens,
+            "seconds": round(call.seconds, 3),
+            "cached": call.cached,
+        },
     }
 
 

@@ -137,7 +137,9 @@ def answer_content(trace: Trace) -> dict[str, Any]:
         "kind": question.kind,
         "answer": trace.answer,
         "verdict": trace.answer if question.kind == "claim" else None,
+        "answer_kind": trace.outcome.kind,  # the model's words (support checked) or a quoted sentence
         "supported": trace.outcome.supported,
+        "support_check": json_output.support_json(trace.outcome.check),
         "failure": trace.failure(),
         "quotes": [{**q, "is": BOOKS_WORDS} for q in json_output.quotes_json(doc, trace.outcome.quotes)],
         "citations": [

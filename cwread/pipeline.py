@@ -1,4 +1,5 @@
-"""One question through the method: plan → segments → Finder → packet → Interpreter → self-check.
+"""One question through the method: plan → segments → Finder → packet → Interpreter → self-check
+→ support check.
 
 `make_plan` resolves, before any call, what the run will do (recorded in the trace);
 `answer` is then a short sequence of stages, each a function of the plan.
@@ -7,7 +8,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cwread import agents, extractive, grounding
 from cwread.backends import Backend, label
@@ -30,12 +31,15 @@ from cwread.records import (
     Plan,
     Question,
     Quote,
+    SupportCheck,
     Trace,
     Turn,
     Unread,
     Verdict,
 )
 from cwread.segments import Budget
+from cwread.support import THRESHOLD as SUPPORT_THRESHOLD
+from cwread.support import check_support
 
 
 def make_plan(
@@ -72,6 +76,11 @@ def make_plan(
         judge = finder.reply if finder is not None else finding.reply
     asked = mode != "evidence-only" and not (question.kind == "open" and mode == "extractive")
     self_check = answering.self_check
+    # a model that judges at chance gives no verdict on support either; one without scores
+    # could only say YES or NO, uncalibrated: the words decide for both
+    support = ("words" if small or not interpreter.capabilities.logprobs else "model") if asked else None
+    threshold = answering.support_threshold
+    threshold = (SUPPORT_THRESHOLD if threshold is None else threshold) if support == "model" else None
     return Plan(
         answer_mode=mode,
         evidence=evidence,
@@ -83,6 +92,8 @@ def make_plan(
         interpreter=asked,
         self_check=asked and (agents.needs_self_check(question) if self_check is None else self_check),
         budget=budget,
+        support=support,
+        support_threshold=threshold,
     )
 
 
@@ -139,8 +150,11 @@ def answer(
         packet = pack(found.document, list(read.kept), found.budget, fits, limit_segments=plan.evidence == "finder")
     first, checked = _interpret(plan, interpreter, question, packet, progress, seconds, follows)
     final = checked if checked is not None and checked.answer is not None else first
+    t1 = time.perf_counter()
+    support = _check_support(plan, interpreter, question, final, packet, progress)
+    seconds["support_check"] = round(time.perf_counter() - t1, 3)
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != "given" else None
-    outcome = decide(question, final, packet, plan.answer_mode, retrieved, _kept(found, read), rank)
+    outcome = decide(question, final, packet, plan.answer_mode, retrieved, _kept(found, read), rank, support)
     return Trace(
         found=found,
         plan=plan,
@@ -206,6 +220,26 @@ def _interpret(
     return first, checked
 
 
+def _check_support(
+    plan: Plan,
+    interpreter: Backend,
+    question: Question,
+    final: AgentCall | None,
+    packet: Packet,
+    progress: Progress | None,
+) -> SupportCheck | None:
+    """Whether the final answer's quotes support it, as planned (cwread.support); None when
+    there is no readable answer to check."""
+    if plan.support is None or final is None or final.answer is None:
+        return None
+    if progress and plan.support == "model":
+        progress("support check", 0, 1)
+    text = grounding.cut_repetition(final.answer) if question.kind == "open" else final.answer
+    if plan.support == "words" or plan.support_threshold is None:
+        return check_support(None, question, text, final, packet.evidence())
+    return check_support(interpreter, question, text, final, packet.evidence(), plan.support_threshold)
+
+
 def _skipped(plan: Plan, found: FindResult, read: Reading) -> dict[str, str]:
     """Stages not run, each with why (the view and the trace say it)."""
     skipped: dict[str, str] = {}
@@ -230,8 +264,10 @@ def decide(
     retrieved: Evidence | None = None,
     kept: Evidence | None = None,
     rank: grounding.Rank | None = None,
+    support: SupportCheck | None = None,
 ) -> Answer:
-    """What is presented as the answer, and whether the quotes support it.
+    """What is presented as the answer, and whether the quotes support it (`support`: the
+    check of the final answer; without one, the words decide, see cwread.support).
 
     "evidence-only": no verdict, only the best evidence. Open questions: "generative" keeps the Interpreter's words (cut where they start to
     repeat) only if its quotes cover them, else nothing is presented (not determined from
@@ -252,16 +288,16 @@ def decide(
     shown = "generative" if fallback else mode  # unless its words go unbacked, it is the model's
     if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
         return Answer(None, None, shown, False)
-    if question.kind != "open":
-        supported = grounding.supports_label(question, final.answer, final.quotes)
-        return Answer(final.answer, final.answer, shown, supported, final.quotes)
-    text = grounding.cut_repetition(final.answer)
-    if grounding.covers(text, final.quotes):
-        return Answer(text, final.answer, shown, True, final.quotes)
+    text = grounding.cut_repetition(final.answer) if question.kind == "open" else final.answer
+    support = support or check_support(None, question, text, final, packet.evidence())
+    if question.kind != "open":  # a label stands as chosen; the check says whether its quotes bear on it
+        return Answer(final.answer, final.answer, shown, support.supported, final.quotes, check=support)
+    if support.supported:
+        return Answer(text, final.answer, shown, True, final.quotes, check=support)
     if fallback:  # a sentence of the book that fits, rather than words it does not back
-        return _extract(question, packet, retrieved, kept, rank, final)
+        return replace(_extract(question, packet, retrieved, kept, rank, final), check=support)
     evidence = _best_evidence(question, final, packet, retrieved, rank)
-    return Answer(None, final.answer, shown, False, evidence, withheld=True)
+    return Answer(None, final.answer, shown, False, evidence, withheld=True, check=support)
 
 
 def _extract(

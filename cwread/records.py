@@ -246,17 +246,24 @@ class AnswerSettings:
     """How a retrieved question is answered: `answer_mode` for open questions (ANSWER_CHOICES,
     or auto: extractive for a model too small to write); `self_check` (None: for claims and
     risky questions); `judge_anyway`: ask a model that judges at chance for a verdict on
-    options and claims all the same."""
+    options and claims all the same; `support_threshold`: the score at which the model's
+    support check passes an answer (None: the one calibrated, cwread.support.THRESHOLD)."""
 
     answer_mode: str = "auto"
     self_check: bool | None = None
     judge_anyway: bool = False
+    support_threshold: float | None = None
 
     def __post_init__(self) -> None:
         if self.answer_mode not in (*ANSWER_CHOICES, "auto"):
             raise InputError(
                 f"unknown answer mode {self.answer_mode!r}; choose one of: {', '.join((*ANSWER_CHOICES, 'auto'))}"
             )
+        threshold = self.support_threshold
+        if threshold is not None and (
+            isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold)
+        ):
+            raise InputError(f"the support threshold must be a finite number, not {threshold!r}")
 
 
 @dataclass(frozen=True)
@@ -320,7 +327,9 @@ class Plan:
     verdict. `interpreter`: the Interpreter is asked (not for an extractive answer or a
     withheld verdict); `self_check`: its second pass follows a readable first answer.
     `budget`: the budget fitted to the book and the Interpreter, with why
-    (cwread.segments.fit_budget); None where the caller gave none to fit.
+    (cwread.segments.fit_budget); None where the caller gave none to fit. `support`: how
+    the answer's support is checked (SUPPORT_METHODS; None: no model answer to check), and
+    `support_threshold` the score the model's check must reach.
     """
 
     answer_mode: str
@@ -333,6 +342,8 @@ class Plan:
     interpreter: bool
     self_check: bool
     budget: Budget | None = None
+    support: str | None = None
+    support_threshold: float | None = None
 
 
 # how cwread says that it stands behind no answer, in the view, the error line and the trace
@@ -345,23 +356,57 @@ NO_VERDICT = (
 )
 
 
+# How `supported` is decided (cwread.support): "model" asks the Interpreter's model whether the
+# quotes state or imply the answer and holds its score to a threshold calibrated on dev data;
+# "words" needs every content word of an open answer quoted (an option or claim: one shared),
+# for a model that gives no score or judges at chance.
+SUPPORT_METHODS = ("model", "words")
+
+
+@dataclass(frozen=True)
+class SupportCheck:
+    """Whether an answer's quotes support it, and how that was decided (SUPPORT_METHODS).
+    `score`: the model's ln P(YES) - ln P(NO) that the quotes state or directly imply the
+    answer, `supported` when it reaches `threshold` (None: no call was made, or no score came
+    back); `unquoted`: names in the answer that no quote or the question holds, which withhold
+    it without a call; `why`: the decision in words, for the view and the trace."""
+
+    supported: bool
+    method: str
+    why: str
+    score: float | None = None
+    threshold: float | None = None
+    unquoted: tuple[str, ...] = ()
+    call: ModelCall | None = None
+
+
 @dataclass(frozen=True)
 class Answer:
     """What cwread presents: the answer (None: not determined from the text, or no readable
-    reply) and the quotes that support it."""
+    reply), the quotes that support it, and the check that says they do (None: no check, as
+    for an extractive answer, which is a quoted sentence)."""
 
     text: str | None
     model_answer: str | None  # what the Interpreter wrote (None: no readable reply, or not asked)
     # one of ANSWER_MODES: "generative" the Interpreter's words; "extractive" the best-fitting
     # quote; "evidence-only" no verdict asked of a model that judges at chance
     mode: str
-    supported: bool  # the quotes back the answer (open: cover its content words)
+    supported: bool  # the quotes back the answer (`check` says how that was decided)
     quotes: tuple[Quote, ...] = ()
     withheld: bool = False  # not determined from the text: the quotes are the best evidence
+    check: SupportCheck | None = None  # of the model's answer, shown or withheld
 
     @property
     def abstained(self) -> bool:
         return self.withheld
+
+    @property
+    def kind(self) -> str | None:
+        """What the answer shown is: "model-words" (the Interpreter's answer, its support checked:
+        `check`) or "quoted-sentence" (an extractive answer); None when none is shown."""
+        if self.text is None:
+            return None
+        return "quoted-sentence" if self.mode == "extractive" else "model-words"
 
 
 NO_ANSWER = Answer(None, None, "generative", False)
@@ -443,7 +488,8 @@ class Trace:
             why = (
                 NO_SENTENCE
                 if outcome.mode == "extractive"
-                else f"the quotes do not cover the model's answer {outcome.model_answer!r}"
+                else f"the quotes do not support the model's answer {outcome.model_answer!r}"
+                + (f" ({outcome.check.why})" if outcome.check else "")
             )
             return f"{NOT_DETERMINED}: {why}{'; the best evidence is shown' if outcome.quotes else ''}"
         if self.answer is None:
@@ -475,8 +521,15 @@ class Trace:
     def agent_calls(self) -> list[AgentCall]:
         return [c for c in (self.interpreter, self.self_check) if c is not None]
 
+    @property
+    def model_calls(self) -> list[ModelCall]:
+        """Every call to a model the run made: the Finder's, the Interpreter's, the support check's."""
+        check = self.outcome.check
+        support = [check.call] if check is not None and check.call is not None else []
+        return [v.call for v in self.verdicts] + [c.call for c in self.agent_calls] + support
+
     def tokens(self) -> dict[str, int]:
-        calls = [v.call for v in self.verdicts] + [c.call for c in self.agent_calls]
+        calls = self.model_calls
         return {
             "prompt": sum(c.prompt_tokens for c in calls),
             "completion": sum(c.completion_tokens for c in calls),

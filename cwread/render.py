@@ -21,7 +21,15 @@ from cwread.document import Document, Paragraph
 from cwread.errors import OutputError
 from cwread.json_output import TRACE_VERSION
 from cwread.progress import Progress
-from cwread.records import NO_SENTENCE, NOT_DETERMINED, DoctorReport, FindResult, IndexReport, Trace
+from cwread.records import (
+    NO_SENTENCE,
+    NOT_DETERMINED,
+    DoctorReport,
+    FindResult,
+    IndexReport,
+    SupportCheck,
+    Trace,
+)
 from cwread.terminal import one_line, printable
 
 _STAGES = {
@@ -30,6 +38,7 @@ _STAGES = {
     "finder": "Finder reading segments",
     "interpreter": "Interpreter answering",
     "self-check": "Interpreter self-checking",
+    "support check": "Checking the answer against its quotes",
 }
 
 
@@ -216,6 +225,12 @@ def find_view(result: FindResult, limit: int) -> None:
         )
 
 
+def _support_line(check: SupportCheck) -> str:
+    """How the support check decided, in words: "checked against its quotes: they support it (score +2.10, threshold +0.00)"."""
+    how = "checked by the model against its quotes" if check.method == "model" else "checked word by word against its quotes"
+    return f"{how}: {printable(check.why)}"
+
+
 def answer_view(trace: Trace) -> None:
     """The answer (or "not determined from the text"), then each supporting quote highlighted
     inside its paragraph; the model's own words are shown only where its quotes cover them."""
@@ -229,8 +244,10 @@ def answer_view(trace: Trace) -> None:
         head.append(printable(trace.answer), style="bold green")
         if question.kind == "mcq" and trace.answer in question.options:
             head.append(f"  {printable(question.options[trace.answer])}")
-        if outcome.mode == "extractive" and question.kind == "open":
-            head.append("  (quoted from the text)", style="dim")
+        if outcome.kind == "quoted-sentence":
+            head.append("  (a sentence quoted from the text)", style="dim")
+        elif outcome.check is not None and outcome.supported:
+            head.append(f"\nThe model's words; {_support_line(outcome.check)}.", style="dim")
     elif outcome.mode == "evidence-only":
         head.append("no verdict", style="bold yellow")
         head.append(f"\n{trace.skipped.get('interpreter', '')}: read the evidence below.", style="dim")
@@ -240,11 +257,12 @@ def answer_view(trace: Trace) -> None:
             head.append(f"\n{NO_SENTENCE[0].upper()}{NO_SENTENCE[1:]} to answer it.", style="dim")
     else:
         head.append("(none)", style="bold red")
-    # a model answer beside a quoted sentence or none at all: its words were not in its quotes
+    # a model answer beside a quoted sentence or none at all: its quotes did not support it
     unbacked = outcome.abstained or (outcome.mode == "extractive" and question.kind == "open")
     if outcome.model_answer and unbacked:
+        why = f" ({_support_line(outcome.check)})" if outcome.check else ""
         head.append(
-            f"\nThe model answered {printable(repr(outcome.model_answer))}, but its quotes do not say so.",
+            f"\nThe model answered {printable(repr(outcome.model_answer))}, but its quotes do not say so{why}.",
             style="dim",
         )
     if trace.answer is not None and not outcome.supported:

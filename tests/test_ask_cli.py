@@ -246,8 +246,11 @@ def test_auto_answers_with_the_best_sentence_when_the_models_words_are_unbacked(
         capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted", "--no-cache",
     )
     flat = " ".join(word for word in out.split() if word != "│")  # the panel's lines, joined
-    assert code == 0 and "(quoted from the text)" in flat
-    assert "The model answered 'to protect it from the harsh winter', but its quotes do not say so." in flat
+    assert code == 0 and "(a sentence quoted from the text)" in flat
+    assert (
+        "The model answered 'to protect it from the harsh winter', but its quotes do not say so "
+        "(checked word by word against its quotes: a content word of the answer is in no quote)."
+    ) in flat
     # its words, when its quotes cover them, are the answer as before
     scripted.interpreter.enqueue(
         '<reason>[5] "which she kept in a biscuit tin"</reason><answer>in a biscuit tin</answer>'
@@ -272,7 +275,10 @@ def test_the_fallback_that_finds_no_sentence_still_names_the_models_unbacked_wor
     flat = " ".join(word for word in out.split() if word != "│")
     assert code == 4 and "not determined from the text" in flat
     assert "No sentence of the evidence the Finder kept shares enough of the question" in flat
-    assert "The model answered 'to protect it from the harsh winter', but its quotes do not say so." in flat
+    assert (
+        "The model answered 'to protect it from the harsh winter', but its quotes do not say so "
+        "(checked word by word against its quotes: a content word of the answer is in no quote)."
+    ) in flat
 
 
 def test_a_planted_tag_in_the_book_reaches_the_model_defused(capsys, tmp_path, cache_dir, scripted):

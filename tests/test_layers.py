@@ -1,6 +1,6 @@
 """The package's layers: no module imports a module above it.
 
-cli → render/json_output → eval → api → session → pipeline → finder/interpreter → agents/packing →
+cli → render/json_output → eval → api → session → pipeline → finder/interpreter/support → agents/packing →
 records/model_facts → backends →
 document/segments/retrieval → cache/settings → errors. `training/` imports cwread, never the
 reverse. Checked on the source (imports inside functions too), so a new arrow back up fails here.
@@ -22,7 +22,7 @@ LAYERS = [
     ["cwread.api"],
     ["cwread.session"],
     ["cwread.pipeline"],
-    ["cwread.finder", "cwread.interpreter"],
+    ["cwread.finder", "cwread.interpreter", "cwread.support"],
     ["cwread.agents", "cwread.packing", "cwread.grounding", "cwread.extractive", "cwread.finder_budget"],
     ["cwread.records", "cwread.model_facts"],
     [

@@ -97,7 +97,7 @@ def test_the_scoring_finder_keeps_by_its_score_in_one_call_a_segment(capsys, sto
             text, label_logprobs=(("YES", -0.1 if yes else -2.5), ("NO", -2.5 if yes else -0.1))
         )
 
-    scripted.finder = ScriptedBackend(default=scored)
+    scripted.finder = ScriptedBackend(default=scored, logprobs=True)
     scripted.interpreter = ScriptedBackend(default=smart_interpreter)
     args = [
         "ask",
@@ -124,7 +124,7 @@ def test_the_scoring_finder_keeps_by_its_score_in_one_call_a_segment(capsys, sto
 
 
 def test_make_finder_chooses_the_judge_the_settings_name():
-    backend = ScriptedBackend()
+    backend = ScriptedBackend(logprobs=True)
     assert isinstance(make_finder(FinderSettings(), backend), GenerativeFinder)
     assert make_finder(FinderSettings(reply="decision-first"), backend).reply == "decision-first"
     scoring = make_finder(FinderSettings(reply="score", keep_threshold=1.5), backend)

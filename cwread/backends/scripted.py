@@ -15,7 +15,8 @@ Reply = str | Generation | Callable[[GenerationRequest], str | Generation] | Bas
 class ScriptedBackend:
     """Answers each call with the next queued reply (a string, a Generation to give label
     log-probabilities too, a function of the request, or an exception to raise); records
-    every request it receives."""
+    every request it receives. `logprobs`: it says it gives label log-probabilities (the
+    scoring Finder, the model's support check), as a test that scripts them sets."""
 
     name = "scripted"
 
@@ -28,12 +29,14 @@ class ScriptedBackend:
         concurrency: int = 1,
         size: int | None = None,
         adapted: bool = False,
+        logprobs: bool = False,
     ) -> None:
         self.model = model
         self.concurrency = concurrency
         self.context = context
         self.size = size  # parameters: below 300M, cwread.model_facts takes it for a small model
         self.adapted = adapted
+        self.logprobs = logprobs
         self._queue: deque[Reply] = deque(replies or [])
         self._default = default
         self._lock = threading.Lock()
@@ -71,7 +74,7 @@ class ScriptedBackend:
         return Capabilities(
             context=self.context,
             parallel=self.concurrency,
-            logprobs=True,
+            logprobs=self.logprobs,
             size=self.size,
             adapted=self.adapted,
         )

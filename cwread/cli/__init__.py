@@ -428,6 +428,7 @@ def eval_command(
         embedder=run.embedder,
         use_cache=run.use_cache,
         answer_mode=run.answer_mode,
+        support_threshold=run.support_threshold,
         **evaluation,
     )
     with render.progress() as progress:

@@ -323,12 +323,19 @@ class ModelRun:
     embedder: str
     use_cache: bool
     answer_mode: str
+    support_threshold: float | None = None
 
 
 MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
     "embedder": (EmbedderOpt, DEFAULT_EMBEDDER),
     "no_cache": (NoCacheFlag, False),
     "answer": (AnswerModeOpt, "auto"),
+    "support_threshold": _option(
+        float | None,
+        "Show the model's answer when its support check scores at least this, ln P(YES) - ln P(NO) that "
+        "its quotes state or imply it [default: calibrated for Qwen2.5-Coder-1.5B; models that give no "
+        "score, or judge at chance, are checked word by word].",
+    ),
 }
 
 
@@ -342,8 +349,9 @@ question_options = _option_group(
 )
 
 
-def _model_run(embedder: str, no_cache: bool, answer: str) -> ModelRun:
-    return ModelRun(embedder, not no_cache, answer)  # the answer mode is checked where it is used
+def _model_run(embedder: str, no_cache: bool, answer: str, support_threshold: float | None = None) -> ModelRun:
+    # the answer mode and threshold are checked where they are used (AnswerSettings)
+    return ModelRun(embedder, not no_cache, answer, support_threshold)
 
 
 model_run_options = _option_group("run", MODEL_RUN_OPTIONS, _model_run)
@@ -400,9 +408,10 @@ evaluation_options = _option_group(
 )
 
 
-def _answer_run(retrieval, embedder, no_cache, answer, self_check, trace, judge_anyway, **output):
-    answering = AnswerSettings(answer, self_check_choice(self_check), judge_anyway)
-    return AnswerRun(retrieval, _model_run(embedder, no_cache, answer), answering, trace, Output(**output))
+def _answer_run(retrieval, embedder, no_cache, answer, support_threshold, self_check, trace, judge_anyway, **output):
+    answering = AnswerSettings(answer, self_check_choice(self_check), judge_anyway, support_threshold)
+    model = _model_run(embedder, no_cache, answer, support_threshold)
+    return AnswerRun(retrieval, model, answering, trace, Output(**output))
 
 
 answer_options = _option_group("run", ANSWER_OPTIONS, _answer_run)

@@ -57,6 +57,7 @@ class EvalContext:
     embedder: str
     permute_options: bool = False
     answer_mode: str = "generative"  # for open questions, the same for every method
+    support_threshold: float | None = None  # None: the calibrated one
     finding: FinderSettings = field(default_factory=FinderSettings)
     sessions: dict[str, Session] = field(default_factory=dict)
     _last_find: tuple[str, FindResult] | None = None
@@ -86,7 +87,7 @@ class EvalContext:
 
     def answering(self, self_check: bool | None) -> AnswerSettings:
         """Every method judges options and claims (its accuracy is what is measured)."""
-        return AnswerSettings(self.answer_mode, self_check, judge_anyway=True)
+        return AnswerSettings(self.answer_mode, self_check, judge_anyway=True, support_threshold=self.support_threshold)
 
     def answer(self, found: FindResult, self_check: bool | None, packet: Packet | None = None) -> Trace:
         """The pipeline on `found` (from `packet` on, if given), as this run has it read and answer."""

@@ -88,7 +88,8 @@ def verdict_counts(verdicts: tuple[Verdict, ...]) -> dict:
 def trace_fields(trace: Trace) -> dict:
     final = trace.final
     outcome = trace.outcome
-    calls = [v.call for v in trace.verdicts] + [c.call for c in trace.agent_calls]
+    calls = trace.model_calls
+    check = outcome.check
     return {
         "answer": trace.answer,
         "model_answer": outcome.model_answer,
@@ -97,6 +98,10 @@ def trace_fields(trace: Trace) -> dict:
         "parsed": outcome.text is not None or outcome.model_answer is not None or outcome.abstained,
         "supported": outcome.supported,
         "abstained": outcome.abstained,
+        # what the answer is: the model's words, a quoted sentence (extractive), or none
+        "answer_kind": outcome.mode if outcome.text is not None else None,
+        "support_method": check.method if check else None,
+        "support_score": check.score if check else None,
         "parsed_first_try": bool(trace.interpreter and trace.interpreter.parsed_first_try),
         "citations": [trace.document.public_id(pid) for pid in trace.citations],
         "invalid_citations": list(final.dropped) if final else [],  # labels as the model wrote them

@@ -124,6 +124,7 @@ class EvalOptions:
     settings: BackendSettings | None = None
     use_cache: bool = True
     answer_mode: str = "auto"  # open questions: generative, extractive, or auto (by model size)
+    support_threshold: float | None = None  # None: the calibrated one (cwread.support)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,8 @@ def evaluate(
     options: EvalOptions, progress: Progress | None = None, notice: Callable[[str], None] | None = None
 ) -> EvalResult:
     """Run every (record, method), save rows and the report as asked, and summarise."""
-    requested = AnswerSettings(answer_mode=options.answer_mode)  # a bad mode is told before any work
+    # a bad mode or threshold is told before any work
+    requested = AnswerSettings(answer_mode=options.answer_mode, support_threshold=options.support_threshold)
     methods = list(options.methods) or list(METHODS)
     for m in methods:
         if m not in METHODS:
@@ -161,7 +163,9 @@ def evaluate(
     finding = options.finding or FinderSettings()
     # open answers are given one way for every method: as the plan of an open question has it
     mode = pipeline.make_plan(make_question("?"), selection, requested).answer_mode if selection else "generative"
-    ctx = EvalContext(selection, budget, options.embedder, options.permute_options, mode, finding)
+    ctx = EvalContext(
+        selection, budget, options.embedder, options.permute_options, mode, options.support_threshold, finding
+    )
     out_path = Path(options.out) if options.out else None
     done: list[dict] = []
     try:

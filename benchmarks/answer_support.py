@@ -1,0 +1,159 @@
+"""The answer's support check, calibrated and measured.
+
+A model's open answer is shown when its quotes support it. This script builds the
+calibration set and reads the tables:
+
+    python benchmarks/answer_support.py data OUT_DIR [--stories 30]
+        FairytaleQA train stories (not the dev anthology's val stories) as books, two open
+        questions each, as eval records (OUT_DIR/train.jsonl, OUT_DIR/docs/).
+    cwread eval OUT_DIR/train.jsonl -m no-finder --gguf MODEL --answer generative ... --out ROWS
+        the model's answers, their quotes and the check's score on each (rows), then
+    python benchmarks/answer_support.py table ROWS [ROWS...] [--threshold T]
+        per threshold: the share of the model's answers shown, their token-F1, the share of
+        shown answers the reference contradicts (F1 below 0.1), and the F1 of what the user
+        gets in the default mode (the model's words when shown, else the extractive sentence).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+from pathlib import Path
+
+from cwread.eval.dataset import load_records
+from cwread.grounding import cut_repetition
+from cwread.metrics import best_over_references, bootstrap_interval, token_f1, wilson_interval
+
+SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "fairytaleqa" / "train"
+ANSWER_COLUMNS = ("answer1", "answer2", "answer3", "answer4", "answer5", "answer6")
+
+
+def build_data(out: Path, stories: int, per_story: int, seed: int = 1) -> int:
+    """Eval records of FairytaleQA train: `per_story` questions of each of `stories` stories."""
+    found = sorted(SOURCE.glob("*-story.csv"))
+    random.Random(seed).shuffle(found)
+    (out / "docs").mkdir(parents=True, exist_ok=True)
+    records = []
+    for path in found[:stories]:
+        name = path.name.removesuffix("-story.csv")
+        sections = [" ".join(row["text"].split()) for row in csv.DictReader(path.open(encoding="utf-8"))]
+        (out / "docs" / f"{name}.txt").write_text("\n\n".join(sections) + "\n", encoding="utf-8")
+        rows = list(csv.DictReader(path.with_name(f"{name}-questions.csv").open(encoding="utf-8")))
+        for i, row in enumerate(random.Random(f"{seed}:{name}").sample(rows, min(per_story, len(rows)))):
+            answers = [row[c] for c in ANSWER_COLUMNS if row.get(c)]
+            records.append(
+                {
+                    "id": f"fairytaleqa-train-{name}-{i}",
+                    "doc": f"docs/{name}.txt",
+                    "kind": "open",
+                    "question": row["question"],
+                    "answer": answers[0],
+                    "answers": answers,
+                }
+            )
+    with (out / "train.jsonl").open("w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    return len(records)
+
+
+CONTRADICTED = 0.1  # a shown answer whose token-F1 with every reference is below this
+THRESHOLDS = (-4.0, -3.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0, 4.0)
+
+
+def scored_rows(data: str, rows_path: str) -> list[dict]:
+    """Per record with a readable model answer: its F1, the support score (None: withheld
+    before any call), and the F1 of the extractive answer given in its place (the row's
+    answer in a run where no model answer passed: `--support-threshold 99`)."""
+    references = {r.id: list(r.answers) or [str(r.answer or "")] for r in load_records(data)}
+    out = []
+    for line in Path(rows_path).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row.get("kind") != "open" or row["id"] not in references or not row.get("model_answer"):
+            continue
+        refs = references[row["id"]]
+        model = cut_repetition(row["model_answer"])
+        # rows from before the check say no answer kind: the model's words were shown as written
+        shown = row["answer_kind"] == "model-words" if "answer_kind" in row else row.get("answer") == model
+        out.append(
+            {
+                "id": row["id"],
+                "model_f1": best_over_references(token_f1, model, refs),
+                "score": row.get("support_score"),
+                "method": row.get("support_method"),
+                "fallback_f1": None if shown else best_over_references(token_f1, row.get("answer"), refs),
+                "shown": shown,
+            }
+        )
+    return out
+
+
+def _pct(values: list[bool]) -> str:
+    if not values:
+        return "– (n=0)"
+    low, high = wilson_interval(sum(values), len(values))
+    return f"{100 * sum(values) / len(values):.1f} [{100 * low:.0f}–{100 * high:.0f}]"
+
+
+def _mean(values: list[float]) -> str:
+    if not values:
+        return "–"
+    low, high = bootstrap_interval(values)
+    return f"{100 * sum(values) / len(values):.1f} [{100 * low:.0f}–{100 * high:.0f}]"
+
+
+def table(rows: list[dict], shown_at: dict[str, list[bool]]) -> str:
+    """One line per rule: the share of model answers shown, their F1, the share of shown
+    answers contradicted, and the F1 of what the user gets (shown words, else the extractive)."""
+    lines = [
+        f"n = {len(rows)} readable model answers; F1 in % with 95% intervals",
+        "",
+        "| rule | shown % | F1 of shown | shown contradicted % | F1 the user gets | vs extractive only |",
+        "|---|---|---|---|---|---|",
+    ]
+    extractive = [r["fallback_f1"] or 0.0 for r in rows]
+    for rule, shown in shown_at.items():
+        picked = [r["model_f1"] for r, s in zip(rows, shown, strict=True) if s]
+        gets = [r["model_f1"] if s else e for r, s, e in zip(rows, shown, extractive, strict=True)]
+        diff = [g - e for g, e in zip(gets, extractive, strict=True)]
+        low, high = bootstrap_interval(diff)
+        lines.append(
+            f"| {rule} | {_pct(shown)} | {_mean(picked)} | {_pct([f < CONTRADICTED for f in picked])} "
+            f"| {_mean(gets)} | {100 * sum(diff) / len(diff):+.1f} [{100 * low:+.0f}, {100 * high:+.0f}] |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    data = sub.add_parser("data")
+    data.add_argument("out", type=Path)
+    data.add_argument("--stories", type=int, default=30)
+    data.add_argument("--per-story", type=int, default=2)
+    tab = sub.add_parser("table")
+    tab.add_argument("data", help="the eval records the rows are of")
+    tab.add_argument(
+        "rows", help="rows of `cwread eval ... --support-threshold 99` (every answer checked, none passed)"
+    )
+    tab.add_argument("--words", help="rows of the same run before the check: word containment decided")
+    args = parser.parse_args()
+    if args.command == "data":
+        print(build_data(args.out, args.stories, args.per_story), "records in", args.out / "train.jsonl")
+        return
+    rows = scored_rows(args.data, args.rows)
+    rules: dict[str, list[bool]] = {"none shown (extractive only)": [False] * len(rows)}
+    if args.words:
+        before = {r["id"]: r["shown"] for r in scored_rows(args.data, args.words)}
+        rows = [r for r in rows if r["id"] in before]
+        rules = {"none shown (extractive only)": [False] * len(rows)}
+        rules["words: every content word quoted"] = [before[r["id"]] for r in rows]
+    for t in THRESHOLDS:
+        rules[f"model check, score >= {t:+.1f}"] = [r["score"] is not None and r["score"] >= t for r in rows]
+    rules["all shown"] = [True] * len(rows)
+    print(table(rows, rules))
+
+
+if __name__ == "__main__":
+    main()

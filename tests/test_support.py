@@ -1,0 +1,167 @@
+"""The support check that decides whether the model's answer is shown, through the real CLI on
+a scripted model that gives scores (and one that does not)."""
+
+import json
+
+import pytest
+
+from cwread.agents import SUPPORT_SYSTEM
+from cwread.backends import Generation, GenerationRequest
+from cwread.records import Quote
+from cwread.support import unquoted_names
+from tests.conftest import run
+
+MEDAL = "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."
+QUESTION = "Where did she keep the silver medal?"
+
+
+def interpreter_reply(answer: str, quote: str = MEDAL, pid: int = 5) -> str:
+    return f'<reason>[{pid}] "{quote}"</reason><answer>{answer}</answer>'
+
+
+def support_reply(score: float) -> Generation:
+    """The model's verdict on support with its score ln P(YES) - ln P(NO)."""
+    return Generation(
+        f"<answer>{'YES' if score >= 0 else 'NO'}</answer>",
+        label_logprobs=(("YES", min(0.0, score)), ("NO", min(0.0, -score))),
+    )
+
+
+@pytest.fixture
+def scoring(scripted):
+    scripted.interpreter.logprobs = True  # a model that gives label log-probabilities
+    return scripted
+
+
+def ask_json(capsys, story, *extra):
+    code, out, err = run(
+        capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache", "--json", *extra
+    )
+    return code, json.loads(out) if out.strip() else None, err
+
+
+def test_a_paraphrase_the_quotes_support_is_shown_with_its_score(capsys, story, cache_dir, scoring):
+    # "hid" and "box" are in no quote: word containment withheld this answer
+    scoring.interpreter.enqueue(
+        interpreter_reply("she hid it in a box beneath where she slept"), support_reply(3.2)
+    )
+    code, trace, err = ask_json(capsys, story)
+    assert code == 0, err
+    assert trace["answer"] == "she hid it in a box beneath where she slept"
+    assert trace["answer_kind"] == "model-words" and trace["supported"] is True
+    check = trace["support_check"]
+    assert check["method"] == "model" and check["score"] == pytest.approx(3.2) and check["threshold"] == 0.0
+    assert (
+        check["call"]["prompt_tokens"] > 0
+        and trace["tokens"]["prompt"] > trace["interpreter"]["prompt_tokens"]
+    )
+    # the check saw the quote under its paragraph's label, the question and the answer; nothing else
+    request: GenerationRequest = scoring.interpreter.requests[-1]
+    assert request.messages[0] == ("system", SUPPORT_SYSTEM)
+    user = request.messages[1][1]
+    assert f"[5] {MEDAL[:-1]}" in user and f"Question: {QUESTION}" in user
+    assert "Answer: she hid it in a box beneath where she slept" in user
+    assert "Martha climbed" not in user  # the rest of the packet is not shown to the check
+    assert request.label_scores == ("YES", "NO") and request.max_tokens <= 8
+    # the view says it is the model's words, checked
+    scoring.interpreter.enqueue(
+        interpreter_reply("she hid it in a box beneath where she slept"), support_reply(3.2)
+    )
+    code, out, _ = run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache")
+    flat = " ".join(w for w in out.split() if w != "│")
+    assert (
+        "The model's words; checked by the model against its quotes: the quotes support it (score +3.20"
+        in flat
+    )
+
+
+def test_an_answer_the_check_scores_low_is_withheld_and_the_quoted_sentence_given(
+    capsys, story, cache_dir, scoring
+):
+    # its words are all in the quote, yet the quote says otherwise: containment alone would show it
+    scoring.interpreter.enqueue(interpreter_reply("the fishermen kept the medal"), support_reply(-2.5))
+    code, trace, err = ask_json(capsys, story)
+    assert code == 0, err
+    assert trace["answer_kind"] == "quoted-sentence" and "biscuit tin" in trace["answer"]
+    assert trace["model_answer"] == "the fishermen kept the medal"
+    assert trace["support_check"]["supported"] is False and trace["support_check"]["score"] == pytest.approx(
+        -2.5
+    )
+    # with --answer generative there is no sentence in its place: not determined, exit 4
+    scoring.interpreter.enqueue(interpreter_reply("the fishermen kept the medal"), support_reply(-2.5))
+    code, trace, _ = ask_json(capsys, story, "--answer", "generative")
+    assert code == 4 and trace["answer"] is None and trace["abstained"] is True
+
+
+def test_the_threshold_is_the_users_to_set(capsys, story, cache_dir, scoring):
+    scoring.interpreter.enqueue(interpreter_reply("she hid it in a box"), support_reply(1.0))
+    code, trace, _ = ask_json(capsys, story, "--support-threshold", "2")
+    assert trace["answer_kind"] == "quoted-sentence" and trace["plan"]["support_threshold"] == 2.0
+    code, _out, err = run(
+        capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--support-threshold", "nan"
+    )
+    assert code == 2 and "support threshold must be a finite number" in err
+
+
+def test_a_name_no_quote_holds_withholds_the_answer_without_a_call(capsys, story, cache_dir, scoring):
+    scoring.interpreter.enqueue(interpreter_reply("Captain Ahab took it to Nantucket"))
+    code, trace, err = ask_json(capsys, story)
+    assert code == 0, err
+    check = trace["support_check"]
+    assert (
+        check["supported"] is False
+        and check["unquoted_names"] == ["Ahab", "Nantucket"]
+        and check["call"] is None
+    )
+    assert "names Ahab, Nantucket, whom no quote names" in check["why"]
+    assert trace["answer_kind"] == "quoted-sentence"
+    assert not any(r.messages[0][1] == SUPPORT_SYSTEM for r in scoring.interpreter.requests)
+
+
+def test_an_irrelevant_quote_does_not_make_a_claim_supported(capsys, story, cache_dir, scoring):
+    # the claim shares "medal"... with nothing: the quote is about the lamp; the model check says no
+    lamp = "Martha Quill kept the lighthouse on Gannet Rock for thirty years, and she never once let the lamp go dark."
+    scoring.interpreter.enqueue(interpreter_reply("TRUE", lamp, 2), support_reply(-3.0))
+    _code, out, err = run(
+        capsys,
+        "verify",
+        str(story),
+        "Martha kept the lighthouse lamp in a biscuit tin.",
+        "--backend",
+        "scripted",
+        "--no-cache",
+        "--json",
+        "--self-check",
+        "off",
+    )
+    trace = json.loads(out)
+    assert trace["answer"] == "TRUE" and trace["supported"] is False, err
+    assert trace["support_check"]["method"] == "model"
+    user = scoring.interpreter.requests[-1].messages[1][1]
+    assert "Answer: TRUE: the claim holds" in user and "Claim to verify" in user
+
+
+def test_a_model_without_scores_is_checked_word_by_word(capsys, story, cache_dir, scripted):
+    scripted.interpreter.enqueue(interpreter_reply("she hid it in a box beneath where she slept"))
+    _code, trace, _err = ask_json(capsys, story)
+    assert trace["plan"]["support"] == "words" and trace["support_check"]["method"] == "words"
+    assert trace["answer_kind"] == "quoted-sentence"  # "hid", "box" are in no quote
+    assert len(scripted.interpreter.requests) == 1  # no call was made for the check
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "missing"),
+    [
+        ("The Princess burst out laughing.", "Why did the princess laugh?", ()),  # named in the question
+        ("He gave it to Mr. Holmes.", "Who got it?", ("Holmes",)),  # a title is not the name
+        ("Sir Henry's boot was taken by Stapleton.", "Whose boot?", ("Henry", "Stapleton")),
+        (
+            "Because she was afraid. I think Watson knew.",
+            "Why?",
+            ("Watson",),
+        ),  # a sentence's first word is no name
+    ],
+)
+def test_unquoted_names(answer, question, missing):
+    quotes = (Quote(1, "the princess laughed and the boot was lost", 0, 10),)
+    assert unquoted_names(answer, quotes, question) == missing
