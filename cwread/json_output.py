@@ -242,6 +242,7 @@ def support_json(check: SupportCheck | None) -> dict | None:
         "score": check.score,  # ln P(YES) - ln P(NO) that the quotes state or imply the answer
         "threshold": check.threshold,
         "unquoted_names": list(check.unquoted),
+        "quoted_share": check.quoted_share,  # of an open answer's content words, in its quotes or the question
         "call": None
         if call is None
         else {

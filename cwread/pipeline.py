@@ -38,7 +38,6 @@ from cwread.records import (
     Verdict,
 )
 from cwread.segments import Budget
-from cwread.support import THRESHOLD as SUPPORT_THRESHOLD
 from cwread.support import check_support
 
 
@@ -76,11 +75,13 @@ def make_plan(
         judge = finder.reply if finder is not None else finding.reply
     asked = mode != "evidence-only" and not (question.kind == "open" and mode == "extractive")
     self_check = answering.self_check
-    # a model that judges at chance gives no verdict on support either; one without scores
-    # could only say YES or NO, uncalibrated: the words decide for both
-    support = ("words" if small or not interpreter.capabilities.logprobs else "model") if asked else None
+    # the model's own check only where its threshold was given (calibrated for that model: the
+    # 1.5B's judged at chance, cwread.support); never for a model that judges at chance, or one
+    # that gives no score to hold to it
     threshold = answering.support_threshold
-    threshold = (SUPPORT_THRESHOLD if threshold is None else threshold) if support == "model" else None
+    scores = threshold is not None and not small and interpreter.capabilities.logprobs
+    support = ("model" if scores else "words") if asked else None
+    threshold = threshold if support == "model" else None
     return Plan(
         answer_mode=mode,
         evidence=evidence,

@@ -246,8 +246,9 @@ class AnswerSettings:
     """How a retrieved question is answered: `answer_mode` for open questions (ANSWER_CHOICES,
     or auto: extractive for a model too small to write); `self_check` (None: for claims and
     risky questions); `judge_anyway`: ask a model that judges at chance for a verdict on
-    options and claims all the same; `support_threshold`: the score at which the model's
-    support check passes an answer (None: the one calibrated, cwread.support.THRESHOLD)."""
+    options and claims all the same; `support_threshold`: ask the Interpreter's model whether
+    the quotes support its answer, and pass it at this score (None: no such call; the words
+    decide, see cwread.support)."""
 
     answer_mode: str = "auto"
     self_check: bool | None = None
@@ -356,10 +357,10 @@ NO_VERDICT = (
 )
 
 
-# How `supported` is decided (cwread.support): "model" asks the Interpreter's model whether the
-# quotes state or imply the answer and holds its score to a threshold calibrated on dev data;
-# "words" needs every content word of an open answer quoted (an option or claim: one shared),
-# for a model that gives no score or judges at chance.
+# How `supported` is decided (cwread.support): "words" needs every content word of an open
+# answer quoted (an option or claim: one shared); "model" asks the Interpreter's model whether
+# the quotes state or imply the answer and holds its score to the threshold the user
+# calibrated for it (--support-threshold).
 SUPPORT_METHODS = ("model", "words")
 
 
@@ -369,7 +370,9 @@ class SupportCheck:
     `score`: the model's ln P(YES) - ln P(NO) that the quotes state or directly imply the
     answer, `supported` when it reaches `threshold` (None: no call was made, or no score came
     back); `unquoted`: names in the answer that no quote or the question holds, which withhold
-    it without a call; `why`: the decision in words, for the view and the trace."""
+    it without a call; `quoted_share`: the share of an open answer's content words its quotes
+    or the question hold (None for a label); `why`: the decision in words, for the view and
+    the trace."""
 
     supported: bool
     method: str
@@ -378,6 +381,7 @@ class SupportCheck:
     threshold: float | None = None
     unquoted: tuple[str, ...] = ()
     call: ModelCall | None = None
+    quoted_share: float | None = None
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,11 @@ def scoring(scripted):
     return scripted
 
 
-def ask_json(capsys, story, *extra):
+def ask_json(capsys, story, *extra, threshold: str | None = "0"):
+    """`ask --json` on the story; with the model's support check at `threshold` (None: without)."""
+    checked = ("--support-threshold", threshold) if threshold is not None else ()
     code, out, err = run(
-        capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache", "--json", *extra
+        capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache", "--json", *checked, *extra
     )
     return code, json.loads(out) if out.strip() else None, err
 
@@ -67,7 +69,9 @@ def test_a_paraphrase_the_quotes_support_is_shown_with_its_score(capsys, story, 
     scoring.interpreter.enqueue(
         interpreter_reply("she hid it in a box beneath where she slept"), support_reply(3.2)
     )
-    code, out, _ = run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache")
+    code, out, _ = run(
+        capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache", "--support-threshold", "0"
+    )
     flat = " ".join(w for w in out.split() if w != "│")
     assert (
         "The model's words; checked by the model against its quotes: the quotes support it (score +3.20"
@@ -95,8 +99,13 @@ def test_an_answer_the_check_scores_low_is_withheld_and_the_quoted_sentence_give
 
 def test_the_threshold_is_the_users_to_set(capsys, story, cache_dir, scoring):
     scoring.interpreter.enqueue(interpreter_reply("she hid it in a box"), support_reply(1.0))
-    code, trace, _ = ask_json(capsys, story, "--support-threshold", "2")
+    code, trace, _ = ask_json(capsys, story, threshold="2")
     assert trace["answer_kind"] == "quoted-sentence" and trace["plan"]["support_threshold"] == 2.0
+    # without a threshold no such call is made: the words decide ("hid", "box" are in no quote)
+    scoring.interpreter.enqueue(interpreter_reply("she hid it in a box"))
+    code, trace, _ = ask_json(capsys, story, threshold=None)
+    assert trace["plan"]["support"] == "words" and trace["support_check"]["method"] == "words"
+    assert trace["answer_kind"] == "quoted-sentence" and trace["support_check"]["call"] is None
     code, _out, err = run(
         capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--support-threshold", "nan"
     )
@@ -133,6 +142,8 @@ def test_an_irrelevant_quote_does_not_make_a_claim_supported(capsys, story, cach
         "--json",
         "--self-check",
         "off",
+        "--support-threshold",
+        "0",
     )
     trace = json.loads(out)
     assert trace["answer"] == "TRUE" and trace["supported"] is False, err

@@ -332,9 +332,10 @@ MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
     "answer": (AnswerModeOpt, "auto"),
     "support_threshold": _option(
         float | None,
-        "Show the model's answer when its support check scores at least this, ln P(YES) - ln P(NO) that "
-        "its quotes state or imply it [default: calibrated for Qwen2.5-Coder-1.5B; models that give no "
-        "score, or judge at chance, are checked word by word].",
+        "Ask the model whether its quotes state or imply its answer, and show the answer when that "
+        "score, ln P(YES) - ln P(NO), is at least this (calibrate it for your model: "
+        "benchmarks/answer_support.py). Default: no such call; every content word of a free-form "
+        "answer must be quoted (Qwen2.5-Coder-1.5B's own check was measured at chance).",
     ),
 }
 
