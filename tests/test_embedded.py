@@ -235,3 +235,32 @@ def test_a_whole_novel_end_to_end_with_the_budget_fitted_to_it(capsys, cache_dir
     document = api.open_document(str(book))
     for quote in trace["quotes"]:
         assert document.paragraph(quote["id"]).text[quote["start"] : quote["end"]] == quote["quote"]
+
+
+def test_ctrl_c_during_an_embedded_generation_exits_130_at_once(tmp_path):
+    """The llama.cpp call runs on a thread of its own and is stopped at its next token: Ctrl-C
+    does not wait for the answer to be written."""
+    import signal
+    import time
+
+    env = {**os.environ, "CWREAD_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["ask", str(EXAMPLES / "the_selfish_giant.txt"), "Why did the Giant build a high wall?"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cwread", *args, "--answer", "generative", "--no-cache"],
+        cwd=EXAMPLES.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    seen = b""
+    while b"interpreter" not in seen and time.monotonic() < deadline:  # the Interpreter is writing
+        seen += proc.stderr.read1(4096)
+    assert b"interpreter" in seen
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _out, err = proc.communicate(timeout=60)
+    assert time.monotonic() - sent < 2, "took too long to stop after Ctrl-C"
+    assert proc.returncode == 130 and b"Traceback" not in err

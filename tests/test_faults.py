@@ -396,6 +396,54 @@ def test_ctrl_c_while_a_server_hangs_exits_130_at_once(story, cache_dir, hanging
         assert json.loads(out)["error"]["kind"] == "interrupted"
 
 
+@pytest.fixture
+def silent_server():
+    """A server on loopback that accepts connections and never writes a byte, on any request:
+    the probe of its models hangs as its chat calls would."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1", held
+    listener.close()
+    for connection in held:
+        connection.close()
+
+
+@pytest.mark.parametrize("after", [1.0, 4.0])
+def test_ctrl_c_while_a_server_never_answers_its_probe_exits_130_at_once(
+    story, cache_dir, silent_server, after
+):
+    import signal
+    import time
+
+    url, held = silent_server
+    args = ["ask", str(story), "Who kept the lighthouse?", "--backend", "openai", "--base-url", url]
+    proc = _cli(*args, "--embedder", "none", env={**os.environ, "CWREAD_CACHE_DIR": str(cache_dir)})
+    deadline = time.monotonic() + 20
+    while not held and time.monotonic() < deadline:  # the probe is out
+        time.sleep(0.05)
+    assert held, "cwread never reached the server"
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _out, err = proc.communicate(timeout=15)
+    assert time.monotonic() - sent < 2, "took too long to stop after Ctrl-C"
+    assert proc.returncode == 130 and b"Traceback" not in err
+
+
 def test_a_server_that_hangs_is_one_line_naming_it_and_the_timeout(capsys, story, cache_dir, hanging_server):
     code, _out, err = run(
         capsys, "ask", str(story), "Who kept the lighthouse?", "--base-url", hanging_server.url,

@@ -126,12 +126,12 @@ class DeadlinePassed(Exception):
     """A call ran past its whole-call deadline (see `within`)."""
 
 
-def within(seconds: float, call: Callable[[], T]) -> T:
-    """`call()`, given at most `seconds` (plus DEADLINE_GRACE) in all. An HTTP client's timeouts
-    bound each read, so a server that sends its headers and then a byte a second outlasts
-    them; here the call runs on a daemon thread, and past the deadline DeadlinePassed is
-    raised while the call is left to end on its own (its next read fails or times out).
-    Ctrl-C while waiting interrupts at once."""
+def within(seconds: float | None, call: Callable[[], T]) -> T:
+    """`call()`, given at most `seconds` (plus DEADLINE_GRACE) in all (None: no deadline). An
+    HTTP client's timeouts bound each read, so a server that sends its headers and then a byte
+    a second outlasts them; here the call runs on a daemon thread, and past the deadline
+    DeadlinePassed is raised while the call is left to end on its own (its next read fails or
+    times out). Ctrl-C while waiting interrupts at once, as it cannot inside a C call."""
     outcome: dict[str, object] = {}
     finished = threading.Event()
 
@@ -144,7 +144,7 @@ def within(seconds: float, call: Callable[[], T]) -> T:
             finished.set()
 
     threading.Thread(target=run, daemon=True, name="cwread-call").start()
-    if not finished.wait(seconds + DEADLINE_GRACE):
+    if not finished.wait(None if seconds is None else seconds + DEADLINE_GRACE):
         raise DeadlinePassed(seconds)
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]

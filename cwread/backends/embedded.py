@@ -24,6 +24,7 @@ from cwread.backends import (
     GenerationRequest,
     label_logprobs,
     llamacpp_timings,
+    within,
 )
 from cwread.errors import InputError, ModelError
 
@@ -150,6 +151,28 @@ def shared_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None
         return _SERVERS[key]
 
 
+def _joined(chunks: list[dict]) -> dict:
+    """A streamed chat completion as one reply: its text, the log-probabilities of its tokens,
+    usage and timings; an error chunk is raised as the server's refusal."""
+    text: list[str] = []
+    logprobs: list[dict] = []
+    reply: dict = {}
+    for chunk in chunks:
+        if not isinstance(chunk, dict):
+            raise ModelError(f"llama.cpp sent an unreadable reply: {str(chunk)[:200]}")
+        if "error" in chunk:
+            error = chunk["error"]
+            message = error.get("message", error) if isinstance(error, dict) else error
+            raise ModelError(f"llama.cpp refused the request: {message}")
+        for choice in chunk.get("choices") or []:
+            text.append((choice.get("delta") or {}).get("content") or "")
+            logprobs.extend((choice.get("logprobs") or {}).get("content") or [])
+        for key in ("usage", "timings"):
+            if chunk.get(key):
+                reply[key] = chunk[key]
+    return {**reply, "text": "".join(text), "logprobs": logprobs}
+
+
 class EmbeddedBackend:
     name = "embedded"
 
@@ -191,6 +214,9 @@ class EmbeddedBackend:
             "temperature": request.temperature,
             "seed": request.seed,
             "cache_prompt": True,
+            # streamed, so a generation can be stopped between tokens (Ctrl-C), not waited for
+            "stream": True,
+            "stream_options": {"include_usage": True},
         }
         if request.stop:
             body["stop"] = list(request.stop)
@@ -202,27 +228,33 @@ class EmbeddedBackend:
             body["logprobs"] = True
             body["top_logprobs"] = TOP_LOGPROBS
         t0 = time.perf_counter()
-        with self._lock:
-            try:
-                reply = server.handle_chat_completions(body)
-            except Exception as exc:
-                raise ModelError(f"llama.cpp failed: {exc}") from exc
-        if not isinstance(reply, dict) or "error" in reply:
-            error = reply.get("error", reply) if isinstance(reply, dict) else reply
-            message = error.get("message", error) if isinstance(error, dict) else error
-            raise ModelError(f"llama.cpp refused the request: {message}")
-        usage = reply.get("usage", {})
-        choice = reply["choices"][0]
-        scores = ()
-        if request.label_scores:
-            tokens = (choice.get("logprobs") or {}).get("content") or []
-            scores = label_logprobs(tokens, request.label_scores)
+        stop = threading.Event()
+
+        def stream() -> list[dict]:
+            chunks: list[dict] = []
+            with self._lock:
+                if stop.is_set():  # interrupted while it waited for the model
+                    return chunks
+                try:  # the callback's True stops the generation at the next token
+                    server.handle_chat_completions(body, lambda chunk: chunks.append(chunk) or stop.is_set())
+                except Exception as exc:
+                    raise ModelError(f"llama.cpp failed: {exc}") from exc
+            return chunks
+
+        try:  # the C call runs on a thread of its own: Ctrl-C here returns at once
+            chunks = within(None, stream)
+        except BaseException:
+            stop.set()  # the generation in progress ends at its next token, freeing the model
+            raise
+        reply = _joined(chunks)
+        usage = reply.get("usage") or {}
+        tokens = reply["logprobs"]
         return Generation(
-            text=choice["message"].get("content") or "",
+            text=reply["text"],
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=time.perf_counter() - t0,
-            label_logprobs=scores,
+            label_logprobs=label_logprobs(tokens, request.label_scores) if request.label_scores else (),
             **llamacpp_timings(reply.get("timings")),
         )
 
