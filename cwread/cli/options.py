@@ -333,8 +333,8 @@ MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
     "support_threshold": _option(
         float | None,
         "Ask the model whether its quotes state or imply its answer, and show the answer when that "
-        "score, ln P(YES) - ln P(NO), is at least this (calibrate it for your model: "
-        "benchmarks/answer_support.py). Default: no such call; every content word of a free-form "
+        "score, ln P(YES) - ln P(NO), is at least this (calibrate it for your model, as the "
+        "benchmarks README says). Default: no such call; every content word of a free-form "
         "answer must be quoted (Qwen2.5-Coder-1.5B's own check was measured at chance).",
     ),
 }
