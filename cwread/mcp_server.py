@@ -18,12 +18,13 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio.from_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
 
 from cwread import __version__, api, json_output
 from cwread.errors import CwreadError, InputError
@@ -140,7 +141,7 @@ def answer_content(trace: Trace) -> dict[str, Any]:
         "answer_kind": trace.outcome.kind,  # the model's words (support checked) or a quoted sentence
         "supported": trace.outcome.supported,
         "support_check": json_output.support_json(trace.outcome.check),
-        "failure": trace.failure(),
+        "failure": _failure(trace),
         "quotes": [{**q, "is": BOOKS_WORDS} for q in json_output.quotes_json(doc, trace.outcome.quotes)],
         "citations": [
             {**json_output.ref_json(doc, pid), "text": doc.paragraph(pid).text} for pid in trace.citations
@@ -152,10 +153,32 @@ def answer_content(trace: Trace) -> dict[str, Any]:
     }
 
 
+def _failure(trace: Trace) -> str | None:
+    """Why no answer stands, in a client's terms: a tool takes `judge_anyway`, not a flag."""
+    failure = trace.failure()
+    return None if failure is None else failure.replace("pass --judge-anyway", "call again with judge_anyway true")
+
+
+BookArg = Annotated[
+    str,
+    Field(
+        description="A book under one of the server's roots: a text, HTML or EPUB file, or a folder of them, "
+        "as a path relative to a root or an absolute path inside one."
+    ),
+]
+JudgeArg = Annotated[
+    bool,
+    Field(
+        description="Ask the model for a verdict on options or a claim even where it judges them at chance "
+        "(the small embedded default); without it such a question gets only the best evidence."
+    ),
+]
+
+
 def answer_text(trace: Trace) -> str:
     """The answer for clients that show text only: the answer or why there is none, then the
     quotes, marked as the book's words."""
-    failure = trace.failure()
+    failure = _failure(trace)
     head = f"Answer: {trace.answer}" if failure is None else f"No answer: {failure}"
     lines = [head]
     if trace.outcome.quotes:
@@ -196,11 +219,14 @@ def build_server(settings: ServerSettings) -> MCPServer:
 
         return progress
 
-    def answer(book: str, question, ctx: Context | None) -> CallToolResult:
+    def answer(book: str, question, ctx: Context | None, judge_anyway: bool = False) -> CallToolResult:
         session, lock = books.open(book)
         with lock:
             trace = session.ask(
-                question, finding=api.FinderSettings(read_tokens="auto"), progress=reporter(ctx)
+                question,
+                answering=api.AnswerSettings(judge_anyway=judge_anyway),
+                finding=api.FinderSettings(read_tokens="auto"),
+                progress=reporter(ctx),
             )
         return result(answer_content(trace), answer_text(trace))
 
@@ -211,24 +237,40 @@ def build_server(settings: ServerSettings) -> MCPServer:
         annotations=read_only,
     )
     def ask(
-        book: str, question: str, options: list[str] | None = None, ctx: Context | None = None
+        book: BookArg,
+        question: Annotated[str, Field(description="The question, in plain words.")],
+        options: Annotated[
+            list[str] | None, Field(description='Options of a multiple-choice question: ["A=text", "B=text"].')
+        ] = None,
+        judge_anyway: JudgeArg = False,
+        ctx: Context | None = None,
     ) -> CallToolResult:
-        return guarded(lambda: answer(book, api.make_question(question, options), ctx))
+        return guarded(lambda: answer(book, api.make_question(question, options), ctx, judge_anyway))
 
     @server.tool(
         description="Judge a claim TRUE or FALSE from a book, with the quotes it rests on; verdict null "
         "when the text does not determine it.",
         annotations=read_only,
     )
-    def verify(book: str, claim: str, ctx: Context | None = None) -> CallToolResult:
-        return guarded(lambda: answer(book, api.make_question(claim, claim=True), ctx))
+    def verify(
+        book: BookArg,
+        claim: Annotated[str, Field(description="The claim to judge TRUE or FALSE, as one statement.")],
+        judge_anyway: JudgeArg = False,
+        ctx: Context | None = None,
+    ) -> CallToolResult:
+        return guarded(lambda: answer(book, api.make_question(claim, claim=True), ctx, judge_anyway))
 
     @server.tool(
         description="The passages of a book a question needs, ranked: each segment's paragraph span, "
         "score and text (no model call).",
         annotations=read_only,
     )
-    def find(book: str, question: str, limit: int = 8, ctx: Context | None = None) -> CallToolResult:
+    def find(
+        book: BookArg,
+        question: Annotated[str, Field(description="The question whose passages are wanted.")],
+        limit: Annotated[int, Field(description="Segments to return, best first.")] = 8,
+        ctx: Context | None = None,
+    ) -> CallToolResult:
         def work() -> CallToolResult:
             if limit < 1:
                 raise InputError("limit must be at least 1")
@@ -245,7 +287,10 @@ def build_server(settings: ServerSettings) -> MCPServer:
         'folder or an EPUB, by file and number: "ch03:12", "ch03:12-20" or "ch03" (the whole file).',
         annotations=read_only,
     )
-    def show(book: str, paragraphs: str) -> CallToolResult:
+    def show(
+        book: BookArg,
+        paragraphs: Annotated[str, Field(description='Paragraph numbers: "12", "10-14", "3,7,10-12", "ch03:12-20".')],
+    ) -> CallToolResult:
         def work() -> CallToolResult:
             session, _ = books.open(book)
             shown = api.show(session.document, paragraphs)

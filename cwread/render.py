@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cwread.document import Document, Paragraph
-from cwread.errors import OutputError
+from cwread.errors import CwreadError, OutputError
 from cwread.json_output import TRACE_VERSION
 from cwread.progress import Progress
 from cwread.records import (
@@ -98,6 +98,25 @@ def stderr() -> Console:
 def notice(line: str) -> None:
     """One line of information on stderr, e.g. which backend runs."""
     stderr().print(f"cwread: {one_line(line)}", highlight=False, markup=False)
+
+
+def notice_once(line: str) -> None:
+    """`notice`, but once on this machine (per cache folder) for the same line: which backend
+    runs, and what a small model changes, are said the first time and when they change, not
+    on every answer (the trace and `cwread doctor` always say them)."""
+    import hashlib
+
+    from cwread.cache import cache_root
+
+    try:
+        seen = cache_root() / "notices" / hashlib.sha256(line.encode()).hexdigest()[:24]
+        if seen.exists():
+            return
+        seen.parent.mkdir(parents=True, exist_ok=True)
+        seen.touch()
+    except (OSError, CwreadError):  # a cache that cannot keep it: said every time
+        pass
+    notice(line)
 
 
 _json_printed = False
@@ -225,6 +244,9 @@ def find_view(result: FindResult, limit: int) -> None:
         )
 
 
+_MEASURED = re.compile(r" \([^()]*benchmarks/[^()]*\)")
+
+
 def _support_line(check: SupportCheck) -> str:
     """How the support check decided, in words: "checked against its quotes: they support it (score +2.10, threshold +0.00)"."""
     how = "checked by the model against its quotes" if check.method == "model" else "checked word by word against its quotes"
@@ -293,6 +315,8 @@ def answer_view(trace: Trace) -> None:
     for stage, why in trace.skipped.items():
         if stage != "interpreter" or outcome.mode != "evidence-only":  # that one is said above
             label = "Not read" if stage == "reading" else f"{stage.capitalize()} skipped"
+            # the measurement a skip rests on is the trace's and doctor's to give, not every answer's
+            why = _MEASURED.sub("", why)
             out.print(Text(f"{label}: {printable(why)}", style="dim"))
     kept = sum(v.decision == "YES" for v in trace.verdicts)
     finder_line = (

@@ -357,7 +357,7 @@ def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story
     assert code == 4 and "no verdict" in out and "TRUE" not in out
     assert "[5]" in out and "Best evidence" in out  # the evidence to read instead
     assert len(scripted.interpreter.requests) == asked  # the model was not asked
-    errors = [line for line in err.splitlines() if line.startswith("cwread: error:")]
+    errors = [line for line in err.splitlines() if line.startswith("cwread: no verdict:")]
     assert len(errors) == 1 and "judges options and claims at chance" in errors[0]
     assert "--judge-anyway" in errors[0] and "cwread doctor" in errors[0]
     assert verify(True, "--quiet")[0] == 4  # a script gets "not determined", never a coin flip

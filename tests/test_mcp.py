@@ -163,3 +163,20 @@ def test_a_folder_under_the_root_is_a_book_cited_by_file(tmp_path):
     assert shown["paragraphs"][0]["id"] == "part1:1"
     assert "secret.txt: a link out of the folder, not followed" in shown["document"]["skipped"]
     assert "secret the server" not in str(answer) + str(shown)
+
+
+def test_every_parameter_says_what_it_takes_and_no_verdict_says_what_a_client_can_do(tmp_path):
+    async def tools():
+        async with Client(server(tmp_path, str(EXAMPLES)), read_timeout_seconds=120) as client:
+            return (await client.list_tools()).tools
+
+    for tool in asyncio.run(tools()):
+        for name, schema in tool.input_schema["properties"].items():
+            assert schema.get("description"), f"{tool.name}.{name} has no description"
+    _, results, _ = call(
+        server(tmp_path, str(EXAMPLES)),
+        ("verify", {"book": GIANT, "claim": "The Giant built a high wall round his garden."}),
+    )
+    verdict = results[0].structured_content
+    assert verdict["verdict"] is None and "judge_anyway" in verdict["failure"]
+    assert "--judge-anyway" not in verdict["failure"]

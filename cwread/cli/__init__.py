@@ -222,7 +222,7 @@ def _answer(book: str, asked, budget, finding, settings, run: AnswerRun, quiet: 
             finding=finding,
             use_cache=run.model.use_cache,
             progress=progress,
-            notice=None if quiet else render.notice,
+            notice=None if quiet else render.notice_once,
         )
     data = json_output.ask_json(result)
     if run.trace is not None:
@@ -516,7 +516,9 @@ def main(argv: list[str] | None = None) -> int:
             fail(code, kind, str(exc), f"cwread: error: {exc}")
             _discard_stdout()
             return code
-        return fail(code, kind, str(exc), None if exc.quiet else f"cwread: error: {exc}")
+        # no answer (exit 4) is an outcome, not an error: "cwread: no verdict: ..."
+        prefix = "cwread: " if isinstance(exc, AnswerError) else "cwread: error: "
+        return fail(code, kind, str(exc), None if exc.quiet else f"{prefix}{exc}")
     except _click_types("UsageError") as exc:
         ctx = getattr(exc, "ctx", None)
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
