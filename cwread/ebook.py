@@ -30,6 +30,19 @@ BLOCKS = {
     "tr", "table", "ul", "ol", "dl", "figure", "main", "body", "hr",
 }  # fmt: skip
 SKIPPED = {"script", "style", "nav", "head", "svg", "math", "template", "noscript", "iframe", "object"}
+# What a reader never reads, marked by role or class rather than by tag: navigation bars,
+# sidebars and footers of documentation generators (Sphinx, MkDocs, Read the Docs, pandoc),
+# the pilcrow links beside headings, and page numbers printed into the text (Project
+# Gutenberg's "pagenum", an EPUB's page breaks).
+SKIPPED_ROLES = {"navigation", "banner", "contentinfo", "search", "doc-pagebreak", "doc-toc"}
+SKIPPED_EPUB_TYPES = {"pagebreak", "toc", "landmarks", "page-list"}
+SKIPPED_CLASSES = {
+    "related", "sphinxsidebar", "sphinxsidebarwrapper", "headerlink", "footer", "navigation",
+    "navbar", "breadcrumb", "breadcrumbs", "skip-link", "md-header", "md-sidebar", "md-footer",
+    "md-nav", "md-search", "md-top", "wy-nav-side", "wy-breadcrumbs", "rst-footer-buttons",
+    "rst-versions", "bd-sidebar", "bd-header", "bd-footer", "prev-next-area", "toc", "pagenum",
+    "page-number", "pagebreak", "linenos", "lineno", "copybtn", "label", "fn-bracket",
+}  # fmt: skip
 CONTENT_TYPES = {"application/xhtml+xml", "text/html", "application/x-dtbook+xml"}
 FONT_SUFFIXES = (".ttf", ".otf", ".woff", ".woff2")
 _SPACE = re.compile(r"[ \t\r\f\v\u00a0\u2028\u2029]+")
@@ -58,6 +71,8 @@ class _Blocks(html.parser.HTMLParser):
         self.blocks: list[str] = []
         self._current: list[str] = []
         self._skipping = 0
+        self._skipped_tag: str | None = None  # the outermost element left out by its role or class
+        self._skipped_depth = 0  # elements of that tag open inside it, itself included
 
     def _flush(self) -> None:
         lines = ["".join(part).strip() for part in _split_lines(self._current)]
@@ -67,6 +82,12 @@ class _Blocks(html.parser.HTMLParser):
         self._current = []
 
     def handle_starttag(self, tag, attrs):
+        if self._skipped_tag is not None:
+            self._skipped_depth += tag == self._skipped_tag
+            return
+        if tag not in VOID and _left_out(attrs):
+            self._skipped_tag, self._skipped_depth = tag, 1
+            return
         if tag in SKIPPED:
             self._skipping += 1
         elif tag == "br":
@@ -75,24 +96,43 @@ class _Blocks(html.parser.HTMLParser):
             self._flush()
 
     def handle_startendtag(self, tag, attrs):
+        if self._skipped_tag is not None:
+            return
         if tag == "br":
             self._current.append("\n")
         elif tag in BLOCKS:
             self._flush()
 
     def handle_endtag(self, tag):
+        if self._skipped_tag is not None:
+            if tag == self._skipped_tag:
+                self._skipped_depth -= 1
+                if self._skipped_depth == 0:
+                    self._skipped_tag = None
+            return
         if tag in SKIPPED:
             self._skipping = max(0, self._skipping - 1)
         elif tag in BLOCKS:
             self._flush()
 
     def handle_data(self, data):
-        if not self._skipping:
+        if not self._skipping and self._skipped_tag is None:
             self._current.append(data.replace("\u00ad", "").replace("\n", " "))
 
     def close(self):
         super().close()
         self._flush()
+
+
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+def _left_out(attrs: list[tuple[str, str | None]]) -> bool:
+    """Whether an element's role, EPUB type or class marks it as navigation or a page label."""
+    values = {name.lower(): (value or "").lower() for name, value in attrs}
+    if values.get("role", "") in SKIPPED_ROLES or values.get("epub:type", "") in SKIPPED_EPUB_TYPES:
+        return True
+    return bool(SKIPPED_CLASSES.intersection(values.get("class", "").split()))
 
 
 def _split_lines(parts: list[str]) -> list[list[str]]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from cwread import api
+from cwread.ebook import html_text
 from tests.conftest import run
 
 CONTAINER = """<?xml version="1.0"?>
@@ -146,3 +148,33 @@ def test_obfuscated_fonts_are_no_drm(capsys, tmp_path, cache_dir):
     book = make_epub(tmp_path / "fonts.epub", extra=[("META-INF/encryption.xml", encryption)])
     code, out, _ = run(capsys, "show", str(book), "chapter1:1")
     assert code == 0 and "Chapter One" in out
+
+
+def test_a_sphinx_page_reads_without_its_navigation(capsys):
+    """A real page of Python's documentation (Debian's python3.11-doc): its navigation bars,
+    sidebar, footer and pilcrow links are not paragraphs; its text is, in order."""
+    page = Path(__file__).parent / "data" / "python-tutorial-appetite.html"
+    code, out, err = run(capsys, "show", str(page), "1-3", "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    texts = [p["text"] for p in shown["paragraphs"]]
+    assert texts[0] == "1. Whetting Your Appetite"  # no "¶" beside it
+    assert texts[1].startswith("If you do much work on computers")
+    every = html_text(page.read_text(encoding="utf-8"))
+    for chrome in ("Navigation", "modules |", "previous |", "Table of Contents", "Quick search", "Show Source"):
+        assert chrome not in every
+    assert "Copyright" not in every and "¶" not in every
+    assert every.split("\n\n")[-1].startswith("The rest of the tutorial")  # the last paragraph is text
+
+
+def test_page_numbers_labels_and_navigation_by_role_are_left_out():
+    markup = (
+        '<html><body><nav epub:type="toc"><ol><li>Chapter 1</li></ol></nav>'
+        '<div role="navigation"><a>next</a></div>'
+        "<p>The ship sailed<span class=\"pagenum\"><a id=\"Page_844\">844</a></span> at dawn.</p>"
+        '<div epub:type="pagebreak" title="845">845</div>'
+        '<p class="MsoNormal">Kept <span class="label-free">text</span>.</p>'
+        '<aside class="footnote"><span class="label">[1]</span><p>A note.</p></aside>'
+        '<div class="related"><div><div>deep</div></div></div><p>After.</p></body></html>'
+    )
+    assert html_text(markup).split("\n\n") == ["The ship sailed at dawn.", "Kept text.", "A note.", "After."]
