@@ -142,6 +142,44 @@ def test_example_cited_paragraphs_on_a_book_of_several_files(cache_dir, tmp_path
     assert quoted and all(re.match(r"\[ch[12]:\d+\] ", line) for line in quoted)
 
 
+def giant_as(kind: str, tmp_path: Path) -> Path:
+    """The Selfish Giant as a folder of two files, or as an EPUB of two chapters."""
+    from tests.test_ebook import make_epub
+
+    paragraphs = (EXAMPLES / "the_selfish_giant.txt").read_text(encoding="utf-8").split("\n\n")
+    halves = ["\n\n".join(paragraphs[:15]), "\n\n".join(paragraphs[15:])]
+    if kind == "folder":
+        book = tmp_path / "giant"
+        book.mkdir()
+        for i, text in enumerate(halves, start=1):
+            (book / f"ch{i}.txt").write_text(text, encoding="utf-8")
+        return book
+    from html import escape
+
+    chapters = {
+        name: "<html><body>" + "".join(f"<p>{escape(p)}</p>" for p in half.split("\n\n")) + "</body></html>"
+        for name, half in zip(("OEBPS/text/chapter1.xhtml", "OEBPS/text/chapter 2.xhtml"), halves, strict=True)
+    }
+    return make_epub(tmp_path / "giant.epub", chapters=chapters)
+
+
+@pytest.mark.parametrize("kind", ["folder", "epub"])
+def test_every_example_runs_on_a_folder_and_an_epub(cache_dir, tmp_path, kind):
+    book = giant_as(kind, tmp_path)
+    asked = run_example("ask.sh", cache_dir, str(book), "Why did the Giant build a high wall?")
+    assert asked.returncode in (0, 4), asked.stderr
+    assert "Answer:" in asked.stdout and "allow nobody to play in it but" in asked.stdout
+    claims = tmp_path / "claims.txt"
+    claims.write_text("The Giant built a high wall round his garden.\nThe Giant had no garden.\n", encoding="utf-8")
+    verified = run_example("verify_claims.sh", cache_dir, str(book), str(claims))
+    assert verified.returncode == 0, verified.stderr
+    assert verified.stdout.strip().splitlines()[-1].startswith("supported ")
+    cited = run_example("cited_paragraphs.sh", cache_dir, str(book), "Why did the Giant build a high wall?")
+    assert cited.returncode == 0, cited.stderr
+    quoted = [line for line in cited.stdout.splitlines()[1:] if line.startswith("[")]
+    assert quoted and all(re.match(r"\[[\w ]+:\d+\] ", line) for line in quoted), cited.stdout
+
+
 def test_finder_lora_gets_its_own_backend(tmp_path, monkeypatch):
     from cwread.backends.embedded import EmbeddedSettings
     from cwread.backends.select import BackendSettings, select_backends
