@@ -191,10 +191,14 @@ def write_file_atomic(path: Path, data: str | bytes, mode: int | None = None) ->
 def check_output_path(path: str, option: str) -> None:
     """Before any work: InputError unless `path` (for the flag `option`) can be written: its
     folder exists and takes a new file, and it is not a folder itself."""
-    target = Path(path)
+    target = _written(Path(path))
     folder = target.parent
     if target.is_dir():
         raise InputError(f"{option} {path} is a folder; give a file name")
+    if target.exists() and not target.is_file():  # a device or a pipe is written as it is
+        if not os.access(target, os.W_OK):
+            raise InputError(f"cannot write {option} {path}: permission denied")
+        return
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
         raise InputError(f"cannot write {option} {path}: the folder {folder} {what}")
@@ -226,12 +230,26 @@ def write_output_file(path: str, text: str, option: str) -> None:
     """Write a file the user asked for (`option` names the flag) atomically, replacing one
     that is there and keeping its permissions (a new file gets the umask's); InputError if it
     cannot be written."""
-    target = Path(path)
+    target = _written(Path(path))
     try:
+        if target.exists() and not target.is_file():  # /dev/null, a pipe: never replaced by a file
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(text)
+            return
         mode = target.stat().st_mode & 0o7777 if target.is_file() else 0o666 & ~_umask()
         write_file_atomic(target, text, mode)
     except OSError as exc:
         raise InputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
+
+
+def _written(path: Path) -> Path:
+    """Where writing `path` lands: a symbolic link's target (the link stays a link), else the path."""
+    if path.is_symlink():
+        try:
+            return path.resolve(strict=False)
+        except (OSError, RuntimeError):  # a loop of links: written as given, and refused there
+            return path
+    return path
 
 
 def _umask() -> int:

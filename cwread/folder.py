@@ -25,6 +25,7 @@ from cwread.errors import InputError
 
 ORDER_FILE = ".cwread-order"
 MAX_FILES = 10_000
+MAX_DEPTH = 64  # folders within folders: far beyond a book's, far below Python's recursion limit
 _DIGITS = re.compile(r"(\d+)")
 
 
@@ -66,6 +67,9 @@ def list_folder(root: Path) -> Listing:
             path = here / d
             if d.startswith("."):
                 continue
+            if len(path.relative_to(root).parts) > MAX_DEPTH:  # os.walk recurses: bounded here
+                skipped.append(f"{_relative(path, root)}: nested deeper than {MAX_DEPTH} folders, not read")
+                continue
             if path.is_symlink():
                 skipped.append(f"{_relative(path, root)}: a link to a folder, not followed")
                 continue
@@ -106,9 +110,14 @@ def list_folder(root: Path) -> Listing:
         elif any(part.startswith(".") for part in target.split("/")):
             skipped.append(f"{link}: a link to a hidden file, not followed")
         else:
+            try:
+                size = (root / link).stat().st_size
+            except OSError as exc:  # gone while the folder was listed
+                skipped.append(f"{link}: cannot be read ({exc.strerror or exc})")
+                continue
             read.add(target)
             files.append(link)
-            total += (root / link).stat().st_size
+            total += size
     return Listing(tuple(_ordered(root, files, skipped)), tuple(skipped), total)
 
 

@@ -113,18 +113,21 @@ class Books:
 
 
 def _signature(path: Path) -> tuple:
-    """What changes when a book does: a file's size and time; a folder's, every file's."""
+    """What changes when a book does: a file's size, times and inode (a rewrite that keeps its
+    size and sets its old time back still changes its ctime); a folder's, every file's."""
     if path.is_file():
-        stat = path.stat()
-        return (stat.st_size, stat.st_mtime_ns)
+        return _stamp(path.stat())
     seen = []
     for folder, dirs, names in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(names):
             with suppress(OSError):
-                stat = (Path(folder) / name).stat()
-                seen.append((folder, name, stat.st_size, stat.st_mtime_ns))
+                seen.append((folder, name, *_stamp((Path(folder) / name).stat())))
     return (hash(tuple(seen)),)
+
+
+def _stamp(stat: os.stat_result) -> tuple[int, ...]:
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
 
 def answer_content(trace: Trace) -> dict[str, Any]:

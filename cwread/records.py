@@ -66,6 +66,9 @@ def parse_options(raw: list[str] | None) -> dict[str, str]:
     return dict(sorted(options.items()))
 
 
+_UNDECODED = re.compile("[\ud800-\udfff]")
+
+
 def make_question(
     text: str, options: list[str] | dict[str, str] | None = None, *, claim: bool = False
 ) -> Question:
@@ -76,6 +79,9 @@ def make_question(
     if not text:
         raise InputError(f"the {what} is empty")
     parsed = {} if claim else dict(options) if isinstance(options, dict) else parse_options(options)
+    for given in (text, *parsed.values()):
+        if _UNDECODED.search(given):  # bytes that were not text, kept as lone surrogates
+            raise InputError(f"the {what} holds bytes that are not text in its encoding; give it as UTF-8")
     size = len(text) + sum(len(v) for v in parsed.values())
     if size > MAX_QUESTION_CHARS:  # it goes to the model with every segment: refuse before any call
         raise InputError(

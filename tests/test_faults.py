@@ -862,3 +862,85 @@ def test_ctrl_c_while_the_first_probe_hangs_exits_130_at_once(story, cache_dir):
         listener.close()
         for conn in held:
             conn.close()
+
+
+# ---- issue 45: the audit's classes ---------------------------------------------------------
+
+
+def test_undecodable_bytes_on_chat_json_are_one_error_line_and_the_next_question_is_answered(story, cache_dir):
+    lines = b"Who kept the lighthouse?\n\xff\xfe not text\nWhat did the fishermen give her?\n"
+    proc = subprocess.run(
+        [sys.executable, "-m", "cwread", "chat", str(story), "--json"],
+        input=lines,
+        capture_output=True,
+        env={**os.environ, "CWREAD_CACHE_DIR": str(cache_dir), "OLLAMA_HOST": "http://127.0.0.1:9"},
+        timeout=300,
+        check=False,
+    )
+    docs = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert len(docs) == 3, proc.stderr.decode()
+    assert docs[1]["error"]["kind"] == "input" and "not text" in docs[1]["error"]["message"]
+    assert docs[2]["question"] == "What did the fishermen give her?"
+    assert b"internal error" not in proc.stderr
+
+
+def test_a_folder_nested_deeper_than_any_book_is_read_to_a_depth(capsys, tmp_path, cache_dir, monkeypatch):
+    book = tmp_path / "deep"
+    book.mkdir()
+    (book / "top.txt").write_text("The top of the book.\n", encoding="utf-8")
+    monkeypatch.chdir(book)
+    for _ in range(1100):  # deeper than Python's recursion limit (and longer than a path may be)
+        os.mkdir("a")
+        os.chdir("a")
+    Path("lost.txt").write_text("Too deep to read.\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    try:
+        code, out, err = run(capsys, "show", str(book), "top:1")
+        assert code == 0 and "The top of the book." in out
+        assert "nested deeper than 64 folders, not read" in err and "internal" not in err
+    finally:  # removed from the bottom up: a recursive removal would hit the same limit
+        os.chdir(book)
+        depth = 0
+        while os.path.isdir("a"):
+            os.chdir("a")
+            depth += 1
+        os.unlink("lost.txt")
+        for _ in range(depth):
+            os.chdir("..")
+            os.rmdir("a")
+        monkeypatch.chdir(tmp_path)
+
+
+def test_a_trace_onto_a_link_writes_its_target_and_onto_a_device_writes_the_device(
+    capsys, story, cache_dir, scripted, tmp_path
+):
+    from tests.scripted_replies import smart_interpreter
+
+    scripted.interpreter._default = smart_interpreter
+    target = tmp_path / "real.json"
+    target.write_text("old\n", encoding="utf-8")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    args = ("ask", str(story), "What was the cat called?", "--backend", "scripted")
+    code, _, err = run(capsys, *args, "--trace", str(link))
+    assert code == 0, err
+    assert link.is_symlink() and json.loads(target.read_text(encoding="utf-8"))["answer"] == "Admiral"
+    code, _, err = run(capsys, *args, "--trace", os.devnull)
+    assert code == 0, err
+    assert Path(os.devnull).is_char_device()  # written to, never replaced by a file
+
+
+def test_a_book_rewritten_to_the_same_size_and_time_is_read_again():
+    import tempfile
+
+    from cwread.mcp_server import _signature
+
+    with tempfile.TemporaryDirectory() as folder:
+        book = Path(folder) / "b.txt"
+        book.write_text("The lamp was lit.\n", encoding="utf-8")
+        before, stat = _signature(book), book.stat()
+        with open(book, "r+", encoding="utf-8") as f:
+            f.write("The lamp was out.")
+        os.utime(book, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        assert book.stat().st_size == stat.st_size and book.stat().st_mtime_ns == stat.st_mtime_ns
+        assert _signature(book) != before
