@@ -141,3 +141,18 @@ def test_chat_at_a_terminal(tmp_path):
     send(b"\x04")
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_json_lines_every_line_in_gives_one_json_line_out(
+    capsys, story, cache_dir, scripted, monkeypatch, tmp_path
+):
+    saved = tmp_path / "s.jsonl"
+    lines = f"/help\n/json\nWhat did the fishermen give her?\n/json\n/save {saved}\n/nonsense\n".encode()
+    _code, out, _ = chat(capsys, monkeypatch, scripted, story, lines, "--json")
+    docs = [json.loads(line) for line in out.splitlines()]
+    assert len(docs) == 6
+    helped, none_yet, answered, again, stored, unknown = docs
+    assert "/verify" in helped["help"] and none_yet["error"]["kind"] == "input"
+    assert again["question"] == answered["question"] == "What did the fishermen give her?"
+    assert stored == {"version": 2, "saved": 1, "path": str(saved)} and saved.exists()
+    assert unknown["error"]["kind"] == "input"

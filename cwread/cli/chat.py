@@ -126,8 +126,10 @@ class Chat:
         name, _, rest = text.partition(" ")
         rest = rest.strip()
         document = self.session.document
+        # in JSON Lines mode every line in gives one JSON line out, a command's too
+        version = {"version": json_output.TRACE_VERSION}
         if name == "/help":
-            render.notice(HELP)
+            self._line({**version, "help": HELP}) if self.json_lines else render.notice(HELP)
         elif name == "/verify":
             return self.answer(api.make_question(rest, claim=True))
         elif name == "/show":
@@ -142,13 +144,16 @@ class Chat:
         elif name == "/json":
             if not self.traces:
                 raise InputError("no answer yet: ask a question first")
-            render.print_json(self.traces[-1])
+            self._line(self.traces[-1]) if self.json_lines else render.print_json(self.traces[-1])
         elif name == "/save":
             if not rest:
                 raise InputError("/save needs a file name")
             body = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in self.traces)
             write_output_file(rest, body, "/save")
-            render.notice(f"saved {len(self.traces)} trace(s) to {rest}")
+            if self.json_lines:
+                self._line({**version, "saved": len(self.traces), "path": rest})
+            else:
+                render.notice(f"saved {len(self.traces)} trace(s) to {rest}")
         else:
             raise InputError(f"unknown command {name}; /help lists them")
         return 0
