@@ -26,6 +26,7 @@ import bisect
 import difflib
 import hashlib
 import json
+import os
 import re
 import stat
 from collections.abc import Sequence
@@ -277,8 +278,10 @@ class Document:
         return source.first + number - 1
 
 
-def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
-    """The bytes of `path` ("-" reads stdin), or InputError naming what is wrong."""
+def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES, within: tuple[Path, ...] = ()) -> bytes:
+    """The bytes of `path` ("-" reads stdin), or InputError naming what is wrong. With
+    `within`, the file as opened must lie inside one of those folders: checked on the open
+    handle, so a path swapped for a link after an earlier check is refused, never read."""
     if path == "-":
         import sys
 
@@ -308,6 +311,8 @@ def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
                 "as the book (e.g. `... | cwread show - 1`)"
             )
         with open(p, "rb") as f:  # bounded: a file may grow after its size was read
+            if within and not _opened_inside(f.fileno(), p, within):
+                raise InputError(f"{path} leads out of the folders it may be read from; refused")
             data = f.read(max_bytes + 1)
         if len(data) > max_bytes:
             raise InputError(_too_big(path, max(len(data), p.stat().st_size), max_bytes))
@@ -549,14 +554,35 @@ def fingerprint(paragraphs: tuple[Paragraph, ...]) -> str:
     return h.hexdigest()
 
 
-def load_document(path: str, encoding: str | None = None, max_bytes: int | None = None) -> Document:
+def _opened_inside(fd: int, path: Path, within: tuple[Path, ...]) -> bool:
+    """Whether the file open as `fd` lies inside one of `within` (resolved folders): by the
+    path the kernel holds for it where there is one (/proc), else by `path` resolved now
+    and found to be the same file."""
+    held = Path(f"/proc/self/fd/{fd}")
+    try:
+        if held.exists():
+            real = Path(os.readlink(held))
+        else:
+            real = path.resolve(strict=True)
+            opened, found = os.fstat(fd), real.stat()
+            if (opened.st_dev, opened.st_ino) != (found.st_dev, found.st_ino):
+                return False
+    except (OSError, RuntimeError):
+        return False
+    return any(real.is_relative_to(folder) for folder in within)
+
+
+def load_document(
+    path: str, encoding: str | None = None, max_bytes: int | None = None, within: tuple[Path, ...] = ()
+) -> Document:
     """Read `path` (a file, a folder, or "-" for stdin) into a Document; InputError on
-    anything unusable."""
+    anything unusable. `within`: folders a file must be opened inside (see `read_bytes`; a
+    folder's files are always held to the folder)."""
     if max_bytes is None:
         max_bytes = _max_bytes_from_env()
     if path != "-" and Path(path).is_dir():
         return _load_folder(Path(path), encoding, max_bytes)
-    data = read_bytes(path, max_bytes)
+    data = read_bytes(path, max_bytes, within)
     name = "standard input" if path == "-" else path
     return document_from_bytes(data, name, encoding, max_bytes)
 
@@ -731,6 +757,7 @@ def _load_folder(root: Path, encoding: str | None, max_bytes: int) -> Document:
     from cwread import folder
 
     listing = folder.list_folder(root)
+    real_root = root.resolve()
     if listing.total_bytes > max_bytes:
         raise InputError(
             f"{root} holds {readable_size(listing.total_bytes)} of files; cwread reads books up to "
@@ -745,7 +772,7 @@ def _load_folder(root: Path, encoding: str | None, max_bytes: int) -> Document:
     left = max_bytes
     for rel in listing.files:
         try:
-            data = read_bytes(str(root / rel), left)
+            data = read_bytes(str(root / rel), left, (real_root,))
             own, used, bad = _file_parts(data, rel, encoding, left)
         except InputError as exc:
             skipped.append(str(exc))

@@ -126,6 +126,11 @@ def _ordered(root: Path, files: list[str], skipped: list[str]) -> list[str]:
     order_path = root / ORDER_FILE
     if not order_path.is_file():
         return natural
+    try:  # an order file that links out of the folder is never read: its lines would be echoed
+        if not order_path.resolve(strict=True).is_relative_to(root.resolve(strict=True)):
+            raise InputError(f"{order_path} links out of the folder; refused")
+    except (OSError, RuntimeError):
+        raise InputError(f"{order_path}: cannot be read") from None
     try:
         lines = order_path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:

@@ -27,6 +27,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from cwread import __version__, api, json_output
+from cwread.document import load_document
 from cwread.errors import CwreadError, InputError
 from cwread.records import Trace
 from cwread.session import Session
@@ -97,8 +98,11 @@ class Books:
             if key in self._open:
                 self._open.move_to_end(key)
                 return self._open[key]
+        # read from the handle opened, held again to the roots: a path swapped for a link after
+        # `resolve` checked it is refused, not served
+        document = load_document(str(path), within=self.roots)
         opened = api.open(
-            str(path),
+            document,
             embedder=self.settings.embedder,
             settings=self.settings.backend,
             use_cache=self.settings.use_cache,

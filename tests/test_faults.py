@@ -944,3 +944,28 @@ def test_a_book_rewritten_to_the_same_size_and_time_is_read_again():
         os.utime(book, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         assert book.stat().st_size == stat.st_size and book.stat().st_mtime_ns == stat.st_mtime_ns
         assert _signature(book) != before
+
+
+def test_a_file_read_within_folders_is_held_to_them_on_the_open_handle(tmp_path):
+    from cwread.document import read_bytes
+    from cwread.errors import InputError
+
+    inside, outside = tmp_path / "books", tmp_path / "secret.txt"
+    inside.mkdir()
+    outside.write_text("A secret outside the roots.\n", encoding="utf-8")
+    (inside / "book.txt").write_text("A book.\n", encoding="utf-8")
+    assert read_bytes(str(inside / "book.txt"), within=(inside.resolve(),)) == b"A book.\n"
+    (inside / "swapped.txt").symlink_to(outside)  # what a swap after the root check leaves
+    with pytest.raises(InputError) as refused:
+        read_bytes(str(inside / "swapped.txt"), within=(inside.resolve(),))
+    assert "leads out of the folders" in str(refused.value) and "secret" not in str(refused.value).lower()
+
+
+def test_an_order_file_that_links_out_of_the_folder_is_never_read(capsys, tmp_path, cache_dir):
+    book, outside = tmp_path / "book", tmp_path / "elsewhere.txt"
+    book.mkdir()
+    (book / "ch1.txt").write_text("The first chapter.\n", encoding="utf-8")
+    outside.write_text("private-line-one\n", encoding="utf-8")
+    (book / ".cwread-order").symlink_to(outside)
+    code, _out, err = run(capsys, "show", str(book), "ch1:1")
+    assert code == 2 and "links out of the folder" in err and "private-line-one" not in err
