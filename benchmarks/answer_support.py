@@ -125,6 +125,31 @@ def table(rows: list[dict], shown_at: dict[str, list[bool]]) -> str:
     return "\n".join(lines)
 
 
+RIGHT = 0.3  # a model answer with token-F1 of at least this against a reference counts as right
+
+
+def separation(rows: list[dict]) -> str:
+    """How well the check's score tells right answers (F1 >= RIGHT) from wrong ones (F1 <
+    CONTRADICTED): the area under the ROC curve (0.5: a coin), with a bootstrap interval; an
+    answer withheld before the call (a name no quote holds) counts as the lowest score."""
+    scored = [(-99.0 if r["score"] is None else r["score"], r["model_f1"]) for r in rows]
+    right = [s for s, f in scored if f >= RIGHT]
+    wrong = [s for s, f in scored if f < CONTRADICTED]
+
+    def auc(pos: list[float], neg: list[float]) -> float:
+        pairs = [(p > n) + 0.5 * (p == n) for p in pos for n in neg]
+        return sum(pairs) / len(pairs) if pairs else float("nan")
+
+    rng = random.Random(0)
+    boots = sorted(
+        auc(rng.choices(right, k=len(right)), rng.choices(wrong, k=len(wrong))) for _ in range(2000)
+    )
+    return (
+        f"score separating right (F1 >= {RIGHT}) from wrong (F1 < {CONTRADICTED}) answers: AUC "
+        f"{auc(right, wrong):.2f} [{boots[50]:.2f}-{boots[1949]:.2f}] ({len(right)} right, {len(wrong)} wrong; 0.5 is a coin)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -153,6 +178,8 @@ def main() -> None:
         rules[f"model check, score >= {t:+.1f}"] = [r["score"] is not None and r["score"] >= t for r in rows]
     rules["all shown"] = [True] * len(rows)
     print(table(rows, rules))
+    print()
+    print(separation(rows))
 
 
 if __name__ == "__main__":
