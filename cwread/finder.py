@@ -19,6 +19,7 @@ both go through them, so a new judge (a reranking endpoint, say) touches neither
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -62,7 +63,8 @@ def _in_order(judge_one: Callable[[Segment], Verdict], segments: Sequence[Segmen
         return
     pool = ThreadPoolExecutor(max_workers=min(workers, len(segments)))
     try:
-        futures = [pool.submit(judge_one, s) for s in segments]
+        # each call in the caller's context: its cancellation reaches the calls (cwread.backends)
+        futures = [pool.submit(contextvars.copy_context().run, judge_one, s) for s in segments]
         for future in futures:
             yield future.result()
     finally:

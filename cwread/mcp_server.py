@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import anyio.from_thread
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from cwread import __version__, api, json_output
+from cwread.backends import cancellable
 from cwread.document import load_document
 from cwread.errors import CwreadError, InputError
 from cwread.records import Trace
@@ -163,7 +165,11 @@ def answer_content(trace: Trace) -> dict[str, Any]:
 def _failure(trace: Trace) -> str | None:
     """Why no answer stands, in a client's terms: a tool takes `judge_anyway`, not a flag."""
     failure = trace.failure()
-    return None if failure is None else failure.replace("pass --judge-anyway", "call again with judge_anyway true")
+    return (
+        None
+        if failure is None
+        else failure.replace("pass --judge-anyway", "call again with judge_anyway true")
+    )
 
 
 BookArg = Annotated[
@@ -215,6 +221,21 @@ def build_server(settings: ServerSettings) -> MCPServer:
         except Exception as exc:  # a bug of ours: still one line for the agent
             raise ToolError(f"internal: {type(exc).__name__}: {exc}") from None
 
+    async def off_thread(work: Callable[[], CallToolResult]) -> CallToolResult:
+        """A tool's work on a worker thread. A client that cancels the call, or goes away, ends
+        it at once: its model calls stop (cwread.backends.cancellable), so the book's lock is
+        not held until a call's timeout."""
+        cancel = threading.Event()
+
+        def run() -> CallToolResult:
+            with cancellable(cancel):
+                return guarded(work)
+
+        try:
+            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        finally:
+            cancel.set()  # done, or cancelled: nothing of this call goes on
+
     def reporter(ctx: Context | None):
         """cwread's progress (stage, done, total) as MCP progress notifications."""
         if ctx is None:
@@ -243,36 +264,37 @@ def build_server(settings: ServerSettings) -> MCPServer:
         "one (the best evidence is quoted instead). Quotes are verified to be in the paragraph named.",
         annotations=read_only,
     )
-    def ask(
+    async def ask(
         book: BookArg,
         question: Annotated[str, Field(description="The question, in plain words.")],
         options: Annotated[
-            list[str] | None, Field(description='Options of a multiple-choice question: ["A=text", "B=text"].')
+            list[str] | None,
+            Field(description='Options of a multiple-choice question: ["A=text", "B=text"].'),
         ] = None,
         judge_anyway: JudgeArg = False,
         ctx: Context | None = None,
     ) -> CallToolResult:
-        return guarded(lambda: answer(book, api.make_question(question, options), ctx, judge_anyway))
+        return await off_thread(lambda: answer(book, api.make_question(question, options), ctx, judge_anyway))
 
     @server.tool(
         description="Judge a claim TRUE or FALSE from a book, with the quotes it rests on; verdict null "
         "when the text does not determine it.",
         annotations=read_only,
     )
-    def verify(
+    async def verify(
         book: BookArg,
         claim: Annotated[str, Field(description="The claim to judge TRUE or FALSE, as one statement.")],
         judge_anyway: JudgeArg = False,
         ctx: Context | None = None,
     ) -> CallToolResult:
-        return guarded(lambda: answer(book, api.make_question(claim, claim=True), ctx, judge_anyway))
+        return await off_thread(lambda: answer(book, api.make_question(claim, claim=True), ctx, judge_anyway))
 
     @server.tool(
         description="The passages of a book a question needs, ranked: each segment's paragraph span, "
         "score and text (no model call).",
         annotations=read_only,
     )
-    def find(
+    async def find(
         book: BookArg,
         question: Annotated[str, Field(description="The question whose passages are wanted.")],
         limit: Annotated[int, Field(description="Segments to return, best first.")] = 8,
@@ -287,16 +309,18 @@ def build_server(settings: ServerSettings) -> MCPServer:
             text = "\n".join(f"[{s['start']}-{s['end']}] {s['text'][:200]}" for s in data["segments"])
             return result(data, text or "no segments")
 
-        return guarded(work)
+        return await off_thread(work)
 
     @server.tool(
         description='Paragraphs of a book by number: "12", "10-14" or "3,7,10-12"; in a book that is a '
         'folder or an EPUB, by file and number: "ch03:12", "ch03:12-20" or "ch03" (the whole file).',
         annotations=read_only,
     )
-    def show(
+    async def show(
         book: BookArg,
-        paragraphs: Annotated[str, Field(description='Paragraph numbers: "12", "10-14", "3,7,10-12", "ch03:12-20".')],
+        paragraphs: Annotated[
+            str, Field(description='Paragraph numbers: "12", "10-14", "3,7,10-12", "ch03:12-20".')
+        ],
     ) -> CallToolResult:
         def work() -> CallToolResult:
             session, _ = books.open(book)
@@ -304,7 +328,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             data = json_output.show_json(session.document, shown)
             return result(data, "\n\n".join(f"[{session.document.label(p.id)}] {p.text}" for p in shown))
 
-        return guarded(work)
+        return await off_thread(work)
 
     return server
 

@@ -969,3 +969,20 @@ def test_an_order_file_that_links_out_of_the_folder_is_never_read(capsys, tmp_pa
     (book / ".cwread-order").symlink_to(outside)
     code, _out, err = run(capsys, "show", str(book), "ch1:1")
     assert code == 2 and "links out of the folder" in err and "private-line-one" not in err
+
+
+def test_a_cancelled_run_stops_waiting_for_its_model_call_at_once():
+    import threading
+    import time
+
+    from cwread.backends import cancellable, within
+    from cwread.errors import Interrupted
+
+    cancel, release = threading.Event(), threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    start = time.monotonic()
+    with cancellable(cancel), pytest.raises(Interrupted):
+        within(None, lambda: release.wait(30))  # a call that would hang for 30 s
+    assert time.monotonic() - start < 1.5
+    release.set()
+    assert within(5, lambda: "done") == "done"  # outside a cancellable run, calls are as before

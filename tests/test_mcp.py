@@ -180,3 +180,40 @@ def test_every_parameter_says_what_it_takes_and_no_verdict_says_what_a_client_ca
     verdict = results[0].structured_content
     assert verdict["verdict"] is None and "judge_anyway" in verdict["failure"]
     assert "--judge-anyway" not in verdict["failure"]
+
+
+def test_a_cancelled_call_frees_its_book_at_once(tmp_path):
+    """A model call that hangs (a server that never answers): the client gives up on `ask`,
+    and the next `ask` on the same book reaches the model at once, not after the first
+    call's timeout (the book is held while a question is answered)."""
+    import time
+
+    import anyio
+
+    from tests.test_faults import _HangingServer
+
+    hanging = _HangingServer()
+    try:
+        params = server(tmp_path, str(EXAMPLES))
+        params.args += ["--base-url", hanging.url, "--no-cache", "--timeout", "120"]
+
+        async def go():
+            async with Client(params, read_timeout_seconds=120) as client:
+                with anyio.move_on_after(4):  # cancelled: the SDK tells the server
+                    await client.call_tool("ask", {"book": GIANT, "question": WALL})
+                first = hanging.calls
+                start = time.monotonic()
+                with anyio.move_on_after(15):
+                    while hanging.calls == first:  # the second ask, on a task of its own
+                        async with anyio.create_task_group() as group:
+                            group.start_soon(client.call_tool, "ask", {"book": GIANT, "question": "Who is the Giant?"})
+                            while hanging.calls == first and time.monotonic() - start < 15:
+                                await anyio.sleep(0.1)
+                            group.cancel_scope.cancel()
+                return first, time.monotonic() - start
+
+        first, waited = asyncio.run(go())
+        assert first >= 1  # the first ask reached the model and hung there
+        assert hanging.calls > first and waited < 10, f"the book stayed busy {waited:.1f} s after the cancel"
+    finally:
+        hanging.close()

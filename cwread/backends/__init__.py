@@ -11,12 +11,17 @@ in-process), `scripted` (tests and demos); `callcache.CachedBackend` wraps any o
 
 from __future__ import annotations
 
+import contextvars
 import math
 import re
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
+
+from cwread.errors import Interrupted
 
 T = TypeVar("T")
 
@@ -122,6 +127,30 @@ def new_timeout(seconds: float):
 DEADLINE_GRACE = 1.0  # seconds past a call's timeout before its deadline ends the wait
 
 
+# The cancellation of the run this thread works for (an MCP client that cancels or goes away):
+# set, a model call being waited for ends at once with Interrupted, and an embedded generation
+# stops at its next token. Threads a run starts take it with them (contextvars.copy_context).
+_CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("cwread_cancel", default=None)
+
+
+@contextmanager
+def cancellable(event: threading.Event) -> Iterator[None]:
+    """Within the block, model calls end at once when `event` is set."""
+    token = _CANCEL.set(event)
+    try:
+        yield
+    finally:
+        _CANCEL.reset(token)
+
+
+def cancel_event() -> threading.Event | None:
+    """The cancellation of the run this thread works for, if it can be cancelled."""
+    return _CANCEL.get()
+
+
+CANCEL_POLL = 0.2  # seconds between looks at a cancellation while a call is out
+
+
 class DeadlinePassed(Exception):
     """A call ran past its whole-call deadline (see `within`)."""
 
@@ -144,8 +173,19 @@ def within(seconds: float | None, call: Callable[[], T]) -> T:
             finished.set()
 
     threading.Thread(target=run, daemon=True, name="cwread-call").start()
-    if not finished.wait(None if seconds is None else seconds + DEADLINE_GRACE):
-        raise DeadlinePassed(seconds)
+    cancel = _CANCEL.get()
+    limit = None if seconds is None else time.monotonic() + seconds + DEADLINE_GRACE
+    while True:
+        step = None if cancel is None else CANCEL_POLL
+        if limit is not None:
+            left = limit - time.monotonic()
+            if left <= 0:
+                raise DeadlinePassed(seconds)
+            step = left if step is None else min(step, left)
+        if finished.wait(step):
+            break
+        if cancel is not None and cancel.is_set():
+            raise Interrupted("cancelled: the model call was left to end on its own")
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
     return outcome["value"]  # type: ignore[return-value]

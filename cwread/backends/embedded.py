@@ -22,6 +22,7 @@ from cwread.backends import (
     Capabilities,
     Generation,
     GenerationRequest,
+    cancel_event,
     label_logprobs,
     llamacpp_timings,
     within,
@@ -229,14 +230,17 @@ class EmbeddedBackend:
             body["top_logprobs"] = TOP_LOGPROBS
         t0 = time.perf_counter()
         stop = threading.Event()
+        cancel = cancel_event() or threading.Event()  # the run's, where it can be cancelled
 
         def stream() -> list[dict]:
             chunks: list[dict] = []
             with self._lock:
-                if stop.is_set():  # interrupted while it waited for the model
+                if stop.is_set() or cancel.is_set():  # interrupted while it waited for the model
                     return chunks
                 try:  # the callback's True stops the generation at the next token
-                    server.handle_chat_completions(body, lambda chunk: chunks.append(chunk) or stop.is_set())
+                    server.handle_chat_completions(
+                        body, lambda chunk: chunks.append(chunk) or stop.is_set() or cancel.is_set()
+                    )
                 except Exception as exc:
                     raise ModelError(f"llama.cpp failed: {exc}") from exc
             return chunks
