@@ -32,16 +32,20 @@ BLOCKS = {
 SKIPPED = {"script", "style", "nav", "head", "svg", "math", "template", "noscript", "iframe", "object"}
 # What a reader never reads, marked by role or class rather than by tag: navigation bars,
 # sidebars and footers of documentation generators (Sphinx, MkDocs, Read the Docs, pandoc),
-# the pilcrow links beside headings, and page numbers printed into the text (Project
-# Gutenberg's "pagenum", an EPUB's page breaks).
-SKIPPED_ROLES = {"navigation", "banner", "contentinfo", "search", "doc-pagebreak", "doc-toc"}
-SKIPPED_EPUB_TYPES = {"pagebreak", "toc", "landmarks", "page-list"}
+# the pilcrow links beside headings, a note's reference mark and back link (the note itself
+# is read), and page numbers printed into the text (Project Gutenberg's "pagenum", an EPUB's
+# page breaks).
+SKIPPED_ROLES = {
+    "navigation", "banner", "contentinfo", "search", "doc-pagebreak", "doc-toc", "doc-noteref", "doc-backlink",
+}  # fmt: skip
+SKIPPED_EPUB_TYPES = {"pagebreak", "toc", "landmarks", "page-list", "noteref"}
 SKIPPED_CLASSES = {
     "related", "sphinxsidebar", "sphinxsidebarwrapper", "headerlink", "footer", "navigation",
     "navbar", "breadcrumb", "breadcrumbs", "skip-link", "md-header", "md-sidebar", "md-footer",
     "md-nav", "md-search", "md-top", "wy-nav-side", "wy-breadcrumbs", "rst-footer-buttons",
     "rst-versions", "bd-sidebar", "bd-header", "bd-footer", "prev-next-area", "toc", "pagenum",
     "page-number", "pagebreak", "linenos", "lineno", "copybtn", "label", "fn-bracket",
+    "footnote-ref", "footnote-back",
 }  # fmt: skip
 CONTENT_TYPES = {"application/xhtml+xml", "text/html", "application/x-dtbook+xml"}
 FONT_SUFFIXES = (".ttf", ".otf", ".woff", ".woff2")

@@ -178,3 +178,20 @@ def test_page_numbers_labels_and_navigation_by_role_are_left_out():
         '<div class="related"><div><div>deep</div></div></div><p>After.</p></body></html>'
     )
     assert html_text(markup).split("\n\n") == ["The ship sailed at dawn.", "Kept text.", "A note.", "After."]
+
+
+def test_a_pandoc_epub_reads_without_its_navigation_or_note_marks(capsys, cache_dir):
+    """An EPUB made by a real tool (Debian's pandoc): its table of contents and landmarks are
+    not paragraphs, a note's reference mark is not glued to its sentence, its back link is
+    not text; the chapters are cited by their files."""
+    book = Path(__file__).parent / "data" / "selfish-giant-pandoc.epub"
+    code, out, err = run(capsys, "show", str(book), "ch001", "--json")
+    assert code == 0, err
+    texts = [p["text"] for p in json.loads(out)["paragraphs"]]
+    assert texts[0] == "The Selfish Giant"
+    assert texts[3].endswith("they cried to each other.")  # no "1" from the note's mark
+    assert texts[-1] == "A note on the garden, added for this test."  # the note, without "↩︎"
+    document = api.open_document(str(book))
+    every = "\n".join(p.text for p in document.paragraphs)
+    assert "Table of Contents" not in every and "Title Page" not in every
+    assert [s.name for s in document.sources] == ["title_page", "ch001", "ch002"]
