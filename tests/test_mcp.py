@@ -159,7 +159,9 @@ def test_a_folder_under_the_root_is_a_book_cited_by_file(tmp_path):
     answer, shown = (r.structured_content for r in results)
     assert not results[0].is_error and answer["quotes"]
     for quote in answer["quotes"]:
-        assert quote["source"] in ("part1", "part2") and quote["id"] == f"{quote['source']}:{quote['paragraph']}"
+        assert (
+            quote["source"] in ("part1", "part2") and quote["id"] == f"{quote['source']}:{quote['paragraph']}"
+        )
     assert shown["paragraphs"][0]["id"] == "part1:1"
     assert "secret.txt: a link out of the folder, not followed" in shown["document"]["skipped"]
     assert "secret the server" not in str(answer) + str(shown)
@@ -206,7 +208,9 @@ def test_a_cancelled_call_frees_its_book_at_once(tmp_path):
                 with anyio.move_on_after(15):
                     while hanging.calls == first:  # the second ask, on a task of its own
                         async with anyio.create_task_group() as group:
-                            group.start_soon(client.call_tool, "ask", {"book": GIANT, "question": "Who is the Giant?"})
+                            group.start_soon(
+                                client.call_tool, "ask", {"book": GIANT, "question": "Who is the Giant?"}
+                            )
                             while hanging.calls == first and time.monotonic() - start < 15:
                                 await anyio.sleep(0.1)
                             group.cancel_scope.cancel()
@@ -216,4 +220,53 @@ def test_a_cancelled_call_frees_its_book_at_once(tmp_path):
         assert first >= 1  # the first ask reached the model and hung there
         assert hanging.calls > first and waited < 10, f"the book stayed busy {waited:.1f} s after the cancel"
     finally:
+        hanging.close()
+
+
+def test_a_client_that_goes_away_mid_call_ends_the_server_at_once(tmp_path):
+    """stdin closed while a model call hangs: the server exits, not after the call's timeout."""
+    import json
+    import subprocess
+    import time
+
+    from tests.test_faults import _HangingServer
+
+    hanging = _HangingServer()
+    params = server(tmp_path, str(EXAMPLES))
+    args = [*params.args, "--base-url", hanging.url, "--timeout", "120", "--no-cache"]
+    proc = subprocess.Popen(
+        [params.command, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=params.env,
+    )
+    try:
+
+        def send(message: dict) -> None:
+            proc.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+            proc.stdin.flush()
+
+        send({"id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"},
+        }})  # fmt: skip
+        assert b'"id":1' in proc.stdout.readline()
+        send({"method": "notifications/initialized"})
+        send(
+            {
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "ask", "arguments": {"book": GIANT, "question": WALL}},
+            }
+        )
+        deadline = time.monotonic() + 60
+        while hanging.calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert hanging.calls > 0
+        proc.stdin.close()
+        gone = time.monotonic()
+        proc.wait(timeout=30)
+        assert time.monotonic() - gone < 10
+    finally:
+        proc.kill()
         hanging.close()
