@@ -148,7 +148,12 @@ def cancel_event() -> threading.Event | None:
     return _CANCEL.get()
 
 
-CANCEL_POLL = 0.2  # seconds between looks at a cancellation while a call is out
+# Set by the CLI's Ctrl-C handler (`cli.entry`): a KeyboardInterrupt raised inside a C call
+# (llama.cpp loading a model) can be swallowed there, and the wait for the next call would
+# then never end; the wait looks here too.
+INTERRUPTED = threading.Event()
+
+CANCEL_POLL = 0.2  # seconds between looks at a cancellation (or Ctrl-C) while a call is out
 
 
 class DeadlinePassed(Exception):
@@ -176,14 +181,18 @@ def within(seconds: float | None, call: Callable[[], T]) -> T:
     cancel = _CANCEL.get()
     limit = None if seconds is None else time.monotonic() + seconds + DEADLINE_GRACE
     while True:
-        step = None if cancel is None else CANCEL_POLL
+        # never one long wait: a Ctrl-C that the kernel hands to another thread (llama.cpp's)
+        # reaches Python only when the main thread wakes, so it wakes every CANCEL_POLL
+        step = CANCEL_POLL
         if limit is not None:
             left = limit - time.monotonic()
             if left <= 0:
                 raise DeadlinePassed(seconds)
-            step = left if step is None else min(step, left)
+            step = min(step, left)
         if finished.wait(step):
             break
+        if INTERRUPTED.is_set():
+            raise KeyboardInterrupt
         if cancel is not None and cancel.is_set():
             raise Interrupted("cancelled: the model call was left to end on its own")
     if "error" in outcome:

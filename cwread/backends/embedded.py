@@ -208,7 +208,6 @@ class EmbeddedBackend:
         self._lock = threading.Lock()
 
     def generate(self, request: GenerationRequest) -> Generation:
-        server = shared_server(self.path, self.capabilities.context, self._threads, self.lora)
         body: dict = {
             "messages": [{"role": role, "content": content} for role, content in request.messages],
             "max_tokens": request.max_tokens,
@@ -234,6 +233,8 @@ class EmbeddedBackend:
 
         def stream() -> list[dict]:
             chunks: list[dict] = []
+            # loaded here, off the main thread: a Ctrl-C during llama.cpp's load could hang it
+            server = shared_server(self.path, self.capabilities.context, self._threads, self.lora)
             with self._lock:
                 if stop.is_set() or cancel.is_set():  # interrupted while it waited for the model
                     return chunks

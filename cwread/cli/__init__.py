@@ -558,8 +558,17 @@ def entry() -> None:
     a worker thread still waiting on a server that hangs would otherwise hold the process open
     (finished work is already kept: cache entries and eval rows are written as each call ends)."""
     import atexit
+    import signal
     import threading
 
+    from cwread.backends import INTERRUPTED
+
+    def on_ctrl_c(signum, frame) -> None:
+        INTERRUPTED.set()  # kept, should a C call swallow the exception (cwread.backends)
+        raise KeyboardInterrupt
+
+    with suppress(ValueError):  # not the main thread: Python's own handler stays
+        signal.signal(signal.SIGINT, on_ctrl_c)
     code = main()
     if code == EXIT_INTERRUPTED or threading.active_count() > 1:
         atexit._run_exitfuncs()  # e.g. a temporary cache folder is removed

@@ -14,6 +14,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 
 from cwread import api, json_output, render
+from cwread.backends import INTERRUPTED
 from cwread.cache import cache_root, check_output_path, write_output_file
 from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError, OutputError
@@ -81,6 +82,7 @@ class Chat:
                         self.command(text) if text.startswith("/") else self.answer(api.make_question(text))
                     )
                 except KeyboardInterrupt:  # the answer in progress, not the session
+                    INTERRUPTED.clear()  # the next question's calls are waited for again
                     render.notice("interrupted; ask again, or Ctrl-D to end")
                 except CwreadError as exc:
                     self._error(exc)
