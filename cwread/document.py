@@ -26,7 +26,6 @@ import bisect
 import difflib
 import hashlib
 import json
-import os
 import re
 import stat
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cwread.errors import InputError
+from cwread.folder import opened_inside
 
 PARSER_VERSION = 1
 MAX_PARAGRAPH_CHARS = 4000
@@ -311,7 +311,7 @@ def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES, within: tuple[Path
                 "as the book (e.g. `... | cwread show - 1`)"
             )
         with open(p, "rb") as f:  # bounded: a file may grow after its size was read
-            if within and not _opened_inside(f.fileno(), p, within):
+            if within and not opened_inside(f.fileno(), p, within):
                 raise InputError(f"{path} leads out of the folders it may be read from; refused")
             data = f.read(max_bytes + 1)
         if len(data) > max_bytes:
@@ -552,24 +552,6 @@ def fingerprint(paragraphs: tuple[Paragraph, ...]) -> str:
         h.update(p.text.encode("utf-8"))
         h.update(b"\x00")
     return h.hexdigest()
-
-
-def _opened_inside(fd: int, path: Path, within: tuple[Path, ...]) -> bool:
-    """Whether the file open as `fd` lies inside one of `within` (resolved folders): by the
-    path the kernel holds for it where there is one (/proc), else by `path` resolved now
-    and found to be the same file."""
-    held = Path(f"/proc/self/fd/{fd}")
-    try:
-        if held.exists():
-            real = Path(os.readlink(held))
-        else:
-            real = path.resolve(strict=True)
-            opened, found = os.fstat(fd), real.stat()
-            if (opened.st_dev, opened.st_ino) != (found.st_dev, found.st_ino):
-                return False
-    except (OSError, RuntimeError):
-        return False
-    return any(real.is_relative_to(folder) for folder in within)
 
 
 def load_document(

@@ -121,19 +121,35 @@ def list_folder(root: Path) -> Listing:
     return Listing(tuple(_ordered(root, files, skipped)), tuple(skipped), total)
 
 
+def opened_inside(fd: int, path: Path, within: tuple[Path, ...]) -> bool:
+    """Whether the file open as `fd` lies inside one of `within` (resolved folders): by the
+    path the kernel holds for it where there is one (/proc), else by `path` resolved now
+    and found to be the same file."""
+    held = Path(f"/proc/self/fd/{fd}")
+    try:
+        if held.exists():
+            real = Path(os.readlink(held))
+        else:
+            real = path.resolve(strict=True)
+            opened, found = os.fstat(fd), real.stat()
+            if (opened.st_dev, opened.st_ino) != (found.st_dev, found.st_ino):
+                return False
+    except (OSError, RuntimeError):
+        return False
+    return any(real.is_relative_to(folder) for folder in within)
+
+
 def _ordered(root: Path, files: list[str], skipped: list[str]) -> list[str]:
     natural = sorted(files, key=natural_key)
     order_path = root / ORDER_FILE
     if not order_path.is_file():
         return natural
-    try:  # an order file that links out of the folder is never read: its lines would be echoed
-        if not order_path.resolve(strict=True).is_relative_to(root.resolve(strict=True)):
-            raise InputError(f"{order_path} links out of the folder; refused")
-    except (OSError, RuntimeError):
-        raise InputError(f"{order_path}: cannot be read") from None
     try:
-        lines = order_path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        with open(order_path, "rb") as f:  # held to the folder on the handle: its lines would be echoed
+            if not opened_inside(f.fileno(), order_path, (root.resolve(strict=True),)):
+                raise InputError(f"{order_path} links out of the folder; refused")
+            lines = f.read().decode("utf-8-sig").splitlines()
+    except (OSError, RuntimeError, UnicodeDecodeError) as exc:
         raise InputError(f"{order_path}: cannot be read as UTF-8 text ({exc})") from None
     listed: list[str] = []
     for number, line in enumerate(lines, start=1):

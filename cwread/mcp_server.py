@@ -31,7 +31,7 @@ from cwread import __version__, api, json_output
 from cwread.backends import cancellable
 from cwread.document import load_document
 from cwread.errors import CwreadError, InputError
-from cwread.records import Trace
+from cwread.records import JUDGE_ANYWAY_HINT, Trace
 from cwread.session import Session
 
 DEFAULT_SESSIONS = 4  # books held open at once: each holds its index and embedder in memory
@@ -168,7 +168,7 @@ def _failure(trace: Trace) -> str | None:
     return (
         None
         if failure is None
-        else failure.replace("pass --judge-anyway", "call again with judge_anyway true")
+        else failure.replace(JUDGE_ANYWAY_HINT, "call again with judge_anyway true")
     )
 
 

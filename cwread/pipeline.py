@@ -235,10 +235,15 @@ def _check_support(
         return None
     if progress and plan.support == "model":
         progress("support check", 0, 1)
-    text = grounding.cut_repetition(final.answer) if question.kind == "open" else final.answer
+    text = _shown_text(question, final.answer)
     if plan.support == "words" or plan.support_threshold is None:
         return check_support(None, question, text, final, packet.evidence())
     return check_support(interpreter, question, text, final, packet.evidence(), plan.support_threshold)
+
+
+def _shown_text(question: Question, answer: str) -> str:
+    """The model's answer as shown and checked: an open one cut where it starts repeating."""
+    return grounding.cut_repetition(answer) if question.kind == "open" else answer
 
 
 def _skipped(plan: Plan, found: FindResult, read: Reading) -> dict[str, str]:
@@ -289,7 +294,7 @@ def decide(
     shown = "generative" if fallback else mode  # unless its words go unbacked, it is the model's
     if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
         return Answer(None, None, shown, False)
-    text = grounding.cut_repetition(final.answer) if question.kind == "open" else final.answer
+    text = _shown_text(question, final.answer)
     support = support or check_support(None, question, text, final, packet.evidence())
     if question.kind != "open":  # a label stands as chosen; the check says whether its quotes bear on it
         return Answer(final.answer, final.answer, shown, support.supported, final.quotes, check=support)

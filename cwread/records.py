@@ -247,6 +247,12 @@ FINDER_REPLIES = ("quote-first", "decision-first", "score")
 READ_TOKENS_CHOICES = "a number of tokens, auto or none"
 
 
+def _check_threshold(value: object, name: str) -> None:
+    """InputError unless a score threshold is None or a finite number."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)):
+        raise InputError(f"the {name} threshold must be a finite number, not {value!r}")
+
+
 @dataclass(frozen=True)
 class AnswerSettings:
     """How a retrieved question is answered: `answer_mode` for open questions (ANSWER_CHOICES,
@@ -266,11 +272,7 @@ class AnswerSettings:
             raise InputError(
                 f"unknown answer mode {self.answer_mode!r}; choose one of: {', '.join((*ANSWER_CHOICES, 'auto'))}"
             )
-        threshold = self.support_threshold
-        if threshold is not None and (
-            isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold)
-        ):
-            raise InputError(f"the support threshold must be a finite number, not {threshold!r}")
+        _check_threshold(self.support_threshold, "support")
 
 
 @dataclass(frozen=True)
@@ -298,11 +300,7 @@ class FinderSettings:
         object.__setattr__(self, "read_tokens", _read_tokens(self.read_tokens))
         if self.reply not in FINDER_REPLIES:
             raise InputError(f"--finder-reply must be one of {', '.join(FINDER_REPLIES)}, not {self.reply!r}")
-        threshold = self.keep_threshold
-        if threshold is not None and (
-            isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold)
-        ):
-            raise InputError(f"the keep threshold must be a finite number, not {threshold!r}")
+        _check_threshold(self.keep_threshold, "keep")
 
 
 def _read_tokens(value: int | str | None) -> int | str | None:
@@ -357,9 +355,10 @@ class Plan:
 NOT_DETERMINED = "not determined from the text"
 NO_SENTENCE = "no sentence of the evidence the Finder kept shares enough of the question"
 UNJUDGED = "the model judges options and claims at chance, so it is not asked"
+JUDGE_ANYWAY_HINT = "pass --judge-anyway"  # the CLI's way; an MCP client's is a tool argument
 NO_VERDICT = (
     f"{UNJUDGED}; the best evidence is shown. Serve a model that reads (cwread doctor "
-    "says how), or pass --judge-anyway"
+    f"says how), or {JUDGE_ANYWAY_HINT}"
 )
 
 

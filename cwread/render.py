@@ -248,14 +248,15 @@ _MEASURED = re.compile(r" \([^()]*benchmarks/[^()]*\)")
 
 
 def _support_line(check: SupportCheck) -> str:
-    """How the support check decided, in words: "checked against its quotes: they support it (score +2.10, threshold +0.00)"."""
+    """How the support check decided, in words ("checked by the model against its quotes: the
+    quotes support it (score +2.10, threshold +0.00)")."""
     how = "checked by the model against its quotes" if check.method == "model" else "checked word by word against its quotes"
     return f"{how}: {printable(check.why)}"
 
 
 def answer_view(trace: Trace) -> None:
     """The answer (or "not determined from the text"), then each supporting quote highlighted
-    inside its paragraph; the model's own words are shown only where its quotes cover them."""
+    inside its paragraph; the model's own words are shown only where its quotes support them."""
     out = stdout()
     doc = trace.document
     question = trace.question

@@ -57,7 +57,7 @@ class EvalContext:
     embedder: str
     permute_options: bool = False
     answer_mode: str = "generative"  # for open questions, the same for every method
-    support_threshold: float | None = None  # None: the calibrated one
+    support_threshold: float | None = None  # None: no model support check, the words decide
     finding: FinderSettings = field(default_factory=FinderSettings)
     sessions: dict[str, Session] = field(default_factory=dict)
     _last_find: tuple[str, FindResult] | None = None

@@ -124,7 +124,7 @@ class EvalOptions:
     settings: BackendSettings | None = None
     use_cache: bool = True
     answer_mode: str = "auto"  # open questions: generative, extractive, or auto (by model size)
-    support_threshold: float | None = None  # None: the calibrated one (cwread.support)
+    support_threshold: float | None = None  # None: no model support check (cwread.support)
 
 
 @dataclass(frozen=True)
