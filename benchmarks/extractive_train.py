@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from cwread import extractive, grounding
-from cwread.document import document_from_bytes
+from cwread.book import document_from_bytes
 from cwread.embedders import load_embedder
 from cwread.metrics import bootstrap_interval, token_f1
 

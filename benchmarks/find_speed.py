@@ -63,7 +63,7 @@ def main() -> None:
         for book in sorted(NOVELS.glob("*.txt")):
             shutil.rmtree(root / "docs", ignore_errors=True)
             words = len(book.read_text(encoding="utf-8-sig").split())
-            from cwread.document import load_document
+            from cwread.book import load_document
 
             paras = len(load_document(str(book)))
             cold = run_find(book, env, args.embedder)

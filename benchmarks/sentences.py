@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from cwread import grounding
-from cwread.document import load_document
+from cwread.book import load_document
 
 HERE = Path(__file__).resolve().parent
 NOVELS = HERE.parent.parent / "shared" / "data" / "novels"

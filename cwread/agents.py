@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from cwread import grounding
 from cwread.backends import Backend, GenerationRequest
-from cwread.document import LABEL, SOURCE_NAME, Evidence, Passage
+from cwread.book import LABEL, SOURCE_NAME, Evidence, Passage
 from cwread.grounding import neutralise, sentence_spans
 from cwread.records import Forged, ModelCall, Question, Quote, Turn
 

@@ -26,7 +26,7 @@ from cwread.backends.select import (
     select_backends,
     serving_notes,
 )
-from cwread.document import Document, Paragraph, load_document
+from cwread.book import Document, Paragraph, load_document
 from cwread.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
 from cwread.errors import ModelError
 from cwread.model_facts import FACTS, facts_of

@@ -29,8 +29,8 @@ from collections import Counter
 from contextlib import suppress
 from pathlib import Path
 
+from cwread.book import Document, Evidence
 from cwread.cache import cache_root, read_entry, remove_entry, write_entry
-from cwread.document import Document, Evidence
 from cwread.embedders import Embedder
 from cwread.errors import CacheError
 from cwread.grounding import Rank, best_sentence, content_words, sentence_spans

@@ -28,7 +28,7 @@ from typing import Protocol
 
 from cwread import agents
 from cwread.backends import Backend, GenerationRequest
-from cwread.document import Document
+from cwread.book import Document
 from cwread.errors import InputError
 from cwread.finder_budget import ReadingBudget
 from cwread.progress import Progress

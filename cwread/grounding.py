@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from cwread.document import LABEL, Evidence
+from cwread.book import LABEL, Evidence
 from cwread.lexical import STOPWORDS, word_stems
 from cwread.records import Forged, Question, Quote
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cwread import agents
 from cwread.backends import Backend, GenerationRequest
-from cwread.document import Evidence
+from cwread.book import Evidence
 from cwread.records import AgentCall, Packet, Question, Turn
 
 TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from cwread import __version__
-from cwread.document import Document, Paragraph
+from cwread.book import Document, Paragraph
 from cwread.records import (
     AgentCall,
     DoctorReport,

@@ -29,7 +29,7 @@ from pydantic import Field
 
 from cwread import __version__, api, json_output
 from cwread.backends import cancellable
-from cwread.document import load_document
+from cwread.book import load_document
 from cwread.errors import CwreadError, InputError
 from cwread.records import JUDGE_ANYWAY_HINT, Trace
 from cwread.session import Session

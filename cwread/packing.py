@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cwread.document import Document, Evidence, Passage
+from cwread.book import Document, Evidence, Passage
 from cwread.records import Packet, PacketItem, Verdict
 from cwread.segments import Budget, Segment
 

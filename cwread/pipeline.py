@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from cwread import agents, extractive, grounding
 from cwread.backends import Backend, label
 from cwread.backends.select import Selection
-from cwread.document import Document, Evidence, Passage
+from cwread.book import Document, Evidence, Passage
 from cwread.embedders import load_embedder
 from cwread.finder import Finder, make_finder, read_segments, reading_budget
 from cwread.interpreter import interpret, packet_fits

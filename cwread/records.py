@@ -11,7 +11,7 @@ import re
 import string
 from dataclasses import dataclass, field
 
-from cwread.document import Document, Passage
+from cwread.book import Document, Passage
 from cwread.errors import InputError
 from cwread.segments import Budget, Segment
 

@@ -17,7 +17,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from cwread.document import Document, Paragraph
+from cwread.book import Document, Paragraph
 from cwread.errors import CwreadError, OutputError
 from cwread.json_output import TRACE_VERSION
 from cwread.progress import Progress

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from cwread import lexical
+from cwread.book import Document
 from cwread.cache import cache_root, read_entry, remove_entry, write_entry
-from cwread.document import Document
 from cwread.embedders import Embedder
 from cwread.errors import CacheError, InputError
 from cwread.progress import Progress

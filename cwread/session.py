@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from cwread import agents, extractive, grounding, pipeline
 from cwread.backends.select import BackendSettings, Selection, select_backends, with_call_cache
-from cwread.document import Document
+from cwread.book import Document
 from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
 from cwread.finder import Finder, make_finder
 from cwread.model_facts import JUDGES_AT_CHANCE, holds

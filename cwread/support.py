@@ -22,7 +22,7 @@ import re
 
 from cwread import agents, grounding
 from cwread.backends import Backend
-from cwread.document import Evidence, Passage
+from cwread.book import Evidence, Passage
 from cwread.lexical import STOPWORDS
 from cwread.records import AgentCall, Question, Quote, SupportCheck
 

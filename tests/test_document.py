@@ -2,13 +2,9 @@ import json
 
 import pytest
 
-from cwread.document import (
-    MAX_PARAGRAPH_CHARS,
-    decode_text,
-    document_from_bytes,
-    load_document,
-    parse_paragraphs,
-)
+from cwread.book import document_from_bytes, load_document, parse_paragraphs
+from cwread.book.decoding import decode_text
+from cwread.book.paragraphs import MAX_PARAGRAPH_CHARS
 from cwread.errors import InputError
 from tests.conftest import SHARED_DATA
 

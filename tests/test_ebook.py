@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cwread import api
-from cwread.ebook import html_text
+from cwread.book.formats.html import html_text
 from tests.conftest import run
 
 CONTAINER = """<?xml version="1.0"?>

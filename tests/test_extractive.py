@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from cwread import extractive, grounding
-from cwread.document import document_from_bytes
+from cwread.book import document_from_bytes
 from cwread.pipeline import decide
 from cwread.records import AgentCall, ModelCall, Packet, PacketItem, Question, Quote
 

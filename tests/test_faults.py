@@ -947,7 +947,7 @@ def test_a_book_rewritten_to_the_same_size_and_time_is_read_again():
 
 
 def test_a_file_read_within_folders_is_held_to_them_on_the_open_handle(tmp_path):
-    from cwread.document import read_bytes
+    from cwread.book import read_bytes
     from cwread.errors import InputError
 
     inside, outside = tmp_path / "books", tmp_path / "secret.txt"

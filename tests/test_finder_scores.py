@@ -116,7 +116,7 @@ def test_rows_without_scores_report_no_ranking(tmp_path, cache_dir, eval_data):
 
 
 def test_an_unreadable_reply_kept_for_recall_has_no_score():
-    from cwread.document import document_from_bytes
+    from cwread.book import document_from_bytes
     from cwread.finder import GenerativeFinder
     from cwread.records import Question
     from cwread.segments import Segment

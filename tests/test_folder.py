@@ -10,7 +10,7 @@ import pytest
 
 from cwread import api
 from cwread.backends.scripted import ScriptedBackend
-from cwread.document import load_document
+from cwread.book import load_document
 from cwread.segments import build_segments, make_budget
 from tests.conftest import main, run
 from tests.scripted_replies import smart_interpreter
@@ -143,7 +143,7 @@ def test_an_unusable_folder_is_refused_in_one_line(capsys, novel, tmp_path, monk
         folder = tmp_path / "scans"
         folder.mkdir()
         (folder / "a.pdf").write_bytes(b"%PDF-1.4")
-        message = "holds no readable text: a.pdf looks like a PDF"
+        message = "holds no readable text: a.pdf is not a readable PDF"
     elif case == "too big":
         monkeypatch.setenv("CWREAD_MAX_BYTES", "200")
         message = "raise the limit with CWREAD_MAX_BYTES"

@@ -109,7 +109,7 @@ def test_sentences_as_a_reader_sees_them(text, expected):
 
 def test_sentences_of_passages_from_a_novel():
     """Passages of examples/the_hound_of_the_baskervilles.txt, split as a reader splits them."""
-    from cwread.document import load_document
+    from cwread.book import load_document
 
     book = load_document(str(EXAMPLES / "the_hound_of_the_baskervilles.txt"))
     assert _said(book.paragraph(57).text) == [

@@ -2,7 +2,7 @@
 
 cli → render/json_output → eval → api → session → pipeline → finder/interpreter/support → agents/packing →
 records/model_facts → backends →
-document/segments/retrieval → cache/settings → errors. `training/` imports cwread, never the
+book/segments/retrieval → cache/settings → errors. `training/` imports cwread, never the
 reverse. Checked on the source (imports inside functions too), so a new arrow back up fails here.
 """
 
@@ -36,7 +36,7 @@ LAYERS = [
         "cwread.backends.callcache",
         "cwread.tokens",
     ],
-    ["cwread.document", "cwread.folder", "cwread.ebook", "cwread.segments", "cwread.retrieval", "cwread.embedders", "cwread.lexical", "cwread.metrics"],
+    ["cwread.book", "cwread.book.model", "cwread.book.decoding", "cwread.book.paragraphs", "cwread.book.formats", "cwread.book.formats.base", "cwread.book.formats.text", "cwread.book.formats.html", "cwread.book.formats.epub", "cwread.book.formats.pdf", "cwread.book.folder", "cwread.book.load", "cwread.segments", "cwread.retrieval", "cwread.embedders", "cwread.lexical", "cwread.metrics"],
     ["cwread.cache", "cwread.settings", "cwread.modelfiles"],
     ["cwread.errors", "cwread.terminal", "cwread.progress", "cwread", "cwread.data"],
 ]

@@ -10,7 +10,7 @@ from cwread.backends import GenerationRequest
 from cwread.backends.callcache import CachedBackend
 from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
-from cwread.document import document_from_bytes
+from cwread.book import document_from_bytes
 from cwread.errors import ModelError
 from cwread.finder import GenerativeFinder, read_segments
 from cwread.interpreter import prompt_fits

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cwread.agents import parse_finder_reply, parse_reply, split_citations
-from cwread.document import parse_paragraphs
+from cwread.book import parse_paragraphs
 from cwread.grounding import find_quotes
 from cwread.records import Question
 

@@ -21,8 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from cwread import agents, grounding, lexical
+from cwread.book import document_from_bytes
 from cwread.cache import write_file_atomic
-from cwread.document import document_from_bytes
 from cwread.packing import pack_segments
 from cwread.records import Question
 from cwread.segments import PRESETS, Segment

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cwread.document import SOURCE_NAME, Document
+from cwread.book import SOURCE_NAME, Document
 from cwread.errors import InputError
 from cwread.records import KINDS, Question
 

@@ -6,7 +6,7 @@
 - Hidden files and folders (`.git`, `.DS_Store`) are not part of the book.
 - Symbolic links are not followed out of the folder; a link to a file inside it is read
   where its target is, once.
-- A file that is not a text (a PDF, an image, a program) is skipped and named, as is an
+- A file that is not a book (an image, a program, a damaged PDF) is skipped and named, as is an
   empty one; a folder with no text at all is refused.
 - The files' total size is bounded (CWREAD_MAX_BYTES, as for one file), checked before
   any is read.
@@ -41,7 +41,11 @@ class Listing:
 def natural_key(relative: str) -> tuple:
     """Sort key of a relative path: by folder, then name, numbers compared as numbers."""
     return tuple(
-        tuple((0, int(chunk), "") if chunk.isdigit() else (1, 0, chunk.casefold()) for chunk in _DIGITS.split(part) if chunk)
+        tuple(
+            (0, int(chunk), "") if chunk.isdigit() else (1, 0, chunk.casefold())
+            for chunk in _DIGITS.split(part)
+            if chunk
+        )
         for part in relative.split("/")
     )
 
@@ -58,7 +62,9 @@ def list_folder(root: Path) -> Listing:
     total = 0
 
     def refuse_walk(exc: OSError) -> None:
-        skipped.append(f"{_relative(Path(exc.filename or root), root)}: cannot be read ({exc.strerror or exc})")
+        skipped.append(
+            f"{_relative(Path(exc.filename or root), root)}: cannot be read ({exc.strerror or exc})"
+        )
 
     for folder, dirs, names in os.walk(root, onerror=refuse_walk):
         here = Path(folder)
@@ -157,7 +163,11 @@ def _ordered(root: Path, files: list[str], skipped: list[str]) -> list[str]:
         if not entry:
             continue
         if entry not in files:
-            why = "is not a readable file of the folder" if not (root / entry).exists() else "is left out (see the files skipped)"
+            why = (
+                "is not a readable file of the folder"
+                if not (root / entry).exists()
+                else "is left out (see the files skipped)"
+            )
             raise InputError(f"{order_path}, line {number}: {entry!r} {why}")
         if entry in listed:
             raise InputError(f"{order_path}, line {number}: {entry!r} is listed twice")

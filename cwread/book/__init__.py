@@ -1,0 +1,45 @@
+"""Bytes → text → numbered paragraphs.
+
+How ids are assigned (stable for the same bytes and the same PARSER_VERSION):
+
+1. The bytes are decoded (see `decode_text`) and line endings normalised to "\\n".
+2. The text is cut into *blocks*: runs of non-blank lines separated by blank (whitespace-only)
+   lines. The lines of a block are joined with single spaces (hard-wrapped prose becomes one
+   line; a word hyphenated across a line break is rejoined).
+3. Every block of at most `MAX_PARAGRAPH_CHARS` characters is one paragraph. Paragraph ids are
+   1-based and count paragraphs in reading order, so for a file without over-long blocks the
+   id of a paragraph is exactly its block number, the rule used by `../shared/data`.
+4. A longer block (a "wall": a file with no blank lines, or a chapter without breaks) is cut
+   into several paragraphs, each with its own id: at lines, when its lines are unwrapped
+   paragraphs; at short lines that end a sentence, when it is hard-wrapped prose; and at
+   sentence boundaries for whatever is still too long. Ids after a wall shift accordingly;
+   every paragraph keeps `block`, the blank-line block it came from, and `line`, the line of
+   the file where it starts.
+5. A book of several files (a folder: `folder`; an EPUB's chapters: `formats.epub`) is its
+   files' paragraphs in order, each file numbered by these rules from 1 and cited as
+   `name:N` (see `Document`, `Source`).
+
+The package: `model` (paragraphs, sources, the book and its labels), `decoding` (bytes read
+within bounds and decoded), `paragraphs` (these rules), `formats` (a reader per format:
+text, HTML, EPUB, PDF), `folder` (what of a folder is read, in what order) and `load`.
+"""
+
+from cwread.book.decoding import read_bytes, readable_size
+from cwread.book.load import document_from_bytes, load_document
+from cwread.book.model import LABEL, SOURCE_NAME, Document, Evidence, Paragraph, Passage, Source
+from cwread.book.paragraphs import parse_paragraphs
+
+__all__ = [
+    "LABEL",
+    "SOURCE_NAME",
+    "Document",
+    "Evidence",
+    "Paragraph",
+    "Passage",
+    "Source",
+    "document_from_bytes",
+    "load_document",
+    "parse_paragraphs",
+    "read_bytes",
+    "readable_size",
+]

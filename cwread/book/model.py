@@ -1,0 +1,243 @@
+"""The book as cwread reads it: numbered paragraphs, the sources they come from, and the
+labels users and models cite them by (see the package's docstring for how ids are assigned)."""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
+
+from cwread.errors import InputError
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """One numbered paragraph: `id` is what users and models cite as [id]."""
+
+    id: int
+    text: str
+    block: int
+    line: int
+    page: int | None = None  # the page it starts on, in a book that has pages (a PDF)
+
+
+class Passage(NamedTuple):
+    """A paragraph's id, the text an agent is shown of it (a packet may cut a long one) and
+    the label it is shown under ("" for its id: see `Document.label`)."""
+
+    id: int
+    text: str
+    label: str = ""
+
+    @property
+    def shown_id(self) -> str:
+        return self.label or str(self.id)
+
+
+Evidence = Sequence[Passage]  # what an agent is shown, in the order it is shown
+
+
+@dataclass(frozen=True)
+class Source:
+    """One file of a book of several (a folder's file, an EPUB's chapter): its paragraphs are
+    first..last of the book, cited as `name:N` with N counted from 1 within the file.
+
+    `name` is short and stable: the file's path in the folder without its suffix, or the
+    chapter's file in the EPUB (see `source_name`); `path` says where it was read."""
+
+    name: str
+    path: str
+    first: int
+    last: int
+    fingerprint: str  # its paragraphs' hash: the key of its cached embeddings
+
+    def __len__(self) -> int:
+        return self.last - self.first + 1
+
+
+# a source's name: letters, digits and _ . - / (never ":", brackets or spaces, so `[name:N]`
+# reads back unambiguously); a label is `N` in a single file, `name:N` in a book of sources
+MAX_NAME = 100  # characters of a source's name: a longer path keeps its end
+SOURCE_NAME = rf"[\w.\-/]{{1,{MAX_NAME}}}"
+# possessive and bounded: a hostile "[1-1-1-...x" in the book took 0.2 s a paragraph to read
+# past, backtracking
+LABEL = rf"(?:{SOURCE_NAME}+\s*+:\s*+)?\d++"
+_UNSAFE_NAME = re.compile(r"[^\w.\-/]+")
+
+
+def source_name(relative: str) -> str:
+    """The citation name of a file at `relative` (a "/"-separated path): the path without
+    its suffixes of markup or text, characters that cannot stand in `[name:N]` as "_"."""
+    stem = relative
+    while True:
+        base, dot, suffix = stem.rpartition(".")
+        if dot and base and "/" not in suffix and suffix.lower() in BOOK_SUFFIXES:
+            stem = base
+        else:
+            break
+    return safe_name(stem)
+
+
+def safe_name(text: str) -> str:
+    return _UNSAFE_NAME.sub("_", text).strip("_/")[-MAX_NAME:].lstrip("_/") or "_"
+
+
+# suffixes a source's citation name leaves off
+BOOK_SUFFIXES = {"txt", "text", "md", "markdown", "rst", "html", "htm", "xhtml", "xml", "epub", "pdf"}
+
+
+@dataclass(frozen=True)
+class Document:
+    """A text read into numbered paragraphs: a file, or a book of several files (a folder,
+    an EPUB's chapters) read as one, in order.
+
+    `Paragraph.id` is the paragraph's place in the whole book (1-based), what segments,
+    packets and quotes hold. Users and models see its *label*: the id itself in a single
+    file; `source:N` in a book of `sources`. `sha256` hashes the raw bytes (of a folder: its
+    files' names and hashes); `fingerprint` hashes the paragraphs (and the parser version,
+    and the sources' names), so caches follow the content the retrieval actually sees.
+    """
+
+    path: str
+    sha256: str
+    encoding: str
+    paragraphs: tuple[Paragraph, ...]
+    fingerprint: str
+    replaced: int = 0  # invalid bytes replaced by U+FFFD while decoding (see `decode`)
+    sources: tuple[Source, ...] = ()  # none for a single file
+    skipped: tuple[str, ...] = ()  # files of a folder left out, each "name: why"
+
+    def __len__(self) -> int:
+        return len(self.paragraphs)
+
+    def paragraph(self, pid: int) -> Paragraph:
+        """The paragraph with id `pid` (1-based); InputError when out of range."""
+        if not 1 <= pid <= len(self.paragraphs):
+            raise InputError(
+                f"paragraph {pid} is out of range: {self.path} has "
+                f"{len(self.paragraphs)} paragraphs (1-{len(self.paragraphs)})"
+            )
+        return self.paragraphs[pid - 1]
+
+    def source(self, pid: int) -> Source | None:
+        """The file paragraph `pid` is in (None in a single file)."""
+        if not self.sources:
+            return None
+        at = bisect.bisect_right(self._firsts, pid) - 1
+        return self.sources[max(at, 0)]
+
+    def label(self, pid: int) -> str:
+        """What users and models call paragraph `pid`: "12", or "ch03:12" in a book of sources."""
+        source = self.source(pid)
+        return str(pid) if source is None else f"{source.name}:{pid - source.first + 1}"
+
+    def public_id(self, pid: int) -> int | str:
+        """Paragraph `pid` as JSON names it: its number in a single file, "ch03:12" otherwise."""
+        return pid if not self.sources else self.label(pid)
+
+    def ref(self, pid: int) -> tuple[str | None, int]:
+        """(source name, number within it) of paragraph `pid`; (None, pid) in a single file."""
+        source = self.source(pid)
+        return (None, pid) if source is None else (source.name, pid - source.first + 1)
+
+    def file_span(self, pid: int) -> tuple[int, int]:
+        """The first and last ids of the file paragraph `pid` is in."""
+        source = self.source(pid)
+        return (1, len(self.paragraphs)) if source is None else (source.first, source.last)
+
+    def id_of(self, label: str) -> int | None:
+        """The id a label names ("12", "ch03:12", spaces allowed around ":"), None if none."""
+        name, _, number = label.replace(" ", "").rpartition(":")
+        if not number.isdigit():
+            return None
+        n = int(number)
+        if not self.sources:
+            return n if not name and 1 <= n <= len(self.paragraphs) else None
+        source = self._by_name.get(name)
+        return source.first + n - 1 if source is not None and 1 <= n <= len(source) else None
+
+    def passages(self, ids) -> list[Passage]:
+        """The paragraphs `ids`, in the order given, as an agent is shown them."""
+        return [Passage(pid, self.paragraph(pid).text, self.label(pid)) for pid in ids]
+
+    def span_text(self, start: int, end: int) -> str:
+        """Paragraphs start..end (inclusive) as `[label] text` lines, the form models are shown."""
+        return "\n\n".join(f"[{self.label(p.id)}] {p.text}" for p in self.paragraphs[start - 1 : end])
+
+    def span_label(self, start: int, end: int) -> str:
+        """Paragraphs start..end as users read them: "12-20", "ch03:12-20", or "ch03:40-ch04:2"."""
+        first, last = self.label(start), self.label(end)
+        if start == end:
+            return first
+        if self.source(start) == self.source(end):
+            return f"{first}-{last.rpartition(':')[2]}"
+        return f"{first}-{last}"
+
+    @cached_property
+    def _firsts(self) -> list[int]:
+        return [s.first for s in self.sources]
+
+    @cached_property
+    def _by_name(self) -> dict[str, Source]:
+        return {s.name: s for s in self.sources}
+
+    def parse_spec(self, spec: str) -> list[int]:
+        """Ids named by "12", "10-14" or "3,7,10-12"; in a book of sources "ch03:12",
+        "ch03:12-20", "ch03:40-ch04:2" or "ch03" (the whole file). InputError if invalid."""
+        ids: list[int] = []
+        for part in spec.strip().split(","):
+            part = part.strip()
+            ids.extend(self._parse_part(part))
+        return ids
+
+    def _parse_part(self, part: str) -> list[int]:
+        if self.sources and part.replace(" ", "") in self._by_name:
+            source = self._by_name[part.replace(" ", "")]
+            return list(range(source.first, source.last + 1))
+        m = re.fullmatch(
+            rf"\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+)\s*(?:-\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+))?\s*", part
+        )
+        if not part or not m:
+            example = (
+                "ch03:12, ch03:12-20 or ch03" if self.sources else "N, N-M or a comma list like 3,7,10-12"
+            )
+            raise InputError(f"bad paragraph range {part!r}: use {example}")
+        first_name, lo_n, last_name, hi_n = m.groups()
+        lo = self._resolve(first_name, int(lo_n))
+        hi = lo if hi_n is None else self._resolve(last_name or first_name, int(hi_n))
+        if lo > hi:
+            raise InputError(f"bad paragraph range {part!r}: the start is after the end")
+        return list(range(lo, hi + 1))
+
+    def _resolve(self, name: str | None, number: int) -> int:
+        count = len(self.paragraphs)
+        if not self.sources:
+            if name is not None:
+                raise InputError(
+                    f"{self.path} is a single file: name its paragraphs by number alone (1-{count})"
+                )
+            if not 1 <= number <= count:
+                raise InputError(
+                    f"paragraph {number} is out of range: the text has {count} paragraphs (1-{count})"
+                )
+            return number
+        if name is None:
+            names = ", ".join(s.name for s in self.sources[:3]) + (", ..." if len(self.sources) > 3 else "")
+            raise InputError(
+                f"paragraph {number} needs its file: {self.sources[0].name}:{number}, say "
+                f"({self.path} holds {len(self.sources)} files: {names})"
+            )
+        source = self._by_name.get(name)
+        if source is None:
+            close = difflib.get_close_matches(name, list(self._by_name), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise InputError(f"{self.path} has no file named {name!r}{hint}")
+        if not 1 <= number <= len(source):
+            raise InputError(
+                f"paragraph {name}:{number} is out of range: {source.path} has {len(source)} paragraphs (1-{len(source)})"
+            )
+        return source.first + number - 1
