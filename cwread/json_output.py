@@ -53,10 +53,12 @@ def id_json(document: Document, pid: int) -> int | str:
 
 
 def ref_json(document: Document, pid: int) -> dict:
-    """Where paragraph `pid` is: its `id` as cited, its `source` (None in a single file) and
-    its `paragraph` number in that source."""
+    """Where paragraph `pid` is: its `id` as cited, its `source` (None in a single file), its
+    `paragraph` number in that source, and the `page` it starts on in a book with pages."""
     source, number = document.ref(pid)
-    return {"id": id_json(document, pid), "source": source, "paragraph": number}
+    place = {"id": id_json(document, pid), "source": source, "paragraph": number}
+    page = document.page(pid)
+    return place if page is None else {**place, "page": page}
 
 
 def show_json(document: Document, paragraphs: list[Paragraph]) -> dict:

@@ -197,9 +197,15 @@ def progress(quiet: bool = False) -> Iterator[Progress | None]:
         yield update
 
 
-def _paragraph_line(label: str, text: str) -> Text:
+def _tag(document: Document, pid: int) -> str:
+    """How a paragraph is named before its text: "[12] ", or "[12] p. 37 " in a book with pages."""
+    page = document.page(pid)
+    return f"[{document.label(pid)}] " if page is None else f"[{document.label(pid)}] p. {page} "
+
+
+def _paragraph_line(document: Document, pid: int, text: str) -> Text:
     line = Text()
-    line.append(f"[{label}] ", style="bold cyan")
+    line.append(_tag(document, pid), style="bold cyan")
     line.append(printable(text))
     return line
 
@@ -207,7 +213,7 @@ def _paragraph_line(label: str, text: str) -> Text:
 def show_view(document: Document, paragraphs: list[Paragraph]) -> None:
     out = stdout(lines=True)
     for p in paragraphs:
-        out.print(_paragraph_line(document.label(p.id), p.text))
+        out.print(_paragraph_line(document, p.id, p.text))
         out.print()
 
 
@@ -231,7 +237,7 @@ def find_view(result: FindResult, limit: int) -> None:
         for pid in s.ids:
             p = doc.paragraph(pid)
             style = "bold" if pid in s.anchors else ""
-            body.append(f"[{doc.label(pid)}] ", style="bold cyan")
+            body.append(_tag(doc, pid), style="bold cyan")
             body.append(printable(p.text), style=style)
             if pid != s.end:
                 body.append("\n\n")
@@ -305,7 +311,7 @@ def answer_view(trace: Trace) -> None:
         for q in outcome.quotes:
             by_paragraph.setdefault(q.id, []).append((q.start, q.end))
         for pid, spans in by_paragraph.items():
-            tag = f"[{doc.label(pid)}] "
+            tag = _tag(doc, pid)
             line = Text()
             line.append(tag, style="bold cyan")
             line.append(printable(doc.paragraph(pid).text))

@@ -18,6 +18,8 @@ How ids are assigned (stable for the same bytes and the same PARSER_VERSION):
 5. A book of several files (a folder: `folder`; an EPUB's chapters: `formats.epub`) is its
    files' paragraphs in order, each file numbered by these rules from 1 and cited as
    `name:N` (see `Document`, `Source`).
+6. A PDF has no blank lines: its paragraphs are rebuilt from the lines as set, and its text
+   numbered by these rules, each paragraph knowing the page it starts on (`formats.pdf`).
 
 The package: `model` (paragraphs, sources, the book and its labels), `decoding` (bytes read
 within bounds and decoded), `paragraphs` (these rules), `formats` (a reader per format:

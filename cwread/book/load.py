@@ -17,8 +17,6 @@ from cwread.book.model import Document, Paragraph, Source, source_name
 from cwread.book.paragraphs import PARSER_VERSION
 from cwread.errors import InputError
 
-PARSED_CACHE_BYTES = 64 * 1024  # a smaller file reads about as fast as its cache entry is read
-
 
 def load_document(
     path: str, encoding: str | None = None, max_bytes: int | None = None, within: tuple[Path, ...] = ()
@@ -65,7 +63,7 @@ def _read_file(data: bytes, name: str, encoding: str | None, max_bytes: int) -> 
     if not data.strip():
         raise InputError(f"{name} is empty")
     reader = reader_for(data, name)
-    if len(data) < PARSED_CACHE_BYTES or not reader.cacheable:
+    if reader.cached_from is None or len(data) < reader.cached_from:
         return reader.read(data, name, encoding, max_bytes)
     from cwread.cache import cache_root, read_entry, remove_entry, write_entry
     from cwread.errors import CacheError

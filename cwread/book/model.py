@@ -187,7 +187,9 @@ class Document:
 
     def parse_spec(self, spec: str) -> list[int]:
         """Ids named by "12", "10-14" or "3,7,10-12"; in a book of sources "ch03:12",
-        "ch03:12-20", "ch03:40-ch04:2" or "ch03" (the whole file). InputError if invalid."""
+        "ch03:12-20", "ch03:40-ch04:2" or "ch03" (the whole file); in a book with pages,
+        "p37" or "p37-39" (the paragraphs that start on them; "ch03:p37" in a book of
+        sources). InputError if invalid."""
         ids: list[int] = []
         for part in spec.strip().split(","):
             part = part.strip()
@@ -198,6 +200,9 @@ class Document:
         if self.sources and part.replace(" ", "") in self._by_name:
             source = self._by_name[part.replace(" ", "")]
             return list(range(source.first, source.last + 1))
+        pages = re.fullmatch(rf"\s*(?:({SOURCE_NAME})\s*:\s*)?[pP]\.?\s*(\d+)\s*(?:-\s*[pP]?\.?\s*(\d+))?\s*", part)
+        if pages:
+            return self._on_pages(pages.group(1), int(pages.group(2)), int(pages.group(3) or pages.group(2)))
         m = re.fullmatch(
             rf"\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+)\s*(?:-\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+))?\s*", part
         )
@@ -212,6 +217,34 @@ class Document:
         if lo > hi:
             raise InputError(f"bad paragraph range {part!r}: the start is after the end")
         return list(range(lo, hi + 1))
+
+    def page(self, pid: int) -> int | None:
+        """The page paragraph `pid` starts on, in a book with pages (a PDF); else None."""
+        return self.paragraph(pid).page
+
+    def _on_pages(self, name: str | None, first: int, last: int) -> list[int]:
+        lo, hi = 1, len(self.paragraphs)
+        where = self.path
+        if name is not None or self.sources:
+            if name is None:
+                raise InputError(f"pages need their file in {self.path}: {self.sources[0].name}:p{first}, say")
+            source = self._by_name.get(name)
+            if source is None:
+                raise InputError(f"{self.path} has no file named {name!r}")
+            lo, hi, where = source.first, source.last, source.path
+        numbered = [p for p in self.paragraphs[lo - 1 : hi] if p.page is not None]
+        if not numbered:
+            raise InputError(f"{where} has no pages (only a PDF has): name paragraphs by number")
+        if first > last:
+            raise InputError(f"bad page range p{first}-{last}: the start is after the end")
+        ids = [p.id for p in numbered if first <= p.page <= last]
+        if not ids:
+            pages = f"page {first}" if first == last else f"pages {first}-{last}"
+            raise InputError(
+                f"no paragraph starts on {pages} of {where} (its paragraphs start on pages "
+                f"{numbered[0].page}-{numbered[-1].page})"
+            )
+        return ids
 
     def _resolve(self, name: str | None, number: int) -> int:
         count = len(self.paragraphs)

@@ -115,7 +115,8 @@ def show(
         str,
         typer.Argument(
             help="Paragraph ids: 12, 10-14 or 3,7,10-12; in a folder or an EPUB, by file: ch03:12, "
-            "ch03:12-20, ch03:40-ch04:2 or ch03 (the whole file).",
+            "ch03:12-20, ch03:40-ch04:2 or ch03 (the whole file); in a PDF, by page: p37 or "
+            "p37-39.",
             show_default=False,
         ),
     ],

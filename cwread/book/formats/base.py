@@ -62,13 +62,14 @@ class Reading:
 @dataclass(frozen=True)
 class Reader:
     """One format: `sniff` says from the bytes and the name whether a file is of it, `read`
-    turns the bytes into parts (InputError, one line, for anything unusable), `cacheable`
-    whether its reading may be kept on disk (an EPUB's never is: nothing of it reaches the
-    disk), `version` a number raised whenever the same bytes would read otherwise (it keys
-    the cache of readings)."""
+    turns the bytes into parts (InputError, one line, for anything unusable), `cached_from`
+    the size from which its reading is kept on disk, by the bytes (a smaller text reads
+    about as fast as its cache entry; None: never, as for an EPUB, nothing of which reaches
+    the disk), `version` a number raised whenever the same bytes would read otherwise (it
+    keys the cache of readings)."""
 
     name: str
     sniff: Callable[[bytes, str], bool]
     read: Callable[[bytes, str, str | None, int], Reading]
-    cacheable: bool = True
+    cached_from: int | None = 64 * 1024
     version: int = 1

@@ -5,9 +5,11 @@ paragraph rebuilt from the lines it is set in and cited by the page it starts on
 - Running headers and footers are left out: a line at the top or the bottom of a page, set
   apart from the text by a wider gap, whose words (numbers aside) recur on at least
   `RUNNING_PAGES` pages; so is a bare page number there ("12", "- 12 -", "Page 3 of 40", "xiv").
-- A new paragraph starts at a first-line indent, after a gap wider than the book's line
-  spacing, and, in justified text, after a line that ends a sentence short of the margin. A
-  paragraph runs on across a page or column break unless one of those says otherwise.
+- A new paragraph starts at a first-line indent; after a gap wider than the book's line
+  spacing or a change of type size; in justified type, after a line that stops short of the
+  margin; in ragged type, after a line that ends a sentence where the next line's first word
+  would have fit. A paragraph runs on across a page or column break unless one of those
+  says otherwise.
 - Hyphenation is undone: a soft hyphen at a line's end joins the word; a hard one before a
   lower-case letter too, as in a plain text.
 - A PDF with no text layer (a scan) is refused in one line; OCR is not built. So are an
@@ -205,8 +207,8 @@ def _starts_paragraph(
         return True  # a first-line indent, or a line set apart (centred, a heading)
     prev_left, prev_right = _column(previous, margins)
     ended = bool(_ENDS_SENTENCE.search(previous.text))
-    if justified and ended and previous.right < prev_right - max(4.0, 0.02 * (prev_right - prev_left)):
-        return True  # the last line of a paragraph stops short of the margin
+    if justified and previous.right < prev_right - max(4.0, 0.02 * (prev_right - prev_left)):
+        return True  # in justified type only a paragraph's last line stops short of the margin
     word = _WORD_START.match(line.text) or re.match(r"\S+", line.text)
     per_char = (previous.right - previous.left) / max(len(previous.text), 1)
     if ended and word and previous.right + per_char * (len(word.group()) + 2) < prev_right:
@@ -240,7 +242,7 @@ def _join(texts: list[str], words: set[str]) -> str:
             parts[-1] = last + text
         else:
             parts.append(text)
-    return " ".join(" ".join(parts).replace(_HYPHEN_MARK, "").split())
+    return " ".join(_DROPPED.sub("", " ".join(parts).replace(_HYPHEN_MARK, "")).split())
 
 
 def _keeps_hyphen(left: str, right: str, words: set[str]) -> bool:
@@ -255,12 +257,15 @@ def _keeps_hyphen(left: str, right: str, words: set[str]) -> bool:
 
 def _words(lines: list[Line]) -> set[str]:
     """The words the book sets within its lines, hyphenated ones whole and in their halves,
-    lower-cased; a line's broken last word is not one."""
+    lower-cased; the halves of a word broken at a line's end are none."""
     words: set[str] = set()
+    broken = False  # whether the line before ended in a broken word
     for line in lines:
-        text = line.text[:-1] if line.text.endswith(_HYPHEN_MARK) else line.text
-        found = _COMPOUND.findall(text.lower())
-        if line.text.endswith(_HYPHEN_MARK) and found:
+        found = _COMPOUND.findall(line.text.lower())
+        if broken and found:
+            found.pop(0)
+        broken = line.text.endswith(_HYPHEN_MARK)
+        if broken and found:
             found.pop()
         for word in found:
             words.add(word)
@@ -354,4 +359,4 @@ def _column(line: Line, margins: list[tuple[float, float]]) -> tuple[float, floa
     return found
 
 
-READER = Reader("pdf", _sniff, _read)
+READER = Reader("pdf", _sniff, _read, cached_from=0)  # reading a page costs more than its cache
