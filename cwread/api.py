@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from cwread import pipeline
 from cwread.backends import label
@@ -29,6 +30,7 @@ from cwread.backends.select import (
 from cwread.book import Document, Paragraph, load_document
 from cwread.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
 from cwread.errors import ModelError
+from cwread.library import Found, Library
 from cwread.model_facts import FACTS, facts_of
 from cwread.progress import Progress
 from cwread.records import (
@@ -61,10 +63,12 @@ __all__ = [
     "doctor",
     "find",
     "index_document",
+    "library",
     "make_budget",
     "make_question",
     "open",
     "open_document",
+    "search_library",
     "show",
 ]
 
@@ -155,6 +159,17 @@ def ask(
         progress=progress,
         notice=notice,
     )
+
+
+def library(roots: tuple[Path, ...]) -> Library:
+    """The books under `roots` (folders): listed, opened to their contents, searched together."""
+    return Library(roots)
+
+
+def search_library(roots: tuple[Path, ...], query: str, limit: int = 10, progress: Progress | None = None) -> Found:
+    """The `limit` paragraphs of the books under `roots` that best match `query` (BM25, no
+    model call), best first; the library's index built if missing or stale."""
+    return Library(roots).search(query, limit, progress)
 
 
 def doctor(settings: BackendSettings | None = None) -> DoctorReport:

@@ -10,6 +10,7 @@ from dataclasses import asdict
 
 from cwread import __version__
 from cwread.book import Document, Paragraph
+from cwread.library import Found, Hit
 from cwread.records import (
     AgentCall,
     DoctorReport,
@@ -284,3 +285,26 @@ def quotes_json(document: Document, quotes: tuple[Quote, ...]) -> list[dict]:
 
 def forged_json(forged: tuple[Forged, ...]) -> list[dict]:
     return [{"id": label_json(label), "quote": text} for label, text in forged]
+
+
+def hit_json(hit: Hit) -> dict:
+    """A paragraph found in a library, named as `ref_json` names one, with its book."""
+    place = {"book": hit.book, "id": hit.label if hit.source else hit.id, "source": hit.source}
+    place["paragraph"] = hit.paragraph
+    if hit.page is not None:
+        place["page"] = hit.page
+    return {**place, "score": round(hit.score, 4), "text": hit.text}
+
+
+def search_json(found: Found) -> dict:
+    """`cwread search --json`: the hits, best first, and what the library held."""
+    return {
+        "version": TRACE_VERSION,
+        "query": found.query,
+        "books": found.books,
+        "paragraphs": found.paragraphs,
+        "skipped": list(found.skipped),
+        "index_built": found.built,
+        "hits": [hit_json(hit) for hit in found.hits],
+    }
+

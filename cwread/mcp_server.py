@@ -1,7 +1,7 @@
 """`cwread mcp`: cwread as tools an agent calls, an MCP server over stdio (the official SDK).
 
 Tools: `ask`, `verify`, `find` and `show`, each on a book under the roots the server was
-started with. Each returns structured content (the answer or verdict, its quotes with
+started with; and, for the library as a whole, `list_books`, `contents` and `search`. Each returns structured content (the answer or verdict, its quotes with
 paragraph and character offsets, what was skipped and why, the models) and a short text
 rendering beside it for clients that show text only. Books stay open across calls (a
 reading session each, at most `max_sessions`, the least recently used closed first), one
@@ -11,7 +11,6 @@ its kind. The server reads only under its roots and writes only to cwread's cach
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from cwread import __version__, api, json_output
 from cwread.backends import cancellable
 from cwread.book import load_document
 from cwread.errors import CwreadError, InputError
+from cwread.library import Library, stamp_of
 from cwread.records import JUDGE_ANYWAY_HINT, Trace
 from cwread.session import Session
 
@@ -69,33 +69,22 @@ class Books:
 
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
-        self.roots = tuple(root.resolve() for root in settings.roots)
+        self.library = Library(settings.roots)
+        self.roots = self.library.roots
         self._open: OrderedDict[tuple, tuple[Session, threading.Lock]] = OrderedDict()
         self._lock = threading.Lock()
 
     def resolve(self, book: str) -> Path:
-        """The file or folder `book` names, relative to the first root unless absolute; InputError for
-        anything outside the roots, `..` and symlinks included (the real path is checked)."""
+        """The file or folder `book` names under the roots (see `Library.resolve`)."""
         if not book or book == "-":
             raise InputError("give the book's path under the server's roots (standard input is the protocol)")
-        given = Path(book).expanduser()
-        path = given if given.is_absolute() else self.roots[0] / given
-        try:
-            real = path.resolve(strict=True)
-        except (OSError, RuntimeError):
-            raise InputError(f"no such book under the server's roots: {book}") from None
-        if not any(real.is_relative_to(root) for root in self.roots):
-            roots = ", ".join(str(r) for r in self.roots)
-            raise InputError(f"{book} is outside the folders this server reads ({roots}); refused")
-        if not (real.is_file() or real.is_dir()):
-            raise InputError(f"{book} is not a file or a folder")
-        return real
+        return self.library.resolve(book)
 
     def open(self, book: str) -> tuple[Session, threading.Lock]:
         """The book's session, opened once and kept while it is among the most recently used;
         a book changed since it was opened (a folder: any of its files) is opened again."""
         path = self.resolve(book)
-        key = (str(path), *_signature(path))
+        key = (str(path), *stamp_of(path))
         with self._lock:
             if key in self._open:
                 self._open.move_to_end(key)
@@ -116,24 +105,6 @@ class Books:
             while len(self._open) > self.settings.max_sessions:
                 self._open.popitem(last=False)
             return held
-
-
-def _signature(path: Path) -> tuple:
-    """What changes when a book does: a file's size, times and inode (a rewrite that keeps its
-    size and sets its old time back still changes its ctime); a folder's, every file's."""
-    if path.is_file():
-        return _stamp(path.stat())
-    seen = []
-    for folder, dirs, names in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(names):
-            with suppress(OSError):
-                seen.append((folder, name, *_stamp((Path(folder) / name).stat())))
-    return (hash(tuple(seen)),)
-
-
-def _stamp(stat: os.stat_result) -> tuple[int, ...]:
-    return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
 
 def answer_content(trace: Trace) -> dict[str, Any]:
@@ -175,8 +146,9 @@ def _failure(trace: Trace) -> str | None:
 BookArg = Annotated[
     str,
     Field(
-        description="A book under one of the server's roots: a text, HTML or EPUB file, or a folder of them, "
-        "as a path relative to a root or an absolute path inside one."
+        description="A book under one of the server's roots: a text, HTML, EPUB or PDF file, or a folder "
+        "of them, as list_books names it: its path relative to the first root, or an absolute path "
+        "inside any root."
     ),
 ]
 JudgeArg = Annotated[
@@ -327,6 +299,77 @@ def build_server(settings: ServerSettings) -> MCPServer:
             shown = api.show(session.document, paragraphs)
             data = json_output.show_json(session.document, shown)
             return result(data, "\n\n".join(f"[{session.document.label(p.id)}] {p.text}" for p in shown))
+
+        return await off_thread(work)
+
+    library = books.library
+
+    @server.tool(
+        description="The books under the server's roots: each file (text, HTML, EPUB, PDF) and each "
+        "folder directly in a root, with its name (what the other tools take as book), kind, size "
+        "and whether the search index holds it as it is now (search builds it).",
+        annotations=read_only,
+    )
+    async def list_books() -> CallToolResult:
+        def work() -> CallToolResult:
+            listed = library.books()
+            indexed = library.indexed(listed)
+            data = {
+                "books": [
+                    {"book": b.name, "kind": b.kind, "bytes": b.size, "indexed": b.name in indexed}
+                    for b in listed
+                ]
+            }
+            text = "\n".join(f"{b.name} ({b.kind}, {b.size:,} bytes)" for b in listed)
+            return result(data, text or "no books under the roots")
+
+        return await off_thread(work)
+
+    @server.tool(
+        description="A book's table of contents: each source (a folder's file, an EPUB's chapter) with "
+        "its paragraph range as show takes it, its pages where it has them, and its first paragraph "
+        "as its heading; a single file is one entry.",
+        annotations=read_only,
+    )
+    async def contents(book: BookArg) -> CallToolResult:
+        def work() -> CallToolResult:
+            entry, document, chapters = library.contents(book)
+            data = {
+                "book": entry.name,
+                "kind": entry.kind,
+                "paragraphs": len(document),
+                "contents": [
+                    {
+                        "source": c.name,
+                        "paragraphs": c.span,
+                        "pages": list(c.pages) if c.pages else None,
+                        "heading": c.heading,
+                    }
+                    for c in chapters
+                ],
+            }
+            text = "\n".join(f"{c['paragraphs']}: {c['heading']}" for c in data["contents"])
+            return result(data, text)
+
+        return await off_thread(work)
+
+    @server.tool(
+        description="Search every book under the server's roots for paragraphs matching some words "
+        "(BM25, no model call): each hit with its book, paragraph (as show takes it), page where there "
+        "is one, score and text, best first. The first search builds the library's index.",
+        annotations=read_only,
+    )
+    async def search(
+        query: Annotated[str, Field(description="The words to look for.")],
+        limit: Annotated[int, Field(description="Paragraphs to return, best first.")] = 10,
+        ctx: Context | None = None,
+    ) -> CallToolResult:
+        def work() -> CallToolResult:
+            found = library.search(query, limit, reporter(ctx))
+            data = json_output.search_json(found)
+            data["hits"] = [{**hit, "is": BOOKS_WORDS} for hit in data["hits"]]
+            text = "\n".join(f"{h.book} [{h.label}] {h.text[:200]}" for h in found.hits)
+            return result(data, text or "no paragraph matches")
 
         return await off_thread(work)
 

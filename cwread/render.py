@@ -20,6 +20,7 @@ from rich.text import Text
 from cwread.book import Document, Paragraph
 from cwread.errors import CwreadError, OutputError
 from cwread.json_output import TRACE_VERSION
+from cwread.library import Found
 from cwread.progress import Progress
 from cwread.records import (
     NO_SENTENCE,
@@ -34,6 +35,7 @@ from cwread.terminal import one_line, printable
 
 _STAGES = {
     "bm25": "Building the lexical index",
+    "reading books": "Reading the books of the library",
     "embed": "Embedding paragraphs",
     "finder": "Finder reading segments",
     "interpreter": "Interpreter answering",
@@ -215,6 +217,29 @@ def show_view(document: Document, paragraphs: list[Paragraph]) -> None:
     for p in paragraphs:
         out.print(_paragraph_line(document, p.id, p.text))
         out.print()
+
+
+def search_view(found: Found) -> None:
+    out = stdout()
+    skipped = f"; {len(found.skipped)} could not be read" if found.skipped else ""
+    out.print(
+        Text(
+            f"{len(found.hits)} paragraphs of {found.books} books ({found.paragraphs:,} paragraphs"
+            f"{skipped}) for: {one_line(found.query)}",
+            style="dim",
+        )
+    )
+    for hit in found.hits:
+        out.print()
+        head = Text()
+        head.append(f"{printable(hit.book)} ", style="bold")
+        head.append(f"[{hit.label}]" + (f" p. {hit.page}" if hit.page is not None else ""), style="bold cyan")
+        head.append(f"  score {hit.score:.2f}", style="dim")
+        out.print(head)
+        text = hit.text if len(hit.text) <= 600 else hit.text[:599].rstrip() + "…"
+        out.print(Text(printable(text)))
+    for line in found.skipped[:5]:
+        notice(f"not searched: {line}")
 
 
 def find_view(result: FindResult, limit: int) -> None:

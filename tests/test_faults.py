@@ -933,7 +933,7 @@ def test_a_trace_onto_a_link_writes_its_target_and_onto_a_device_writes_the_devi
 def test_a_book_rewritten_to_the_same_size_and_time_is_read_again():
     import tempfile
 
-    from cwread.mcp_server import _signature
+    from cwread.library import stamp_of as _signature
 
     with tempfile.TemporaryDirectory() as folder:
         book = Path(folder) / "b.txt"

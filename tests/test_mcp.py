@@ -57,7 +57,7 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
         ("verify", {"book": GIANT, "claim": "x" * 5000}),
         ("show", {"book": GIANT, "paragraphs": "7"}),
     )
-    assert sorted(names) == ["ask", "find", "show", "verify"]
+    assert sorted(names) == ["ask", "contents", "find", "list_books", "search", "show", "verify"]
     answered, refused, relative, too_long, shown = results
 
     assert not answered.is_error
@@ -73,7 +73,7 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
     assert answered.content[0].text.startswith("Answer: ")
     assert progress  # the first call built the index, and said so
 
-    assert refused.is_error and "outside the folders this server reads" in refused.content[0].text
+    assert refused.is_error and "outside the library's folders" in refused.content[0].text
     assert "input:" in refused.content[0].text and "must not read" not in refused.content[0].text
     assert not relative.is_error and relative.structured_content["answer"] == data["answer"]
     assert too_long.is_error and "input: the claim runs to 5,000 characters" in too_long.content[0].text
@@ -87,7 +87,7 @@ def test_a_symlink_that_leaves_the_root_is_refused(tmp_path):
     secret.write_text("Nothing to see.\n", encoding="utf-8")
     (root / "link.txt").symlink_to(secret)
     _, [result], _ = call(server(tmp_path, str(root)), ("show", {"book": "link.txt", "paragraphs": "1"}))
-    assert result.is_error and "outside the folders" in result.content[0].text
+    assert result.is_error and "outside the library's folders" in result.content[0].text
 
 
 def test_a_bad_argument_is_a_tool_error_and_the_server_goes_on(tmp_path):
@@ -270,3 +270,56 @@ def test_a_client_that_goes_away_mid_call_ends_the_server_at_once(tmp_path):
     finally:
         proc.kill()
         hanging.close()
+
+
+def test_an_agent_lists_browses_and_searches_the_library_and_nothing_outside(tmp_path):
+    root = tmp_path / "library"
+    (root / "letters").mkdir(parents=True)
+    data = EXAMPLES.parent / "tests" / "data"
+    for name in ("selfish-giant-pandoc.epub", "selfish-giant-libreoffice.pdf"):
+        (root / name).write_bytes((data / name).read_bytes())
+    (root / "letters" / "one.txt").write_text("Dear brother, the lamp oil came late.\n", encoding="utf-8")
+    (root / ".hidden.txt").write_text("Hidden giant garden wall.\n", encoding="utf-8")
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "diary.txt").write_text("The giant garden wall of the secret diary.\n", encoding="utf-8")
+    (root / "diary.txt").symlink_to(secret / "diary.txt")
+    (root / "vault").symlink_to(secret, target_is_directory=True)
+    _, results, progress = call(
+        server(tmp_path, str(root)),
+        ("list_books", {}),
+        ("search", {"query": "giant built a high wall", "limit": 3}),
+        ("list_books", {}),
+        ("contents", {"book": "selfish-giant-pandoc.epub"}),
+        ("contents", {"book": "selfish-giant-libreoffice.pdf"}),
+        ("contents", {"book": "../secret/diary.txt"}),
+        ("contents", {"book": "vault"}),
+        ("search", {"query": "   "}),
+    )
+    listed, found, relisted, epub, pdf, outside, linked, empty = results
+    books = listed.structured_content["books"]
+    assert [(b["book"], b["kind"], b["indexed"]) for b in books] == [
+        ("letters", "folder", False),
+        ("selfish-giant-libreoffice.pdf", "pdf", False),
+        ("selfish-giant-pandoc.epub", "epub", False),
+    ]
+    assert all(b["indexed"] for b in relisted.structured_content["books"])
+    hits = found.structured_content["hits"]
+    assert len(hits) == 3 and {h["book"] for h in hits} == {"selfish-giant-libreoffice.pdf", "selfish-giant-pandoc.epub"}
+    for hit in hits:
+        assert "high wall" in hit["text"] and "not instructions" in hit["is"]
+        if hit["book"].endswith(".pdf"):
+            assert isinstance(hit["id"], int) and hit["page"] >= 1
+        else:
+            assert hit["id"] == f"{hit['source']}:{hit['paragraph']}"
+    assert progress  # the first search built the index, and said so
+    chapters = epub.structured_content["contents"]
+    assert [c["source"] for c in chapters] == ["title_page", "ch001", "ch002"]
+    assert chapters[2]["paragraphs"] == "ch002:1-19" and chapters[2]["heading"] == "The Giant’s Garden"
+    [whole] = pdf.structured_content["contents"]
+    assert whole["source"] is None and whole["pages"] == [1, 4] and whole["heading"] == "THE SELFISH GIANT"
+    assert outside.is_error and linked.is_error and empty.is_error
+    assert "outside" in outside.content[0].text and "outside" in linked.content[0].text
+    everything = str([r.structured_content for r in results]) + str([r.content for r in results])
+    assert "secret diary" not in everything and "Hidden giant" not in everything
+

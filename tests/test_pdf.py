@@ -184,3 +184,31 @@ def test_lines_join_into_paragraphs_by_the_books_own_rules():
     ]
     assert [(page, line_no) for page, line_no, _ in paragraphs[:3]] == [(1, 1), (1, 5), (2, 1)]
     assert not any("Running" in t or "\x1b" in t for t in texts) and len(texts) == 6
+
+
+def test_a_two_column_article_reads_column_by_column_on_its_pages(cache_dir):
+    """elsarticle's two-column sample as Debian ships it (pdfTeX; see tests/data/README.md)."""
+    book = load_document(str(DATA / "elsarticle-two-columns.pdf"))
+    starts = {
+        "Although quadrupole excitons (QE) in cuprous oxide crystals": 1,
+        "There are few experiments concerned with resonant interaction": 2,  # left column, top
+        "Assume that a single PMS of radius": 2,
+        "Below we compare the evanescent quadrupole polariton": 2,  # right column
+        "For the Cu2O para-exciton the linewidth of the polariton": 3,
+        "In summary, we note that there is some similarity": 4,
+    }
+    found = {}
+    for opening, page in starts.items():
+        [p] = [p for p in book.paragraphs if p.text.startswith(opening)]
+        assert p.page == page, opening
+        found[opening] = p
+    ids = [p.id for p in found.values()]
+    assert ids == sorted(ids)  # in reading order: a page's left column before its right
+    assert found["There are few experiments concerned with resonant interaction"].text.endswith(
+        "Hence the localization is effectively impeded."
+    )
+    # a word hyphenated at a line's end is whole again
+    assert "is given by the WGM linewidth. The para-excitons can acquire some" in found[
+        "For the Cu2O para-exciton the linewidth of the polariton"
+    ].text
+

@@ -75,7 +75,7 @@ def _click_types(name: str) -> tuple[type[BaseException], ...]:
 app = typer.Typer(
     name="cwread",
     help=(
-        "Read long narratives (text, HTML, EPUB) with numbered paragraphs: show them, find the "
+        "Read long narratives (text, HTML, EPUB, PDF) with numbered paragraphs: show them, find the "
         "passages a question needs, and (with a model) answer with [N] citations.\n\n"
         "Exit codes: 0 ok, 1 claim FALSE, 2 usage/input error, 3 model/backend/cache failure, "
         "4 no answer (not determined from the text, or unparseable), 70 internal error, "
@@ -438,6 +438,39 @@ def eval_command(
         render.print_json(json_output.eval_json(result.meta, result.summary))
     else:
         render.eval_view(result.summary)
+
+
+@app.command()
+@output_options
+def search(
+    library: Annotated[
+        str,
+        typer.Argument(
+            help="A folder of books: each file (text, HTML, EPUB, PDF) and each folder in it is a book.",
+            show_default=False,
+        ),
+    ],
+    query: Annotated[str, typer.Argument(help="The words to look for.", show_default=False)],
+    limit: Annotated[int, typer.Option(help="Paragraphs to print, best first.")] = 10,
+    output: Any = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Rank the paragraphs of every book in a folder by BM25 (no model call), each named
+    by its book, its paragraph and its page, e.g. `cwread search ~/books "the yew alley"`.
+
+    The index of the whole library is built on the first search and kept until a book
+    changes; a changed book is read again alone.
+    """
+    from pathlib import Path
+
+    from cwread import api, json_output, render
+
+    with render.progress() as progress:
+        found = api.search_library((Path(library),), query, limit, progress)
+    if output.json_out:
+        render.print_json(json_output.search_json(found))
+    else:
+        render.search_view(found)
 
 
 @app.command()

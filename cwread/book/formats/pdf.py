@@ -1,7 +1,8 @@
 """PDF books: the text layer read with pypdfium2 (PDFium, the PDF engine of Chromium), each
 paragraph rebuilt from the lines it is set in and cited by the page it starts on.
 
-- Lines come from PDFium's text in reading order, each placed by its first and last glyph.
+- Lines come from PDFium's text in reading order (column by column, as the PDF sets it),
+  each placed by its first and last glyph.
 - Running headers and footers are left out: a line at the top or the bottom of a page, set
   apart from the text by a wider gap, whose words (numbers aside) recur on at least
   `RUNNING_PAGES` pages; so is a bare page number there ("12", "- 12 -", "Page 3 of 40", "xiv").
@@ -41,8 +42,7 @@ _PAGE_NUMBER = re.compile(
     r"(?i)^[\W_]*(?:page\s*)?(?:\d{1,5}|[ivxlcdm]{1,7})(?:\s*(?:/|of)\s*\d{1,5})?[\W_]*$"
 )
 _DROPPED = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ufffe\uffff\u200b]")  # controls, PDFium's placeholders
-_SOFT_HYPHEN = ("\x02", "\ufffe", "\u00ad")  # how PDFium marks a hyphen at a line's end
-_LINE_BREAK = re.compile("\r\n|(?<=[\x02\ufffe])")
+_HYPHEN_CODES = {0x02, 0xFFFE}  # how PDFium marks a hyphen at a line's end
 _HYPHEN_MARK = "\u00ad"
 _COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")  # a word, hyphenated or not
 _WORD_END = re.compile(r"[^\W\d_]+$")
@@ -134,26 +134,43 @@ def _pages(data: bytes, name: str) -> list[list[Line]]:
 
 
 def _lines(textpage) -> list[Line]:
-    text = textpage.get_text_range()
-    lines = []
-    at = 0
-    # PDFium joins a word hyphenated at a line's end into one line of its text, the hyphen
-    # marked: cut there too, so each line is one line as set
-    for raw in _LINE_BREAK.split(text):
-        start = at
-        at += len(raw) + (2 if text.startswith("\r\n", start + len(raw)) else 0)
-        first = len(raw) - len(raw.lstrip())
-        last = len(raw.rstrip()) - 1
-        if last < first:
+    """A page's lines in PDFium's reading order, read character by character: its text as
+    one string does not index alike (a character outside the BMP counts twice there), and
+    PDFium marks the end of a line with generated characters, and a hyphen there as such."""
+    import pypdfium2.raw as pdfium_c
+
+    handle = textpage.raw
+    codes = [pdfium_c.FPDFText_GetUnicode(handle, i) for i in range(textpage.count_chars())]
+    lines: list[Line] = []
+
+    def blank(i: int) -> bool:
+        return chr(codes[i]).isspace() or bool(pdfium_c.FPDFText_IsGenerated(handle, i))
+
+    start = 0
+    for end in range(len(codes) + 1):
+        at_end = end == len(codes)
+        hyphen = not at_end and codes[end] in _HYPHEN_CODES
+        if not (at_end or hyphen or codes[end] in (10, 13)):
             continue
-        left, bottom, _, top = textpage.get_charbox(start + first, loose=True)
-        _, bottom2, right, top2 = textpage.get_charbox(start + last, loose=True)
-        clean = _DROPPED.sub("", raw.translate(_LIGATURES).replace("\r", " ").replace("\n", " ")).strip()
-        if raw.rstrip().endswith(_SOFT_HYPHEN):
-            clean += _HYPHEN_MARK  # the word goes on in the next line (see _join)
-        if clean.strip(_HYPHEN_MARK):
-            lines.append(Line(clean, left, right, min(bottom, bottom2), max(top, top2)))
+        first, last = start, end - 1
+        start = end + 1
+        while first <= last and blank(first):
+            first += 1
+        while last >= first and blank(last):
+            last -= 1
+        if first > last:
+            continue
+        text = " ".join(_DROPPED.sub("", "".join(map(_char, codes[first : last + 1])).translate(_LIGATURES)).split())
+        if not text:
+            continue
+        left, bottom, _, top = textpage.get_charbox(first, loose=True)
+        _, bottom2, right, top2 = textpage.get_charbox(last, loose=True)
+        lines.append(Line(text + (_HYPHEN_MARK if hyphen else ""), left, right, min(bottom, bottom2), max(top, top2)))
     return lines
+
+
+def _char(code: int) -> str:
+    return chr(code) if 0 <= code < 0x110000 and not 0xD800 <= code < 0xE000 else ""
 
 
 def _clean(message: str) -> str:
