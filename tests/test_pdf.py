@@ -159,7 +159,7 @@ def test_a_pdf_that_reads_too_long_is_refused(tmp_path, cache_dir, monkeypatch):
 
 
 def line(text, left, bottom, right=300.0, height=10.0):
-    return pdf.Line(text, left, right, bottom, bottom + height)
+    return pdf.Line(text, left, right, bottom, bottom + height, 10.0)
 
 
 def test_lines_join_into_paragraphs_by_the_books_own_rules():

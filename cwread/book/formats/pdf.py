@@ -42,7 +42,9 @@ _PAGE_NUMBER = re.compile(
     r"(?i)^[\W_]*(?:page\s*)?(?:\d{1,5}|[ivxlcdm]{1,7})(?:\s*(?:/|of)\s*\d{1,5})?[\W_]*$"
 )
 _DROPPED = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ufffe\uffff\u200b]")  # controls, PDFium's placeholders
-_HYPHEN_CODES = {0x02, 0xFFFE}  # how PDFium marks a hyphen at a line's end
+_HYPHENS = ("\x02", "\ufffe")  # how PDFium marks a hyphen at a line's end
+_LINE_ENDS = re.compile("[\r\n\x02\ufffe]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _HYPHEN_MARK = "\u00ad"
 _COMPOUND = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")  # a word, hyphenated or not
 _WORD_END = re.compile(r"[^\W\d_]+$")
@@ -70,6 +72,7 @@ class Line:
     right: float
     bottom: float
     top: float
+    size: float = 0.0  # the type size of its first character, in points
 
     @property
     def height(self) -> float:
@@ -134,43 +137,56 @@ def _pages(data: bytes, name: str) -> list[list[Line]]:
 
 
 def _lines(textpage) -> list[Line]:
-    """A page's lines in PDFium's reading order, read character by character: its text as
-    one string does not index alike (a character outside the BMP counts twice there), and
-    PDFium marks the end of a line with generated characters, and a hyphen there as such."""
+    """A page's lines in PDFium's reading order. PDFium ends a line with generated characters,
+    and marks a hyphen there as such."""
     import pypdfium2.raw as pdfium_c
 
-    handle = textpage.raw
-    codes = [pdfium_c.FPDFText_GetUnicode(handle, i) for i in range(textpage.count_chars())]
+    text = _page_text(textpage)
     lines: list[Line] = []
 
     def blank(i: int) -> bool:
-        return chr(codes[i]).isspace() or bool(pdfium_c.FPDFText_IsGenerated(handle, i))
+        return text[i].isspace() or bool(pdfium_c.FPDFText_IsGenerated(textpage.raw, i))
 
     start = 0
-    for end in range(len(codes) + 1):
-        at_end = end == len(codes)
-        hyphen = not at_end and codes[end] in _HYPHEN_CODES
-        if not (at_end or hyphen or codes[end] in (10, 13)):
-            continue
-        first, last = start, end - 1
-        start = end + 1
+    for end in _LINE_ENDS.finditer(text + "\n"):
+        first, last = start, end.start() - 1
+        start = end.end()
         while first <= last and blank(first):
             first += 1
         while last >= first and blank(last):
             last -= 1
         if first > last:
             continue
-        text = " ".join(_DROPPED.sub("", "".join(map(_char, codes[first : last + 1])).translate(_LIGATURES)).split())
-        if not text:
+        line = " ".join(_DROPPED.sub("", text[first : last + 1].translate(_LIGATURES)).split())
+        if not line:
             continue
+        if end.group() in _HYPHENS:
+            line += _HYPHEN_MARK  # the word goes on in the next line (see _join)
         left, bottom, _, top = textpage.get_charbox(first, loose=True)
         _, bottom2, right, top2 = textpage.get_charbox(last, loose=True)
-        lines.append(Line(text + (_HYPHEN_MARK if hyphen else ""), left, right, min(bottom, bottom2), max(top, top2)))
+        size = pdfium_c.FPDFText_GetFontSize(textpage.raw, first)
+        lines.append(Line(line, left, right, min(bottom, bottom2), max(top, top2), size))
     return lines
 
 
-def _char(code: int) -> str:
-    return chr(code) if 0 <= code < 0x110000 and not 0xD800 <= code < 0xE000 else ""
+def _page_text(textpage) -> str:
+    """A page's text, its i-th character PDFium's character i. In one call where the page's
+    text holds one UTF-16 unit per character (nearly every page of prose); else character by
+    character (a code point past the BMP takes two units there, and PDFium leaves some
+    characters out of it)."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    count = textpage.count_chars()
+    buffer = ctypes.create_string_buffer((count + 1) * 2)
+    units = ctypes.cast(buffer, ctypes.POINTER(ctypes.c_ushort))
+    if pdfium_c.FPDFText_GetText(textpage.raw, 0, count, units) == count + 1:  # with its NUL
+        text = buffer.raw[: count * 2].decode("utf-16-le", errors="surrogatepass")
+        if len(text) == count and not _SURROGATE.search(text):
+            return text
+    codes = (pdfium_c.FPDFText_GetUnicode(textpage.raw, i) for i in range(count))
+    return "".join(chr(c) if 0 <= c < 0x110000 and not 0xD800 <= c < 0xE000 else "\ufffd" for c in codes)
 
 
 def _clean(message: str) -> str:
@@ -233,8 +249,9 @@ def _starts_paragraph(
     same_column = not new_page and abs(prev_left - left) < 0.25 * width and previous.bottom > line.bottom
     if same_column:
         gap = previous.bottom - line.bottom
-        if gap > 1.4 * spacing or line.height > 1.3 * previous.height or previous.height > 1.3 * line.height:
-            return True  # a blank line, or a change of size (a heading)
+        resized = max(line.size, previous.size) > 1.15 * min(line.size, previous.size)
+        if gap > 1.4 * spacing or resized:
+            return True  # a blank line, or a change of type size (a heading)
     return False
 
 
