@@ -5,7 +5,7 @@ a fresh cache).
     python benchmarks/pdf_and_library.py library [--books 50] [--mb 150]
 
 - pdf: each novel set as a PDF by LibreOffice (benchmarks/pdf_books.py), then `cwread index`
-  on the text and on the PDF, each with an empty cache; and the share of the text's
+  on the text and on the PDF, each with an empty cache (the median of 3); and the share of the text's
   paragraphs the PDF reads to exactly (quotes and spaces normalised).
 - library: a folder of `--books` books of about `--mb` MB in all (the dev novels and tales,
   each book a different mix), then `cwread search` three times: the first builds the index,
@@ -40,6 +40,12 @@ def timed(*args: str, cache: Path) -> float:
     return time.perf_counter() - started
 
 
+def fresh(*args: str, tmp: Path, runs: int = 3) -> float:
+    """The median of `runs` timings, each with an empty cache."""
+    times = sorted(timed(*args, cache=tmp / f"cache-{time.monotonic_ns()}") for _ in range(runs))
+    return times[len(times) // 2]
+
+
 def plain(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).translate(str.maketrans("“”‘’", "\"\"''")).split())
 
@@ -51,8 +57,8 @@ def pdf_rows(novels: list[Path]) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             pdf = Path(tmp) / f"{novel.stem}.pdf"
             libreoffice(novel, pdf, novel.stem.replace("_", " ").title(), 1)
-            text_s = timed("index", str(novel), cache=Path(tmp) / "cache-txt")
-            pdf_s = timed("index", str(pdf), cache=Path(tmp) / "cache-pdf")
+            text_s = fresh("index", str(novel), tmp=Path(tmp))
+            pdf_s = fresh("index", str(pdf), tmp=Path(tmp))
             os.environ["CWREAD_CACHE_DIR"] = str(Path(tmp) / "cache-read")
             text, book = load_document(str(novel)), load_document(str(pdf))
             read = {plain(p.text) for p in book.paragraphs}

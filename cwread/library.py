@@ -217,12 +217,17 @@ class Library:
                 hits.append(index.hit(row, float(scores[row])))
         return Found(query, tuple(hits), len(index.books), index.rows.shape[0], index.skipped, built)
 
-    def indexed(self, books: list[Book]) -> set[str]:
-        """The names of `books` the last search index of this library holds as they are now."""
-        with suppress(OSError, ValueError, TypeError, AttributeError):
+    def indexed(self, books: list[Book]) -> dict[str, dict]:
+        """Of `books`, those the last search index of this library holds as they are now, each
+        with its number of `sources` (0 for a single file) and `paragraphs`."""
+        with suppress(OSError, ValueError, TypeError, AttributeError, KeyError):
             held = json.loads(self._catalog().read_text(encoding="utf-8"))
-            return {b.name for b in books if held.get(b.name) == [str(b.path), *b.stamp]}
-        return set()
+            return {
+                b.name: {"sources": held[b.name]["sources"], "paragraphs": held[b.name]["paragraphs"]}
+                for b in books
+                if b.name in held and held[b.name]["stamp"] == [str(b.path), *b.stamp]
+            }
+        return {}
 
     def _catalog(self) -> Path:
         key = hashlib.sha256(json.dumps([str(r) for r in self.roots]).encode()).hexdigest()[:32]
@@ -248,8 +253,16 @@ class Library:
             write_entry(entry, index.save)
         except CacheError:
             return index, True  # served from memory: the next search builds it again
-        read = {b["name"] for b in index.books}
-        catalog = {b.name: [str(b.path), *b.stamp] for b in books if b.name in read}
+        read = {b["name"]: b for b in index.books}
+        catalog = {
+            b.name: {
+                "stamp": [str(b.path), *b.stamp],
+                "sources": len(read[b.name]["sources"]),
+                "paragraphs": read[b.name]["paragraphs"],
+            }
+            for b in books
+            if b.name in read
+        }
         with suppress(OSError):  # a catalog not written: list_books says "not indexed"
             write_file_atomic(self._catalog(), json.dumps(catalog, ensure_ascii=False))
         return _Index.load(entry), True
@@ -262,7 +275,7 @@ class _Index:
 
     retriever: object
     rows: np.ndarray  # (n, 3) int32: book, paragraph id, page (0: none)
-    books: list[dict]  # name, and sources as [name, first, last]
+    books: list[dict]  # name, paragraphs, and sources as [name, first, last]
     skipped: tuple[str, ...]
     text_of: Callable[[int], str]
 
@@ -316,7 +329,8 @@ def _build(library: Library, books: list[Book], progress: Progress | None) -> _I
             skipped.append(f"{book.name}: {exc}")
             continue
         at = len(kept)
-        kept.append({"name": book.name, "sources": [[s.name, s.first, s.last] for s in document.sources]})
+        sources = [[s.name, s.first, s.last] for s in document.sources]
+        kept.append({"name": book.name, "sources": sources, "paragraphs": len(document)})
         for p in document.paragraphs:
             texts.append(p.text)
             rows.append((at, p.id, p.page or 0))

@@ -306,8 +306,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
 
     @server.tool(
         description="The books under the server's roots: each file (text, HTML, EPUB, PDF) and each "
-        "folder directly in a root, with its name (what the other tools take as book), kind, size "
-        "and whether the search index holds it as it is now (search builds it).",
+        "folder directly in a root, with its name (what the other tools take as book), kind, size, "
+        "whether the search index holds it as it is now (search builds it) and, if so, its number "
+        "of sources (files or chapters; 0 for a single file) and paragraphs.",
         annotations=read_only,
     )
     async def list_books() -> CallToolResult:
@@ -316,7 +317,14 @@ def build_server(settings: ServerSettings) -> MCPServer:
             indexed = library.indexed(listed)
             data = {
                 "books": [
-                    {"book": b.name, "kind": b.kind, "bytes": b.size, "indexed": b.name in indexed}
+                    {
+                        "book": b.name,
+                        "kind": b.kind,
+                        "bytes": b.size,
+                        "indexed": b.name in indexed,
+                        # known once the search index holds the book
+                        **indexed.get(b.name, {"sources": None, "paragraphs": None}),
+                    }
                     for b in listed
                 ]
             }

@@ -304,6 +304,12 @@ def test_an_agent_lists_browses_and_searches_the_library_and_nothing_outside(tmp
         ("selfish-giant-pandoc.epub", "epub", False),
     ]
     assert all(b["indexed"] for b in relisted.structured_content["books"])
+    assert [(b["sources"], b["paragraphs"] > 0) for b in relisted.structured_content["books"]] == [
+        (1, True),
+        (0, True),
+        (3, True),
+    ]
+    assert books[0]["sources"] is None
     hits = found.structured_content["hits"]
     assert len(hits) == 3 and {h["book"] for h in hits} == {"selfish-giant-libreoffice.pdf", "selfish-giant-pandoc.epub"}
     for hit in hits:

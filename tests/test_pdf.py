@@ -212,3 +212,15 @@ def test_a_two_column_article_reads_column_by_column_on_its_pages(cache_dir):
         "For the Cu2O para-exciton the linewidth of the polariton"
     ].text
 
+
+
+def test_a_long_pdf_read_in_two_processes_reads_as_in_one(monkeypatch, cache_dir):
+    data = (DATA / "selfish-giant-libreoffice.pdf").read_bytes()
+    alone = pdf._pages(data, "giant.pdf")
+    monkeypatch.setattr(pdf, "PARALLEL_PAGES", 2)
+    monkeypatch.setattr(pdf, "_may_fork", lambda: True)
+    assert pdf._pages(data, "giant.pdf") == alone
+    # a refusal in the second process is the same one line
+    monkeypatch.setattr(pdf, "MAX_SECONDS", 0.0)
+    with pytest.raises(InputError, match=r"took more than 0 s to read"):
+        pdf._pages(data, "giant.pdf")

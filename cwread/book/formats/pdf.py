@@ -24,6 +24,7 @@ PDFium is not thread-safe: every use of it holds `_PDFIUM`.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import statistics
 import threading
@@ -101,39 +102,79 @@ def _read(data: bytes, name: str, encoding: str | None, max_bytes: int) -> Readi
 
 
 def _pages(data: bytes, name: str) -> list[list[Line]]:
-    """The lines of each page, in PDFium's reading order."""
+    """The lines of each page, in PDFium's reading order. A long PDF's second half is read by
+    a forked process while this one reads the first (PDFium's own work is most of a PDF's
+    reading, and it takes no threads); not where other threads run, which a fork would copy
+    mid-step."""
+    pdf = _open(data, name)
+    try:
+        count = len(pdf)
+        if count > MAX_PAGES:
+            raise InputError(f"{name} declares {count:,} pages; a PDF of more than {MAX_PAGES:,} is refused")
+        started = time.monotonic()
+        if count < PARALLEL_PAGES or not _may_fork():
+            return _read_pages(pdf, name, range(count), count, started)
+        import multiprocessing
+
+        half = count // 2
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            later = pool.apply_async(_read_in_child, (data, name, half, count, started))
+            first = _read_pages(pdf, name, range(half), count, started)
+            return first + later.get()
+    finally:
+        pdf.close()
+
+
+PARALLEL_PAGES = 64  # a PDF this long is read in two processes (see _pages)
+
+
+def _may_fork() -> bool:
+    import multiprocessing
+
+    return (
+        (os.cpu_count() or 1) > 1
+        and threading.active_count() == 1
+        and "fork" in multiprocessing.get_all_start_methods()
+    )
+
+
+def _open(data: bytes, name: str):
     import pypdfium2 as pdfium
 
     try:
-        pdf = pdfium.PdfDocument(data)
+        return pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
         if "password" in str(exc).lower():
             raise InputError(
                 f"{name} is an encrypted PDF that needs a password; cwread reads only PDFs that open without one"
             ) from None
         raise InputError(f"{name} is not a readable PDF (damaged?): {_clean(str(exc))}") from None
+
+
+def _read_in_child(data: bytes, name: str, first: int, count: int, started: float) -> list[list[Line]]:
+    pdf = _open(data, name)
     try:
-        count = len(pdf)
-        if count > MAX_PAGES:
-            raise InputError(f"{name} declares {count:,} pages; a PDF of more than {MAX_PAGES:,} is refused")
-        started = time.monotonic()
-        pages = []
-        for index in range(count):
-            if time.monotonic() - started > MAX_SECONDS:
-                raise InputError(
-                    f"{name} took more than {MAX_SECONDS:.0f} s to read ({index} of {count} pages); refused"
-                )
-            try:
-                page = pdf[index]
-                textpage = page.get_textpage()
-                pages.append(_lines(textpage))
-                textpage.close()
-                page.close()
-            except pdfium.PdfiumError as exc:
-                raise InputError(f"{name}: page {index + 1} cannot be read ({_clean(str(exc))})") from None
-        return pages
+        return _read_pages(pdf, name, range(first, count), count, started)
     finally:
         pdf.close()
+
+
+def _read_pages(pdf, name: str, indexes: range, count: int, started: float) -> list[list[Line]]:
+    import pypdfium2 as pdfium
+
+    pages = []
+    for index in indexes:
+        if time.monotonic() - started > MAX_SECONDS:
+            raise InputError(f"{name} took more than {MAX_SECONDS:.0f} s to read ({index} of {count} pages); refused")
+        try:
+            page = pdf[index]
+            textpage = page.get_textpage()
+            pages.append(_lines(textpage))
+            textpage.close()
+            page.close()
+        except pdfium.PdfiumError as exc:
+            raise InputError(f"{name}: page {index + 1} cannot be read ({_clean(str(exc))})") from None
+    return pages
 
 
 def _lines(textpage) -> list[Line]:
@@ -292,18 +333,19 @@ def _keeps_hyphen(left: str, right: str, words: set[str]) -> bool:
 def _words(lines: list[Line]) -> set[str]:
     """The words the book sets within its lines, hyphenated ones whole and in their halves,
     lower-cased; the halves of a word broken at a line's end are none."""
-    words: set[str] = set()
+    kept: list[str] = []
     broken = False  # whether the line before ended in a broken word
     for line in lines:
-        found = _COMPOUND.findall(line.text.lower())
-        if broken and found:
-            found.pop(0)
-        broken = line.text.endswith(_HYPHEN_MARK)
-        if broken and found:
-            found.pop()
-        for word in found:
-            words.add(word)
-            words.update(word.split("-"))
+        text = line.text
+        if broken:
+            text = text.split(" ", 1)[1] if " " in text else ""
+        broken = text.endswith(_HYPHEN_MARK)
+        if broken:
+            text = text.rsplit(" ", 1)[0] if " " in text else ""
+        kept.append(text)
+    words = set(_COMPOUND.findall("\n".join(kept).lower()))
+    for word in [w for w in words if "-" in w]:
+        words.update(word.split("-"))
     return words
 
 
