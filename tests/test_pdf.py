@@ -137,6 +137,7 @@ def _pdf_of_pages(count: int) -> bytes:
         (lambda t: DATA / "encrypted-with-password.pdf", "encrypted PDF that needs a password"),
         (lambda t: _write(t, (DATA / "selfish-giant-enscript.pdf").read_bytes()[:3000]), "not a readable PDF"),
         (lambda t: _write(t, _pdf_of_pages(1_000_000)), "declares 1,000,000 pages"),
+        (lambda t: _write(t, _nested(200_000)), "no text layer"),  # an object nested 200,000 deep
         (lambda t: _write(t, b"%PDF-1.7\n\x1b]0;evil\x07\x1b[2J garbage"), "not a readable PDF"),
     ],
 )
@@ -144,6 +145,13 @@ def test_an_unusable_pdf_is_refused_in_one_line(capsys, tmp_path, cache_dir, mak
     code, out, err = run(capsys, "show", str(make(tmp_path)), "1")
     assert code == 2 and out == "" and message in err and len(err.strip().splitlines()) == 1
     assert "\x1b" not in err
+
+
+def _nested(depth: int) -> bytes:
+    """A one-page PDF whose page holds an array nested `depth` deep (its cross-reference
+    offsets then wrong: PDFium repairs them)."""
+    deep = b"[" * depth + b"]" * depth
+    return _pdf_of_pages(1).replace(b"/MediaBox [0 0 200 200]", b"/MediaBox [0 0 200 200] /Deep " + deep)
 
 
 def _write(tmp_path, data: bytes):
