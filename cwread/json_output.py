@@ -151,6 +151,7 @@ def ask_json(trace: Trace) -> dict:
         "kind": trace.question.kind,
         "options": trace.question.options,
         "answer": trace.answer,
+        "status": trace.status,  # answered, no-verdict, not-determined or unparseable
         "follows": None if trace.follows is None else asdict(trace.follows),
         "plan": plan_json(trace.plan),
         "answer_mode": trace.outcome.mode,

@@ -121,6 +121,7 @@ def answer_content(trace: Trace) -> dict[str, Any]:
         "answer_kind": trace.outcome.kind,  # the model's words (support checked) or a quoted sentence
         "supported": trace.outcome.supported,
         "support_check": json_output.support_json(trace.outcome.check),
+        "status": trace.status,  # answered, no-verdict, not-determined or unparseable
         "failure": _failure(trace),
         "quotes": [{**q, "is": BOOKS_WORDS} for q in json_output.quotes_json(doc, trace.outcome.quotes)],
         "citations": [

@@ -24,6 +24,7 @@ from cwread.records import (
     UNJUDGED,
     AgentCall,
     Answer,
+    AnswerMode,
     AnswerSettings,
     FinderSettings,
     FindResult,
@@ -64,16 +65,16 @@ def make_plan(
     small = holds(JUDGES_AT_CHANCE, interpreter)
     mode = answering.answer_mode
     if mode == "auto":
-        mode = "extractive" if small else "generative-or-extractive"
+        mode = AnswerMode.EXTRACTIVE if small else AnswerMode.GENERATIVE_OR_EXTRACTIVE
     verdict = answering.judge_anyway or not small
     if question.kind != "open" and not verdict:
-        mode = "evidence-only"
+        mode = AnswerMode.EVIDENCE_ONLY
     skipped = None if finder is not None or packet_given else _finder_skip_reason(finding.use, selection.finder)
     evidence = "given" if packet_given else "all-read" if skipped else "finder"
     judge = None
     if evidence == "finder":
         judge = finder.reply if finder is not None else finding.reply
-    asked = mode != "evidence-only" and not (question.kind == "open" and mode == "extractive")
+    asked = mode != AnswerMode.EVIDENCE_ONLY and not (question.kind == "open" and mode == AnswerMode.EXTRACTIVE)
     self_check = answering.self_check
     # the model's own check only where its threshold was given (calibrated for that model: the
     # 1.5B's judged at chance, cwread.support); never for a model that judges at chance, or one
@@ -257,7 +258,7 @@ def _skipped(plan: Plan, found: FindResult, read: Reading) -> dict[str, str]:
             f"{len(unread.segments)} of {len(found.read)} segments, once the Finder's budget of "
             f"{unread.budget_tokens:,} prompt tokens was spent ({unread.why})"
         )
-    if plan.answer_mode == "evidence-only":
+    if plan.answer_mode == AnswerMode.EVIDENCE_ONLY:
         skipped["interpreter"] = UNJUDGED
     return skipped
 
@@ -266,7 +267,7 @@ def decide(
     question: Question,
     final: AgentCall | None,
     packet: Packet,
-    mode: str = "generative",
+    mode: AnswerMode = AnswerMode.GENERATIVE,
     retrieved: Evidence | None = None,
     kept: Evidence | None = None,
     rank: grounding.Rank | None = None,
@@ -285,13 +286,13 @@ def decide(
     the quotes do not cover. Labels (mcq, claim) stand as chosen; whether the quotes bear on
     them is recorded.
     """
-    if mode == "evidence-only":  # options and claims of a model that judges at chance
+    if mode == AnswerMode.EVIDENCE_ONLY:  # options and claims of a model that judges at chance
         evidence = _best_evidence(question, None, packet, retrieved, rank)
-        return Answer(None, None, "evidence-only", False, evidence, withheld=True)
-    if question.kind == "open" and mode == "extractive":
+        return Answer(None, None, AnswerMode.EVIDENCE_ONLY, False, evidence, withheld=True)
+    if question.kind == "open" and mode == AnswerMode.EXTRACTIVE:
         return _extract(question, packet, retrieved, kept, rank, final)
-    fallback = mode == "generative-or-extractive"
-    shown = "generative" if fallback else mode  # unless its words go unbacked, it is the model's
+    fallback = mode == AnswerMode.GENERATIVE_OR_EXTRACTIVE
+    shown = AnswerMode.GENERATIVE if fallback else mode  # unless its words go unbacked, it is the model's
     if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
         return Answer(None, None, shown, False)
     text = _shown_text(question, final.answer)
@@ -323,12 +324,12 @@ def _extract(
     found = extractive.best_answer(question.text, pool, rank, grounding.answer_support_needed(question.text))
     if found is None:
         evidence = _best_evidence(question, final, packet, retrieved, rank)
-        return Answer(None, model_answer, "extractive", False, evidence, withheld=True)
+        return Answer(None, model_answer, AnswerMode.EXTRACTIVE, False, evidence, withheld=True)
     # The sentence is the answer (a why-question's, its reason): giving only its longest run
     # of words the question does not already say lowered token-F1 on the dev anthology (0.160
     # -> 0.132 on the extractive baseline's sentences, 20 records).
     text, quote = found
-    return Answer(text, model_answer, "extractive", True, (quote,))
+    return Answer(text, model_answer, AnswerMode.EXTRACTIVE, True, (quote,))
 
 
 BEST_EVIDENCE = 3  # sentences shown when the answer is withheld

@@ -10,6 +10,7 @@ import math
 import re
 import string
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from cwread.book import Document, Passage
 from cwread.errors import InputError
@@ -234,12 +235,32 @@ class FindResult:
         return tuple(s for s in self.segments if s.kind == "anchor")
 
 
-# How an open answer is given: generative-or-extractive is the model's words if its quotes
-# cover them, else the best-fitting sentence (auto's choice for a model that writes).
-ANSWER_CHOICES = ("generative", "extractive", "generative-or-extractive")
-# The mode of every Answer: one of the choices, or "evidence-only" (no verdict asked of a model
-# that judges at chance; only the best evidence is shown).
-ANSWER_MODES = (*ANSWER_CHOICES, "evidence-only")
+class AnswerMode(StrEnum):
+    """How an answer is given. The first three are the choices for an open question:
+    generative-or-extractive is the model's words if its quotes cover them, else the
+    best-fitting sentence (auto's choice for a model that writes); evidence-only asks no
+    verdict of a model that judges at chance and shows only the best evidence."""
+
+    GENERATIVE = "generative"
+    EXTRACTIVE = "extractive"
+    GENERATIVE_OR_EXTRACTIVE = "generative-or-extractive"
+    EVIDENCE_ONLY = "evidence-only"
+
+
+ANSWER_CHOICES = (AnswerMode.GENERATIVE, AnswerMode.EXTRACTIVE, AnswerMode.GENERATIVE_OR_EXTRACTIVE)
+ANSWER_MODES = tuple(AnswerMode)
+
+
+class Status(StrEnum):
+    """Whether cwread stands behind an answer, the one field the view, the exit code, chat
+    and MCP read: answered; no verdict (options or a claim a model judges at chance: only
+    the best evidence); not determined from the text (the quotes do not back an answer); or
+    no readable reply."""
+
+    ANSWERED = "answered"
+    NO_VERDICT = "no-verdict"
+    NOT_DETERMINED = "not-determined"
+    UNPARSEABLE = "unparseable"
 FINDER_CHOICES = ("auto", "on", "off")
 # quote-first: the clue's quote, then YES or NO; decision-first: YES or NO, a kept segment's quote
 # after it; score: YES or NO alone, decided by its log-odds (no quote): cwread.finder
@@ -397,9 +418,9 @@ class Answer:
 
     text: str | None
     model_answer: str | None  # what the Interpreter wrote (None: no readable reply, or not asked)
-    # one of ANSWER_MODES: "generative" the Interpreter's words; "extractive" the best-fitting
-    # quote; "evidence-only" no verdict asked of a model that judges at chance
-    mode: str
+    # GENERATIVE the Interpreter's words; EXTRACTIVE the best-fitting quote; EVIDENCE_ONLY no
+    # verdict asked of a model that judges at chance (GENERATIVE_OR_EXTRACTIVE is one of the two)
+    mode: AnswerMode
     supported: bool  # the quotes back the answer (`check` says how that was decided)
     quotes: tuple[Quote, ...] = ()
     withheld: bool = False  # not determined from the text: the quotes are the best evidence
@@ -415,10 +436,10 @@ class Answer:
         `check`) or "quoted-sentence" (an extractive answer); None when none is shown."""
         if self.text is None:
             return None
-        return "quoted-sentence" if self.mode == "extractive" else "model-words"
+        return "quoted-sentence" if self.mode == AnswerMode.EXTRACTIVE else "model-words"
 
 
-NO_ANSWER = Answer(None, None, "generative", False)
+NO_ANSWER = Answer(None, None, AnswerMode.GENERATIVE, False)
 
 
 @dataclass(frozen=True)
@@ -488,20 +509,30 @@ class Trace:
         stages = {**self.found.timings, **self.seconds}
         return {**stages, "total": round(sum(stages.values()), 3)}
 
+    @property
+    def status(self) -> Status:
+        """Whether cwread stands behind the answer (see Status)."""
+        if self.outcome.mode == AnswerMode.EVIDENCE_ONLY:
+            return Status.NO_VERDICT
+        if self.outcome.abstained:
+            return Status.NOT_DETERMINED
+        return Status.UNPARSEABLE if self.answer is None else Status.ANSWERED
+
     def failure(self) -> str | None:
         """Why cwread stands behind no answer, in one line (None: it stands behind one)."""
         outcome = self.outcome
-        if outcome.mode == "evidence-only":
+        status = self.status
+        if status == Status.NO_VERDICT:
             return f"no verdict: {NO_VERDICT}"
-        if outcome.abstained:
+        if status == Status.NOT_DETERMINED:
             why = (
                 NO_SENTENCE
-                if outcome.mode == "extractive"
+                if outcome.mode == AnswerMode.EXTRACTIVE
                 else f"the quotes do not support the model's answer {outcome.model_answer!r}"
                 + (f" ({outcome.check.why})" if outcome.check else "")
             )
             return f"{NOT_DETERMINED}: {why}{'; the best evidence is shown' if outcome.quotes else ''}"
-        if self.answer is None:
+        if status == Status.UNPARSEABLE:
             return f"no parseable answer after a retry ({self.final.problem if self.final else 'no reply'})"
         return None
 

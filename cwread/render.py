@@ -25,9 +25,11 @@ from cwread.progress import Progress
 from cwread.records import (
     NO_SENTENCE,
     NOT_DETERMINED,
+    AnswerMode,
     DoctorReport,
     FindResult,
     IndexReport,
+    Status,
     SupportCheck,
     Trace,
 )
@@ -294,7 +296,8 @@ def answer_view(trace: Trace) -> None:
     outcome = trace.outcome
     head = Text()
     head.append("Answer: ", style="bold")
-    if trace.answer is not None:
+    status = trace.status
+    if status == Status.ANSWERED:
         head.append(printable(trace.answer), style="bold green")
         if question.kind == "mcq" and trace.answer in question.options:
             head.append(f"  {printable(question.options[trace.answer])}")
@@ -302,17 +305,17 @@ def answer_view(trace: Trace) -> None:
             head.append("  (a sentence quoted from the text)", style="dim")
         elif outcome.check is not None and outcome.supported:
             head.append(f"\nThe model's words; {_support_line(outcome.check)}.", style="dim")
-    elif outcome.mode == "evidence-only":
+    elif status == Status.NO_VERDICT:
         head.append("no verdict", style="bold yellow")
         head.append(f"\n{trace.skipped.get('interpreter', '')}: read the evidence below.", style="dim")
-    elif outcome.abstained:
+    elif status == Status.NOT_DETERMINED:
         head.append(NOT_DETERMINED, style="bold yellow")
-        if outcome.mode == "extractive":
+        if outcome.mode == AnswerMode.EXTRACTIVE:
             head.append(f"\n{NO_SENTENCE[0].upper()}{NO_SENTENCE[1:]} to answer it.", style="dim")
     else:
         head.append("(none)", style="bold red")
     # a model answer beside a quoted sentence or none at all: its quotes did not support it
-    unbacked = outcome.abstained or (outcome.mode == "extractive" and question.kind == "open")
+    unbacked = outcome.abstained or (outcome.mode == AnswerMode.EXTRACTIVE and question.kind == "open")
     if outcome.model_answer and unbacked:
         why = f" ({_support_line(outcome.check)})" if outcome.check else ""
         head.append(
@@ -345,7 +348,7 @@ def answer_view(trace: Trace) -> None:
             out.print(line)
             out.print()
     for stage, why in trace.skipped.items():
-        if stage != "interpreter" or outcome.mode != "evidence-only":  # that one is said above
+        if stage != "interpreter" or status != Status.NO_VERDICT:  # that one is said above
             label = "Not read" if stage == "reading" else f"{stage.capitalize()} skipped"
             # the measurement a skip rests on is the trace's and doctor's to give, not every answer's
             why = _MEASURED.sub("", why)

@@ -21,7 +21,7 @@ from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
 from cwread.finder import Finder, make_finder
 from cwread.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.progress import Progress
-from cwread.records import AnswerSettings, FinderSettings, FindResult, Plan, Question, Trace, Turn
+from cwread.records import AnswerMode, AnswerSettings, FinderSettings, FindResult, Plan, Question, Trace, Turn
 from cwread.retrieval import Index, build_queries, check_method, open_index, paragraph_scores
 from cwread.segments import Budget, build_segments, fit_budget, make_budget
 
@@ -210,7 +210,7 @@ def small_model_notices(
 ) -> list[str]:
     """What a model too small to write or judge changes, said before the answer."""
     lines = []
-    if question.kind == "open" and answering.answer_mode == "auto" and plan.answer_mode == "extractive":
+    if question.kind == "open" and answering.answer_mode == "auto" and plan.answer_mode == AnswerMode.EXTRACTIVE:
         lines.append(
             "answers extractively: the model is too small to write them (--answer generative to override)"
         )

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from cwread import __version__
+from cwread.cli.exits import EXIT_CODES, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, answer_exit
 from cwread.cli.options import (
     AnswerRun,
     Book,
@@ -39,26 +40,12 @@ from cwread.cli.options import (
 from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import (
     AnswerError,
-    CacheError,
     CwreadError,
     InputError,
     Interrupted,
     ModelError,
     OutputError,
 )
-
-EXIT_CLAIM_FALSE = 1
-EXIT_CODES: dict[type[CwreadError], int] = {
-    InputError: 2,
-    ModelError: 3,
-    CacheError: 3,
-    OutputError: 3,
-    AnswerError: 4,
-    Interrupted: 130,
-}
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: a fault of cwread's own, never the user's
 
 
 def _click_types(name: str) -> tuple[type[BaseException], ...]:
@@ -287,7 +274,7 @@ def verify(
     from cwread import api
 
     result = _answer(book, api.make_question(claim, claim=True), budget, finding, settings, run, quiet)
-    return 0 if result.answer == "TRUE" else EXIT_CLAIM_FALSE
+    return answer_exit(result)
 
 
 @app.command()

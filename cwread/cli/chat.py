@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from cwread import api, json_output, render
 from cwread.backends import INTERRUPTED
 from cwread.cache import cache_root, check_output_path, write_output_file
+from cwread.cli.exits import answer_exit
 from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError, OutputError
-from cwread.records import FinderSettings, Trace
+from cwread.records import FinderSettings
 from cwread.segments import Budget
 from cwread.session import Conversation, Session
 from cwread.terminal import one_line
@@ -32,14 +33,6 @@ HELP = """Ask a question about the book, or:
   /help           this list
   /quit           end (or Ctrl-D)"""
 HISTORY_LINES = 1000
-EXIT_CLAIM_FALSE, EXIT_NO_ANSWER = 1, 4
-
-
-def exit_code(trace: Trace) -> int:
-    """What `ask` or `verify` would exit with for this trace."""
-    if trace.failure() is not None:
-        return EXIT_NO_ANSWER
-    return EXIT_CLAIM_FALSE if trace.question.kind == "claim" and trace.answer == "FALSE" else 0
 
 
 @dataclass
@@ -104,7 +97,7 @@ class Chat:
                 notice=None if self.json_lines else render.notice,
             )
         data = json_output.ask_json(trace)
-        code = exit_code(trace)
+        code = answer_exit(trace)
         self.traces.append(data)
         if self.run.trace is not None:  # appended as each answer comes: nothing is lost to Ctrl-D
             try:

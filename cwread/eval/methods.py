@@ -37,6 +37,7 @@ from cwread.packing import pack_ranked, pack_segments, packet_of
 from cwread.records import (
     NO_ANSWER,
     Answer,
+    AnswerMode,
     AnswerSettings,
     FinderSettings,
     FindResult,
@@ -56,7 +57,7 @@ class EvalContext:
     budget: api.Budget
     embedder: str
     permute_options: bool = False
-    answer_mode: str = "generative"  # for open questions, the same for every method
+    answer_mode: AnswerMode = AnswerMode.GENERATIVE  # for open questions, the same for every method
     support_threshold: float | None = None  # None: no model support check, the words decide
     finding: FinderSettings = field(default_factory=FinderSettings)
     sessions: dict[str, Session] = field(default_factory=dict)
@@ -182,7 +183,7 @@ def _extractive(ranked: bool) -> MethodRun:
         if chosen is None:
             return Trace(found, packet=packet, outcome=NO_ANSWER)
         text, quote = chosen
-        return Trace(found, packet=packet, outcome=Answer(text, text, "extractive", True, (quote,)))
+        return Trace(found, packet=packet, outcome=Answer(text, text, AnswerMode.EXTRACTIVE, True, (quote,)))
 
     return extract
 

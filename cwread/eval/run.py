@@ -20,7 +20,7 @@ from cwread.eval.dataset import Record, load_records, rotations, spread_sample
 from cwread.eval.methods import METHODS, EvalContext, with_question
 from cwread.eval.report import report_markdown, summarize
 from cwread.progress import Progress
-from cwread.records import AnswerSettings, FinderSettings, make_question
+from cwread.records import AnswerMode, AnswerSettings, FinderSettings, make_question
 
 
 def run_record(record: Record, method: str, ctx: EvalContext) -> dict:
@@ -162,7 +162,7 @@ def evaluate(
             notice(selection.why)
     finding = options.finding or FinderSettings()
     # open answers are given one way for every method: as the plan of an open question has it
-    mode = pipeline.make_plan(make_question("?"), selection, requested).answer_mode if selection else "generative"
+    mode = pipeline.make_plan(make_question("?"), selection, requested).answer_mode if selection else AnswerMode.GENERATIVE
     ctx = EvalContext(
         selection, budget, options.embedder, options.permute_options, mode, options.support_threshold, finding
     )
