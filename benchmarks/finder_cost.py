@@ -25,6 +25,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from cwread.finder import clue_request, finder_request, parse_finder_reply
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "fairytale" / "fairytale.jsonl"
 
@@ -44,20 +46,20 @@ def judge(backend, case) -> dict:
     text = document.span_text(segment.start, segment.end)
     out = {}
     for name, request in (
-        ("quote-first", agents.finder_request(record.question, segment.start, segment.end, text, paragraphs=paragraphs)),
+        ("quote-first", finder_request(record.question, segment.start, segment.end, text, paragraphs=paragraphs)),
         ("no-grammar", None),
-        ("decision-first", agents.finder_request(record.question, segment.start, segment.end, text, paragraphs=paragraphs, decision_first=True)),
+        ("decision-first", finder_request(record.question, segment.start, segment.end, text, paragraphs=paragraphs, decision_first=True)),
     ):
         if request is None:
             request = replace(out["quote-first"]["request"], grammar=None)
         request = fresh(request, f"{name} {time.time_ns()}")
         t0 = time.perf_counter()
         first = backend.generate(request)
-        parsed = agents.parse_finder_reply(first.text)
+        parsed = parse_finder_reply(first.text)
         calls = [first]
         if name == "decision-first" and parsed.answer != "NO":
-            calls.append(backend.generate(agents.clue_request(request, first.text, paragraphs)))
-            reason = agents.parse_finder_reply(calls[-1].text + "<answer>YES</answer>").reason
+            calls.append(backend.generate(clue_request(request, first.text, paragraphs)))
+            reason = parse_finder_reply(calls[-1].text + "<answer>YES</answer>").reason
         else:
             reason = parsed.reason
         shown = dict(agents.shown_evidence(paragraphs))

@@ -14,6 +14,8 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from cwread.finder import finder_request, parse_finder_reply
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "fairytale" / "fairytale.jsonl"
 
@@ -24,9 +26,9 @@ def judge_all(backend, cases) -> list[dict]:
     out = []
     for document, record, segment in cases:
         text = document.span_text(segment.start, segment.end)
-        request = agents.finder_request(record.question, segment.start, segment.end, text)
+        request = finder_request(record.question, segment.start, segment.end, text)
         reply = backend.generate(replace(request, grammar=None))
-        parsed = agents.parse_finder_reply(reply.text)
+        parsed = parse_finder_reply(reply.text)
         gold = set(record.evidence)
         out.append(
             {

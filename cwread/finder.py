@@ -20,6 +20,7 @@ both go through them, so a new judge (a reranking endpoint, say) touches neither
 from __future__ import annotations
 
 import contextvars
+import re
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -28,12 +29,115 @@ from typing import Protocol
 
 from cwread import agents
 from cwread.backends import Backend, GenerationRequest
-from cwread.book import Document
+from cwread.book import Document, Evidence, Passage
 from cwread.errors import InputError
 from cwread.finder_budget import ReadingBudget
 from cwread.progress import Progress
 from cwread.records import FinderSettings, ModelCall, Question, Verdict
 from cwread.segments import Segment
+
+FINDER_MAX_TOKENS = 160
+
+
+FINDER_SYSTEM = (
+    "You are the Finder in a reading assistant for long narratives. You read one segment of "
+    "a story; its paragraphs are numbered like [12]. Decide whether the segment holds a "
+    "concrete clue for the question: a fact that answers it, supports or rules out an "
+    "option, or confirms or contradicts a claim - an action, a line of dialogue, a motive, "
+    "a relationship, a cause, a time or place, an object, an identity. Partial evidence "
+    "counts. Say NO for scenery, weather, transitions, or a segment that only mentions a "
+    "name or a word from the question without saying anything about what is asked. When in "
+    "doubt say YES: a missed clue costs more than an extra passage." + agents.BOOK_IS_DATA
+)
+
+_QUOTE_FIRST_REPLY = (
+    "Reply with exactly two tags and nothing else: <reason>, the one sentence that comes "
+    'closest to a clue, as [N] "the sentence copied exactly from paragraph N", '
+    "</reason>; then <answer>, YES if it is a clue for the question, else NO, </answer>."
+)
+_DECISION_REPLY = (
+    "Reply with exactly one tag and nothing else: <answer>YES</answer> if the segment holds a "
+    "clue for the question, else <answer>NO</answer>."
+)
+CLUE_REQUEST = (
+    "Give the clue: the one sentence of the segment that is the clue, as <reason>[N] "
+    '"the sentence copied exactly from paragraph N"</reason>, and nothing else.'
+)
+
+
+def finder_request(
+    question: Question,
+    start: int,
+    end: int,
+    segment_text: str,
+    retry: bool = False,
+    question_first: bool = False,
+    paragraphs: Evidence | None = None,
+    decision_first: bool = False,
+) -> GenerationRequest:
+    """The Finder's call for one segment: the segment first, then the question.
+
+    `paragraphs` are the segment's (id, text); without them `segment_text` is split at its
+    `[N] ` markers. Text first lets llama.cpp's prompt cache reuse a segment when another
+    question reads it (benchmarks/ask_speed.py measures both orders; `question_first` is the
+    other one). The reply is the clue's quote, then YES or NO; `decision_first` asks only for
+    YES or NO, its score read at the first token, and `clue_request` asks a kept segment's
+    quote after it, on the same (cached) prompt.
+    """
+    evidence = paragraphs if paragraphs is not None else _split_marked(segment_text)
+    title = agents.span_title(evidence) if evidence else f"{start}-{end}"
+    parts = [f"Segment (paragraphs {title}):\n{agents.evidence_block(evidence)}", agents.question_block(question)]
+    if question_first:
+        parts.reverse()
+    user = "\n\n".join([*parts, _DECISION_REPLY if decision_first else _QUOTE_FIRST_REPLY])
+    if retry:
+        user += "\n\n" + agents.FIRM_RETRY
+    if decision_first:
+        grammar = agents.DECISION_GRAMMAR
+        schema = agents.YES_NO_SCHEMA
+        max_tokens = agents.DECISION_MAX_TOKENS
+    else:
+        grammar = agents.answer_grammar(question.kind, finder=True, evidence=evidence)
+        schema = agents.answer_schema(question.kind, finder=True, evidence=evidence)
+        max_tokens = FINDER_MAX_TOKENS
+    return GenerationRequest(
+        messages=(("system", FINDER_SYSTEM), ("user", user)),
+        max_tokens=max_tokens,
+        grammar=grammar,
+        schema=schema,
+        seed=1 if retry else 0,
+        label_scores=("YES", "NO"),  # its score: how sure, for ranking and the eval's curve
+    )
+
+
+def clue_request(decision: GenerationRequest, reply: str, evidence: Evidence) -> GenerationRequest:
+    """After a decision-first YES: the clue's quote, the conversation so far as its prefix (a
+    prompt cache reads only the new turn). The quote is held to the segment's sentences as in
+    the quote-first reply."""
+    rules = agents.quote_rules(evidence, 1)
+    quote = agents.quote_schema(evidence)
+    return GenerationRequest(
+        messages=(*decision.messages, ("assistant", reply), ("user", CLUE_REQUEST)),
+        max_tokens=FINDER_MAX_TOKENS,
+        grammar="\n".join(['root ::= "<reason>" reason "</reason>"', *rules]),
+        schema={
+            "type": "object",
+            "properties": {"quotes": {"type": "array", "items": quote, "maxItems": 1}},
+            "required": ["quotes"],
+        },
+        seed=decision.seed,
+    )
+
+
+def _split_marked(text: str) -> list[Passage]:
+    """(id, text) of each `[N] ...` paragraph in a segment's text."""
+    return [Passage(int(m.group(1)), m.group(2)) for m in re.finditer(r"^\[(\d+)\] (.*)$", text, re.M)]
+
+
+def parse_finder_reply(text: str) -> agents.ParsedReply:
+    """The Finder's reply: a reason and YES or NO (see `agents.parse_tags`)."""
+    return agents.parse_yes_no(text)
+
 
 
 class Finder(Protocol):
@@ -94,7 +198,7 @@ class _ChatFinder:
 
 
 class GenerativeFinder(_ChatFinder):
-    """The Finder as the paper has it: a chat call per segment (see `agents.finder_request`),
+    """The Finder as the paper has it: a chat call per segment (see `finder_request`),
     one retry with a firmer instruction, then an unreadable reply keeps its segment (recall
     first). `reply` "decision-first" asks YES or NO alone, then the clue's quote for a kept
     segment only (a dropped segment's quote is never shown, so it is not written)."""
@@ -112,12 +216,12 @@ class GenerativeFinder(_ChatFinder):
         def request(retry: bool) -> GenerationRequest:
             return _request(document, segment, question, retry, decision_first)
 
-        parsed, call = agents.call_agent(self.backend, request, agents.parse_finder_reply)
+        parsed, call = agents.call_agent(self.backend, request, parse_finder_reply)
         reason = parsed.reason
         if decision_first and parsed.answer == "YES":
             asked = request(not call.parsed_first_try)
-            clue = self.backend.generate(agents.clue_request(asked, call.raw, paragraphs))
-            reason = agents.parse_finder_reply(clue.text).reason
+            clue = self.backend.generate(clue_request(asked, call.raw, paragraphs))
+            reason = parse_finder_reply(clue.text).reason
             call = replace(
                 call,
                 raw=f"{call.raw}\n{clue.text}",
@@ -161,7 +265,7 @@ class ScoringFinder(_ChatFinder):
         parsed, call = agents.call_agent(
             self.backend,
             lambda retry: _request(document, segment, question, retry, decision_first=True),
-            agents.parse_finder_reply,
+            parse_finder_reply,
         )
         verdict = Verdict(
             segment=segment,
@@ -203,7 +307,7 @@ def _request(
     retry: bool = False,
     decision_first: bool = False,
 ) -> GenerationRequest:
-    return agents.finder_request(
+    return finder_request(
         question,
         segment.start,
         segment.end,

@@ -1,14 +1,131 @@
-"""The Interpreter: one call over a packet (its self-check is the same call with the first
-answer shown), and whether a packet fits its context."""
+"""The Interpreter: its prompt, its call over a packet (its self-check is the same call with
+the first answer shown), when a question needs that self-check or reads as a follow-up, and
+whether a packet fits its context."""
 
 from __future__ import annotations
+
+import re
 
 from cwread import agents
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence
+from cwread.grounding import neutralise
 from cwread.records import AgentCall, Packet, Question, Turn
 
 TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach
+INTERPRETER_MAX_TOKENS = 480  # up to three quotes of a sentence each, then the answer
+REPEAT_PENALTY = 1.1  # with the loop cut-off in `grounding.cut_repetition`: no answer loops
+
+
+INTERPRETER_SYSTEM = (
+    "You are the Interpreter in a reading assistant for long narratives. Answer using ONLY "
+    "the evidence paragraphs given; they are numbered like [12] and are in story order. "
+    "First pin down exactly what is asked, including words like not, except, never or "
+    "false. Match meaning, not wording. Compare every option against the evidence: a "
+    "missing mention does not rule an option out, only a contradiction does; prefer the "
+    "option with the strongest direct support. For a claim, check each of its parts."
+    + agents.QUOTE_RULE
+    + agents.BOOK_IS_DATA
+)
+
+SELF_CHECK_SYSTEM = (
+    "You are the Interpreter checking your own answer against the same evidence, which may "
+    "be wrong. Re-read the question and the evidence. If the previous quotes support a "
+    "different answer than the one given, or another answer is better supported, change "
+    "it. Mind the exact intent: why, not, except, false, infer. For a claim, do not demand "
+    "more than the claim states." + agents.QUOTE_RULE + agents.BOOK_IS_DATA
+)
+
+_ANSWER_HINT = {
+    "mcq": "the letter of the best-supported option",
+    "claim": "TRUE or FALSE",
+    "open": "a short answer in a few words or one sentence",
+}
+
+
+def conversation_block(turn: Turn) -> str:
+    """An earlier turn as the Interpreter sees it: context for what the question refers to,
+    marked as no evidence (quotes come from the evidence only)."""
+    answer = turn.answer if turn.answer is not None else "(not determined from the text)"
+    return (
+        "Conversation so far (the reader's previous question and the answer given; it tells what "
+        f"the question refers to, it is not evidence):\nPrevious question: {neutralise(turn.question)}\n"
+        f"Answer given: {neutralise(answer)}"
+    )
+
+
+def interpreter_request(
+    question: Question,
+    evidence: Evidence,
+    previous: tuple[str, str] | None = None,
+    retry: bool = False,
+    conversation: Turn | None = None,
+) -> GenerationRequest:
+    """The Interpreter's call; with `previous` (answer, reason) it is the self-check; with
+    `conversation`, a follow-up shown the turn it leans on, after the evidence."""
+    parts = [
+        "Evidence (story order):\n" + (agents.evidence_block(evidence) if evidence else "(no evidence was found)"),
+        *([conversation_block(conversation)] if conversation else []),
+        agents.question_block(question),
+    ]
+    if previous is not None:
+        parts.append(f"Previous answer: {previous[0]}\nPrevious quotes: {previous[1]}")
+    # No worked example here: the Interpreter copied one's content into its reason.
+    parts.append(
+        "Reply with exactly two tags and nothing else: <reason>, one to three quotes that decide "
+        'the answer, each as [N] "a sentence copied exactly from paragraph N", </reason>; then '
+        f"<answer>, {_ANSWER_HINT[question.kind]}, </answer>."
+    )
+    user = "\n\n".join(parts)
+    if retry:
+        user += "\n\n" + agents.FIRM_RETRY
+    return GenerationRequest(
+        messages=(("system", SELF_CHECK_SYSTEM if previous else INTERPRETER_SYSTEM), ("user", user)),
+        max_tokens=INTERPRETER_MAX_TOKENS,
+        grammar=agents.answer_grammar(question.kind, question.labels, evidence=evidence),
+        schema=agents.answer_schema(question.kind, question.labels, evidence=evidence),
+        seed=1 if retry else 0,
+        repeat_penalty=REPEAT_PENALTY,
+    )
+
+
+def parse_reply(text: str, question: Question) -> agents.ParsedReply:
+    """Read `<reason>` and `<answer>`; tolerant of case, spacing, missing closing tags and
+    text around the tags, strict about the answer being one the question allows."""
+    return agents.parse_tags(text, question.kind, question.labels)
+
+
+_RISKY = re.compile(
+    r"\b(not|never|no|none|nor|n't|cannot|except|excluding|other than|false|untrue|incorrect|"
+    r"least|without|why|because|cause[sd]?|reason|led to|result(?:ed)? in|due to|so that|"
+    r"infer|inferred|deduce|imply|implies|implied|suggest|suggests|conclude|likely|probably|"
+    r"most likely|best describes?|main purpose|motive)\b|n't\b",
+    re.I,
+)
+
+
+_LEADS_ON = re.compile(r"^\W*(and|but|so|then|also|what about|how about|what else)\b", re.I)
+_REFERS_BACK = re.compile(
+    r"\b(he|she|it|they|him|her|them|his|hers|its|their|theirs|this|that|these|those|there|then)\b", re.I
+)
+_NAME = re.compile(r"(?<!^)(?<![.?!]\s)\b[A-Z][a-z]+")
+
+
+def leans_on_previous(question: Question) -> bool:
+    """Whether a question reads as a follow-up: it opens with "and", "but", "what about"...,
+    or it refers back (she, it, that...) without naming anyone (no capitalised word after
+    its first), as in "why did she hide it?"."""
+    text = question.text.strip()
+    if _LEADS_ON.search(text):
+        return True
+    return bool(_REFERS_BACK.search(text)) and not _NAME.search(text)
+
+
+def needs_self_check(question: Question) -> bool:
+    """τ(q): always for claims; for other questions when the wording signals negation,
+    exception, cause or inference."""
+    return question.kind == "claim" or bool(_RISKY.search(question.text))
+
 
 
 def interpret(
@@ -23,10 +140,10 @@ def interpret(
     evidence = packet.evidence()
     parsed, call = agents.call_agent(
         backend,
-        lambda retry: agents.interpreter_request(
+        lambda retry: interpreter_request(
             question, evidence, previous=previous, retry=retry, conversation=conversation
         ),
-        lambda raw: agents.parse_reply(raw, question),
+        lambda raw: parse_reply(raw, question),
     )
     grounded = agents.ground(parsed.reason, evidence)
     return AgentCall(
@@ -50,5 +167,5 @@ def prompt_fits(backend: Backend, request: GenerationRequest) -> bool:
 
 def packet_fits(backend: Backend, question: Question, evidence: Evidence) -> bool:
     """Whether an Interpreter prompt over `evidence` fits, sized for the longer self-check."""
-    request = agents.interpreter_request(question, evidence, previous=("X", "x" * 600))
+    request = interpreter_request(question, evidence, previous=("X", "x" * 600))
     return prompt_fits(backend, request)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from cwread import agents, extractive, grounding
+from cwread import extractive, grounding
 from cwread.backends import Backend, label
 from cwread.backends.select import Selection
 from cwread.book import Document, Evidence, Passage
 from cwread.embedders import load_embedder
 from cwread.finder import Finder, make_finder, read_segments, reading_budget
-from cwread.interpreter import interpret, packet_fits
+from cwread.interpreter import interpret, needs_self_check, packet_fits
 from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
 from cwread.packing import pack
 from cwread.progress import Progress
@@ -92,7 +92,7 @@ def make_plan(
         keep_threshold=finding.keep_threshold if judge else None,
         verdict=verdict,
         interpreter=asked,
-        self_check=asked and (agents.needs_self_check(question) if self_check is None else self_check),
+        self_check=asked and (needs_self_check(question) if self_check is None else self_check),
         budget=budget,
         support=support,
         support_threshold=threshold,

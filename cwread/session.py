@@ -14,11 +14,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from cwread import agents, extractive, grounding, pipeline
+from cwread import extractive, grounding, pipeline
 from cwread.backends.select import BackendSettings, Selection, select_backends, with_call_cache
 from cwread.book import Document
 from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
 from cwread.finder import Finder, make_finder
+from cwread.interpreter import leans_on_previous
 from cwread.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.progress import Progress
 from cwread.records import AnswerMode, AnswerSettings, FinderSettings, FindResult, Plan, Question, Trace, Turn
@@ -189,7 +190,7 @@ class Session:
 
 class Conversation:
     """Questions asked one after another on a session: a question that leans on the last one
-    (`agents.leans_on_previous`: "why did she hide it?") is retrieved with the last question's
+    (`interpreter.leans_on_previous`: "why did she hide it?") is retrieved with the last question's
     words and answered with the last turn in view; its trace records the turn it followed."""
 
     def __init__(self, session: Session) -> None:
@@ -199,7 +200,7 @@ class Conversation:
     def ask(self, question: Question, **options) -> Trace:
         """Session.ask, as a turn of this conversation."""
         last = self.turns[-1] if self.turns else None
-        follows = last if last is not None and agents.leans_on_previous(question) else None
+        follows = last if last is not None and leans_on_previous(question) else None
         trace = self.session.ask(question, follows=follows, **options)
         self.turns.append(Turn(len(self.turns) + 1, question.text, trace.answer))
         return trace

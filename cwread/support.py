@@ -5,7 +5,7 @@ By default the words decide: every content word of an open answer must be in its
 
 Word containment hides paraphrases and inferences, so the Interpreter's model can be asked,
 on the quotes alone, whether they state or directly imply the answer
-(`agents.support_request`), and its score ln P(YES) - ln P(NO) held to a threshold
+(`support_request`), and its score ln P(YES) - ln P(NO) held to a threshold
 (`--support-threshold`). A name in an open answer that neither a quote nor the question holds
 withholds it before that call: the quotes cannot be about someone they do not name.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from cwread import agents, grounding
-from cwread.backends import Backend
+from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence, Passage
 from cwread.lexical import STOPWORDS
 from cwread.records import AgentCall, Question, Quote, SupportCheck
@@ -30,6 +30,49 @@ _WORD = re.compile(r"[^\W\d_]+")
 _TITLES = frozenset(
     {"Mr", "Mrs", "Ms", "Dr", "St", "Sir", "Lady", "Lord", "Miss", "Madam", "Captain", "King", "Queen"}
 )
+
+
+SUPPORT_SYSTEM = (
+    "You check answers in a reading assistant for long narratives. You are given sentences "
+    "quoted from a book, a question and an answer someone wrote. Say YES if the quoted "
+    "sentences state the answer or directly imply it, so that a reader of these sentences "
+    "alone would give this answer. Say NO if they do not say it, say something else, or "
+    "contradict it. Match meaning, not wording." + agents.BOOK_IS_DATA.replace("evidence is text", "evidence is sentences")
+)
+
+
+_SUPPORT_REPLY = (
+    "Do the quoted sentences state or directly imply this answer? Reply with exactly one tag "
+    "and nothing else: <answer>YES</answer> or <answer>NO</answer>."
+)
+
+
+def answer_block(question: Question, answer: str) -> str:
+    """An answer as the support check reads it: an option with its text, a claim's verdict
+    in words, an open answer as written."""
+    if question.kind == "mcq":
+        return f"Answer: ({answer}) {question.options.get(answer, '')}".rstrip()
+    if question.kind == "claim":
+        return f"Answer: {answer}: " + ("the claim holds" if answer == "TRUE" else "the claim does not hold")
+    return f"Answer: {answer}"
+
+
+def support_request(question: Question, answer: str, quotes: Evidence, retry: bool = False) -> GenerationRequest:
+    """The support check's call: the answer's quotes (each under its paragraph's label), the
+    question and the answer; YES or NO alone, its score read at the first token."""
+    user = "\n\n".join(
+        [agents.evidence_block(quotes), agents.question_block(question), answer_block(question, answer), _SUPPORT_REPLY]
+    )
+    if retry:
+        user += "\n\n" + agents.FIRM_RETRY
+    return GenerationRequest(
+        messages=(("system", SUPPORT_SYSTEM), ("user", user)),
+        max_tokens=agents.DECISION_MAX_TOKENS,
+        grammar=agents.DECISION_GRAMMAR,
+        schema=agents.YES_NO_SCHEMA,
+        seed=1 if retry else 0,
+        label_scores=("YES", "NO"),
+    )
 
 
 def unquoted_names(answer: str, quotes: tuple[Quote, ...], question: str) -> tuple[str, ...]:
@@ -91,8 +134,8 @@ def check_support(
         return SupportCheck(False, "model", why, unquoted=unquoted, quoted_share=share)
     parsed, call = agents.call_agent(
         backend,
-        lambda retry: agents.support_request(question, answer, quoted_evidence(quotes, packet), retry),
-        agents.parse_finder_reply,
+        lambda retry: support_request(question, answer, quoted_evidence(quotes, packet), retry),
+        agents.parse_yes_no,
     )
     scores = dict(call.label_logprobs)
     if "YES" in scores and "NO" in scores:

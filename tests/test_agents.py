@@ -1,16 +1,9 @@
 import pytest
 
 from cwread import agents
-from cwread.agents import (
-    answer_grammar,
-    extract_citations,
-    finder_request,
-    interpreter_request,
-    needs_self_check,
-    parse_finder_reply,
-    parse_reply,
-    split_citations,
-)
+from cwread.agents import answer_grammar, extract_citations, split_citations
+from cwread.finder import finder_request, parse_finder_reply
+from cwread.interpreter import SELF_CHECK_SYSTEM, interpreter_request, needs_self_check, parse_reply
 from cwread.records import Question
 
 
@@ -117,7 +110,7 @@ def test_interpreter_prompt_and_grammar_per_kind():
     claim = interpreter_request(Question("She hid it.", "claim"), evidence)
     assert "Claim to verify" in claim.messages[-1][1] and '"TRUE"' in claim.grammar
     check = interpreter_request(Question("She hid it.", "claim"), evidence, previous=("TRUE", "[7] says so"))
-    assert check.messages[0][1] == agents.SELF_CHECK_SYSTEM
+    assert check.messages[0][1] == SELF_CHECK_SYSTEM
     assert "Previous answer: TRUE" in check.messages[-1][1]
     empty = interpreter_request(Question("Why?", "open"), [])
     assert "no evidence was found" in empty.messages[-1][1] and "item ::=" not in empty.grammar

@@ -17,6 +17,7 @@ import pytest
 
 from cwread import cache
 from cwread.cli import main
+from cwread.finder import finder_request
 from cwread.json_output import TRACE_VERSION
 from tests.conftest import run
 
@@ -814,7 +815,6 @@ def test_timeout_bounds_a_call_whose_reply_drips(capsys, story, cache_dir, dripp
 
 
 def test_timeout_bounds_an_ollama_call_whose_reply_drips(cache_dir, dripping_server):
-    from cwread import agents
     from cwread.backends.ollama import OllamaBackend
     from cwread.errors import ModelError
     from cwread.records import Question
@@ -822,7 +822,7 @@ def test_timeout_bounds_an_ollama_call_whose_reply_drips(cache_dir, dripping_ser
     backend = OllamaBackend("m", host=dripping_server.host, timeout=2, structured=True)
     with pytest.raises(ModelError, match="too slow"):  # the model list drips, or else the call
         backend.available_models()
-        backend.generate(agents.finder_request(Question("q", "open"), 1, 1, "[1] a"))
+        backend.generate(finder_request(Question("q", "open"), 1, 1, "[1] a"))
 
 
 def test_ctrl_c_while_the_first_probe_hangs_exits_130_at_once(story, cache_dir):

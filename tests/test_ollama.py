@@ -6,12 +6,13 @@ import os
 import httpx
 import pytest
 
-from cwread import agents
 from cwread.backends import GenerationRequest
 from cwread.backends.ollama import OllamaBackend
 from cwread.backends.replies import json_reply_to_tags
 from cwread.backends.select import BackendSettings, select_backends
 from cwread.errors import ModelError
+from cwread.finder import finder_request, parse_finder_reply
+from cwread.interpreter import parse_reply
 from cwread.records import Question
 
 
@@ -54,7 +55,7 @@ def test_chat_request_body_is_the_native_api_with_explicit_context():
         return httpx.Response(200, json=chat_response('{"reason": "[3] clue", "answer": "YES"}'))
 
     backend = backend_with(handler, num_ctx=16384)
-    request = agents.finder_request(Question("Who?", "open"), 3, 3, "[3] text")
+    request = finder_request(Question("Who?", "open"), 3, 3, "[3] text")
     generation = backend.generate(request)
     body = seen["body"]
     assert seen["path"] == "/api/chat"
@@ -67,7 +68,7 @@ def test_chat_request_body_is_the_native_api_with_explicit_context():
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert generation.text == "<reason>[3] clue</reason>\n<answer>YES</answer>"
     assert (generation.prompt_tokens, generation.completion_tokens) == (42, 7)
-    assert agents.parse_finder_reply(generation.text).answer == "YES"
+    assert parse_finder_reply(generation.text).answer == "YES"
 
 
 def _show_and_chat(modelfile: str, seen: dict):
@@ -84,7 +85,7 @@ def _show_and_chat(modelfile: str, seen: dict):
 def test_an_untrained_base_named_cwread_still_gets_structured_output():
     seen = {}
     backend = backend_with(_show_and_chat("FROM qwen3:4b-instruct\nPARAMETER temperature 0", seen), model="cwread-finder")
-    request = agents.finder_request(Question("q", "open"), 1, 1, "[1] a")
+    request = finder_request(Question("q", "open"), 1, 1, "[1] a")
     backend.generate(request)
     assert seen["body"]["format"] == request.schema
 
@@ -92,7 +93,7 @@ def test_an_untrained_base_named_cwread_still_gets_structured_output():
 def test_models_with_an_adapter_write_tags_without_format():
     seen = {}
     backend = backend_with(_show_and_chat("FROM /m/base.gguf\nADAPTER /m/finder.lora.gguf", seen), model="cwread-finder")
-    text = backend.generate(agents.finder_request(Question("q", "open"), 1, 1, "[1] a")).text
+    text = backend.generate(finder_request(Question("q", "open"), 1, 1, "[1] a")).text
     assert "format" not in seen["body"]
     assert text.endswith("<answer>NO</answer>")
 
@@ -100,14 +101,14 @@ def test_models_with_an_adapter_write_tags_without_format():
 def test_a_trained_tag_needs_no_lookup():
     seen = {}
     backend = backend_with(_show_and_chat("FROM x", seen), model="cwread-finder:trained")
-    backend.generate(agents.finder_request(Question("q", "open"), 1, 1, "[1] a"))
+    backend.generate(finder_request(Question("q", "open"), 1, 1, "[1] a"))
     assert "format" not in seen["body"] and "shown" not in seen
 
 
 def test_constraint_none_and_json_override_the_guess(monkeypatch):
     seen = {}
     backend = backend_with(_show_and_chat("FROM x\nADAPTER y", seen), model="m", structured=True)
-    request = agents.finder_request(Question("q", "open"), 1, 1, "[1] a")
+    request = finder_request(Question("q", "open"), 1, 1, "[1] a")
     backend.generate(request)
     assert seen["body"]["format"] == request.schema and "shown" not in seen
 
@@ -178,7 +179,7 @@ def test_json_quotes_become_quote_items_checked_like_any_other():
     reply = '{"quotes": [{"id": 5, "quote": "kept in a biscuit tin"}, {"id": 5, "quote": "in a safe"}], "answer": "TRUE"}'
     tags = json_reply_to_tags(reply)
     assert tags == '<reason>[5] "kept in a biscuit tin" [5] "in a safe"</reason>\n<answer>TRUE</answer>'
-    reason = agents.parse_reply(tags, Question("q", "claim")).reason
+    reason = parse_reply(tags, Question("q", "claim")).reason
     quotes, forged = grounding.find_quotes(reason, {5: "She kept it in a biscuit tin."})
     assert [q.text for q in quotes] == ["kept it in a biscuit tin"] or [q.text for q in quotes] == []
     assert forged[-1] == ("5", "in a safe")
@@ -221,9 +222,9 @@ def test_live_ollama_generates_parseable_output():
         pytest.skip("the Ollama server has no cwread-finder (ollama create cwread-finder -f modelfiles/finder.Modelfile)")
     live = backend
     reply = live.generate(
-        agents.finder_request(Question("What is hidden?", "open"), 1, 1, "[1] The key is under the mat.")
+        finder_request(Question("What is hidden?", "open"), 1, 1, "[1] The key is under the mat.")
     )
-    assert agents.parse_finder_reply(reply.text).ok
+    assert parse_finder_reply(reply.text).ok
 
 
 def test_the_finder_asks_ollama_for_its_labels_log_probabilities():
@@ -246,7 +247,7 @@ def test_the_finder_asks_ollama_for_its_labels_log_probabilities():
         return httpx.Response(200, json={**reply, "logprobs": tokens})
 
     backend = backend_with(handler)
-    generation = backend.generate(agents.finder_request(Question("Who?", "open"), 3, 3, "[3] text"))
+    generation = backend.generate(finder_request(Question("Who?", "open"), 3, 3, "[3] text"))
     assert seen["body"]["logprobs"] is True and seen["body"]["top_logprobs"] == 20
     assert dict(generation.label_logprobs) == {"YES": -1.9, "NO": -0.2}
     plain = backend.generate(GenerationRequest(messages=(("user", "hi"),)))

@@ -11,11 +11,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cwread import agents
 from cwread.backends import openai_compat
 from cwread.backends.openai_compat import OpenAIBackend, OpenAISettings
 from cwread.backends.select import BackendSettings, select_backends
 from cwread.errors import InputError, ModelError
+from cwread.finder import finder_request, parse_finder_reply
+from cwread.interpreter import interpreter_request
 from cwread.records import Question
 from tests.conftest import run
 
@@ -69,7 +70,7 @@ def backend(handler, model="qwen2.5-1.5b", **kw) -> OpenAIBackend:
 
 
 def finder_call():
-    return agents.finder_request(Question("Where is the key?", "open"), 3, 3, "[3] The key is under the mat.")
+    return finder_request(Question("Where is the key?", "open"), 3, 3, "[3] The key is under the mat.")
 
 
 def test_llama_server_gets_the_grammar_and_sizes_calls_to_its_slots():
@@ -92,7 +93,7 @@ def test_llama_server_gets_the_grammar_and_sizes_calls_to_its_slots():
     assert body["max_tokens"] == request.max_tokens and body["temperature"] == 0 and body["seed"] == 0
     assert body["model"] == "qwen2.5-1.5b" and body["cache_prompt"] is True
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
-    assert agents.parse_finder_reply(reply.text).answer == "YES"
+    assert parse_finder_reply(reply.text).answer == "YES"
     assert (reply.prompt_tokens, reply.completion_tokens) == (42, 7)
 
 
@@ -119,7 +120,7 @@ def test_flags_override_what_the_server_says():
 
 
 def test_the_repeat_penalty_goes_in_each_servers_own_field():
-    request = agents.interpreter_request(Question("Why?", "open"), [(1, "A.")])
+    request = interpreter_request(Question("Why?", "open"), [(1, "A.")])
     assert request.repeat_penalty != 1.0
     for owned_by, field in (("llamacpp", "repeat_penalty"), ("vllm", "repetition_penalty")):
         seen: dict = {}
@@ -309,7 +310,7 @@ def test_the_finder_asks_for_its_labels_log_probabilities(owned_by, asked):
     assert scores["YES"] == pytest.approx(-0.2)  # "Yes" is no prefix of YES: the grammar bars it
     assert scores["NO"] == pytest.approx(math.log(math.exp(-2.0) + math.exp(-3.0)))
     # a plain request asks for none
-    backend(handler).generate(agents.interpreter_request(Question("Why?", "open"), [(1, "A.")]))
+    backend(handler).generate(interpreter_request(Question("Why?", "open"), [(1, "A.")]))
     assert "logprobs" not in seen["body"] and "top_logprobs" not in seen["body"]
 
 

@@ -12,6 +12,7 @@ from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.errors import InputError
 from cwread.finder import GenerativeFinder, ScoringFinder, ScriptedFinder, make_finder
+from cwread.interpreter import leans_on_previous
 from cwread.records import FinderSettings
 from tests.conftest import run
 from tests.scripted_replies import finder_reply, smart_interpreter
@@ -173,7 +174,7 @@ def test_the_readme_python_example_runs(tmp_path, monkeypatch):
 
 
 def test_a_follow_up_is_retrieved_and_answered_with_the_last_turn_in_view(story, cache_dir):
-    from cwread.agents import leans_on_previous
+
     from cwread.session import Conversation
 
     chosen = selection()

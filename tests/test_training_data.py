@@ -5,6 +5,8 @@ import json
 import pytest
 
 from cwread import agents
+from cwread.finder import FINDER_SYSTEM, parse_finder_reply
+from cwread.interpreter import parse_reply
 from cwread.records import Question
 from tests.conftest import SHARED_DATA
 from training import data
@@ -33,7 +35,7 @@ def test_warm_start_targets_follow_the_format_and_the_label(finder):
     from training.rewards import FINDER_FORMAT, FINDER_NO, FINDER_NO_QUALITY, FINDER_YES, finder_score
 
     for e in finder:
-        parsed = agents.parse_finder_reply(e["target"])
+        parsed = parse_finder_reply(e["target"])
         assert parsed.ok and parsed.answer == e["label"], e["target"]
         cited = agents.extract_citations(parsed.reason)
         if e["label"] == "YES":
@@ -55,7 +57,7 @@ def test_interpreter_targets_cite_gold_and_score_as_correct():
     from training.rewards import INTERP_FORMAT, interpreter_score
 
     for e in data.interpreter_examples(VAL)[:200]:
-        parsed = agents.parse_reply(e["target"], Question("q", "open"))
+        parsed = parse_reply(e["target"], Question("q", "open"))
         assert parsed.ok and token_f1(parsed.answer, e["answer"]) == 1.0  # the parser trims end punctuation
         assert agents.extract_citations(parsed.reason)[0] in e["gold_ids"]
         score = interpreter_score(
@@ -68,7 +70,7 @@ def test_finder_prompts_are_cwreads_own(finder):
     e = finder[0]
     s, t = e["segment"]
     user = e["prompt"][-1]["content"]
-    assert e["prompt"][0]["content"] == agents.FINDER_SYSTEM
+    assert e["prompt"][0]["content"] == FINDER_SYSTEM
     assert user.startswith(f"Segment (paragraphs {s}-{t}):\n<evidence>\n[{s}] ")
 
 

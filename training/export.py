@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cwread.finder import FINDER_MAX_TOKENS
+from cwread.interpreter import INTERPRETER_MAX_TOKENS
 from training.checkpoints import LAYER_NAMES, LORA_ARCHS, permute
 
 # transformers' module path inside a layer -> GGUF tensor name
@@ -162,10 +164,9 @@ def modelfile(
     """An Ollama Modelfile: FROM the base (a GGUF path or a library tag), ADAPTER the LoRA
     GGUF when given, the training chat template, temperature 0, explicit num_ctx, and the
     agent's own reply length (cwread sends it per call too)."""
-    from cwread import agents
 
     if num_predict is None:
-        num_predict = agents.FINDER_MAX_TOKENS if agent == "finder" else agents.INTERPRETER_MAX_TOKENS
+        num_predict = FINDER_MAX_TOKENS if agent == "finder" else INTERPRETER_MAX_TOKENS
     template, stops, system = FAMILIES[family]
     lines = [f"# {line}" if line else "#" for line in comment.strip().splitlines()] if comment else []
     lines.append(f"FROM {base}")

@@ -28,7 +28,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from cwread.agents import extract_citations, parse_finder_reply, parse_reply
+from cwread.agents import extract_citations
+from cwread.finder import parse_finder_reply
+from cwread.interpreter import parse_reply
 from cwread.lexical import STOPWORDS
 from cwread.metrics import token_f1
 from cwread.records import Question

@@ -26,13 +26,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from cwread import agents, api, extractive, grounding, pipeline
+from cwread import api, extractive, grounding, pipeline
 from cwread.backends import Backend
 from cwread.backends.select import Selection
 from cwread.eval import rows
 from cwread.eval.dataset import Record
 from cwread.finder import make_finder, read_segments, reading_budget
-from cwread.interpreter import packet_fits, prompt_fits
+from cwread.interpreter import interpreter_request, packet_fits, prompt_fits
 from cwread.packing import pack_ranked, pack_segments, packet_of
 from cwread.records import (
     NO_ANSWER,
@@ -141,7 +141,7 @@ def direct(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
     lo, hi = 0, len(document)
     while lo < hi:  # binary search for the largest prefix that fits
         mid = (lo + hi + 1) // 2
-        request = agents.interpreter_request(found.question, document.passages(range(1, mid + 1)))
+        request = interpreter_request(found.question, document.passages(range(1, mid + 1)))
         if prompt_fits(interpreter, request):
             lo = mid
         else:
