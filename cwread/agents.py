@@ -15,7 +15,8 @@ from cwread import grounding
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import LABEL, SOURCE_NAME, Evidence, Passage
 from cwread.grounding import neutralise, sentence_spans
-from cwread.records import Forged, ModelCall, Question, Quote
+from cwread.question import Question
+from cwread.records import Forged, ModelCall, Quote
 
 OPEN_ANSWER_CHARS = 160
 

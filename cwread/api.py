@@ -32,18 +32,10 @@ from cwread.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
 from cwread.errors import ModelError
 from cwread.library import Found, Library
 from cwread.model_facts import FACTS, facts_of
+from cwread.plan import AnswerSettings, FinderSettings, Plan
 from cwread.progress import Progress
-from cwread.records import (
-    AnswerSettings,
-    DoctorReport,
-    FinderSettings,
-    FindResult,
-    IndexReport,
-    Plan,
-    Question,
-    Trace,
-    make_question,
-)
+from cwread.question import Question, make_question
+from cwread.records import DoctorReport, FindResult, IndexReport, Trace
 from cwread.retrieval import open_index
 from cwread.segments import Budget, make_budget
 from cwread.session import Session

@@ -32,8 +32,10 @@ from cwread.backends import Backend, GenerationRequest
 from cwread.book import Document, Evidence, Passage
 from cwread.errors import InputError
 from cwread.finder_budget import ReadingBudget
+from cwread.plan import FinderSettings
 from cwread.progress import Progress
-from cwread.records import FinderSettings, ModelCall, Question, Verdict
+from cwread.question import Question
+from cwread.records import ModelCall, Verdict
 from cwread.segments import Segment
 
 FINDER_MAX_TOKENS = 160

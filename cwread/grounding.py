@@ -20,7 +20,8 @@ from functools import lru_cache
 
 from cwread.book import LABEL, Evidence
 from cwread.lexical import STOPWORDS, word_stems
-from cwread.records import Forged, Question, Quote
+from cwread.question import Question
+from cwread.records import Forged, Quote
 
 MAX_QUOTE_CHARS = 240  # longer sentences are offered as clauses, so a quote stays short
 

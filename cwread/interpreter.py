@@ -10,7 +10,8 @@ from cwread import agents
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence
 from cwread.grounding import neutralise
-from cwread.records import AgentCall, Packet, Question, Turn
+from cwread.question import Question
+from cwread.records import AgentCall, Packet, Turn
 
 TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach
 INTERPRETER_MAX_TOKENS = 480  # up to three quotes of a sentence each, then the answer

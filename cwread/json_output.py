@@ -11,13 +11,13 @@ from dataclasses import asdict
 from cwread import __version__
 from cwread.book import Document, Paragraph
 from cwread.library import Found, Hit
+from cwread.plan import Plan
 from cwread.records import (
     AgentCall,
     DoctorReport,
     FindResult,
     Forged,
     IndexReport,
-    Plan,
     Quote,
     SupportCheck,
     Trace,
@@ -204,7 +204,7 @@ def ask_json(trace: Trace) -> dict:
 
 
 def plan_json(plan: Plan | None) -> dict | None:
-    """What the run resolved to do before its first call (see cwread.records.Plan)."""
+    """What the run resolved to do before its first call (see cwread.plan.Plan)."""
     return None if plan is None else asdict(plan)
 
 

@@ -19,18 +19,15 @@ from cwread.finder import Finder, make_finder, read_segments, reading_budget
 from cwread.interpreter import interpret, needs_self_check, packet_fits
 from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
 from cwread.packing import pack
+from cwread.plan import AnswerMode, AnswerSettings, FinderSettings, Plan
 from cwread.progress import Progress
+from cwread.question import Question
 from cwread.records import (
     UNJUDGED,
     AgentCall,
     Answer,
-    AnswerMode,
-    AnswerSettings,
-    FinderSettings,
     FindResult,
     Packet,
-    Plan,
-    Question,
     Quote,
     SupportCheck,
     Trace,

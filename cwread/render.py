@@ -21,11 +21,11 @@ from cwread.book import Document, Paragraph
 from cwread.errors import CwreadError, OutputError
 from cwread.json_output import TRACE_VERSION
 from cwread.library import Found
+from cwread.plan import AnswerMode
 from cwread.progress import Progress
 from cwread.records import (
     NO_SENTENCE,
     NOT_DETERMINED,
-    AnswerMode,
     DoctorReport,
     FindResult,
     IndexReport,

@@ -21,8 +21,10 @@ from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
 from cwread.finder import Finder, make_finder
 from cwread.interpreter import leans_on_previous
 from cwread.model_facts import JUDGES_AT_CHANCE, holds
+from cwread.plan import AnswerMode, AnswerSettings, FinderSettings, Plan
 from cwread.progress import Progress
-from cwread.records import AnswerMode, AnswerSettings, FinderSettings, FindResult, Plan, Question, Trace, Turn
+from cwread.question import Question
+from cwread.records import FindResult, Trace, Turn
 from cwread.retrieval import Index, build_queries, check_method, open_index, paragraph_scores
 from cwread.segments import Budget, build_segments, fit_budget, make_budget
 

@@ -24,7 +24,8 @@ from cwread import agents, grounding
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence, Passage
 from cwread.lexical import STOPWORDS
-from cwread.records import AgentCall, Question, Quote, SupportCheck
+from cwread.question import Question
+from cwread.records import AgentCall, Quote, SupportCheck
 
 _WORD = re.compile(r"[^\W\d_]+")
 _TITLES = frozenset(

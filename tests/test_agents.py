@@ -4,7 +4,7 @@ from cwread import agents
 from cwread.agents import answer_grammar, extract_citations, split_citations
 from cwread.finder import finder_request, parse_finder_reply
 from cwread.interpreter import SELF_CHECK_SYSTEM, interpreter_request, needs_self_check, parse_reply
-from cwread.records import Question
+from cwread.question import Question
 
 
 @pytest.mark.parametrize(

@@ -205,7 +205,7 @@ def test_help_lists_every_registered_choice(capsys, monkeypatch):
     listed without touching the help text."""
     from cwread.backends.select import FACTORIES
     from cwread.eval.methods import METHODS as EVAL_METHODS
-    from cwread.records import ANSWER_CHOICES, FINDER_REPLIES
+    from cwread.plan import ANSWER_CHOICES, FINDER_REPLIES
     from cwread.retrieval import METHODS as RETRIEVALS
 
     monkeypatch.setenv("COLUMNS", "1000")  # one line an option: no name is broken across lines

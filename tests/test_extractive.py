@@ -8,7 +8,8 @@ import numpy as np
 from cwread import extractive, grounding
 from cwread.book import document_from_bytes
 from cwread.pipeline import decide
-from cwread.records import AgentCall, ModelCall, Packet, PacketItem, Question, Quote
+from cwread.question import Question
+from cwread.records import AgentCall, ModelCall, Packet, PacketItem, Quote
 
 GIANT_BOOK = "\n\n".join(
     [

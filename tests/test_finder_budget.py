@@ -8,7 +8,7 @@ import pytest
 from cwread import finder_budget as reading
 from cwread.backends import Capabilities, Generation
 from cwread.errors import InputError
-from cwread.records import FinderSettings
+from cwread.plan import FinderSettings
 from tests.conftest import run
 from tests.scripted_replies import finder_reply
 

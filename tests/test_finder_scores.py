@@ -14,7 +14,7 @@ from cwread.cli import main
 from cwread.eval import dataset, run
 from cwread.eval import report as eval_report
 from cwread.eval.run import EvalContext
-from cwread.records import FinderSettings
+from cwread.plan import FinderSettings
 from cwread.segments import make_budget
 from tests.scripted_replies import finder_reply, smart_interpreter
 
@@ -118,7 +118,7 @@ def test_rows_without_scores_report_no_ranking(tmp_path, cache_dir, eval_data):
 def test_an_unreadable_reply_kept_for_recall_has_no_score():
     from cwread.book import document_from_bytes
     from cwread.finder import GenerativeFinder
-    from cwread.records import Question
+    from cwread.question import Question
     from cwread.segments import Segment
 
     doc = document_from_bytes(b"The key is under the mat.\n\nThe door is red.", "t")

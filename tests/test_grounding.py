@@ -5,7 +5,8 @@ import itertools
 import pytest
 
 from cwread import agents, grounding
-from cwread.records import Question, Quote
+from cwread.question import Question
+from cwread.records import Quote
 from tests.conftest import EXAMPLES
 
 PARA = (

@@ -1,7 +1,7 @@
 """The package's layers: no module imports a module above it.
 
 cli → render/json_output → eval → api → session → pipeline → finder/interpreter/support → agents/packing →
-records/model_facts → backends →
+records/model_facts → plan/question → backends →
 book/segments/retrieval → cache/settings → errors. `training/` imports cwread, never the
 reverse. Checked on the source (imports inside functions too), so a new arrow back up fails here.
 """
@@ -25,6 +25,7 @@ LAYERS = [
     ["cwread.finder", "cwread.interpreter", "cwread.support"],
     ["cwread.agents", "cwread.packing", "cwread.grounding", "cwread.extractive", "cwread.finder_budget"],
     ["cwread.records", "cwread.model_facts"],
+    ["cwread.plan", "cwread.question"],
     [
         "cwread.backends",
         "cwread.backends.select",

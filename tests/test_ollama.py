@@ -13,7 +13,7 @@ from cwread.backends.select import BackendSettings, select_backends
 from cwread.errors import ModelError
 from cwread.finder import finder_request, parse_finder_reply
 from cwread.interpreter import parse_reply
-from cwread.records import Question
+from cwread.question import Question
 
 
 def chat_response(content: str) -> dict:

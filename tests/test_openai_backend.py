@@ -17,7 +17,7 @@ from cwread.backends.select import BackendSettings, select_backends
 from cwread.errors import InputError, ModelError
 from cwread.finder import finder_request, parse_finder_reply
 from cwread.interpreter import interpreter_request
-from cwread.records import Question
+from cwread.question import Question
 from tests.conftest import run
 
 URL = "http://server.test:8080/v1"

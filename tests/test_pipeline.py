@@ -16,7 +16,9 @@ from cwread.finder import GenerativeFinder, read_segments
 from cwread.interpreter import prompt_fits
 from cwread.packing import pack
 from cwread.pipeline import answer
-from cwread.records import AnswerSettings, Question, Verdict
+from cwread.plan import AnswerSettings
+from cwread.question import Question
+from cwread.records import Verdict
 from cwread.segments import Budget, Segment
 from tests.scripted_replies import finder_reply
 

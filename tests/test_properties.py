@@ -10,7 +10,7 @@ from cwread.book import parse_paragraphs
 from cwread.finder import parse_finder_reply
 from cwread.grounding import find_quotes
 from cwread.interpreter import parse_reply
-from cwread.records import Question
+from cwread.question import Question
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

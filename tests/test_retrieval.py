@@ -4,7 +4,7 @@ import pytest
 from cwread import api
 from cwread.book import document_from_bytes
 from cwread.errors import InputError
-from cwread.records import parse_options
+from cwread.question import parse_options
 from cwread.retrieval import build_queries, open_index, paragraph_scores, reciprocal_rank_fusion
 
 

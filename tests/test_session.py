@@ -13,7 +13,7 @@ from cwread.backends.select import Selection
 from cwread.errors import InputError
 from cwread.finder import GenerativeFinder, ScoringFinder, ScriptedFinder, make_finder
 from cwread.interpreter import leans_on_previous
-from cwread.records import FinderSettings
+from cwread.plan import FinderSettings
 from tests.conftest import run
 from tests.scripted_replies import finder_reply, smart_interpreter
 

@@ -7,7 +7,7 @@ import pytest
 from cwread import agents
 from cwread.finder import FINDER_SYSTEM, parse_finder_reply
 from cwread.interpreter import parse_reply
-from cwread.records import Question
+from cwread.question import Question
 from tests.conftest import SHARED_DATA
 from training import data
 from training.__main__ import main

@@ -26,7 +26,7 @@ from cwread.cache import write_file_atomic
 from cwread.finder import finder_request
 from cwread.interpreter import interpreter_request
 from cwread.packing import pack_segments
-from cwread.records import Question
+from cwread.question import Question
 from cwread.segments import PRESETS, Segment
 
 # FairytaleQA's CSV folders (train/, val/) are not part of the repository: `--source DIR` or

@@ -33,7 +33,7 @@ from cwread.finder import parse_finder_reply
 from cwread.interpreter import parse_reply
 from cwread.lexical import STOPWORDS
 from cwread.metrics import token_f1
-from cwread.records import Question
+from cwread.question import Question
 
 FINDER_FORMAT = 1.0
 FINDER_YES = 1.5

@@ -19,7 +19,7 @@ from cwread.cache import cache_root, check_output_path, write_output_file
 from cwread.cli.exits import answer_exit
 from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError, OutputError
-from cwread.records import FinderSettings
+from cwread.plan import FinderSettings
 from cwread.segments import Budget
 from cwread.session import Conversation, Session
 from cwread.terminal import one_line

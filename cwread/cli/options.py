@@ -20,14 +20,8 @@ from cwread.backends.select import FACTORIES
 from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import InputError
 from cwread.eval.methods import METHODS as EVAL_METHODS
-from cwread.records import (
-    ANSWER_CHOICES,
-    FINDER_CHOICES,
-    FINDER_REPLIES,
-    AnswerSettings,
-    FinderSettings,
-    make_question,
-)
+from cwread.plan import ANSWER_CHOICES, FINDER_CHOICES, FINDER_REPLIES, AnswerSettings, FinderSettings
+from cwread.question import make_question
 from cwread.retrieval import METHODS as RETRIEVALS
 
 

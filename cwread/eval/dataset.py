@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cwread.book import SOURCE_NAME, Document
 from cwread.errors import InputError
-from cwread.records import KINDS, Question
+from cwread.question import KINDS, Question
 
 
 @dataclass(frozen=True)

@@ -34,17 +34,9 @@ from cwread.eval.dataset import Record
 from cwread.finder import make_finder, read_segments, reading_budget
 from cwread.interpreter import interpreter_request, packet_fits, prompt_fits
 from cwread.packing import pack_ranked, pack_segments, packet_of
-from cwread.records import (
-    NO_ANSWER,
-    Answer,
-    AnswerMode,
-    AnswerSettings,
-    FinderSettings,
-    FindResult,
-    Packet,
-    Question,
-    Trace,
-)
+from cwread.plan import AnswerMode, AnswerSettings, FinderSettings
+from cwread.question import Question
+from cwread.records import NO_ANSWER, Answer, FindResult, Packet, Trace
 from cwread.session import Session
 
 

@@ -19,8 +19,9 @@ from cwread.eval import rows
 from cwread.eval.dataset import Record, load_records, rotations, spread_sample
 from cwread.eval.methods import METHODS, EvalContext, with_question
 from cwread.eval.report import report_markdown, summarize
+from cwread.plan import AnswerMode, AnswerSettings, FinderSettings
 from cwread.progress import Progress
-from cwread.records import AnswerMode, AnswerSettings, FinderSettings, make_question
+from cwread.question import make_question
 
 
 def run_record(record: Record, method: str, ctx: EvalContext) -> dict:

@@ -1,0 +1,145 @@
+"""What a run is asked for (the answer and Finder settings, checked once) and what it will
+do (the Plan resolved from them before any model call, recorded in the trace)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from cwread.errors import InputError
+from cwread.segments import Budget
+
+
+class AnswerMode(StrEnum):
+    """How an answer is given. The first three are the choices for an open question:
+    generative-or-extractive is the model's words if its quotes cover them, else the
+    best-fitting sentence (auto's choice for a model that writes); evidence-only asks no
+    verdict of a model that judges at chance and shows only the best evidence."""
+
+    GENERATIVE = "generative"
+    EXTRACTIVE = "extractive"
+    GENERATIVE_OR_EXTRACTIVE = "generative-or-extractive"
+    EVIDENCE_ONLY = "evidence-only"
+
+
+ANSWER_CHOICES = (AnswerMode.GENERATIVE, AnswerMode.EXTRACTIVE, AnswerMode.GENERATIVE_OR_EXTRACTIVE)
+ANSWER_MODES = tuple(AnswerMode)
+
+
+# How `supported` is decided (cwread.support): "words" needs every content word of an open
+# answer quoted (an option or claim: one shared); "model" asks the Interpreter's model whether
+# the quotes state or imply the answer and holds its score to the threshold the user
+# calibrated for it (--support-threshold).
+SUPPORT_METHODS = ("model", "words")
+
+
+FINDER_CHOICES = ("auto", "on", "off")
+# quote-first: the clue's quote, then YES or NO; decision-first: YES or NO, a kept segment's quote
+# after it; score: YES or NO alone, decided by its log-odds (no quote): cwread.finder
+FINDER_REPLIES = ("quote-first", "decision-first", "score")
+READ_TOKENS_CHOICES = "a number of tokens, auto or none"
+
+
+def _check_threshold(value: object, name: str) -> None:
+    """InputError unless a score threshold is None or a finite number."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)):
+        raise InputError(f"the {name} threshold must be a finite number, not {value!r}")
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """How a retrieved question is answered: `answer_mode` for open questions (ANSWER_CHOICES,
+    or auto: extractive for a model too small to write); `self_check` (None: for claims and
+    risky questions); `judge_anyway`: ask a model that judges at chance for a verdict on
+    options and claims all the same; `support_threshold`: ask the Interpreter's model whether
+    the quotes support its answer, and pass it at this score (None: no such call; the words
+    decide, see cwread.support)."""
+
+    answer_mode: str = "auto"
+    self_check: bool | None = None
+    judge_anyway: bool = False
+    support_threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.answer_mode not in (*ANSWER_CHOICES, "auto"):
+            raise InputError(
+                f"unknown answer mode {self.answer_mode!r}; choose one of: {', '.join((*ANSWER_CHOICES, 'auto'))}"
+            )
+        _check_threshold(self.support_threshold, "support")
+
+
+@dataclass(frozen=True)
+class FinderSettings:
+    """How the Finder runs, validated once, here.
+
+    `use`: auto (skip a Finder measured to keep nearly every segment it reads: its calls
+    cannot change the answer), on or off (every segment read is taken as kept).
+    `read_tokens`: prompt tokens it reads at most, in rank order: a number, "auto" (what it
+    reads in about half a minute at the rate measured for it: cwread.finder_budget) or None (no cap
+    but the budget's `read`); the flag's text ("2000", "auto", "none") is read here.
+    `reply`: one of FINDER_REPLIES. `keep_threshold`: a segment is kept when its score,
+    ln P(YES) - ln P(NO), reaches this, whatever its label (None: the label decides; a
+    verdict without a score keeps its label).
+    """
+
+    use: str = "auto"
+    read_tokens: int | str | None = None
+    reply: str = "quote-first"
+    keep_threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.use not in FINDER_CHOICES:
+            raise InputError(f"--finder must be one of {', '.join(FINDER_CHOICES)}, not {self.use!r}")
+        object.__setattr__(self, "read_tokens", _read_tokens(self.read_tokens))
+        if self.reply not in FINDER_REPLIES:
+            raise InputError(f"--finder-reply must be one of {', '.join(FINDER_REPLIES)}, not {self.reply!r}")
+        _check_threshold(self.keep_threshold, "keep")
+
+
+def _read_tokens(value: int | str | None) -> int | str | None:
+    """`read_tokens` as FinderSettings holds it: a positive number, "auto" or None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("auto", "none"):
+            return None if text == "none" else "auto"
+        if text.isdigit() and int(text) > 0:
+            return int(text)
+    elif isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    raise InputError(f"--read-tokens must be {READ_TOKENS_CHOICES}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one question's run will do, resolved once before any model call and recorded in
+    the trace, so the view, `api`, `eval` and `doctor` read it rather than derive it again.
+
+    `answer_mode`: one of ANSWER_MODES, as the question will be answered. `evidence`: where
+    the packet comes from: "finder" (the Finder judges the segments read), "all-read" (no
+    Finder runs: every segment read is taken as kept, `finder_skipped` says why) or "given"
+    (an ablation or baseline gave the packet). `finder`: the judge that reads (its reply,
+    or "scripted"; None when none runs), with its `read_tokens` and `keep_threshold` as
+    FinderSettings has them. `verdict`: options and claims are given the Interpreter's
+    verdict. `interpreter`: the Interpreter is asked (not for an extractive answer or a
+    withheld verdict); `self_check`: its second pass follows a readable first answer.
+    `budget`: the budget fitted to the book and the Interpreter, with why
+    (cwread.segments.fit_budget); None where the caller gave none to fit. `support`: how
+    the answer's support is checked (SUPPORT_METHODS; None: no model answer to check), and
+    `support_threshold` the score the model's check must reach.
+    """
+
+    answer_mode: str
+    evidence: str
+    finder: str | None
+    finder_skipped: str | None
+    read_tokens: int | str | None
+    keep_threshold: float | None
+    verdict: bool
+    interpreter: bool
+    self_check: bool
+    budget: Budget | None = None
+    support: str | None = None
+    support_threshold: float | None = None
