@@ -15,7 +15,7 @@ from pathlib import Path
 from tests.conftest import REPO
 
 LAYERS = [
-    ["cwread.cli", "cwread.cli.options", "cwread.cli.chat", "cwread.cli.exits", "cwread.mcp_server"],
+    ["cwread.cli", "cwread.cli.app", "cwread.cli.tools", "cwread.cli.options", "cwread.cli.chat", "cwread.cli.exits", "cwread.mcp_server"],
     ["cwread.render", "cwread.json_output"],
     ["cwread.eval", "cwread.eval.run", "cwread.eval.methods", "cwread.eval.rows", "cwread.eval.report"],
     ["cwread.eval.dataset"],

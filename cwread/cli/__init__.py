@@ -16,24 +16,18 @@ from typing import Annotated, Any
 
 import typer
 
-from cwread import __version__
+from cwread.cli.app import app, open_document
 from cwread.cli.exits import EXIT_CODES, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, answer_exit
 from cwread.cli.options import (
     AnswerRun,
     Book,
     DebugFlag,
     EmbedderOpt,
-    JsonFlag,
-    Output,
     RetrievalOpt,
     answer_options,
     ask_finder_options,
     backend_options,
     budget_options,
-    eval_finder_options,
-    evaluation_options,
-    model_options,
-    model_run_options,
     output_options,
     question_options,
 )
@@ -43,7 +37,6 @@ from cwread.errors import (
     CwreadError,
     InputError,
     Interrupted,
-    ModelError,
     OutputError,
 )
 
@@ -57,38 +50,6 @@ def _click_types(name: str) -> tuple[type[BaseException], ...]:
         with suppress(ImportError, AttributeError):
             found.append(getattr(importlib.import_module(module), name))
     return tuple(found)
-
-
-app = typer.Typer(
-    name="cwread",
-    help=(
-        "Read long narratives (text, HTML, EPUB, PDF) with numbered paragraphs: show them, find the "
-        "passages a question needs, and (with a model) answer with [N] citations.\n\n"
-        "Exit codes: 0 ok, 1 claim FALSE, 2 usage/input error, 3 model/backend/cache failure, "
-        "4 no answer (not determined from the text, or unparseable), 70 internal error, "
-        "130 interrupted."
-    ),
-    no_args_is_help=True,
-    add_completion=True,
-    rich_markup_mode="markdown",
-    pretty_exceptions_enable=False,
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        print(f"cwread {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        bool | None,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
-    ] = None,
-) -> None:
-    """cwread: cited answers from long narratives."""
 
 
 # ---- commands ----------------------------------------------------------------------------
@@ -113,7 +74,7 @@ def show(
     """Print paragraphs with their ids, e.g. `cwread show novel.txt 1200-1210`."""
     from cwread import api, json_output, render
 
-    document = _open_document(book, output)
+    document = open_document(book, output)
     selected = api.show(document, paragraphs)
     if output.json_out:
         render.print_json(json_output.show_json(document, selected))
@@ -151,7 +112,7 @@ def find(
 
     if limit is not None and limit < 0:
         raise InputError("--limit must be 0 (all) or a positive number")
-    document = _open_document(book, output)
+    document = open_document(book, output)
     with render.progress() as progress:
         result = api.find(document, asked, budget, embedder, retrieval, progress)
     shown = len(result.anchor_segments) if limit is None else limit
@@ -159,30 +120,6 @@ def find(
         render.print_json(json_output.find_json(result, shown))
     else:
         render.find_view(result, shown)
-
-
-def _open_document(book: str, output: Output):
-    """The book as `output` says to read it, with one warning line when invalid bytes were
-    replaced while decoding it, and one naming the files of a folder left out; later views
-    wrap as `output` says."""
-    from cwread import api, render
-
-    render.set_width(output.width)
-    document = api.open_document(book, output.encoding)
-    if document.replaced:
-        what = f"{document.path} is UTF-8" if not document.sources else f"the files of {document.path} are UTF-8"
-        render.notice(
-            f"warning: {what} with {document.replaced} invalid byte sequence(s), "
-            "shown as \ufffd (--encoding reads it as another encoding)"
-        )
-    if document.skipped:
-        shown = "; ".join(document.skipped[:SKIPPED_NAMED])
-        more = f"; and {len(document.skipped) - SKIPPED_NAMED} more (--json lists them)" if len(document.skipped) > SKIPPED_NAMED else ""
-        render.notice(f"left out of {document.path}: {shown}{more}")
-    return document
-
-
-SKIPPED_NAMED = 5  # files left out of a folder named on the terminal; --json lists them all
 
 
 def _answer(book: str, asked, budget, finding, settings, run: AnswerRun, quiet: bool = False):
@@ -197,7 +134,7 @@ def _answer(book: str, asked, budget, finding, settings, run: AnswerRun, quiet: 
         target = Path(run.trace)
         if book != "-" and target.exists() and target.resolve() == Path(book).resolve():
             raise InputError("--trace would overwrite the book itself; give another file name")
-    document = _open_document(book, run.output)
+    document = open_document(book, run.output)
     with render.progress(quiet) as progress:
         result = api.ask(
             document,
@@ -302,7 +239,7 @@ def chat(
 
     if book == "-":
         raise InputError("chat reads its questions from standard input: give the book's path")
-    document = _open_document(book, run.output)
+    document = open_document(book, run.output)
     session = api.open(document, embedder=run.model.embedder, settings=settings, use_cache=run.model.use_cache)
     session.selection(None if run.output.json_out else _notice())  # a missing server is told before any question
     interactive = sys.stdin.isatty() and not run.output.json_out
@@ -315,184 +252,7 @@ def _notice():
     return render.notice
 
 
-@app.command()
-@output_options
-def index(
-    book: Book,
-    embedder: EmbedderOpt = DEFAULT_EMBEDDER,
-    output: Any = None,
-    debug: DebugFlag = False,
-) -> None:
-    """Build the cached lexical and dense indexes of a text, so later questions start fast."""
-    from cwread import api, json_output, render
-
-    document = _open_document(book, output)
-    with render.progress() as progress:
-        report = api.index_document(document, embedder, progress)
-    if output.json_out:
-        render.print_json(json_output.index_json(document, report))
-    else:
-        render.index_view(document, report)
-
-
-@app.command()
-@model_options
-def doctor(
-    settings: Any = None,
-    json_out: JsonFlag = False,
-    debug: DebugFlag = False,
-) -> None:
-    """Say which backend, models and embedder `ask` would use, and how to get what is missing."""
-    from cwread import api, json_output, render
-
-    report = api.doctor(settings)
-    if json_out:
-        render.print_json(json_output.doctor_json(report))
-    else:
-        render.doctor_view(report)
-    if not report.ok:  # the report above says what is missing
-        raise ModelError(report.backend_error, quiet=True)
-
-
-@app.command()
-def modelfiles(
-    out: Annotated[str, typer.Option("--out", help="Folder to write the Modelfiles into.")] = "modelfiles",
-    force: Annotated[bool, typer.Option("--force", help="Replace different files of the same name.")] = False,
-    json_out: JsonFlag = False,
-    debug: DebugFlag = False,
-) -> None:
-    """Write the Ollama Modelfiles of cwread's agents, for `ollama create cwread-finder -f ...`."""
-    from pathlib import Path
-
-    from cwread import json_output, render
-    from cwread.modelfiles import setup_commands, write_modelfiles
-
-    written = write_modelfiles(Path(out), overwrite=force)
-    if json_out:
-        render.print_json({"version": json_output.TRACE_VERSION, "written": [str(p) for p in written]})
-        return
-    for path in written:
-        render.stdout(lines=True).print(render.printable(str(path)), markup=False, highlight=False)
-    render.notice("then: " + "; ".join(setup_commands(out)[1:]))
-
-
-@app.command("eval")
-@backend_options
-@budget_options
-@eval_finder_options
-@model_run_options
-@evaluation_options
-def eval_command(
-    data: Annotated[
-        str,
-        typer.Argument(
-            help="Benchmark records, one JSON object a line (document path, question, options or claim, "
-            "gold answer and evidence).",
-            show_default=False,
-        ),
-    ],
-    evaluation: Any = None,
-    budget: Any = None,
-    finding: Any = None,
-    settings: Any = None,
-    run: Any = None,
-    json_out: JsonFlag = False,
-    debug: DebugFlag = False,
-) -> None:
-    """Run the pipeline and baselines on benchmark records and score them.
-
-    Reports accuracy (mcq, claim), pair accuracy, token-F1 and ROUGE-L (open), evidence
-    recall, citation validity, format rate, cost, answer distributions beside constant
-    baselines, with 95% intervals. Rows are saved as they finish; Ctrl-C loses nothing.
-    """
-    from cwread import json_output, render
-    from cwread.eval.run import EvalOptions, evaluate
-
-    options = EvalOptions(
-        data=data,
-        budget=budget,
-        finding=finding,
-        settings=settings,
-        embedder=run.embedder,
-        use_cache=run.use_cache,
-        answer_mode=run.answer_mode,
-        support_threshold=run.support_threshold,
-        **evaluation,
-    )
-    with render.progress() as progress:
-        result = evaluate(options, progress, render.notice)
-    if json_out:
-        render.print_json(json_output.eval_json(result.meta, result.summary))
-    else:
-        render.eval_view(result.summary)
-
-
-@app.command()
-@output_options
-def search(
-    library: Annotated[
-        str,
-        typer.Argument(
-            help="A folder of books: each file (text, HTML, EPUB, PDF) and each folder in it is a book.",
-            show_default=False,
-        ),
-    ],
-    query: Annotated[str, typer.Argument(help="The words to look for.", show_default=False)],
-    limit: Annotated[int, typer.Option(help="Paragraphs to print, best first.")] = 10,
-    output: Any = None,
-    debug: DebugFlag = False,
-) -> None:
-    """Rank the paragraphs of every book in a folder by BM25 (no model call), each named
-    by its book, its paragraph and its page, e.g. `cwread search ~/books "the yew alley"`.
-
-    The index of the whole library is built on the first search and kept until a book
-    changes; a changed book is read again alone.
-    """
-    from pathlib import Path
-
-    from cwread import api, json_output, render
-
-    with render.progress() as progress:
-        found = api.search_library((Path(library),), query, limit, progress)
-    if output.json_out:
-        render.print_json(json_output.search_json(found))
-    else:
-        render.search_view(found)
-
-
-@app.command()
-@backend_options
-def mcp(
-    root: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--root",
-            help="A folder whose books (files below it) the server may read; repeat for more. "
-            "Default: the current folder. Paths outside, `..` and symlinks that leave it are refused.",
-        ),
-    ] = None,
-    embedder: EmbedderOpt = DEFAULT_EMBEDDER,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.")] = False,
-    sessions: Annotated[
-        int, typer.Option("--sessions", help="Books held open at once (least recently used closed first).")
-    ] = 4,
-    settings: Any = None,
-    debug: DebugFlag = False,
-) -> None:
-    """Serve cwread's tools (ask, verify, find, show) to an MCP client over stdio.
-
-    For a client's configuration: `{"command": "cwread", "args": ["mcp", "--root", "/path/to/books"]}`.
-    Books stay open across calls; every quote returned is verified to be in its paragraph.
-    """
-    from pathlib import Path
-
-    try:
-        from cwread.mcp_server import ServerSettings, serve
-    except ImportError as exc:
-        raise InputError(f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install 'cwread[mcp]'") from None
-    roots = tuple(Path(r) for r in (root or ["."]))
-    serve(ServerSettings(roots, settings, embedder, use_cache=not no_cache, max_sessions=sessions))
-
+from cwread.cli import tools  # noqa: E402, F401  (registers its commands on the app)
 
 # ---- the one place errors become exit codes ------------------------------------------------
 

@@ -1,0 +1,65 @@
+"""The Typer application every command module registers on, and what they share."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cwread import __version__
+from cwread.cli.options import Output
+
+app = typer.Typer(
+    name="cwread",
+    help=(
+        "Read long narratives (text, HTML, EPUB, PDF) with numbered paragraphs: show them, find the "
+        "passages a question needs, and (with a model) answer with [N] citations.\n\n"
+        "Exit codes: 0 ok, 1 claim FALSE, 2 usage/input error, 3 model/backend/cache failure, "
+        "4 no answer (not determined from the text, or unparseable), 70 internal error, "
+        "130 interrupted."
+    ),
+    no_args_is_help=True,
+    add_completion=True,
+    rich_markup_mode="markdown",
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"cwread {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool | None,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = None,
+) -> None:
+    """cwread: cited answers from long narratives."""
+
+
+def open_document(book: str, output: Output):
+    """The book as `output` says to read it, with one warning line when invalid bytes were
+    replaced while decoding it, and one naming the files of a folder left out; later views
+    wrap as `output` says."""
+    from cwread import api, render
+
+    render.set_width(output.width)
+    document = api.open_document(book, output.encoding)
+    if document.replaced:
+        what = f"{document.path} is UTF-8" if not document.sources else f"the files of {document.path} are UTF-8"
+        render.notice(
+            f"warning: {what} with {document.replaced} invalid byte sequence(s), "
+            "shown as \ufffd (--encoding reads it as another encoding)"
+        )
+    if document.skipped:
+        shown = "; ".join(document.skipped[:SKIPPED_NAMED])
+        more = f"; and {len(document.skipped) - SKIPPED_NAMED} more (--json lists them)" if len(document.skipped) > SKIPPED_NAMED else ""
+        render.notice(f"left out of {document.path}: {shown}{more}")
+    return document
+
+
+SKIPPED_NAMED = 5  # files left out of a folder named on the terminal; --json lists them all

@@ -1,0 +1,203 @@
+"""The commands around the reading ones: index, doctor, modelfiles, eval, search and mcp."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from cwread.cli.app import app, open_document
+from cwread.cli.options import (
+    Book,
+    DebugFlag,
+    EmbedderOpt,
+    JsonFlag,
+    backend_options,
+    budget_options,
+    eval_finder_options,
+    evaluation_options,
+    model_options,
+    model_run_options,
+    output_options,
+)
+from cwread.embedders import DEFAULT_EMBEDDER
+from cwread.errors import InputError, ModelError
+
+
+@app.command()
+@output_options
+def index(
+    book: Book,
+    embedder: EmbedderOpt = DEFAULT_EMBEDDER,
+    output: Any = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Build the cached lexical and dense indexes of a text, so later questions start fast."""
+    from cwread import api, json_output, render
+
+    document = open_document(book, output)
+    with render.progress() as progress:
+        report = api.index_document(document, embedder, progress)
+    if output.json_out:
+        render.print_json(json_output.index_json(document, report))
+    else:
+        render.index_view(document, report)
+
+
+@app.command()
+@model_options
+def doctor(
+    settings: Any = None,
+    json_out: JsonFlag = False,
+    debug: DebugFlag = False,
+) -> None:
+    """Say which backend, models and embedder `ask` would use, and how to get what is missing."""
+    from cwread import api, json_output, render
+
+    report = api.doctor(settings)
+    if json_out:
+        render.print_json(json_output.doctor_json(report))
+    else:
+        render.doctor_view(report)
+    if not report.ok:  # the report above says what is missing
+        raise ModelError(report.backend_error, quiet=True)
+
+
+@app.command()
+def modelfiles(
+    out: Annotated[str, typer.Option("--out", help="Folder to write the Modelfiles into.")] = "modelfiles",
+    force: Annotated[bool, typer.Option("--force", help="Replace different files of the same name.")] = False,
+    json_out: JsonFlag = False,
+    debug: DebugFlag = False,
+) -> None:
+    """Write the Ollama Modelfiles of cwread's agents, for `ollama create cwread-finder -f ...`."""
+    from pathlib import Path
+
+    from cwread import json_output, render
+    from cwread.modelfiles import setup_commands, write_modelfiles
+
+    written = write_modelfiles(Path(out), overwrite=force)
+    if json_out:
+        render.print_json({"version": json_output.TRACE_VERSION, "written": [str(p) for p in written]})
+        return
+    for path in written:
+        render.stdout(lines=True).print(render.printable(str(path)), markup=False, highlight=False)
+    render.notice("then: " + "; ".join(setup_commands(out)[1:]))
+
+
+@app.command("eval")
+@backend_options
+@budget_options
+@eval_finder_options
+@model_run_options
+@evaluation_options
+def eval_command(
+    data: Annotated[
+        str,
+        typer.Argument(
+            help="Benchmark records, one JSON object a line (document path, question, options or claim, "
+            "gold answer and evidence).",
+            show_default=False,
+        ),
+    ],
+    evaluation: Any = None,
+    budget: Any = None,
+    finding: Any = None,
+    settings: Any = None,
+    run: Any = None,
+    json_out: JsonFlag = False,
+    debug: DebugFlag = False,
+) -> None:
+    """Run the pipeline and baselines on benchmark records and score them.
+
+    Reports accuracy (mcq, claim), pair accuracy, token-F1 and ROUGE-L (open), evidence
+    recall, citation validity, format rate, cost, answer distributions beside constant
+    baselines, with 95% intervals. Rows are saved as they finish; Ctrl-C loses nothing.
+    """
+    from cwread import json_output, render
+    from cwread.eval.run import EvalOptions, evaluate
+
+    options = EvalOptions(
+        data=data,
+        budget=budget,
+        finding=finding,
+        settings=settings,
+        embedder=run.embedder,
+        use_cache=run.use_cache,
+        answer_mode=run.answer_mode,
+        support_threshold=run.support_threshold,
+        **evaluation,
+    )
+    with render.progress() as progress:
+        result = evaluate(options, progress, render.notice)
+    if json_out:
+        render.print_json(json_output.eval_json(result.meta, result.summary))
+    else:
+        render.eval_view(result.summary)
+
+
+@app.command()
+@output_options
+def search(
+    library: Annotated[
+        str,
+        typer.Argument(
+            help="A folder of books: each file (text, HTML, EPUB, PDF) and each folder in it is a book.",
+            show_default=False,
+        ),
+    ],
+    query: Annotated[str, typer.Argument(help="The words to look for.", show_default=False)],
+    limit: Annotated[int, typer.Option(help="Paragraphs to print, best first.")] = 10,
+    output: Any = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Rank the paragraphs of every book in a folder by BM25 (no model call), each named
+    by its book, its paragraph and its page, e.g. `cwread search ~/books "the yew alley"`.
+
+    The index of the whole library is built on the first search and kept until a book
+    changes; a changed book is read again alone.
+    """
+    from pathlib import Path
+
+    from cwread import api, json_output, render
+
+    with render.progress() as progress:
+        found = api.search_library((Path(library),), query, limit, progress)
+    if output.json_out:
+        render.print_json(json_output.search_json(found))
+    else:
+        render.search_view(found)
+
+
+@app.command()
+@backend_options
+def mcp(
+    root: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--root",
+            help="A folder whose books (files below it) the server may read; repeat for more. "
+            "Default: the current folder. Paths outside, `..` and symlinks that leave it are refused.",
+        ),
+    ] = None,
+    embedder: EmbedderOpt = DEFAULT_EMBEDDER,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.")] = False,
+    sessions: Annotated[
+        int, typer.Option("--sessions", help="Books held open at once (least recently used closed first).")
+    ] = 4,
+    settings: Any = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Serve cwread's tools (ask, verify, find, show) to an MCP client over stdio.
+
+    For a client's configuration: `{"command": "cwread", "args": ["mcp", "--root", "/path/to/books"]}`.
+    Books stay open across calls; every quote returned is verified to be in its paragraph.
+    """
+    from pathlib import Path
+
+    try:
+        from cwread.mcp_server import ServerSettings, serve
+    except ImportError as exc:
+        raise InputError(f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install 'cwread[mcp]'") from None
+    roots = tuple(Path(r) for r in (root or ["."]))
+    serve(ServerSettings(roots, settings, embedder, use_cache=not no_cache, max_sessions=sessions))
