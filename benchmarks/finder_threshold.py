@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cwread.eval.report import paired_interval
+from cwread.eval.summary import paired_interval
 
 
 def scored_rows(path: Path) -> list[dict]:

@@ -16,7 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from cwread.eval.report import paired_interval
+from cwread.eval.summary import paired_interval
 
 TOP_K = (1, 2, 4, 8)
 PHASE_MODELS = {"a": "SmolLM2-135M-Instruct (the embedded default)", "b": "Qwen2.5-Coder-1.5B-Instruct"}

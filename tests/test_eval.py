@@ -13,6 +13,7 @@ from cwread.errors import InputError
 from cwread.eval import dataset, run
 from cwread.eval import report as eval_report
 from cwread.eval import rows as rows_module
+from cwread.eval import summary as eval_summary
 from cwread.eval.methods import METHODS, EvalContext
 from cwread.question import Question
 from cwread.segments import make_budget
@@ -167,7 +168,7 @@ def test_finder_method_scores_verdicts_against_gold(tmp_path, ctx, eval_data):
             # the rank baseline keeps the retriever's first k segments, k = the Finder's YES count
             top = read[: len(kept)]
             assert row["rank_yes_gold"] == sum(bool(gold & set(s.ids)) for s in top)
-    summary = eval_report.summarize(list(rows.values()))["methods"]["finder"]["finder"]
+    summary = eval_summary.summarize(list(rows.values()))["methods"]["finder"]["finder"]
     m1, o1 = rows["m1"], rows["o1"]
     assert m1["yes_gold"] == m1["segments_gold"] > 0  # every medal segment kept
     with_gold = m1["segments_gold"] + o1["segments_gold"]
@@ -182,7 +183,7 @@ def test_finder_method_scores_verdicts_against_gold(tmp_path, ctx, eval_data):
     assert summary["gold_kept_minus_rank"] == sum(r["yes_gold"] for r in labelled) - rank_gold
     low, high = summary["gold_kept_minus_rank_ci"]
     assert low <= summary["gold_kept_minus_rank"] <= high
-    report = eval_report.report_markdown(eval_report.summarize(list(rows.values())), {})
+    report = eval_report.report_markdown(eval_summary.summarize(list(rows.values())), {})
     assert "## The Finder against gold evidence" in report and "rank YES-recall %" in report
 
 
@@ -262,7 +263,7 @@ def test_recall_is_broken_down_by_type_and_hops_with_intervals():
         row("3", "who", 1, 2, 2),
         {"id": "4", "method": "retrieval", "kind": "open"},
     ]
-    by = eval_report.summarize(rows)["methods"]["retrieval"]["evidence_recall_by"]
+    by = eval_summary.summarize(rows)["methods"]["retrieval"]["evidence_recall_by"]
     assert set(by) == {"all", "type why", "type who", "hops 1", "hops 2"}
     assert by["all"]["records"] == 3 and by["all"]["gold"] == 6  # the record without gold is not counted
     assert by["all"]["anchor"] == pytest.approx(4 / 6) and by["all"]["packet"] == pytest.approx(3 / 6)
@@ -270,7 +271,7 @@ def test_recall_is_broken_down_by_type_and_hops_with_intervals():
     low, high = by["all"]["anchor_ci"]
     assert 0 <= low <= 4 / 6 <= high <= 1 and high - low > 0.2  # three records: a wide interval
     assert "yes" not in by["all"]  # no stage that no row reports
-    report = eval_report.report_markdown(eval_report.summarize(rows), {})
+    report = eval_report.report_markdown(eval_summary.summarize(rows), {})
     assert (
         "## Evidence recall by question type and hops" in report
         and "| retrieval | type why | 2 | 4 |" in report
@@ -336,7 +337,7 @@ def test_summary_from_hand_made_rows():
             "seconds": 0.0,
         },
     ]
-    e = eval_report.summarize(rows)["methods"]["m"]
+    e = eval_summary.summarize(rows)["methods"]["m"]
     assert e["records"] == 3 and e["accuracy"] == 0.5 and e["scored"] == 2
     assert e["citation_validity"] == pytest.approx(2 / 3)
     assert e["cite_share"] == 1.0  # both answered rows cite
@@ -344,7 +345,7 @@ def test_summary_from_hand_made_rows():
     assert e["finder_format_first_try"] == 0.75 and e["finder_calls_per_record"] == pytest.approx(4 / 3)
     assert e["evidence_recall"] == {"anchor": 1.0, "packet": 0.5}
     assert e["f1"] == 0.5 and e["answer_distribution"] == {"B": 1, "none": 1}
-    summary = eval_report.summarize(rows)
+    summary = eval_summary.summarize(rows)
     assert summary["baselines"]["mcq"]["majority"] == 0.5
     report = eval_report.report_markdown(summary, {"data": "d.jsonl", "models": "x"})
     assert "| m | 3 | 50.0 [" in report and "baselines (mcq)" in report
@@ -361,7 +362,7 @@ def test_the_report_pairs_each_method_with_the_pipeline_on_shared_records():
     rows += [row("direct", f"c{i}", correct=i < 6) for i in range(8)]  # same answers, 8 records only
     rows += [row("retrieval", "c0")]  # answers nothing: not paired
     rows += [row("pipeline", "o1", kind="open", f1=0.5), row("extractive", "o1", kind="open", f1=0.25)]
-    paired = eval_report.summarize(rows)["paired"]
+    paired = eval_summary.summarize(rows)["paired"]
     assert set(paired) == {"bm25-rag", "direct", "extractive"}
     bm25 = paired["bm25-rag"]
     assert bm25["records"] == 10 and bm25["pipeline"] == 0.6 and bm25["method"] == 0.1
@@ -370,7 +371,7 @@ def test_the_report_pairs_each_method_with_the_pipeline_on_shared_records():
     assert 0 < low <= 0.5 <= high <= 0.8  # five wins and no loss: the paired interval excludes 0
     assert paired["direct"]["records"] == 8 and paired["direct"]["difference_ci"] == (0.0, 0.0)
     assert paired["extractive"]["difference"] == 0.25
-    report = eval_report.report_markdown(eval_report.summarize(rows), {})
+    report = eval_report.report_markdown(eval_summary.summarize(rows), {})
     assert "## The pipeline against each method, paired" in report
     assert "| bm25-rag | 10 | 60.0 | 10.0 | +50.0 [" in report
 

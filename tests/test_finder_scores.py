@@ -13,6 +13,7 @@ from cwread.backends.scripted import ScriptedBackend
 from cwread.cli import main
 from cwread.eval import dataset, run
 from cwread.eval import report as eval_report
+from cwread.eval import summary as eval_summary
 from cwread.eval.run import EvalContext
 from cwread.plan import FinderSettings
 from cwread.segments import make_budget
@@ -90,18 +91,18 @@ def test_eval_reports_the_score_as_a_ranking(tmp_path, cache_dir, eval_data):
     rows = [run.run_record(r, "finder", ctx) for r in records]
     labelled = [r for r in rows if "segments_gold" in r]
     assert all(len(r["finder_scores"]) == len(r["segment_gold"]) == r["finder_calls"] for r in labelled)
-    summary = eval_report.summarize(rows)["methods"]["finder"]["finder"]
+    summary = eval_summary.summarize(rows)["methods"]["finder"]["finder"]
     assert summary["keep_rate"] == 1.0 and summary["gold_kept_minus_rank"] == 0
     ranking = summary["score_ranking"]
     assert ranking["records"] == len(labelled)
-    for k in eval_report.SCORE_TOP_K:
+    for k in eval_summary.SCORE_TOP_K:
         expected = 0
         for r in labelled:
             order = sorted(range(len(r["finder_scores"])), key=lambda i: (-r["finder_scores"][i], i))
             expected += sum(r["segment_gold"][i] for i in order[:k])
         assert ranking[f"top{k}"]["score_gold"] == expected
         assert ranking[f"top{k}"]["rank_gold"] == sum(sum(r["segment_gold"][:k]) for r in labelled)
-    text = eval_report.report_markdown(eval_report.summarize(rows), {})
+    text = eval_report.report_markdown(eval_summary.summarize(rows), {})
     assert "as a ranking" in text and "top 1: score / rank / diff" in text
 
 
@@ -111,8 +112,8 @@ def test_rows_without_scores_report_no_ranking(tmp_path, cache_dir, eval_data):
     records = dataset.load_records(eval_data)
     rows = [run.run_record(r, "finder", ctx) for r in records]
     assert all(s is None for r in rows for s in r.get("finder_scores", []))
-    assert eval_report.summarize(rows)["methods"]["finder"]["finder"]["score_ranking"] == {}
-    assert "as a ranking" not in eval_report.report_markdown(eval_report.summarize(rows), {})
+    assert eval_summary.summarize(rows)["methods"]["finder"]["finder"]["score_ranking"] == {}
+    assert "as a ranking" not in eval_report.report_markdown(eval_summary.summarize(rows), {})
 
 
 def test_an_unreadable_reply_kept_for_recall_has_no_score():

@@ -17,7 +17,7 @@ from tests.conftest import REPO
 LAYERS = [
     ["cwread.cli", "cwread.cli.app", "cwread.cli.tools", "cwread.cli.options", "cwread.cli.chat", "cwread.cli.exits", "cwread.mcp_server"],
     ["cwread.render", "cwread.json_output"],
-    ["cwread.eval", "cwread.eval.run", "cwread.eval.methods", "cwread.eval.rows", "cwread.eval.report"],
+    ["cwread.eval", "cwread.eval.run", "cwread.eval.methods", "cwread.eval.rows", "cwread.eval.report", "cwread.eval.summary"],
     ["cwread.eval.dataset"],
     ["cwread.api"],
     ["cwread.session"],

@@ -18,7 +18,8 @@ from cwread.errors import InputError, Interrupted
 from cwread.eval import rows
 from cwread.eval.dataset import Record, load_records, rotations, spread_sample
 from cwread.eval.methods import METHODS, EvalContext, with_question
-from cwread.eval.report import report_markdown, summarize
+from cwread.eval.report import report_markdown
+from cwread.eval.summary import summarize
 from cwread.plan import AnswerMode, AnswerSettings, FinderSettings
 from cwread.progress import Progress
 from cwread.question import make_question
