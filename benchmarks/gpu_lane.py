@@ -667,6 +667,8 @@ class Machine:
         env.update(
             HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1"
         )
+        # freed blocks serve the smaller batches after an out-of-memory halving (training.decision)
+        env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
         return env
 
 

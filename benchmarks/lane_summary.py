@@ -108,6 +108,17 @@ def training_lines(out: Path, report: dict) -> list[str]:
             + f"; loss {mean(head, 'loss'):.3f} (first {len(head)} steps) -> {mean(tail, 'loss'):.3f} (last {len(tail)}),"
             f" accuracy {mean(head, 'accuracy'):.1%} -> {mean(tail, 'accuracy'):.1%}."
         )
+        peak = next((e["peak_memory_gib"] for e in steps if e.get("peak_memory_gib") is not None), None)
+        if peak is not None or (done and done.get("oom_halvings")):
+            lines.append(
+                f"- Memory: {peak if peak is not None else '?'} GiB at the peak of the first minute"
+                + (
+                    f"; the batch halved {done['oom_halvings']} time(s) on running out, to {done['batch_tokens']} tokens"
+                    if done and done.get("oom_halvings")
+                    else ""
+                )
+                + "."
+            )
     elif report:
         lines.append("- Training: no step logged yet.")
     movement = report.get("movement")

@@ -165,7 +165,7 @@ def test_the_summary_of_a_lane_cut_after_the_base_was_scored_says_so(tmp_path):
 def test_the_scorer_reads_the_score_of_one_unpadded_forward_pass_in_any_batch():
     """Left padding and positions: a prompt's score is the same alone and beside longer ones,
     and it is ln P(YES) - ln P(NO) summed over the tokens that begin each label."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from training import decision, train
 
     texts = ["<answer>YES</answer>", "<answer>NO</answer>", "a question about the wolf", "short"]
@@ -276,3 +276,35 @@ def test_next_stops_on_a_machine_that_cannot_train_resends_a_damaged_part_and_st
     late = gpu_lane.decide_next(plan, [{"call": b_first - 1}], 400)
     assert late["action"] == "call" and late["call"] == b_first and "Phase B's" in late["why"]
     assert late["carry"] == [] and late["command"].endswith("--follow --budget-left 400 --skip b")
+
+
+def test_out_of_memory_halves_the_batch_and_training_goes_on(tmp_path, monkeypatch):
+    """A batch over the memory (simulated: over 600 tokens) is halved, it and every batch
+    after it; scoring gives the same scores; one row that cannot fit is a real fault."""
+    pytest.importorskip("torch")
+    from training import decision, train
+
+    texts = ["<answer>YES</answer>", "<answer>NO</answer>", "a question about the wolf", "short"]
+    model, tokenizer = train.tiny_model_and_tokenizer(texts * 4, vocab_size=300, family="qwen2")
+    rows = [
+        {"prompt": [{"role": "user", "content": "a question about the wolf " * (1 + i % 5)}], "label": "YES" if i % 2 else "NO"}
+        for i in range(24)
+    ]
+    expected = decision.score_prompts(model, tokenizer, rows)
+    real = decision._label_scores
+    oom = decision._oom_type()
+
+    def scores_within(model, tokenizer, ids, label_ids, device):
+        if len(ids) * max(map(len, ids)) > 600:
+            raise oom("CUDA out of memory (simulated)")
+        return real(model, tokenizer, ids, label_ids, device)
+
+    monkeypatch.setattr(decision, "_label_scores", scores_within)
+    monkeypatch.setattr(decision, "MIN_BATCH_TOKENS", 64)
+    assert decision.score_prompts(model, tokenizer, rows, batch_tokens=4096) == pytest.approx(expected, abs=1e-3)
+    model = decision.add_lora(model, r=2, alpha=4)
+    done = decision.train(model, tokenizer, rows, tmp_path, time.time() + 120, batch_tokens=4096, epochs=1, log=lambda _: None)
+    assert done["examples"] == len(rows) and done["oom_halvings"] >= 1 and done["batch_tokens"] <= 600
+    monkeypatch.setattr(decision, "MIN_BATCH_TOKENS", 2048)
+    with pytest.raises(oom):
+        decision.score_prompts(model, tokenizer, rows, batch_tokens=4096)

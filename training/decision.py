@@ -18,6 +18,7 @@ Plain torch and peft, no trl or datasets: the GPU image has both, and nothing el
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import lzma
@@ -119,12 +120,58 @@ def score_prompts(model, tokenizer, rows: list[dict], batch_tokens: int = 16384,
     ids = encode(tokenizer, rows)
     scores = [0.0] * len(rows)
     model.eval()
+    queue = collections.deque(_batches([len(x) for x in ids], batch_tokens, 256))
+    out_of_memory = _oom_type()
     with torch.no_grad(), _autocast(device):
-        for batch in _batches([len(x) for x in ids], batch_tokens, 256):
-            values = _label_scores(model, tokenizer, [ids[i] for i in batch], label_ids, device)
+        while queue:
+            batch = queue.popleft()
+            try:
+                values = _label_scores(model, tokenizer, [ids[i] for i in batch], label_ids, device)
+            except out_of_memory as exc:
+                batch_tokens = _halved(batch_tokens, batch, ids, exc)
+                queue = collections.deque(_resplit([batch, *queue], ids, batch_tokens, 256))
+                continue
             for i, value in zip(batch, values.tolist(), strict=True):
                 scores[i] = round(value, 4)
     return scores
+
+
+class _NoOOM(Exception):
+    """Stands for torch's out-of-memory error where torch is not imported yet."""
+
+
+def _oom_type() -> type[BaseException]:
+    try:
+        import torch
+    except ImportError:
+        return _NoOOM
+    return getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
+
+
+MIN_BATCH_TOKENS = 1024  # halving stops here: a batch this small that does not fit is a real fault
+
+
+def _halved(batch_tokens: int, batch: list[int], ids: list[list[int]], exc: BaseException) -> int:
+    """The token budget of a batch after an out-of-memory error: half, its memory freed first
+    (with expandable segments, freed blocks serve the smaller batches)."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    smaller = batch_tokens // 2
+    if smaller < MIN_BATCH_TOKENS or (len(batch) == 1 and len(ids[batch[0]]) <= smaller):
+        raise exc
+    print(f"out of memory at {batch_tokens} tokens a batch: {smaller} now", flush=True)
+    return smaller
+
+
+def _resplit(batches: list[list[int]], ids: list[list[int]], batch_tokens: int, most: int) -> list[list[int]]:
+    """The same rows in the same order of batches, each cut to hold at most `batch_tokens`."""
+    out: list[list[int]] = []
+    for batch in batches:
+        lengths = [len(ids[i]) for i in batch]
+        out += [[batch[j] for j in part] for part in _batches(lengths, batch_tokens, most)]
+    return out
 
 
 def _autocast(device):
@@ -180,18 +227,31 @@ def train(
     metrics.write_text("", encoding="utf-8")
     rng = random.Random(seed)
     step, seen, began, stop = 0, 0, time.time(), "the rows ran out"
+    halvings, peak = 0, None
+    out_of_memory = _oom_type()
+    cuda = torch.cuda.is_available() and getattr(device, "type", str(device)) == "cuda"
     model.train()
     for epoch in range(epochs):
-        for batch in _epoch_batches(ids, rng, batch_tokens, most_rows):
+        queue = collections.deque(_epoch_batches(ids, rng, batch_tokens, most_rows))
+        while queue:
+            batch = queue.popleft()
             if time.time() >= until:
                 stop = "its deadline"
                 break
-            with _autocast(device):
-                scores = _label_scores(model, tokenizer, [ids[i] for i in batch], label_ids, device)
-            target = torch.tensor([targets[i] for i in batch], device=device)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(scores.float(), target)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            try:
+                with _autocast(device):
+                    scores = _label_scores(model, tokenizer, [ids[i] for i in batch], label_ids, device)
+                target = torch.tensor([targets[i] for i in batch], device=device)
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(scores.float(), target)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+            except out_of_memory as exc:  # the batch is halved, and every one after it this epoch
+                optimizer.zero_grad(set_to_none=True)
+                scores = target = loss = None
+                batch_tokens = _halved(batch_tokens, batch, ids, exc)
+                queue = collections.deque(_resplit([batch, *queue], ids, batch_tokens, most_rows))
+                halvings += 1
+                continue
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             schedule.step()
@@ -206,6 +266,9 @@ def train(
                 "lr": schedule.get_last_lr()[0],
                 "seconds": round(time.time() - began, 2),
             }
+            if cuda and peak is None and (time.time() - began >= 60 or not queue):
+                peak = round(torch.cuda.max_memory_allocated() / 2**30, 2)  # the first minute's
+                entry["peak_memory_gib"] = peak
             with open(metrics, "a", encoding="utf-8") as f:
                 f.write(json.dumps(entry) + "\n")
             if step % 20 == 0:
@@ -219,6 +282,9 @@ def train(
         "rows": len(rows),
         "stopped_by": stop,
         "seconds": round(time.time() - began, 1),
+        "batch_tokens": batch_tokens,  # at the end: halved once per out-of-memory error
+        "oom_halvings": halvings,
+        "first_minute_peak_gib": peak,  # CUDA's peak memory allocated in the first minute
     }
 
 
