@@ -165,7 +165,7 @@ def test_the_summary_of_a_lane_cut_after_the_base_was_scored_says_so(tmp_path):
 def test_the_scorer_reads_the_score_of_one_unpadded_forward_pass_in_any_batch():
     """Left padding and positions: a prompt's score is the same alone and beside longer ones,
     and it is ln P(YES) - ln P(NO) summed over the tokens that begin each label."""
-    pytest.importorskip("torch")
+    torch = pytest.importorskip("torch")
     from training import decision, train
 
     texts = ["<answer>YES</answer>", "<answer>NO</answer>", "a question about the wolf", "short"]
