@@ -144,6 +144,18 @@ def test_a_trained_finder_ships_only_when_it_beats_both_at_the_same_keep_rate(tr
         assert any("untrained" in r for r in reasons)
 
 
+@pytest.mark.parametrize("trained_better", [True, False])
+def test_the_verdict_is_taken_at_k_1_or_2_with_paired_intervals(trained_better):
+    rows = scores_rows(trained_better)
+    ok, reasons = lane_summary.ships_at_k(rows)
+    assert ok == trained_better
+    first = lane_summary.compare_at_k(rows, 1)
+    if trained_better:  # its first segment is the gold one; the rank's first never is
+        assert (first["trained"], first["rank"]) == (60, 0) and first["minus_rank_ci"][0] > 0
+    else:
+        assert first["minus_untrained"] == 0 and len(reasons) == 2 and reasons[0].startswith("at k = 1")
+
+
 def test_the_summary_of_a_lane_cut_after_the_base_was_scored_says_so(tmp_path):
     root = tmp_path / "lane"
     (root / "phase-a").mkdir(parents=True)
