@@ -4,6 +4,7 @@ tests/data/README.md) read to the text's own paragraphs, each cited by the page 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import unicodedata
 
@@ -232,3 +233,16 @@ def test_a_long_pdf_read_in_two_processes_reads_as_in_one(monkeypatch, cache_dir
     monkeypatch.setattr(pdf, "MAX_SECONDS", 0.0)
     with pytest.raises(InputError, match=r"took more than 0 s to read"):
         pdf._pages(data, "giant.pdf")
+
+
+def _die(*args):
+    os._exit(9)  # as a crash in PDFium would
+
+
+def test_a_second_process_that_dies_is_a_refusal_not_a_hang(monkeypatch, cache_dir):
+    monkeypatch.setattr(pdf, "PARALLEL_PAGES", 2)
+    monkeypatch.setattr(pdf, "_may_fork", lambda: True)
+    monkeypatch.setattr(pdf, "MAX_SECONDS", 1.0)
+    monkeypatch.setattr(pdf, "_read_in_child", _die)
+    with pytest.raises(InputError, match="could not be read; refused"):
+        pdf._pages((DATA / "selfish-giant-libreoffice.pdf").read_bytes(), "giant.pdf")

@@ -120,7 +120,13 @@ def _pages(data: bytes, name: str) -> list[list[Line]]:
         with multiprocessing.get_context("fork").Pool(1) as pool:
             later = pool.apply_async(_read_in_child, (data, name, half, count, started))
             first = _read_pages(pdf, name, range(half), count, started)
-            return first + later.get()
+            try:  # a child that died (PDFium crashed on a page) never answers: bounded
+                return first + later.get(timeout=max(1.0, started + MAX_SECONDS + 5 - time.monotonic()))
+            except multiprocessing.TimeoutError:
+                raise InputError(
+                    f"{name} took more than {MAX_SECONDS:.0f} s to read, or a page of it could not be "
+                    "read; refused"
+                ) from None
     finally:
         pdf.close()
 
