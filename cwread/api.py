@@ -55,7 +55,6 @@ __all__ = [
     "doctor",
     "find",
     "index_document",
-    "library",
     "make_budget",
     "make_question",
     "open",
@@ -151,11 +150,6 @@ def ask(
         progress=progress,
         notice=notice,
     )
-
-
-def library(roots: tuple[Path, ...]) -> Library:
-    """The books under `roots` (folders): listed, opened to their contents, searched together."""
-    return Library(roots)
 
 
 def search_library(roots: tuple[Path, ...], query: str, limit: int = 10, progress: Progress | None = None) -> Found:

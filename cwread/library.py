@@ -133,12 +133,12 @@ class Library:
         if not real.is_relative_to(root) or real == root:
             return None  # a link out of the library, or back to its root
         if real.is_dir():
-            book = self.book(str(real))
+            book = self._describe(real)
             return book if book.size else None
         suffix = real.name.rpartition(".")[2].lower()
         if not real.is_file() or "." not in real.name or suffix not in BOOK_SUFFIXES:
             return None
-        return self.book(str(real))
+        return self._describe(real)
 
     def name_of(self, path: Path) -> str:
         """The name of a book at `path` (a real path under a root): relative to the first root
@@ -168,12 +168,16 @@ class Library:
 
     def book(self, name: str) -> Book:
         """The book `name` names (as `books` lists it, or any file or folder under a root)."""
-        real = self.resolve(name)
+        return self._describe(self.resolve(name))
+
+    def _describe(self, real: Path) -> Book:
+        """The book at `real`, a real path already held to the roots."""
         if real.is_dir():
             size, stamp = _folder_stamp(real)
             return Book(self.name_of(real), real, "folder", size, stamp)
         suffix = real.name.rpartition(".")[2].lower() if "." in real.name else ""
-        return Book(self.name_of(real), real, KINDS.get(suffix, "text"), real.stat().st_size, _stamp(real.stat()))
+        info = real.stat()
+        return Book(self.name_of(real), real, KINDS.get(suffix, "text"), info.st_size, _stamp(info))
 
     def open(self, book: Book) -> Document:
         """The book read, held to the roots."""
@@ -252,7 +256,7 @@ class Library:
         try:
             write_entry(entry, index.save)
         except CacheError:
-            return index, True  # served from memory: the next search builds it again
+            return index, True  # not kept: the next search builds it again
         read = {b["name"]: b for b in index.books}
         catalog = {
             b.name: {
@@ -265,7 +269,7 @@ class Library:
         }
         with suppress(OSError):  # a catalog not written: list_books says "not indexed"
             write_file_atomic(self._catalog(), json.dumps(catalog, ensure_ascii=False))
-        return _Index.load(entry), True
+        return index, True
 
 
 @dataclass(frozen=True)

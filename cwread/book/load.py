@@ -39,27 +39,29 @@ def document_from_bytes(
     """Build a Document from raw bytes (the core of `load_document`), read by the reader of
     their format: a plain text, an HTML file, a PDF, or an EPUB (each chapter a source,
     cited by its file's name; `max_bytes` bounds what it expands to)."""
-    reading = _read_file(data, name, encoding, max_bytes or max_bytes_from_env())
+    sha256 = hashlib.sha256(data).hexdigest()
+    reading = _read_file(data, sha256, name, encoding, max_bytes or max_bytes_from_env())
     parts = reading.parts
     if len(parts) == 1 and not parts[0].name:
         if not parts[0].texts:
             raise InputError(f"{name} is empty (only whitespace)")
         return Document(
             path=name,
-            sha256=hashlib.sha256(data).hexdigest(),
+            sha256=sha256,
             encoding=reading.encoding,
             paragraphs=parts[0].paragraphs(),
             fingerprint=parts[0].fingerprint,
             replaced=reading.replaced,
         )
     return _assemble(
-        name, hashlib.sha256(data).hexdigest(), reading.encoding, list(parts), reading.replaced, ()
+        name, sha256, reading.encoding, list(parts), reading.replaced, ()
     )
 
 
-def _read_file(data: bytes, name: str, encoding: str | None, max_bytes: int) -> Reading:
-    """One file's bytes read by its format's reader. A large file's reading is cached by its
-    bytes (a 50 MB folder's parse took 1.2 s of a 3 s question; a PDF's reading, longer)."""
+def _read_file(data: bytes, sha256: str, name: str, encoding: str | None, max_bytes: int) -> Reading:
+    """One file's bytes (`sha256`: their hash, which its callers need too) read by its
+    format's reader. A large file's reading is cached by its bytes (a 50 MB folder's parse
+    took 1.2 s of a 3 s question; a PDF's reading, longer)."""
     if not data.strip():
         raise InputError(f"{name} is empty")
     reader = reader_for(data, name)
@@ -68,7 +70,7 @@ def _read_file(data: bytes, name: str, encoding: str | None, max_bytes: int) -> 
     from cwread.cache import cache_root, read_entry, remove_entry, write_entry
     from cwread.errors import CacheError
 
-    key = f"{hashlib.sha256(data).hexdigest()}-{_slug(encoding or 'detect')}-v{PARSER_VERSION}-{reader.name}{reader.version}"
+    key = f"{sha256}-{_slug(encoding or 'detect')}-v{PARSER_VERSION}-{reader.name}{reader.version}"
     entry = cache_root() / "texts" / key[:2] / key
     if read_entry(entry) is not None:
         try:
@@ -169,7 +171,8 @@ def _load_folder(root: Path, encoding: str | None, max_bytes: int) -> Document:
     for rel in listing.files:
         try:
             data = read_bytes(str(root / rel), left, (real_root,))
-            reading = _read_file(data, rel, encoding, left)
+            sha256 = hashlib.sha256(data).hexdigest()
+            reading = _read_file(data, sha256, rel, encoding, left)
         except InputError as exc:
             skipped.append(str(exc))
             continue
@@ -183,7 +186,7 @@ def _load_folder(root: Path, encoding: str | None, max_bytes: int) -> Document:
         for part in reading.parts:
             name = f"{stem}/{part.name}" if part.name else stem
             parts.append(replace(part, name=name, path=f"{rel}/{part.path}" if part.name else rel))
-        digest.update(f"{rel}\x00{hashlib.sha256(data).hexdigest()}\n".encode())
+        digest.update(f"{rel}\x00{sha256}\n".encode())
         encodings[reading.encoding] = None
         replaced += reading.replaced
     if not parts:

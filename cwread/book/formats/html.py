@@ -51,8 +51,6 @@ def looks_like_html(text: str, name: str) -> bool:
 def _sniff(data: bytes, name: str) -> bool:
     """An HTML file by its name, or by how its first bytes read (as UTF-16 where they hold
     the zero bytes of UTF-16, else byte for byte)."""
-    if name.lower().endswith((".html", ".htm", ".xhtml")):
-        return True
     head = data[:4096]
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head[:64]:
         text = head.decode("utf-16", errors="ignore")

@@ -11,8 +11,8 @@ paragraph rebuilt from the lines it is set in and cited by the page it starts on
   margin; in ragged type, after a line that ends a sentence where the next line's first word
   would have fit. A paragraph runs on across a page or column break unless one of those
   says otherwise.
-- Hyphenation is undone: a soft hyphen at a line's end joins the word; a hard one before a
-  lower-case letter too, as in a plain text.
+- A word broken at a line's end is joined, its hyphen kept only where the book's own words
+  say it is the word's ("moor-gate", not "deve-lopment"): PDFium marks both alike.
 - A PDF with no text layer (a scan) is refused in one line; OCR is not built. So are an
   encrypted PDF that needs a password, a damaged one, one of more than `MAX_PAGES` pages,
   and one that takes longer than `MAX_SECONDS` to read. Control characters are dropped:
@@ -248,17 +248,17 @@ def paragraphs_of(pages: list[list[Line]]) -> list[tuple[int, int, str]]:
     if not all_lines:
         return []
     spacing = _line_spacing(body)
-    justified = _is_justified(body)
+    margins_of = [_margins(lines) if lines else [] for lines in body]
+    justified = _is_justified(body, margins_of)
     words = _words(all_lines)
     paragraphs: list[tuple[int, int, str]] = []
     current: list[str] = []
     start = (0, 0)
     previous: Line | None = None
     previous_page: list[Line] = []
-    for page_no, lines in enumerate(body, start=1):
+    for page_no, (lines, margins) in enumerate(zip(body, margins_of, strict=True), start=1):
         if not lines:
             continue
-        margins = _margins(lines)
         for line_no, line in enumerate(lines, start=1):
             if previous is None or _starts_paragraph(
                 previous, line, margins, spacing, justified, previous_page is not lines
@@ -400,11 +400,10 @@ def _line_spacing(pages: list[list[Line]]) -> float:
     return statistics.median(gaps)
 
 
-def _is_justified(pages: list[list[Line]]) -> bool:
-    """Whether most lines end at the right margin of their column."""
+def _is_justified(pages: list[list[Line]], margins_of: list[list[tuple[float, float]]]) -> bool:
+    """Whether most lines end at the right margin of their column (`margins_of`: each page's)."""
     flush = total = 0
-    for lines in pages:
-        margins = _margins(lines)
+    for lines, margins in zip(pages, margins_of, strict=True):
         for line in lines:
             left, right = _column(line, margins)
             total += 1
