@@ -208,6 +208,17 @@ def best_sentences(
     """The `k` distinct sentences of `evidence` that share at least `min_shared` content words
     with the question, best first, earlier first on ties. Best: the most words shared, or the
     highest score of `rank` where one is given."""
+    return [quote for quote, _ in ranked_sentences(question, evidence, k, min_shared, rank)]
+
+
+def ranked_sentences(
+    question: str,
+    evidence: Evidence,
+    k: int,
+    min_shared: int = 1,
+    rank: Rank | None = None,
+) -> list[tuple[Quote, float]]:
+    """`best_sentences` with the score each was ranked by."""
     asked = content_words(question)
     candidates: list[Quote] = []
     shared: list[int] = []
@@ -223,7 +234,7 @@ def best_sentences(
         return []
     scores = rank(question, [q.text for q in candidates]) if rank else shared
     order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
-    return [candidates[i] for i in order[:k]]
+    return [(candidates[i], float(scores[i])) for i in order[:k]]
 
 
 def answer_support_needed(question: str) -> int:

@@ -35,7 +35,7 @@ from cwread.records import (
     Unread,
     Verdict,
 )
-from cwread.segments import Budget
+from cwread.segments import NOVEL_PARAGRAPHS, Budget
 from cwread.support import check_support
 
 
@@ -47,6 +47,7 @@ def make_plan(
     packet_given: bool = False,
     finder: Finder | None = None,
     budget: Budget | None = None,
+    paragraphs: int | None = None,
 ) -> Plan:
     """What a run on `question` will do with these backends and settings (see Plan).
 
@@ -55,7 +56,9 @@ def make_plan(
     and claims get no verdict from a model that judges at chance unless `judge_anyway`. The
     Finder is skipped when off, or in auto for a Finder measured to keep nearly every segment
     it reads (its calls could not change the answer); a given `finder` always runs. `budget`:
-    the budget fitted to the book, recorded with why it was chosen."""
+    the budget fitted to the book, recorded with why it was chosen. An extractive answer is
+    the span reader's words in a book of `paragraphs` up to NOVEL_PARAGRAPHS, the best
+    sentence in a novel (see cwread.plan.EXTRACTS)."""
     answering = answering or AnswerSettings()
     finding = finding or FinderSettings()
     interpreter = selection.interpreter
@@ -93,6 +96,7 @@ def make_plan(
         budget=budget,
         support=support,
         support_threshold=threshold,
+        extract=extractive.extract_kind(paragraphs) if question.kind == "open" else None,
     )
 
 
@@ -137,7 +141,9 @@ def answer(
     `follows`: the earlier turn a follow-up leans on, shown to the Interpreter as conversation."""
     finding = finding or FinderSettings()
     question, interpreter = found.question, selection.interpreter
-    plan = plan or make_plan(question, selection, answering, finding, packet is not None, finder, found.budget)
+    plan = plan or make_plan(
+        question, selection, answering, finding, packet is not None, finder, found.budget, len(found.document.paragraphs)
+    )
     if rank is None and (question.kind == "open" or not plan.verdict):  # open answers, shown evidence
         rank = extractive.sentence_ranker(found.document, load_embedder(found.embedder))
     t0 = time.perf_counter()
@@ -153,7 +159,9 @@ def answer(
     support = _check_support(plan, interpreter, question, final, packet, progress)
     seconds["support_check"] = round(time.perf_counter() - t1, 3)
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != "given" else None
-    outcome = decide(question, final, packet, plan.answer_mode, retrieved, _kept(found, read), rank, support)
+    outcome = decide(
+        question, final, packet, plan.answer_mode, retrieved, _kept(found, read), rank, support, plan.extract or "span"
+    )
     return Trace(
         found=found,
         plan=plan,
@@ -257,6 +265,12 @@ def _skipped(plan: Plan, found: FindResult, read: Reading) -> dict[str, str]:
         )
     if plan.answer_mode == AnswerMode.EVIDENCE_ONLY:
         skipped["interpreter"] = UNJUDGED
+    if plan.extract == "sentence":
+        skipped["span-reader"] = (
+            f"a novel ({len(found.document.paragraphs):,} paragraphs): an extractive answer is its best sentence whole"
+            if len(found.document.paragraphs) > NOVEL_PARAGRAPHS
+            else "no span reader weights are installed: an extractive answer is its best sentence whole"
+        )
     return skipped
 
 
@@ -269,6 +283,7 @@ def decide(
     kept: Evidence | None = None,
     rank: grounding.Rank | None = None,
     support: SupportCheck | None = None,
+    extract: str = "span",
 ) -> Answer:
     """What is presented as the answer, and whether the quotes support it (`support`: the
     check of the final answer; without one, the words decide, see cwread.support).
@@ -276,8 +291,9 @@ def decide(
     "evidence-only": no verdict, only the best evidence. Open questions: "generative" keeps the Interpreter's words (cut where they start to
     repeat) only if its quotes cover them, else nothing is presented (not determined from
     the text) and the best evidence is shown: the sentences of the packet, or else of the
-    `retrieved` paragraphs, that fit the question best; "extractive" answers with the
-    sentence that fits best of the packet and the rest of what the Finder `kept`, ranked by
+    `retrieved` paragraphs, that fit the question best; "extractive" answers with the words
+    the span reader picks (`extract` "span") or the sentence (`extract` "sentence") that fit
+    best of the packet and the rest of what the Finder `kept`, ranked by
     `rank` (see cwread.extractive; shared question words without one);
     "generative-or-extractive" is generative, with the extractive answer in place of words
     the quotes do not cover. Labels (mcq, claim) stand as chosen; whether the quotes bear on
@@ -287,7 +303,7 @@ def decide(
         evidence = _best_evidence(question, None, packet, retrieved, rank)
         return Answer(None, None, AnswerMode.EVIDENCE_ONLY, False, evidence, withheld=True)
     if question.kind == "open" and mode == AnswerMode.EXTRACTIVE:
-        return _extract(question, packet, retrieved, kept, rank, final)
+        return _extract(question, packet, retrieved, kept, rank, final, extract)
     fallback = mode == AnswerMode.GENERATIVE_OR_EXTRACTIVE
     shown = AnswerMode.GENERATIVE if fallback else mode  # unless its words go unbacked, it is the model's
     if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
@@ -299,7 +315,7 @@ def decide(
     if support.supported:
         return Answer(text, final.answer, shown, True, final.quotes, check=support)
     if fallback:  # a sentence of the book that fits, rather than words it does not back
-        return replace(_extract(question, packet, retrieved, kept, rank, final), check=support)
+        return replace(_extract(question, packet, retrieved, kept, rank, final, extract), check=support)
     evidence = _best_evidence(question, final, packet, retrieved, rank)
     return Answer(None, final.answer, shown, False, evidence, withheld=True, check=support)
 
@@ -311,14 +327,17 @@ def _extract(
     kept: Evidence | None,
     rank: grounding.Rank | None,
     final: AgentCall | None,
+    extract: str,
 ) -> Answer:
-    """The extractive answer: the best-fitting sentence of the packet and the rest of what the
+    """The extractive answer (`extract`: cwread.plan.EXTRACTS): the best-fitting words or sentence of the packet and the rest of what the
     Finder kept (the packet's budget is for the Interpreter's context, which a quoted sentence
     does not need), or not determined when none shares enough of the question."""
     model_answer = final.answer if final else None
     in_packet = set(packet.ids)
     pool = [*packet.evidence(), *(p for p in kept or [] if p[0] not in in_packet)]
-    found = extractive.best_answer(question.text, pool, rank, grounding.answer_support_needed(question.text))
+    found = extractive.best_answer(
+        question.text, pool, rank, grounding.answer_support_needed(question.text), spans=extract == "span"
+    )
     if found is None:
         evidence = _best_evidence(question, final, packet, retrieved, rank)
         return Answer(None, model_answer, AnswerMode.EXTRACTIVE, False, evidence, withheld=True)

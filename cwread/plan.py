@@ -34,6 +34,13 @@ ANSWER_MODES = tuple(AnswerMode)
 SUPPORT_METHODS = ("model", "words")
 
 
+# How an extractive answer is cut from the best sentences: "span", the words the span reader
+# chooses (cwread.answer_span), or "sentence", the best sentence whole (a why-question's
+# reason clause). A novel gets the sentence: the span reader, fit on short tales, lost to it
+# there (dev novels, token-F1: benchmarks/README.md, "Extractive answers").
+EXTRACTS = ("span", "sentence")
+
+
 FINDER_CHOICES = ("auto", "on", "off")
 # quote-first: the clue's quote, then YES or NO; decision-first: YES or NO, a kept segment's quote
 # after it; score: YES or NO alone, decided by its log-odds (no quote): cwread.finder
@@ -128,7 +135,8 @@ class Plan:
     `budget`: the budget fitted to the book and the Interpreter, with why
     (cwread.segments.fit_budget); None where the caller gave none to fit. `support`: how
     the answer's support is checked (SUPPORT_METHODS; None: no model answer to check), and
-    `support_threshold` the score the model's check must reach.
+    `support_threshold` the score the model's check must reach. `extract`: how an
+    extractive answer to an open question is cut (EXTRACTS; None for options and claims).
     """
 
     answer_mode: str
@@ -143,3 +151,4 @@ class Plan:
     budget: Budget | None = None
     support: str | None = None
     support_threshold: float | None = None
+    extract: str | None = None

@@ -222,10 +222,10 @@ class Answer:
     @property
     def kind(self) -> str | None:
         """What the answer shown is: "model-words" (the Interpreter's answer, its support checked:
-        `check`) or "quoted-sentence" (an extractive answer); None when none is shown."""
+        `check`) or "quoted-words" (an extractive answer); None when none is shown."""
         if self.text is None:
             return None
-        return "quoted-sentence" if self.mode == AnswerMode.EXTRACTIVE else "model-words"
+        return "quoted-words" if self.mode == AnswerMode.EXTRACTIVE else "model-words"
 
 
 NO_ANSWER = Answer(None, None, AnswerMode.GENERATIVE, False)

@@ -301,8 +301,8 @@ def answer_view(trace: Trace) -> None:
         head.append(printable(trace.answer), style="bold green")
         if question.kind == "mcq" and trace.answer in question.options:
             head.append(f"  {printable(question.options[trace.answer])}")
-        if outcome.kind == "quoted-sentence":
-            head.append("  (a sentence quoted from the text)", style="dim")
+        if outcome.kind == "quoted-words":
+            head.append("  (words quoted from the text)", style="dim")
         elif outcome.check is not None and outcome.supported:
             head.append(f"\nThe model's words; {_support_line(outcome.check)}.", style="dim")
     elif status == Status.NO_VERDICT:

@@ -171,7 +171,9 @@ class Session:
         selection = self.selection(notice)  # first: a bad setting or a missing server is told before any work
         judge = finder or make_finder(finding, selection.finder)  # a judge it cannot run: told before any work
         budget = self.budget_for(budget, selection.interpreter.capabilities.context)
-        plan = pipeline.make_plan(question, selection, answering, finding, finder=finder, budget=budget)
+        plan = pipeline.make_plan(
+            question, selection, answering, finding, finder=finder, budget=budget, paragraphs=len(self.document.paragraphs)
+        )
         found = self.find(question, budget, retrieval, progress, follows)
         if notice:
             for line in small_model_notices(question, answering or AnswerSettings(), plan, selection):

@@ -246,7 +246,7 @@ def test_auto_answers_with_the_best_sentence_when_the_models_words_are_unbacked(
         capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted", "--no-cache",
     )
     flat = " ".join(word for word in out.split() if word != "│")  # the panel's lines, joined
-    assert code == 0 and "(a sentence quoted from the text)" in flat
+    assert code == 0 and "(words quoted from the text)" in flat
     assert (
         "The model answered 'to protect it from the harsh winter', but its quotes do not say so "
         "(checked word by word against its quotes: a content word of the answer is in no quote)."
@@ -307,8 +307,10 @@ def test_extractive_answers_with_a_quote_of_the_text(capsys, story, cache_dir, s
     )
     trace = json.loads(out)
     assert code == 0 and trace["answer_mode"] == "extractive" and trace["supported"]
-    assert trace["answer"] == trace["quotes"][0]["quote"]  # the quote is the answer
-    assert trace["answer"].startswith("The fishermen of the harbour later gave her a silver medal")
+    # the words that answer, cut from the sentence quoted whole
+    assert trace["quotes"][0]["quote"].startswith("The fishermen of the harbour later gave her a silver medal")
+    assert trace["answer"] in trace["quotes"][0]["quote"] and "biscuit tin" in trace["answer"]
+    assert len(trace["answer"]) < len(trace["quotes"][0]["quote"]) / 2 and trace["answer_kind"] == "quoted-words"
     assert trace["citations"] == [5]
     # chosen without the model: the Interpreter (and its self-check) is not asked
     assert trace["model_answer"] is None and trace["interpreter"] is None and not scripted.interpreter.requests

@@ -129,7 +129,11 @@ def test_every_method_runs_and_scores(tmp_path, ctx, method, eval_data):
         return
     if method in ("extractive", "ranked-extractive"):  # no model: open questions get the best sentence
         assert [r["answer"] for r in rows[:3]] == [None, None, None]
-        assert rows[3]["answer"] == "Her cat Admiral slept on the lamp." and rows[3]["supported"]
+        if method == "extractive":
+            assert rows[3]["answer"] == "Her cat Admiral slept on the lamp."
+        else:  # the words the span reader cuts from it, as the pipeline answers in a short text
+            assert "Admiral" in rows[3]["answer"] and rows[3]["answer"] in "Her cat Admiral slept on the lamp."
+        assert rows[3]["supported"]
         assert rows[3]["quotes_verbatim"] == rows[3]["quotes_shown"] == 1 and rows[3]["model_calls"] == 0
         return
     assert all(r["parsed"] for r in rows)

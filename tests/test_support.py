@@ -85,7 +85,7 @@ def test_an_answer_the_check_scores_low_is_withheld_and_the_quoted_sentence_give
     scoring.interpreter.enqueue(interpreter_reply("the fishermen kept the medal"), support_reply(-2.5))
     code, trace, err = ask_json(capsys, story)
     assert code == 0, err
-    assert trace["answer_kind"] == "quoted-sentence" and "biscuit tin" in trace["answer"]
+    assert trace["answer_kind"] == "quoted-words" and "biscuit tin" in trace["answer"]
     assert trace["model_answer"] == "the fishermen kept the medal"
     assert trace["support_check"]["supported"] is False and trace["support_check"]["score"] == pytest.approx(
         -2.5
@@ -99,12 +99,12 @@ def test_an_answer_the_check_scores_low_is_withheld_and_the_quoted_sentence_give
 def test_the_threshold_is_the_users_to_set(capsys, story, cache_dir, scoring):
     scoring.interpreter.enqueue(interpreter_reply("she hid it in a box"), support_reply(1.0))
     code, trace, _ = ask_json(capsys, story, threshold="2")
-    assert trace["answer_kind"] == "quoted-sentence" and trace["plan"]["support_threshold"] == 2.0
+    assert trace["answer_kind"] == "quoted-words" and trace["plan"]["support_threshold"] == 2.0
     # without a threshold no such call is made: the words decide ("hid", "box" are in no quote)
     scoring.interpreter.enqueue(interpreter_reply("she hid it in a box"))
     code, trace, _ = ask_json(capsys, story, threshold=None)
     assert trace["plan"]["support"] == "words" and trace["support_check"]["method"] == "words"
-    assert trace["answer_kind"] == "quoted-sentence" and trace["support_check"]["call"] is None
+    assert trace["answer_kind"] == "quoted-words" and trace["support_check"]["call"] is None
     code, _out, err = run(
         capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--support-threshold", "nan"
     )
@@ -122,7 +122,7 @@ def test_a_name_no_quote_holds_withholds_the_answer_without_a_call(capsys, story
         and check["call"] is None
     )
     assert "names Ahab, Nantucket, whom no quote names" in check["why"]
-    assert trace["answer_kind"] == "quoted-sentence"
+    assert trace["answer_kind"] == "quoted-words"
     assert not any(r.messages[0][1] == SUPPORT_SYSTEM for r in scoring.interpreter.requests)
 
 
@@ -155,7 +155,7 @@ def test_a_model_without_scores_is_checked_word_by_word(capsys, story, cache_dir
     scripted.interpreter.enqueue(interpreter_reply("she hid it in a box beneath where she slept"))
     _code, trace, _err = ask_json(capsys, story)
     assert trace["plan"]["support"] == "words" and trace["support_check"]["method"] == "words"
-    assert trace["answer_kind"] == "quoted-sentence"  # "hid", "box" are in no quote
+    assert trace["answer_kind"] == "quoted-words"  # "hid", "box" are in no quote
     assert len(scripted.interpreter.requests) == 1  # no call was made for the check
 
 

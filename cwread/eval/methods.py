@@ -168,7 +168,8 @@ def _extractive(ranked: bool) -> MethodRun:
         question = found.question
         chosen = None
         if question.kind == "open" and ranked:
-            chosen = extractive.best_answer(question.text, packet.evidence(), ctx.rank(found))
+            spans = extractive.extract_kind(len(found.document.paragraphs)) == "span"
+            chosen = extractive.best_answer(question.text, packet.evidence(), ctx.rank(found), spans=spans)
         elif question.kind == "open":
             best = grounding.best_sentence(question.text, packet.evidence())
             chosen = (best.text, best) if best else None

@@ -98,7 +98,7 @@ def trace_fields(trace: Trace) -> dict:
         "parsed": outcome.text is not None or outcome.model_answer is not None or outcome.abstained,
         "supported": outcome.supported,
         "abstained": outcome.abstained,
-        "answer_kind": outcome.kind,  # model-words, quoted-sentence, or None when none is shown
+        "answer_kind": outcome.kind,  # model-words, quoted-words, or None when none is shown
         "support_method": check.method if check else None,
         "support_score": check.score if check else None,
         "support_quoted_share": check.quoted_share if check else None,

@@ -1,0 +1,85 @@
+"""Open answers of the embedded default on the dev sets, before and after a change, paired.
+
+Runs `cwread eval -m pipeline` on the open records of the fairytale anthology, the dev novel
+(novelqa) and the questions written for The Hound and The Moonstone (benchmarks/data), with
+this checkout and with the checkout of `--before REV` (a git worktree), and prints token-F1
+of each with the paired difference and its 95% bootstrap interval. No model is asked: the
+embedded default answers extractively.
+
+    python benchmarks/extractive_dev.py --before HEAD~1 [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from cwread.metrics import bootstrap_interval
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+SETS = {
+    "fairytale": DATA / "fairytale" / "fairytale.jsonl",
+    "novelqa": DATA / "novelqa" / "novelqa.jsonl",
+    "hound": REPO / "benchmarks" / "data" / "hound.jsonl",
+    "moonstone": REPO / "benchmarks" / "data" / "moonstone.jsonl",
+}
+
+
+def open_records(source: Path, target: Path) -> None:
+    """The open records of `source`, their documents as absolute paths."""
+    with target.open("w", encoding="utf-8") as out:
+        for line in source.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            if record["kind"] == "open":
+                record["doc"] = str((source.parent / record["doc"]).resolve())
+                out.write(json.dumps(record) + "\n")
+
+
+def evaluate(checkout: Path, records: Path, rows: Path) -> dict[str, float]:
+    """Each record's token-F1 from `cwread eval` run on `checkout`'s source."""
+    rows.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    subprocess.run(
+        [sys.executable, "-c", "from cwread.cli import entry; entry()", "eval", str(records), "-m", "pipeline", "--out", str(rows)],
+        cwd=checkout, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    return {r["id"]: r["f1"] for r in map(json.loads, rows.read_text(encoding="utf-8").splitlines())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default="HEAD", help="the git revision to compare with")
+    parser.add_argument("--out", type=Path, default=None, help="keep the rows here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.out or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        before = Path(tmp) / "before"
+        subprocess.run(["git", "worktree", "add", "--detach", str(before), args.before], cwd=REPO, check=True, capture_output=True)
+        try:
+            print("| set | open | before | after | paired difference |")
+            print("|---|---|---|---|---|")
+            for name, source in SETS.items():
+                records = work / f"{name}-open.jsonl"
+                open_records(source, records)
+                was = evaluate(before, records, work / f"{name}-before.rows.jsonl")
+                now = evaluate(REPO, records, work / f"{name}-after.rows.jsonl")
+                diff = [now[k] - was[k] for k in now]
+                low, high = bootstrap_interval(diff)
+                mean = lambda v: 100 * sum(v) / len(v)  # noqa: E731
+                print(
+                    f"| {name} | {len(now)} | {mean(list(was.values())):.1f} | {mean(list(now.values())):.1f} | "
+                    f"{mean(diff):+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] |"
+                )
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(before)], cwd=REPO, capture_output=True)
+
+
+if __name__ == "__main__":
+    main()
