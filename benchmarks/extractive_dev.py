@@ -78,7 +78,7 @@ def main() -> None:
                     f"{mean(diff):+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] |"
                 )
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(before)], cwd=REPO, capture_output=True)
+            subprocess.run(["git", "worktree", "remove", "--force", str(before)], cwd=REPO, capture_output=True, check=False)
 
 
 if __name__ == "__main__":
