@@ -156,6 +156,56 @@ def test_the_verdict_is_taken_at_k_1_or_2_with_paired_intervals(trained_better):
         assert first["minus_untrained"] == 0 and len(reasons) == 2 and reasons[0].startswith("at k = 1")
 
 
+def in_set(rows: list[dict], name: str) -> list[dict]:
+    return [{**r, "id": f"{name}-{r['id']}", "set": name} for r in rows]
+
+
+def test_the_verdict_is_taken_on_the_dev_novel_and_not_lost_on_fairytale():
+    better, same = scores_rows(True), scores_rows(False)
+    assert lane_summary.ships_at_k(in_set(better, "novelqa") + in_set(same, "fairytale")) == (True, [])
+    # better on fairytale alone: the novel, where a Finder can win, decides
+    ok, reasons = lane_summary.ships_at_k(in_set(same, "novelqa") + in_set(better, "fairytale"))
+    assert not ok and reasons[0].startswith("at k = 1 on the dev novel")
+    # better on the novel, worse on fairytale (the gold the rank and the base put first, it puts last)
+    worse = [{**r, "gold": [j == 0 for j in range(8)], "trained": [-5.0] + [1.0] * 7} for r in scores_rows(True)]
+    ok, reasons = lane_summary.ships_at_k(in_set(better, "novelqa") + in_set(worse, "fairytale"))
+    assert not ok and "loses to the untrained Finder and the retriever's ranking on fairytale dev" in reasons[0]
+
+
+def test_the_summary_gives_a_table_for_each_dev_set(tmp_path):
+    root = tmp_path / "lane"
+    (root / "phase-a").mkdir(parents=True)
+    (root / "state.json").write_text(json.dumps({"t0": 0, "budget": 1800, "timing": "gpu", "calls": [1, 2, 3]}))
+    (root / "status-a.json").write_text(json.dumps({"status": "done"}))
+    rows = in_set(scores_rows(False, 6), "fairytale") + in_set(scores_rows(True, 50), "novelqa")
+    (root / "phase-a" / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "phase-a" / "train.json").write_text(
+        json.dumps(
+            {"stage": "exported", "base_auc": 0.5, "held_out_rows": 10, "keep_threshold": {"trained": 2.0, "recall_target": 0.9}}
+        )
+    )
+    text = lane_summary.summary_markdown(root)
+    assert "Fairytale dev: 6 records, 48 segments" in text and "The dev novel: 50 records, 400 segments" in text
+    assert text.index("Fairytale dev:") < text.index("The dev novel:")
+    assert "**Verdict: the trained Finder ships.**" in text
+
+
+def test_the_dev_rows_name_their_set_and_a_novel_s_are_cut_to_its_first_segments(tmp_path):
+    from training import data
+
+    paragraphs = [f"On day {i} the miller counted {i} sacks of flour by the river." for i in range(1, 121)]
+    paragraphs[70] = "The silver medal was kept in a biscuit tin under the miller's bed."
+    (tmp_path / "book.txt").write_text("\n\n".join(paragraphs), encoding="utf-8")
+    record = {"id": "q1", "doc": "book.txt", "kind": "open", "question": "Where was the silver medal kept?",
+              "answer": "in a biscuit tin", "evidence": [71]}
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    (whole,) = data.finder_dev_set(records)
+    (cut,) = data.finder_dev_set(records, name="novelqa", most_segments=2)
+    assert whole["set"] == "fairytale" and cut["set"] == "novelqa" and len(whole["segments"]) > 2
+    assert cut["segments"] == whole["segments"][:2] and any(s["gold"] for s in cut["segments"])
+
+
 def test_the_summary_of_a_lane_cut_after_the_base_was_scored_says_so(tmp_path):
     root = tmp_path / "lane"
     (root / "phase-a").mkdir(parents=True)

@@ -167,11 +167,15 @@ def finder_examples(split_dir: Path, seed: int = 0, decision_first: bool = False
     return examples
 
 
-def finder_dev_set(records_file: Path, decision_first: bool = True) -> list[dict]:
+def finder_dev_set(
+    records_file: Path, decision_first: bool = True, name: str = "fairytale", most_segments: int | None = None
+) -> list[dict]:
     """The Finder's dev measurement: for each record with gold evidence, every segment the
     pipeline reads under the default budget, in its reading order (the retriever's ranking),
     with its gold flag and the Finder's prompt; a model scores them all, so a Finder can be
-    compared with the retriever's own ranking at any keep rate."""
+    compared with the retriever's own ranking at any keep rate. Each row names its dev set
+    (`name`); `most_segments` keeps a record's first segments only (a novel's reading of up
+    to 160 is cut to what a GPU scores in minutes: where a Finder can win is in its order)."""
     from cwread import api
     from cwread.eval.dataset import load_records
 
@@ -183,7 +187,7 @@ def finder_dev_set(records_file: Path, decision_first: bool = True) -> list[dict
         found = api.find(document, record.question)
         gold = set(record.gold_ids(document))
         segments = []
-        for segment in found.read:
+        for segment in found.read[:most_segments]:
             request = finder_request(
                 record.question,
                 segment.start,
@@ -195,7 +199,7 @@ def finder_dev_set(records_file: Path, decision_first: bool = True) -> list[dict
             segments.append(
                 {"start": segment.start, "end": segment.end, "gold": bool(gold & set(segment.ids)), "prompt": _messages(request)}
             )
-        rows.append({"id": record.id, "evidence": sorted(gold), "segments": segments})
+        rows.append({"id": record.id, "set": name, "evidence": sorted(gold), "segments": segments})
     return rows
 
 

@@ -365,12 +365,12 @@ def dev_prompts(dev: list[dict]) -> list[dict]:
 
 
 def write_scores(dev: list[dict], out: Path, **columns: list[float]) -> None:
-    """scores.jsonl: per dev record, each segment's gold flag (in the order the pipeline reads
-    them: the retriever's ranking) and each model's scores."""
+    """scores.jsonl: per dev record, its dev set, each segment's gold flag (in the order the
+    pipeline reads them: the retriever's ranking) and each model's scores."""
     rows, at = [], 0
     for record in dev:
         n = len(record["segments"])
-        row = {"id": record["id"], "gold": [s["gold"] for s in record["segments"]]}
+        row = {"id": record["id"], "set": record.get("set", "fairytale"), "gold": [s["gold"] for s in record["segments"]]}
         row.update({name: values[at : at + n] for name, values in columns.items()})
         rows.append(row)
         at += n
