@@ -1039,10 +1039,11 @@ def rehearse(args: argparse.Namespace) -> int:
         return 1
     python = image_venv(out / "image")
     machine_root = out / "machine" / "lane"
+    # the calls carrying B's bytes: from the one that ends A's (B begins in its part) to B's last
     b_transfers = [
         c["call"]
         for c in plan["calls"]
-        if c["carry"] and c["call"] > plan["phases"]["a"]["starts_after_call"]
+        if c["carry"] and plan["phases"]["a"]["transfer_calls"] <= c["call"] <= plan["phases"]["b"]["transfer_calls"]
     ]
     lose_after = b_transfers[0] if len(b_transfers) > 1 else None
     returned: list[dict] = []

@@ -134,3 +134,12 @@ def test_the_fit_puts_its_weight_on_the_feature_that_marks_the_best_span():
         groups.append((feats, np.array([1.0 if i == good else 0.1 for i in range(5)])))
     w = fit(groups, ["bias", "marked", "noise"], l2=1e-4, steps=200)
     assert w[1] > 1.0 and abs(w[2]) < w[1] / 4
+
+
+def test_the_next_of_kin_is_a_name_not_a_sentence_cut_at_its_title(capsys, cache_dir, scripted, monkeypatch):
+    text = b"It is understood that the next of kin is Mr. Henry Baskerville, the son of his younger brother.\n"
+    code, out, err = run(capsys, "ask", "-", "Who is the next of kin?", "--backend", "scripted", "--answer", "extractive", "--json", stdin=text, monkeypatch=monkeypatch)
+    trace = json.loads(out)
+    assert code == 0, err
+    assert trace["answer"] == "Mr. Henry Baskerville" and trace["answer_kind"] == "quoted-words"
+    assert trace["quotes"][0]["quote"] == text.decode().strip()
