@@ -50,16 +50,16 @@ def main() -> int:
         )
         session = api.open(args.book, settings=settings, use_cache=False)
         conversation = Conversation(session)
-        options = {
-            "budget": api.make_budget(read=args.read),
-            "finding": api.FinderSettings(use="on"),
-            "answering": api.AnswerSettings(answer_mode="extractive"),
-        }
+        run = api.RunSettings(
+            budget=api.make_budget(read=args.read),
+            finding=api.FinderSettings(use="on"),
+            answering=api.AnswerSettings(answer_mode="extractive"),
+        )
         api.index_document(session.document)
         t0 = time.perf_counter()
-        first = conversation.ask(api.make_question(FIRST), **options)
+        first = conversation.ask(api.make_question(FIRST), run)
         t1 = time.perf_counter()
-        second = conversation.ask(api.make_question(FOLLOW_UP), **options)
+        second = conversation.ask(api.make_question(FOLLOW_UP), run)
         t2 = time.perf_counter()
     if second.follows is None:
         print("the follow-up was not taken for one", file=sys.stderr)

@@ -32,7 +32,7 @@ from cwread.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
 from cwread.errors import ModelError
 from cwread.library import Found, Library
 from cwread.model_facts import FACTS, facts_of
-from cwread.plan import AnswerSettings, FinderSettings, Plan
+from cwread.plan import AnswerSettings, FinderSettings, Plan, RunSettings
 from cwread.progress import Progress
 from cwread.question import Question, make_question
 from cwread.records import DoctorReport, FindResult, IndexReport, Trace
@@ -49,6 +49,7 @@ __all__ = [
     "FinderSettings",
     "Plan",
     "Question",
+    "RunSettings",
     "Session",
     "Trace",
     "ask",
@@ -126,30 +127,20 @@ def find(
 def ask(
     document: Document,
     question: Question,
+    run: RunSettings | None = None,
     *,
     settings: BackendSettings | None = None,
     selection: Selection | None = None,
-    answering: AnswerSettings | None = None,
-    finding: FinderSettings | None = None,
     use_cache: bool = True,
-    budget: Budget | None = None,
-    retrieval: str = "fused",
     embedder: str = DEFAULT_EMBEDDER,
     progress: Progress | None = None,
     notice: Callable[[str], None] | None = None,
 ) -> Trace:
     """Answer one question (or verify a claim) about `document` with quoted paragraphs, in
-    one call (see Session.ask; backends from `selection` if given, else from `settings`)."""
+    one call (see Session.ask; `run`: what each stage is asked for; backends from
+    `selection` if given, else from `settings`)."""
     session = Session(document, embedder=embedder, settings=settings, selection=selection, use_cache=use_cache)
-    return session.ask(
-        question,
-        budget=budget,
-        retrieval=retrieval,
-        answering=answering,
-        finding=finding,
-        progress=progress,
-        notice=notice,
-    )
+    return session.ask(question, run, progress=progress, notice=notice)
 
 
 def search_library(roots: tuple[Path, ...], query: str, limit: int = 10, progress: Progress | None = None) -> Found:

@@ -336,13 +336,13 @@ def by_threshold(verdict: Verdict, keep_threshold: float | None) -> Verdict:
     return replace(verdict, decision="YES" if verdict.score >= keep_threshold else "NO")
 
 
-def reading_budget(settings: FinderSettings, finder: Finder) -> ReadingBudget | None:
-    """The Finder's token budget: `settings.read_tokens` tokens, "auto" (what `finder` reads in
-    about reading.FINDER_SECONDS at its measured rate; no cap for a Finder that calls no
-    model), or None (no cap but the budget's `read`)."""
-    if settings.read_tokens == "auto":
+def reading_budget(read_tokens: int | str | None, finder: Finder) -> ReadingBudget | None:
+    """The Finder's token budget: `read_tokens` tokens (FinderSettings.read_tokens), "auto"
+    (what `finder` reads in about reading.FINDER_SECONDS at its measured rate; no cap for a
+    Finder that calls no model), or None (no cap but the budget's `read`)."""
+    if read_tokens == "auto":
         return ReadingBudget.auto(finder.backend) if finder.backend is not None else None
-    return ReadingBudget(tokens=settings.read_tokens) if settings.read_tokens else None
+    return ReadingBudget(tokens=read_tokens) if read_tokens else None
 
 
 def read_segments(

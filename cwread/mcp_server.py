@@ -223,12 +223,10 @@ def build_server(settings: ServerSettings) -> MCPServer:
     def answer(book: str, question, ctx: Context | None, judge_anyway: bool = False) -> CallToolResult:
         session, lock = books.open(book)
         with lock:
-            trace = session.ask(
-                question,
-                answering=api.AnswerSettings(judge_anyway=judge_anyway),
-                finding=api.FinderSettings(read_tokens="auto"),
-                progress=reporter(ctx),
+            run = api.RunSettings(
+                finding=api.FinderSettings(read_tokens="auto"), answering=api.AnswerSettings(judge_anyway=judge_anyway)
             )
+            trace = session.ask(question, run, progress=reporter(ctx))
         return result(answer_content(trace), answer_text(trace))
 
     @server.tool(

@@ -147,7 +147,7 @@ def answer(
     if rank is None and (question.kind == "open" or not plan.verdict):  # open answers, shown evidence
         rank = extractive.sentence_ranker(found.document, load_embedder(found.embedder))
     t0 = time.perf_counter()
-    read = _read(found, plan, finding, finder or make_finder(finding, selection.finder), progress)
+    read = _read(found, plan, finder or make_finder(finding, selection.finder), progress)
     seconds = {"finder": round(time.perf_counter() - t0, 3)}
     if packet is None:
         fits = lambda evidence: packet_fits(interpreter, question, evidence)  # noqa: E731
@@ -178,23 +178,16 @@ def answer(
     )
 
 
-def _read(
-    found: FindResult,
-    plan: Plan,
-    finding: FinderSettings,
-    finder: Finder,
-    progress: Progress | None,
-) -> Reading:
-    """The Finder stage as planned: the Finder reads within its token budget; a skipped one is
-    taken to have kept every segment it would read, as that Finder would have."""
+def _read(found: FindResult, plan: Plan, finder: Finder, progress: Progress | None) -> Reading:
+    """The Finder stage as planned: the Finder reads within the plan's token budget and keeps
+    by its threshold; a skipped one is taken to have kept every segment it would read, as that
+    Finder would have."""
     if plan.evidence == "given":
         return Reading((), None, ())
     if plan.evidence == "all-read":
         return Reading((), None, tuple(Verdict(s, "YES", "") for s in found.read))
-    reading = reading_budget(finding, finder)
-    verdicts = read_segments(
-        finder, found.document, found.read, found.question, reading, finding.keep_threshold, progress
-    )
+    reading = reading_budget(plan.read_tokens, finder)
+    verdicts = read_segments(finder, found.document, found.read, found.question, reading, plan.keep_threshold, progress)
     unread = None
     if reading is not None and len(verdicts) < len(found.read):
         unread = Unread(tuple(found.read[len(verdicts) :]), reading.limit() or 0, reading.why())

@@ -120,6 +120,20 @@ def _read_tokens(value: int | str | None) -> int | str | None:
 
 
 @dataclass(frozen=True)
+class RunSettings:
+    """What a question's run is asked for, grouped by stage, as every entry point (the CLI,
+    chat, MCP, `api`) builds it once and a session resolves it into a Plan: `budget`,
+    retrieval and packing (cwread.segments; None: auto, fitted to the book); `retrieval`,
+    how anchors are ranked (fused, bm25, dense); `finding`, how the Finder reads; `answering`,
+    how the answer is given. The backends are the session's own (BackendSettings)."""
+
+    budget: Budget | None = None
+    retrieval: str = "fused"
+    finding: FinderSettings = FinderSettings()
+    answering: AnswerSettings = AnswerSettings()
+
+
+@dataclass(frozen=True)
 class Plan:
     """What one question's run will do, resolved once before any model call and recorded in
     the trace, so the view, `api`, `eval` and `doctor` read it rather than derive it again.

@@ -21,7 +21,7 @@ from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
 from cwread.finder import Finder, make_finder
 from cwread.interpreter import leans_on_previous
 from cwread.model_facts import JUDGES_AT_CHANCE, holds
-from cwread.plan import AnswerMode, AnswerSettings, FinderSettings, Plan
+from cwread.plan import AnswerMode, AnswerSettings, Plan, RunSettings
 from cwread.progress import Progress
 from cwread.question import Question
 from cwread.records import FindResult, Trace, Turn
@@ -146,14 +146,23 @@ class Session:
             built=() if opened else tuple(index.built),
         )
 
+    def plan(self, question: Question, run: RunSettings | None = None, finder: Finder | None = None, notice: Notice | None = None) -> Plan:
+        """What a run of `question` with `run` will do on this book (see Plan): the backends
+        selected (first: a bad setting or a missing server is told before any work), the
+        budget fitted to the book and the Interpreter; `finder` replaces the judge the
+        settings would choose."""
+        run = run or RunSettings()
+        selection = self.selection(notice)
+        budget = self.budget_for(run.budget, selection.interpreter.capabilities.context)
+        return pipeline.make_plan(
+            question, selection, run.answering, run.finding, finder=finder, budget=budget, paragraphs=len(self.document.paragraphs)
+        )
+
     def ask(
         self,
         question: Question,
+        run: RunSettings | None = None,
         *,
-        budget: Budget | None = None,
-        retrieval: str = "fused",
-        answering: AnswerSettings | None = None,
-        finding: FinderSettings | None = None,
         finder: Finder | None = None,
         progress: Progress | None = None,
         notice: Notice | None = None,
@@ -161,29 +170,26 @@ class Session:
     ) -> Trace:
         """Answer a question (or verify a claim) about the book with quoted paragraphs.
 
-        `answering` says how the answer is given, `finding` how the Finder reads (`finder`
-        replaces the judge it would choose); `notice` hears which backend runs (when first
-        selected) and what a small model changes. The Trace holds the answer (None if no reply
-        parsed, or the quotes do not support it; `Trace.failure` says why), the plan, and
-        every step, with what was skipped and why. `follows`: the earlier turn a follow-up
-        leans on (see Conversation)."""
-        finding = finding or FinderSettings()
-        selection = self.selection(notice)  # first: a bad setting or a missing server is told before any work
-        judge = finder or make_finder(finding, selection.finder)  # a judge it cannot run: told before any work
-        budget = self.budget_for(budget, selection.interpreter.capabilities.context)
-        plan = pipeline.make_plan(
-            question, selection, answering, finding, finder=finder, budget=budget, paragraphs=len(self.document.paragraphs)
-        )
-        found = self.find(question, budget, retrieval, progress, follows)
+        `run` says what is asked of each stage (RunSettings; `finder` replaces the judge it
+        would choose); `notice` hears which backend runs (when first selected) and what a
+        small model changes. The Trace holds the answer (None if no reply parsed, or the
+        quotes do not support it; `Trace.failure` says why), the plan, and every step, with
+        what was skipped and why. `follows`: the earlier turn a follow-up leans on (see
+        Conversation)."""
+        run = run or RunSettings()
+        plan = self.plan(question, run, finder, notice)
+        selection = self.selection()
+        judge = finder or make_finder(run.finding, selection.finder)  # a judge it cannot run: told before any work
+        found = self.find(question, plan.budget, run.retrieval, progress, follows)
         if notice:
-            for line in small_model_notices(question, answering or AnswerSettings(), plan, selection):
+            for line in small_model_notices(question, run.answering, plan, selection):
                 notice(line)
         rank = self.ranker(found.embedder) if question.kind == "open" or not plan.verdict else None
         return pipeline.answer(
             found,
             selection,
-            answering,
-            finding,
+            run.answering,
+            run.finding,
             progress=progress,
             finder=judge,
             rank=rank,
@@ -201,11 +207,11 @@ class Conversation:
         self.session = session
         self.turns: list[Turn] = []
 
-    def ask(self, question: Question, **options) -> Trace:
+    def ask(self, question: Question, run: RunSettings | None = None, **options) -> Trace:
         """Session.ask, as a turn of this conversation."""
         last = self.turns[-1] if self.turns else None
         follows = last if last is not None and leans_on_previous(question) else None
-        trace = self.session.ask(question, follows=follows, **options)
+        trace = self.session.ask(question, run, follows=follows, **options)
         self.turns.append(Turn(len(self.turns) + 1, question.text, trace.answer))
         return trace
 

@@ -232,13 +232,13 @@ def test_a_follow_up_reads_a_segment_read_before_from_llama_cpps_prompt_cache(st
 
     book = api.open(str(story), settings=api.BackendSettings(backend="embedded"), use_cache=False)
     conversation = Conversation(book)
-    options = {
-        "finding": api.FinderSettings(use="on"),
-        "answering": api.AnswerSettings(answer_mode="extractive"),
-        "budget": api.make_budget(read=2),
-    }
-    first = conversation.ask(api.make_question("What did the fishermen give Martha Quill?"), **options)
-    second = conversation.ask(api.make_question("Where did she keep it?"), **options)
+    run = api.RunSettings(
+        budget=api.make_budget(read=2),
+        finding=api.FinderSettings(use="on"),
+        answering=api.AnswerSettings(answer_mode="extractive"),
+    )
+    first = conversation.ask(api.make_question("What did the fishermen give Martha Quill?"), run)
+    second = conversation.ask(api.make_question("Where did she keep it?"), run)
     assert second.follows is not None
     shared = {(v.segment.start, v.segment.end): v.call for v in first.verdicts}
     both = [(shared[key], v.call) for v in second.verdicts if (key := (v.segment.start, v.segment.end)) in shared]

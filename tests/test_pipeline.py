@@ -198,8 +198,8 @@ def test_read_budget_limits_finder_calls(story, cache_dir):
     api.ask(
         doc,
         api.make_question("lamp"),
+        api.RunSettings(budget=api.make_budget("focused", read=2, anchors=1, p_r=0, p_w=1)),
         selection=selection,
-        budget=api.make_budget("focused", read=2, anchors=1, p_r=0, p_w=1),
         use_cache=False,
     )
     assert len(selection.finder.requests) == 2

@@ -82,7 +82,7 @@ def test_a_scripted_finder_plugs_into_the_pipeline(story, cache_dir):
         return max(scores.get(pid, -2.0) for pid in segment.ids)
 
     trace = book.ask(
-        api.make_question(MEDAL), finder=ScriptedFinder(score), budget=api.make_budget(p_r=0, p_w=1)
+        api.make_question(MEDAL), api.RunSettings(budget=api.make_budget(p_r=0, p_w=1)), finder=ScriptedFinder(score)
     )
     assert trace.plan.finder == "scripted" and trace.verdicts
     assert {v.segment.start for v in trace.verdicts if v.decision == "YES"} == {5}
@@ -206,10 +206,10 @@ def test_a_follow_up_cannot_quote_the_conversation(story, cache_dir):
     chosen = Selection(ScriptedBackend(default=finder_reply, model="f"), interpreter, "s")
     conversation = Conversation(api.open(str(story), selection=chosen, use_cache=False))
     conversation.ask(
-        api.make_question("Who kept the lighthouse?"), answering=api.AnswerSettings(self_check=False)
+        api.make_question("Who kept the lighthouse?"), api.RunSettings(answering=api.AnswerSettings(self_check=False))
     )
     trace = conversation.ask(
-        api.make_question("What did they give her?"), answering=api.AnswerSettings(self_check=False)
+        api.make_question("What did they give her?"), api.RunSettings(answering=api.AnswerSettings(self_check=False))
     )
     assert trace.follows is not None
     assert trace.interpreter.quotes == () and trace.interpreter.forged

@@ -139,12 +139,9 @@ def _answer(book: str, asked, budget, finding, settings, run: AnswerRun, quiet: 
         result = api.ask(
             document,
             asked,
-            budget=budget,
+            api.RunSettings(budget, run.retrieval, finding, run.answering),
             embedder=run.model.embedder,
-            retrieval=run.retrieval,
             settings=settings,
-            answering=run.answering,
-            finding=finding,
             use_cache=run.model.use_cache,
             progress=progress,
             notice=None if quiet else render.notice_once,

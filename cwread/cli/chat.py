@@ -19,7 +19,7 @@ from cwread.cache import cache_root, check_output_path, write_output_file
 from cwread.cli.exits import answer_exit
 from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError, OutputError
-from cwread.plan import FinderSettings
+from cwread.plan import FinderSettings, RunSettings
 from cwread.segments import Budget
 from cwread.session import Conversation, Session
 from cwread.terminal import one_line
@@ -89,10 +89,7 @@ class Chat:
         with render.progress(self.json_lines) as progress:
             trace = self.conversation.ask(
                 question,
-                budget=self.budget,
-                retrieval=self.run.retrieval,
-                answering=self.run.answering,
-                finding=self.finding,
+                RunSettings(self.budget, self.run.retrieval, self.finding, self.run.answering),
                 progress=progress,
                 notice=None if self.json_lines else render.notice,
             )

@@ -186,7 +186,7 @@ def finder(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
     it read and reply (whether or not the pipeline would skip it)."""
     judge = make_finder(ctx.finding, ctx.selection.finder)
     verdicts = read_segments(
-        judge, found.document, found.read, found.question, reading_budget(ctx.finding, judge), ctx.finding.keep_threshold
+        judge, found.document, found.read, found.question, reading_budget(ctx.finding.read_tokens, judge), ctx.finding.keep_threshold
     )
     return Trace(found, verdicts=verdicts)
 
