@@ -14,25 +14,16 @@ one sentence of the whole story, and scored by token-F1 against its best referen
 from __future__ import annotations
 
 import argparse
-import csv
 import math
-import random
 import re
+import sys
 from pathlib import Path
 
 from cwread import extractive, grounding
-from cwread.book import document_from_bytes
-from cwread.embedders import load_embedder
 from cwread.metrics import bootstrap_interval, token_f1
 
-SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "fairytaleqa" / "train"
-ANSWER_COLUMNS = ("answer1", "answer2", "answer3", "answer4", "answer5", "answer6")
-
-
-def stories(source: Path, count: int) -> list[Path]:
-    found = sorted(source.glob("*-story.csv"))
-    random.Random(0).shuffle(found)
-    return found[:count]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for training/
+from training.span_reader import SOURCE, train_questions
 
 
 def model_pick(server, question: str, sentences: list[str]) -> int:
@@ -60,7 +51,6 @@ def main() -> None:
     parser.add_argument("--stories", type=int, default=120)
     parser.add_argument("--model", type=int, default=0, help="questions to rerank with the embedded model")
     args = parser.parse_args()
-    embedder = load_embedder("minilm-static")
     server = None
     if args.model:
         from cwread.backends.embedded import default_gguf, shared_server
@@ -68,33 +58,26 @@ def main() -> None:
         server = shared_server(default_gguf(), 4096, 2)
     f1: dict[str, list[float]] = {}
     why: dict[str, list[float]] = {}
-    for path in stories(args.source, args.stories):
-        sections = [" ".join(row["text"].split()) for row in csv.DictReader(path.open(encoding="utf-8"))]
-        document = document_from_bytes("\n\n".join(sections).encode(), path.name)
+    for _, document, rank, question, answers in train_questions(args.source, args.stories):
         evidence = [(p.id, p.text) for p in document.paragraphs]
-        rank = extractive.sentence_ranker(document, embedder)
-        questions = path.with_name(path.name.replace("-story.csv", "-questions.csv"))
-        for row in csv.DictReader(questions.open(encoding="utf-8")):
-            question = row["question"]
-            answers = [row[c] for c in ANSWER_COLUMNS if row.get(c)]
 
-            def score(text: str) -> float:
-                return max(token_f1(text, a) for a in answers)  # noqa: B023 (used at once)
+        def score(text: str) -> float:
+            return max(token_f1(text, a) for a in answers)  # noqa: B023 (used at once)
 
-            plain = grounding.best_sentence(question, evidence)
-            ranked = grounding.best_sentences(question, evidence, 5, rank=rank)
-            if plain is None or not ranked:
-                continue
-            said, _ = extractive.extract_answer(question, ranked[0], document.paragraph(ranked[0].id).text)
-            picks = {"overlap": plain.text, "ranked": ranked[0].text, "ranked+why": said}
-            for name, text in picks.items():
-                f1.setdefault(name, []).append(score(text))
-                if re.search(r"\bwhy\b", question, re.I):
-                    why.setdefault(name, []).append(score(text))
-            if server is not None and len(f1.get("model top-5", [])) < args.model:
-                f1.setdefault("ranked (model subset)", []).append(score(ranked[0].text))
-                pick = ranked[model_pick(server, question, [q.text for q in ranked])]
-                f1.setdefault("model top-5", []).append(score(pick.text))
+        plain = grounding.best_sentence(question, evidence)
+        ranked = grounding.best_sentences(question, evidence, 5, rank=rank)
+        if plain is None or not ranked:
+            continue
+        said, _ = extractive.extract_answer(question, ranked[0], document.paragraph(ranked[0].id).text)
+        picks = {"overlap": plain.text, "ranked": ranked[0].text, "ranked+why": said}
+        for name, text in picks.items():
+            f1.setdefault(name, []).append(score(text))
+            if re.search(r"\bwhy\b", question, re.I):
+                why.setdefault(name, []).append(score(text))
+        if server is not None and len(f1.get("model top-5", [])) < args.model:
+            f1.setdefault("ranked (model subset)", []).append(score(ranked[0].text))
+            pick = ranked[model_pick(server, question, [q.text for q in ranked])]
+            f1.setdefault("model top-5", []).append(score(pick.text))
     for title, table in (("all questions", f1), ("why-questions", why)):
         print(f"token-F1 %, {title} ({args.stories} train stories)")
         for name, values in table.items():

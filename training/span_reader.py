@@ -36,25 +36,33 @@ ANSWER_COLUMNS = ("answer1", "answer2", "answer3", "answer4", "answer5", "answer
 VERSION = 1
 
 
-def questions_of(source: Path, count: int):
-    """(story name, question, answers, [(sentence, ranking score)...]) for the train stories."""
+def train_questions(source: Path, count: int):
+    """(story name, its document, its sentence ranker, question, answers) for every question
+    of `count` train stories (shuffled by a fixed seed), each story a book of one paragraph a
+    section."""
     embedder = load_embedder("minilm-static")
     stories = sorted(source.glob("*-story.csv"))
     random.Random(0).shuffle(stories)
     for path in stories[:count]:
         sections = [" ".join(row["text"].split()) for row in csv.DictReader(path.open(encoding="utf-8"))]
         document = document_from_bytes("\n\n".join(sections).encode(), path.name)
-        evidence = [(p.id, p.text) for p in document.paragraphs]
         rank = extractive.sentence_ranker(document, embedder)
         asked = path.with_name(path.name.replace("-story.csv", "-questions.csv"))
         for row in csv.DictReader(asked.open(encoding="utf-8")):
-            question = row["question"]
             answers = [row[c] for c in ANSWER_COLUMNS if row.get(c)]
-            ranked = grounding.ranked_sentences(
-                question, evidence, answer_span.MAX_SENTENCES, grounding.answer_support_needed(question), rank
-            )
-            if ranked and answers:
-                yield path.name, question, answers, [(q.text, s) for q, s in ranked]
+            if answers:
+                yield path.name, document, rank, row["question"], answers
+
+
+def questions_of(source: Path, count: int):
+    """(story name, question, answers, [(sentence, ranking score)...]) for the train stories."""
+    for story, document, rank, question, answers in train_questions(source, count):
+        evidence = [(p.id, p.text) for p in document.paragraphs]
+        ranked = grounding.ranked_sentences(
+            question, evidence, answer_span.MAX_SENTENCES, grounding.answer_support_needed(question), rank
+        )
+        if ranked:
+            yield story, question, answers, [(q.text, s) for q, s in ranked]
 
 
 def candidates(question: str, sentences: list[tuple[str, float]]):
