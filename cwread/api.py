@@ -161,8 +161,7 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
         selection = select_backends(settings or BackendSettings())
         finder, interpreter, why = label(selection.finder), label(selection.interpreter), selection.why
         notes = serving_notes(selection)
-        plan = pipeline.make_plan(make_question("?"), selection, finding=FinderSettings(read_tokens="auto"))
-        if plan.finder is not None:  # else no Finder call is made
+        if pipeline.finder_skip_reason("auto", selection.finder) is None:  # else no Finder call is made
             notes.append(reading_note(selection.finder))
         for backend in {id(b): b for b in (selection.finder, selection.interpreter)}.values():
             notes += [f"{backend.model}: {FACTS[fact].says} ({FACTS[fact].measured})" for fact in facts_of(backend)]

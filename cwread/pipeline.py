@@ -63,13 +63,11 @@ def make_plan(
     finding = finding or FinderSettings()
     interpreter = selection.interpreter
     small = holds(JUDGES_AT_CHANCE, interpreter)
-    mode = answering.answer_mode
-    if mode == "auto":
-        mode = AnswerMode.EXTRACTIVE if small else AnswerMode.GENERATIVE_OR_EXTRACTIVE
+    mode = open_answer_mode(answering, interpreter)
     verdict = answering.judge_anyway or not small
     if question.kind != "open" and not verdict:
         mode = AnswerMode.EVIDENCE_ONLY
-    skipped = None if finder is not None or packet_given else _finder_skip_reason(finding.use, selection.finder)
+    skipped = None if finder is not None or packet_given else finder_skip_reason(finding.use, selection.finder)
     evidence = "given" if packet_given else "all-read" if skipped else "finder"
     judge = None
     if evidence == "finder":
@@ -100,7 +98,18 @@ def make_plan(
     )
 
 
-def _finder_skip_reason(use: str, finder: Backend) -> str | None:
+def open_answer_mode(answering: AnswerSettings, interpreter: Backend) -> AnswerMode:
+    """How an open question is answered: as asked, or for "auto" extractively with a model
+    too small to write, else the model's words with the best-fitting words of the book when
+    its quotes do not back them."""
+    if answering.answer_mode != "auto":
+        return AnswerMode(answering.answer_mode)
+    small = holds(JUDGES_AT_CHANCE, interpreter)
+    return AnswerMode.EXTRACTIVE if small else AnswerMode.GENERATIVE_OR_EXTRACTIVE
+
+
+def finder_skip_reason(use: str, finder: Backend) -> str | None:
+    """Why the Finder `finder` is not run under FinderSettings.use `use` (None: it runs)."""
     if use == "off":
         return "--finder off: every segment read is taken as kept"
     if use == "auto" and holds(KEEPS_NEARLY_ALL, finder):

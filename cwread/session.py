@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from cwread import extractive, grounding, pipeline
-from cwread.backends.select import BackendSettings, Selection, select_backends, with_call_cache
+from cwread.backends.select import BackendSettings, Selection, select, with_call_cache
 from cwread.book import Document
 from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
 from cwread.finder import Finder, make_finder
@@ -62,10 +62,7 @@ class Session:
         backend runs and why when they are selected."""
         with self._lock:
             if self._selection is None:
-                chosen = select_backends(self._settings or BackendSettings())
-                self._selection = with_call_cache(chosen) if self._use_cache else chosen
-                if notice:
-                    notice(chosen.why)
+                self._selection = select(self._settings, self._use_cache, notice)
             return self._selection
 
     def _embedder(self, name: str) -> Embedder | None:

@@ -8,6 +8,7 @@ import pytest
 
 from cwread import api, retrieval, session
 from cwread.backends import Generation
+from cwread.backends import select as backend_select
 from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.errors import InputError
@@ -35,7 +36,7 @@ def test_a_session_answers_as_one_call_asks_and_builds_nothing_twice(story, cach
     )
     monkeypatch.setattr(session, "load_embedder", lambda *a: loaded.append(1) or api.load_embedder(*a))
     chosen = selection()
-    monkeypatch.setattr(session, "select_backends", lambda settings: selected.append(1) or chosen)
+    monkeypatch.setattr(session, "select", lambda settings, use_cache, notice=None: selected.append(1) or chosen)
     questions = [
         api.make_question(MEDAL),
         api.make_question("Who slept on the lamp?"),
@@ -54,7 +55,7 @@ def test_a_session_answers_as_one_call_asks_and_builds_nothing_twice(story, cach
 
 
 def test_a_session_says_which_backend_runs_once(story, cache_dir, monkeypatch):
-    monkeypatch.setattr(session, "select_backends", lambda settings: selection())
+    monkeypatch.setattr(backend_select, "select_backends", lambda settings: selection())
     heard: list[str] = []
     book = api.open(str(story), use_cache=False)
     for _ in range(2):

@@ -70,6 +70,15 @@ class Selection:
     why: str  # one line for stderr: which backend runs and why
 
 
+def select(settings: BackendSettings | None, use_cache: bool = True, notice: Callable[[str], None] | None = None) -> Selection:
+    """The backends `settings` choose (see select_backends), behind the call cache unless
+    `use_cache` is False; `notice` hears which run and why."""
+    chosen = select_backends(settings or BackendSettings())
+    if notice:
+        notice(chosen.why)
+    return with_call_cache(chosen) if use_cache else chosen
+
+
 def with_call_cache(selection: Selection) -> Selection:
     """The same backends behind cwread's call cache (one cache when both agents share a model)."""
     from cwread.backends.callcache import CachedBackend

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cwread import api, pipeline
 from cwread.backends import label
-from cwread.backends.select import BackendSettings, select_backends, with_call_cache
+from cwread.backends.select import BackendSettings, select
 from cwread.cache import check_output_path, write_output_file
 from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import InputError, Interrupted
@@ -22,7 +22,6 @@ from cwread.eval.report import report_markdown
 from cwread.eval.summary import summarize
 from cwread.plan import AnswerMode, AnswerSettings, FinderSettings
 from cwread.progress import Progress
-from cwread.question import make_question
 
 
 def run_record(record: Record, method: str, ctx: EvalContext) -> dict:
@@ -158,13 +157,10 @@ def evaluate(
     budget = options.budget or api.make_budget()
     selection = None
     if any(METHODS[m].needs_model for m in methods):
-        selection = select_backends(options.settings or BackendSettings())
-        selection = with_call_cache(selection) if options.use_cache else selection
-        if notice:
-            notice(selection.why)
+        selection = select(options.settings, options.use_cache, notice)
     finding = options.finding or FinderSettings()
     # open answers are given one way for every method: as the plan of an open question has it
-    mode = pipeline.make_plan(make_question("?"), selection, requested).answer_mode if selection else AnswerMode.GENERATIVE
+    mode = pipeline.open_answer_mode(requested, selection.interpreter) if selection else AnswerMode.GENERATIVE
     ctx = EvalContext(
         selection, budget, options.embedder, options.permute_options, mode, options.support_threshold, finding
     )
