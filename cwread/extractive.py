@@ -115,6 +115,11 @@ def sentence_ranker(document: Document, embedder: Embedder | None) -> Rank:
     return rank
 
 
+def asks_why(question: str) -> bool:
+    """Whether `question` asks why: its answer is the reason rule's (see `extract_answer`)."""
+    return _WHY.search(question) is not None
+
+
 def extract_kind(paragraphs: int | None) -> str:
     """How an extractive answer is cut in a book of `paragraphs` (cwread.plan.EXTRACTS): the
     span reader's words, but in a novel (over NOVEL_PARAGRAPHS), or without its weights, the
@@ -137,7 +142,7 @@ def best_answer(
         return None
     # A why-question keeps its reason rule: the reader's spans scored about the same on held-out
     # train (25.2 against 24.3) but were often no cause at all ("and put up a notice-board").
-    model = answer_span.shipped_model() if spans and not _WHY.search(question) else None
+    model = answer_span.shipped_model() if spans and not asks_why(question) else None
     if model is None:
         best = ranked[0][0]
         return extract_answer(question, best, {p[0]: p[1] for p in evidence}[best.id])

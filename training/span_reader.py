@@ -4,7 +4,8 @@ Each train story becomes a book (one paragraph per section); each question's sen
 ranked as an extractive answer ranks them (cwread.extractive), the spans of the best five are
 proposed, and a linear model is fit so that the softmax over a question's spans puts its
 weight on those with the best token-F1 against the references (the expected F1, with an L2
-penalty, by gradient ascent in numpy). Stories are split by name: the model is fit on
+penalty, by gradient ascent in numpy), on the questions it answers: a why-question keeps
+the reason rule (cwread.extractive), so it is neither fit nor scored. Stories are split by name: the model is fit on
 `--fit` of them and scored on the rest, the sentence's own F1 beside it with a paired
 interval. FairytaleQA's val stories (the dev anthology's) are never read.
 
@@ -116,6 +117,8 @@ def main() -> None:
     started = time.monotonic()
     rows = []
     for story, question, answers, sentences in questions_of(args.source, args.stories):
+        if extractive.asks_why(question):  # answered by the reason rule, never by the reader
+            continue
         feats, texts = zip(*candidates(question, sentences), strict=True)
         f1 = np.array([max(token_f1(t, a) for a in answers) for t in texts])
         sentence_f1 = max(token_f1(sentences[0][0], a) for a in answers)
