@@ -267,9 +267,9 @@ def _skipped(plan: Plan, found: FindResult, read: Reading) -> dict[str, str]:
         )
     if plan.answer_mode == AnswerMode.EVIDENCE_ONLY:
         skipped["interpreter"] = UNJUDGED
-    if plan.extract == "sentence":
-        skipped["span-reader"] = (
-            f"a novel ({len(found.document.paragraphs):,} paragraphs): an extractive answer is its best sentence whole"
+    if plan.extract == "sentence" and plan.answer_mode != AnswerMode.GENERATIVE:  # else no words of the book are given
+        skipped["spans"] = (
+            f"in a novel ({len(found.document.paragraphs):,} paragraphs) an extractive answer is its best sentence whole"
             if len(found.document.paragraphs) > NOVEL_PARAGRAPHS
             else "no span reader weights are installed: an extractive answer is its best sentence whole"
         )
