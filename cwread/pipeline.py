@@ -15,7 +15,7 @@ from cwread.backends import Backend, label
 from cwread.backends.select import Selection
 from cwread.book import Document, Evidence, Passage
 from cwread.embedders import load_embedder
-from cwread.finder import Finder, make_finder, read_segments, reading_budget
+from cwread.finder import Finder, read_segments, reading_budget
 from cwread.interpreter import interpret, needs_self_check, packet_fits
 from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
 from cwread.packing import pack
@@ -133,30 +133,26 @@ class Reading:
 def answer(
     found: FindResult,
     selection: Selection,
-    answering: AnswerSettings | None = None,
-    finding: FinderSettings | None = None,
+    plan: Plan,
+    finder: Finder,
+    *,
     packet: Packet | None = None,
     progress: Progress | None = None,
-    finder: Finder | None = None,
     rank: grounding.Rank | None = None,
-    plan: Plan | None = None,
     follows: Turn | None = None,
 ) -> Trace:
-    """Plan (`make_plan`); the Finder reads `found.read`; pack, interpret, self-check, decide.
+    """Run `plan` (made by `make_plan`, see Session.plan) on `found`: `finder` reads
+    `found.read` as planned; pack, interpret, self-check, decide.
 
-    Given a `packet` (ablations, baselines), the Finder and packing are skipped. `finder`
-    replaces the judge `finding` would choose; `rank` ranks sentences (default: the book's word
-    rarity and the retrieval's embedder, cwread.extractive); `plan`: made by the caller;
-    `follows`: the earlier turn a follow-up leans on, shown to the Interpreter as conversation."""
-    finding = finding or FinderSettings()
+    Given a `packet` (ablations, baselines; the plan says "given"), the Finder and packing are
+    skipped. `rank` ranks sentences (default: the book's word rarity and the retrieval's
+    embedder, cwread.extractive); `follows`: the earlier turn a follow-up leans on, shown to
+    the Interpreter as conversation."""
     question, interpreter = found.question, selection.interpreter
-    plan = plan or make_plan(
-        question, selection, answering, finding, packet is not None, finder, found.budget, len(found.document.paragraphs)
-    )
     if rank is None and (question.kind == "open" or not plan.verdict):  # open answers, shown evidence
         rank = extractive.sentence_ranker(found.document, load_embedder(found.embedder))
     t0 = time.perf_counter()
-    read = _read(found, plan, finder or make_finder(finding, selection.finder), progress)
+    read = _read(found, plan, finder, progress)
     seconds = {"finder": round(time.perf_counter() - t0, 3)}
     if packet is None:
         fits = lambda evidence: packet_fits(interpreter, question, evidence)  # noqa: E731

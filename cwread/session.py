@@ -143,16 +143,30 @@ class Session:
             built=() if opened else tuple(index.built),
         )
 
-    def plan(self, question: Question, run: RunSettings | None = None, finder: Finder | None = None, notice: Notice | None = None) -> Plan:
+    def plan(
+        self,
+        question: Question,
+        run: RunSettings | None = None,
+        finder: Finder | None = None,
+        notice: Notice | None = None,
+        packet_given: bool = False,
+    ) -> Plan:
         """What a run of `question` with `run` will do on this book (see Plan): the backends
         selected (first: a bad setting or a missing server is told before any work), the
         budget fitted to the book and the Interpreter; `finder` replaces the judge the
-        settings would choose."""
+        settings would choose; `packet_given`: the caller packs (eval's ablations)."""
         run = run or RunSettings()
         selection = self.selection(notice)
         budget = self.budget_for(run.budget, selection.interpreter.capabilities.context)
         return pipeline.make_plan(
-            question, selection, run.answering, run.finding, finder=finder, budget=budget, paragraphs=len(self.document.paragraphs)
+            question,
+            selection,
+            run.answering,
+            run.finding,
+            packet_given,
+            finder,
+            budget,
+            paragraphs=len(self.document.paragraphs),
         )
 
     def ask(
@@ -182,17 +196,7 @@ class Session:
             for line in small_model_notices(question, run.answering, plan, selection):
                 notice(line)
         rank = self.ranker(found.embedder) if question.kind == "open" or not plan.verdict else None
-        return pipeline.answer(
-            found,
-            selection,
-            run.answering,
-            run.finding,
-            progress=progress,
-            finder=judge,
-            rank=rank,
-            plan=plan,
-            follows=follows,
-        )
+        return pipeline.answer(found, selection, plan, judge, progress=progress, rank=rank, follows=follows)
 
 
 class Conversation:

@@ -34,7 +34,7 @@ from cwread.eval.dataset import Record
 from cwread.finder import make_finder, read_segments, reading_budget
 from cwread.interpreter import interpreter_request, packet_fits, prompt_fits
 from cwread.packing import pack_ranked, pack_segments, packet_of
-from cwread.plan import AnswerMode, AnswerSettings, FinderSettings
+from cwread.plan import AnswerMode, AnswerSettings, FinderSettings, RunSettings
 from cwread.question import Question
 from cwread.records import NO_ANSWER, Answer, FindResult, Packet, Trace
 from cwread.session import Session
@@ -84,8 +84,10 @@ class EvalContext:
 
     def answer(self, found: FindResult, self_check: bool | None, packet: Packet | None = None) -> Trace:
         """The pipeline on `found` (from `packet` on, if given), as this run has it read and answer."""
-        answering = self.answering(self_check)
-        return pipeline.answer(found, self.selection, answering, self.finding, packet=packet, rank=self.rank(found))
+        run = RunSettings(self.budget, finding=self.finding, answering=self.answering(self_check))
+        plan = self.session_of(found).plan(found.question, run, packet_given=packet is not None)
+        finder = make_finder(self.finding, self.selection.finder)
+        return pipeline.answer(found, self.selection, plan, finder, packet=packet, rank=self.rank(found))
 
 
 # a method gets the record's retrieval with the question as shown (options may be rotated)
