@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from cwread.grounding import content_words
 from cwread.lexical import STOPWORDS, word_stems
 
 MAX_SENTENCES = 5  # of the ranking's best, whose spans compete
@@ -35,8 +36,13 @@ _NUMBER_WORDS = frozenset(
     ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "first", "second", "third", "fourth", "fifth", "half", "dozen", "many", "several", "few"]
 )
 _REASON_WORDS = frozenset({"because", "since", "so", "for", "order", "that", "as", "to"})
-_REASON_START = re.compile(
-    r"\b(?:because|since|for(?! (?:them|him|her|me|us)\b)|so that|in order to|that (?:he|she|it|they|we|you|i) (?:might|may|could|would))\b",
+# Where a reason starts. "for" before an object pronoun names who, not why ("for them--and had
+# one stolen"); before anything else it may give the reason ("for he wished", "for fear of the
+# wolf"). On FairytaleQA train's why-questions: this 25.0 token-F1, any "for" 24.9, "for" before
+# a subject only 24.1. (cwread.extractive's reason rule cuts at it too.)
+REASON = re.compile(
+    r"\b(?:because|since|for(?! (?:them|him|her|me|us)\b)|so that|in order to"
+    r"|that (?:he|she|it|they|we|you|i) (?:might|may|could|would))\b",
     re.I,
 )
 _FEELINGS = frozenset(
@@ -44,10 +50,6 @@ _FEELINGS = frozenset(
 )
 _RELATIVES = frozenset({"that", "which", "who", "whom", "whose", "where", "when", "and", "but", "or"})
 _PRONOUNS = frozenset({"he", "she", "it", "they", "him", "her", "them", "i", "you", "we", "us", "me", "his", "its", "their"})
-
-QUESTION_KINDS = ("who", "whose", "where", "when", "why", "how-many", "how-feel", "how", "what-do", "what", "which", "other")
-SPAN_KINDS = ("sentence", "clause", "reason", "name", "phrase", "after", "before", "word")
-
 
 def question_kind(question: str) -> str:
     """What a question asks for, from the first question word of its last sentence that has
@@ -176,7 +178,7 @@ def spans(question: str, sentence: str, rank: int) -> list[Span]:
         for n, (tok, _, _) in enumerate(tokens):
             if _is_word(tok) and tok.lower() not in STOPWORDS and _stem(tok) not in asked:
                 add(n, n, "word")
-    found = _REASON_START.search(sentence)
+    found = REASON.search(sentence)
     if found is not None:
         first = next((k for k, t in enumerate(tokens) if t[1] >= found.start()), None)
         if first is not None:
@@ -184,10 +186,9 @@ def spans(question: str, sentence: str, rank: int) -> list[Span]:
     return [Span(s, e, kind, rank) for (s, e), kind in out.items()]
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=256)  # asked of every span of a question's sentences
 def _question_stems(question: str) -> frozenset[str]:
-    words = [w for w in re.findall(r"[^\W_]+(?:['’][^\W_]+)*", question.lower()) if w not in STOPWORDS]
-    return frozenset(word_stems(words))
+    return frozenset(content_words(question))
 
 
 def features(question: str, kind: str, sentence: str, span: Span, score: float, top: float) -> dict[str, float]:

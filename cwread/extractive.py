@@ -40,14 +40,6 @@ from cwread.segments import NOVEL_PARAGRAPHS
 
 SIMILARITY_WEIGHT = 0.5
 _WHY = re.compile(r"\bwhy\b", re.I)
-# "for" before an object pronoun names who, not why ("for them--and had one stolen"); before
-# anything else it may give the reason ("for he wished", "for fear of the wolf"). On FairytaleQA
-# train's why-questions: this 25.0 token-F1, any "for" 24.9, "for" before a subject only 24.1.
-_REASON = re.compile(
-    r"\b(?:because|since|for(?! (?:them|him|her|me|us)\b)|so that|in order to"
-    r"|that (?:he|she|it|they|we|you|i) (?:might|may|could|would))\b",
-    re.I,
-)
 MIN_REASON_WORDS = 3  # "for him." is no reason: the whole sentence then
 _CONSEQUENCE = re.compile(
     r"\W*(?:so|and so|therefore|thus|hence|that is why|this is why|for this reason)\b", re.I
@@ -120,13 +112,22 @@ def asks_why(question: str) -> bool:
     return _WHY.search(question) is not None
 
 
-def extract_kind(paragraphs: int | None) -> str:
-    """How an extractive answer is cut in a book of `paragraphs` (cwread.plan.EXTRACTS): the
-    span reader's words, but in a novel (over NOVEL_PARAGRAPHS), or without its weights, the
-    sentence: fit on short tales, the reader lost to the sentence on the dev novels
+def whole_sentence_why(paragraphs: int | None) -> str | None:
+    """Why an extractive answer in a book of `paragraphs` is its best sentence whole rather
+    than the span reader's words, or None where the reader cuts it: in a novel (over
+    NOVEL_PARAGRAPHS) the reader, fit on short tales, lost to the sentence on the dev novels
     (token-F1 10.0 -> 5.7 on The Mysterious Affair at Styles; benchmarks/README.md)."""
-    novel = paragraphs is not None and paragraphs > NOVEL_PARAGRAPHS
-    return "sentence" if novel or answer_span.shipped_model() is None else "span"
+    if paragraphs is not None and paragraphs > NOVEL_PARAGRAPHS:
+        return f"in a novel ({paragraphs:,} paragraphs) an extractive answer is its best sentence whole"
+    if answer_span.shipped_model() is None:
+        return "no span reader weights are installed: an extractive answer is its best sentence whole"
+    return None
+
+
+def extract_kind(paragraphs: int | None) -> str:
+    """How an extractive answer is cut in a book of `paragraphs` (cwread.plan.EXTRACTS; see
+    `whole_sentence_why`)."""
+    return "span" if whole_sentence_why(paragraphs) is None else "sentence"
 
 
 def best_answer(
@@ -158,7 +159,7 @@ def extract_answer(question: str, best: Quote, paragraph: str) -> tuple[str, Quo
     he built a wall"), the sentence before it as well, where the cause stands."""
     if not _WHY.search(question):
         return best.text, best
-    found = _REASON.search(best.text)
+    found = answer_span.REASON.search(best.text)
     if found is not None and len(best.text[found.start() :].split()) >= MIN_REASON_WORDS:
         return best.text[found.start() :].rstrip(), best
     if _CONSEQUENCE.match(best.text):

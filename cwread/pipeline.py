@@ -35,7 +35,7 @@ from cwread.records import (
     Unread,
     Verdict,
 )
-from cwread.segments import NOVEL_PARAGRAPHS, Budget
+from cwread.segments import Budget
 from cwread.support import check_support
 
 
@@ -264,11 +264,9 @@ def _skipped(plan: Plan, found: FindResult, read: Reading) -> dict[str, str]:
     if plan.answer_mode == AnswerMode.EVIDENCE_ONLY:
         skipped["interpreter"] = UNJUDGED
     if plan.extract == "sentence" and plan.answer_mode != AnswerMode.GENERATIVE:  # else no words of the book are given
-        skipped["spans"] = (
-            f"in a novel ({len(found.document.paragraphs):,} paragraphs) an extractive answer is its best sentence whole"
-            if len(found.document.paragraphs) > NOVEL_PARAGRAPHS
-            else "no span reader weights are installed: an extractive answer is its best sentence whole"
-        )
+        why = extractive.whole_sentence_why(len(found.document.paragraphs))
+        if why is not None:
+            skipped["spans"] = why
     return skipped
 
 
