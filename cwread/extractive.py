@@ -27,6 +27,7 @@ import math
 import re
 from collections import Counter
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 from cwread import answer_span
@@ -34,7 +35,7 @@ from cwread.book import Document, Evidence
 from cwread.cache import cache_root, read_entry, remove_entry, write_entry
 from cwread.embedders import Embedder
 from cwread.errors import CacheError
-from cwread.grounding import Rank, content_words, ranked_sentences, sentence_spans
+from cwread.grounding import Rank, content_words, ranked_sentences, sentence_spans, weight_shares
 from cwread.records import Quote
 from cwread.segments import NOVEL_PARAGRAPHS
 
@@ -88,23 +89,28 @@ def _word_counts(fingerprint: str, paragraphs) -> dict[str, int]:
     return dict(counted)
 
 
-def sentence_ranker(document: Document, embedder: Embedder | None) -> Rank:
-    """Scores for sentences of `document`: the share of the question's weight (idf) their
-    words carry, plus SIMILARITY_WEIGHT x cosine similarity where there is an embedder. The
-    book's word rarities are counted here, once: a reading session keeps the ranker."""
-    idf = book_idf(document)
+@dataclass(frozen=True, eq=False)
+class SentenceRanker:
+    """Scores for sentences of a book (a grounding.Rank): the share of the question's weight
+    (the book's idf, `weights`) their words carry, plus SIMILARITY_WEIGHT x cosine similarity
+    where there is an embedder."""
 
-    def rank(question: str, sentences: list[str]) -> list[float]:
-        asked = content_words(question)
-        total = sum(idf.get(w, 0.0) for w in asked) or 1.0
-        scores = [sum(idf.get(w, 0.0) for w in asked & content_words(s)) / total for s in sentences]
-        if embedder is None or not sentences:
+    weights: dict[str, float]
+    embedder: Embedder | None
+
+    def __call__(self, question: str, sentences: list[str]) -> list[float]:
+        scores = weight_shares(question, sentences, self.weights)
+        if self.embedder is None or not sentences:
             return scores
-        vectors = embedder.encode([question, *sentences])
+        vectors = self.embedder.encode([question, *sentences])
         similarity = vectors[1:] @ vectors[0]
         return [s + SIMILARITY_WEIGHT * float(c) for s, c in zip(scores, similarity, strict=True)]
 
-    return rank
+
+def sentence_ranker(document: Document, embedder: Embedder | None) -> SentenceRanker:
+    """The ranker of `document`'s sentences. The book's word rarities are counted here, once:
+    a reading session keeps the ranker."""
+    return SentenceRanker(book_idf(document), embedder)
 
 
 def asks_why(question: str) -> bool:

@@ -247,6 +247,7 @@ def support_json(check: SupportCheck | None) -> dict | None:
         "threshold": check.threshold,
         "unquoted_names": list(check.unquoted),
         "quoted_share": check.quoted_share,  # of an open answer's content words, in its quotes or the question
+        "weight_share": check.weight_share,  # of a label's words' weight (idf), in its quotes
         "call": None
         if call is None
         else {

@@ -138,18 +138,18 @@ def answer(
     *,
     packet: Packet | None = None,
     progress: Progress | None = None,
-    rank: grounding.Rank | None = None,
+    rank: extractive.SentenceRanker | None = None,
     follows: Turn | None = None,
 ) -> Trace:
     """Run `plan` (made by `make_plan`, see Session.plan) on `found`: `finder` reads
     `found.read` as planned; pack, interpret, self-check, decide.
 
     Given a `packet` (ablations, baselines; the plan says "given"), the Finder and packing are
-    skipped. `rank` ranks sentences (default: the book's word rarity and the retrieval's
-    embedder, cwread.extractive); `follows`: the earlier turn a follow-up leans on, shown to
+    skipped. `rank` ranks sentences and weighs a label's words (default: the book's word
+    rarity and the retrieval's embedder, cwread.extractive); `follows`: the earlier turn a follow-up leans on, shown to
     the Interpreter as conversation."""
     question, interpreter = found.question, selection.interpreter
-    if rank is None and (question.kind == "open" or not plan.verdict):  # open answers, shown evidence
+    if rank is None:
         rank = extractive.sentence_ranker(found.document, load_embedder(found.embedder))
     t0 = time.perf_counter()
     read = _read(found, plan, finder, progress)
@@ -161,7 +161,7 @@ def answer(
     first, checked = _interpret(plan, interpreter, question, packet, progress, seconds, follows)
     final = checked if checked is not None and checked.answer is not None else first
     t1 = time.perf_counter()
-    support = _check_support(plan, interpreter, question, final, packet, progress)
+    support = _check_support(plan, interpreter, question, final, packet, progress, rank.weights)
     seconds["support_check"] = round(time.perf_counter() - t1, 3)
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != "given" else None
     outcome = decide(
@@ -232,17 +232,18 @@ def _check_support(
     final: AgentCall | None,
     packet: Packet,
     progress: Progress | None,
+    weights: grounding.Weights | None,
 ) -> SupportCheck | None:
-    """Whether the final answer's quotes support it, as planned (cwread.support); None when
-    there is no readable answer to check."""
+    """Whether the final answer's quotes support it, as planned (cwread.support; `weights`:
+    the book's word weights); None when there is no readable answer to check."""
     if plan.support is None or final is None or final.answer is None:
         return None
     if progress and plan.support == "model":
         progress("support check", 0, 1)
     text = _shown_text(question, final.answer)
     if plan.support == "words" or plan.support_threshold is None:
-        return check_support(None, question, text, final, packet.evidence())
-    return check_support(interpreter, question, text, final, packet.evidence(), plan.support_threshold)
+        return check_support(None, question, text, final, packet.evidence(), weights=weights)
+    return check_support(interpreter, question, text, final, packet.evidence(), plan.support_threshold, weights)
 
 
 def _shown_text(question: Question, answer: str) -> str:
@@ -277,7 +278,7 @@ def decide(
     mode: AnswerMode = AnswerMode.GENERATIVE,
     retrieved: Evidence | None = None,
     kept: Evidence | None = None,
-    rank: grounding.Rank | None = None,
+    rank: extractive.SentenceRanker | None = None,
     support: SupportCheck | None = None,
     extract: str = "span",
 ) -> Answer:
@@ -305,7 +306,8 @@ def decide(
     if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
         return Answer(None, None, shown, False)
     text = _shown_text(question, final.answer)
-    support = support or check_support(None, question, text, final, packet.evidence())
+    weights = rank.weights if rank is not None else None
+    support = support or check_support(None, question, text, final, packet.evidence(), weights=weights)
     if question.kind != "open":  # a label stands as chosen; the check says whether its quotes bear on it
         return Answer(final.answer, final.answer, shown, support.supported, final.quotes, check=support)
     if support.supported:

@@ -28,7 +28,7 @@ ANSWER_MODES = tuple(AnswerMode)
 
 
 # How `supported` is decided (cwread.support): "words" needs every content word of an open
-# answer quoted (an option or claim: one shared); "model" asks the Interpreter's model whether
+# answer quoted (an option or claim: a tenth of its words' weight in the book); "model" asks the Interpreter's model whether
 # the quotes state or imply the answer and holds its score to the threshold the user
 # calibrated for it (--support-threshold).
 SUPPORT_METHODS = ("model", "words")

@@ -186,8 +186,9 @@ class SupportCheck:
     answer, `supported` when it reaches `threshold` (None: no call was made, or no score came
     back); `unquoted`: names in the answer that no quote or the question holds, which withhold
     it without a call; `quoted_share`: the share of an open answer's content words its quotes
-    or the question hold (None for a label); `why`: the decision in words, for the view and
-    the trace."""
+    or the question hold (None for a label); `weight_share`: the share of a label's words'
+    weight in the book (its option's text or its claim; idf) that its quotes carry (None for
+    an open answer); `why`: the decision in words, for the view and the trace."""
 
     supported: bool
     method: str
@@ -197,6 +198,7 @@ class SupportCheck:
     unquoted: tuple[str, ...] = ()
     call: ModelCall | None = None
     quoted_share: float | None = None
+    weight_share: float | None = None
 
 
 @dataclass(frozen=True)

@@ -284,6 +284,8 @@ def _support_line(check: SupportCheck) -> str:
     """How the support check decided, in words ("checked by the model against its quotes: the
     quotes support it (score +2.10, threshold +0.00)")."""
     how = "checked by the model against its quotes" if check.method == "model" else "checked word by word against its quotes"
+    if check.weight_share is not None and check.method == "words":  # a label: its why says it whole
+        return printable(check.why)
     return f"{how}: {printable(check.why)}"
 
 
@@ -304,7 +306,8 @@ def answer_view(trace: Trace) -> None:
         if outcome.kind == "quoted-words":
             head.append("  (words quoted from the text)", style="dim")
         elif outcome.check is not None and outcome.supported:
-            head.append(f"\nThe model's words; {_support_line(outcome.check)}.", style="dim")
+            whose = {"mcq": "The model's choice", "claim": "The model's verdict"}.get(question.kind, "The model's words")
+            head.append(f"\n{whose}; {_support_line(outcome.check)}.", style="dim")
     elif status == Status.NO_VERDICT:
         head.append("no verdict", style="bold yellow")
         head.append(f"\n{trace.skipped.get('interpreter', '')}: read the evidence below.", style="dim")

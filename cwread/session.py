@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from cwread import extractive, grounding, pipeline
+from cwread import extractive, pipeline
 from cwread.backends.select import BackendSettings, Selection, select, with_call_cache
 from cwread.book import Document
 from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
@@ -52,7 +52,7 @@ class Session:
         self._use_cache = use_cache
         self._embedders: dict[str, Embedder | None] = {}
         self._indexes: dict[str, Index] = {}
-        self._rankers: dict[str, grounding.Rank] = {}
+        self._rankers: dict[str, extractive.SentenceRanker] = {}
         self._lock = threading.RLock()
 
     # ---- what the session holds, built once -----------------------------------------------
@@ -79,8 +79,9 @@ class Session:
                 self._indexes[name] = open_index(self.document, self._embedder(name), progress)
             return self._indexes[name]
 
-    def ranker(self, embedder: str | None = None) -> grounding.Rank:
-        """How extractive answers rank the book's sentences (see cwread.extractive), built once."""
+    def ranker(self, embedder: str | None = None) -> extractive.SentenceRanker:
+        """How extractive answers rank the book's sentences and a label's words are weighed
+        (see cwread.extractive), built once."""
         name = embedder or self.embedder
         with self._lock:
             if name not in self._rankers:
@@ -195,7 +196,7 @@ class Session:
         if notice:
             for line in small_model_notices(question, run.answering, plan, selection):
                 notice(line)
-        rank = self.ranker(found.embedder) if question.kind == "open" or not plan.verdict else None
+        rank = self.ranker(found.embedder)
         return pipeline.answer(found, selection, plan, judge, progress=progress, rank=rank, follows=follows)
 
 

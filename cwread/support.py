@@ -1,7 +1,10 @@
 """Whether an answer's quotes support it: the check that decides what is shown.
 
 By default the words decide: every content word of an open answer must be in its quotes
-(`grounding.covers`), and an option or a claim must share a content word with them.
+(`grounding.covers`), and the quotes of an option or a claim must carry a tenth of its words'
+weight in the book (`grounding.supports_label`, calibrated on the dev sets), so a quote that
+merely shares a common word with a claim does not bear on it. That holds whoever decides: a
+label whose quotes do not bear on it is not asked of the model.
 
 Word containment hides paraphrases and inferences, so the Interpreter's model can be asked,
 on the quotes alone, whether they state or directly imply the answer
@@ -112,23 +115,31 @@ def check_support(
     final: AgentCall,
     packet: Evidence,
     threshold: float = 0.0,
+    weights: grounding.Weights | None = None,
 ) -> SupportCheck:
     """Whether `final`'s quotes support `answer` (its text as shown: an open answer cut where
     it repeats, or the label chosen). With `backend`, the model decides (see the module);
-    without, the words do."""
+    without, the words do, a label's weighed by `weights` (the book's idf)."""
     quotes = final.quotes
     share = quoted_share(answer, quotes, question.text) if question.kind == "open" else None
+    weight = grounding.label_share(question, answer, quotes, weights) if question.kind != "open" else None
     method = "model" if backend else "words"
     if not quotes:
-        return SupportCheck(False, method, "no quote of the book backs it", quoted_share=share)
+        return SupportCheck(False, method, "no quote of the book backs it", quoted_share=share, weight_share=weight)
+    if question.kind != "open" and weight < grounding.LABEL_SUPPORT_SHARE:
+        why = (
+            f"its quotes carry {weight:.0%} of the weight of its words in the book, under the "
+            f"{grounding.LABEL_SUPPORT_SHARE:.0%} that bears on it"
+        )
+        return SupportCheck(False, "words", why, weight_share=weight)
     if backend is None:
         if question.kind == "open":
             ok = grounding.covers(answer, quotes)
             why = "every content word is quoted" if ok else "a content word of the answer is in no quote"
         else:
-            ok = grounding.supports_label(question, answer, quotes)
-            why = "a quote shares a word with it" if ok else "no quote shares a word with it"
-        return SupportCheck(ok, "words", why, quoted_share=share)
+            ok = True
+            why = f"its quotes carry {weight:.0%} of the weight of its words in the book"
+        return SupportCheck(ok, "words", why, quoted_share=share, weight_share=weight)
     unquoted = unquoted_names(answer, quotes, question.text) if question.kind == "open" else ()
     if unquoted:
         why = f"it names {', '.join(unquoted)}, whom no quote names"
@@ -144,8 +155,8 @@ def check_support(
         ok = score >= threshold
         verb = "support" if ok else "do not support"
         why = f"the quotes {verb} it (score {score:+.2f}, threshold {threshold:+.2f})"
-        return SupportCheck(ok, "model", why, score, threshold, call=call, quoted_share=share)
+        return SupportCheck(ok, "model", why, score, threshold, call=call, quoted_share=share, weight_share=weight)
     # a reply without a score: its label, if readable, decides
     ok = parsed.ok and parsed.answer == "YES"
     why = f"the model said {parsed.answer or 'nothing readable'} (no score came back)"
-    return SupportCheck(ok, "model", why, None, threshold, call=call, quoted_share=share)
+    return SupportCheck(ok, "model", why, None, threshold, call=call, quoted_share=share, weight_share=weight)

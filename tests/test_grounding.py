@@ -192,3 +192,16 @@ def test_best_sentences_rank_by_shared_words_then_order():
         (2, "A high wall round the garden."),
         (1, "A high wall stood."),
     ]
+
+
+def test_a_labels_quotes_are_weighed_by_the_rarity_of_its_words():
+    claim = Question("The keeper buried the medal under the oak.", "claim")
+    common = [Quote(3, "The keeper went out.", 0, 5)]  # "keeper" is on every page
+    rare = [Quote(9, "The medal lay under the oak.", 0, 5)]
+    weights = {"keeper": 0.01, "buri": 2.0, "bury": 2.0, "medal": 3.0, "oak": 3.0}
+    assert grounding.label_share(claim, "TRUE", common, weights) < grounding.LABEL_SUPPORT_SHARE
+    assert grounding.supports_label(claim, "TRUE", common, weights) is False
+    assert grounding.supports_label(claim, "TRUE", rare, weights) is True
+    # without the book's weights every word weighs the same: one word of four is a quarter
+    assert grounding.label_share(claim, "TRUE", common) == pytest.approx(0.25)
+    assert grounding.supports_label(claim, "TRUE", [], weights) is False

@@ -175,3 +175,54 @@ def test_a_model_without_scores_is_checked_word_by_word(capsys, story, cache_dir
 def test_unquoted_names(answer, question, missing):
     quotes = (Quote(1, "the princess laughed and the boot was lost", 0, 10),)
     assert unquoted_names(answer, quotes, question) == missing
+
+
+@pytest.fixture
+def diary(tmp_path):
+    """A book in which every paragraph names Martha, so her name weighs next to nothing."""
+    days = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+    chores = ["painted the fence", "mended the nets", "baked the bread", "fed the goats", "swept the yard"]
+    paragraphs = [f"On {day} Martha {chore}." for day in days for chore in chores[:3]]
+    paragraphs.insert(9, "At dusk Martha buried the silver medal beneath the old oak tree.")
+    path = tmp_path / "diary.txt"
+    path.write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
+    return path, paragraphs
+
+
+def verify_json(capsys, book, claim, *extra):
+    code, out, err = run(
+        capsys, "verify", str(book), claim, "--backend", "scripted", "--no-cache", "--json", "--self-check", "off", *extra
+    )
+    return code, json.loads(out), err
+
+
+def test_a_quote_that_only_names_someone_does_not_bear_on_a_claim(capsys, diary, cache_dir, scripted):
+    book, paragraphs = diary
+    claim = "Martha buried the silver medal beneath the old oak tree."
+    beside = paragraphs[10]  # "On Thursday Martha painted the fence.", next to the paragraph that says it
+    scripted.interpreter.enqueue(interpreter_reply("TRUE", beside, 11))
+    code, trace, err = verify_json(capsys, book, claim)
+    assert code == 0 and trace["answer"] == "TRUE", err  # the verdict stands as chosen...
+    check = trace["support_check"]
+    assert trace["supported"] is False and check["method"] == "words"  # ...but its quote does not bear on it
+    assert check["weight_share"] < 0.1 and "under the 10% that bears on it" in check["why"]
+    # one shared word, the rule before, would have called it supported
+    assert "Martha" in beside and trace["citations"] == [11]
+    # the view says so
+    scripted.interpreter.enqueue(interpreter_reply("TRUE", beside, 11))
+    _code, out, _ = run(capsys, "verify", str(book), claim, "--backend", "scripted", "--no-cache", "--self-check", "off")
+    assert "The quotes do not bear on this answer" in " ".join(w for w in out.split() if w != "│")
+    # the paragraph that says it does bear on it
+    scripted.interpreter.enqueue(interpreter_reply("TRUE", paragraphs[9], 10))
+    code, trace, err = verify_json(capsys, book, claim)
+    assert trace["supported"] is True and trace["support_check"]["weight_share"] == 1.0, err
+
+
+def test_a_label_whose_quotes_do_not_bear_on_it_is_not_asked_of_the_model(capsys, diary, cache_dir, scoring):
+    book, paragraphs = diary
+    scoring.interpreter.enqueue(interpreter_reply("TRUE", paragraphs[10], 11), support_reply(3.0))
+    _code, trace, err = verify_json(
+        capsys, book, "Martha buried the silver medal beneath the old oak tree.", "--support-threshold", "0"
+    )
+    assert trace["supported"] is False and trace["support_check"]["call"] is None, err
+    assert not any(r.messages[0][1] == SUPPORT_SYSTEM for r in scoring.interpreter.requests)

@@ -74,7 +74,7 @@ class EvalContext:
         """The session `found` was retrieved in."""
         return next(s for s in self.sessions.values() if s.document is found.document)
 
-    def rank(self, found: FindResult) -> grounding.Rank:
+    def rank(self, found: FindResult) -> extractive.SentenceRanker:
         """The sentence ranker of `found`'s book, for its retrieval's embedder."""
         return self.session_of(found).ranker(found.embedder)
 

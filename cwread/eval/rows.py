@@ -102,6 +102,7 @@ def trace_fields(trace: Trace) -> dict:
         "support_method": check.method if check else None,
         "support_score": check.score if check else None,
         "support_quoted_share": check.quoted_share if check else None,
+        "support_weight_share": check.weight_share if check else None,
         "parsed_first_try": bool(trace.interpreter and trace.interpreter.parsed_first_try),
         "citations": [trace.document.public_id(pid) for pid in trace.citations],
         "invalid_citations": list(final.dropped) if final else [],  # labels as the model wrote them
