@@ -44,9 +44,9 @@ def main() -> int:
         from cwread.session import Conversation
 
         settings = (
-            api.BackendSettings(backend="openai", openai=OpenAISettings(base_url=args.base_url))
+            api.BackendSettings(backend="openai", own=(OpenAISettings(base_url=args.base_url),))
             if args.base_url
-            else api.BackendSettings(backend="embedded", embedded=EmbeddedSettings(gguf=args.gguf))
+            else api.BackendSettings(backend="embedded", own=(EmbeddedSettings(gguf=args.gguf),))
         )
         session = api.open(args.book, settings=settings, use_cache=False)
         conversation = Conversation(session)

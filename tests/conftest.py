@@ -6,14 +6,13 @@ from __future__ import annotations
 import io
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from cwread.backends import scripted as scripted_backend
 from cwread.backends import select
 from cwread.backends.scripted import ScriptedBackend
-from cwread.backends.select import Selection
 from cwread.cli import main
 from tests.scripted_replies import finder_reply
 
@@ -52,28 +51,29 @@ def story(tmp_path) -> Path:
     return path
 
 
-@dataclass
 class ScriptedAgents:
-    """The two backends behind `--backend scripted`; tests queue replies or swap either."""
+    """The two backends behind `--backend scripted` (the scripts named "finder" and
+    "interpreter"); tests queue replies or swap either."""
 
-    finder: ScriptedBackend
-    interpreter: ScriptedBackend
+    def __init__(self, finder: ScriptedBackend, interpreter: ScriptedBackend) -> None:
+        self.finder = finder
+        self.interpreter = interpreter
+
+    def __setattr__(self, role: str, backend: ScriptedBackend) -> None:
+        super().__setattr__(role, backend)
+        scripted_backend.SCRIPTS[role] = backend  # a swapped agent is the one the next run gets
 
 
 @pytest.fixture
 def scripted(monkeypatch) -> ScriptedAgents:
     """Register `--backend scripted`: a Finder that keeps the segments mentioning the medal and
     an Interpreter with an empty queue (tests enqueue replies, or replace it)."""
-    agents = ScriptedAgents(
+    monkeypatch.setitem(select.PROVIDERS, "scripted", scripted_backend.PROVIDER)  # its registry line
+    monkeypatch.setattr(scripted_backend, "SCRIPTS", {})
+    return ScriptedAgents(
         finder=ScriptedBackend(default=finder_reply, model="finder"),
         interpreter=ScriptedBackend(model="interp"),
     )
-    monkeypatch.setitem(
-        select.FACTORIES,
-        "scripted",
-        lambda settings: Selection(agents.finder, agents.interpreter, "backend: scripted"),
-    )
-    return agents
 
 
 def run(capsys, *args: str, stdin: bytes | None = None, monkeypatch=None) -> tuple[int, str, str]:

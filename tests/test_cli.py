@@ -203,7 +203,7 @@ def test_console_script_end_to_end(story, cache_dir):
 def test_help_lists_every_registered_choice(capsys, monkeypatch):
     """Choices in help come from their registries: a method, backend or mode added there is
     listed without touching the help text."""
-    from cwread.backends.select import FACTORIES
+    from cwread.backends.select import PROVIDERS
     from cwread.eval.methods import METHODS as EVAL_METHODS
     from cwread.plan import ANSWER_CHOICES, FINDER_REPLIES
     from cwread.retrieval import METHODS as RETRIEVALS
@@ -215,7 +215,7 @@ def test_help_lists_every_registered_choice(capsys, monkeypatch):
     assert [m for m in EVAL_METHODS if m not in method_line] == []
     for flag, names in (
         ("--retrieval", RETRIEVALS),
-        ("--backend", FACTORIES),
+        ("--backend", PROVIDERS),
         ("--answer", ANSWER_CHOICES),
         ("--finder-reply", FINDER_REPLIES),
     ):

@@ -189,7 +189,7 @@ def test_finder_lora_gets_its_own_backend(tmp_path, monkeypatch):
     adapter = tmp_path / "finder.lora.gguf"
     adapter.write_bytes(b"GGUF adapter bytes")
     chosen = select_backends(
-        BackendSettings(backend="embedded", embedded=EmbeddedSettings(finder_lora=str(adapter)))
+        BackendSettings(backend="embedded", own=(EmbeddedSettings(finder_lora=str(adapter)),))
     )
     assert chosen.finder.lora == adapter and chosen.interpreter.lora is None
     assert (
@@ -198,28 +198,28 @@ def test_finder_lora_gets_its_own_backend(tmp_path, monkeypatch):
     assert "finder.lora.gguf" in chosen.why
     adapter.write_bytes(b"GGUF adapter bytes, retrained")
     retrained = select_backends(
-        BackendSettings(backend="embedded", embedded=EmbeddedSettings(finder_lora=str(adapter)))
+        BackendSettings(backend="embedded", own=(EmbeddedSettings(finder_lora=str(adapter)),))
     )
     assert retrained.finder.capabilities.identity != chosen.finder.capabilities.identity
     plain = select_backends(
-        BackendSettings(backend="embedded", embedded=EmbeddedSettings(finder_lora="none"))
+        BackendSettings(backend="embedded", own=(EmbeddedSettings(finder_lora="none"),))
     )
     assert plain.finder is plain.interpreter and plain.finder.lora is None
     from cwread.errors import InputError
 
     with pytest.raises(InputError, match="embedded backend"):
         select_backends(
-            BackendSettings(backend="ollama", embedded=EmbeddedSettings(finder_lora=str(adapter)))
+            BackendSettings(backend="ollama", own=(EmbeddedSettings(finder_lora=str(adapter)),))
         )
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     auto = select_backends(
-        BackendSettings(backend="auto", embedded=EmbeddedSettings(finder_lora=str(adapter)))
+        BackendSettings(backend="auto", own=(EmbeddedSettings(finder_lora=str(adapter)),))
     )
     assert auto.finder.lora == adapter
     with pytest.raises(ModelError, match="LoRA adapter not found"):
         select_backends(
             BackendSettings(
-                backend="embedded", embedded=EmbeddedSettings(finder_lora=str(tmp_path / "missing.gguf"))
+                backend="embedded", own=(EmbeddedSettings(finder_lora=str(tmp_path / "missing.gguf")),)
             )
         )
 

@@ -145,7 +145,7 @@ def test_a_server_with_several_models_must_be_told_which(monkeypatch):
     handler = fake_server("vllm", "x", seen, models=("a", "b"))
     monkeypatch.setattr(openai_compat, "new_http_client", lambda timeout: _mock_client(handler))
     with pytest.raises(ModelError, match=r"has no model 'cwread-finder'; it serves a, b"):
-        select_backends(BackendSettings(backend="openai", openai=OpenAISettings(base_url=URL)))
+        select_backends(BackendSettings(backend="openai", own=(OpenAISettings(base_url=URL),)))
 
 
 @pytest.mark.parametrize(
@@ -173,11 +173,11 @@ def test_no_server_and_no_address_are_clear_errors(monkeypatch):
     with pytest.raises(InputError, match="needs the server's address"):
         select_backends(BackendSettings(backend="openai"))
     with pytest.raises(InputError, match="must start with http"):
-        select_backends(BackendSettings(backend="openai", openai=OpenAISettings(base_url="localhost:8080")))
+        select_backends(BackendSettings(backend="openai", own=(OpenAISettings(base_url="localhost:8080"),)))
     with pytest.raises(ModelError, match=r"no OpenAI-compatible server answers at http://127.0.0.1:9/v1"):
         select_backends(
             BackendSettings(
-                backend="openai", openai=OpenAISettings(base_url="http://127.0.0.1:9/v1"), timeout=2
+                backend="openai", own=(OpenAISettings(base_url="http://127.0.0.1:9/v1"),), timeout=2
             )
         )
 
@@ -335,7 +335,7 @@ def test_the_finder_can_have_a_server_of_its_own(monkeypatch):
 
     monkeypatch.setattr(openai_compat, "new_http_client", lambda timeout: _mock_client(handler))
     settings = BackendSettings(
-        backend="openai", openai=OpenAISettings(base_url=URL, finder_base_url="http://finder.test:8081/v1/")
+        backend="openai", own=(OpenAISettings(base_url=URL, finder_base_url="http://finder.test:8081/v1/"),)
     )
     selection = select_backends(settings.resolved())
     assert selection.finder is not selection.interpreter
@@ -346,12 +346,44 @@ def test_the_finder_can_have_a_server_of_its_own(monkeypatch):
     with pytest.raises(InputError, match="--finder-base-url must start with http"):
         select_backends(
             BackendSettings(
-                backend="openai", openai=OpenAISettings(base_url=URL, finder_base_url="finder:8081")
+                backend="openai", own=(OpenAISettings(base_url=URL, finder_base_url="finder:8081"),)
             )
         )
     with pytest.raises(InputError, match="--finder-base-url applies to --backend openai"):
         select_backends(
             BackendSettings(
-                backend="embedded", openai=OpenAISettings(finder_base_url="http://finder.test:8081/v1")
+                backend="embedded", own=(OpenAISettings(finder_base_url="http://finder.test:8081/v1"),)
             )
         )
+
+
+def test_each_agent_can_name_its_own_server_in_its_model(monkeypatch):
+    """`openai:MODEL@URL` runs that agent there, whatever --backend the other agent has."""
+    hosts: list[str] = []
+    inner = fake_server("llamacpp", "<reason>[3] the mat</reason>\n<answer>YES</answer>", {})
+
+    def handler(request):
+        if request.url.path == "/v1/chat/completions":
+            hosts.append(request.url.host)
+        return inner(request)
+
+    monkeypatch.setattr(openai_compat, "new_http_client", lambda timeout: _mock_client(handler))
+    settings = BackendSettings(
+        backend="openai",
+        finder_model="openai:qwen2.5-1.5b@http://finder.test:8081/v1",
+        own=(OpenAISettings(base_url=URL),),
+    )
+    selection = select_backends(settings)
+    assert "Finder at http://finder.test:8081/v1, Interpreter at http://server.test:8080/v1" in selection.why
+    selection.finder.generate(finder_call())
+    selection.interpreter.generate(finder_call())
+    assert hosts == ["finder.test", "server.test"]
+    # both agents at one server with one model: one backend, so one call cache
+    both = select_backends(
+        BackendSettings(
+            finder_model=f"openai:qwen2.5-1.5b@{URL}", interpreter_model=f"openai:qwen2.5-1.5b@{URL}"
+        )
+    )
+    assert both.finder is both.interpreter and "at http://server.test:8080/v1 (qwen2.5-1.5b, qwen2.5-1.5b" in both.why
+    with pytest.raises(InputError, match="must start with http"):
+        select_backends(BackendSettings(finder_model="openai:qwen@ftp://finder.test/v1", own=(OpenAISettings(base_url=URL),)))

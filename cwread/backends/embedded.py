@@ -27,6 +27,7 @@ from cwread.backends import (
     llamacpp_timings,
     within,
 )
+from cwread.backends.provider import PROVIDERS, BackendSettings, Built, ModelRef, Provider
 from cwread.errors import InputError, ModelError
 
 # One llama.cpp server per (model, context, adapter) for the process, whichever session asks:
@@ -34,12 +35,6 @@ from cwread.errors import InputError, ModelError
 _SERVERS: dict[tuple[str, int, str], object] = {}
 _SERVERS_LOCK = threading.Lock()
 SLOT_PROMPT_SIMILARITY = 0.9
-LORA_ELSEWHERE = {
-    "ollama": "--finder-lora applies to the embedded backend; with Ollama, put the adapter in a "
-    "Modelfile (ADAPTER) and pass --finder-model",
-    "openai": "--finder-lora applies to the embedded backend; load the adapter in the server "
-    "(llama-server --lora FILE) instead",
-}
 
 
 @dataclass(frozen=True)
@@ -59,9 +54,11 @@ class EmbeddedSettings:
         )
 
     def refuse(self, backend: str) -> None:
-        """InputError when a setting only the embedded backend takes is given for `backend`."""
-        if self.finder_lora and backend in LORA_ELSEWHERE:
-            raise InputError(LORA_ELSEWHERE[backend])
+        """InputError when a setting only the embedded backend takes is given for `backend`
+        (the Finder's)."""
+        if self.finder_lora and backend != "embedded" and backend in PROVIDERS:
+            hint = PROVIDERS[backend].adapter_hint
+            raise InputError("--finder-lora applies to the embedded backend" + (f"; {hint}" if hint else ""))
 
 
 def default_gguf() -> Path:
@@ -271,3 +268,32 @@ class EmbeddedBackend:
         from cwread.tokens import count_tokens
 
         return count_tokens(text)
+
+
+def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
+    """The embedded backend of each agent in `wanted`: its GGUF (`embedded:FILE`, else --gguf,
+    else the default), the Finder's with --finder-lora; one object where both are the same."""
+    own = settings.section(EmbeddedSettings)
+    num_ctx = settings.num_ctx or DEFAULT_NUM_CTX
+    built: dict[tuple, EmbeddedBackend] = {}
+    backends = {}
+    for role, ref in wanted.items():
+        if ref.url:
+            raise InputError(f"the embedded backend runs in-process: {ref.named()} names a server")
+        gguf = ref.model if ref.provider == "embedded" and ref.model else own.gguf  # a server's model name is not a file
+        lora = own.finder_lora if role == "finder" else None
+        key = (gguf, lora)
+        if key not in built:
+            built[key] = EmbeddedBackend(gguf, num_ctx=num_ctx, lora=lora)
+        backends[role] = built[key]
+    names = ", ".join(f"{role.capitalize()} {backend.model}" for role, backend in backends.items())
+    return Built(backends, f"embedded llama.cpp ({names})")
+
+
+PROVIDER = Provider(
+    "embedded",
+    "llama.cpp in-process on a GGUF",
+    _build,
+    EmbeddedSettings,
+    adapter_hint="--finder-lora FILE",
+)

@@ -30,6 +30,15 @@ from cwread.backends import (
     too_slow_message,
     within,
 )
+from cwread.backends.provider import (
+    DEFAULT_MODELS,
+    BackendSettings,
+    Built,
+    ModelRef,
+    Provider,
+    models_said,
+    places_said,
+)
 from cwread.backends.replies import json_reply_to_tags
 from cwread.errors import InputError, ModelError
 
@@ -209,3 +218,46 @@ class OllamaBackend:
         from cwread.tokens import count_tokens
 
         return count_tokens(text)
+
+
+def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
+    """An Ollama backend for each agent in `wanted`, at its host (`ollama:MODEL@URL`, else
+    OLLAMA_HOST); ModelError when a server lacks the model."""
+    if settings.constraint == "grammar":
+        raise InputError("Ollama takes no grammar: use --constraint auto, json or none")
+    own = settings.section(OllamaSettings)
+    kwargs = {
+        "num_ctx": settings.num_ctx or DEFAULT_NUM_CTX,
+        "timeout": settings.timeout,
+        "structured": {"json": True, "none": False}.get(settings.constraint or "auto"),
+        "concurrency": settings.workers or own.parallel,
+    }
+    backends: dict[str, OllamaBackend] = {}
+    served: dict[str, set[str]] = {}  # host -> the models it has, asked once
+    for role, ref in wanted.items():
+        backend = OllamaBackend(ref.model or DEFAULT_MODELS[role], host=ref.url or own.host, **kwargs)
+        if backend.host not in served:
+            served[backend.host] = backend.available_models()
+        if backend.model not in served[backend.host]:
+            raise ModelError(f"Ollama at {backend.host} has no model {backend.model!r}: {modelfile_hint(backend.model)}")
+        backends[role] = backend
+    where = places_said({role: b.host for role, b in backends.items()})
+    return Built(dict(backends), f"ollama {where} ({models_said(backends)})")
+
+
+def _notes(backend) -> list[str]:
+    return [
+        f"Ollama serves one call at a time unless its server runs with OLLAMA_NUM_PARALLEL=N; "
+        f"cwread sends {backend.capabilities.parallel} Finder call(s) at once (set OLLAMA_NUM_PARALLEL "
+        "here to the server's value, or pass --workers)"
+    ]
+
+
+PROVIDER = Provider(
+    "ollama",
+    "an Ollama server",
+    _build,
+    OllamaSettings,
+    adapter_hint="with Ollama, put the adapter in a Modelfile (ADAPTER) and pass --finder-model",
+    notes=_notes,
+)

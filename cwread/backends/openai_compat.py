@@ -31,6 +31,15 @@ from cwread.backends import (
     too_slow_message,
     within,
 )
+from cwread.backends.provider import (
+    DEFAULT_MODELS,
+    BackendSettings,
+    Built,
+    ModelRef,
+    Provider,
+    models_said,
+    places_said,
+)
 from cwread.backends.replies import json_reply_to_tags, json_schema_format
 from cwread.errors import InputError, ModelError
 
@@ -277,3 +286,75 @@ def _label_logprobs(response, labels: tuple[str, ...]) -> tuple[tuple[str, float
     """The labels' log-probabilities from a chat completion's `logprobs`, where it has them."""
     logprobs = getattr(response.choices[0], "logprobs", None) if labels and response.choices else None
     return label_logprobs(token_dicts(getattr(logprobs, "content", None)), labels)
+
+
+def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
+    """An OpenAI-compatible backend for each agent in `wanted`, at its server
+    (`openai:MODEL@URL`; else the Finder's --finder-base-url; else --base-url), asking each
+    server once what it serves; one object where both agents run the same model there."""
+    own = settings.section(OpenAISettings)
+    base_url = base_url_from(own.base_url)
+    finder_url = base_url_from(own.finder_base_url, "--finder-base-url")
+    kwargs = {
+        "api_key": own.api_key,
+        "num_ctx": settings.num_ctx,
+        "timeout": settings.timeout,
+        "concurrency": settings.workers,
+        "constraint": settings.constraint or "auto",
+    }
+    backends: dict[str, OpenAIBackend] = {}
+    infos: dict[str, ServerInfo] = {}
+    for role, ref in wanted.items():
+        url = base_url_from(ref.url, ref.named()) or (finder_url if role == "finder" else None) or base_url
+        if url is None:
+            raise InputError(
+                "--backend openai needs the server's address: --base-url URL or OPENAI_BASE_URL "
+                "(e.g. http://127.0.0.1:8080/v1 for llama-server), or name it in the model "
+                "(openai:MODEL@URL)"
+            )
+        model = ref.model or DEFAULT_MODELS[role]
+        if url in infos:
+            model = served_model(infos[url].models, model, url)
+        same = next((b for b in backends.values() if b.base_url == url and b.model == model), None)
+        if same is not None:  # one backend (and one call cache) when both agents get the same model
+            backends[role] = same
+            continue
+        backend = OpenAIBackend(model, base_url=url, info=infos.get(url), **kwargs)
+        infos[url] = backend.info
+        backend.model = served_model(backend.info.models, model, url)
+        backends[role] = next((b for b in backends.values() if b.base_url == url and b.model == backend.model), backend)
+    first = next(iter(backends.values()))
+    where = places_said({role: b.base_url for role, b in backends.items()})
+    return Built(
+        dict(backends),
+        f"openai-compatible server {where} ({models_said(backends)}; {first.constraint} constraint, "
+        f"{first.capabilities.parallel} calls at once)",
+    )
+
+
+def served_model(served: tuple[str, ...], wanted: str, base_url: str) -> str:
+    """`wanted` if the server lists it (or lists nothing); the one model a single-model
+    server serves (llama-server, a vLLM started on one model); else a clear error."""
+    if not served or wanted in served:
+        return wanted
+    if len(served) == 1:
+        return served[0]
+    raise ModelError(
+        f"the server at {base_url} has no model {wanted!r}; it serves {', '.join(served)}: "
+        "choose with --finder-model / --interpreter-model"
+    )
+
+
+def _notes(backend) -> list[str]:
+    parallel = backend.capabilities.parallel
+    return [f"the server takes {parallel} calls at once; cwread sends as many (--workers to change)"]
+
+
+PROVIDER = Provider(
+    "openai",
+    "an OpenAI-compatible server (llama-server, vLLM, LM Studio)",
+    _build,
+    OpenAISettings,
+    adapter_hint="load the adapter in the server (llama-server --lora FILE) instead",
+    notes=_notes,
+)

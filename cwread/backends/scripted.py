@@ -1,4 +1,10 @@
-"""A backend with queued replies, for tests and demos (like simonw/llm's mock model)."""
+"""A backend with queued replies, for tests and demos (like simonw/llm's mock model).
+
+It is a provider like any other (`PROVIDER`), not registered by cwread itself: a test
+registers it (`PROVIDERS["scripted"] = PROVIDER`) and puts a ScriptedBackend under a script's
+name in `SCRIPTS`; `--backend scripted` then runs the scripts named "finder" and
+"interpreter", and `--finder-model scripted:NAME` the one named NAME.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from collections import deque
 from collections.abc import Callable
 
 from cwread.backends import DEFAULT_NUM_CTX, Capabilities, Generation, GenerationRequest
+from cwread.backends.provider import BackendSettings, Built, ModelRef, Provider
 from cwread.errors import ModelError
 
 Reply = str | Generation | Callable[[GenerationRequest], str | Generation] | BaseException
@@ -84,3 +91,20 @@ class ScriptedBackend:
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
+
+
+SCRIPTS: dict[str, ScriptedBackend] = {}  # by name: what a test put there
+
+
+def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
+    """The script each agent names (by default, the one named after its role)."""
+    backends = {}
+    for role, ref in wanted.items():
+        name = ref.model if ref.provider == "scripted" and ref.model else role
+        if name not in SCRIPTS:
+            raise ModelError(f"no script named {name!r}")
+        backends[role] = SCRIPTS[name]
+    return Built(backends, "scripted")
+
+
+PROVIDER = Provider("scripted", "queued replies, for tests", _build)

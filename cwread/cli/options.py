@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from cwread.backends import DEFAULT_NUM_CTX
-from cwread.backends.select import FACTORIES
+from cwread.backends.select import PROVIDERS
 from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import InputError
 from cwread.eval.methods import METHODS as EVAL_METHODS
@@ -164,16 +164,20 @@ BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = {
     "backend": _option(
         str | None,
         "auto (an OpenAI-compatible server when --base-url is set, else Ollama when it serves the "
-        f"models, else embedded), or one of {_listed(n for n in FACTORIES if n != 'auto')}. "
+        f"models, else embedded), or one of {_listed(PROVIDERS)}. "
         "[env: CWREAD_BACKEND]",
         show_default=False,
     ),
     "finder_model": _option(
-        str | None, "Server model for the Finder [env: CWREAD_FINDER_MODEL; default: cwread-finder]."
+        str | None,
+        "The Finder's model: a server's model name, or [backend:]model[@url] to run it elsewhere "
+        "(openai:NAME@URL, ollama:NAME, embedded:FILE.gguf) "
+        "[env: CWREAD_FINDER_MODEL; default: cwread-finder].",
     ),
     "interpreter_model": _option(
         str | None,
-        "Server model for the Interpreter [env: CWREAD_INTERPRETER_MODEL; default: cwread-interpreter].",
+        "The Interpreter's model, as --finder-model [env: CWREAD_INTERPRETER_MODEL; default: "
+        "cwread-interpreter].",
     ),
     "gguf": _option(
         str | None, "GGUF file for the embedded backend [env: CWREAD_GGUF; default: SmolLM2-135M]."
@@ -274,8 +278,7 @@ def _settings(num_ctx=None, workers=None, timeout=None, gguf=None, finder_lora=N
         num_ctx=num_ctx,
         workers=workers,
         timeout=timeout,
-        embedded=EmbeddedSettings(gguf, finder_lora),
-        openai=OpenAISettings(**server),
+        own=(EmbeddedSettings(gguf, finder_lora), OpenAISettings(**server)),
         **values,
     )
 

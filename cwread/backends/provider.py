@@ -1,0 +1,163 @@
+"""Backends as providers: what a backend module declares, and the settings every one reads.
+
+A backend module declares one `Provider`: its name, what it runs (for help), its own settings
+(a frozen dataclass with `resolved()`, which reads its environment, and `refuse(backend)`),
+how it builds the backends of the agents that name it (`build`), how to run a trained adapter
+on it, and its notes for `doctor`. `cwread.backends.select` registers the providers, one line
+each, and picks one per agent: a new backend is one module, its registry line and its tests.
+
+An agent's model may name its provider: `--finder-model openai:qwen2.5@http://127.0.0.1:8080/v1`,
+`ollama:qwen2.5:7b`, `embedded:/models/finder.gguf` (see `ModelRef`); a plain name
+(`cwread-finder`) is for the backend `--backend` chooses, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cwread.backends import Backend
+from cwread.errors import InputError
+from cwread.settings import env_positive
+
+ROLES = ("finder", "interpreter")
+DEFAULT_MODELS = {"finder": "cwread-finder", "interpreter": "cwread-interpreter"}
+CONSTRAINTS = ("auto", "grammar", "json", "none")  # how a server is made to keep the format
+_AT_URL = re.compile(r"@(?=[A-Za-z][A-Za-z0-9+.-]*://)")  # "@" before a scheme: a server's address
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """An agent's model as the user named it: `provider` (None: the backend --backend
+    chooses), `model` (a server's model name, or a GGUF file for the embedded backend; None:
+    the default) and `url` (a server's address)."""
+
+    provider: str | None = None
+    model: str | None = None
+    url: str | None = None
+
+    @classmethod
+    def parse(cls, text: str | None, providers: Iterable[str]) -> ModelRef:
+        """`[provider:]model[@url]`; a prefix is a provider only when one of `providers` is
+        so named, since Ollama's model names hold colons ("qwen2.5:7b")."""
+        if not text:
+            return cls()
+        provider, rest = None, text
+        head, colon, tail = text.partition(":")
+        if colon and head in providers:
+            provider, rest = head, tail
+        url = None
+        marks = list(_AT_URL.finditer(rest))
+        if marks:
+            rest, url = rest[: marks[-1].start()], rest[marks[-1].end() :]
+        return cls(provider, rest or None, url)
+
+    def named(self) -> str:
+        """The model as named, for messages."""
+        text = f"{self.provider}:" if self.provider else ""
+        return text + (self.model or "(default)") + (f"@{self.url}" if self.url else "")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The backends that run the Finder and the Interpreter, and why, in one line for stderr."""
+
+    finder: Backend
+    interpreter: Backend
+    why: str
+
+
+@dataclass(frozen=True)
+class Built:
+    """What a provider built: the backend of each agent that named it (one object where both
+    agents run the same model, so they share a call cache), and where, in words."""
+
+    backends: dict[str, Backend]
+    where: str
+
+
+@dataclass(frozen=True)
+class Provider:
+    """A backend as a module declares it (see the module doc)."""
+
+    name: str
+    summary: str  # what it runs, for help
+    build: Callable[[BackendSettings, dict[str, ModelRef]], Built]  # the agents (by role) that named it
+    settings: type | None = None  # its own settings section
+    adapter_hint: str = ""  # how a trained Finder adapter runs on it (when --finder-lora cannot)
+    notes: Callable[[Backend], list[str]] = field(default=lambda backend: [])  # for doctor
+
+
+PROVIDERS: dict[str, Provider] = {}
+
+
+def models_said(backends: dict[str, Backend]) -> str:
+    """The agents' models in words: "f, i" for both agents, "Finder f" for one."""
+    if len(backends) > 1:
+        return ", ".join(b.model for b in backends.values())
+    return ", ".join(f"{role.capitalize()} {b.model}" for role, b in backends.items())
+
+
+def places_said(places: dict[str, str]) -> str:
+    """Where the agents' servers are: "at URL" when they are one, else "Finder at X,
+    Interpreter at Y"."""
+    if len(set(places.values())) == 1:
+        return f"at {next(iter(places.values()))}"
+    return ", ".join(f"{role.capitalize()} at {place}" for role, place in places.items())
+
+
+def register(provider: Provider) -> None:
+    PROVIDERS[provider.name] = provider
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """Which backend runs the agents and what every backend takes (each agent's model, the
+    context, timeout, workers and reply constraint); `own` holds the providers' own settings
+    sections given (e.g. `OpenAISettings(base_url=...)`), every other one taking its defaults
+    and its environment."""
+
+    backend: str = "auto"
+    finder_model: str | None = None
+    interpreter_model: str | None = None
+    num_ctx: int | None = None
+    timeout: float | None = None
+    workers: int | None = None
+    constraint: str | None = None  # auto, grammar, json, none
+    own: tuple[Any, ...] = ()
+
+    def resolved(self) -> BackendSettings:
+        """Flags first, then the environment (CWREAD_*), then defaults; each provider's
+        section the same, one for every provider registered."""
+        env = os.environ
+        constraint = (self.constraint or env.get("CWREAD_CONSTRAINT") or "auto").lower()
+        if constraint not in CONSTRAINTS:
+            raise InputError(f"unknown constraint {constraint!r}; choose one of: {', '.join(CONSTRAINTS)}")
+        kinds = [p.settings for p in PROVIDERS.values() if p.settings is not None]
+        return BackendSettings(
+            backend=self.backend or env.get("CWREAD_BACKEND") or "auto",
+            finder_model=self.finder_model or env.get("CWREAD_FINDER_MODEL") or None,
+            interpreter_model=self.interpreter_model or env.get("CWREAD_INTERPRETER_MODEL") or None,
+            num_ctx=self.num_ctx or env_positive("CWREAD_NUM_CTX", int),
+            timeout=self.timeout or env_positive("CWREAD_TIMEOUT", float),  # None: scaled per call
+            workers=self.workers,
+            constraint=constraint,
+            own=tuple(self.section(kind).resolved() for kind in kinds),
+        )
+
+    def section(self, kind: type) -> Any:
+        """The settings section of type `kind` given (else its defaults)."""
+        return next((s for s in self.own if isinstance(s, kind)), None) or kind()
+
+    def model_ref(self, role: str) -> ModelRef:
+        """The model `role` ("finder", "interpreter") names (see ModelRef)."""
+        return ModelRef.parse(getattr(self, f"{role}_model"), PROVIDERS)
+
+    def refuse_others(self, finder_backend: str) -> None:
+        """InputError when a setting only another backend takes is given (each section
+        says; a Finder's own settings, such as its adapter, go by the Finder's backend)."""
+        for section in self.own:
+            section.refuse(finder_backend)
