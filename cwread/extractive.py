@@ -36,6 +36,7 @@ from cwread.cache import cache_root, read_entry, remove_entry, write_entry
 from cwread.embedders import Embedder
 from cwread.errors import CacheError
 from cwread.grounding import Rank, content_words, ranked_sentences, sentence_spans, weight_shares
+from cwread.plan import Extract
 from cwread.records import Quote
 from cwread.segments import NOVEL_PARAGRAPHS
 
@@ -130,10 +131,9 @@ def whole_sentence_why(paragraphs: int | None) -> str | None:
     return None
 
 
-def extract_kind(paragraphs: int | None) -> str:
-    """How an extractive answer is cut in a book of `paragraphs` (cwread.plan.EXTRACTS; see
-    `whole_sentence_why`)."""
-    return "span" if whole_sentence_why(paragraphs) is None else "sentence"
+def extract_kind(paragraphs: int | None) -> Extract:
+    """How an extractive answer is cut in a book of `paragraphs` (see `whole_sentence_why`)."""
+    return Extract.SPAN if whole_sentence_why(paragraphs) is None else Extract.SENTENCE
 
 
 def best_answer(

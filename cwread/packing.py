@@ -29,7 +29,7 @@ def pack(
     """Build the packet from Finder verdicts given in reading order (see module doc); with
     `limit_segments` False (no Finder chose them) N_E does not apply, B_c alone bounds it."""
     most = budget.n_e if limit_segments else None
-    kept = [v for v in verdicts if v.decision == "YES"][:most]
+    kept = [v for v in verdicts if v.kept][:most]
     fallback = not kept
     if fallback:
         kept = verdicts[:most]

@@ -19,7 +19,17 @@ from cwread.finder import Finder, read_segments, reading_budget
 from cwread.interpreter import interpret, needs_self_check, packet_fits
 from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
 from cwread.packing import pack
-from cwread.plan import AnswerMode, AnswerSettings, FinderSettings, Plan
+from cwread.plan import (
+    ANSWER_CHOICES,
+    AnswerMode,
+    AnswerSettings,
+    Extract,
+    FinderSettings,
+    FinderUse,
+    PacketSource,
+    Plan,
+    SupportMethod,
+)
 from cwread.progress import Progress
 from cwread.question import Question
 from cwread.records import (
@@ -65,22 +75,22 @@ def make_plan(
     small = holds(JUDGES_AT_CHANCE, interpreter)
     mode = open_answer_mode(answering, interpreter)
     verdict = answering.judge_anyway or not small
-    if question.kind != "open" and not verdict:
+    if not question.is_open and not verdict:
         mode = AnswerMode.EVIDENCE_ONLY
     skipped = None if finder is not None or packet_given else finder_skip_reason(finding.use, selection.finder)
-    evidence = "given" if packet_given else "all-read" if skipped else "finder"
+    evidence = PacketSource.GIVEN if packet_given else PacketSource.ALL_READ if skipped else PacketSource.FINDER
     judge = None
-    if evidence == "finder":
+    if evidence == PacketSource.FINDER:
         judge = finder.reply if finder is not None else finding.reply
-    asked = mode != AnswerMode.EVIDENCE_ONLY and not (question.kind == "open" and mode == AnswerMode.EXTRACTIVE)
+    asked = mode != AnswerMode.EVIDENCE_ONLY and not (question.is_open and mode == AnswerMode.EXTRACTIVE)
     self_check = answering.self_check
     # the model's own check only where its threshold was given (calibrated for that model: the
     # 1.5B's judged at chance, cwread.support); never for a model that judges at chance, or one
     # that gives no score to hold to it
     threshold = answering.support_threshold
     scores = threshold is not None and not small and interpreter.capabilities.logprobs
-    support = ("model" if scores else "words") if asked else None
-    threshold = threshold if support == "model" else None
+    support = (SupportMethod.MODEL if scores else SupportMethod.WORDS) if asked else None
+    threshold = threshold if support == SupportMethod.MODEL else None
     return Plan(
         answer_mode=mode,
         evidence=evidence,
@@ -94,7 +104,7 @@ def make_plan(
         budget=budget,
         support=support,
         support_threshold=threshold,
-        extract=extractive.extract_kind(paragraphs) if question.kind == "open" else None,
+        extract=extractive.extract_kind(paragraphs) if question.is_open else None,
     )
 
 
@@ -102,7 +112,7 @@ def open_answer_mode(answering: AnswerSettings, interpreter: Backend) -> AnswerM
     """How an open question is answered: as asked, or for "auto" extractively with a model
     too small to write, else the model's words with the best-fitting words of the book when
     its quotes do not back them."""
-    if answering.answer_mode != "auto":
+    if answering.answer_mode in ANSWER_CHOICES:
         return AnswerMode(answering.answer_mode)
     small = holds(JUDGES_AT_CHANCE, interpreter)
     return AnswerMode.EXTRACTIVE if small else AnswerMode.GENERATIVE_OR_EXTRACTIVE
@@ -110,9 +120,9 @@ def open_answer_mode(answering: AnswerSettings, interpreter: Backend) -> AnswerM
 
 def finder_skip_reason(use: str, finder: Backend) -> str | None:
     """Why the Finder `finder` is not run under FinderSettings.use `use` (None: it runs)."""
-    if use == "off":
+    if use == FinderUse.OFF:
         return "--finder off: every segment read is taken as kept"
-    if use == "auto" and holds(KEEPS_NEARLY_ALL, finder):
+    if use == FinderUse.AUTO and holds(KEEPS_NEARLY_ALL, finder):
         return (
             f"{finder.model} {FACTS[KEEPS_NEARLY_ALL].says} ({FACTS[KEEPS_NEARLY_ALL].measured}); "
             "every segment read is taken as kept (--finder on runs it)"
@@ -157,15 +167,15 @@ def answer(
     if packet is None:
         fits = lambda evidence: packet_fits(interpreter, question, evidence)  # noqa: E731
         # N_E bounds the segments a Finder chose; with none to filter, B_c alone bounds the packet
-        packet = pack(found.document, list(read.kept), found.budget, fits, limit_segments=plan.evidence == "finder")
+        packet = pack(found.document, list(read.kept), found.budget, fits, limit_segments=plan.evidence == PacketSource.FINDER)
     first, checked = _interpret(plan, interpreter, question, packet, progress, seconds, follows)
     final = checked if checked is not None and checked.answer is not None else first
     t1 = time.perf_counter()
     support = _check_support(plan, interpreter, question, final, packet, progress, rank.weights)
     seconds["support_check"] = round(time.perf_counter() - t1, 3)
-    retrieved = _paragraphs(found.document, found.read) if plan.evidence != "given" else None
+    retrieved = _paragraphs(found.document, found.read) if plan.evidence != PacketSource.GIVEN else None
     outcome = decide(
-        question, final, packet, plan.answer_mode, retrieved, _kept(found, read), rank, support, plan.extract or "span"
+        question, final, packet, plan.answer_mode, retrieved, _kept(found, read), rank, support, plan.extract or Extract.SPAN
     )
     return Trace(
         found=found,
@@ -187,9 +197,9 @@ def _read(found: FindResult, plan: Plan, finder: Finder, progress: Progress | No
     """The Finder stage as planned: the Finder reads within the plan's token budget and keeps
     by its threshold; a skipped one is taken to have kept every segment it would read, as that
     Finder would have."""
-    if plan.evidence == "given":
+    if plan.evidence == PacketSource.GIVEN:
         return Reading((), None, ())
-    if plan.evidence == "all-read":
+    if plan.evidence == PacketSource.ALL_READ:
         return Reading((), None, tuple(Verdict(s, "YES", "") for s in found.read))
     reading = reading_budget(plan.read_tokens, finder)
     verdicts = read_segments(finder, found.document, found.read, found.question, reading, plan.keep_threshold, progress)
@@ -238,23 +248,23 @@ def _check_support(
     the book's word weights); None when there is no readable answer to check."""
     if plan.support is None or final is None or final.answer is None:
         return None
-    if progress and plan.support == "model":
+    if progress and plan.support == SupportMethod.MODEL:
         progress("support check", 0, 1)
     text = _shown_text(question, final.answer)
-    if plan.support == "words" or plan.support_threshold is None:
+    if plan.support == SupportMethod.WORDS or plan.support_threshold is None:
         return check_support(None, question, text, final, packet.evidence(), weights=weights)
     return check_support(interpreter, question, text, final, packet.evidence(), plan.support_threshold, weights)
 
 
 def _shown_text(question: Question, answer: str) -> str:
     """The model's answer as shown and checked: an open one cut where it starts repeating."""
-    return grounding.cut_repetition(answer) if question.kind == "open" else answer
+    return grounding.cut_repetition(answer) if question.is_open else answer
 
 
 def _skipped(plan: Plan, found: FindResult, read: Reading) -> dict[str, str]:
     """Stages not run, each with why (the view and the trace say it)."""
     skipped: dict[str, str] = {}
-    if plan.finder_skipped and plan.evidence == "all-read":
+    if plan.finder_skipped and plan.evidence == PacketSource.ALL_READ:
         skipped["finder"] = plan.finder_skipped
     if read.unread is not None:
         unread = read.unread
@@ -264,7 +274,7 @@ def _skipped(plan: Plan, found: FindResult, read: Reading) -> dict[str, str]:
         )
     if plan.answer_mode == AnswerMode.EVIDENCE_ONLY:
         skipped["interpreter"] = UNJUDGED
-    if plan.extract == "sentence" and plan.answer_mode != AnswerMode.GENERATIVE:  # else no words of the book are given
+    if plan.extract == Extract.SENTENCE and plan.answer_mode != AnswerMode.GENERATIVE:  # else no words of the book are given
         why = extractive.whole_sentence_why(len(found.document.paragraphs))
         if why is not None:
             skipped["spans"] = why
@@ -280,7 +290,7 @@ def decide(
     kept: Evidence | None = None,
     rank: extractive.SentenceRanker | None = None,
     support: SupportCheck | None = None,
-    extract: str = "span",
+    extract: Extract = Extract.SPAN,
 ) -> Answer:
     """What is presented as the answer, and whether the quotes support it (`support`: the
     check of the final answer; without one, the words decide, see cwread.support).
@@ -299,7 +309,7 @@ def decide(
     if mode == AnswerMode.EVIDENCE_ONLY:  # options and claims of a model that judges at chance
         evidence = _best_evidence(question, None, packet, retrieved, rank)
         return Answer(None, None, AnswerMode.EVIDENCE_ONLY, False, evidence, withheld=True)
-    if question.kind == "open" and mode == AnswerMode.EXTRACTIVE:
+    if question.is_open and mode == AnswerMode.EXTRACTIVE:
         return _extract(question, packet, retrieved, kept, rank, final, extract)
     fallback = mode == AnswerMode.GENERATIVE_OR_EXTRACTIVE
     shown = AnswerMode.GENERATIVE if fallback else mode  # unless its words go unbacked, it is the model's
@@ -308,7 +318,7 @@ def decide(
     text = _shown_text(question, final.answer)
     weights = rank.weights if rank is not None else None
     support = support or check_support(None, question, text, final, packet.evidence(), weights=weights)
-    if question.kind != "open":  # a label stands as chosen; the check says whether its quotes bear on it
+    if not question.is_open:  # a label stands as chosen; the check says whether its quotes bear on it
         return Answer(final.answer, final.answer, shown, support.supported, final.quotes, check=support)
     if support.supported:
         return Answer(text, final.answer, shown, True, final.quotes, check=support)
@@ -325,7 +335,7 @@ def _extract(
     kept: Evidence | None,
     rank: grounding.Rank | None,
     final: AgentCall | None,
-    extract: str,
+    extract: Extract,
 ) -> Answer:
     """The extractive answer (`extract`: cwread.plan.EXTRACTS): the best-fitting words or sentence of the packet and the rest of what the
     Finder kept (the packet's budget is for the Interpreter's context, which a quoted sentence
@@ -334,7 +344,7 @@ def _extract(
     in_packet = set(packet.ids)
     pool = [*packet.evidence(), *(p for p in kept or [] if p[0] not in in_packet)]
     found = extractive.best_answer(
-        question.text, pool, rank, grounding.answer_support_needed(question.text), spans=extract == "span"
+        question.text, pool, rank, grounding.answer_support_needed(question.text), spans=extract == Extract.SPAN
     )
     if found is None:
         evidence = _best_evidence(question, final, packet, retrieved, rank)
@@ -375,7 +385,7 @@ def _best_evidence(
 
 def _kept(found: FindResult, read: Reading) -> list[Passage]:
     """The paragraphs the Finder kept (every one read when it was skipped)."""
-    return _paragraphs(found.document, [v.segment for v in read.kept if v.decision == "YES"])
+    return _paragraphs(found.document, [v.segment for v in read.kept if v.kept])
 
 
 def _paragraphs(document: Document, segments) -> list[Passage]:

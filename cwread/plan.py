@@ -27,21 +27,52 @@ ANSWER_CHOICES = (AnswerMode.GENERATIVE, AnswerMode.EXTRACTIVE, AnswerMode.GENER
 ANSWER_MODES = tuple(AnswerMode)
 
 
-# How `supported` is decided (cwread.support): "words" needs every content word of an open
-# answer quoted (an option or claim: a tenth of its words' weight in the book); "model" asks the Interpreter's model whether
-# the quotes state or imply the answer and holds its score to the threshold the user
-# calibrated for it (--support-threshold).
-SUPPORT_METHODS = ("model", "words")
+class SupportMethod(StrEnum):
+    """How `supported` is decided (cwread.support): WORDS needs every content word of an open
+    answer quoted (an option or claim: a tenth of its words' weight in the book); MODEL asks
+    the Interpreter's model whether the quotes state or imply the answer and holds its score
+    to the threshold the user calibrated for it (--support-threshold)."""
+
+    MODEL = "model"
+    WORDS = "words"
 
 
-# How an extractive answer is cut from the best sentences: "span", the words the span reader
-# chooses (cwread.answer_span), or "sentence", the best sentence whole (a why-question's
-# reason clause). A novel gets the sentence: the span reader, fit on short tales, lost to it
-# there (dev novels, token-F1: benchmarks/README.md, "Extractive answers").
-EXTRACTS = ("span", "sentence")
+SUPPORT_METHODS = tuple(SupportMethod)
 
 
-FINDER_CHOICES = ("auto", "on", "off")
+class Extract(StrEnum):
+    """How an extractive answer is cut from the best sentences: SPAN, the words the span
+    reader chooses (cwread.answer_span), or SENTENCE, the best sentence whole (a
+    why-question's reason clause). A novel gets the sentence: the span reader, fit on short
+    tales, lost to it there (dev novels, token-F1: benchmarks/README.md, "Extractive answers")."""
+
+    SPAN = "span"
+    SENTENCE = "sentence"
+
+
+EXTRACTS = tuple(Extract)
+
+
+class PacketSource(StrEnum):
+    """Where a run's packet comes from: FINDER (the Finder judges the segments read),
+    ALL_READ (no Finder runs: every segment read is taken as kept) or GIVEN (an ablation or
+    baseline gave the packet)."""
+
+    FINDER = "finder"
+    ALL_READ = "all-read"
+    GIVEN = "given"
+
+
+class FinderUse(StrEnum):
+    """--finder: AUTO skips a Finder measured to keep nearly every segment it reads; ON runs
+    it; OFF takes every segment read as kept."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"
+
+
+FINDER_CHOICES = tuple(FinderUse)
 # quote-first: the clue's quote, then YES or NO; decision-first: YES or NO, a kept segment's quote
 # after it; score: YES or NO alone, decided by its log-odds (no quote): cwread.finder
 FINDER_REPLIES = ("quote-first", "decision-first", "score")
@@ -90,7 +121,7 @@ class FinderSettings:
     verdict without a score keeps its label).
     """
 
-    use: str = "auto"
+    use: FinderUse = FinderUse.AUTO
     read_tokens: int | str | None = None
     reply: str = "quote-first"
     keep_threshold: float | None = None
@@ -98,6 +129,7 @@ class FinderSettings:
     def __post_init__(self) -> None:
         if self.use not in FINDER_CHOICES:
             raise InputError(f"--finder must be one of {', '.join(FINDER_CHOICES)}, not {self.use!r}")
+        object.__setattr__(self, "use", FinderUse(self.use))
         object.__setattr__(self, "read_tokens", _read_tokens(self.read_tokens))
         if self.reply not in FINDER_REPLIES:
             raise InputError(f"--finder-reply must be one of {', '.join(FINDER_REPLIES)}, not {self.reply!r}")
@@ -139,9 +171,7 @@ class Plan:
     the trace, so the view, `api`, `eval` and `doctor` read it rather than derive it again.
 
     `answer_mode`: one of ANSWER_MODES, as the question will be answered. `evidence`: where
-    the packet comes from: "finder" (the Finder judges the segments read), "all-read" (no
-    Finder runs: every segment read is taken as kept, `finder_skipped` says why) or "given"
-    (an ablation or baseline gave the packet). `finder`: the judge that reads (its reply,
+    the packet comes from (PacketSource; with no Finder, `finder_skipped` says why). `finder`: the judge that reads (its reply,
     or "scripted"; None when none runs), with its `read_tokens` and `keep_threshold` as
     FinderSettings has them. `verdict`: options and claims are given the Interpreter's
     verdict. `interpreter`: the Interpreter is asked (not for an extractive answer or a
@@ -153,8 +183,8 @@ class Plan:
     extractive answer to an open question is cut (EXTRACTS; None for options and claims).
     """
 
-    answer_mode: str
-    evidence: str
+    answer_mode: AnswerMode
+    evidence: PacketSource
     finder: str | None
     finder_skipped: str | None
     read_tokens: int | str | None
@@ -163,6 +193,6 @@ class Plan:
     interpreter: bool
     self_check: bool
     budget: Budget | None = None
-    support: str | None = None
+    support: SupportMethod | None = None
     support_threshold: float | None = None
-    extract: str | None = None
+    extract: Extract | None = None

@@ -5,10 +5,20 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from cwread.errors import InputError
 
-KINDS = ("mcq", "claim", "open")
+
+class QuestionKind(StrEnum):
+    """What is asked: options to choose from, a claim to judge, or free text."""
+
+    MCQ = "mcq"
+    CLAIM = "claim"
+    OPEN = "open"
+
+
+KINDS = tuple(QuestionKind)
 MAX_QUESTION_CHARS = 4000  # a question with its options: about 1,000 tokens of an 8k context
 
 
@@ -21,8 +31,16 @@ class Question:
     """
 
     text: str
-    kind: str
+    kind: QuestionKind
     options: dict[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", QuestionKind(self.kind))  # a kind given as its text is checked here
+
+    @property
+    def is_open(self) -> bool:
+        """Free text: answered in words, not with a label."""
+        return self.kind == QuestionKind.OPEN
 
     @property
     def labels(self) -> list[str] | None:
@@ -82,5 +100,5 @@ def make_question(
             f"up to {MAX_QUESTION_CHARS:,} (it is sent with every segment the Finder reads)"
         )
     if claim:
-        return Question(text, "claim")
-    return Question(text, "mcq", parsed) if parsed else Question(text, "open")
+        return Question(text, QuestionKind.CLAIM)
+    return Question(text, QuestionKind.MCQ, parsed) if parsed else Question(text, QuestionKind.OPEN)

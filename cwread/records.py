@@ -67,6 +67,11 @@ class Verdict:
         return self.call.parsed_first_try
 
     @property
+    def kept(self) -> bool:
+        """The Finder kept the segment (YES)."""
+        return self.decision == "YES"
+
+    @property
     def score(self) -> float | None:
         """The Finder's log-odds of YES over NO at its answer (ln P(YES) - ln P(NO)), where the
         backend gave log-probabilities; None otherwise, or for a reply that could not be read."""

@@ -356,7 +356,7 @@ def answer_view(trace: Trace) -> None:
             # the measurement a skip rests on is the trace's and doctor's to give, not every answer's
             why = _MEASURED.sub("", why)
             out.print(Text(f"{label}: {printable(why)}", style="dim"))
-    kept = sum(v.decision == "YES" for v in trace.verdicts)
+    kept = sum(v.kept for v in trace.verdicts)
     finder_line = (
         "Finder skipped" if "finder" in trace.skipped else f"Finder kept {kept} of {len(trace.verdicts)} segments"
     )

@@ -94,3 +94,27 @@ def test_each_environment_variable_is_read_in_one_module():
             readers.setdefault(name, set()).add(module_name(path))
     assert {"OLLAMA_HOST", "OPENAI_API_KEY", "XDG_CACHE_HOME", "CWREAD_GGUF"} <= set(readers)
     assert {name: sorted(mods) for name, mods in readers.items() if len(mods) > 1} == {}
+
+
+def test_the_pipeline_compares_no_mode_strings():
+    """Modes, kinds and sources are types (cwread.plan, cwread.question): a misspelt string
+    compared in the pipeline would silently never match."""
+    tree = ast.parse((REPO / "cwread" / "pipeline.py").read_text(encoding="utf-8"))
+    compared = [
+        f"line {node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare)
+        and any(isinstance(side, ast.Constant) and isinstance(side.value, str) for side in [node.left, *node.comparators])
+    ]
+    assert compared == []
+
+
+def test_providers_are_registered_one_line_each():
+    """A backend is its module's PROVIDER and one registry line (cwread.backends.provider)."""
+    from cwread.backends import embedded, ollama, openai_compat
+    from cwread.backends.select import PROVIDERS
+
+    for module in (embedded, ollama, openai_compat):
+        assert PROVIDERS[module.PROVIDER.name] is module.PROVIDER
+    select = (REPO / "cwread" / "backends" / "select.py").read_text(encoding="utf-8")
+    assert select.count("register(") == len(PROVIDERS)

@@ -34,7 +34,7 @@ from cwread.eval.dataset import Record
 from cwread.finder import make_finder, read_segments, reading_budget
 from cwread.interpreter import interpreter_request, packet_fits, prompt_fits
 from cwread.packing import pack_ranked, pack_segments, packet_of
-from cwread.plan import AnswerMode, AnswerSettings, FinderSettings, RunSettings
+from cwread.plan import AnswerMode, AnswerSettings, Extract, FinderSettings, RunSettings
 from cwread.question import Question
 from cwread.records import NO_ANSWER, Answer, FindResult, Packet, Trace
 from cwread.session import Session
@@ -170,7 +170,7 @@ def _extractive(ranked: bool) -> MethodRun:
         question = found.question
         chosen = None
         if question.kind == "open" and ranked:
-            spans = extractive.extract_kind(len(found.document.paragraphs)) == "span"
+            spans = extractive.extract_kind(len(found.document.paragraphs)) == Extract.SPAN
             chosen = extractive.best_answer(question.text, packet.evidence(), ctx.rank(found), spans=spans)
         elif question.kind == "open":
             best = grounding.best_sentence(question.text, packet.evidence())

@@ -60,7 +60,7 @@ def kept_paragraphs(trace: Trace) -> set[int] | None:
     """Paragraphs of the segments the Finder said YES to; without a Finder, those of the
     segments the packet was drawn from whole (no-finder); None when neither applies."""
     if trace.verdicts:
-        return {p for v in trace.verdicts if v.decision == "YES" for p in v.segment.ids}
+        return {p for v in trace.verdicts if v.kept for p in v.segment.ids}
     if trace.packet.segments:
         return {p for start, end in trace.packet.segments for p in range(start, end + 1)}
     return None
@@ -81,7 +81,7 @@ def verdict_counts(verdicts: tuple[Verdict, ...]) -> dict:
     return {
         "finder_calls": len(verdicts),
         "finder_parsed_first_try": sum(v.parsed_first_try for v in verdicts),
-        "finder_yes": sum(v.decision == "YES" for v in verdicts),
+        "finder_yes": sum(v.kept for v in verdicts),
     }
 
 
@@ -152,7 +152,7 @@ def finder_fields(record: Record, found: FindResult, trace: Trace) -> dict:
     whether the ids it cites are gold ones."""
     verdicts = trace.verdicts
     gold = set(record.gold_ids(found.document))
-    yes = [v for v in verdicts if v.decision == "YES"]
+    yes = [v for v in verdicts if v.kept]
     out = {
         **verdict_counts(verdicts),
         "finder_kept_unparsed": sum(v.kept_on_failure for v in verdicts),  # counted as YES (recall first)
