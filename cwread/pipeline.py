@@ -1,8 +1,9 @@
 """One question through the method: plan → segments → Finder → packet → Interpreter → self-check
 → support check.
 
-`make_plan` resolves, before any call, what the run will do (recorded in the trace);
-`answer` is then a short sequence of stages, each a function of the plan.
+`plan_run` resolves, before any call, what the run will do (the Plan, recorded in the trace)
+and with what (a PlannedRun: the backends, the Finder that reads, the sentence ranker); `run`
+is then a short sequence of stages, each a function of the planned run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from cwread.backends import Backend, label
 from cwread.backends.select import Selection
 from cwread.book import Document, Evidence, Passage
 from cwread.embedders import load_embedder
-from cwread.finder import Finder, read_segments, reading_budget
+from cwread.finder import Finder, make_finder, read_segments, reading_budget
 from cwread.interpreter import interpret, needs_self_check, packet_fits
 from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
 from cwread.packing import pack
@@ -24,10 +25,10 @@ from cwread.plan import (
     AnswerMode,
     AnswerSettings,
     Extract,
-    FinderSettings,
     FinderUse,
     PacketSource,
     Plan,
+    RunSettings,
     SupportMethod,
 )
 from cwread.progress import Progress
@@ -49,39 +50,55 @@ from cwread.segments import Budget
 from cwread.support import check_support
 
 
-def make_plan(
+@dataclass(frozen=True)
+class PlannedRun:
+    """A plan with what carries it out, resolved once (Session.plan) and then run (`run`):
+    the `plan` recorded in the trace, the `backends`, the `finder` that reads (built even when
+    the plan skips it, so a judge that cannot run is told before any work) and the `rank` of
+    the book's sentences (None: built from the retrieval's embedder). An ablation replaces
+    one part (eval: its backends and its judge)."""
+
+    plan: Plan
+    backends: Selection
+    finder: Finder
+    rank: extractive.SentenceRanker | None = None
+
+
+def plan_run(
     question: Question,
-    selection: Selection,
-    answering: AnswerSettings | None = None,
-    finding: FinderSettings | None = None,
+    backends: Selection,
+    run: RunSettings | None = None,
+    *,
     packet_given: bool = False,
     finder: Finder | None = None,
     budget: Budget | None = None,
     paragraphs: int | None = None,
-) -> Plan:
-    """What a run on `question` will do with these backends and settings (see Plan).
+    rank: extractive.SentenceRanker | None = None,
+) -> PlannedRun:
+    """What a run on `question` will do with these backends and settings (the Plan), and
+    with what (see PlannedRun).
 
     Open answers in "auto" mode are extractive for a model too small to write, else the
     model's words with the best-fitting sentence when its quotes do not cover them. Options
     and claims get no verdict from a model that judges at chance unless `judge_anyway`. The
     Finder is skipped when off, or in auto for a Finder measured to keep nearly every segment
-    it reads (its calls could not change the answer); a given `finder` always runs. `budget`:
-    the budget fitted to the book, recorded with why it was chosen. An extractive answer is
-    the span reader's words in a book of `paragraphs` up to NOVEL_PARAGRAPHS, the best
-    sentence in a novel (see cwread.plan.EXTRACTS)."""
-    answering = answering or AnswerSettings()
-    finding = finding or FinderSettings()
-    interpreter = selection.interpreter
+    it reads (its calls could not change the answer); a given `finder` always runs, in place
+    of the one `run.finding` chooses. `packet_given`: the caller packs (eval's ablations).
+    `budget`: the budget fitted to the book, recorded with why it was chosen. An extractive
+    answer is the span reader's words in a book of `paragraphs` up to NOVEL_PARAGRAPHS, the
+    best sentence in a novel (see cwread.plan.Extract)."""
+    run = run or RunSettings()
+    answering, finding = run.answering, run.finding
+    reader = finder or make_finder(finding, backends.finder)  # a judge it cannot run: told before any work
+    interpreter = backends.interpreter
     small = holds(JUDGES_AT_CHANCE, interpreter)
     mode = open_answer_mode(answering, interpreter)
     verdict = answering.judge_anyway or not small
     if not question.is_open and not verdict:
         mode = AnswerMode.EVIDENCE_ONLY
-    skipped = None if finder is not None or packet_given else finder_skip_reason(finding.use, selection.finder)
+    skipped = None if finder is not None or packet_given else finder_skip_reason(finding.use, backends.finder)
     evidence = PacketSource.GIVEN if packet_given else PacketSource.ALL_READ if skipped else PacketSource.FINDER
-    judge = None
-    if evidence == PacketSource.FINDER:
-        judge = finder.reply if finder is not None else finding.reply
+    judge = reader.reply if evidence == PacketSource.FINDER else None
     asked = mode != AnswerMode.EVIDENCE_ONLY and not (question.is_open and mode == AnswerMode.EXTRACTIVE)
     self_check = answering.self_check
     # the model's own check only where its threshold was given (calibrated for that model: the
@@ -91,7 +108,7 @@ def make_plan(
     scores = threshold is not None and not small and interpreter.capabilities.logprobs
     support = (SupportMethod.MODEL if scores else SupportMethod.WORDS) if asked else None
     threshold = threshold if support == SupportMethod.MODEL else None
-    return Plan(
+    plan = Plan(
         answer_mode=mode,
         evidence=evidence,
         finder=judge,
@@ -106,6 +123,7 @@ def make_plan(
         support_threshold=threshold,
         extract=extractive.extract_kind(paragraphs) if question.is_open else None,
     )
+    return PlannedRun(plan, backends, reader, rank)
 
 
 def open_answer_mode(answering: AnswerSettings, interpreter: Backend) -> AnswerMode:
@@ -140,29 +158,26 @@ class Reading:
     kept: tuple[Verdict, ...]
 
 
-def answer(
+def run(
+    planned: PlannedRun,
     found: FindResult,
-    selection: Selection,
-    plan: Plan,
-    finder: Finder,
     *,
     packet: Packet | None = None,
     progress: Progress | None = None,
-    rank: extractive.SentenceRanker | None = None,
     follows: Turn | None = None,
 ) -> Trace:
-    """Run `plan` (made by `make_plan`, see Session.plan) on `found`: `finder` reads
-    `found.read` as planned; pack, interpret, self-check, decide.
+    """Carry out `planned` (see Session.plan) on `found`: its Finder reads `found.read` as
+    planned; pack, interpret, self-check, check support, decide.
 
     Given a `packet` (ablations, baselines; the plan says "given"), the Finder and packing are
-    skipped. `rank` ranks sentences and weighs a label's words (default: the book's word
-    rarity and the retrieval's embedder, cwread.extractive); `follows`: the earlier turn a follow-up leans on, shown to
-    the Interpreter as conversation."""
+    skipped. The planned `rank` ranks sentences and weighs a label's words (none planned: the
+    book's word rarity and the retrieval's embedder, cwread.extractive); `follows`: the
+    earlier turn a follow-up leans on, shown to the Interpreter as conversation."""
+    plan, selection = planned.plan, planned.backends
     question, interpreter = found.question, selection.interpreter
-    if rank is None:
-        rank = extractive.sentence_ranker(found.document, load_embedder(found.embedder))
+    rank = planned.rank or extractive.sentence_ranker(found.document, load_embedder(found.embedder))
     t0 = time.perf_counter()
-    read = _read(found, plan, finder, progress)
+    read = _read(found, plan, planned.finder, progress)
     seconds = {"finder": round(time.perf_counter() - t0, 3)}
     if packet is None:
         fits = lambda evidence: packet_fits(interpreter, question, evidence)  # noqa: E731

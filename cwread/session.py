@@ -18,10 +18,10 @@ from cwread import extractive, pipeline
 from cwread.backends.select import BackendSettings, Selection, select, with_call_cache
 from cwread.book import Document
 from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
-from cwread.finder import Finder, make_finder
+from cwread.finder import Finder
 from cwread.interpreter import leans_on_previous
 from cwread.model_facts import JUDGES_AT_CHANCE, holds
-from cwread.plan import AnswerMode, AnswerSettings, Plan, RunSettings
+from cwread.plan import AnswerMode, AnswerSettings, RunSettings
 from cwread.progress import Progress
 from cwread.question import Question
 from cwread.records import FindResult, Trace, Turn
@@ -151,23 +151,24 @@ class Session:
         finder: Finder | None = None,
         notice: Notice | None = None,
         packet_given: bool = False,
-    ) -> Plan:
-        """What a run of `question` with `run` will do on this book (see Plan): the backends
-        selected (first: a bad setting or a missing server is told before any work), the
-        budget fitted to the book and the Interpreter; `finder` replaces the judge the
-        settings would choose; `packet_given`: the caller packs (eval's ablations)."""
+    ) -> pipeline.PlannedRun:
+        """What a run of `question` with `run` will do on this book, and with what (see
+        pipeline.PlannedRun): the backends selected (first: a bad setting or a missing server
+        is told before any work), the budget fitted to the book and the Interpreter, the
+        Finder that reads (`finder` replaces the one the settings choose), the book's sentence
+        ranker; `packet_given`: the caller packs (eval's ablations)."""
         run = run or RunSettings()
         selection = self.selection(notice)
         budget = self.budget_for(run.budget, selection.interpreter.capabilities.context)
-        return pipeline.make_plan(
+        return pipeline.plan_run(
             question,
             selection,
-            run.answering,
-            run.finding,
-            packet_given,
-            finder,
-            budget,
+            run,
+            packet_given=packet_given,
+            finder=finder,
+            budget=budget,
             paragraphs=len(self.document.paragraphs),
+            rank=self.ranker("none" if run.retrieval == "bm25" else self.embedder),
         )
 
     def ask(
@@ -189,15 +190,12 @@ class Session:
         what was skipped and why. `follows`: the earlier turn a follow-up leans on (see
         Conversation)."""
         run = run or RunSettings()
-        plan = self.plan(question, run, finder, notice)
-        selection = self.selection()
-        judge = finder or make_finder(run.finding, selection.finder)  # a judge it cannot run: told before any work
-        found = self.find(question, plan.budget, run.retrieval, progress, follows)
+        planned = self.plan(question, run, finder, notice)
+        found = self.find(question, planned.plan.budget, run.retrieval, progress, follows)
         if notice:
-            for line in small_model_notices(question, run.answering, plan, selection):
+            for line in small_model_notices(question, run.answering, planned):
                 notice(line)
-        rank = self.ranker(found.embedder)
-        return pipeline.answer(found, selection, plan, judge, progress=progress, rank=rank, follows=follows)
+        return pipeline.run(planned, found, progress=progress, follows=follows)
 
 
 class Conversation:
@@ -218,16 +216,15 @@ class Conversation:
         return trace
 
 
-def small_model_notices(
-    question: Question, answering: AnswerSettings, plan: Plan, selection: Selection
-) -> list[str]:
+def small_model_notices(question: Question, answering: AnswerSettings, planned: pipeline.PlannedRun) -> list[str]:
     """What a model too small to write or judge changes, said before the answer."""
     lines = []
-    if question.kind == "open" and answering.answer_mode == "auto" and plan.answer_mode == AnswerMode.EXTRACTIVE:
+    plan, selection = planned.plan, planned.backends
+    if question.is_open and answering.answer_mode == "auto" and plan.answer_mode == AnswerMode.EXTRACTIVE:
         lines.append(
             "answers extractively: the model is too small to write them (--answer generative to override)"
         )
-    if question.kind != "open" and answering.judge_anyway and holds(JUDGES_AT_CHANCE, selection.interpreter):
+    if not question.is_open and answering.judge_anyway and holds(JUDGES_AT_CHANCE, selection.interpreter):
         # asked for anyway: say how little the verdict is worth
         lines.append(
             "the model is too small to judge options or claims: its verdict is near chance "

@@ -12,11 +12,11 @@ from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.book import document_from_bytes
 from cwread.errors import ModelError
-from cwread.finder import GenerativeFinder, make_finder, read_segments
+from cwread.finder import GenerativeFinder, read_segments
 from cwread.interpreter import prompt_fits
 from cwread.packing import pack
-from cwread.pipeline import answer, make_plan
-from cwread.plan import AnswerSettings, FinderSettings
+from cwread.pipeline import plan_run, run
+from cwread.plan import AnswerSettings, RunSettings
 from cwread.question import Question
 from cwread.records import Verdict
 from cwread.segments import Budget, Segment
@@ -224,7 +224,7 @@ def test_direct_pipeline_call_records_models_and_tokens(story, cache_dir):
     interp = ScriptedBackend(["<reason>[5] x</reason><answer>A</answer>"], model="i")
     found = replace(api.find(doc, Question("Which?", "mcq", {"A": "x", "B": "y"})), budget=budget())
     selection = Selection(finder, interp, "scripted")
-    plan = make_plan(found.question, selection, AnswerSettings(self_check=False), budget=found.budget)
-    trace = answer(found, selection, plan, make_finder(FinderSettings(), finder))
+    settings = RunSettings(answering=AnswerSettings(self_check=False))
+    trace = run(plan_run(found.question, selection, settings, budget=found.budget), found)
     assert trace.models == {"finder": "scripted:f", "interpreter": "scripted:i"}
     assert trace.tokens()["prompt"] > 0 and trace.answer == "A"

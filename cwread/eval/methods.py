@@ -85,9 +85,11 @@ class EvalContext:
     def answer(self, found: FindResult, self_check: bool | None, packet: Packet | None = None) -> Trace:
         """The pipeline on `found` (from `packet` on, if given), as this run has it read and answer."""
         run = RunSettings(self.budget, finding=self.finding, answering=self.answering(self_check))
-        plan = self.session_of(found).plan(found.question, run, packet_given=packet is not None)
+        planned = self.session_of(found).plan(found.question, run, packet_given=packet is not None)
+        # this run's backends and judge, whatever the book's session was opened with
         finder = make_finder(self.finding, self.selection.finder)
-        return pipeline.answer(found, self.selection, plan, finder, packet=packet, rank=self.rank(found))
+        planned = replace(planned, backends=self.selection, finder=finder, rank=self.rank(found))
+        return pipeline.run(planned, found, packet=packet)
 
 
 # a method gets the record's retrieval with the question as shown (options may be rotated)
