@@ -31,6 +31,7 @@ from cwread.backends import cancellable
 from cwread.book import load_document
 from cwread.errors import CwreadError, InputError
 from cwread.library import Library, stamp_of
+from cwread.plan import ASKED_READ_TOKENS
 from cwread.records import JUDGE_ANYWAY_HINT, Trace
 from cwread.session import Session
 
@@ -224,7 +225,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
         session, lock = books.open(book)
         with lock:
             run = api.RunSettings(
-                finding=api.FinderSettings(read_tokens="auto"), answering=api.AnswerSettings(judge_anyway=judge_anyway)
+                finding=api.FinderSettings(read_tokens=ASKED_READ_TOKENS), answering=api.AnswerSettings(judge_anyway=judge_anyway)
             )
             trace = session.ask(question, run, progress=reporter(ctx))
         return result(answer_content(trace), answer_text(trace))

@@ -149,7 +149,7 @@ def finder_skip_reason(use: str, finder: Backend) -> str | None:
 
 
 @dataclass(frozen=True)
-class Reading:
+class FinderStage:
     """What the Finder stage produced: its verdicts, what it left unread, and the segments
     taken as kept (those it kept, or every segment read when it did not run)."""
 
@@ -177,12 +177,12 @@ def run(
     question, interpreter = found.question, selection.interpreter
     rank = planned.rank or extractive.sentence_ranker(found.document, load_embedder(found.embedder))
     t0 = time.perf_counter()
-    read = _read(found, plan, planned.finder, progress)
+    judged = _finder_stage(found, plan, planned.finder, progress)
     seconds = {"finder": round(time.perf_counter() - t0, 3)}
     if packet is None:
         fits = lambda evidence: packet_fits(interpreter, question, evidence)  # noqa: E731
         # N_E bounds the segments a Finder chose; with none to filter, B_c alone bounds the packet
-        packet = pack(found.document, list(read.kept), found.budget, fits, limit_segments=plan.evidence == PacketSource.FINDER)
+        packet = pack(found.document, list(judged.kept), found.budget, fits, limit_segments=plan.evidence == PacketSource.FINDER)
     first, checked = _interpret(plan, interpreter, question, packet, progress, seconds, follows)
     final = checked if checked is not None and checked.answer is not None else first
     t1 = time.perf_counter()
@@ -190,38 +190,38 @@ def run(
     seconds["support_check"] = round(time.perf_counter() - t1, 3)
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != PacketSource.GIVEN else None
     outcome = decide(
-        question, final, packet, plan.answer_mode, retrieved, _kept(found, read), rank, support, plan.extract or Extract.SPAN
+        question, final, packet, plan.answer_mode, retrieved, _kept(found, judged), rank, support, plan.extract or Extract.SPAN
     )
     return Trace(
         found=found,
         plan=plan,
-        verdicts=read.verdicts,
+        verdicts=judged.verdicts,
         packet=packet,
         interpreter=first,
         self_check=checked,
         models={"finder": label(selection.finder), "interpreter": label(interpreter)},
         seconds=seconds,
         outcome=outcome,
-        skipped=_skipped(plan, found, read),
-        unread=read.unread,
+        skipped=_skipped(plan, found, judged),
+        unread=judged.unread,
         follows=follows,
     )
 
 
-def _read(found: FindResult, plan: Plan, finder: Finder, progress: Progress | None) -> Reading:
+def _finder_stage(found: FindResult, plan: Plan, finder: Finder, progress: Progress | None) -> FinderStage:
     """The Finder stage as planned: the Finder reads within the plan's token budget and keeps
     by its threshold; a skipped one is taken to have kept every segment it would read, as that
     Finder would have."""
     if plan.evidence == PacketSource.GIVEN:
-        return Reading((), None, ())
+        return FinderStage((), None, ())
     if plan.evidence == PacketSource.ALL_READ:
-        return Reading((), None, tuple(Verdict(s, "YES", "") for s in found.read))
-    reading = reading_budget(plan.read_tokens, finder)
-    verdicts = read_segments(finder, found.document, found.read, found.question, reading, plan.keep_threshold, progress)
+        return FinderStage((), None, tuple(Verdict(s, "YES", "") for s in found.read))
+    budget = reading_budget(plan.read_tokens, finder)
+    verdicts = read_segments(finder, found.document, found.read, found.question, budget, plan.keep_threshold, progress)
     unread = None
-    if reading is not None and len(verdicts) < len(found.read):
-        unread = Unread(tuple(found.read[len(verdicts) :]), reading.limit() or 0, reading.why())
-    return Reading(verdicts, unread, verdicts)
+    if budget is not None and len(verdicts) < len(found.read):
+        unread = Unread(tuple(found.read[len(verdicts) :]), budget.limit() or 0, budget.why())
+    return FinderStage(verdicts, unread, verdicts)
 
 
 def _interpret(
@@ -276,13 +276,13 @@ def _shown_text(question: Question, answer: str) -> str:
     return grounding.cut_repetition(answer) if question.is_open else answer
 
 
-def _skipped(plan: Plan, found: FindResult, read: Reading) -> dict[str, str]:
+def _skipped(plan: Plan, found: FindResult, judged: FinderStage) -> dict[str, str]:
     """Stages not run, each with why (the view and the trace say it)."""
     skipped: dict[str, str] = {}
     if plan.finder_skipped and plan.evidence == PacketSource.ALL_READ:
         skipped["finder"] = plan.finder_skipped
-    if read.unread is not None:
-        unread = read.unread
+    if judged.unread is not None:
+        unread = judged.unread
         skipped["reading"] = (
             f"{len(unread.segments)} of {len(found.read)} segments, once the Finder's budget of "
             f"{unread.budget_tokens:,} prompt tokens was spent ({unread.why})"
@@ -398,9 +398,9 @@ def _best_evidence(
     return tuple(shown)
 
 
-def _kept(found: FindResult, read: Reading) -> list[Passage]:
+def _kept(found: FindResult, judged: FinderStage) -> list[Passage]:
     """The paragraphs the Finder kept (every one read when it was skipped)."""
-    return _paragraphs(found.document, [v.segment for v in read.kept if v.kept])
+    return _paragraphs(found.document, [v.segment for v in judged.kept if v.kept])
 
 
 def _paragraphs(document: Document, segments) -> list[Passage]:

@@ -136,6 +136,11 @@ class FinderSettings:
         _check_threshold(self.keep_threshold, "keep")
 
 
+# A question asked (ask, verify, chat, MCP) reads what its Finder reads in about half a minute
+# here; eval reads without a cap unless told (its runs compare across machines).
+ASKED_READ_TOKENS = "auto"
+
+
 def _read_tokens(value: int | str | None) -> int | str | None:
     """`read_tokens` as FinderSettings holds it: a positive number, "auto" or None."""
     if value is None:

@@ -20,7 +20,14 @@ from cwread.backends.select import PROVIDERS
 from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import InputError
 from cwread.eval.methods import METHODS as EVAL_METHODS
-from cwread.plan import ANSWER_CHOICES, FINDER_CHOICES, FINDER_REPLIES, AnswerSettings, FinderSettings
+from cwread.plan import (
+    ANSWER_CHOICES,
+    ASKED_READ_TOKENS,
+    FINDER_CHOICES,
+    FINDER_REPLIES,
+    AnswerSettings,
+    FinderSettings,
+)
 from cwread.question import make_question
 from cwread.retrieval import METHODS as RETRIEVALS
 
@@ -284,11 +291,10 @@ def _settings(num_ctx=None, workers=None, timeout=None, gguf=None, finder_lora=N
 
 
 budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
-# eval reads without a token cap unless asked (runs compare across machines); ask and verify
-# read what the Finder reads in about half a minute here
+# eval reads without a token cap unless asked; ask and verify as every question asked (plan.ASKED_READ_TOKENS)
 eval_finder_options = _option_group("finding", FINDER_OPTIONS, _finding)
 ask_finder_options = _option_group(
-    "finding", {**FINDER_OPTIONS, "read_tokens": (FINDER_OPTIONS["read_tokens"][0], "auto")}, _finding
+    "finding", {**FINDER_OPTIONS, "read_tokens": (FINDER_OPTIONS["read_tokens"][0], ASKED_READ_TOKENS)}, _finding
 )
 backend_options = _option_group(
     "settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS, **SERVING_OPTIONS}, _settings
