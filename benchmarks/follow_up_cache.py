@@ -64,8 +64,8 @@ def main() -> int:
     if second.follows is None:
         print("the follow-up was not taken for one", file=sys.stderr)
         return 1
-    read_first = {(v.segment.start, v.segment.end): v.call for v in first.verdicts}
-    both = [(v.segment, read_first[(v.segment.start, v.segment.end)], v.call) for v in second.verdicts
+    read_first = {(v.segment.start, v.segment.end): v.reply.call for v in first.verdicts}
+    both = [(v.segment, read_first[(v.segment.start, v.segment.end)], v.reply.call) for v in second.verdicts
             if (v.segment.start, v.segment.end) in read_first]
     model = second.models["finder"]
     lines = [

@@ -59,7 +59,7 @@ def measure(path: Path, name: str) -> dict:
             session = sessions.get(record.doc) or sessions.setdefault(record.doc, api.open(record.doc))
             found = session.find(record.question, budget)
             gold = record.gold_ids(session.document)
-            kept = [Verdict(s, "YES", "") for s in found.read]
+            kept = [Verdict(s, "YES") for s in found.read]
             packet = pack(session.document, kept, found.budget, limit_segments=not fitted)
             scores = session.find(record.question, found.budget, "bm25").paragraph_scores
             ranked = [i + 1 for i in sorted(range(len(scores)), key=lambda i: (-scores[i], i))]

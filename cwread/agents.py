@@ -16,7 +16,7 @@ from cwread.backends import Backend, GenerationRequest
 from cwread.book import LABEL, SOURCE_NAME, Evidence, Passage
 from cwread.grounding import neutralise, sentence_spans
 from cwread.question import Question
-from cwread.records import Forged, ModelCall, Quote
+from cwread.records import GroundedReply, ModelCall
 
 OPEN_ANSWER_CHARS = 160
 
@@ -281,27 +281,15 @@ def cached_prompt_tokens(generation) -> int:
     return max(0, generation.prompt_tokens - generation.prefill_tokens)
 
 
-@dataclass(frozen=True)
-class Grounded:
-    """A reason's quotes checked against the paragraphs the agent was shown: those found
-    verbatim, those not (never shown as support), and the ids it cited that it was not shown."""
-
-    quotes: tuple[Quote, ...]
-    forged: tuple[Forged, ...]
-    dropped: tuple[str, ...]
-
-    @property
-    def cited(self) -> tuple[int, ...]:
-        return tuple(dict.fromkeys(q.id for q in self.quotes))
-
-
-def ground(reason: str, paragraphs: Evidence) -> Grounded:
-    """Check `reason`'s quotes and citations against `paragraphs` as the agent saw them."""
+def ground(reason: str, paragraphs: Evidence, call: ModelCall) -> GroundedReply:
+    """`reason` (from `call`), its quotes and citations checked against `paragraphs` as the
+    agent saw them."""
     ids = shown_ids(paragraphs)
     shown = {p[0]: p[1] for p in shown_evidence(paragraphs)}
     quotes, forged = grounding.find_quotes(reason, shown, {p[0]: p[1] for p in paragraphs}, ids)
     _, dropped = split_citations(reason, ids)
-    return Grounded(tuple(quotes), tuple(forged), tuple(dropped))
+    cited = tuple(dict.fromkeys(q.id for q in quotes))
+    return GroundedReply(reason, call, tuple(quotes), tuple(forged), cited, tuple(dropped))
 
 
 def normalise_yes_no(raw: str) -> str | None:

@@ -35,7 +35,7 @@ from cwread.finder_budget import ReadingBudget
 from cwread.plan import FinderSettings
 from cwread.progress import Progress
 from cwread.question import Question
-from cwread.records import ModelCall, Verdict
+from cwread.records import GroundedReply, ModelCall, Verdict
 from cwread.segments import Segment
 
 FINDER_MAX_TOKENS = 160
@@ -233,18 +233,10 @@ class GenerativeFinder(_ChatFinder):
                 cached=call.cached and clue.cached,
                 prompt_cached=call.prompt_cached + agents.cached_prompt_tokens(clue),
             )
-        grounded = agents.ground(reason, paragraphs)
-        return Verdict(
-            segment=segment,
-            decision=parsed.answer if parsed.ok else "YES",
-            reason=reason if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})",
-            cited=grounded.cited,
-            dropped=grounded.dropped,
-            call=call,
-            kept_on_failure=not parsed.ok,
-            quotes=grounded.quotes,
-            forged=grounded.forged,
-        )
+        reply = agents.ground(reason, paragraphs, call)
+        if not parsed.ok:
+            reply = replace(reply, reason=f"(unparseable Finder reply kept: {parsed.problem})")
+        return Verdict(segment, parsed.answer if parsed.ok else "YES", reply, kept_on_failure=not parsed.ok)
 
 
 class ScoringFinder(_ChatFinder):
@@ -269,13 +261,8 @@ class ScoringFinder(_ChatFinder):
             lambda retry: _request(document, segment, question, retry, decision_first=True),
             parse_finder_reply,
         )
-        verdict = Verdict(
-            segment=segment,
-            decision=parsed.answer if parsed.ok else "YES",
-            reason="" if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})",
-            call=call,
-            kept_on_failure=not parsed.ok,
-        )
+        reason = "" if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})"
+        verdict = Verdict(segment, parsed.answer if parsed.ok else "YES", GroundedReply(reason, call), not parsed.ok)
         return by_threshold(verdict, self.threshold)
 
 
@@ -299,7 +286,7 @@ class ScriptedFinder:
         for segment in segments:
             score = float(self.score(segment, question))
             call = ModelCall(raw="", label_logprobs=(("YES", score), ("NO", 0.0)))
-            yield by_threshold(Verdict(segment, "NO", "", call=call), self.threshold)
+            yield by_threshold(Verdict(segment, "NO", GroundedReply(call=call)), self.threshold)
 
 
 def _request(
@@ -393,7 +380,7 @@ def read_segments(
             for i, verdict in enumerate(judged, start=start):
                 verdicts.append(verdict)
                 if reading:
-                    reading.observe(cost(i), verdict.call.seconds, verdict.call.cached)
+                    reading.observe(cost(i), verdict.reply.call.seconds, verdict.reply.call.cached)
                 if progress:
                     progress("finder", len(verdicts), total)
     if reading:

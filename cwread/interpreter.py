@@ -146,17 +146,7 @@ def interpret(
         ),
         lambda raw: parse_reply(raw, question),
     )
-    grounded = agents.ground(parsed.reason, evidence)
-    return AgentCall(
-        answer=parsed.answer,
-        reason=parsed.reason,
-        cited=grounded.cited,
-        dropped=grounded.dropped,
-        problem=parsed.problem,
-        call=call,
-        quotes=grounded.quotes,
-        forged=grounded.forged,
-    )
+    return AgentCall(parsed.answer, parsed.problem, agents.ground(parsed.reason, evidence, call))
 
 
 def prompt_fits(backend: Backend, request: GenerationRequest) -> bool:

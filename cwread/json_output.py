@@ -164,8 +164,8 @@ def ask_json(trace: Trace) -> dict:
         "reason": trace.reason,
         "citations": [id_json(doc, pid) for pid in trace.citations],
         "cited_paragraphs": [{**ref_json(doc, pid), "text": doc.paragraph(pid).text} for pid in trace.citations],
-        "dropped_citations": [label_json(label) for label in final.dropped] if final else [],
-        "dropped_quotes": forged_json(final.forged) if final else [],
+        "dropped_citations": [label_json(label) for label in final.reply.dropped] if final else [],
+        "dropped_quotes": forged_json(final.reply.forged) if final else [],
         "packet": [
             {**ref_json(doc, item.id), "text": item.text, "finder_reason": item.reason}
             for item in trace.packet.items
@@ -223,14 +223,14 @@ def _verdict_json(doc: Document, v: Verdict) -> dict:
         **segment_json(doc, v.segment),
         "decision": v.decision,
         "score": None if v.score is None else round(v.score, 4),  # ln P(YES) - ln P(NO)
-        "reason": v.reason,
-        "cited": [id_json(doc, pid) for pid in v.cited],
-        "quotes": quotes_json(doc, v.quotes),
-        "dropped_quotes": forged_json(v.forged),
-        "dropped_citations": [label_json(label) for label in v.dropped],
-        "parsed_first_try": v.parsed_first_try,
+        "reason": v.reply.reason,
+        "cited": [id_json(doc, pid) for pid in v.reply.cited],
+        "quotes": quotes_json(doc, v.reply.quotes),
+        "dropped_quotes": forged_json(v.reply.forged),
+        "dropped_citations": [label_json(label) for label in v.reply.dropped],
+        "parsed_first_try": v.reply.parsed_first_try,
         "kept_on_failure": v.kept_on_failure,
-        "cached": v.call.cached,
+        "cached": v.reply.call.cached,
     }
 
 
@@ -264,18 +264,18 @@ def _call_json(doc: Document, call: AgentCall | None) -> dict | None:
         return None
     return {
         "answer": call.answer,
-        "reason": call.reason,
-        "raw": call.call.raw,
-        "cited": [id_json(doc, pid) for pid in call.cited],
-        "quotes": quotes_json(doc, call.quotes),
-        "dropped_quotes": forged_json(call.forged),
-        "dropped_citations": [label_json(label) for label in call.dropped],
-        "parsed_first_try": call.parsed_first_try,
+        "reason": call.reply.reason,
+        "raw": call.reply.call.raw,
+        "cited": [id_json(doc, pid) for pid in call.reply.cited],
+        "quotes": quotes_json(doc, call.reply.quotes),
+        "dropped_quotes": forged_json(call.reply.forged),
+        "dropped_citations": [label_json(label) for label in call.reply.dropped],
+        "parsed_first_try": call.reply.parsed_first_try,
         "problem": call.problem,
-        "prompt_tokens": call.call.prompt_tokens,
-        "completion_tokens": call.call.completion_tokens,
-        "seconds": round(call.call.seconds, 3),
-        "cached": call.call.cached,
+        "prompt_tokens": call.reply.call.prompt_tokens,
+        "completion_tokens": call.reply.call.completion_tokens,
+        "seconds": round(call.reply.call.seconds, 3),
+        "cached": call.reply.call.cached,
     }
 
 

@@ -44,7 +44,7 @@ def pack_segments(
 ) -> Packet:
     """Pack `segments` as if each were kept with nothing cited (no Finder ran): all of them,
     in the order given, under B_c and the context check."""
-    kept = [Verdict(segment, "YES", "") for segment in segments]
+    kept = [Verdict(segment, "YES") for segment in segments]
     return _pack_kept(document, kept, False, budget, fits)
 
 
@@ -60,9 +60,9 @@ def _pack_kept(
     reason_of: dict[int, str] = {}
     for v in kept:
         seg_ids = list(v.segment.ids)
-        if v.cited:
+        if v.reply.cited:
             core = []
-            for pid in v.cited:
+            for pid in v.reply.cited:
                 first, last = document.file_span(pid)  # a neighbour in another file is not context
                 core += [q for q in (pid - 1, pid, pid + 1) if first <= q <= last]
         else:
@@ -70,7 +70,7 @@ def _pack_kept(
         cores += core
         rest += seg_ids
         for pid in core + seg_ids:
-            reason_of.setdefault(pid, v.reason)
+            reason_of.setdefault(pid, v.reply.reason)
 
     chosen: list[int] = []
     truncated: set[int] = set()

@@ -215,7 +215,7 @@ def _finder_stage(found: FindResult, plan: Plan, finder: Finder, progress: Progr
     if plan.evidence == PacketSource.GIVEN:
         return FinderStage((), None, ())
     if plan.evidence == PacketSource.ALL_READ:
-        return FinderStage((), None, tuple(Verdict(s, "YES", "") for s in found.read))
+        return FinderStage((), None, tuple(Verdict(s, "YES") for s in found.read))
     budget = reading_budget(plan.read_tokens, finder)
     verdicts = read_segments(finder, found.document, found.read, found.question, budget, plan.keep_threshold, progress)
     unread = None
@@ -245,7 +245,7 @@ def _interpret(
     if plan.self_check and first is not None and first.answer is not None:
         if progress:
             progress("self-check", 0, 1)
-        checked = interpret(interpreter, question, packet, (first.answer, first.reason), follows)
+        checked = interpret(interpreter, question, packet, (first.answer, first.reply.reason), follows)
     seconds.update(interpreter=round(t1 - t0, 3), self_check=round(time.perf_counter() - t1, 3))
     return first, checked
 
@@ -334,9 +334,9 @@ def decide(
     weights = rank.weights if rank is not None else None
     support = support or check_support(None, question, text, final, packet.evidence(), weights=weights)
     if not question.is_open:  # a label stands as chosen; the check says whether its quotes bear on it
-        return Answer(final.answer, final.answer, shown, support.supported, final.quotes, check=support)
+        return Answer(final.answer, final.answer, shown, support.supported, final.reply.quotes, check=support)
     if support.supported:
-        return Answer(text, final.answer, shown, True, final.quotes, check=support)
+        return Answer(text, final.answer, shown, True, final.reply.quotes, check=support)
     if fallback:  # a sentence of the book that fits, rather than words it does not back
         return replace(_extract(question, packet, retrieved, kept, rank, final, extract), check=support)
     evidence = _best_evidence(question, final, packet, retrieved, rank)
@@ -385,7 +385,7 @@ def _best_evidence(
     with the question, then the sentences of the packet and of what the Finder read that
     fit it best, up to BEST_EVIDENCE in all."""
     asked = grounding.content_words(question.text)
-    shown = [q for q in (final.quotes if final else ()) if asked & grounding.content_words(q.text)]
+    shown = [q for q in (final.reply.quotes if final else ()) if asked & grounding.content_words(q.text)]
     wanted = " ".join([question.text, *question.options.values()])  # the options say what counts
     candidates = grounding.best_sentences(
         wanted, [*packet.evidence(), *(retrieved or [])], BEST_EVIDENCE + len(shown), rank=rank

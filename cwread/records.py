@@ -49,22 +49,33 @@ NO_CALL = ModelCall()  # a verdict no model gave (training data, hand-made packe
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """The Finder's judgement of one segment."""
+class GroundedReply:
+    """An agent's reply, its reason's quotes checked against the paragraphs it was shown:
+    `quotes` found verbatim, `forged` quoted but not there (dropped and counted, never shown
+    as support), `cited` the ids of its quotes, `dropped` the labels it cited of paragraphs
+    it was not shown; `call` the model call that gave it. The Finder's verdicts and the
+    Interpreter's calls each hold one."""
 
-    segment: Segment
-    decision: str  # "YES" or "NO"
-    reason: str
-    cited: tuple[int, ...] = ()  # cited ids inside the segment
-    dropped: tuple[str, ...] = ()  # labels it cited of paragraphs it was not shown
+    reason: str = ""
     call: ModelCall = NO_CALL
-    kept_on_failure: bool = False  # unparseable after a retry: kept, recall first
-    quotes: tuple[Quote, ...] = ()  # its clue, found in the segment
+    quotes: tuple[Quote, ...] = ()
     forged: tuple[Forged, ...] = ()
+    cited: tuple[int, ...] = ()
+    dropped: tuple[str, ...] = ()
 
     @property
     def parsed_first_try(self) -> bool:
         return self.call.parsed_first_try
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The Finder's judgement of one segment: YES or NO, and the reply that gave it."""
+
+    segment: Segment
+    decision: str  # "YES" or "NO"
+    reply: GroundedReply = GroundedReply()
+    kept_on_failure: bool = False  # unparseable after a retry: kept, recall first
 
     @property
     def kept(self) -> bool:
@@ -75,7 +86,7 @@ class Verdict:
     def score(self) -> float | None:
         """The Finder's log-odds of YES over NO at its answer (ln P(YES) - ln P(NO)), where the
         backend gave log-probabilities; None otherwise, or for a reply that could not be read."""
-        scores = dict(self.call.label_logprobs)
+        scores = dict(self.reply.call.label_logprobs)
         if self.kept_on_failure or "YES" not in scores or "NO" not in scores:
             return None
         return scores["YES"] - scores["NO"]
@@ -83,20 +94,12 @@ class Verdict:
 
 @dataclass(frozen=True)
 class AgentCall:
-    """One Interpreter or self-check call, after parsing."""
+    """One Interpreter or self-check call, after parsing: its answer (None: unreadable),
+    what was wrong with it, and the reply it came in."""
 
     answer: str | None
-    reason: str
-    cited: tuple[int, ...]  # ids of its quotes that are in the book
-    dropped: tuple[str, ...]  # labels it cited of paragraphs it was not shown
     problem: str | None
-    call: ModelCall
-    quotes: tuple[Quote, ...] = ()  # found verbatim in the paragraphs it was shown
-    forged: tuple[Forged, ...] = ()  # quoted but not there: dropped and counted
-
-    @property
-    def parsed_first_try(self) -> bool:
-        return self.call.parsed_first_try
+    reply: GroundedReply
 
 
 @dataclass(frozen=True)
@@ -346,7 +349,7 @@ class Trace:
 
     @property
     def reason(self) -> str:
-        return self.final.reason if self.final else ""
+        return self.final.reply.reason if self.final else ""
 
     @property
     def citations(self) -> list[int]:
@@ -362,17 +365,17 @@ class Trace:
         """Every call to a model the run made: the Finder's, the Interpreter's, the support check's."""
         check = self.outcome.check
         support = [check.call] if check is not None and check.call is not None else []
-        return [v.call for v in self.verdicts] + [c.call for c in self.agent_calls] + support
+        return [v.reply.call for v in self.verdicts] + [c.reply.call for c in self.agent_calls] + support
 
     def tokens(self) -> dict[str, int]:
         calls = self.model_calls
         return {
             "prompt": sum(c.prompt_tokens for c in calls),
             "completion": sum(c.completion_tokens for c in calls),
-            "finder_prompt": sum(v.call.prompt_tokens for v in self.verdicts),
+            "finder_prompt": sum(v.reply.call.prompt_tokens for v in self.verdicts),
             # of the prompt tokens, those the server's prompt cache held (a segment read before)
             "prompt_cached": sum(c.prompt_cached for c in calls),
-            "finder_prompt_cached": sum(v.call.prompt_cached for v in self.verdicts),
+            "finder_prompt_cached": sum(v.reply.call.prompt_cached for v in self.verdicts),
         }
 
 

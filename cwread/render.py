@@ -362,7 +362,7 @@ def answer_view(trace: Trace) -> None:
     )
     tokens = trace.tokens()
     checked = "self-checked" if trace.self_check else "no self-check"
-    forged = sum(len(c.forged) for c in trace.agent_calls)
+    forged = sum(len(c.reply.forged) for c in trace.agent_calls)
     out.print(
         Text(
             f"{finder_line}; packet {len(trace.packet.items)} "

@@ -120,7 +120,7 @@ def check_support(
     """Whether `final`'s quotes support `answer` (its text as shown: an open answer cut where
     it repeats, or the label chosen). With `backend`, the model decides (see the module);
     without, the words do, a label's weighed by `weights` (the book's idf)."""
-    quotes = final.quotes
+    quotes = final.reply.quotes
     share = quoted_share(answer, quotes, question.text) if question.kind == "open" else None
     weight = grounding.label_share(question, answer, quotes, weights) if question.kind != "open" else None
     method = "model" if backend else "words"

@@ -9,7 +9,7 @@ from cwread import extractive, grounding
 from cwread.book import document_from_bytes
 from cwread.pipeline import decide
 from cwread.question import Question
-from cwread.records import AgentCall, ModelCall, Packet, PacketItem, Quote
+from cwread.records import AgentCall, GroundedReply, ModelCall, Packet, PacketItem, Quote
 
 GIANT_BOOK = "\n\n".join(
     [
@@ -64,15 +64,8 @@ def test_similarity_counts_at_half_weight():
 
 
 def _final(quotes):
-    return AgentCall(
-        answer="a guess",
-        reason="",
-        cited=(),
-        dropped=(),
-        problem=None,
-        call=ModelCall("", True, 0, 0, 0.0, False),
-        quotes=tuple(quotes),
-    )
+    reply = GroundedReply(call=ModelCall("", True, 0, 0, 0.0, False), quotes=tuple(quotes))
+    return AgentCall(answer="a guess", problem=None, reply=reply)
 
 
 def test_the_extracted_sentence_may_come_from_what_the_finder_kept_beyond_the_packet():

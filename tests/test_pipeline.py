@@ -18,7 +18,7 @@ from cwread.packing import pack
 from cwread.pipeline import plan_run, run
 from cwread.plan import AnswerSettings, RunSettings
 from cwread.question import Question
-from cwread.records import Verdict
+from cwread.records import GroundedReply, Verdict
 from cwread.segments import Budget, Segment
 from tests.scripted_replies import finder_reply
 
@@ -29,7 +29,7 @@ def doc_of(n: int, length: int = 50):
 
 
 def verdict(start, end, decision="YES", cited=(), reason="r"):
-    return Verdict(Segment(start, end, "anchor", 1.0), decision, reason, cited=tuple(cited))
+    return Verdict(Segment(start, end, "anchor", 1.0), decision, GroundedReply(reason, cited=tuple(cited)))
 
 
 def budget(**kw):
@@ -144,9 +144,9 @@ def test_claim_always_self_checks_and_drops_invalid_citations(story, cache_dir):
         use_cache=False,
     )
     assert trace.question.kind == "claim" and trace.answer == "TRUE"
-    assert trace.citations == [5] and trace.final.dropped == ("77",)
-    assert trace.interpreter.dropped == ("99",)
-    assert trace.final.forged == (("77", "too"),) and trace.outcome.supported
+    assert trace.citations == [5] and trace.final.reply.dropped == ("77",)
+    assert trace.interpreter.reply.dropped == ("99",)
+    assert trace.final.reply.forged == (("77", "too"),) and trace.outcome.supported
 
 
 def test_unparseable_finder_reply_is_retried_then_kept(story, cache_dir):
@@ -154,7 +154,7 @@ def test_unparseable_finder_reply_is_retried_then_kept(story, cache_dir):
     finder = ScriptedBackend(default="I think so.", model="finder")
     segs = [Segment(1, 2, "anchor", 1.0), Segment(3, 4, "window", 0.5)]
     verdicts = read_segments(GenerativeFinder(finder), doc, segs, Question("medal", "open"))
-    assert all(v.kept_on_failure and v.decision == "YES" and not v.parsed_first_try for v in verdicts)
+    assert all(v.kept_on_failure and v.decision == "YES" and not v.reply.parsed_first_try for v in verdicts)
     assert len(finder.requests) == 4  # one retry each
     assert "could not be read" in finder.requests[1].messages[-1][1]
 
@@ -163,7 +163,7 @@ def test_retry_that_parses_counts_as_not_first_try(story, cache_dir):
     doc = api.open_document(str(story))
     finder = ScriptedBackend(["garbage", '<reason>[2] "Martha Quill kept the lighthouse on Gannet Rock"</reason><answer>YES</answer>'])
     [v] = read_segments(GenerativeFinder(finder), doc, [Segment(1, 2, "anchor", 1.0)], Question("q", "open"))
-    assert v.decision == "YES" and not v.kept_on_failure and not v.parsed_first_try and v.cited == (2,)
+    assert v.decision == "YES" and not v.kept_on_failure and not v.reply.parsed_first_try and v.reply.cited == (2,)
 
 
 def test_interpreter_that_never_parses_gives_no_answer(story, cache_dir):

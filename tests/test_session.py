@@ -213,6 +213,6 @@ def test_a_follow_up_cannot_quote_the_conversation(story, cache_dir):
         api.make_question("What did they give her?"), api.RunSettings(answering=api.AnswerSettings(self_check=False))
     )
     assert trace.follows is not None
-    assert trace.interpreter.quotes == () and trace.interpreter.forged
+    assert trace.interpreter.reply.quotes == () and trace.interpreter.reply.forged
     # its words stand on no quote: what is shown is a sentence of the book, quoted where it is
     assert trace.outcome.mode == "extractive" and [q.id for q in trace.outcome.quotes] == [5]

@@ -80,7 +80,7 @@ def score_fields(record: Record, answer: str | None) -> dict:
 def verdict_counts(verdicts: tuple[Verdict, ...]) -> dict:
     return {
         "finder_calls": len(verdicts),
-        "finder_parsed_first_try": sum(v.parsed_first_try for v in verdicts),
+        "finder_parsed_first_try": sum(v.reply.parsed_first_try for v in verdicts),
         "finder_yes": sum(v.kept for v in verdicts),
     }
 
@@ -103,15 +103,15 @@ def trace_fields(trace: Trace) -> dict:
         "support_score": check.score if check else None,
         "support_quoted_share": check.quoted_share if check else None,
         "support_weight_share": check.weight_share if check else None,
-        "parsed_first_try": bool(trace.interpreter and trace.interpreter.parsed_first_try),
+        "parsed_first_try": bool(trace.interpreter and trace.interpreter.reply.parsed_first_try),
         "citations": [trace.document.public_id(pid) for pid in trace.citations],
-        "invalid_citations": list(final.dropped) if final else [],  # labels as the model wrote them
+        "invalid_citations": list(final.reply.dropped) if final else [],  # labels as the model wrote them
         # every quote shown is re-read from the book: fidelity must be 100%
         "quotes_shown": len(outcome.quotes),
         "quotes_verbatim": sum(
             trace.document.paragraph(q.id).text[q.start : q.end] == q.text for q in outcome.quotes
         ),
-        "quotes_dropped": sum(len(c.forged) for c in trace.agent_calls),
+        "quotes_dropped": sum(len(c.reply.forged) for c in trace.agent_calls),
         **verdict_counts(trace.verdicts),
         "self_checked": trace.self_check is not None,
         "prompt_tokens": trace.tokens()["prompt"],
@@ -157,8 +157,8 @@ def finder_fields(record: Record, found: FindResult, trace: Trace) -> dict:
         **verdict_counts(verdicts),
         "finder_kept_unparsed": sum(v.kept_on_failure for v in verdicts),  # counted as YES (recall first)
         "model_calls": len(verdicts),
-        "cached_calls": sum(v.call.cached for v in verdicts),
-        "prompt_tokens": sum(v.call.prompt_tokens for v in verdicts),
+        "cached_calls": sum(v.reply.call.cached for v in verdicts),
+        "prompt_tokens": sum(v.reply.call.prompt_tokens for v in verdicts),
     }
     if gold:
         out["segments_gold"] = sum(bool(gold & set(v.segment.ids)) for v in verdicts)
@@ -171,8 +171,8 @@ def finder_fields(record: Record, found: FindResult, trace: Trace) -> dict:
         # log-odds of YES, where the backend gives them) for the report's score-as-ranking check
         out["segment_gold"] = [bool(gold & set(seg.ids)) for seg in ranked]
         out["finder_scores"] = [v.score for v in verdicts]
-        out["finder_cited"] = sum(len(v.cited) for v in yes)
-        out["finder_cited_gold"] = sum(len(gold & set(v.cited)) for v in yes)
+        out["finder_cited"] = sum(len(v.reply.cited) for v in yes)
+        out["finder_cited_gold"] = sum(len(gold & set(v.reply.cited)) for v in yes)
         out.update(evidence_fields(record, found))
         out["evidence_yes_hits"] = metrics.recall(gold, {p for v in yes for p in v.segment.ids})[0]
     return out
