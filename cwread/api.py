@@ -129,18 +129,14 @@ def ask(
     question: Question,
     run: RunSettings | None = None,
     *,
-    settings: BackendSettings | None = None,
-    selection: Selection | None = None,
-    use_cache: bool = True,
-    embedder: str = DEFAULT_EMBEDDER,
     progress: Progress | None = None,
     notice: Callable[[str], None] | None = None,
+    **opening,
 ) -> Trace:
     """Answer one question (or verify a claim) about `document` with quoted paragraphs, in
-    one call (see Session.ask; `run`: what each stage is asked for; backends from
-    `selection` if given, else from `settings`)."""
-    session = Session(document, embedder=embedder, settings=settings, selection=selection, use_cache=use_cache)
-    return session.ask(question, run, progress=progress, notice=notice)
+    one call: `open(document, **opening)` (the embedder, the backends' settings or a
+    selection, the call cache), then Session.ask (`run`: what each stage is asked for)."""
+    return open(document, **opening).ask(question, run, progress=progress, notice=notice)
 
 
 def search_library(roots: tuple[Path, ...], query: str, limit: int = 10, progress: Progress | None = None) -> Found:

@@ -122,8 +122,9 @@ def find(
         render.find_view(result, shown)
 
 
-def _answer(book: str, asked, budget, finding, settings, run: AnswerRun, quiet: bool = False):
-    """Shared by `ask` and `verify`: run the pipeline, print, return the trace."""
+def _answer(book: str, asked, asking, settings, run: AnswerRun, quiet: bool = False):
+    """Shared by `ask` and `verify`: run the pipeline as `asking` (RunSettings) says on the
+    backends `settings` choose, print, return the trace."""
     from pathlib import Path
 
     from cwread import api, json_output, render
@@ -139,7 +140,7 @@ def _answer(book: str, asked, budget, finding, settings, run: AnswerRun, quiet: 
         result = api.ask(
             document,
             asked,
-            api.RunSettings(budget, run.retrieval, finding, run.answering),
+            asking,
             embedder=run.model.embedder,
             settings=settings,
             use_cache=run.model.use_cache,
@@ -181,7 +182,7 @@ def ask(
     answers from that packet only. Exit 4 if the text does not determine an answer (the best
     evidence is shown) or no reply could be parsed.
     """
-    _answer(book, asked, budget, finding, settings, run)
+    _answer(book, asked, run.asking(budget, finding), settings, run)
 
 
 @app.command()
@@ -207,7 +208,7 @@ def verify(
     """
     from cwread import api
 
-    result = _answer(book, api.make_question(claim, claim=True), budget, finding, settings, run, quiet)
+    result = _answer(book, api.make_question(claim, claim=True), run.asking(budget, finding), settings, run, quiet)
     return answer_exit(result)
 
 
@@ -240,7 +241,7 @@ def chat(
     session = api.open(document, embedder=run.model.embedder, settings=settings, use_cache=run.model.use_cache)
     session.selection(None if run.output.json_out else _notice())  # a missing server is told before any question
     interactive = sys.stdin.isatty() and not run.output.json_out
-    return Chat(session, run, budget, finding).main(interactive)
+    return Chat(session, run, run.asking(budget, finding)).main(interactive)
 
 
 def _notice():

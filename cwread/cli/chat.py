@@ -19,8 +19,7 @@ from cwread.cache import cache_root, check_output_path, write_output_file
 from cwread.cli.exits import answer_exit
 from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError, OutputError
-from cwread.plan import FinderSettings, RunSettings
-from cwread.segments import Budget
+from cwread.plan import RunSettings
 from cwread.session import Conversation, Session
 from cwread.terminal import one_line
 
@@ -37,12 +36,11 @@ HISTORY_LINES = 1000
 
 @dataclass
 class Chat:
-    """One chat over `session`, answering as `run`, `budget` and `finding` say."""
+    """One chat over `session`, reporting as `run` says and answering as `asking` does."""
 
     session: Session
     run: AnswerRun
-    budget: Budget
-    finding: FinderSettings
+    asking: RunSettings
     traces: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -89,7 +87,7 @@ class Chat:
         with render.progress(self.json_lines) as progress:
             trace = self.conversation.ask(
                 question,
-                RunSettings(self.budget, self.run.retrieval, self.finding, self.run.answering),
+                self.asking,
                 progress=progress,
                 notice=None if self.json_lines else render.notice,
             )
@@ -128,7 +126,7 @@ class Chat:
             shown = api.show(document, rest)
             self._line(json_output.show_json(document, shown)) if self.json_lines else render.show_view(document, shown)
         elif name == "/find":
-            found = self.session.find(api.make_question(rest), self.budget, self.run.retrieval)
+            found = self.session.find(api.make_question(rest), self.asking.budget, self.asking.retrieval)
             if self.json_lines:
                 self._line(json_output.find_json(found, len(found.anchor_segments)))
             else:

@@ -27,9 +27,11 @@ from cwread.plan import (
     FINDER_REPLIES,
     AnswerSettings,
     FinderSettings,
+    RunSettings,
 )
 from cwread.question import make_question
 from cwread.retrieval import METHODS as RETRIEVALS
+from cwread.segments import Budget
 
 
 def _listed(names) -> str:
@@ -370,6 +372,10 @@ class AnswerRun:
     answering: AnswerSettings
     trace: str | None
     output: Output
+
+    def asking(self, budget: Budget | None, finding: FinderSettings) -> RunSettings:
+        """What each question's run is asked for, with the budget and Finder option groups."""
+        return RunSettings(budget, self.retrieval, finding, self.answering)
 
 
 ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
