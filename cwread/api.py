@@ -22,7 +22,6 @@ from cwread import pipeline
 from cwread.backends import label
 from cwread.backends.select import (
     BackendSettings,
-    Selection,
     model_advice,
     select_backends,
     serving_notes,
@@ -65,19 +64,13 @@ __all__ = [
 ]
 
 
-def open(
-    book: str | Document,
-    *,
-    encoding: str | None = None,
-    embedder: str = DEFAULT_EMBEDDER,
-    settings: BackendSettings | None = None,
-    selection: Selection | None = None,
-    use_cache: bool = True,
-) -> Session:
+def open(book: str | Document, *, encoding: str | None = None, **session) -> Session:
     """A reading session on `book` (a path, "-" for stdin, or a Document already read): ask it
-    as many questions as you like; nothing is read, indexed, loaded or selected twice."""
+    as many questions as you like; nothing is read, indexed, loaded or selected twice.
+    `session`: Session's own keywords (the embedder, the backends' `settings` or a
+    `selection`, `use_cache`)."""
     document = book if isinstance(book, Document) else load_document(book, encoding=encoding)
-    return Session(document, embedder=embedder, settings=settings, selection=selection, use_cache=use_cache)
+    return Session(document, **session)
 
 
 def open_document(path: str, encoding: str | None = None) -> Document:

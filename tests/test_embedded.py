@@ -240,8 +240,8 @@ def test_a_follow_up_reads_a_segment_read_before_from_llama_cpps_prompt_cache(st
     first = conversation.ask(api.make_question("What did the fishermen give Martha Quill?"), run)
     second = conversation.ask(api.make_question("Where did she keep it?"), run)
     assert second.follows is not None
-    shared = {(v.segment.start, v.segment.end): v.call for v in first.verdicts}
-    both = [(shared[key], v.call) for v in second.verdicts if (key := (v.segment.start, v.segment.end)) in shared]
+    shared = {(v.segment.start, v.segment.end): v.reply.call for v in first.verdicts}
+    both = [(shared[key], v.reply.call) for v in second.verdicts if (key := (v.segment.start, v.segment.end)) in shared]
     assert both, "the follow-up read none of the first question's segments"
     for before, after in both:
         read_before = before.prompt_tokens - before.prompt_cached
