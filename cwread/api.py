@@ -22,6 +22,7 @@ from cwread import pipeline
 from cwread.backends import label
 from cwread.backends.select import (
     BackendSettings,
+    Selection,
     model_advice,
     select_backends,
     serving_notes,
@@ -49,6 +50,7 @@ __all__ = [
     "Plan",
     "Question",
     "RunSettings",
+    "Selection",
     "Session",
     "Trace",
     "ask",
