@@ -92,10 +92,11 @@ def plan_run(
     reader = finder or make_finder(finding, backends.finder)  # a judge it cannot run: told before any work
     interpreter = backends.interpreter
     small = holds(JUDGES_AT_CHANCE, interpreter)
-    mode = open_answer_mode(answering, interpreter)
     verdict = answering.judge_anyway or not small
-    if not question.is_open and not verdict:
-        mode = AnswerMode.EVIDENCE_ONLY
+    if question.is_open:
+        mode = open_answer_mode(answering, interpreter)
+    else:  # a label is the model's verdict, or none from a model that judges at chance
+        mode = AnswerMode.GENERATIVE if verdict else AnswerMode.EVIDENCE_ONLY
     skipped = None if finder is not None or packet_given else finder_skip_reason(finding.use, backends.finder)
     evidence = PacketSource.GIVEN if packet_given else PacketSource.ALL_READ if skipped else PacketSource.FINDER
     judge = reader.reply if evidence == PacketSource.FINDER else None

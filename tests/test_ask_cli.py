@@ -368,6 +368,8 @@ def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story
     code, out, err = verify(True, "--judge-anyway")  # today's behaviour, with its warning
     assert code == 0 and "TRUE" in out
     assert "too small to judge options or claims: its verdict is near chance" in err
+    assert "words quoted from the text" not in out  # a verdict is the model's, not an extract
+    assert "The model's verdict" in " ".join(w for w in out.split() if w != "│")
     code, out, err = verify(False)
     assert code == 0 and "near chance" not in err
 
