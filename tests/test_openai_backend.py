@@ -322,9 +322,8 @@ def test_a_server_without_logprobs_gives_no_scores():
     assert reply.generate(finder_call()).label_logprobs == ()
 
 
-def test_the_finder_can_have_a_server_of_its_own(monkeypatch):
-    """A trained Finder served as base + adapter by a second llama-server; the Interpreter's
-    calls stay with the base model's server."""
+def servers_by_host(monkeypatch) -> list[str]:
+    """Every server answers as one llama-server; the list fills with the host of each chat call."""
     hosts: list[str] = []
     inner = fake_server("llamacpp", "<reason>[3] the mat</reason>\n<answer>YES</answer>", {})
 
@@ -334,6 +333,13 @@ def test_the_finder_can_have_a_server_of_its_own(monkeypatch):
         return inner(request)
 
     monkeypatch.setattr(openai_compat, "new_http_client", lambda timeout: _mock_client(handler))
+    return hosts
+
+
+def test_the_finder_can_have_a_server_of_its_own(monkeypatch):
+    """A trained Finder served as base + adapter by a second llama-server; the Interpreter's
+    calls stay with the base model's server."""
+    hosts = servers_by_host(monkeypatch)
     settings = BackendSettings(
         backend="openai", own=(OpenAISettings(base_url=URL, finder_base_url="http://finder.test:8081/v1/"),)
     )
@@ -359,15 +365,7 @@ def test_the_finder_can_have_a_server_of_its_own(monkeypatch):
 
 def test_each_agent_can_name_its_own_server_in_its_model(monkeypatch):
     """`openai:MODEL@URL` runs that agent there, whatever --backend the other agent has."""
-    hosts: list[str] = []
-    inner = fake_server("llamacpp", "<reason>[3] the mat</reason>\n<answer>YES</answer>", {})
-
-    def handler(request):
-        if request.url.path == "/v1/chat/completions":
-            hosts.append(request.url.host)
-        return inner(request)
-
-    monkeypatch.setattr(openai_compat, "new_http_client", lambda timeout: _mock_client(handler))
+    hosts = servers_by_host(monkeypatch)
     settings = BackendSettings(
         backend="openai",
         finder_model="openai:qwen2.5-1.5b@http://finder.test:8081/v1",
