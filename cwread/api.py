@@ -108,15 +108,11 @@ def index_document(
 
 
 def find(
-    document: Document,
-    question: Question,
-    budget: Budget | None = None,
-    embedder: str = DEFAULT_EMBEDDER,
-    retrieval: str = "fused",
-    progress: Progress | None = None,
+    document: Document, question: Question, budget: Budget | None = None, *, embedder: str = DEFAULT_EMBEDDER, **finding
 ) -> FindResult:
-    """Retrieve and segment, in one call (see Session.find)."""
-    return Session(document, embedder=embedder).find(question, budget, retrieval, progress)
+    """Retrieve and segment, in one call: Session.find on a session with this `embedder`
+    (`finding`: its own keywords, e.g. retrieval and progress)."""
+    return Session(document, embedder=embedder).find(question, budget, **finding)
 
 
 def ask(

@@ -114,7 +114,7 @@ def find(
         raise InputError("--limit must be 0 (all) or a positive number")
     document = open_document(book, output)
     with render.progress() as progress:
-        result = api.find(document, asked, budget, embedder, retrieval, progress)
+        result = api.find(document, asked, budget, embedder=embedder, retrieval=retrieval, progress=progress)
     shown = len(result.anchor_segments) if limit is None else limit
     if output.json_out:
         render.print_json(json_output.find_json(result, shown))
