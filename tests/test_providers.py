@@ -77,3 +77,57 @@ def test_settings_a_provider_cannot_take_are_refused(scripted, tmp_path):
 def test_every_provider_says_what_it_runs():
     for name, provider in PROVIDERS.items():
         assert provider.name == name and provider.summary
+
+
+@pytest.fixture
+def ollama_server():
+    """A local HTTP server that answers Ollama's model list (GET /api/tags) with the models
+    a test puts in `served`; its address is `url`."""
+    import http.server
+    import threading
+
+    served: list[str] = []
+
+    class Tags(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # http.server calls it by this name
+            body = json.dumps({"models": [{"model": f"{name}:latest"} for name in served]}).encode()
+            self.send_response(200 if self.path == "/api/tags" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Tags)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield served, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_auto_takes_ollama_when_it_serves_both_models_else_says_what_it_lacks(monkeypatch, ollama_server):
+    served, url = ollama_server
+    monkeypatch.setenv("OLLAMA_HOST", url)
+    served += ["cwread-finder", "cwread-interpreter"]
+    chosen = select_backends(BackendSettings())
+    assert (chosen.finder.name, chosen.interpreter.name) == ("ollama", "ollama")
+    assert chosen.why == f"backend: ollama at {url} (cwread-finder, cwread-interpreter)"
+    served.remove("cwread-interpreter")
+    fallback = select_backends(BackendSettings())
+    assert fallback.finder.name == "embedded" and fallback.why.endswith("; Ollama runs but lacks cwread-interpreter")
+    with pytest.raises(ModelError, match=f"Ollama at {url} has no model 'cwread-interpreter': create it"):
+        select_backends(BackendSettings(backend="ollama"))
+
+
+def test_one_agent_on_an_ollama_server_named_in_its_model(scripted, ollama_server):
+    served, url = ollama_server
+    served.append("qwen2.5:7b")
+    chosen = select_backends(BackendSettings(backend="scripted", interpreter_model=f"ollama:qwen2.5:7b@{url}"))
+    assert chosen.finder is scripted.finder
+    assert chosen.interpreter.name == "ollama" and chosen.interpreter.model == "qwen2.5:7b"
+    assert chosen.why == f"backend: scripted; ollama at {url} (Interpreter qwen2.5:7b)"
