@@ -288,8 +288,7 @@ def ground(reason: str, paragraphs: Evidence, call: ModelCall) -> GroundedReply:
     shown = {p[0]: p[1] for p in shown_evidence(paragraphs)}
     quotes, forged = grounding.find_quotes(reason, shown, {p[0]: p[1] for p in paragraphs}, ids)
     _, dropped = split_citations(reason, ids)
-    cited = tuple(dict.fromkeys(q.id for q in quotes))
-    return GroundedReply(reason, call, tuple(quotes), tuple(forged), cited, tuple(dropped))
+    return GroundedReply(reason, call, tuple(quotes), tuple(forged), tuple(dropped))
 
 
 def normalise_yes_no(raw: str) -> str | None:

@@ -235,8 +235,13 @@ class GenerativeFinder(_ChatFinder):
             )
         reply = agents.ground(reason, paragraphs, call)
         if not parsed.ok:
-            reply = replace(reply, reason=f"(unparseable Finder reply kept: {parsed.problem})")
+            reply = replace(reply, reason=_kept_unread(parsed))
         return Verdict(segment, parsed.answer if parsed.ok else "YES", reply, kept_on_failure=not parsed.ok)
+
+
+def _kept_unread(parsed: agents.ParsedReply) -> str:
+    """The reason a verdict gives for a reply it could not read (its segment kept: recall first)."""
+    return f"(unparseable Finder reply kept: {parsed.problem})"
 
 
 class ScoringFinder(_ChatFinder):
@@ -261,7 +266,7 @@ class ScoringFinder(_ChatFinder):
             lambda retry: _request(document, segment, question, retry, decision_first=True),
             parse_finder_reply,
         )
-        reason = "" if parsed.ok else f"(unparseable Finder reply kept: {parsed.problem})"
+        reason = "" if parsed.ok else _kept_unread(parsed)
         verdict = Verdict(segment, parsed.answer if parsed.ok else "YES", GroundedReply(reason, call), not parsed.ok)
         return by_threshold(verdict, self.threshold)
 

@@ -208,10 +208,15 @@ def label_share(question: Question, label: str, quotes: Iterable[Quote], weights
     return round(weight_shares(label_about(question, label), [quoted], weights)[0], 4) if quoted else 0.0
 
 
+def bears_on_label(share: float) -> bool:
+    """Whether quotes carrying `share` of a label's word weight bear on it."""
+    return share >= LABEL_SUPPORT_SHARE
+
+
 def supports_label(question: Question, label: str, quotes: Iterable[Quote], weights: Weights | None = None) -> bool:
     """Whether `quotes` bear on a chosen option or claim: they carry at least
     LABEL_SUPPORT_SHARE of its words' weight."""
-    return label_share(question, label, quotes, weights) >= LABEL_SUPPORT_SHARE
+    return bears_on_label(label_share(question, label, quotes, weights))
 
 
 Rank = Callable[[str, list[str]], list[float]]  # (question, sentences) -> a score for each

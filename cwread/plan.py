@@ -176,10 +176,10 @@ class Plan:
     the trace, so the view, `api`, `eval` and `doctor` read it rather than derive it again.
 
     `answer_mode`: one of ANSWER_MODES, as the question will be answered. `evidence`: where
-    the packet comes from (PacketSource; with no Finder, `finder_skipped` says why). `finder`: the judge that reads (its reply,
-    or "scripted"; None when none runs), with its `read_tokens` and `keep_threshold` as
-    FinderSettings has them. `verdict`: options and claims are given the Interpreter's
-    verdict. `interpreter`: the Interpreter is asked (not for an extractive answer or a
+    the packet comes from (PacketSource; with no Finder, `finder_skipped` says why).
+    `finder`: the judge that reads (its reply, or "scripted"; None when none runs), with its
+    `read_tokens` and `keep_threshold` as FinderSettings has them. `verdict`: options and
+    claims are given the Interpreter's verdict. `interpreter`: the Interpreter is asked (not for an extractive answer or a
     withheld verdict); `self_check`: its second pass follows a readable first answer.
     `budget`: the budget fitted to the book and the Interpreter, with why
     (cwread.segments.fit_budget); None where the caller gave none to fit. `support`: how

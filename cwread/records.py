@@ -52,16 +52,20 @@ NO_CALL = ModelCall()  # a verdict no model gave (training data, hand-made packe
 class GroundedReply:
     """An agent's reply, its reason's quotes checked against the paragraphs it was shown:
     `quotes` found verbatim, `forged` quoted but not there (dropped and counted, never shown
-    as support), `cited` the ids of its quotes, `dropped` the labels it cited of paragraphs
-    it was not shown; `call` the model call that gave it. The Finder's verdicts and the
+    as support), `dropped` the labels it cited of paragraphs it was not shown; `call` the
+    model call that gave it. The Finder's verdicts and the
     Interpreter's calls each hold one."""
 
     reason: str = ""
     call: ModelCall = NO_CALL
     quotes: tuple[Quote, ...] = ()
     forged: tuple[Forged, ...] = ()
-    cited: tuple[int, ...] = ()
     dropped: tuple[str, ...] = ()
+
+    @property
+    def cited(self) -> tuple[int, ...]:
+        """The ids of the paragraphs its quotes come from, in the order first quoted."""
+        return tuple(dict.fromkeys(q.id for q in self.quotes))
 
     @property
     def parsed_first_try(self) -> bool:

@@ -79,6 +79,10 @@ class Session:
                 self._indexes[name] = open_index(self.document, self._embedder(name), progress)
             return self._indexes[name]
 
+    def embedder_for(self, retrieval: str) -> str:
+        """The embedder a retrieval method ranks with: none for BM25 alone."""
+        return "none" if retrieval == "bm25" else self.embedder
+
     def ranker(self, embedder: str | None = None) -> extractive.SentenceRanker:
         """How extractive answers rank the book's sentences and a label's words are weighed
         (see cwread.extractive), built once."""
@@ -115,7 +119,7 @@ class Session:
         of `context_tokens`, where known): `budget_for`."""
         check_method(retrieval)
         budget = self.budget_for(budget, context_tokens)
-        embedder = "none" if retrieval == "bm25" else self.embedder
+        embedder = self.embedder_for(retrieval)
         t0 = time.perf_counter()
         with self._lock:
             opened = embedder in self._indexes
@@ -168,7 +172,7 @@ class Session:
             finder=finder,
             budget=budget,
             paragraphs=len(self.document.paragraphs),
-            rank=self.ranker("none" if run.retrieval == "bm25" else self.embedder),
+            rank=self.ranker(self.embedder_for(run.retrieval)),
         )
 
     def ask(

@@ -126,7 +126,7 @@ def check_support(
     method = "model" if backend else "words"
     if not quotes:
         return SupportCheck(False, method, "no quote of the book backs it", quoted_share=share, weight_share=weight)
-    if question.kind != "open" and weight < grounding.LABEL_SUPPORT_SHARE:
+    if weight is not None and not grounding.bears_on_label(weight):
         why = (
             f"its quotes carry {weight:.0%} of the weight of its words in the book, under the "
             f"{grounding.LABEL_SUPPORT_SHARE:.0%} that bears on it"

@@ -18,7 +18,7 @@ from cwread.packing import pack
 from cwread.pipeline import plan_run, run
 from cwread.plan import AnswerSettings, RunSettings
 from cwread.question import Question
-from cwread.records import GroundedReply, Verdict
+from cwread.records import GroundedReply, Quote, Verdict
 from cwread.segments import Budget, Segment
 from tests.scripted_replies import finder_reply
 
@@ -29,7 +29,8 @@ def doc_of(n: int, length: int = 50):
 
 
 def verdict(start, end, decision="YES", cited=(), reason="r"):
-    return Verdict(Segment(start, end, "anchor", 1.0), decision, GroundedReply(reason, cited=tuple(cited)))
+    quotes = tuple(Quote(pid, "", 0, 0) for pid in cited)  # a clue quoted from each cited paragraph
+    return Verdict(Segment(start, end, "anchor", 1.0), decision, GroundedReply(reason, quotes=quotes))
 
 
 def budget(**kw):

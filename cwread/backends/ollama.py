@@ -31,7 +31,6 @@ from cwread.backends import (
     within,
 )
 from cwread.backends.provider import (
-    DEFAULT_MODELS,
     BackendSettings,
     Built,
     ModelRef,
@@ -235,14 +234,14 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
     backends: dict[str, OllamaBackend] = {}
     served: dict[str, set[str]] = {}  # host -> the models it has, asked once
     for role, ref in wanted.items():
-        backend = OllamaBackend(ref.model or DEFAULT_MODELS[role], host=ref.url or own.host, **kwargs)
+        backend = OllamaBackend(ref.model_for(role), host=ref.url or own.host, **kwargs)
         if backend.host not in served:
             served[backend.host] = backend.available_models()
         if backend.model not in served[backend.host]:
             raise ModelError(f"Ollama at {backend.host} has no model {backend.model!r}: {modelfile_hint(backend.model)}")
         backends[role] = backend
     where = places_said({role: b.host for role, b in backends.items()})
-    return Built(dict(backends), f"ollama {where} ({models_said(backends)})")
+    return Built(backends, f"ollama {where} ({models_said(backends)})")
 
 
 def _notes(backend) -> list[str]:

@@ -32,7 +32,6 @@ from cwread.backends import (
     within,
 )
 from cwread.backends.provider import (
-    DEFAULT_MODELS,
     BackendSettings,
     Built,
     ModelRef,
@@ -312,21 +311,16 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
                 "(e.g. http://127.0.0.1:8080/v1 for llama-server), or name it in the model "
                 "(openai:MODEL@URL)"
             )
-        model = ref.model or DEFAULT_MODELS[role]
-        if url in infos:
-            model = served_model(infos[url].models, model, url)
-        same = next((b for b in backends.values() if b.base_url == url and b.model == model), None)
-        if same is not None:  # one backend (and one call cache) when both agents get the same model
-            backends[role] = same
-            continue
-        backend = OpenAIBackend(model, base_url=url, info=infos.get(url), **kwargs)
+        model = ref.model_for(role)
+        backend = OpenAIBackend(model, base_url=url, info=infos.get(url), **kwargs)  # asks a server once
         infos[url] = backend.info
         backend.model = served_model(backend.info.models, model, url)
-        backends[role] = next((b for b in backends.values() if b.base_url == url and b.model == backend.model), backend)
+        same = next((b for b in backends.values() if b.base_url == url and b.model == backend.model), None)
+        backends[role] = same or backend  # one backend (and one call cache) when both agents get the same model
     first = next(iter(backends.values()))
     where = places_said({role: b.base_url for role, b in backends.items()})
     return Built(
-        dict(backends),
+        backends,
         f"openai-compatible server {where} ({models_said(backends)}; {first.constraint} constraint, "
         f"{first.capabilities.parallel} calls at once)",
     )

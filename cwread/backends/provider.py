@@ -55,6 +55,10 @@ class ModelRef:
             rest, url = rest[: marks[-1].start()], rest[marks[-1].end() :]
         return cls(provider, rest or None, url)
 
+    def model_for(self, role: str) -> str:
+        """The model named, else `role`'s default (a server's model name)."""
+        return self.model or DEFAULT_MODELS[role]
+
     def named(self) -> str:
         """The model as named, for messages."""
         text = f"{self.provider}:" if self.provider else ""

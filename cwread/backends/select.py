@@ -86,7 +86,7 @@ def _auto(settings: BackendSettings, wanted: dict[str, ModelRef]) -> tuple[str, 
         have = ollama.OllamaBackend(DEFAULT_MODELS["finder"], host=host, timeout=2.0).available_models()
     except ModelError:
         return "embedded", f"; no Ollama server answers at {host}"
-    models = [ref.model or DEFAULT_MODELS[role] for role, ref in wanted.items()]
+    models = [ref.model_for(role) for role, ref in wanted.items()]
     missing = [m for m in models if m not in have]
     if missing:
         return "embedded", f"; Ollama runs but lacks {', '.join(missing)}"

@@ -88,7 +88,7 @@ class EvalContext:
         planned = self.session_of(found).plan(found.question, run, packet_given=packet is not None)
         # this run's backends and judge, whatever the book's session was opened with
         finder = make_finder(self.finding, self.selection.finder)
-        planned = replace(planned, backends=self.selection, finder=finder, rank=self.rank(found))
+        planned = replace(planned, backends=self.selection, finder=finder)
         return pipeline.run(planned, found, packet=packet)
 
 
