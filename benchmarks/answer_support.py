@@ -12,6 +12,11 @@ calibration set and reads the tables:
         per threshold: the share of the model's answers shown, their token-F1, the share of
         shown answers the reference contradicts (F1 below 0.1), and the F1 of what the user
         gets in the default mode (the model's words when shown, else the extractive sentence).
+    python benchmarks/answer_support.py confidence DATA ROWS EXTRACTIVE_ROWS
+        the same table for the model's confidence in its own answer (the mean token
+        log-probability of its words, `answer_logprob` in the rows of a run with
+        `--answer generative-or-extractive`), the extractive answer taken from a run of the
+        same packets with `--answer extractive`.
 """
 
 from __future__ import annotations
@@ -150,6 +155,35 @@ def separation(rows: list[dict]) -> str:
     )
 
 
+CONFIDENCE_THRESHOLDS = (-2.0, -1.5, -1.2, -1.0, -0.8, -0.6, -0.5, -0.4, -0.3, -0.2, -0.1)
+
+
+def confidence_rows(data: str, rows_path: str, extractive_path: str) -> list[dict]:
+    """Per record with a readable model answer: its F1, its confidence (answer_logprob),
+    whether word containment passed it, and the F1 of the extractive answer of the same packet."""
+    references = {r.id: list(r.answers) or [str(r.answer or "")] for r in load_records(data)}
+    extractive = {}
+    for line in Path(extractive_path).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        extractive[row["id"]] = best_over_references(token_f1, row.get("answer"), references[row["id"]])
+    out = []
+    for line in Path(rows_path).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row.get("kind") != "open" or row["id"] not in extractive or not row.get("model_answer"):
+            continue
+        refs = references[row["id"]]
+        out.append(
+            {
+                "id": row["id"],
+                "model_f1": best_over_references(token_f1, cut_repetition(row["model_answer"]), refs),
+                "score": row.get("answer_logprob"),
+                "words": row.get("answer_kind") == "model-words",
+                "fallback_f1": extractive[row["id"]],
+            }
+        )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -163,7 +197,26 @@ def main() -> None:
         "rows", help="rows of `cwread eval ... --support-threshold 99` (every answer checked, none passed)"
     )
     tab.add_argument("--words", help="rows of the same run before the check: word containment decided")
+    conf = sub.add_parser("confidence")
+    conf.add_argument("data", help="the eval records the rows are of")
+    conf.add_argument("rows", help="rows of `cwread eval ... --answer generative-or-extractive` (answer_logprob)")
+    conf.add_argument("extractive", help="rows of the same run with `--answer extractive`")
     args = parser.parse_args()
+    if args.command == "confidence":
+        rows = confidence_rows(args.data, args.rows, args.extractive)
+        rules = {"none shown (extractive only)": [False] * len(rows)}
+        rules["words: every content word quoted"] = [r["words"] for r in rows]
+        for t in CONFIDENCE_THRESHOLDS:
+            rules[f"confidence >= {t:+.1f}"] = [r["score"] is not None and r["score"] >= t for r in rows]
+        for t in CONFIDENCE_THRESHOLDS:
+            rules[f"words, or confidence >= {t:+.1f}"] = [
+                r["words"] or (r["score"] is not None and r["score"] >= t) for r in rows
+            ]
+        rules["all shown"] = [True] * len(rows)
+        print(table(rows, rules))
+        print()
+        print(separation(rows))
+        return
     if args.command == "data":
         print(build_data(args.out, args.stories, args.per_story), "records in", args.out / "train.jsonl")
         return

@@ -268,6 +268,7 @@ def call_agent(
         seconds,
         cached,
         generation.label_logprobs,
+        generation.answer_logprob,
         prompt_cached,
     )
     return parsed, call

@@ -87,6 +87,7 @@ def interpreter_request(
         schema=agents.answer_schema(question.kind, question.labels, evidence=evidence),
         seed=1 if retry else 0,
         repeat_penalty=REPEAT_PENALTY,
+        answer_confidence=question.is_open,  # how sure the model is of its own words (cwread.support)
     )
 
 

@@ -274,6 +274,7 @@ def _call_json(doc: Document, call: AgentCall | None) -> dict | None:
         "problem": call.problem,
         "prompt_tokens": call.reply.call.prompt_tokens,
         "completion_tokens": call.reply.call.completion_tokens,
+        "answer_logprob": call.reply.call.answer_logprob,
         "seconds": round(call.reply.call.seconds, 3),
         "cached": call.reply.call.cached,
     }

@@ -40,6 +40,7 @@ class ModelCall:
     seconds: float = 0.0
     cached: bool = False  # every attempt was answered from cwread's call cache
     label_logprobs: tuple[tuple[str, float], ...] = ()  # the last reply's, where the backend gives them
+    answer_logprob: float | None = None  # the last reply's answer's mean token log-probability, where asked and given
     # prompt tokens the server took from its prompt cache rather than reading them (where it
     # says how many it read: llama.cpp); 0 where it does not say
     prompt_cached: int = 0

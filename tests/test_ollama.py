@@ -252,3 +252,7 @@ def test_the_finder_asks_ollama_for_its_labels_log_probabilities():
     assert dict(generation.label_logprobs) == {"YES": -1.9, "NO": -0.2}
     plain = backend.generate(GenerationRequest(messages=(("user", "hi"),)))
     assert "logprobs" not in seen["body"] and plain.label_logprobs == ()
+    # an open answer's confidence: its JSON string's tokens alone
+    sure = backend.generate(GenerationRequest(messages=(("user", "hi"),), answer_confidence=True))
+    assert seen["body"]["logprobs"] is True and seen["body"]["top_logprobs"] == 1
+    assert sure.answer_logprob == -0.2 and sure.label_logprobs == ()

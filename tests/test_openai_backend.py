@@ -309,9 +309,13 @@ def test_the_finder_asks_for_its_labels_log_probabilities(owned_by, asked):
     scores = dict(reply.label_logprobs)
     assert scores["YES"] == pytest.approx(-0.2)  # "Yes" is no prefix of YES: the grammar bars it
     assert scores["NO"] == pytest.approx(math.log(math.exp(-2.0) + math.exp(-3.0)))
-    # a plain request asks for none
-    backend(handler).generate(interpreter_request(Question("Why?", "open"), [(1, "A.")]))
+    # a claim's answer asks for none
+    backend(handler).generate(interpreter_request(Question("It is.", "claim"), [(1, "A.")]))
     assert "logprobs" not in seen["body"] and "top_logprobs" not in seen["body"]
+    # an open answer asks for its tokens' log-probabilities alone: its words' mean comes back
+    reply = backend(handler).generate(interpreter_request(Question("Why?", "open"), [(1, "A.")]))
+    assert seen["body"]["logprobs"] is True and "top_logprobs" not in seen["body"]
+    assert reply.answer_logprob == pytest.approx((-0.2 - 0.1) / 2)  # "Y" and "ES", not the tags
 
 
 def test_a_server_without_logprobs_gives_no_scores():

@@ -58,9 +58,19 @@ class GenerationRequest:
     # labels whose log-probabilities the reply's answer should come with, where the backend can
     # give them (the Finder's YES/NO: a score to rank or threshold, not only a label)
     label_scores: tuple[str, ...] = ()
+    # the mean log-probability of the reply's answer's tokens should come with it, where the
+    # backend can give it (the model's confidence in an open answer, cwread.support)
+    answer_confidence: bool = False
+
+    @property
+    def logprobs(self) -> bool:
+        """Whether the reply's token log-probabilities are wanted."""
+        return bool(self.label_scores) or self.answer_confidence
 
     def cache_key_fields(self) -> dict:
         extra = {"label_scores": list(self.label_scores)} if self.label_scores else {}
+        if self.answer_confidence:
+            extra["answer_confidence"] = True
         return {
             **extra,
             "messages": [list(m) for m in self.messages],
@@ -83,6 +93,9 @@ class Generation:
     cached: bool = False  # answered from cwread's call cache
     # (label, log-probability) at the answer, for a request's label_scores; () where not given
     label_logprobs: tuple[tuple[str, float], ...] = ()
+    # the mean log-probability a token of the reply's answer, for a request's
+    # answer_confidence; None where not given or the reply has no answer
+    answer_logprob: float | None = None
     # where the server's time went, as it reports it (0: not reported): prompt tokens it
     # processed (a prompt-cache hit is not processed), and seconds reading and writing
     prefill_tokens: int = 0
@@ -228,6 +241,32 @@ def token_dicts(entries) -> list[dict]:
         }
         for e in entries or []
     ]
+
+
+_ANSWER_STARTS = re.compile(r'<answer>\s*|"answer"\s*:\s*"')
+_ANSWER_ENDS = {"<": re.compile(r"</answer>"), '"': re.compile(r'(?<!\\)"')}  # by how it opened
+
+
+def answer_logprob(tokens: list[dict]) -> float | None:
+    """The mean log-probability of the tokens of the reply's answer (after `<answer>` up to
+    `</answer>`, or the JSON string after `"answer": "`), from an OpenAI-style logprobs list:
+    how sure the model was of its words. None when the reply has no answer or no token of it
+    came with a log-probability."""
+    text, starts = "", []
+    for entry in tokens:
+        starts.append(len(text))
+        text += entry.get("token") or ""
+    opened = _ANSWER_STARTS.search(text)
+    if opened is None:
+        return None
+    closed = _ANSWER_ENDS[opened.group(0)[0]].search(text, opened.end())
+    end = closed.start() if closed else len(text)
+    inside = [
+        float(entry["logprob"])
+        for entry, start, nxt in zip(tokens, starts, [*starts[1:], len(text)], strict=True)
+        if nxt > opened.end() and start < end and entry.get("logprob") is not None and text[start:nxt].strip()
+    ]
+    return round(sum(inside) / len(inside), 4) if inside else None
 
 
 def label_logprobs(tokens: list[dict], labels: tuple[str, ...]) -> tuple[tuple[str, float], ...]:

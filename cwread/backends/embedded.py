@@ -22,6 +22,7 @@ from cwread.backends import (
     Capabilities,
     Generation,
     GenerationRequest,
+    answer_logprob,
     cancel_event,
     label_logprobs,
     llamacpp_timings,
@@ -221,9 +222,9 @@ class EmbeddedBackend:
             body["grammar"] = request.grammar
         if request.repeat_penalty != 1.0:
             body["repeat_penalty"] = request.repeat_penalty
-        if request.label_scores:
+        if request.logprobs:
             body["logprobs"] = True
-            body["top_logprobs"] = TOP_LOGPROBS
+            body["top_logprobs"] = TOP_LOGPROBS if request.label_scores else 1
         t0 = time.perf_counter()
         stop = threading.Event()
         cancel = cancel_event() or threading.Event()  # the run's, where it can be cancelled
@@ -257,6 +258,7 @@ class EmbeddedBackend:
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=time.perf_counter() - t0,
             label_logprobs=label_logprobs(tokens, request.label_scores) if request.label_scores else (),
+            answer_logprob=answer_logprob(tokens) if request.answer_confidence else None,
             **llamacpp_timings(reply.get("timings")),
         )
 

@@ -22,6 +22,7 @@ from cwread.backends import (
     DeadlinePassed,
     Generation,
     GenerationRequest,
+    answer_logprob,
     call_timeout,
     label_logprobs,
     new_timeout,
@@ -165,7 +166,7 @@ class OllamaBackend:
             options["repeat_penalty"] = request.repeat_penalty
         use_schema = self.structured and request.schema is not None
         # Ollama 0.12.11+ gives log-probabilities (at most 20 alternatives); older servers ignore it
-        scoring = {"logprobs": True, "top_logprobs": OLLAMA_TOP_LOGPROBS} if request.label_scores else {}
+        scoring = {"logprobs": True, "top_logprobs": OLLAMA_TOP_LOGPROBS if request.label_scores else 1} if request.logprobs else {}
         t0 = time.perf_counter()
         try:
             response = within(
@@ -185,13 +186,14 @@ class OllamaBackend:
         text = response.message.content or ""
         if use_schema:
             text = json_reply_to_tags(text)
-        tokens = token_dicts(getattr(response, "logprobs", None)) if request.label_scores else []
+        tokens = token_dicts(getattr(response, "logprobs", None)) if request.logprobs else []
         return Generation(
             text=text,
             prompt_tokens=int(response.prompt_eval_count or 0),
             completion_tokens=int(response.eval_count or 0),
             seconds=time.perf_counter() - t0,
             label_logprobs=label_logprobs(tokens, request.label_scores),
+            answer_logprob=answer_logprob(tokens) if request.answer_confidence else None,
             prefill_tokens=int(response.prompt_eval_count or 0),  # Ollama counts only what it read
             prefill_seconds=(response.prompt_eval_duration or 0) / 1e9,
             decode_seconds=(response.eval_duration or 0) / 1e9,

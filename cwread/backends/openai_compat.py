@@ -22,6 +22,7 @@ from cwread.backends import (
     DeadlinePassed,
     Generation,
     GenerationRequest,
+    answer_logprob,
     call_timeout,
     label_logprobs,
     llamacpp_timings,
@@ -208,10 +209,11 @@ class OpenAIBackend:
             extra["cache_prompt"] = True
         if request.stop:
             kwargs["stop"] = list(request.stop)
-        if request.label_scores:
+        if request.logprobs:
             # the OpenAI API allows 20 alternatives a token; llama.cpp's server takes more
             kwargs["logprobs"] = True
-            kwargs["top_logprobs"] = TOP_LOGPROBS if self.info.llamacpp else 20
+            if request.label_scores:
+                kwargs["top_logprobs"] = TOP_LOGPROBS if self.info.llamacpp else 20
         seconds = self.timeout or call_timeout(
             sum(self.count_tokens(content) for _, content in request.messages), request.max_tokens
         )
@@ -236,12 +238,14 @@ class OpenAIBackend:
         if "response_format" in kwargs:
             text = json_reply_to_tags(text)
         usage = response.usage
+        tokens = _tokens(response) if request.logprobs else []
         return Generation(
             text=text,
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             seconds=time.perf_counter() - t0,
-            label_logprobs=_label_logprobs(response, request.label_scores),
+            label_logprobs=label_logprobs(tokens, request.label_scores) if request.label_scores else (),
+            answer_logprob=answer_logprob(tokens) if request.answer_confidence else None,
             # llama-server adds its timings to the reply
             **llamacpp_timings((getattr(response, "model_extra", None) or {}).get("timings")),
         )
@@ -281,10 +285,10 @@ def _message(exc) -> str:
     return str(getattr(exc, "message", exc))
 
 
-def _label_logprobs(response, labels: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
-    """The labels' log-probabilities from a chat completion's `logprobs`, where it has them."""
-    logprobs = getattr(response.choices[0], "logprobs", None) if labels and response.choices else None
-    return label_logprobs(token_dicts(getattr(logprobs, "content", None)), labels)
+def _tokens(response) -> list[dict]:
+    """A chat completion's token log-probabilities as plain dicts, [] where it has none."""
+    logprobs = getattr(response.choices[0], "logprobs", None) if response.choices else None
+    return token_dicts(getattr(logprobs, "content", None))
 
 
 def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:

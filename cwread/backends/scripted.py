@@ -21,7 +21,7 @@ Reply = str | Generation | Callable[[GenerationRequest], str | Generation] | Bas
 
 class ScriptedBackend:
     """Answers each call with the next queued reply (a string, a Generation to give label
-    log-probabilities too, a function of the request, or an exception to raise); records
+    log-probabilities or an answer's log-probability too, a function of the request, or an exception to raise); records
     every request it receives. `logprobs`: it says it gives label log-probabilities (the
     scoring Finder, the model's support check), as a test that scripts them sets."""
 
@@ -74,6 +74,7 @@ class ScriptedBackend:
             completion_tokens=self.count_tokens(given.text),
             seconds=given.seconds,  # a reply may say how long it "took" (reading budgets)
             label_logprobs=given.label_logprobs if request.label_scores else (),
+            answer_logprob=given.answer_logprob if request.answer_confidence else None,
         )
 
     @property

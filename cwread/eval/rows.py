@@ -103,6 +103,8 @@ def trace_fields(trace: Trace) -> dict:
         "support_score": check.score if check else None,
         "support_quoted_share": check.quoted_share if check else None,
         "support_weight_share": check.weight_share if check else None,
+        # the final answer's mean token log-probability, where the backend gave it
+        "answer_logprob": final.reply.call.answer_logprob if final else None,
         "parsed_first_try": bool(trace.interpreter and trace.interpreter.reply.parsed_first_try),
         "citations": [trace.document.public_id(pid) for pid in trace.citations],
         "invalid_citations": list(final.reply.dropped) if final else [],  # labels as the model wrote them
