@@ -22,6 +22,7 @@ from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
 from cwread.packing import pack
 from cwread.plan import (
     ANSWER_CHOICES,
+    CONFIDENCE_THRESHOLD,
     AnswerMode,
     AnswerSettings,
     Extract,
@@ -47,7 +48,7 @@ from cwread.records import (
     Verdict,
 )
 from cwread.segments import Budget
-from cwread.support import check_support
+from cwread.support import check_confidence, check_support
 
 
 @dataclass(frozen=True)
@@ -102,13 +103,7 @@ def plan_run(
     judge = reader.reply if evidence == PacketSource.FINDER else None
     asked = mode != AnswerMode.EVIDENCE_ONLY and not (question.is_open and mode == AnswerMode.EXTRACTIVE)
     self_check = answering.self_check
-    # the model's own check only where its threshold was given (calibrated for that model: the
-    # 1.5B's judged at chance, cwread.support); never for a model that judges at chance, or one
-    # that gives no score to hold to it
-    threshold = answering.support_threshold
-    scores = threshold is not None and not small and interpreter.capabilities.logprobs
-    support = (SupportMethod.MODEL if scores else SupportMethod.WORDS) if asked else None
-    threshold = threshold if support == SupportMethod.MODEL else None
+    support, threshold = _support_method(answering, interpreter, question, small) if asked else (None, None)
     plan = Plan(
         answer_mode=mode,
         evidence=evidence,
@@ -125,6 +120,23 @@ def plan_run(
         extract=extractive.extract_kind(paragraphs) if question.is_open else None,
     )
     return PlannedRun(plan, backends, reader, rank)
+
+
+def _support_method(
+    answering: AnswerSettings, interpreter: Backend, question: Question, small: bool
+) -> tuple[SupportMethod, float | None]:
+    """How a model's answer is checked, and the threshold it is held to (cwread.support): the
+    model's own check only where its threshold was given (calibrated for that model: the
+    1.5B's judged at chance); else an open answer's confidence where the backend gives it;
+    else the words. Never a score from a model that judges at chance or gives none."""
+    scores = not small and interpreter.capabilities.logprobs
+    if scores and answering.support_threshold is not None:
+        return SupportMethod.MODEL, answering.support_threshold
+    confidence = answering.confidence_threshold
+    confidence = CONFIDENCE_THRESHOLD if confidence is None else confidence
+    if scores and question.is_open and confidence <= 0:
+        return SupportMethod.CONFIDENCE, confidence
+    return SupportMethod.WORDS, None
 
 
 def open_answer_mode(answering: AnswerSettings, interpreter: Backend) -> AnswerMode:
@@ -267,9 +279,11 @@ def _check_support(
     if progress and plan.support == SupportMethod.MODEL:
         progress("support check", 0, 1)
     text = _shown_text(question, final.answer)
-    if plan.support == SupportMethod.WORDS or plan.support_threshold is None:
-        return check_support(None, question, text, final, packet.evidence(), weights=weights)
-    return check_support(interpreter, question, text, final, packet.evidence(), plan.support_threshold, weights)
+    if plan.support == SupportMethod.MODEL and plan.support_threshold is not None:
+        return check_support(interpreter, question, text, final, packet.evidence(), plan.support_threshold, weights)
+    if plan.support == SupportMethod.CONFIDENCE and plan.support_threshold is not None:
+        return check_confidence(question, text, final, plan.support_threshold)
+    return check_support(None, question, text, final, packet.evidence(), weights=weights)
 
 
 def _shown_text(question: Question, answer: str) -> str:

@@ -196,8 +196,9 @@ NO_VERDICT = (
 class SupportCheck:
     """Whether an answer's quotes support it, and how that was decided (SUPPORT_METHODS).
     `score`: the model's ln P(YES) - ln P(NO) that the quotes state or directly imply the
-    answer, `supported` when it reaches `threshold` (None: no call was made, or no score came
-    back); `unquoted`: names in the answer that no quote or the question holds, which withhold
+    answer (method "model"), or the mean log-probability of its answer's tokens (method
+    "confidence"), `supported` when it reaches `threshold` (None: no call was made, or no
+    score came back); `unquoted`: names in the answer that no quote or the question holds, which withhold
     it without a call; `quoted_share`: the share of an open answer's content words its quotes
     or the question hold (None for a label); `weight_share`: the share of a label's words'
     weight in the book (its option's text or its claim; idf) that its quotes carry (None for

@@ -283,7 +283,10 @@ _MEASURED = re.compile(r" \([^()]*benchmarks/[^()]*\)")
 def _support_line(check: SupportCheck) -> str:
     """How the support check decided, in words ("checked by the model against its quotes: the
     quotes support it (score +2.10, threshold +0.00)")."""
-    how = "checked by the model against its quotes" if check.method == "model" else "checked word by word against its quotes"
+    how = {
+        "model": "checked by the model against its quotes",
+        "confidence": "checked against its quotes and the model's confidence",
+    }.get(check.method, "checked word by word against its quotes")
     if check.weight_share is not None and check.method == "words":  # a label: its why says it whole
         return printable(check.why)
     return f"{how}: {printable(check.why)}"

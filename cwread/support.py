@@ -102,6 +102,36 @@ def quoted_share(answer: str, quotes: tuple[Quote, ...], question: str) -> float
     return round(len(words & said) / len(words), 4) if words else 1.0
 
 
+def check_confidence(question: Question, answer: str, final: AgentCall, threshold: float) -> SupportCheck:
+    """Whether `final`'s open `answer` is shown: every content word of it quoted, or else the
+    model sure of its words (the mean log-probability of its answer's tokens at least
+    `threshold`) and every name it gives held by a quote or the question."""
+    quotes = final.reply.quotes
+    share = quoted_share(answer, quotes, question.text)
+    confidence = final.reply.call.answer_logprob
+    method = "confidence"
+    if not quotes:
+        return SupportCheck(False, method, "no quote of the book backs it", confidence, threshold, quoted_share=share)
+    if grounding.covers(answer, quotes):
+        return SupportCheck(True, method, "every content word is quoted", confidence, threshold, quoted_share=share)
+    unquoted = unquoted_names(answer, quotes, question.text)
+    if unquoted:
+        why = f"it names {', '.join(unquoted)}, whom no quote names"
+        return SupportCheck(False, method, why, confidence, threshold, unquoted=unquoted, quoted_share=share)
+    if confidence is None:
+        why = "a content word of the answer is in no quote, and the model gave no log-probabilities"
+        return SupportCheck(False, method, why, None, threshold, quoted_share=share)
+    ok = confidence >= threshold
+    why = (
+        f"not every word is quoted, but the model was sure of its words (mean log-probability "
+        f"{confidence:+.2f}, threshold {threshold:+.2f})"
+        if ok
+        else f"a content word of the answer is in no quote, and the model was unsure of its words "
+        f"(mean log-probability {confidence:+.2f}, under the threshold {threshold:+.2f})"
+    )
+    return SupportCheck(ok, method, why, confidence, threshold, quoted_share=share)
+
+
 def quoted_evidence(quotes: tuple[Quote, ...], packet: Evidence) -> list[Passage]:
     """The quotes as the check is shown them: each under its paragraph's label, in the packet's order."""
     labels = {p[0]: Passage(*p).label for p in packet}

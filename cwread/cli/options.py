@@ -23,6 +23,7 @@ from cwread.eval.methods import METHODS as EVAL_METHODS
 from cwread.plan import (
     ANSWER_CHOICES,
     ASKED_READ_TOKENS,
+    CONFIDENCE_THRESHOLD,
     FINDER_CHOICES,
     FINDER_REPLIES,
     AnswerSettings,
@@ -329,6 +330,7 @@ class ModelRun:
     use_cache: bool
     answer_mode: str
     support_threshold: float | None = None
+    confidence_threshold: float | None = None
 
 
 MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
@@ -340,7 +342,16 @@ MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
         "Ask the model whether its quotes state or imply its answer, and show the answer when that "
         "score, ln P(YES) - ln P(NO), is at least this (calibrate it for your model, as the "
         "benchmarks README says). Default: no such call; every content word of a free-form "
-        "answer must be quoted (Qwen2.5-Coder-1.5B's own check was measured at chance).",
+        "answer must be quoted, or the model sure of its words (Qwen2.5-Coder-1.5B's own check "
+        "was measured at chance).",
+    ),
+    "confidence_threshold": _option(
+        float | None,
+        "Show a free-form answer whose words are not all quoted when the mean log-probability of "
+        "its tokens is at least this, and its quotes name whom it names. Default: "
+        f"{CONFIDENCE_THRESHOLD}, chosen for Qwen2.5-Coder-1.5B; above 0: never.",
+        None,
+        "--min-confidence",
     ),
 }
 
@@ -355,9 +366,15 @@ question_options = _option_group(
 )
 
 
-def _model_run(embedder: str, no_cache: bool, answer: str, support_threshold: float | None = None) -> ModelRun:
-    # the answer mode and threshold are checked where they are used (AnswerSettings)
-    return ModelRun(embedder, not no_cache, answer, support_threshold)
+def _model_run(
+    embedder: str,
+    no_cache: bool,
+    answer: str,
+    support_threshold: float | None = None,
+    confidence_threshold: float | None = None,
+) -> ModelRun:
+    # the answer mode and thresholds are checked where they are used (AnswerSettings)
+    return ModelRun(embedder, not no_cache, answer, support_threshold, confidence_threshold)
 
 
 model_run_options = _option_group("run", MODEL_RUN_OPTIONS, _model_run)
@@ -418,9 +435,13 @@ evaluation_options = _option_group(
 )
 
 
-def _answer_run(retrieval, embedder, no_cache, answer, support_threshold, self_check, trace, judge_anyway, **output):
-    answering = AnswerSettings(answer, self_check_choice(self_check), judge_anyway, support_threshold)
-    model = _model_run(embedder, no_cache, answer, support_threshold)
+def _answer_run(
+    retrieval, embedder, no_cache, answer, support_threshold, confidence_threshold, self_check, trace, judge_anyway, **output
+):
+    answering = AnswerSettings(
+        answer, self_check_choice(self_check), judge_anyway, support_threshold, confidence_threshold
+    )
+    model = _model_run(embedder, no_cache, answer, support_threshold, confidence_threshold)
     return AnswerRun(retrieval, model, answering, trace, Output(**output))
 
 

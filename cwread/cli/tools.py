@@ -126,6 +126,7 @@ def eval_command(
         use_cache=run.use_cache,
         answer_mode=run.answer_mode,
         support_threshold=run.support_threshold,
+        confidence_threshold=run.confidence_threshold,
         **evaluation,
     )
     with render.progress() as progress:

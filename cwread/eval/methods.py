@@ -49,8 +49,8 @@ class EvalContext:
     budget: api.Budget
     embedder: str
     permute_options: bool = False
-    answer_mode: AnswerMode = AnswerMode.GENERATIVE  # for open questions, the same for every method
-    support_threshold: float | None = None  # None: no model support check, the words decide
+    # as asked, its open answer mode resolved: the same for every method
+    requested: AnswerSettings = field(default_factory=lambda: AnswerSettings(AnswerMode.GENERATIVE))
     finding: FinderSettings = field(default_factory=FinderSettings)
     sessions: dict[str, Session] = field(default_factory=dict)
     _last_find: tuple[str, FindResult] | None = None
@@ -80,7 +80,7 @@ class EvalContext:
 
     def answering(self, self_check: bool | None) -> AnswerSettings:
         """Every method judges options and claims (its accuracy is what is measured)."""
-        return AnswerSettings(self.answer_mode, self_check, judge_anyway=True, support_threshold=self.support_threshold)
+        return replace(self.requested, self_check=self_check, judge_anyway=True)
 
     def answer(self, found: FindResult, self_check: bool | None, packet: Packet | None = None) -> Trace:
         """The pipeline on `found` (from `packet` on, if given), as this run has it read and answer."""

@@ -126,6 +126,7 @@ class EvalOptions:
     use_cache: bool = True
     answer_mode: str = "auto"  # open questions: generative, extractive, or auto (by model size)
     support_threshold: float | None = None  # None: no model support check (cwread.support)
+    confidence_threshold: float | None = None  # None: cwread.support's, measured
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,11 @@ def evaluate(
 ) -> EvalResult:
     """Run every (record, method), save rows and the report as asked, and summarise."""
     # a bad mode or threshold is told before any work
-    requested = AnswerSettings(answer_mode=options.answer_mode, support_threshold=options.support_threshold)
+    requested = AnswerSettings(
+        answer_mode=options.answer_mode,
+        support_threshold=options.support_threshold,
+        confidence_threshold=options.confidence_threshold,
+    )
     methods = list(options.methods) or list(METHODS)
     for m in methods:
         if m not in METHODS:
@@ -162,7 +167,7 @@ def evaluate(
     # open answers are given one way for every method: as the plan of an open question has it
     mode = pipeline.open_answer_mode(requested, selection.interpreter) if selection else AnswerMode.GENERATIVE
     ctx = EvalContext(
-        selection, budget, options.embedder, options.permute_options, mode, options.support_threshold, finding
+        selection, budget, options.embedder, options.permute_options, replace(requested, answer_mode=mode), finding
     )
     out_path = Path(options.out) if options.out else None
     done: list[dict] = []
