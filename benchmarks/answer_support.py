@@ -184,6 +184,25 @@ def confidence_rows(data: str, rows_path: str, extractive_path: str) -> list[dic
     return out
 
 
+def choose_threshold(rows: list[dict], shown_at_least: float = 0.6, contradicted_at_most: float = 0.15) -> float | None:
+    """The threshold a calibration set picks for "words, or confidence >= t" (fixed before the
+    dev rows were read against it): the lowest (most answers shown) whose shown answers are at
+    most `contradicted_at_most` contradicted; failing that, of those showing at least
+    `shown_at_least`, the one with the fewest contradicted. None when no threshold shows that many."""
+
+    def stats(t: float) -> tuple[float, float]:
+        shown = [r for r in rows if r["words"] or (r["score"] is not None and r["score"] >= t)]
+        wrong = sum(r["model_f1"] < CONTRADICTED for r in shown) / len(shown) if shown else 0.0
+        return len(shown) / len(rows), wrong
+
+    for t in sorted(CONFIDENCE_THRESHOLDS):
+        share, wrong = stats(t)
+        if share and wrong <= contradicted_at_most:
+            return t
+    candidates = [t for t in CONFIDENCE_THRESHOLDS if stats(t)[0] >= shown_at_least]
+    return min(candidates, key=lambda t: (stats(t)[1], t)) if candidates else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -213,9 +232,12 @@ def main() -> None:
                 r["words"] or (r["score"] is not None and r["score"] >= t) for r in rows
             ]
         rules["all shown"] = [True] * len(rows)
+        # what no check can beat: every right answer shown, every contradicted one withheld
+        rules["a perfect check (reads the references: an upper bound)"] = [r["model_f1"] >= CONTRADICTED for r in rows]
         print(table(rows, rules))
         print()
         print(separation(rows))
+        print(f"threshold this set chooses (benchmarks/answer_support.py choose_threshold): {choose_threshold(rows)}")
         return
     if args.command == "data":
         print(build_data(args.out, args.stories, args.per_story), "records in", args.out / "train.jsonl")

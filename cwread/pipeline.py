@@ -22,7 +22,6 @@ from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
 from cwread.packing import pack
 from cwread.plan import (
     ANSWER_CHOICES,
-    CONFIDENCE_THRESHOLD,
     AnswerMode,
     AnswerSettings,
     Extract,
@@ -126,16 +125,14 @@ def _support_method(
     answering: AnswerSettings, interpreter: Backend, question: Question, small: bool
 ) -> tuple[SupportMethod, float | None]:
     """How a model's answer is checked, and the threshold it is held to (cwread.support): the
-    model's own check only where its threshold was given (calibrated for that model: the
-    1.5B's judged at chance); else an open answer's confidence where the backend gives it;
-    else the words. Never a score from a model that judges at chance or gives none."""
+    model's own check, or for an open answer the model's confidence in its words, only where
+    its threshold was given (calibrated for that model: the 1.5B's judged at chance both
+    ways); else the words. Never a score from a model that judges at chance or gives none."""
     scores = not small and interpreter.capabilities.logprobs
     if scores and answering.support_threshold is not None:
         return SupportMethod.MODEL, answering.support_threshold
-    confidence = answering.confidence_threshold
-    confidence = CONFIDENCE_THRESHOLD if confidence is None else confidence
-    if scores and question.is_open and confidence <= 0:
-        return SupportMethod.CONFIDENCE, confidence
+    if scores and question.is_open and answering.confidence_threshold is not None:
+        return SupportMethod.CONFIDENCE, answering.confidence_threshold
     return SupportMethod.WORDS, None
 
 

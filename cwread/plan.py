@@ -31,9 +31,10 @@ class SupportMethod(StrEnum):
     """How `supported` is decided (cwread.support): WORDS needs every content word of an open
     answer quoted (an option or claim: a tenth of its words' weight in the book); CONFIDENCE
     also shows an open answer whose words the model was sure of (the mean log-probability of
-    its tokens at least the threshold, calibrated on dev data) when its quotes name whom it
-    names; MODEL asks the Interpreter's model whether the quotes state or imply the answer and
-    holds its score to the threshold the user calibrated for it (--support-threshold)."""
+    its tokens at least the threshold the user calibrated for it, --min-confidence) when its
+    quotes name whom it names; MODEL asks the Interpreter's model whether the quotes state or
+    imply the answer and holds its score to the threshold the user calibrated for it
+    (--support-threshold)."""
 
     MODEL = "model"
     CONFIDENCE = "confidence"
@@ -41,10 +42,6 @@ class SupportMethod(StrEnum):
 
 
 SUPPORT_METHODS = tuple(SupportMethod)
-# the mean token log-probability at which a model's open answer is shown though not every
-# word of it is quoted (SupportMethod.CONFIDENCE); chosen on FairytaleQA train for
-# Qwen2.5-Coder-1.5B and measured on the dev anthology (benchmarks/README.md)
-CONFIDENCE_THRESHOLD = -0.35
 
 
 class Extract(StrEnum):
@@ -101,7 +98,7 @@ class AnswerSettings:
     the quotes support its answer, and pass it at this score (None: no such call; the words
     decide, see cwread.support); `confidence_threshold`: the mean token log-probability at
     which a model's open answer whose words are not all quoted is shown all the same (None:
-    CONFIDENCE_THRESHOLD, measured; above 0: never, the words decide)."""
+    never, the words decide)."""
 
     answer_mode: str = "auto"
     self_check: bool | None = None

@@ -6,17 +6,18 @@ weight in the book (`grounding.supports_label`, calibrated on the dev sets), so 
 merely shares a common word with a claim does not bear on it. That holds whoever decides: a
 label whose quotes do not bear on it is not asked of the model.
 
-Word containment hides paraphrases and inferences, so the Interpreter's model can be asked,
-on the quotes alone, whether they state or directly imply the answer
-(`support_request`), and its score ln P(YES) - ln P(NO) held to a threshold
-(`--support-threshold`). A name in an open answer that neither a quote nor the question holds
-withholds it before that call: the quotes cannot be about someone they do not name.
-
-The model's check is not on by default because, measured, it judged at chance:
-Qwen2.5-Coder-1.5B's score separated its right answers from its wrong ones no better than a
-coin (FairytaleQA train, 40 questions: AUC 0.45 [0.25-0.69], two other wordings no better on
-the first 28; fairytale dev, 40: 0.51 [0.25-0.79]; benchmarks/README.md). A model whose check has been
-calibrated (benchmarks/answer_support.py reads the table for a threshold) can use it.
+Word containment hides paraphrases and inferences, and two model signals can stand beside it,
+each held to a threshold the user calibrates for the model (benchmarks/answer_support.py reads
+the table for one), neither on by default because, measured on Qwen2.5-Coder-1.5B, each told
+its right answers from its wrong ones no better than a coin (benchmarks/README.md):
+- the model's confidence in its own words (`check_confidence`, `--min-confidence`): the mean
+  log-probability of its answer's tokens, which the answer's reply carries, so it costs no
+  call (AUC 0.51 [0.30-0.72] on FairytaleQA train, 0.62 [0.40-0.81] on fairytale dev);
+- the model asked, on the quotes alone, whether they state or directly imply the answer
+  (`support_request`, `--support-threshold`), its score ln P(YES) - ln P(NO): one more call
+  (AUC 0.45 [0.25-0.69] on train, 0.51 [0.25-0.79] on dev).
+Either way a name in an open answer that neither a quote nor the question holds withholds it:
+the quotes cannot be about someone they do not name.
 """
 
 from __future__ import annotations

@@ -57,6 +57,19 @@ def test_ask_json_with_the_real_model(capsys, story, cache_dir, no_ollama):
         assert trace["answer"]
 
 
+def test_llama_cpp_gives_an_open_answers_confidence(capsys, story, cache_dir, no_ollama):
+    """The mean log-probability of the answer's tokens comes back from the real model; a model
+    this small is held to its quotes all the same (its confidence is not trusted)."""
+    code = main(["ask", str(story), "What did the fishermen give Martha?", "--answer", "generative", "--json"])
+    out, err = capsys.readouterr()
+    assert code in (0, 4), err
+    trace = json.loads(out)
+    if trace["model_answer"]:
+        assert isinstance(trace["interpreter"]["answer_logprob"], float)
+        assert trace["interpreter"]["answer_logprob"] <= 0
+    assert trace["plan"]["support"] == "words"
+
+
 def test_verify_on_the_embedded_model_gives_no_verdict_but_evidence(capsys, story, cache_dir, no_ollama):
     code = main(["verify", str(story), "Martha kept the medal in a biscuit tin.", "--read", "3"])
     out, err = capsys.readouterr()

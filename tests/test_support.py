@@ -26,6 +26,14 @@ def support_reply(score: float) -> Generation:
     )
 
 
+CONFIDENT = ("--min-confidence", "-0.4")  # the model's confidence decides, at this threshold
+
+
+def sure(answer: str, logprob: float) -> Generation:
+    """The Interpreter's reply with the mean log-probability of its answer's tokens."""
+    return Generation(interpreter_reply(answer), answer_logprob=logprob)
+
+
 @pytest.fixture
 def scoring(scripted):
     scripted.interpreter.logprobs = True  # a model that gives label log-probabilities
@@ -100,17 +108,15 @@ def test_the_threshold_is_the_users_to_set(capsys, story, cache_dir, scoring):
     scoring.interpreter.enqueue(interpreter_reply("she hid it in a box"), support_reply(1.0))
     code, trace, _ = ask_json(capsys, story, threshold="2")
     assert trace["answer_kind"] == "quoted-words" and trace["plan"]["support_threshold"] == 2.0
-    # without a threshold no such call is made: the words decide ("hid", "box" are in no quote),
-    # or the model's confidence in its words, where it gives one (this reply gives none)
+    # without a threshold no such call is made: the words decide ("hid", "box" are in no quote)
     scoring.interpreter.enqueue(interpreter_reply("she hid it in a box"))
     code, trace, _ = ask_json(capsys, story, threshold=None)
-    assert trace["plan"]["support"] == "confidence" and trace["support_check"]["method"] == "confidence"
-    assert trace["answer_kind"] == "quoted-words" and trace["support_check"]["call"] is None
-    scoring.interpreter.enqueue(interpreter_reply("she hid it in a box"))
-    code, out, err = run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--json", "--min-confidence", "1")
-    trace = json.loads(out)
     assert trace["plan"]["support"] == "words" and trace["support_check"]["method"] == "words"
     assert trace["answer_kind"] == "quoted-words" and trace["support_check"]["call"] is None
+    # nor by default does the model's confidence in its words, though this one was sure
+    scoring.interpreter.enqueue(sure("she hid it in a box", -0.01))
+    code, trace, _ = ask_json(capsys, story, threshold=None)
+    assert trace["plan"]["support"] == "words" and trace["answer_kind"] == "quoted-words"
     code, _out, err = run(
         capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--support-threshold", "nan"
     )
@@ -234,23 +240,18 @@ def test_a_label_whose_quotes_do_not_bear_on_it_is_not_asked_of_the_model(capsys
     assert not any(r.messages[0][1] == SUPPORT_SYSTEM for r in scoring.interpreter.requests)
 
 
-def sure(answer: str, logprob: float) -> Generation:
-    """The Interpreter's reply with the mean log-probability of its answer's tokens."""
-    return Generation(interpreter_reply(answer), answer_logprob=logprob)
-
-
 def test_a_paraphrase_the_model_is_sure_of_is_shown_with_its_confidence(capsys, story, cache_dir, scoring):
     scoring.interpreter.enqueue(sure("she hid it in a box beneath where she slept", -0.1))
-    code, trace, err = ask_json(capsys, story, threshold=None)
+    code, trace, err = ask_json(capsys, story, *CONFIDENT, threshold=None)
     assert code == 0, err
     assert trace["answer"] == "she hid it in a box beneath where she slept"
     assert trace["answer_kind"] == "model-words" and trace["supported"] is True
     check = trace["support_check"]
     assert check["method"] == "confidence" and check["score"] == -0.1 and check["call"] is None
-    assert check["threshold"] == trace["plan"]["support_threshold"] < 0
+    assert check["threshold"] == trace["plan"]["support_threshold"] == -0.4
     assert len(scoring.interpreter.requests) == 1  # no call beyond the answer's own
     scoring.interpreter.enqueue(sure("she hid it in a box beneath where she slept", -0.1))
-    code, out, err = run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache")
+    code, out, err = run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache", *CONFIDENT)
     assert code == 0, err
     view = " ".join(out.replace("│", " ").split())  # the panel's lines, unwrapped
     assert "checked against its quotes and the model's confidence" in view
@@ -259,7 +260,7 @@ def test_a_paraphrase_the_model_is_sure_of_is_shown_with_its_confidence(capsys, 
 
 def test_an_answer_the_model_is_unsure_of_gives_way_to_the_quoted_words(capsys, story, cache_dir, scoring):
     scoring.interpreter.enqueue(sure("she buried it in the garden", -1.4))
-    code, trace, err = ask_json(capsys, story, threshold=None)
+    code, trace, err = ask_json(capsys, story, *CONFIDENT, threshold=None)
     assert code == 0, err
     assert trace["answer_kind"] == "quoted-words" and "biscuit tin" in trace["answer"]
     check = trace["support_check"]
@@ -275,7 +276,7 @@ def test_an_answer_the_model_is_unsure_of_gives_way_to_the_quoted_words(capsys, 
 
 def test_a_sure_answer_naming_someone_no_quote_names_is_withheld(capsys, story, cache_dir, scoring):
     scoring.interpreter.enqueue(sure("Captain Ahab took it to Nantucket", -0.01))
-    code, trace, err = ask_json(capsys, story, threshold=None)
+    code, trace, err = ask_json(capsys, story, *CONFIDENT, threshold=None)
     assert code == 0, err
     check = trace["support_check"]
     assert check["supported"] is False and check["unquoted_names"] == ["Ahab", "Nantucket"]
@@ -285,6 +286,6 @@ def test_a_sure_answer_naming_someone_no_quote_names_is_withheld(capsys, story, 
 def test_a_small_models_confidence_is_not_trusted(capsys, story, cache_dir, scoring):
     scoring.interpreter.size = 135_000_000  # judges at chance: its words are held to the quotes
     scoring.interpreter.enqueue(sure("she hid it in a box beneath where she slept", -0.01))
-    code, trace, err = ask_json(capsys, story, "--answer", "generative-or-extractive", threshold=None)
+    code, trace, err = ask_json(capsys, story, "--answer", "generative-or-extractive", *CONFIDENT, threshold=None)
     assert code == 0, err
     assert trace["plan"]["support"] == "words" and trace["answer_kind"] == "quoted-words"

@@ -23,7 +23,6 @@ from cwread.eval.methods import METHODS as EVAL_METHODS
 from cwread.plan import (
     ANSWER_CHOICES,
     ASKED_READ_TOKENS,
-    CONFIDENCE_THRESHOLD,
     FINDER_CHOICES,
     FINDER_REPLIES,
     AnswerSettings,
@@ -342,14 +341,13 @@ MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
         "Ask the model whether its quotes state or imply its answer, and show the answer when that "
         "score, ln P(YES) - ln P(NO), is at least this (calibrate it for your model, as the "
         "benchmarks README says). Default: no such call; every content word of a free-form "
-        "answer must be quoted, or the model sure of its words (Qwen2.5-Coder-1.5B's own check "
-        "was measured at chance).",
+        "answer must be quoted (Qwen2.5-Coder-1.5B's own check was measured at chance).",
     ),
     "confidence_threshold": _option(
         float | None,
         "Show a free-form answer whose words are not all quoted when the mean log-probability of "
-        "its tokens is at least this, and its quotes name whom it names. Default: "
-        f"{CONFIDENCE_THRESHOLD}, chosen for Qwen2.5-Coder-1.5B; above 0: never.",
+        "its tokens is at least this and its quotes name whom it names (calibrate it for your "
+        "model). Default: off (Qwen2.5-Coder-1.5B's was measured at chance).",
         None,
         "--min-confidence",
     ),
