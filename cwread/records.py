@@ -40,7 +40,8 @@ class ModelCall:
     seconds: float = 0.0
     cached: bool = False  # every attempt was answered from cwread's call cache
     label_logprobs: tuple[tuple[str, float], ...] = ()  # the last reply's, where the backend gives them
-    answer_logprob: float | None = None  # the last reply's answer's mean token log-probability, where asked and given
+    # the last reply's answer's mean log-probability per token, where asked for and given
+    answer_logprob: float | None = None
     # prompt tokens the server took from its prompt cache rather than reading them (where it
     # says how many it read: llama.cpp); 0 where it does not say
     prompt_cached: int = 0
@@ -198,8 +199,8 @@ class SupportCheck:
     `score`: the model's ln P(YES) - ln P(NO) that the quotes state or directly imply the
     answer (method "model"), or the mean log-probability of its answer's tokens (method
     "confidence"), `supported` when it reaches `threshold` (None: no call was made, or no
-    score came back); `unquoted`: names in the answer that no quote or the question holds, which withhold
-    it without a call; `quoted_share`: the share of an open answer's content words its quotes
+    score came back); `unquoted`: names in the answer that no quote or the question holds,
+    which withhold it without a call; `quoted_share`: the share of an open answer's content words its quotes
     or the question hold (None for a label); `weight_share`: the share of a label's words'
     weight in the book (its option's text or its claim; idf) that its quotes carry (None for
     an open answer); `why`: the decision in words, for the view and the trace."""

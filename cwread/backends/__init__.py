@@ -93,7 +93,7 @@ class Generation:
     cached: bool = False  # answered from cwread's call cache
     # (label, log-probability) at the answer, for a request's label_scores; () where not given
     label_logprobs: tuple[tuple[str, float], ...] = ()
-    # the mean log-probability a token of the reply's answer, for a request's
+    # the mean log-probability per token of the reply's answer, for a request's
     # answer_confidence; None where not given or the reply has no answer
     answer_logprob: float | None = None
     # where the server's time went, as it reports it (0: not reported): prompt tokens it

@@ -166,7 +166,9 @@ class OllamaBackend:
             options["repeat_penalty"] = request.repeat_penalty
         use_schema = self.structured and request.schema is not None
         # Ollama 0.12.11+ gives log-probabilities (at most 20 alternatives); older servers ignore it
-        scoring = {"logprobs": True, "top_logprobs": OLLAMA_TOP_LOGPROBS if request.label_scores else 1} if request.logprobs else {}
+        scoring = {}
+        if request.logprobs:
+            scoring = {"logprobs": True, "top_logprobs": OLLAMA_TOP_LOGPROBS if request.label_scores else 1}
         t0 = time.perf_counter()
         try:
             response = within(

@@ -21,9 +21,10 @@ Reply = str | Generation | Callable[[GenerationRequest], str | Generation] | Bas
 
 class ScriptedBackend:
     """Answers each call with the next queued reply (a string, a Generation to give label
-    log-probabilities or an answer's log-probability too, a function of the request, or an exception to raise); records
-    every request it receives. `logprobs`: it says it gives label log-probabilities (the
-    scoring Finder, the model's support check), as a test that scripts them sets."""
+    log-probabilities or an answer's mean log-probability too, a function of the request, or
+    an exception to raise); records every request it receives. `logprobs`: it says it gives
+    label log-probabilities (the scoring Finder, the model's support check), as a test that
+    scripts them sets."""
 
     name = "scripted"
 

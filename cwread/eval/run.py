@@ -126,7 +126,7 @@ class EvalOptions:
     use_cache: bool = True
     answer_mode: str = "auto"  # open questions: generative, extractive, or auto (by model size)
     support_threshold: float | None = None  # None: no model support check (cwread.support)
-    confidence_threshold: float | None = None  # None: cwread.support's, measured
+    confidence_threshold: float | None = None  # None: the model's confidence is not read (cwread.support)
 
 
 @dataclass(frozen=True)
