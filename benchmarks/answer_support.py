@@ -67,16 +67,24 @@ CONTRADICTED = 0.1  # a shown answer whose token-F1 with every reference is belo
 THRESHOLDS = (-4.0, -3.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0, 4.0)
 
 
+def references_of(data: str) -> dict[str, list[str]]:
+    """Each record's reference answers, by id."""
+    return {r.id: list(r.answers) or [str(r.answer or "")] for r in load_records(data)}
+
+
+def answered_rows(rows_path: str, ids) -> list[dict]:
+    """The rows of `rows_path` with a readable open model answer, of the records `ids` holds."""
+    rows = [json.loads(line) for line in Path(rows_path).read_text(encoding="utf-8").splitlines()]
+    return [r for r in rows if r.get("kind") == "open" and r["id"] in ids and r.get("model_answer")]
+
+
 def scored_rows(data: str, rows_path: str) -> list[dict]:
     """Per record with a readable model answer: its F1, the support score (None: withheld
     before any call), and the F1 of the extractive answer given in its place (the row's
     answer in a run where no model answer passed: `--support-threshold 99`)."""
-    references = {r.id: list(r.answers) or [str(r.answer or "")] for r in load_records(data)}
+    references = references_of(data)
     out = []
-    for line in Path(rows_path).read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        if row.get("kind") != "open" or row["id"] not in references or not row.get("model_answer"):
-            continue
+    for row in answered_rows(rows_path, references):
         refs = references[row["id"]]
         model = cut_repetition(row["model_answer"])
         # rows from before the check say no answer kind: the model's words were shown as written
@@ -161,16 +169,13 @@ CONFIDENCE_THRESHOLDS = (-2.0, -1.5, -1.2, -1.0, -0.8, -0.6, -0.5, -0.4, -0.3, -
 def confidence_rows(data: str, rows_path: str, extractive_path: str) -> list[dict]:
     """Per record with a readable model answer: its F1, its confidence (answer_logprob),
     whether word containment passed it, and the F1 of the extractive answer of the same packet."""
-    references = {r.id: list(r.answers) or [str(r.answer or "")] for r in load_records(data)}
+    references = references_of(data)
     extractive = {}
     for line in Path(extractive_path).read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         extractive[row["id"]] = best_over_references(token_f1, row.get("answer"), references[row["id"]])
     out = []
-    for line in Path(rows_path).read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        if row.get("kind") != "open" or row["id"] not in extractive or not row.get("model_answer"):
-            continue
+    for row in answered_rows(rows_path, extractive):
         refs = references[row["id"]]
         out.append(
             {
