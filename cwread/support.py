@@ -103,6 +103,17 @@ def quoted_share(answer: str, quotes: tuple[Quote, ...], question: str) -> float
     return round(len(words & said) / len(words), 4) if words else 1.0
 
 
+# why an open answer's words decide as they do, whichever check reads them
+NO_QUOTE = "no quote of the book backs it"
+ALL_QUOTED = "every content word is quoted"
+WORD_UNQUOTED = "a content word of the answer is in no quote"
+
+
+def names_why(unquoted: tuple[str, ...]) -> str:
+    """Why an answer naming someone no quote names is withheld."""
+    return f"it names {', '.join(unquoted)}, whom no quote names"
+
+
 def check_confidence(question: Question, answer: str, final: AgentCall, threshold: float) -> SupportCheck:
     """Whether `final`'s open `answer` is shown: every content word of it quoted, or else the
     model sure of its words (the mean log-probability of its answer's tokens at least
@@ -112,22 +123,21 @@ def check_confidence(question: Question, answer: str, final: AgentCall, threshol
     confidence = final.reply.call.answer_logprob
     method = "confidence"
     if not quotes:
-        return SupportCheck(False, method, "no quote of the book backs it", confidence, threshold, quoted_share=share)
+        return SupportCheck(False, method, NO_QUOTE, confidence, threshold, quoted_share=share)
     if grounding.covers(answer, quotes):
-        return SupportCheck(True, method, "every content word is quoted", confidence, threshold, quoted_share=share)
+        return SupportCheck(True, method, ALL_QUOTED, confidence, threshold, quoted_share=share)
     unquoted = unquoted_names(answer, quotes, question.text)
     if unquoted:
-        why = f"it names {', '.join(unquoted)}, whom no quote names"
-        return SupportCheck(False, method, why, confidence, threshold, unquoted=unquoted, quoted_share=share)
+        return SupportCheck(False, method, names_why(unquoted), confidence, threshold, unquoted=unquoted, quoted_share=share)
     if confidence is None:
-        why = "a content word of the answer is in no quote, and the model gave no log-probabilities"
+        why = f"{WORD_UNQUOTED}, and the model gave no log-probabilities"
         return SupportCheck(False, method, why, None, threshold, quoted_share=share)
     ok = confidence >= threshold
     why = (
         f"not every word is quoted, but the model was sure of its words (mean log-probability "
         f"{confidence:+.2f}, threshold {threshold:+.2f})"
         if ok
-        else f"a content word of the answer is in no quote, and the model was unsure of its words "
+        else f"{WORD_UNQUOTED}, and the model was unsure of its words "
         f"(mean log-probability {confidence:+.2f}, under the threshold {threshold:+.2f})"
     )
     return SupportCheck(ok, method, why, confidence, threshold, quoted_share=share)
@@ -156,7 +166,7 @@ def check_support(
     weight = grounding.label_share(question, answer, quotes, weights) if question.kind != "open" else None
     method = "model" if backend else "words"
     if not quotes:
-        return SupportCheck(False, method, "no quote of the book backs it", quoted_share=share, weight_share=weight)
+        return SupportCheck(False, method, NO_QUOTE, quoted_share=share, weight_share=weight)
     if weight is not None and not grounding.bears_on_label(weight):
         why = (
             f"its quotes carry {weight:.0%} of the weight of its words in the book, under the "
@@ -166,15 +176,14 @@ def check_support(
     if backend is None:
         if question.kind == "open":
             ok = grounding.covers(answer, quotes)
-            why = "every content word is quoted" if ok else "a content word of the answer is in no quote"
+            why = ALL_QUOTED if ok else WORD_UNQUOTED
         else:
             ok = True
             why = f"its quotes carry {weight:.0%} of the weight of its words in the book"
         return SupportCheck(ok, "words", why, quoted_share=share, weight_share=weight)
     unquoted = unquoted_names(answer, quotes, question.text) if question.kind == "open" else ()
     if unquoted:
-        why = f"it names {', '.join(unquoted)}, whom no quote names"
-        return SupportCheck(False, "model", why, unquoted=unquoted, quoted_share=share)
+        return SupportCheck(False, "model", names_why(unquoted), unquoted=unquoted, quoted_share=share)
     parsed, call = agents.call_agent(
         backend,
         lambda retry: support_request(question, answer, quoted_evidence(quotes, packet), retry),

@@ -269,6 +269,15 @@ def answer_logprob(tokens: list[dict]) -> float | None:
     return round(sum(inside) / len(inside), 4) if inside else None
 
 
+def reply_scores(tokens: list[dict], request: GenerationRequest) -> dict:
+    """Generation's score fields for what `request` asked, from its reply's OpenAI-style
+    token log-probabilities: its labels' and its answer's."""
+    return {
+        "label_logprobs": label_logprobs(tokens, request.label_scores) if request.label_scores else (),
+        "answer_logprob": answer_logprob(tokens) if request.answer_confidence else None,
+    }
+
+
 def label_logprobs(tokens: list[dict], labels: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
     """Each label's log-probability at the first token of the reply's answer (after `<answer>`,
     or `"answer": "` in JSON), from an OpenAI-style logprobs list: [{"token", "top_logprobs":

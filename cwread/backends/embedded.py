@@ -22,10 +22,9 @@ from cwread.backends import (
     Capabilities,
     Generation,
     GenerationRequest,
-    answer_logprob,
     cancel_event,
-    label_logprobs,
     llamacpp_timings,
+    reply_scores,
     within,
 )
 from cwread.backends.provider import PROVIDERS, BackendSettings, Built, ModelRef, Provider
@@ -257,8 +256,7 @@ class EmbeddedBackend:
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=time.perf_counter() - t0,
-            label_logprobs=label_logprobs(tokens, request.label_scores) if request.label_scores else (),
-            answer_logprob=answer_logprob(tokens) if request.answer_confidence else None,
+            **reply_scores(tokens, request),
             **llamacpp_timings(reply.get("timings")),
         )
 

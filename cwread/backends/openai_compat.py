@@ -22,11 +22,10 @@ from cwread.backends import (
     DeadlinePassed,
     Generation,
     GenerationRequest,
-    answer_logprob,
     call_timeout,
-    label_logprobs,
     llamacpp_timings,
     new_timeout,
+    reply_scores,
     timeout_message,
     token_dicts,
     too_slow_message,
@@ -244,8 +243,7 @@ class OpenAIBackend:
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             seconds=time.perf_counter() - t0,
-            label_logprobs=label_logprobs(tokens, request.label_scores) if request.label_scores else (),
-            answer_logprob=answer_logprob(tokens) if request.answer_confidence else None,
+            **reply_scores(tokens, request),
             # llama-server adds its timings to the reply
             **llamacpp_timings((getattr(response, "model_extra", None) or {}).get("timings")),
         )

@@ -10,7 +10,7 @@ import functools
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 import typer
@@ -323,13 +323,12 @@ output_options = _option_group("output", OUTPUT_OPTIONS, Output)
 
 @dataclass(frozen=True)
 class ModelRun:
-    """What every command that runs models shares: the dense model, the call cache, open answers."""
+    """What every command that runs models shares: the dense model, the call cache, and how
+    answers are given and checked (the open answer mode and the support thresholds)."""
 
     embedder: str
     use_cache: bool
-    answer_mode: str
-    support_threshold: float | None = None
-    confidence_threshold: float | None = None
+    answering: AnswerSettings
 
 
 MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
@@ -371,8 +370,9 @@ def _model_run(
     support_threshold: float | None = None,
     confidence_threshold: float | None = None,
 ) -> ModelRun:
-    # the answer mode and thresholds are checked where they are used (AnswerSettings)
-    return ModelRun(embedder, not no_cache, answer, support_threshold, confidence_threshold)
+    # the answer mode and thresholds are checked here, before any work (AnswerSettings)
+    answering = AnswerSettings(answer, support_threshold=support_threshold, confidence_threshold=confidence_threshold)
+    return ModelRun(embedder, not no_cache, answering)
 
 
 model_run_options = _option_group("run", MODEL_RUN_OPTIONS, _model_run)
@@ -436,10 +436,8 @@ evaluation_options = _option_group(
 def _answer_run(
     retrieval, embedder, no_cache, answer, support_threshold, confidence_threshold, self_check, trace, judge_anyway, **output
 ):
-    answering = AnswerSettings(
-        answer, self_check_choice(self_check), judge_anyway, support_threshold, confidence_threshold
-    )
     model = _model_run(embedder, no_cache, answer, support_threshold, confidence_threshold)
+    answering = replace(model.answering, self_check=self_check_choice(self_check), judge_anyway=judge_anyway)
     return AnswerRun(retrieval, model, answering, trace, Output(**output))
 
 

@@ -124,9 +124,7 @@ def eval_command(
         settings=settings,
         embedder=run.embedder,
         use_cache=run.use_cache,
-        answer_mode=run.answer_mode,
-        support_threshold=run.support_threshold,
-        confidence_threshold=run.confidence_threshold,
+        answering=run.answering,
         **evaluation,
     )
     with render.progress() as progress:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cwread import api, pipeline
@@ -124,9 +124,9 @@ class EvalOptions:
     embedder: str = DEFAULT_EMBEDDER
     settings: BackendSettings | None = None
     use_cache: bool = True
-    answer_mode: str = "auto"  # open questions: generative, extractive, or auto (by model size)
-    support_threshold: float | None = None  # None: no model support check (cwread.support)
-    confidence_threshold: float | None = None  # None: the model's confidence is not read (cwread.support)
+    # open questions' answer mode (auto: by model size) and the support thresholds (None: the
+    # words decide, cwread.support); each method adds its own self-check and judges every label
+    answering: AnswerSettings = field(default_factory=AnswerSettings)
 
 
 @dataclass(frozen=True)
@@ -139,12 +139,6 @@ def evaluate(
     options: EvalOptions, progress: Progress | None = None, notice: Callable[[str], None] | None = None
 ) -> EvalResult:
     """Run every (record, method), save rows and the report as asked, and summarise."""
-    # a bad mode or threshold is told before any work
-    requested = AnswerSettings(
-        answer_mode=options.answer_mode,
-        support_threshold=options.support_threshold,
-        confidence_threshold=options.confidence_threshold,
-    )
     methods = list(options.methods) or list(METHODS)
     for m in methods:
         if m not in METHODS:
@@ -165,9 +159,9 @@ def evaluate(
         selection = select(options.settings, options.use_cache, notice)
     finding = options.finding or FinderSettings()
     # open answers are given one way for every method: as the plan of an open question has it
-    mode = pipeline.open_answer_mode(requested, selection.interpreter) if selection else AnswerMode.GENERATIVE
+    mode = pipeline.open_answer_mode(options.answering, selection.interpreter) if selection else AnswerMode.GENERATIVE
     ctx = EvalContext(
-        selection, budget, options.embedder, options.permute_options, replace(requested, answer_mode=mode), finding
+        selection, budget, options.embedder, options.permute_options, replace(options.answering, answer_mode=mode), finding
     )
     out_path = Path(options.out) if options.out else None
     done: list[dict] = []
