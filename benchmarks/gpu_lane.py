@@ -492,7 +492,7 @@ def decide_next(plan: dict, returned: list[dict], budget_left: float | None) -> 
     a_home = any(r.get("phases", {}).get("a", {}).get("status") == "done" for r in returned)
     skip = ["--skip", "a"] if a_home else []
     if not returned:
-        return {"action": "call", **_with_skip(calls[0], [])}
+        return {"action": "call", **_first_call(plan, [], budget_left)}
     last = returned[-1]
     if last.get("lost"):
         per_call = timing.round_trip
@@ -511,11 +511,7 @@ def decide_next(plan: dict, returned: list[dict], budget_left: float | None) -> 
                 f"starting again needs about {need:.0f} s"
                 + ("; Phase A's reports are home" if a_home else ""),
             }
-        first = _with_skip(calls[0], skip)
-        if budget_left is not None:  # the new machine's deadlines count from what is left
-            first["command"] = first["command"].replace(
-                f"--budget-s {timing.budget:.0f}", f"--budget-s {budget_left:.0f}"
-            )
+        first = _first_call(plan, skip, budget_left)
         return {"action": "call", "why": "the machine was lost: start again from call 1", **first}
     if last.get("stop"):
         return {"action": "stop", "why": f"the machine cannot train: {last['stop']}"}
@@ -554,6 +550,16 @@ def decide_next(plan: dict, returned: list[dict], budget_left: float | None) -> 
                 **_with_skip(follow, ["--skip", "b"]),
             }
     return {"action": "call", **_with_budget(_with_skip(call, skip), budget_left)}
+
+
+def _first_call(plan: dict, skip: list[str], budget_left: float | None) -> dict:
+    """Call 1, its machine's deadlines counted from the device time left (the plan's budget
+    is a developer's 30 minutes; a lease may hold less)."""
+    first = _with_skip(plan["calls"][0], skip)
+    if budget_left is not None:
+        budget = Timing(**plan["timing"]).budget
+        first["command"] = first["command"].replace(f"--budget-s {budget:.0f}", f"--budget-s {budget_left:.0f}")
+    return first
 
 
 def measured_round_trip(returned: list[dict], timing: Timing) -> float:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import time
 from pathlib import Path
@@ -211,6 +212,11 @@ def finder_lines(out: Path, report: dict) -> tuple[list[str], dict | None]:
     rows = _jsonl(out / "scores.jsonl")
     if not rows:
         return ["- The dev segments are not scored yet."], None
+    not_scored = "The trained Finder is not scored yet."
+    broken = sum(1 for r in rows if not all(math.isfinite(s) for s in r.get("trained", [])))
+    if broken:  # a diverged training's NaNs would sort like the retriever's rank: no measurement
+        rows = [{k: v for k, v in r.items() if k != "trained"} for r in rows]
+        not_scored = f"The trained Finder's scores are not finite on {broken} of {len(rows)} records: left out, they measure nothing."
     lines: list[str] = []
     comparisons: dict[str, dict] = {}
     for name, part in sorted(by_set(rows).items(), key=lambda kv: kv[0] != "fairytale"):
@@ -219,7 +225,7 @@ def finder_lines(out: Path, report: dict) -> tuple[list[str], dict | None]:
         if comparison is not None:
             comparisons[name] = comparison
     if not comparisons:
-        return [*lines, "", "The trained Finder is not scored yet."], None
+        return [*lines, "", not_scored], None
     return lines, comparisons.get("fairytale") or next(iter(comparisons.values()))
 
 

@@ -89,6 +89,8 @@ def plan_for_test():
 def test_after_a_lost_machine_next_starts_again_or_stops_by_the_time_left():
     plan = plan_for_test()
     assert gpu_lane.decide_next(plan, [], None)["call"] == 1
+    # the first call's deadlines count from the lease's own budget (15 minutes, say)
+    assert "--budget-s 900" in gpu_lane.decide_next(plan, [], 900)["command"]
     # a transfer for Phase B at the round trip the calls measured (20 s)
     assert gpu_lane.decide_next(plan, [{"call": 3, "began": 100.0}, {"call": 4, "began": 120.0}], 1500)["call"] == 5
     lost = {"call": 5, "lost": True}
@@ -224,9 +226,26 @@ def test_the_summary_of_a_lane_cut_after_the_base_was_scored_says_so(tmp_path):
     assert "| 1 | 0 | 0 |" in text  # top 1: the untrained and the rank hold no gold
 
 
+def test_the_summary_leaves_out_scores_that_are_not_finite(tmp_path):
+    """A training that diverged scores NaN, which sorts like the retriever's rank: the summary
+    must not show that as a trained Finder equal to the rank, nor give a verdict."""
+    root = tmp_path / "lane"
+    (root / "phase-a").mkdir(parents=True)
+    (root / "state.json").write_text(json.dumps({"t0": 0, "budget": 900, "timing": "gpu", "calls": [1, 2, 3, 4]}))
+    (root / "status-a.json").write_text(json.dumps({"status": "failed"}))
+    rows = [{**r, "trained": [float("nan")] * 8} for r in scores_rows(True, 5)]
+    (root / "phase-a" / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "phase-a" / "train.json").write_text(
+        json.dumps({"stage": "trained", "base_auc": 0.5, "held_out_rows": 10, "keep_threshold": {"trained": 2.0, "recall_target": 0.9}})
+    )
+    text = lane_summary.summary_markdown(root)
+    assert "not finite on 5 of 5 records" in text and "Verdict" not in text
+    assert "| k | untrained | rank |" in text and "| k | trained |" not in text
+
+
 def test_the_scorer_reads_the_score_of_one_unpadded_forward_pass_in_any_batch():
-    """Left padding and positions: a prompt's score is the same alone and beside longer ones,
-    and it is ln P(YES) - ln P(NO) summed over the tokens that begin each label."""
+    """Padding: a prompt's score is the same alone and beside longer ones, and it is
+    ln P(YES) - ln P(NO) summed over the tokens that begin each label."""
     torch = pytest.importorskip("torch")
     from training import decision, train
 
@@ -246,6 +265,58 @@ def test_the_scorer_reads_the_score_of_one_unpadded_forward_pass_in_any_batch():
         logprobs = torch.log_softmax(model(torch.tensor([ids])).logits[0, -1], dim=-1)
     expected = (torch.logsumexp(logprobs[yes], 0) - torch.logsumexp(logprobs[no], 0)).item()
     assert together[1] == pytest.approx(expected, abs=1e-3)
+
+
+def test_the_scorer_pads_on_the_right_so_no_position_attends_to_nothing():
+    """A pad on the left attends to no real token: its attention row is fully masked, and on
+    a GPU that gives NaNs the backward pass carries into every weight (the lane's first Phase
+    A went to NaN at step 61). Every row of a batch begins with real tokens."""
+    pytest.importorskip("torch")
+    from training import decision, train
+
+    texts = ["<answer>YES</answer>", "<answer>NO</answer>", "a question about the wolf", "short"]
+    model, tokenizer = train.tiny_model_and_tokenizer(texts * 4, vocab_size=300, family="llama")
+    masks = []
+    model.get_decoder().register_forward_pre_hook(
+        lambda _module, _args, kwargs: masks.append(kwargs["attention_mask"]), with_kwargs=True
+    )
+    rows = [{"prompt": [{"role": "user", "content": "a question about the wolf " * n}]} for n in (1, 6)]
+    decision.score_prompts(model, tokenizer, rows)
+    assert masks and bool(masks[0][:, 0].all()) and not bool(masks[0].all())
+
+
+def test_a_non_finite_step_is_not_taken_and_a_run_of_them_stops_the_training(tmp_path, monkeypatch):
+    """One batch whose loss is NaN leaves the weights finite and the training going; a model
+    that gives nothing but NaN stops after a few steps, and says why."""
+    torch = pytest.importorskip("torch")
+    from training import decision, train
+
+    texts = ["<answer>YES</answer>", "<answer>NO</answer>", "a question about the wolf", "short"]
+    model, tokenizer = train.tiny_model_and_tokenizer(texts * 4, vocab_size=300, family="qwen2")
+    rows = [
+        {"prompt": [{"role": "user", "content": "a question about the wolf " * (1 + i % 5)}], "label": "YES" if i % 2 else "NO"}
+        for i in range(24)
+    ]
+    model = decision.add_lora(model, r=2, alpha=4)
+    real = decision._label_scores
+    calls = []
+
+    def nan_once(model, tokenizer, ids, label_ids, device):
+        calls.append(len(ids))
+        scores = real(model, tokenizer, ids, label_ids, device)
+        return scores * float("nan") if len(calls) == 2 else scores
+
+    monkeypatch.setattr(decision, "_label_scores", nan_once)
+    done = decision.train(model, tokenizer, rows, tmp_path, time.time() + 120, batch_tokens=400, epochs=1, log=lambda _: None)
+    assert done["non_finite_skipped"] == 1 and done["stopped_by"] == "the rows ran out"
+    assert done["examples"] == len(rows) - calls[1]
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+    assert decision.lora_movement(model)["mean_relative"] > 0
+
+    monkeypatch.setattr(decision, "_label_scores", lambda *a: real(*a) * float("nan"))
+    done = decision.train(model, tokenizer, rows, tmp_path, time.time() + 120, most_rows=2, epochs=1, log=lambda _: None)
+    assert done["steps"] == 0 and done["stopped_by"] == f"{decision.NON_FINITE_STOP} non-finite steps in a row"
+    assert all(torch.isfinite(p).all() for p in model.parameters())
 
 
 def test_threshold_and_auc():

@@ -85,20 +85,26 @@ def _batches(lengths: list[int], batch_tokens: int, most: int) -> Iterator[list[
 
 
 def _label_scores(model, tokenizer, ids: list[list[int]], label_ids, device):
-    """The score of each row of token ids (one padded forward pass, its last position)."""
+    """The score of each row of token ids: one padded forward pass, read at each row's last
+    token. The padding is on the right, so every position attends to at least one real token:
+    left padding gives the pad positions nothing to attend to, and a fully masked attention
+    row is where NaNs come from on a GPU, through the backward pass into every weight."""
     import torch
 
     width = max(len(x) for x in ids)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
     mask = torch.zeros((len(ids), width), dtype=torch.long)
-    for row, x in enumerate(ids):  # left padding: every row's last token is at the end
-        input_ids[row, width - len(x) :] = torch.tensor(x)
-        mask[row, width - len(x) :] = 1
+    for row, x in enumerate(ids):
+        input_ids[row, : len(x)] = torch.tensor(x)
+        mask[row, : len(x)] = 1
     input_ids, mask = input_ids.to(device), mask.to(device)
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, logits_to_keep=1)
-    logprobs = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
+    last = torch.tensor([len(x) - 1 for x in ids], device=device)
+    # the decoder's hidden states, and the head only at the positions read (the logits of
+    # every position would be rows x width x vocabulary)
+    hidden = model.get_decoder()(input_ids=input_ids, attention_mask=mask).last_hidden_state
+    picked = hidden[torch.arange(len(ids), device=device), last]
+    logprobs = torch.log_softmax(model.get_output_embeddings()(picked).float(), dim=-1)
     yes = torch.logsumexp(logprobs[:, label_ids[0]], dim=-1)
     no = torch.logsumexp(logprobs[:, label_ids[1]], dim=-1)
     return yes - no
@@ -227,7 +233,7 @@ def train(
     metrics.write_text("", encoding="utf-8")
     rng = random.Random(seed)
     step, seen, began, stop = 0, 0, time.time(), "the rows ran out"
-    halvings, peak = 0, None
+    halvings, peak, skipped, in_a_row = 0, None, 0, 0
     out_of_memory = _oom_type()
     cuda = torch.cuda.is_available() and getattr(device, "type", str(device)) == "cuda"
     model.train()
@@ -252,7 +258,19 @@ def train(
                 queue = collections.deque(_resplit([batch, *queue], ids, batch_tokens, most_rows))
                 halvings += 1
                 continue
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
+            if not (torch.isfinite(loss) and torch.isfinite(norm)):
+                # one non-finite gradient, clipped, turns every weight it touches into NaN:
+                # the step is not taken, and a run of them stops the training
+                optimizer.zero_grad(set_to_none=True)
+                skipped += 1
+                in_a_row += 1
+                log(f"step {step + 1}: a non-finite loss or gradient, not taken ({skipped} so far)")
+                if in_a_row >= NON_FINITE_STOP:
+                    stop = f"{in_a_row} non-finite steps in a row"
+                    break
+                continue
+            in_a_row = 0
             optimizer.step()
             schedule.step()
             step += 1
@@ -284,8 +302,12 @@ def train(
         "seconds": round(time.time() - began, 1),
         "batch_tokens": batch_tokens,  # at the end: halved once per out-of-memory error
         "oom_halvings": halvings,
+        "non_finite_skipped": skipped,  # steps not taken: their loss or gradient was not finite
         "first_minute_peak_gib": peak,  # CUDA's peak memory allocated in the first minute
     }
+
+
+NON_FINITE_STOP = 8  # non-finite steps in a row that stop a training: it has diverged
 
 
 def _epoch_batches(ids: list[list[int]], rng: random.Random, batch_tokens: int, most: int) -> list[list[int]]:
