@@ -17,7 +17,7 @@ from cwread.backends.select import Selection
 from cwread.book import Document, Evidence, Passage
 from cwread.embedders import load_embedder
 from cwread.finder import Finder, make_finder, read_segments, reading_budget
-from cwread.interpreter import interpret, needs_self_check, packet_fits
+from cwread.interpreter import interpret, packet_fits, self_check_decision
 from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
 from cwread.packing import pack
 from cwread.plan import (
@@ -101,7 +101,7 @@ def plan_run(
     evidence = PacketSource.GIVEN if packet_given else PacketSource.ALL_READ if skipped else PacketSource.FINDER
     judge = reader.reply if evidence == PacketSource.FINDER else None
     asked = mode != AnswerMode.EVIDENCE_ONLY and not (question.is_open and mode == AnswerMode.EXTRACTIVE)
-    self_check = answering.self_check
+    self_check, self_check_skipped = self_check_decision(question, answering.self_check)
     support, threshold = _support_method(answering, interpreter, question, small) if asked else (None, None)
     plan = Plan(
         answer_mode=mode,
@@ -112,11 +112,12 @@ def plan_run(
         keep_threshold=finding.keep_threshold if judge else None,
         verdict=verdict,
         interpreter=asked,
-        self_check=asked and (needs_self_check(question) if self_check is None else self_check),
+        self_check=asked and self_check,
         budget=budget,
         support=support,
         support_threshold=threshold,
         extract=extractive.extract_kind(paragraphs) if question.is_open else None,
+        self_check_skipped=self_check_skipped if asked else None,
     )
     return PlannedRun(plan, backends, reader, rank)
 
@@ -301,6 +302,8 @@ def _skipped(plan: Plan, found: FindResult, judged: FinderStage) -> dict[str, st
         )
     if plan.answer_mode == AnswerMode.EVIDENCE_ONLY:
         skipped["interpreter"] = UNJUDGED
+    if plan.self_check_skipped:
+        skipped["self-check"] = plan.self_check_skipped
     if plan.extract == Extract.SENTENCE and plan.answer_mode != AnswerMode.GENERATIVE:  # else no words of the book are given
         why = extractive.whole_sentence_why(len(found.document.paragraphs))
         if why is not None:

@@ -93,7 +93,7 @@ def _check_threshold(value: object, name: str) -> None:
 class AnswerSettings:
     """How a retrieved question is answered: `answer_mode` for open questions (ANSWER_CHOICES,
     or auto: extractive for a model too small to write); `self_check` (None: for claims and
-    risky questions); `judge_anyway`: ask a model that judges at chance for a verdict on
+    risky questions with options, cwread.interpreter.self_check_decision); `judge_anyway`: ask a model that judges at chance for a verdict on
     options and claims all the same; `support_threshold`: ask the Interpreter's model whether
     the quotes support its answer, and pass it at this score (None: no such call; the words
     decide, see cwread.support); `confidence_threshold`: the mean token log-probability at
@@ -188,7 +188,8 @@ class Plan:
     `finder`: the judge that reads (its reply, or "scripted"; None when none runs), with its
     `read_tokens` and `keep_threshold` as FinderSettings has them. `verdict`: options and
     claims are given the Interpreter's verdict. `interpreter`: the Interpreter is asked (not for an extractive answer or a
-    withheld verdict); `self_check`: its second pass follows a readable first answer.
+    withheld verdict); `self_check`: its second pass follows a readable first answer
+    (`self_check_skipped`: why auto leaves out a pass τ(q) names).
     `budget`: the budget fitted to the book and the Interpreter, with why
     (cwread.segments.fit_budget); None where the caller gave none to fit. `support`: how
     the answer's support is checked (SUPPORT_METHODS; None: no model answer to check), and
@@ -209,3 +210,4 @@ class Plan:
     support: SupportMethod | None = None
     support_threshold: float | None = None
     extract: Extract | None = None
+    self_check_skipped: str | None = None

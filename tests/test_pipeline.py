@@ -111,6 +111,26 @@ def test_open_question_end_to_end(story, cache_dir):
     assert [int(i) for i in re.findall(r"^\[(\d+)\]", evidence, re.M)] == trace.packet.ids
 
 
+def test_a_free_form_why_question_skips_its_self_check_unless_asked(story, cache_dir):
+    """τ(q) names "why" questions, but a free-form answer's second pass was measured not to earn
+    its call (benchmarks/results/self-check-open-qwen15-cpu.md): auto leaves it out and says
+    why; asked for, it runs."""
+    doc = api.open_document(str(story))
+    reply = "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>To keep it safe</answer>"
+    question = api.make_question("Why did she keep the medal in a tin?")
+    generative = AnswerSettings(answer_mode="generative")
+    selection = scripted_selection([reply, reply])
+    trace = api.ask(doc, question, api.RunSettings(answering=generative), selection=selection, use_cache=False)
+    assert trace.self_check is None and not trace.plan.self_check
+    assert "not worth its call for a free-form answer" in trace.skipped["self-check"]
+    assert len(selection.interpreter.requests) == 1
+    selection = scripted_selection([reply, reply])
+    asked = api.RunSettings(answering=replace(generative, self_check=True))
+    trace = api.ask(doc, question, asked, selection=selection, use_cache=False)
+    assert trace.self_check is not None and "self-check" not in trace.skipped
+    assert len(selection.interpreter.requests) == 2
+
+
 def test_mcq_with_self_check_that_changes_the_answer(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(

@@ -95,7 +95,8 @@ SelfCheckOpt = Annotated[
     str,
     typer.Option(
         "--self-check",
-        help="The Interpreter's second pass: auto (for claims and risky questions), on or off.",
+        help="The Interpreter's second pass: auto (for claims and risky questions with "
+        "options; a free-form answer's was measured not to earn its call), on or off.",
     ),
 ]
 SELF_CHECK = {"auto": None, "on": True, "off": False}
