@@ -408,6 +408,10 @@ def test_eval_cli_json_report_and_out(capsys, tmp_path, cache_dir, scripted, eva
     assert summary["methods"]["pipeline"]["accuracy"] == 1.0
     assert summary["methods"]["pipeline"]["pair_accuracy"] == 1.0
     assert summary["methods"]["retrieval"]["evidence_recall"]["anchor"] == 1.0
-    assert "# cwread eval" in report.read_text()
+    assert "# cwread eval" in report.read_text() and "threshold" not in report.read_text()
+    # the support check's thresholds as asked are in the header, beside the rows that used them
+    code = main(["eval", data, "-m", "retrieval", "--min-confidence", "-0.4", "--support-threshold", "1.5", "--report", str(report)])
+    assert code == 0 and "support threshold 1.5, min confidence -0.4" in report.read_text()
+    capsys.readouterr()
     code = main(["eval", data, "-m", "nonsense"])
     assert code == 2 and "unknown method" in capsys.readouterr().err

@@ -129,6 +129,14 @@ class EvalOptions:
     answering: AnswerSettings = field(default_factory=AnswerSettings)
 
 
+def _support_settings(answering: AnswerSettings) -> str:
+    """The support check's thresholds as asked, for the report's header (none: the words decide)."""
+    support, confidence = answering.support_threshold, answering.confidence_threshold
+    return (f", support threshold {support:g}" if support is not None else "") + (
+        f", min confidence {confidence:g}" if confidence is not None else ""
+    )
+
+
 @dataclass(frozen=True)
 class EvalResult:
     meta: dict  # data, models, settings: what the report's header says
@@ -184,7 +192,8 @@ def evaluate(
         f"{'' if finding.reply == 'quote-first' else f', Finder reply {finding.reply}'}"
         f"{'' if finding.use == 'auto' else f', Finder {finding.use}'}), "
         f"embedder {options.embedder}"
-        f"{', permuted options' if options.permute_options else ''}, {mode} open answers, {len(records)} records",
+        f"{', permuted options' if options.permute_options else ''}, {mode} open answers"
+        f"{_support_settings(options.answering)}, {len(records)} records",
     }
     if options.report:
         write_output_file(options.report, report_markdown(summary, meta), "--report")
