@@ -477,6 +477,9 @@ def run(
     report["movement"] = lora_movement(model)
     model.save_pretrained(str(out / "adapter"))
     save_report("trained")
+    # scored merged: the adapter's extra matmuls made the 135M's scoring over 3x slower on an
+    # H100 (the first lease's Phase A ran out of time there), and the export reads the saved adapter
+    model = model.merge_and_unload()
 
     t = time.time()
     trained_dev = score_prompts(model, tokenizer, segments)
