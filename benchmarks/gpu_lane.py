@@ -245,6 +245,20 @@ def tiny_model(rows_file: Path, out_file: Path, family: str) -> None:
         )
 
 
+def archive_returns(kit: Path) -> Path | None:
+    """An earlier lease's returns moved aside (kit/returned-DATE): a new kit is a new lease,
+    and `next` reads kit/returned to say where the lane stands (`got` already put the reports
+    in benchmarks/results)."""
+    earlier = kit / "returned"
+    if not earlier.is_dir():
+        return None
+    when = time.strftime("%Y%m%d-%H%M%S", time.gmtime(earlier.stat().st_mtime))
+    moved = kit / f"returned-{when}"
+    earlier.rename(moved)
+    say(f"the last lease's returns moved to {moved}")
+    return moved
+
+
 def build_kit(args: argparse.Namespace) -> int:
     """lane-kit/: stage/{base,a,b}/ (what each phase needs), the stream's parts, one folder
     per transfer call (calls/NN: its part and the manifest), MANIFEST.json."""
@@ -252,6 +266,7 @@ def build_kit(args: argparse.Namespace) -> int:
     from training import data, decision
 
     kit = Path(args.kit)
+    archive_returns(kit)
     stage = kit / "stage"
     started = time.time()
     base = stage / "base"

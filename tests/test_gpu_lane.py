@@ -112,6 +112,17 @@ def test_after_a_lost_machine_next_starts_again_or_stops_by_the_time_left():
     assert gpu_lane.decide_next(plan, [{"call": len(plan["calls"])}], 60)["action"] == "stop"
 
 
+def test_a_new_kit_moves_the_last_lease_s_returns_aside_so_next_starts_at_call_1(tmp_path):
+    kit = tmp_path / "lane-kit"
+    (kit / "returned" / "05").mkdir(parents=True)
+    (kit / "returned" / "05" / "call.json").write_text(json.dumps({"call": 5, "finished": True}))
+    assert gpu_lane.decide_next(plan_for_test(), gpu_lane.returned_calls(kit), 900)["action"] == "stop"
+    moved = gpu_lane.archive_returns(kit)
+    assert moved is not None and (moved / "05" / "call.json").is_file()
+    assert gpu_lane.decide_next(plan_for_test(), gpu_lane.returned_calls(kit), 900)["call"] == 1
+    assert gpu_lane.archive_returns(kit) is None
+
+
 def test_a_call_on_a_fresh_machine_says_lost_and_still_returns_a_record(tmp_path):
     out = tmp_path / "out"
     code = gpu_lane.main(
