@@ -313,7 +313,8 @@ def answer_view(trace: Trace) -> None:
             head.append(f"\n{whose}; {_support_line(outcome.check)}.", style="dim")
     elif status == Status.NO_VERDICT:
         head.append("no verdict", style="bold yellow")
-        head.append(f"\n{trace.skipped.get('interpreter', '')}: read the evidence below.", style="dim")
+        read = ": read the evidence below" if outcome.quotes else "; no passage shares a word with the question"
+        head.append(f"\n{trace.skipped.get('interpreter', '')}{read}.", style="dim")
     elif status == Status.NOT_DETERMINED:
         head.append(NOT_DETERMINED, style="bold yellow")
         if outcome.mode == AnswerMode.EXTRACTIVE:

@@ -358,6 +358,7 @@ def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story
     code, out, err = verify(True)
     assert code == 4 and "no verdict" in out and "TRUE" not in out
     assert "[5]" in out and "Best evidence" in out  # the evidence to read instead
+    assert "read the evidence below" in " ".join(w for w in out.split() if w != "│")
     assert len(scripted.interpreter.requests) == asked  # the model was not asked
     errors = [line for line in err.splitlines() if line.startswith("cwread: no verdict:")]
     assert len(errors) == 1 and "judges options and claims at chance" in errors[0]
@@ -365,6 +366,10 @@ def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story
     assert verify(True, "--quiet")[0] == 4  # a script gets "not determined", never a coin flip
     scripted.interpreter._queue.clear()
 
+    # nothing to read: the view does not point at evidence that is not there
+    code, out, _ = run(capsys, "verify", str(story), "Zebras quarrelled.", "--backend", "scripted", "--no-cache")
+    flat = " ".join(w for w in out.split() if w != "│")
+    assert code == 4 and "no passage shares a word with the question" in flat and "evidence below" not in flat
     code, out, err = verify(True, "--judge-anyway")  # today's behaviour, with its warning
     assert code == 0 and "TRUE" in out
     assert "too small to judge options or claims: its verdict is near chance" in err
