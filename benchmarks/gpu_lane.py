@@ -39,6 +39,7 @@ import itertools
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -248,12 +249,16 @@ def tiny_model(rows_file: Path, out_file: Path, family: str) -> None:
 def archive_returns(kit: Path) -> Path | None:
     """An earlier lease's returns moved aside (kit/returned-DATE): a new kit is a new lease,
     and `next` reads kit/returned to say where the lane stands (`got` already put the reports
-    in benchmarks/results)."""
+    in benchmarks/results). So build no kit during a lease: `next` would start it again."""
     earlier = kit / "returned"
     if not earlier.is_dir():
         return None
     when = time.strftime("%Y%m%d-%H%M%S", time.gmtime(earlier.stat().st_mtime))
     moved = kit / f"returned-{when}"
+    for n in itertools.count(2):  # two kits built within a second
+        if not moved.exists():
+            break
+        moved = kit / f"returned-{when}-{n}"
     earlier.rename(moved)
     say(f"the last lease's returns moved to {moved}")
     return moved
@@ -507,7 +512,7 @@ def decide_next(plan: dict, returned: list[dict], budget_left: float | None) -> 
     a_home = any(r.get("phases", {}).get("a", {}).get("status") == "done" for r in returned)
     skip = ["--skip", "a"] if a_home else []
     if not returned:
-        return {"action": "call", **_first_call(plan, [], budget_left)}
+        return {"action": "call", **_with_budget(_with_skip(calls[0], []), budget_left)}
     last = returned[-1]
     if last.get("lost"):
         per_call = timing.round_trip
@@ -526,7 +531,7 @@ def decide_next(plan: dict, returned: list[dict], budget_left: float | None) -> 
                 f"starting again needs about {need:.0f} s"
                 + ("; Phase A's reports are home" if a_home else ""),
             }
-        first = _first_call(plan, skip, budget_left)
+        first = _with_budget(_with_skip(calls[0], skip), budget_left)
         return {"action": "call", "why": "the machine was lost: start again from call 1", **first}
     if last.get("stop"):
         return {"action": "stop", "why": f"the machine cannot train: {last['stop']}"}
@@ -567,16 +572,6 @@ def decide_next(plan: dict, returned: list[dict], budget_left: float | None) -> 
     return {"action": "call", **_with_budget(_with_skip(call, skip), budget_left)}
 
 
-def _first_call(plan: dict, skip: list[str], budget_left: float | None) -> dict:
-    """Call 1, its machine's deadlines counted from the device time left (the plan's budget
-    is a developer's 30 minutes; a lease may hold less)."""
-    first = _with_skip(plan["calls"][0], skip)
-    if budget_left is not None:
-        budget = Timing(**plan["timing"]).budget
-        first["command"] = first["command"].replace(f"--budget-s {budget:.0f}", f"--budget-s {budget_left:.0f}")
-    return first
-
-
 def measured_round_trip(returned: list[dict], timing: Timing) -> float:
     """Seconds from one call's start to the next's, as the calls that came home measured it
     (the median), else the plan's."""
@@ -586,9 +581,13 @@ def measured_round_trip(returned: list[dict], timing: Timing) -> float:
 
 
 def _with_budget(call: dict, budget_left: float | None) -> dict:
-    """A call that re-anchors the machine's deadlines on the device time left (see reanchor)."""
-    if budget_left is None or call.get("call", 1) == 1:
+    """A call whose machine counts its deadlines from the device time left: call 1 creates
+    them from it (the plan's budget is a developer's 30 minutes; a lease may hold less), a
+    later call re-anchors them (see reanchor)."""
+    if budget_left is None:
         return call
+    if call.get("call", 1) == 1:
+        return {**call, "command": re.sub(r"--budget-s \d+", f"--budget-s {budget_left:.0f}", call["command"])}
     return {**call, "command": call["command"] + f" --budget-left {budget_left:.0f}"}
 
 

@@ -94,11 +94,11 @@ class AnswerSettings:
     """How a retrieved question is answered: `answer_mode` for open questions (ANSWER_CHOICES,
     or auto: extractive for a model too small to write); `self_check` (None: for claims and
     risky questions with options, cwread.interpreter.self_check_decision); `judge_anyway`: ask
-    a model that judges at chance for a verdict on options and claims all the same; `support_threshold`: ask the Interpreter's model whether
-    the quotes support its answer, and pass it at this score (None: no such call; the words
-    decide, see cwread.support); `confidence_threshold`: the mean token log-probability at
-    which a model's open answer whose words are not all quoted is shown all the same (None:
-    never, the words decide)."""
+    a model that judges at chance for a verdict on options and claims all the same;
+    `support_threshold`: ask the Interpreter's model whether the quotes support its answer, and
+    pass it at this score (None: no such call; the words decide, see cwread.support);
+    `confidence_threshold`: the mean token log-probability at which a model's open answer whose
+    words are not all quoted is shown all the same (None: never, the words decide)."""
 
     answer_mode: str = "auto"
     self_check: bool | None = None

@@ -313,7 +313,7 @@ def answer_view(trace: Trace) -> None:
             head.append(f"\n{whose}; {_support_line(outcome.check)}.", style="dim")
     elif status == Status.NO_VERDICT:
         head.append("no verdict", style="bold yellow")
-        read = ": read the evidence below" if outcome.quotes else "; no passage shares a word with the question"
+        read = ": read the evidence below" if outcome.quotes else "; no passage read shares a word with what was asked"
         head.append(f"\n{trace.skipped.get('interpreter', '')}{read}.", style="dim")
     elif status == Status.NOT_DETERMINED:
         head.append(NOT_DETERMINED, style="bold yellow")

@@ -369,7 +369,7 @@ def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story
     # nothing to read: the view does not point at evidence that is not there
     code, out, _ = run(capsys, "verify", str(story), "Zebras quarrelled.", "--backend", "scripted", "--no-cache")
     flat = " ".join(w for w in out.split() if w != "│")
-    assert code == 4 and "no passage shares a word with the question" in flat and "evidence below" not in flat
+    assert code == 4 and "no passage read shares a word with what was asked" in flat and "evidence below" not in flat
     code, out, err = verify(True, "--judge-anyway")  # today's behaviour, with its warning
     assert code == 0 and "TRUE" in out
     assert "too small to judge options or claims: its verdict is near chance" in err

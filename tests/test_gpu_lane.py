@@ -320,6 +320,8 @@ def test_a_non_finite_step_is_not_taken_and_a_run_of_them_stops_the_training(tmp
     monkeypatch.setattr(decision, "_label_scores", nan_once)
     done = decision.train(model, tokenizer, rows, tmp_path, time.time() + 120, batch_tokens=400, epochs=1, log=lambda _: None)
     assert done["non_finite_skipped"] == 1 and done["stopped_by"] == "the rows ran out"
+    steps = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert len(steps) == done["steps"] and all(math.isfinite(s["grad_norm"]) for s in steps)
     assert done["examples"] == len(rows) - calls[1]
     assert all(torch.isfinite(p).all() for p in model.parameters())
     assert decision.lora_movement(model)["mean_relative"] > 0
@@ -339,6 +341,9 @@ def test_threshold_and_auc():
     assert decision.threshold_for_recall(scores, labels, 1.0) == -1.0
     assert decision.auc(scores, labels) == pytest.approx(6 / 9)
     assert decision.auc([1.0, 1.0], [True, False]) == 0.5
+    # a diverged training's NaNs measure nothing: no AUC, no threshold
+    assert decision.auc([float("nan"), 1.0], [True, False]) is None
+    assert decision.threshold_for_recall([float("nan"), 1.0], [True, False], 0.9) is None
 
 
 @pytest.mark.slow

@@ -102,7 +102,7 @@ def _label_scores(model, tokenizer, ids: list[list[int]], label_ids, device):
     last = torch.tensor([len(x) - 1 for x in ids], device=device)
     # the decoder's hidden states, and the head only at the positions read (the logits of
     # every position would be rows x width x vocabulary)
-    hidden = model.get_decoder()(input_ids=input_ids, attention_mask=mask).last_hidden_state
+    hidden = model.get_decoder()(input_ids=input_ids, attention_mask=mask, use_cache=False).last_hidden_state
     picked = hidden[torch.arange(len(ids), device=device), last]
     logprobs = torch.log_softmax(model.get_output_embeddings()(picked).float(), dim=-1)
     yes = torch.logsumexp(logprobs[:, label_ids[0]], dim=-1)
@@ -200,6 +200,9 @@ def add_lora(model, r: int = 16, alpha: int = 32):
     return get_peft_model(model, config)
 
 
+NON_FINITE_STOP = 8  # non-finite steps in a row that stop a training: it has diverged
+
+
 def train(
     model,
     tokenizer,
@@ -265,7 +268,7 @@ def train(
                 optimizer.zero_grad(set_to_none=True)
                 skipped += 1
                 in_a_row += 1
-                log(f"step {step + 1}: a non-finite loss or gradient, not taken ({skipped} so far)")
+                log(f"after step {step}: a non-finite loss or gradient, not taken ({skipped} so far)")
                 if in_a_row >= NON_FINITE_STOP:
                     stop = f"{in_a_row} non-finite steps in a row"
                     break
@@ -282,6 +285,7 @@ def train(
                 "loss": round(loss.item(), 5),
                 "accuracy": round(((scores > 0).float() == target).float().mean().item(), 4),
                 "lr": schedule.get_last_lr()[0],
+                "grad_norm": round(norm.item(), 4),  # before clipping: a divergence shows here first
                 "seconds": round(time.time() - began, 2),
             }
             if cuda and peak is None and (time.time() - began >= 60 or not queue):
@@ -305,9 +309,6 @@ def train(
         "non_finite_skipped": skipped,  # steps not taken: their loss or gradient was not finite
         "first_minute_peak_gib": peak,  # CUDA's peak memory allocated in the first minute
     }
-
-
-NON_FINITE_STOP = 8  # non-finite steps in a row that stop a training: it has diverged
 
 
 def _epoch_batches(ids: list[list[int]], rng: random.Random, batch_tokens: int, most: int) -> list[list[int]]:
@@ -352,7 +353,10 @@ def lora_movement(model) -> dict:
 
 
 def threshold_for_recall(scores: list[float], labels: list[bool], recall: float) -> float | None:
-    """The highest score threshold that keeps at least `recall` of the gold-bearing rows."""
+    """The highest score threshold that keeps at least `recall` of the gold-bearing rows (None
+    when a score is not finite: a diverged training's NaNs measure nothing)."""
+    if not all(math.isfinite(s) for s in scores):
+        return None
     gold = sorted((s for s, g in zip(scores, labels, strict=True) if g), reverse=True)
     if not gold:
         return None
@@ -361,7 +365,10 @@ def threshold_for_recall(scores: list[float], labels: list[bool], recall: float)
 
 
 def auc(scores: list[float], labels: list[bool]) -> float | None:
-    """The probability that a gold-bearing row outscores one without gold (ties count half)."""
+    """The probability that a gold-bearing row outscores one without gold (ties count half;
+    None when a score is not finite)."""
+    if not all(math.isfinite(s) for s in scores):
+        return None
     pos = [s for s, g in zip(scores, labels, strict=True) if g]
     neg = [s for s, g in zip(scores, labels, strict=True) if not g]
     if not pos or not neg:
@@ -477,8 +484,9 @@ def run(
     report["movement"] = lora_movement(model)
     model.save_pretrained(str(out / "adapter"))
     save_report("trained")
-    # scored merged: the adapter's extra matmuls made the 135M's scoring over 3x slower on an
-    # H100 (the first lease's Phase A ran out of time there), and the export reads the saved adapter
+    # scored merged, at the base's speed: with the adapter unmerged, the first lease's trained
+    # scoring of the 135M had not finished in 200 s where the base took 60 s (the export reads
+    # the saved adapter)
     model = model.merge_and_unload()
 
     t = time.time()

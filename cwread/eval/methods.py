@@ -1,6 +1,7 @@
 """The methods `cwread eval` compares, one function each, registered by name.
 
-- pipeline: the full method; no-self-check: without the Interpreter's second pass;
+- pipeline: the full method, its self-check as auto runs it (claims and risky options, not
+  free-form answers: cwread.interpreter.self_check_decision); no-self-check: without it;
 - no-finder: every anchor segment goes to the Interpreter (budgets permitting);
 - direct: the text from its start, cut where the model's context ends, in one call;
 - bm25-rag / dense-rag: top paragraphs of one retriever, in story order, under B_c;
@@ -109,7 +110,7 @@ class Method:
 
 
 def _interpret(ctx: EvalContext, found: FindResult, packet: Packet, self_check: bool | None = False) -> Trace:
-    """The Interpreter (and its self-check, if asked; None: when τ(q)) on a given packet."""
+    """The Interpreter (and its self-check, if asked; None: as auto decides) on a given packet."""
     return ctx.answer(found, self_check, packet)
 
 
