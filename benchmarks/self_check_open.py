@@ -1,4 +1,4 @@
-"""Does the Interpreter's second pass earn its call on a free-form answer?
+"""Does the Interpreter's second pass earn its call on a free-form answer (or a claim's verdict)?
 
 The method's self-check (τ(q)) re-asks the Interpreter for claims and for questions worded
 with negation, cause or inference: "why" questions, most of them free-form. This script pairs
@@ -7,7 +7,7 @@ one without, and prints, per set and pooled: the questions that had the pass, th
 changed, the paired token-F1 difference of the model's answers (with its 95% bootstrap
 interval) and the model calls each run made.
 
-    python benchmarks/self_check_open.py DATA ROWS_WITH ROWS_WITHOUT [DATA ROWS_WITH ROWS_WITHOUT ...]
+    python benchmarks/self_check_open.py [--kind open|claim|mcq] DATA ROWS_WITH ROWS_WITHOUT [...]
 
 ROWS_WITH: `cwread eval DATA -m no-finder ... --out ROWS_WITH` at a revision whose auto
 self-check ran for risky free-form questions (9fb5c24 and before); ROWS_WITHOUT: the same
@@ -26,13 +26,19 @@ from answer_support import references_of  # benchmarks/, beside this script
 from cwread.metrics import best_over_references, bootstrap_interval, token_f1
 
 
-def paired(data: str, with_path: str, without_path: str) -> dict:
-    """The self-checked open questions of one set: their F1 differences, changed answers, calls."""
+def paired(data: str, with_path: str, without_path: str, kind: str = "open") -> dict:
+    """The self-checked questions of `kind` in one set: their score differences (token-F1 of
+    an open answer, else 1 for a right label), changed answers, calls."""
     references = references_of(data)
 
     def read(path: str) -> dict[str, dict]:
         rows = map(json.loads, Path(path).read_text(encoding="utf-8").splitlines())
-        return {r["id"]: r for r in rows if r.get("kind") == "open"}
+        return {r["id"]: r for r in rows if r.get("kind") == kind}
+
+    def score(row: dict) -> float:
+        if kind == "open":
+            return best_over_references(token_f1, row["model_answer"] or "", references[row["id"]])
+        return 1.0 if row.get("correct") else 0.0
 
     checked, plain = read(with_path), read(without_path)
     differences, changed = [], 0
@@ -40,8 +46,7 @@ def paired(data: str, with_path: str, without_path: str) -> dict:
         if not row["self_checked"] or key not in plain:
             continue
         other = plain[key]
-        f1 = [best_over_references(token_f1, r["model_answer"] or "", references[key]) for r in (row, other)]
-        differences.append(f1[0] - f1[1])
+        differences.append(score(row) - score(other))
         changed += (row["model_answer"] or "") != (other["model_answer"] or "")
     return {
         "questions": len(checked),
@@ -67,11 +72,16 @@ def line(name: str, result: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("triples", nargs="+", help="DATA ROWS_WITH ROWS_WITHOUT, repeated")
+    parser.add_argument("--kind", choices=("open", "claim", "mcq"), default="open", help="the questions compared")
     args = parser.parse_args()
     if len(args.triples) % 3:
         parser.error("give DATA ROWS_WITH ROWS_WITHOUT, repeated")
-    results = [(Path(args.triples[i]).stem, paired(*args.triples[i : i + 3])) for i in range(0, len(args.triples), 3)]
-    print("| set | open questions | self-checked | answers changed | token-F1 with - without, points [95%] | model calls with / without |")
+    results = [
+        (Path(args.triples[i]).stem, paired(*args.triples[i : i + 3], kind=args.kind))
+        for i in range(0, len(args.triples), 3)
+    ]
+    measure = "token-F1" if args.kind == "open" else "accuracy"
+    print(f"| set | {args.kind} questions | self-checked | answers changed | {measure} with - without, points [95%] | model calls with / without |")
     print("|---|---|---|---|---|---|")
     for name, result in results:
         print(line(name, result))
