@@ -28,6 +28,7 @@ import random
 from pathlib import Path
 
 from cwread.eval.dataset import load_records
+from cwread.eval.run import read_rows
 from cwread.grounding import cut_repetition
 from cwread.metrics import best_over_references, bootstrap_interval, token_f1, wilson_interval
 
@@ -74,7 +75,7 @@ def references_of(data: str) -> dict[str, list[str]]:
 
 def answered_rows(rows_path: str, ids) -> list[dict]:
     """The rows of `rows_path` with a readable open model answer, of the records `ids` holds."""
-    rows = [json.loads(line) for line in Path(rows_path).read_text(encoding="utf-8").splitlines()]
+    rows = read_rows(Path(rows_path))
     return [r for r in rows if r.get("kind") == "open" and r["id"] in ids and r.get("model_answer")]
 
 
@@ -170,10 +171,10 @@ def confidence_rows(data: str, rows_path: str, extractive_path: str) -> list[dic
     """Per record with a readable model answer: its F1, its confidence (answer_logprob),
     whether word containment passed it, and the F1 of the extractive answer of the same packet."""
     references = references_of(data)
-    extractive = {}
-    for line in Path(extractive_path).read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        extractive[row["id"]] = best_over_references(token_f1, row.get("answer"), references[row["id"]])
+    extractive = {
+        row["id"]: best_over_references(token_f1, row.get("answer"), references[row["id"]])
+        for row in read_rows(Path(extractive_path))
+    }
     out = []
     for row in answered_rows(rows_path, extractive):
         refs = references[row["id"]]

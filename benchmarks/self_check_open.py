@@ -18,11 +18,11 @@ the model nothing new.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from answer_support import references_of  # benchmarks/, beside this script
 
+from cwread.eval.run import read_rows
 from cwread.metrics import best_over_references, bootstrap_interval, token_f1
 
 
@@ -32,8 +32,7 @@ def paired(data: str, with_path: str, without_path: str, kind: str = "open") -> 
     references = references_of(data)
 
     def read(path: str) -> dict[str, dict]:
-        rows = map(json.loads, Path(path).read_text(encoding="utf-8").splitlines())
-        return {r["id"]: r for r in rows if r.get("kind") == kind}
+        return {r["id"]: r for r in read_rows(Path(path)) if r.get("kind") == kind}
 
     def score(row: dict) -> float:
         if kind == "open":

@@ -149,7 +149,6 @@ def self_check_decision(question: Question, asked: bool | None) -> tuple[bool, s
     return True, None
 
 
-
 def interpret(
     backend: Backend,
     question: Question,
