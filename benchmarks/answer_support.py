@@ -17,6 +17,10 @@ calibration set and reads the tables:
         log-probability of its words, `answer_logprob` in the rows of a run with
         `--answer generative-or-extractive`), the extractive answer taken from a run of the
         same packets with `--answer extractive`.
+    python benchmarks/answer_support.py agreement DATA ROWS EXTRACTIVE_ROWS --gguf MODEL --out AGREED
+        the same table for agreement: the model asked the question again with its own quotes
+        alone as the evidence (one short call), its second answer's token-F1 with the first as
+        the score (rows of a run whose eval rows carry `model_quotes`).
 """
 
 from __future__ import annotations
@@ -209,6 +213,41 @@ def choose_threshold(rows: list[dict], shown_at_least: float = 0.6, contradicted
     return min(candidates, key=lambda t: (stats(t)[1], t)) if candidates else None
 
 
+AGREEMENT_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
+
+
+def reask_on_quotes(data: str, rows_path: str, gguf: str, out: Path, num_ctx: int = 4096) -> dict[str, float]:
+    """Each readable model answer's agreement with itself: the Interpreter asked the same
+    question with only its quotes as the evidence, the token-F1 of that answer with the first
+    (0 when it gives none). Appends to `out` as it goes and reads back what is there."""
+    from cwread import agents
+    from cwread.backends.callcache import CachedBackend
+    from cwread.backends.embedded import EmbeddedBackend
+    from cwread.book import Passage
+    from cwread.interpreter import interpreter_request, parse_reply
+
+    records = {r.id: r for r in load_records(data)}
+    done = {r["id"]: r["agreement"] for r in read_rows(out)} if out.exists() else {}
+    backend = None
+    with out.open("a", encoding="utf-8") as sink:
+        for row in answered_rows(rows_path, records):
+            if row["id"] in done or not row.get("model_quotes"):
+                continue
+            backend = backend or CachedBackend(EmbeddedBackend(gguf, num_ctx=num_ctx))
+            question = records[row["id"]].question
+            quotes = [Passage(i, text, str(pid)) for i, (pid, text) in enumerate(row["model_quotes"], 1)]
+            parsed, _ = agents.call_agent(
+                backend,
+                lambda retry: interpreter_request(question, quotes, retry=retry),  # noqa: B023 (used at once)
+                lambda raw: parse_reply(raw, question),  # noqa: B023
+            )
+            again = parsed.answer or ""
+            done[row["id"]] = token_f1(again, row["model_answer"]) if again else 0.0
+            sink.write(json.dumps({"id": row["id"], "again": again, "agreement": done[row["id"]]}) + "\n")
+            sink.flush()
+    return done
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -226,7 +265,28 @@ def main() -> None:
     conf.add_argument("data", help="the eval records the rows are of")
     conf.add_argument("rows", help="rows of `cwread eval ... --answer generative-or-extractive` (answer_logprob)")
     conf.add_argument("extractive", help="rows of the same run with `--answer extractive`")
+    agree = sub.add_parser("agreement")
+    agree.add_argument("data", help="the eval records the rows are of")
+    agree.add_argument("rows", help="rows of `cwread eval ... --answer generative-or-extractive` with model_quotes")
+    agree.add_argument("extractive", help="rows of the same run with `--answer extractive`")
+    agree.add_argument("--gguf", required=True, help="the model that wrote the answers")
+    agree.add_argument("--num-ctx", type=int, default=4096)
+    agree.add_argument("--out", type=Path, required=True, help="the second answers (JSONL, resumable)")
     args = parser.parse_args()
+    if args.command == "agreement":
+        agreement = reask_on_quotes(args.data, args.rows, args.gguf, args.out, args.num_ctx)
+        rows = [{**r, "score": agreement.get(r["id"])} for r in confidence_rows(args.data, args.rows, args.extractive)]
+        rules = {"none shown (extractive only)": [False] * len(rows)}
+        rules["words: every content word quoted"] = [r["words"] for r in rows]
+        for t in AGREEMENT_THRESHOLDS:
+            rules[f"words, or agreement >= {t:.1f}"] = [
+                r["words"] or (r["score"] is not None and r["score"] >= t) for r in rows
+            ]
+        rules["all shown"] = [True] * len(rows)
+        print(table(rows, rules))
+        print()
+        print(separation(rows))
+        return
     if args.command == "confidence":
         rows = confidence_rows(args.data, args.rows, args.extractive)
         rules = {"none shown (extractive only)": [False] * len(rows)}

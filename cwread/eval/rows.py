@@ -93,6 +93,8 @@ def trace_fields(trace: Trace) -> dict:
     return {
         "answer": trace.answer,
         "model_answer": outcome.model_answer,
+        # the final reply's quotes, verbatim, as [paragraph, text]: what a support check reads
+        "model_quotes": [[trace.document.public_id(q.id), q.text] for q in final.reply.quotes] if final else [],
         # a readable result of the answering step: the model's reply, an extracted sentence, or
         # an answer withheld as not determined
         "parsed": outcome.text is not None or outcome.model_answer is not None or outcome.abstained,
