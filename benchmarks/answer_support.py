@@ -194,6 +194,11 @@ def confidence_rows(data: str, rows_path: str, extractive_path: str) -> list[dic
     return out
 
 
+def words_or_score(row: dict, threshold: float) -> bool:
+    """Whether the rule "every content word quoted, or the score at least `threshold`" shows the answer."""
+    return row["words"] or (row["score"] is not None and row["score"] >= threshold)
+
+
 def choose_threshold(rows: list[dict], shown_at_least: float = 0.6, contradicted_at_most: float = 0.15) -> float | None:
     """The threshold a calibration set picks for "words, or confidence >= t" (fixed before the
     dev rows were read against it): the lowest (most answers shown) whose shown answers are at
@@ -201,7 +206,7 @@ def choose_threshold(rows: list[dict], shown_at_least: float = 0.6, contradicted
     `shown_at_least`, the one with the fewest contradicted. None when no threshold shows that many."""
 
     def stats(t: float) -> tuple[float, float]:
-        shown = [r for r in rows if r["words"] or (r["score"] is not None and r["score"] >= t)]
+        shown = [r for r in rows if words_or_score(r, t)]
         wrong = sum(r["model_f1"] < CONTRADICTED for r in shown) / len(shown) if shown else 0.0
         return len(shown) / len(rows), wrong
 
@@ -279,9 +284,7 @@ def main() -> None:
         rules = {"none shown (extractive only)": [False] * len(rows)}
         rules["words: every content word quoted"] = [r["words"] for r in rows]
         for t in AGREEMENT_THRESHOLDS:
-            rules[f"words, or agreement >= {t:.1f}"] = [
-                r["words"] or (r["score"] is not None and r["score"] >= t) for r in rows
-            ]
+            rules[f"words, or agreement >= {t:.1f}"] = [words_or_score(r, t) for r in rows]
         rules["all shown"] = [True] * len(rows)
         print(table(rows, rules))
         print()
@@ -294,9 +297,7 @@ def main() -> None:
         for t in CONFIDENCE_THRESHOLDS:
             rules[f"confidence >= {t:+.1f}"] = [r["score"] is not None and r["score"] >= t for r in rows]
         for t in CONFIDENCE_THRESHOLDS:
-            rules[f"words, or confidence >= {t:+.1f}"] = [
-                r["words"] or (r["score"] is not None and r["score"] >= t) for r in rows
-            ]
+            rules[f"words, or confidence >= {t:+.1f}"] = [words_or_score(r, t) for r in rows]
         rules["all shown"] = [True] * len(rows)
         # what no check can beat: every right answer shown, every contradicted one withheld
         rules["a perfect check (reads the references: an upper bound)"] = [r["model_f1"] >= CONTRADICTED for r in rows]
