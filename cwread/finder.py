@@ -10,7 +10,10 @@ ModelCall). Implementations:
 - `ScoringFinder`: YES or NO alone, decided by its log-odds against a threshold (no quote,
   one short call a segment);
 - `ScriptedFinder`: a function of the segment, for tests and for measuring a ranking as if
-  it were a Finder.
+  it were a Finder;
+- `JudgeFinder`: the judge (cwread.judge), a small cross-encoder run in-process, scoring the
+  paragraphs read best-ranked first within its budget, quoting each kept segment's clue
+  sentence; no model call.
 
 `make_finder` chooses one from FinderSettings; `read_segments` runs any of them over ranked
 segments until its reading budget is spent. The pipeline and the eval's `finder` method
@@ -21,21 +24,22 @@ from __future__ import annotations
 
 import contextvars
 import re
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import replace
 from typing import Protocol
 
-from cwread import agents
+from cwread import agents, grounding
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Document, Evidence, Passage
 from cwread.errors import InputError
 from cwread.finder_budget import ReadingBudget
-from cwread.plan import FinderSettings
+from cwread.plan import FinderSettings, FinderUse
 from cwread.progress import Progress
 from cwread.question import Question
-from cwread.records import GroundedReply, ModelCall, Verdict
+from cwread.records import GroundedReply, ModelCall, Quote, Verdict
 from cwread.segments import Segment
 
 FINDER_MAX_TOKENS = 160
@@ -145,18 +149,24 @@ def parse_finder_reply(text: str) -> agents.ParsedReply:
 class Finder(Protocol):
     """Judges segments for a question. `reply` names how it replies (for the plan);
     `backend` is the model it calls (None: it calls none), whose reading rate an auto
-    budget learns; `parallel`: segments worth judging at once."""
+    budget learns; `parallel`: segments worth judging at once; `ranks`: its scores say which
+    kept segments matter most, so the packet takes them best first (else in reading order)."""
 
     reply: str
     backend: Backend | None
     parallel: int
+    ranks: bool
 
     def cost(self, document: Document, segment: Segment, question: Question) -> int:
         """Prompt tokens reading `segment` costs, as cwread counts them."""
         ...
 
-    def judge(self, document: Document, segments: Sequence[Segment], question: Question) -> Iterator[Verdict]:
-        """A verdict per segment, in their order, each as soon as it and those before it are in."""
+    def judge(
+        self, document: Document, segments: Sequence[Segment], question: Question, ranking: Sequence[float] | None = None
+    ) -> Iterator[Verdict]:
+        """A verdict per segment, in their order, each as soon as it and those before it are in.
+        `ranking`: the retrieval's score of every paragraph of the book (index id - 1), for a
+        Finder that chooses what to read first."""
         ...
 
 
@@ -182,6 +192,7 @@ class _ChatFinder:
     at once as the backend serves; subclasses say how a segment is judged (`judge_one`)."""
 
     reply = ""
+    ranks = False
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -192,7 +203,9 @@ class _ChatFinder:
             "\n".join(c for _, c in _request(document, segment, question).messages)
         )
 
-    def judge(self, document: Document, segments: Sequence[Segment], question: Question) -> Iterator[Verdict]:
+    def judge(
+        self, document: Document, segments: Sequence[Segment], question: Question, ranking: Sequence[float] | None = None
+    ) -> Iterator[Verdict]:
         return _in_order(lambda s: self.judge_one(document, s, question), segments, self.parallel)
 
     def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
@@ -279,6 +292,7 @@ class ScriptedFinder:
     reply = "scripted"
     backend = None
     parallel = 1
+    ranks = False
 
     def __init__(self, score: Callable[[Segment, Question], float], threshold: float = 0.0) -> None:
         self.score = score
@@ -287,11 +301,92 @@ class ScriptedFinder:
     def cost(self, document: Document, segment: Segment, question: Question) -> int:
         return sum(len(p.text.split()) for p in document.paragraphs[segment.start - 1 : segment.end])
 
-    def judge(self, document: Document, segments: Sequence[Segment], question: Question) -> Iterator[Verdict]:
+    def judge(
+        self, document: Document, segments: Sequence[Segment], question: Question, ranking: Sequence[float] | None = None
+    ) -> Iterator[Verdict]:
         for segment in segments:
             score = float(self.score(segment, question))
             call = ModelCall(raw="", label_logprobs=(("YES", score), ("NO", 0.0)))
             yield by_threshold(Verdict(segment, "NO", GroundedReply(call=call)), self.threshold)
+
+
+# Words the judge reads for one question at most, the retrieval's best-ranked paragraphs first:
+# about 1.5 s on 2 cores (benchmarks/judge_speed.py). A novel's auto budget reads more than
+# that; what is left unjudged is said in the trace (its segments' verdicts have no score).
+JUDGE_WORDS = 30_000
+CLUE_SEGMENTS = 16  # kept segments, best first, whose clue the judge picks among their sentences
+CITED_MOST = 3  # paragraphs a kept segment cites at most (its packet core, with their neighbours)
+
+
+class JudgeFinder:
+    """The judge (cwread.judge) as a Finder: it scores each paragraph read (the best-ranked
+    first, `words` at most), a segment's score being its best paragraph's; a segment whose
+    score reaches `threshold` is kept, citing its paragraphs that reach it (the best one at
+    least), each with its clue sentence quoted verbatim: the sentence the judge scores best
+    for the best CLUE_SEGMENTS kept segments, the one sharing most of the question's words
+    for the rest. A segment none of whose paragraphs was judged is not kept. Its scores rank
+    the kept segments for the packet."""
+
+    reply = "judge"
+    backend = None
+    parallel = 1
+    ranks = True
+
+    def __init__(self, judge, threshold: float | None = None, words: int | None = None) -> None:
+        self.model = judge
+        self.threshold = judge.info.keep_threshold if threshold is None else threshold
+        self.words = JUDGE_WORDS if words is None else words
+        self.label = f"judge:{judge.info.name}@{judge.info.version}"
+
+    def cost(self, document: Document, segment: Segment, question: Question) -> int:
+        return sum(len(p.text.split()) for p in document.passages(segment.ids))
+
+    def judge(
+        self, document: Document, segments: Sequence[Segment], question: Question, ranking: Sequence[float] | None = None
+    ) -> Iterator[Verdict]:
+        t0 = time.perf_counter()
+        asked = " ".join([question.text, *question.options.values()])
+        ids = list(dict.fromkeys(pid for s in segments for pid in s.ids))
+        order = sorted(ids, key=lambda p: -ranking[p - 1]) if ranking is not None else ids
+        chosen, words = [], 0
+        for pid in order:
+            n = len(document.paragraph(pid).text.split())
+            if chosen and words + n > self.words:
+                continue  # a long paragraph past the budget: shorter ones after it may still fit
+            chosen.append(pid)
+            words += n
+        scores = dict(zip(chosen, self.model.score(asked, [document.paragraph(p).text for p in chosen]).tolist(), strict=True))
+        best = {s: max((scores[p] for p in s.ids if p in scores), default=None) for s in segments}
+        kept = sorted((s for s in segments if best[s] is not None and best[s] >= self.threshold), key=lambda s: -best[s])
+        careful = set(kept[:CLUE_SEGMENTS])
+        seconds = time.perf_counter() - t0
+        for segment in segments:
+            score = best[segment]
+            if score is None:
+                reason = f"(not judged: past the judge's budget of {self.words:,} words)"
+                yield Verdict(segment, "NO", GroundedReply(reason))
+                continue
+            judged = sorted((p for p in segment.ids if p in scores), key=lambda p: -scores[p])
+            cited = [p for p in judged if scores[p] >= self.threshold][:CITED_MOST] or judged[:1]
+            quotes = tuple(self._clue(document, pid, asked, segment in careful) for pid in cited)
+            reason = " ".join(f'[{document.label(q.id)}] "{q.text}"' for q in quotes)
+            call = ModelCall(raw="", seconds=round(seconds / len(segments), 4), label_logprobs=(("YES", score), ("NO", 0.0)))
+            decision = "YES" if score >= self.threshold else "NO"
+            yield Verdict(segment, decision, GroundedReply(reason, call, quotes))
+
+    def _clue(self, document: Document, pid: int, asked: str, careful: bool) -> Quote:
+        """The sentence of paragraph `pid` that is its clue, as a verbatim Quote."""
+        text = document.paragraph(pid).text
+        spans = grounding.sentence_spans(text) or [(0, len(text))]
+        if careful and len(spans) > 1:
+            scores = self.model.score_pairs([(asked, text[a:b]) for a, b in spans])
+            a, b = spans[int(scores.argmax())]
+        else:
+            found = grounding.best_sentence(asked, [(pid, text)])
+            if found is not None:
+                return found
+            a, b = spans[0]
+        return Quote(pid, text[a:b], a, b)
 
 
 def _request(
@@ -313,7 +408,13 @@ def _request(
 
 
 def make_finder(settings: FinderSettings, backend: Backend) -> Finder:
-    """The judge `settings.reply` names, on `backend`."""
+    """The Finder the settings name: the judge (cwread.judge) for `use` "judge", else the
+    model Finder `settings.reply` names, on `backend`. JudgeUnavailable when the judge's
+    files cannot be loaded."""
+    if settings.use == FinderUse.JUDGE:
+        from cwread.judge import load_judge
+
+        return JudgeFinder(load_judge(), settings.keep_threshold)
     if settings.reply == "score":
         threshold = settings.keep_threshold
         return ScoringFinder(backend, 0.0 if threshold is None else threshold)
@@ -345,11 +446,13 @@ def read_segments(
     reading: ReadingBudget | None = None,
     keep_threshold: float | None = None,
     progress: Progress | None = None,
+    ranking: Sequence[float] | None = None,
 ) -> tuple[Verdict, ...]:
     """Have `finder` judge `segments` in their order (as many at once as it serves) until
     `reading`'s token budget is spent: the first segment is always read, and reading stops at
     the first segment that would overspend it. Returns the verdicts of the segments read;
-    with `keep_threshold`, scored verdicts are decided by their score (`by_threshold`)."""
+    with `keep_threshold`, scored verdicts are decided by their score (`by_threshold`).
+    `ranking`: the retrieval's paragraph scores, for a Finder that chooses what to read first."""
     total = len(segments)
     if progress:
         progress("finder", 0, total)
@@ -381,7 +484,7 @@ def read_segments(
         if n == 0:
             break
         waiting = False
-        with closing(finder.judge(document, segments[start : start + n], question)) as judged:
+        with closing(finder.judge(document, segments[start : start + n], question, ranking)) as judged:
             for i, verdict in enumerate(judged, start=start):
                 verdicts.append(verdict)
                 if reading:

@@ -16,15 +16,17 @@ from cwread.backends import Backend, label
 from cwread.backends.select import Selection
 from cwread.book import Document, Evidence, Passage
 from cwread.embedders import load_embedder
-from cwread.finder import Finder, make_finder, read_segments, reading_budget
+from cwread.finder import JUDGE_WORDS, Finder, JudgeFinder, make_finder, read_segments, reading_budget
 from cwread.interpreter import interpret, packet_fits, self_check_decision
+from cwread.judge import JudgeUnavailable
 from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
-from cwread.packing import pack
+from cwread.packing import pack, pack_segments
 from cwread.plan import (
     ANSWER_CHOICES,
     AnswerMode,
     AnswerSettings,
     Extract,
+    FinderSettings,
     FinderUse,
     PacketSource,
     Plan,
@@ -89,7 +91,14 @@ def plan_run(
     best sentence in a novel (see cwread.plan.Extract)."""
     run = run or RunSettings()
     answering, finding = run.answering, run.finding
-    reader = finder or make_finder(finding, backends.finder)  # a judge it cannot run: told before any work
+    judge_missing = None
+    if finder is None and not packet_given and wants_judge(finding.use, backends.finder):
+        try:
+            finder = make_finder(replace(finding, use=FinderUse.JUDGE), backends.finder)
+        except JudgeUnavailable as e:  # the rank fills the packet, as with no Finder, and the trace says so
+            judge_missing = str(e)
+    # the model Finder, built even where it will not read: a setting it cannot run is told before any work
+    reader = finder or make_finder(replace(finding, use=FinderUse.ON) if finding.use == FinderUse.JUDGE else finding, backends.finder)
     interpreter = backends.interpreter
     small = holds(JUDGES_AT_CHANCE, interpreter)
     verdict = answering.judge_anyway or not small
@@ -98,6 +107,8 @@ def plan_run(
     else:  # a label is the model's verdict, or none from a model that judges at chance
         mode = AnswerMode.GENERATIVE if verdict else AnswerMode.EVIDENCE_ONLY
     skipped = None if finder is not None or packet_given else finder_skip_reason(finding.use, backends.finder)
+    if judge_missing:
+        skipped = f"{judge_missing}; every segment read is taken as kept, by the retriever's rank"
     evidence = PacketSource.GIVEN if packet_given else PacketSource.ALL_READ if skipped else PacketSource.FINDER
     judge = reader.reply if evidence == PacketSource.FINDER else None
     asked = mode != AnswerMode.EVIDENCE_ONLY and not (question.is_open and mode == AnswerMode.EXTRACTIVE)
@@ -109,7 +120,7 @@ def plan_run(
         finder=judge,
         finder_skipped=skipped,
         read_tokens=finding.read_tokens if judge else None,
-        keep_threshold=finding.keep_threshold if judge else None,
+        keep_threshold=_keep_threshold(finding, reader) if judge else None,
         verdict=verdict,
         interpreter=asked,
         self_check=asked and self_check,
@@ -118,8 +129,24 @@ def plan_run(
         support_threshold=threshold,
         extract=extractive.extract_kind(paragraphs) if question.is_open else None,
         self_check_skipped=self_check_skipped if asked else None,
+        judge_unavailable=judge_missing,
     )
     return PlannedRun(plan, backends, reader, rank)
+
+
+def wants_judge(use: str, finder: Backend) -> bool:
+    """Whether the judge reads: when asked for. Not yet in auto: on the dev novels its packet
+    held no more gold than the retriever's rank at the same B_c (benchmarks/README.md, "The
+    judge as Finder"), so the rank still fills the packet where a model Finder is skipped."""
+    return use == FinderUse.JUDGE
+
+
+def _keep_threshold(finding: FinderSettings, reader: Finder) -> float | None:
+    """The score a segment is kept at: as asked, else the judge's own (chosen on its held-out
+    data), else none (the label decides)."""
+    if finding.keep_threshold is not None:
+        return finding.keep_threshold
+    return reader.threshold if isinstance(reader, JudgeFinder) else None
 
 
 def _support_method(
@@ -192,8 +219,10 @@ def run(
     seconds = {"finder": round(time.perf_counter() - t0, 3)}
     if packet is None:
         fits = lambda evidence: packet_fits(interpreter, question, evidence)  # noqa: E731
-        # N_E bounds the segments a Finder chose; with none to filter, B_c alone bounds the packet
-        packet = pack(found.document, list(judged.kept), found.budget, fits, limit_segments=plan.evidence == PacketSource.FINDER)
+        if planned.finder.ranks and plan.evidence == PacketSource.FINDER:
+            packet = pack_ranked_segments(found.document, judged.kept, found.budget, fits)
+        else:  # N_E bounds the segments a Finder chose; with none to filter, B_c alone bounds the packet
+            packet = pack(found.document, list(judged.kept), found.budget, fits, limit_segments=plan.evidence == PacketSource.FINDER)
     first, checked = _interpret(plan, interpreter, question, packet, progress, seconds, follows)
     final = checked if checked is not None and checked.answer is not None else first
     t1 = time.perf_counter()
@@ -210,7 +239,7 @@ def run(
         packet=packet,
         interpreter=first,
         self_check=checked,
-        models={"finder": label(selection.finder), "interpreter": label(interpreter)},
+        models={"finder": getattr(planned.finder, "label", None) or label(selection.finder), "interpreter": label(interpreter)},
         seconds=seconds,
         outcome=outcome,
         skipped=_skipped(plan, found, judged),
@@ -228,11 +257,30 @@ def _finder_stage(found: FindResult, plan: Plan, finder: Finder, progress: Progr
     if plan.evidence == PacketSource.ALL_READ:
         return FinderStage((), None, tuple(Verdict(s, "YES") for s in found.read))
     budget = reading_budget(plan.read_tokens, finder)
-    verdicts = read_segments(finder, found.document, found.read, found.question, budget, plan.keep_threshold, progress)
+    verdicts = read_segments(
+        finder, found.document, found.read, found.question, budget, plan.keep_threshold, progress, found.paragraph_scores
+    )
     unread = None
     if budget is not None and len(verdicts) < len(found.read):
         unread = Unread(tuple(found.read[len(verdicts) :]), budget.limit() or 0, budget.why())
-    return FinderStage(verdicts, unread, verdicts)
+    return FinderStage(verdicts, unread, packing_order(finder, verdicts))
+
+
+def pack_ranked_segments(document: Document, ranked: tuple[Verdict, ...], budget: Budget, fits=None) -> Packet:
+    """The packet of a Finder whose scores rank (the judge): its kept segments whole, best
+    first, while B_c lasts (nothing kept: the best ones all the same). Whole segments, not the
+    cited paragraphs first: a clue's context is its segment, and packing every kept segment's
+    cited paragraphs before the rest of any lost a fifth of the gold on the dev novel."""
+    kept = [v.segment for v in ranked if v.kept] or [v.segment for v in ranked if v.score is not None]
+    return pack_segments(document, kept, budget, fits)
+
+
+def packing_order(finder: Finder, verdicts: tuple[Verdict, ...]) -> tuple[Verdict, ...]:
+    """The verdicts in the order the packet takes them: a Finder whose scores rank gives its
+    best segments first (reading order on ties; an unscored one last), others reading order."""
+    if not finder.ranks:
+        return verdicts
+    return tuple(sorted(verdicts, key=lambda v: -v.score if v.score is not None else float("inf")))
 
 
 def _interpret(
@@ -299,6 +347,13 @@ def _skipped(plan: Plan, found: FindResult, judged: FinderStage) -> dict[str, st
         skipped["reading"] = (
             f"{len(unread.segments)} of {len(found.read)} segments, once the Finder's budget of "
             f"{unread.budget_tokens:,} prompt tokens was spent ({unread.why})"
+        )
+    unjudged = [v for v in judged.verdicts if v.score is None and plan.finder == JudgeFinder.reply]
+    if unjudged:
+        skipped["judging"] = (
+            f"{len(unjudged)} of {len(judged.verdicts)} segments read, none of whose paragraphs the judge "
+            f"reached (it reads the retriever's best-ranked paragraphs first, {JUDGE_WORDS:,} words at most); "
+            "they were not kept"
         )
     if plan.answer_mode == AnswerMode.EVIDENCE_ONLY:
         skipped["interpreter"] = UNJUDGED

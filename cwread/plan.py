@@ -68,10 +68,12 @@ class PacketSource(StrEnum):
 
 
 class FinderUse(StrEnum):
-    """--finder: AUTO skips a Finder measured to keep nearly every segment it reads; ON runs
-    it; OFF takes every segment read as kept."""
+    """--finder: AUTO skips a model Finder measured to keep nearly every segment it reads (the
+    retriever's rank fills the packet), else runs it; JUDGE runs the judge (cwread.judge);
+    ON runs the model Finder; OFF takes every segment read as kept."""
 
     AUTO = "auto"
+    JUDGE = "judge"
     ON = "on"
     OFF = "off"
 
@@ -119,14 +121,16 @@ class AnswerSettings:
 class FinderSettings:
     """How the Finder runs, validated once, here.
 
-    `use`: auto (skip a Finder measured to keep nearly every segment it reads: its calls
-    cannot change the answer), on or off (every segment read is taken as kept).
+    `use`: auto (skip a model Finder measured to keep nearly every segment it reads: its calls
+    cannot change the answer), judge (cwread.judge), on (the model) or off (every segment
+    read is taken as kept).
     `read_tokens`: prompt tokens it reads at most, in rank order: a number, "auto" (what it
     reads in about half a minute at the rate measured for it: cwread.finder_budget) or None (no cap
     but the budget's `read`); the flag's text ("2000", "auto", "none") is read here.
     `reply`: one of FINDER_REPLIES. `keep_threshold`: a segment is kept when its score,
-    ln P(YES) - ln P(NO), reaches this, whatever its label (None: the label decides; a
-    verdict without a score keeps its label).
+    ln P(YES) - ln P(NO) (the judge's: its logit), reaches this, whatever its label (None:
+    the label decides, the judge's own threshold for the judge; a verdict without a score
+    keeps its label).
     """
 
     use: FinderUse = FinderUse.AUTO
@@ -195,6 +199,8 @@ class Plan:
     the answer's support is checked (SUPPORT_METHODS; None: no model answer to check), and
     `support_threshold` the score the model's check must reach. `extract`: how an
     extractive answer to an open question is cut (EXTRACTS; None for options and claims).
+    `judge_unavailable`: why the judge (cwread.judge) that would have read could not be
+    loaded; the rank fills the packet instead.
     """
 
     answer_mode: AnswerMode
@@ -211,3 +217,4 @@ class Plan:
     support_threshold: float | None = None
     extract: Extract | None = None
     self_check_skipped: str | None = None
+    judge_unavailable: str | None = None  # why the judge that would read could not be loaded

@@ -356,13 +356,15 @@ def answer_view(trace: Trace) -> None:
             out.print()
     for stage, why in trace.skipped.items():
         if stage != "interpreter" or status != Status.NO_VERDICT:  # that one is said above
-            label = "Not read" if stage == "reading" else f"{stage.capitalize()} skipped"
+            label = {"reading": "Not read", "judging": "Not judged"}.get(stage, f"{stage.capitalize()} skipped")
             # the measurement a skip rests on is the trace's and doctor's to give, not every answer's
             why = _MEASURED.sub("", why)
             out.print(Text(f"{label}: {printable(why)}", style="dim"))
     kept = sum(v.kept for v in trace.verdicts)
     finder_line = (
-        "Finder skipped" if "finder" in trace.skipped else f"Finder kept {kept} of {len(trace.verdicts)} segments"
+        "Finder skipped"
+        if "finder" in trace.skipped
+        else f"{'Judge' if trace.plan and trace.plan.finder == 'judge' else 'Finder'} kept {kept} of {len(trace.verdicts)} segments"
     )
     tokens = trace.tokens()
     checked = "self-checked" if trace.self_check else "no self-check"

@@ -224,6 +224,8 @@ def small_model_notices(question: Question, answering: AnswerSettings, planned: 
     """What a model too small to write or judge changes, said before the answer."""
     lines = []
     plan, selection = planned.plan, planned.backends
+    if plan.judge_unavailable:
+        lines.append(f"{plan.judge_unavailable}: the retriever's rank fills the packet instead")
     if question.is_open and answering.answer_mode == "auto" and plan.answer_mode == AnswerMode.EXTRACTIVE:
         lines.append(
             "answers extractively: the model is too small to write them (--answer generative to override)"

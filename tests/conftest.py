@@ -29,6 +29,20 @@ def cache_dir(tmp_path, monkeypatch) -> Path:
     return root
 
 
+TINY_JUDGE = Path(__file__).parent / "data" / "judge-tiny"  # a random one-layer judge: the wiring, not the judgement
+
+
+@pytest.fixture
+def tiny_judge(monkeypatch) -> Path:
+    """$CWREAD_JUDGE names the tiny test judge (no judge ships with cwread yet)."""
+    from cwread.judge import load_judge
+
+    monkeypatch.setenv("CWREAD_JUDGE", str(TINY_JUDGE))
+    load_judge.cache_clear()
+    yield TINY_JUDGE
+    load_judge.cache_clear()
+
+
 @pytest.fixture
 def story(tmp_path) -> Path:
     """A small hard-wrapped story with distinct facts in distinct paragraphs."""

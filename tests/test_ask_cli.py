@@ -413,7 +413,7 @@ def test_the_view_says_the_finder_was_skipped_and_why(capsys, story, cache_dir, 
     assert code == 0 and scripted.finder.requests == []
     assert "Finder skipped: --finder off" in out and "no model call" in out
     code, _, err = run(capsys, "ask", str(story), "Who?", "--backend", "scripted", "--finder", "sometimes")
-    assert code == 2 and "--finder must be one of auto, on, off" in err
+    assert code == 2 and "--finder must be one of auto, judge, on, off" in err
 
 
 def test_an_extractive_question_the_text_does_not_touch_exits_4_without_claiming_evidence(

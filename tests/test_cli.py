@@ -221,3 +221,10 @@ def test_help_lists_every_registered_choice(capsys, monkeypatch):
     ):
         line = next(line for line in ask_help.splitlines() if flag + " " in line)
         assert [n for n in names if n not in line] == [], flag
+
+
+@pytest.mark.parametrize("args", [("-h",), ("ask", "-h"), ("show", "-h"), ("eval", "-h")])
+def test_dash_h_is_help(capsys, args):
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    assert "Usage:" in out

@@ -115,7 +115,9 @@ def ctx(cache_dir):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_every_method_runs_and_scores(tmp_path, ctx, method, eval_data):
+def test_every_method_runs_and_scores(tmp_path, ctx, method, eval_data, request):
+    if method == "judge":
+        request.getfixturevalue("tiny_judge")
     records = dataset.load_records(eval_data)
     rows = [run.run_record(r, method, ctx) for r in records]
     assert [r["method"] for r in rows] == [method] * 4
@@ -127,6 +129,10 @@ def test_every_method_runs_and_scores(tmp_path, ctx, method, eval_data):
         return
     if method == "finder":
         assert "answer" not in rows[0] and rows[0]["finder_calls"] > 0
+        return
+    if method == "judge":  # no model call: the judge's packet, beside the rank's
+        assert "answer" not in rows[0] and rows[0]["evidence_anchor_hits"] == 1
+        assert rows[0]["evidence_packet_hits"] == 1 and 0 < rows[0]["packet_paragraphs"] <= 4
         return
     if method in ("extractive", "ranked-extractive"):  # no model: open questions get the best sentence
         assert [r["answer"] for r in rows[:3]] == [None, None, None]

@@ -161,7 +161,7 @@ def test_doctor(capsys, cache_dir, agents):
     check("doctor.json", data)
 
 
-def test_eval_every_method(capsys, tmp_path, cache_dir, agents, eval_data):
+def test_eval_every_method(capsys, tmp_path, cache_dir, agents, eval_data, tiny_judge):
     data_file = eval_data
     rows_file = tmp_path / "rows.jsonl"
     args = ["eval", str(data_file), "--backend", "scripted", "--no-cache", "--out", str(rows_file)]

@@ -23,7 +23,7 @@ LAYERS = [
     ["cwread.session"],
     ["cwread.pipeline"],
     ["cwread.finder", "cwread.interpreter", "cwread.support"],
-    ["cwread.agents", "cwread.packing", "cwread.grounding", "cwread.extractive", "cwread.answer_span", "cwread.finder_budget"],
+    ["cwread.agents", "cwread.packing", "cwread.grounding", "cwread.extractive", "cwread.answer_span", "cwread.finder_budget", "cwread.judge"],
     ["cwread.records", "cwread.model_facts"],
     ["cwread.plan", "cwread.question"],
     [

@@ -7,11 +7,15 @@ python -m training export --merged RUN/merged --out F.gguf [--modelfile M --fami
 python -m training smoke --source FAIRYTALEQA_DIR --out DIR   (cpu-test end to end: data, SFT, GRPO, merge, GGUF, check)
 python -m training base --gguf MODEL.gguf --out DIR   (a llama/qwen2 GGUF as a transformers folder: a base to train)
 python -m training scorer --base MODEL.gguf --train ROWS --dev DEV --out DIR --minutes M   (the decision-first Finder: training/decision.py)
+python -m training judge-questions --books DIR --gguf MODEL.gguf --out Q.jsonl --per-book N   (a generator writes novel questions)
+python -m training judge-data --source FAIRYTALEQA_DIR --questions Q.jsonl --books DIR --out DIR   (pairs.jsonl, DATA_CARD.md)
+python -m training judge --data DIR/pairs.jsonl --out RUN [--layers N] [--minutes M]   (train; export to RUN/judge)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -275,6 +279,50 @@ def run_smoke(args: argparse.Namespace) -> int:
     return 0 if same else 1
 
 
+def run_judge_questions(args: argparse.Namespace) -> int:
+    from training import judge_data
+
+    books = sorted(Path(args.books).glob("*.txt"))
+    if not books:
+        return _fail(f"no .txt books in {args.books}")
+    n = judge_data.generate_questions(books, Path(args.gguf), Path(args.out), args.per_book, args.seed)
+    print(f"{n} questions written to {args.out}")
+    return 0
+
+
+def run_judge_data(args: argparse.Namespace) -> int:
+    from training import judge, judge_data
+
+    if args.source is None:
+        return _no_source()
+    rows = list(judge_data.fairytale_pairs(Path(args.source) / "train", args.seed))
+    if args.questions:
+        novel = list(judge_data.novel_pairs(Path(args.questions), Path(args.books), args.seed))
+        rows += novel * args.novel_weight  # few, and the domain the judge serves: seen more often
+    out = Path(args.out)
+    n = judge.write_rows(rows, out / "pairs.jsonl")
+    (out / "DATA_CARD.md").write_text(judge_data.data_card(rows, args), encoding="utf-8")
+    print(f"{n} pairs in {out / 'pairs.jsonl'}")
+    return 0
+
+
+def run_judge(args: argparse.Namespace) -> int:
+    from training import judge
+
+    rows = judge.read_rows(Path(args.data))
+    out = Path(args.out)
+    summary = judge.train(
+        rows, out, layers=args.layers, epochs=args.epochs, batch=args.batch, lr=args.lr,
+        max_length=args.max_length, minutes=args.minutes, seed=args.seed,
+    )  # fmt: skip
+    print(json.dumps(summary, indent=2))
+    manifest = judge.export(out / "model", out / "judge", summary, args.version)
+    held = [r for r in rows if r["source"] in set(summary["held_out_sources"])][:64]
+    gap = judge.parity(out / "model", out / "judge", [(r["question"], r["passage"]) for r in held])
+    print(f"exported to {out / 'judge'} ({manifest['sha256']['model.onnx'][:12]}...); int8 vs torch: largest gap {gap:.3f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -380,6 +428,33 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--epochs", type=int, default=2)
     c.add_argument("--limit", type=int, default=None, help="train on the first N rows only")
     c.set_defaults(run=run_scorer)
+    q = sub.add_parser("judge-questions", help="the judge's novel questions, written by a generator model")
+    q.add_argument("--books", required=True, help="a folder of public-domain novels (.txt)")
+    q.add_argument("--gguf", required=True, help="the generator (e.g. Qwen2.5-Coder-1.5B-Instruct Q4_K_M)")
+    q.add_argument("--out", required=True)
+    q.add_argument("--per-book", type=int, default=40)
+    q.add_argument("--seed", type=int, default=0)
+    q.set_defaults(run=run_judge_questions)
+    d = sub.add_parser("judge-data", help="the judge's training pairs and data card")
+    d.add_argument("--source", default=data.default_source(), help=f"FairytaleQA folder (or ${data.SOURCE_ENV})")
+    d.add_argument("--questions", default=None, help="generated novel questions (judge-questions)")
+    d.add_argument("--books", default=None, help="the folder the questions' books are in")
+    d.add_argument("--novel-weight", type=int, default=2, help="times each novel pair is repeated")
+    d.add_argument("--out", default="training/data/judge")
+    d.add_argument("--seed", type=int, default=0)
+    d.set_defaults(run=run_judge_data)
+    j = sub.add_parser("judge", help="train the judge (a cross-encoder) and export it to ONNX")
+    j.add_argument("--data", default="training/data/judge/pairs.jsonl")
+    j.add_argument("--out", default="training/runs/judge")
+    j.add_argument("--layers", type=int, default=None, help="keep the base's first N layers (faster)")
+    j.add_argument("--epochs", type=float, default=1.0)
+    j.add_argument("--batch", type=int, default=8, help="questions a step (each with its passages)")
+    j.add_argument("--lr", type=float, default=5e-5)
+    j.add_argument("--max-length", type=int, default=160)
+    j.add_argument("--minutes", type=float, default=None, help="stop training after this long")
+    j.add_argument("--version", default="dev")
+    j.add_argument("--seed", type=int, default=0)
+    j.set_defaults(run=run_judge)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -19,6 +19,7 @@ app = typer.Typer(
         "130 interrupted."
     ),
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command's too: click contexts inherit it
     add_completion=True,
     rich_markup_mode="markdown",
     pretty_exceptions_enable=False,

@@ -145,7 +145,8 @@ FINDER_OPTIONS: dict[str, tuple[Any, Any]] = {
     "finder": _option(
         str,
         "auto (skip a Finder measured to keep nearly every segment, such as the embedded default: its "
-        "calls cannot change the answer), on (run it anyway) or off (take every segment read as kept). "
+        "calls cannot change the answer), judge (cwread's small trained cross-encoder, run in-process: "
+        "no model call), on (run the model Finder anyway) or off (take every segment read as kept). "
         f"One of: {_listed(FINDER_CHOICES)}.",
         "auto",
     ),

@@ -14,7 +14,8 @@
 - finder: the Finder alone on the segments the pipeline reads, scored against gold evidence
   (YES-recall, precision, keep rate); no Interpreter, so no answer;
 - retrieval: no model; where anchors, segments read and the packet packed with no Finder to
-  filter fall against gold evidence.
+  filter fall against gold evidence;
+- judge: no model call; the same, with the packet packed from the judge's verdicts (cwread.judge).
 
 Each function takes the run's context, the record and its retrieval with the question as
 shown (options may be rotated), and returns a Trace. They are built from the pipeline's own
@@ -35,7 +36,7 @@ from cwread.eval.dataset import Record
 from cwread.finder import make_finder, read_segments, reading_budget
 from cwread.interpreter import interpreter_request, packet_fits, prompt_fits
 from cwread.packing import pack_ranked, pack_segments, packet_of
-from cwread.plan import AnswerMode, AnswerSettings, Extract, FinderSettings, RunSettings
+from cwread.plan import AnswerMode, AnswerSettings, Extract, FinderSettings, FinderUse, RunSettings
 from cwread.question import Question
 from cwread.records import NO_ANSWER, Answer, FindResult, Packet, Trace
 from cwread.session import Session
@@ -87,8 +88,9 @@ class EvalContext:
         """The pipeline on `found` (from `packet` on, if given), as this run has it read and answer."""
         run = RunSettings(self.budget, finding=self.finding, answering=self.answering(self_check))
         planned = self.session_of(found).plan(found.question, run, packet_given=packet is not None)
-        # this run's backends and judge, whatever the book's session was opened with
-        finder = make_finder(self.finding, self.selection.finder)
+        # this run's backends and model Finder, whatever the book's session was opened with (the
+        # judge, where the plan chose it, is the same whatever the backends)
+        finder = planned.finder if planned.finder.reply == "judge" else make_finder(self.finding, self.selection.finder)
         planned = replace(planned, backends=self.selection, finder=finder)
         return pipeline.run(planned, found, packet=packet)
 
@@ -191,9 +193,23 @@ def finder(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
     it read and reply (whether or not the pipeline would skip it)."""
     judge = make_finder(ctx.finding, ctx.selection.finder)
     verdicts = read_segments(
-        judge, found.document, found.read, found.question, reading_budget(ctx.finding.read_tokens, judge), ctx.finding.keep_threshold
-    )
+        judge, found.document, found.read, found.question, reading_budget(ctx.finding.read_tokens, judge),
+        ctx.finding.keep_threshold, ranking=found.paragraph_scores,
+    )  # fmt: skip
     return Trace(found, verdicts=verdicts)
+
+
+def judge(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
+    """No model call: the judge (cwread.judge) reads the segments the pipeline reads and the
+    packet is packed from its verdicts as the pipeline packs it (the rows of `retrieval`,
+    beside which it is measured)."""
+    finder = make_finder(replace(ctx.finding, use=FinderUse.JUDGE), None)
+    threshold = ctx.finding.keep_threshold if ctx.finding.keep_threshold is not None else finder.threshold
+    verdicts = read_segments(
+        finder, found.document, found.read, found.question, None, threshold, ranking=found.paragraph_scores
+    )
+    packet = pipeline.pack_ranked_segments(found.document, pipeline.packing_order(finder, verdicts), found.budget)
+    return Trace(found, verdicts=verdicts, packet=packet)
 
 
 def retrieval(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
@@ -214,6 +230,7 @@ METHODS: dict[str, Method] = {
     "ranked-extractive": Method(_extractive(ranked=True), needs_model=False),
     "finder": Method(finder, fields=rows.finder_fields),
     "retrieval": Method(retrieval, fields=rows.retrieval_fields, needs_model=False),
+    "judge": Method(judge, fields=rows.retrieval_fields, needs_model=False),
 }
 MODEL_METHODS = tuple(name for name, m in METHODS.items() if m.needs_model)
 
