@@ -311,8 +311,9 @@ class ScriptedFinder:
 
 
 # Words the judge reads for one question at most, the retrieval's best-ranked paragraphs first:
-# about 1.5 s on 2 cores (benchmarks/judge_speed.py). A novel's auto budget reads more than
-# that; what is left unjudged is said in the trace (its segments' verdicts have no score).
+# with its clue sentences about 4 s a question on The Moonstone, 2 cores (benchmarks/judge_speed.py).
+# A novel's auto budget reads more than that; what is left unjudged is said in the trace (its
+# segments' verdicts have no score).
 JUDGE_WORDS = 30_000
 CLUE_SEGMENTS = 16  # kept segments, best first, whose clue the judge picks among their sentences
 CITED_MOST = 3  # paragraphs a kept segment cites at most (its packet core, with their neighbours)
