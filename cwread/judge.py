@@ -15,7 +15,6 @@ are scored a window at a time and take their best window's score.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from cwread import grounding
+from cwread.cache import file_sha256
 from cwread.errors import ModelError
 
 WINDOW_WORDS = 90  # a passage about as long as a long novel paragraph (training's windows too)
@@ -85,14 +85,6 @@ def shipped_dir() -> Path:
     return Path(str(files("cwread.data") / "judge"))
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class Judge:
     """A cross-encoder loaded from `folder` (its judge.json names and sums its files). Safe to
     share between threads (ONNX Runtime sessions are)."""
@@ -109,7 +101,7 @@ class Judge:
             path = folder / name
             if not path.is_file():
                 raise JudgeUnavailable(f"the judge's {name} is missing from {folder}")
-            if sha256_of(path) != expected:
+            if file_sha256(path) != expected:
                 raise JudgeUnavailable(f"the judge's {name} in {folder} is damaged (its checksum does not match)")
         try:
             import onnxruntime as ort

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cwread.judge import Judge, JudgeUnavailable, load_judge, passage_windows, sha256_of, shipped_dir
+from cwread.cache import file_sha256
+from cwread.judge import Judge, JudgeUnavailable, load_judge, passage_windows, shipped_dir
 from tests.conftest import TINY_JUDGE as TINY
 from tests.conftest import run
 
@@ -20,7 +21,7 @@ def test_a_judge_loads_with_its_checksums_and_scores_every_passage(tiny_judge):
     judge = load_judge()
     meta = json.loads((TINY / "judge.json").read_text())
     for name, digest in meta["sha256"].items():
-        assert sha256_of(TINY / name) == digest
+        assert file_sha256(TINY / name) == digest
     assert judge.info.version == meta["version"] == "tiny-test"
     passages = ["The miller locked the mill at night.", "The bells rang. " * 80, "x"]  # one cut in windows
     scores = judge.score("Why did the miller lock the mill?", passages)

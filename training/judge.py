@@ -256,7 +256,7 @@ def export(model_dir: Path, out: Path, summary: dict, version: str, quantize: bo
     else:
         full.replace(target)
     tokenizer.backend_tokenizer.save(str(out / "tokenizer.json"))
-    from cwread.judge import sha256_of
+    from cwread.cache import file_sha256
 
     manifest = {
         "name": "cwread-judge",
@@ -268,7 +268,7 @@ def export(model_dir: Path, out: Path, summary: dict, version: str, quantize: bo
         "held_out_auc": summary.get("held_out_auc"),
         "model": "model.onnx",
         "tokenizer": "tokenizer.json",
-        "sha256": {name: sha256_of(out / name) for name in ("model.onnx", "tokenizer.json")},
+        "sha256": {name: file_sha256(out / name) for name in ("model.onnx", "tokenizer.json")},
     }
     (out / "judge.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
