@@ -135,8 +135,8 @@ def plan_run(
 
 
 def wants_judge(use: str, finder: Backend) -> bool:
-    """Whether the judge reads: when asked for. Not yet in auto: on the dev novels its packet
-    held no more gold than the retriever's rank at the same B_c (benchmarks/README.md, "The
+    """Whether the judge reads: when asked for. Not in auto: on the dev sets its packet
+    held less gold than the retriever's rank at the same B_c (benchmarks/README.md, "The
     judge as Finder"), so the rank still fills the packet where a model Finder is skipped."""
     return use == FinderUse.JUDGE
 
