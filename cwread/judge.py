@@ -38,11 +38,12 @@ class JudgeUnavailable(ModelError):
     """The judge's files are missing, damaged, or cannot be run here."""
 
 
-def passage_windows(text: str, words: int = WINDOW_WORDS) -> list[str]:
-    """`text` cut at sentence ends into windows of about `words` words (one window when it is
-    shorter; a single longer sentence stays whole, the tokenizer truncating it)."""
+def sentence_windows(text: str, words: int = WINDOW_WORDS) -> list[tuple[int, int, str]]:
+    """`text` cut at sentence ends into windows of about `words` words: (first sentence, end
+    sentence, text) each (one window when it is shorter; a single longer sentence stays whole,
+    the tokenizer truncating it). Training cuts its passages with it too."""
     spans = grounding.sentence_spans(text) or [(0, len(text))]
-    out: list[str] = []
+    out: list[tuple[int, int, str]] = []
     start = 0
     while start < len(spans):
         end, count = start, 0
@@ -52,30 +53,26 @@ def passage_windows(text: str, words: int = WINDOW_WORDS) -> list[str]:
                 break
             count += size
             end += 1
-        out.append(text[spans[start][0] : spans[end - 1][1]])
+        out.append((start, end, text[spans[start][0] : spans[end - 1][1]]))
         start = end
     return out
 
 
+def passage_windows(text: str, words: int = WINDOW_WORDS) -> list[str]:
+    """The texts of `sentence_windows`."""
+    return [window for _, _, window in sentence_windows(text, words)]
+
+
 @dataclass(frozen=True)
 class JudgeInfo:
-    """What the trace says of the judge: its name and version, and where it came from."""
+    """What its judge.json says of a judge: its name, version and base, the longest input it
+    was trained on, and the keep threshold chosen on its held-out data."""
 
     name: str
     version: str
     base: str
     max_length: int
     keep_threshold: float
-    folder: str
-
-    def as_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "base": self.base,
-            "max_length": self.max_length,
-            "keep_threshold": self.keep_threshold,
-        }
 
 
 def shipped_dir() -> Path:
@@ -114,7 +111,6 @@ class Judge:
             base=str(meta.get("base", "")),
             max_length=int(meta.get("max_length", 192)),
             keep_threshold=float(meta.get("keep_threshold", 0.0)),
-            folder=str(folder),
         )
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or max(1, min(4, os.cpu_count() or 1))
@@ -166,10 +162,6 @@ class Judge:
                 out[i] = scores[at : at + len(ws)].max()
             at += len(ws)
         return out
-
-    def tokens(self, question: str, passage: str) -> int:
-        """Tokens the pair costs (its windows' together), to bound what a question reads."""
-        return sum(len(self._tokenizer.encode(question, w).ids) for w in passage_windows(passage))
 
 
 def _why(error: BaseException) -> str:

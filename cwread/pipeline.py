@@ -92,9 +92,11 @@ def plan_run(
     run = run or RunSettings()
     answering, finding = run.answering, run.finding
     judge_missing = None
-    if finder is None and not packet_given and wants_judge(finding.use, backends.finder):
+    # the judge only when asked for: on the dev sets its packet held less gold than the rank's at the
+    # same B_c (benchmarks/README.md, "The judge as Finder"), so auto does not choose it
+    if finder is None and not packet_given and finding.use == FinderUse.JUDGE:
         try:
-            finder = make_finder(replace(finding, use=FinderUse.JUDGE), backends.finder)
+            finder = make_finder(finding, backends.finder)
         except JudgeUnavailable as e:  # the rank fills the packet, as with no Finder, and the trace says so
             judge_missing = str(e)
     # the model Finder, built even where it will not read: a setting it cannot run is told before any work
@@ -120,7 +122,7 @@ def plan_run(
         finder=judge,
         finder_skipped=skipped,
         read_tokens=finding.read_tokens if judge else None,
-        keep_threshold=_keep_threshold(finding, reader) if judge else None,
+        keep_threshold=keep_threshold_of(finding, reader) if judge else None,
         verdict=verdict,
         interpreter=asked,
         self_check=asked and self_check,
@@ -134,14 +136,7 @@ def plan_run(
     return PlannedRun(plan, backends, reader, rank)
 
 
-def wants_judge(use: str, finder: Backend) -> bool:
-    """Whether the judge reads: when asked for. Not in auto: on the dev sets its packet
-    held less gold than the retriever's rank at the same B_c (benchmarks/README.md, "The
-    judge as Finder"), so the rank still fills the packet where a model Finder is skipped."""
-    return use == FinderUse.JUDGE
-
-
-def _keep_threshold(finding: FinderSettings, reader: Finder) -> float | None:
+def keep_threshold_of(finding: FinderSettings, reader: Finder) -> float | None:
     """The score a segment is kept at: as asked, else the judge's own (chosen on its held-out
     data), else none (the label decides)."""
     if finding.keep_threshold is not None:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from cwread import grounding
 from cwread.book import Document
+from cwread.judge import sentence_windows
 
 # Books that measure cwread (dev novels, NoCha's public sample): never trained on.
 EXCLUDED_TITLES = (
@@ -36,7 +37,6 @@ EXCLUDED_TITLES = (
     "adventures of sherlock holmes",
     "great gatsby",
 )
-WINDOW_WORDS = 90  # a passage about as long as a long novel paragraph
 NEGATIVES_HARD = 3
 NEGATIVES_RANDOM = 1
 
@@ -48,26 +48,6 @@ def excluded(name: str) -> bool:
 
 
 # ---- FairytaleQA ---------------------------------------------------------------------------
-
-
-def windows(text: str, words: int = WINDOW_WORDS) -> list[tuple[int, int, str]]:
-    """`text` cut at sentence ends into windows of about `words` words: (first sentence, end
-    sentence, text)."""
-    spans = grounding.sentence_spans(text)
-    out: list[tuple[int, int, str]] = []
-    start = 0
-    while start < len(spans):
-        end, count = start, 0
-        while end < len(spans) and (end == start or count + _words(text, spans[end]) <= words):
-            count += _words(text, spans[end])
-            end += 1
-        out.append((start, end, text[spans[start][0] : spans[end - 1][1]]))
-        start = end
-    return out
-
-
-def _words(text: str, span: tuple[int, int]) -> int:
-    return len(text[span[0] : span[1]].split())
 
 
 def answer_sentence(text: str, answers: Iterable[str]) -> int | None:
@@ -98,7 +78,7 @@ def fairytale_pairs(split_dir: Path, seed: int = 0) -> Iterator[dict]:
     rng = random.Random(seed)
     for name, doc, questions in stories(split_dir):
         sections = [p.text for p in doc.paragraphs]
-        cut = [windows(s) for s in sections]
+        cut = [sentence_windows(s) for s in sections]  # as the judge cuts what it reads
         for q in questions:
             gold = set(q["gold"])
             located = [(g, answer_sentence(sections[g - 1], q["answers"])) for g in sorted(gold)]

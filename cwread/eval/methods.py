@@ -33,7 +33,7 @@ from cwread.backends import Backend
 from cwread.backends.select import Selection
 from cwread.eval import rows
 from cwread.eval.dataset import Record
-from cwread.finder import make_finder, read_segments, reading_budget
+from cwread.finder import JudgeFinder, make_finder, read_segments, reading_budget
 from cwread.interpreter import interpreter_request, packet_fits, prompt_fits
 from cwread.packing import pack_ranked, pack_segments, packet_of
 from cwread.plan import AnswerMode, AnswerSettings, Extract, FinderSettings, FinderUse, RunSettings
@@ -90,7 +90,7 @@ class EvalContext:
         planned = self.session_of(found).plan(found.question, run, packet_given=packet is not None)
         # this run's backends and model Finder, whatever the book's session was opened with (the
         # judge, where the plan chose it, is the same whatever the backends)
-        finder = planned.finder if planned.finder.reply == "judge" else make_finder(self.finding, self.selection.finder)
+        finder = planned.finder if isinstance(planned.finder, JudgeFinder) else make_finder(self.finding, self.selection.finder)
         planned = replace(planned, backends=self.selection, finder=finder)
         return pipeline.run(planned, found, packet=packet)
 
@@ -204,10 +204,10 @@ def judge(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
     packet is packed from its verdicts as the pipeline packs it (the rows of `retrieval`,
     beside which it is measured)."""
     finder = make_finder(replace(ctx.finding, use=FinderUse.JUDGE), None)
-    threshold = ctx.finding.keep_threshold if ctx.finding.keep_threshold is not None else finder.threshold
     verdicts = read_segments(
-        finder, found.document, found.read, found.question, None, threshold, ranking=found.paragraph_scores
-    )
+        finder, found.document, found.read, found.question, None, pipeline.keep_threshold_of(ctx.finding, finder),
+        ranking=found.paragraph_scores,
+    )  # fmt: skip
     packet = pipeline.pack_ranked_segments(found.document, pipeline.packing_order(finder, verdicts), found.budget)
     return Trace(found, verdicts=verdicts, packet=packet)
 
