@@ -218,11 +218,12 @@ class GenerativeFinder(_ChatFinder):
     first). `reply` "decision-first" asks YES or NO alone, then the clue's quote for a kept
     segment only (a dropped segment's quote is never shown, so it is not written)."""
 
-    def __init__(self, backend: Backend, reply: str = "quote-first") -> None:
+    def __init__(self, backend: Backend, reply: str = "quote-first", threshold: float | None = None) -> None:
         if reply not in ("quote-first", "decision-first"):
             raise InputError(f"a generative Finder replies quote-first or decision-first, not {reply!r}")
         super().__init__(backend)
         self.reply = reply
+        self.threshold = threshold  # decision-first: a score reaching it asks the clue (kept)
 
     def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
         decision_first = self.reply == "decision-first"
@@ -233,7 +234,7 @@ class GenerativeFinder(_ChatFinder):
 
         parsed, call = agents.call_agent(self.backend, request, parse_finder_reply)
         reason = parsed.reason
-        if decision_first and parsed.answer == "YES":
+        if decision_first and self._keeps(parsed, call):
             asked = request(not call.parsed_first_try)
             clue = self.backend.generate(clue_request(asked, call.raw, paragraphs))
             reason = parse_finder_reply(clue.text).reason
@@ -250,6 +251,15 @@ class GenerativeFinder(_ChatFinder):
         if not parsed.ok:
             reply = replace(reply, reason=_kept_unread(parsed))
         return Verdict(segment, parsed.answer if parsed.ok else "YES", reply, kept_on_failure=not parsed.ok)
+
+
+    def _keeps(self, parsed: agents.ParsedReply, call: ModelCall) -> bool:
+        """Whether a readable decision-first reply keeps its segment: by its score where a
+        threshold and a score are there (as by_threshold decides it after), else by its label."""
+        scores = dict(call.label_logprobs)
+        if not parsed.ok or self.threshold is None or "YES" not in scores or "NO" not in scores:
+            return parsed.ok and parsed.answer == "YES"
+        return scores["YES"] - scores["NO"] >= self.threshold
 
 
 def _kept_unread(parsed: agents.ParsedReply) -> str:
@@ -416,10 +426,14 @@ def make_finder(settings: FinderSettings, backend: Backend) -> Finder:
         from cwread.judge import load_judge
 
         return JudgeFinder(load_judge(), settings.keep_threshold)
-    if settings.reply == "score":
-        threshold = settings.keep_threshold
+    trained = backend.capabilities.trained
+    reply = settings.reply if settings.reply != "auto" else trained.reply if trained else "quote-first"
+    threshold = settings.keep_threshold
+    if threshold is None and trained is not None:
+        threshold = trained.keep_threshold
+    if reply == "score":
         return ScoringFinder(backend, 0.0 if threshold is None else threshold)
-    return GenerativeFinder(backend, settings.reply)
+    return GenerativeFinder(backend, reply, threshold)
 
 
 def by_threshold(verdict: Verdict, keep_threshold: float | None) -> Verdict:

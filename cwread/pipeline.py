@@ -19,7 +19,7 @@ from cwread.embedders import load_embedder
 from cwread.finder import JUDGE_WORDS, Finder, JudgeFinder, make_finder, read_segments, reading_budget
 from cwread.interpreter import interpret, packet_fits, self_check_decision
 from cwread.judge import JudgeUnavailable
-from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, holds
+from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, READS_WHEN_ASKED, holds
 from cwread.packing import pack, pack_segments
 from cwread.plan import (
     ANSWER_CHOICES,
@@ -137,11 +137,14 @@ def plan_run(
 
 
 def keep_threshold_of(finding: FinderSettings, reader: Finder) -> float | None:
-    """The score a segment is kept at: as asked, else the judge's own (chosen on its held-out
-    data), else none (the label decides)."""
+    """The score a segment is kept at: as asked, else the judge's own or a trained adapter's
+    (each chosen on its held-out training data), else none (the label decides)."""
     if finding.keep_threshold is not None:
         return finding.keep_threshold
-    return reader.threshold if isinstance(reader, JudgeFinder) else None
+    if isinstance(reader, JudgeFinder):
+        return reader.threshold
+    trained = reader.backend.capabilities.trained if reader.backend is not None else None
+    return trained.keep_threshold if trained is not None else None
 
 
 def _support_method(
@@ -173,11 +176,9 @@ def finder_skip_reason(use: str, finder: Backend) -> str | None:
     """Why the Finder `finder` is not run under FinderSettings.use `use` (None: it runs)."""
     if use == FinderUse.OFF:
         return "--finder off: every segment read is taken as kept"
-    if use == FinderUse.AUTO and holds(KEEPS_NEARLY_ALL, finder):
-        return (
-            f"{finder.model} {FACTS[KEEPS_NEARLY_ALL].says} ({FACTS[KEEPS_NEARLY_ALL].measured}); "
-            "every segment read is taken as kept (--finder on runs it)"
-        )
+    for fact in (KEEPS_NEARLY_ALL, READS_WHEN_ASKED):
+        if use == FinderUse.AUTO and holds(fact, finder):
+            return f"{finder.model} {FACTS[fact].says} ({FACTS[fact].measured}); every segment read is taken as kept (--finder on runs it)"
     return None
 
 

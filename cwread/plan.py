@@ -80,8 +80,9 @@ class FinderUse(StrEnum):
 
 FINDER_CHOICES = tuple(FinderUse)
 # quote-first: the clue's quote, then YES or NO; decision-first: YES or NO, a kept segment's quote
-# after it; score: YES or NO alone, decided by its log-odds (no quote): cwread.finder
-FINDER_REPLIES = ("quote-first", "decision-first", "score")
+# after it; score: YES or NO alone, decided by its log-odds (no quote); auto: the reply a trained
+# adapter was trained on, else quote-first: cwread.finder
+FINDER_REPLIES = ("auto", "quote-first", "decision-first", "score")
 READ_TOKENS_CHOICES = "a number of tokens, auto or none"
 
 
@@ -129,13 +130,13 @@ class FinderSettings:
     but the budget's `read`); the flag's text ("2000", "auto", "none") is read here.
     `reply`: one of FINDER_REPLIES. `keep_threshold`: a segment is kept when its score,
     ln P(YES) - ln P(NO) (the judge's: its logit), reaches this, whatever its label (None:
-    the label decides, the judge's own threshold for the judge; a verdict without a score
-    keeps its label).
+    the judge's own threshold for the judge, a trained adapter's for it, else the label
+    decides; a verdict without a score keeps its label).
     """
 
     use: FinderUse = FinderUse.AUTO
     read_tokens: int | str | None = None
-    reply: str = "quote-first"
+    reply: str = "auto"
     keep_threshold: float | None = None
 
     def __post_init__(self) -> None:

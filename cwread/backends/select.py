@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cwread.backends import embedded, ollama, openai_compat
-from cwread.backends.embedded import EmbeddedSettings
+from cwread.backends.embedded import NO_ADAPTER, EmbeddedSettings
 from cwread.backends.openai_compat import OpenAISettings
 from cwread.backends.provider import (
     DEFAULT_MODELS,
@@ -79,7 +79,7 @@ def _auto(settings: BackendSettings, wanted: dict[str, ModelRef]) -> tuple[str, 
     server = settings.section(OpenAISettings)
     if server.base_url or server.finder_base_url:  # a server the user named comes first
         return "openai", ""
-    if settings.section(EmbeddedSettings).finder_lora:  # an adapter GGUF runs only in-process
+    if settings.section(EmbeddedSettings).finder_lora not in (None, NO_ADAPTER):  # an adapter GGUF runs only in-process
         return "embedded", "; --finder-lora given"
     host = settings.section(ollama.OllamaSettings).host
     try:

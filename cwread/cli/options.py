@@ -160,9 +160,10 @@ FINDER_OPTIONS: dict[str, tuple[Any, Any]] = {
     "finder_reply": _option(
         str,
         "The Finder's reply: quote-first (the clue's quote, then YES or NO), decision-first (YES or "
-        "NO, the quote written for kept segments only) or score (YES or NO alone, kept by its score, "
-        f"no quote). One of: {_listed(FINDER_REPLIES)}.",
-        "quote-first",
+        "NO, the quote written for kept segments only), score (YES or NO alone, kept by its score, "
+        "no quote) or auto (what a trained Finder adapter was trained on, else quote-first). "
+        f"One of: {_listed(FINDER_REPLIES)}.",
+        "auto",
     ),
     "keep_threshold": _option(
         float | None,
@@ -196,7 +197,8 @@ BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = {
     "finder_lora": _option(
         str | None,
         "LoRA GGUF adapter for the embedded Finder, e.g. from `python -m training export` "
-        "[env: CWREAD_FINDER_LORA; 'none' or unset: the base model].",
+        "[env: CWREAD_FINDER_LORA; unset: the trained Finder adapter cwread ships, on the default "
+        "model; 'none': the base model].",
     ),
 }
 SERVER_OPTIONS: dict[str, tuple[Any, Any]] = {

@@ -189,7 +189,7 @@ def evaluate(
         f"P_r {budget.p_r}, P_w {budget.p_w}, B_c {budget.b_c}"
         f"{'' if finding.keep_threshold is None else f', keep threshold {finding.keep_threshold:g}'}"
         f"{'' if finding.read_tokens is None else f', read tokens {finding.read_tokens}'}"
-        f"{'' if finding.reply == 'quote-first' else f', Finder reply {finding.reply}'}"
+        f"{'' if finding.reply == 'auto' else f', Finder reply {finding.reply}'}"
         f"{'' if finding.use == 'auto' else f', Finder {finding.use}'}), "
         f"embedder {options.embedder}"
         f"{', permuted options' if options.permute_options else ''}, {mode} open answers"
