@@ -3,8 +3,9 @@
 Runs `cwread eval -m pipeline` on the open records of the fairytale anthology, the dev novel
 (novelqa) and the questions written for The Hound and The Moonstone (benchmarks/data), with
 this checkout and with the checkout of `--before REV` (a git worktree), and prints token-F1
-of each with the paired difference and its 95% bootstrap interval. No model is asked: the
-embedded default answers extractively.
+of each with the paired difference and its 95% bootstrap interval, and what is shown: the
+share of questions abstained on, and the share of shown answers that quote a gold paragraph.
+No model is asked: the embedded default answers extractively.
 
     python benchmarks/extractive_dev.py --before HEAD~1 [--out DIR]
 """
@@ -41,15 +42,23 @@ def open_records(source: Path, target: Path) -> None:
                 out.write(json.dumps(record) + "\n")
 
 
-def evaluate(checkout: Path, records: Path, rows: Path) -> dict[str, float]:
-    """Each record's token-F1 from `cwread eval` run on `checkout`'s source."""
+def evaluate(checkout: Path, records: Path, rows: Path) -> dict[str, dict]:
+    """Each record's row from `cwread eval` run on `checkout`'s source."""
     rows.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     subprocess.run(
         [sys.executable, "-c", "from cwread.cli import entry; entry()", "eval", str(records), "-m", "pipeline", "--out", str(rows)],
         cwd=checkout, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    return {r["id"]: r["f1"] for r in map(json.loads, rows.read_text(encoding="utf-8").splitlines())}
+    return {r["id"]: r for r in map(json.loads, rows.read_text(encoding="utf-8").splitlines())}
+
+
+def shown(rows: dict[str, dict]) -> str:
+    """Abstained %, and of the answers shown, the % quoting a gold paragraph (count)."""
+    answered = [r for r in rows.values() if not r["abstained"]]
+    gold = sum(1 for r in answered if r.get("cited_gold"))
+    share = f"{100 * gold / len(answered):.1f}" if answered else "–"
+    return f"{100 * (len(rows) - len(answered)) / len(rows):.1f} | {share} ({gold}/{len(answered)})"
 
 
 def main() -> None:
@@ -63,19 +72,23 @@ def main() -> None:
         before = Path(tmp) / "before"
         subprocess.run(["git", "worktree", "add", "--detach", str(before), args.before], cwd=REPO, check=True, capture_output=True)
         try:
-            print("| set | open | before | after | paired difference |")
-            print("|---|---|---|---|---|")
+            print(
+                "| set | open | F1 before | F1 after | paired difference | abstained % before | gold-quoted % of shown before "
+                "| abstained % after | gold-quoted % of shown after |"
+            )
+            print("|---|---|---|---|---|---|---|---|---|")
             for name, source in SETS.items():
                 records = work / f"{name}-open.jsonl"
                 open_records(source, records)
                 was = evaluate(before, records, work / f"{name}-before.rows.jsonl")
                 now = evaluate(REPO, records, work / f"{name}-after.rows.jsonl")
-                diff = [now[k] - was[k] for k in now]
+                diff = [now[k]["f1"] - was[k]["f1"] for k in now]
                 low, high = bootstrap_interval(diff)
                 mean = lambda v: 100 * sum(v) / len(v)  # noqa: E731
                 print(
-                    f"| {name} | {len(now)} | {mean(list(was.values())):.1f} | {mean(list(now.values())):.1f} | "
-                    f"{mean(diff):+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] |"
+                    f"| {name} | {len(now)} | {mean([r['f1'] for r in was.values()]):.1f} | "
+                    f"{mean([r['f1'] for r in now.values()]):.1f} | "
+                    f"{mean(diff):+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] | {shown(was)} | {shown(now)} |"
                 )
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(before)], cwd=REPO, capture_output=True, check=False)

@@ -30,7 +30,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from cwread import answer_span
+from cwread import answer_span, grounding
 from cwread.book import Document, Evidence
 from cwread.cache import cache_root, read_entry, remove_entry, write_entry
 from cwread.embedders import Embedder
@@ -143,8 +143,11 @@ def best_answer(
     the span reader's choice among the spans of the sentences `rank` scores best, of those
     sharing `min_shared` question words (see cwread.answer_span); for a why-question, without
     `spans` or without the reader's weights, the best sentence as `extract_answer` says it.
-    None if no sentence shares enough."""
-    ranked = ranked_sentences(question, evidence, answer_span.MAX_SENTENCES, min_shared, rank)
+    None if no sentence shares enough. A question, or a sentence that only restates the
+    question, is never the answer (could_answer)."""
+    ranked = ranked_sentences(
+        question, evidence, answer_span.MAX_SENTENCES, min_shared, rank, keep=lambda s: could_answer(question, s)
+    )
     if not ranked:
         return None
     # A why-question keeps its reason rule: the reader's spans scored about the same on held-out
@@ -156,6 +159,12 @@ def best_answer(
     index, start, end = answer_span.best_span(question, [(q.text, s) for q, s in ranked], model)
     quote = ranked[index][0]
     return quote.text[start:end], quote
+
+
+def could_answer(question: str, sentence: str) -> bool:
+    """grounding.could_answer, and for a why-question a consequence that restates it ("So he
+    built a wall"): its cause stands in the sentence before (extract_answer)."""
+    return grounding.could_answer(question, sentence) or bool(asks_why(question) and _CONSEQUENCE.match(sentence))
 
 
 def extract_answer(question: str, best: Quote, paragraph: str) -> tuple[str, Quote]:

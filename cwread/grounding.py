@@ -244,20 +244,35 @@ def best_sentences(
     return [quote for quote, _ in ranked_sentences(question, evidence, k, min_shared, rank)]
 
 
+def could_answer(question: str, sentence: str) -> bool:
+    """Whether `sentence` could be the answer to `question`: not itself a question ("What did
+    Selden say?"), and saying some content word the question does not (a sentence that only
+    restates the question answers nothing)."""
+    if sentence.rstrip().rstrip(_CLOSERS).endswith("?"):
+        return False
+    return bool(content_words(sentence) - content_words(question))
+
+
+_CLOSERS = "\"'”’)]»* "  # what may close a sentence after its mark
+
+
 def ranked_sentences(
     question: str,
     evidence: Evidence,
     k: int,
     min_shared: int = 1,
     rank: Rank | None = None,
+    keep: Callable[[str], bool] | None = None,
 ) -> list[tuple[Quote, float]]:
-    """`best_sentences` with the score each was ranked by."""
+    """`best_sentences` with the score each was ranked by; `keep`: of the sentences it keeps."""
     asked = content_words(question)
     candidates: list[Quote] = []
     shared: list[int] = []
     seen: set[tuple[int, str]] = set()  # by text: a quote's offsets are its own, not the paragraph's
     for pid, text, *_ in evidence:
         for start, end in sentence_spans(text):
+            if keep is not None and not keep(text[start:end]):
+                continue
             count = len(asked & content_words(text[start:end]))
             if count >= max(1, min_shared) and (pid, text[start:end]) not in seen:
                 seen.add((pid, text[start:end]))

@@ -226,7 +226,7 @@ def run(
     seconds["support_check"] = round(time.perf_counter() - t1, 3)
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != PacketSource.GIVEN else None
     outcome = decide(
-        question, final, packet, plan.answer_mode, retrieved, _kept(found, judged), rank, support, plan.extract or Extract.SPAN
+        question, final, packet, plan.answer_mode, retrieved, rank, support, plan.extract or Extract.SPAN
     )
     return Trace(
         found=found,
@@ -370,7 +370,6 @@ def decide(
     packet: Packet,
     mode: AnswerMode = AnswerMode.GENERATIVE,
     retrieved: Evidence | None = None,
-    kept: Evidence | None = None,
     rank: extractive.SentenceRanker | None = None,
     support: SupportCheck | None = None,
     extract: Extract = Extract.SPAN,
@@ -383,8 +382,8 @@ def decide(
     the text) and the best evidence is shown: the sentences of the packet, or else of the
     `retrieved` paragraphs, that fit the question best; "extractive" answers with the words
     the span reader picks (`extract` "span") or the sentence (`extract` "sentence") that fit
-    best of the packet and the rest of what the Finder `kept`, ranked by
-    `rank` (see cwread.extractive; shared question words without one);
+    best of the packet, ranked by `rank` (see cwread.extractive; shared question words
+    without one);
     "generative-or-extractive" is generative, with the extractive answer in place of words
     the quotes do not cover. Labels (mcq, claim) stand as chosen; whether the quotes bear on
     them is recorded.
@@ -393,7 +392,7 @@ def decide(
         evidence = _best_evidence(question, None, packet, retrieved, rank)
         return Answer(None, None, AnswerMode.EVIDENCE_ONLY, False, evidence, withheld=True)
     if question.is_open and mode == AnswerMode.EXTRACTIVE:
-        return _extract(question, packet, retrieved, kept, rank, final, extract)
+        return _extract(question, packet, retrieved, rank, final, extract)
     fallback = mode == AnswerMode.GENERATIVE_OR_EXTRACTIVE
     shown = AnswerMode.GENERATIVE if fallback else mode  # unless its words go unbacked, it is the model's
     if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
@@ -406,7 +405,7 @@ def decide(
     if support.supported:
         return Answer(text, final.answer, shown, True, final.reply.quotes, check=support)
     if fallback:  # a sentence of the book that fits, rather than words it does not back
-        return replace(_extract(question, packet, retrieved, kept, rank, final, extract), check=support)
+        return replace(_extract(question, packet, retrieved, rank, final, extract), check=support)
     evidence = _best_evidence(question, final, packet, retrieved, rank)
     return Answer(None, final.answer, shown, False, evidence, withheld=True, check=support)
 
@@ -415,17 +414,15 @@ def _extract(
     question: Question,
     packet: Packet,
     retrieved: Evidence | None,
-    kept: Evidence | None,
     rank: grounding.Rank | None,
     final: AgentCall | None,
     extract: Extract,
 ) -> Answer:
-    """The extractive answer (`extract`: cwread.plan.EXTRACTS): the best-fitting words or sentence of the packet and the rest of what the
-    Finder kept (the packet's budget is for the Interpreter's context, which a quoted sentence
-    does not need), or not determined when none shares enough of the question."""
+    """The extractive answer (`extract`: cwread.plan.EXTRACTS): the best-fitting words or
+    sentence of the packet (what is cited is what was read: the view's packet, the JSON's
+    and the citations agree), or not determined when none shares enough of the question."""
     model_answer = final.answer if final else None
-    in_packet = set(packet.ids)
-    pool = [*packet.evidence(), *(p for p in kept or [] if p[0] not in in_packet)]
+    pool = packet.evidence()
     found = extractive.best_answer(
         question.text, pool, rank, grounding.answer_support_needed(question.text), spans=extract == Extract.SPAN
     )
@@ -464,11 +461,6 @@ def _best_evidence(
         ):
             shown.append(quote)
     return tuple(shown)
-
-
-def _kept(found: FindResult, judged: FinderStage) -> list[Passage]:
-    """The paragraphs the Finder kept (every one read when it was skipped)."""
-    return _paragraphs(found.document, [v.segment for v in judged.kept if v.kept])
 
 
 def _paragraphs(document: Document, segments) -> list[Passage]:

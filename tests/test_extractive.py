@@ -68,15 +68,32 @@ def _final(quotes):
     return AgentCall(answer="a guess", problem=None, reply=reply)
 
 
-def test_the_extracted_sentence_may_come_from_what_the_finder_kept_beyond_the_packet():
+def test_the_extracted_sentence_comes_from_the_packet_alone():
+    """What is cited is what was read: a sentence outside the packet is never the answer."""
     question = Question("Why did the Giant build a wall?", "open")
     packet = Packet(items=(PacketItem(1, "The Giant had a garden.", ""),))
-    kept = [(1, "The Giant had a garden."), (4, "So he built a wall of stone.")]
-    outcome = decide(question, _final([]), packet, "extractive", kept=kept)
-    assert outcome.text == "So he built a wall of stone." and outcome.quotes[0].id == 4
-    # nothing kept beyond the packet: the packet alone
-    outcome = decide(question, _final([]), packet, "extractive", kept=None)
+    outcome = decide(question, _final([]), packet, "extractive")
     assert outcome.text is None and outcome.abstained
+    packet = Packet(items=(PacketItem(1, "The Giant had a garden.", ""), PacketItem(4, "So he built a wall of stone.", "")))
+    outcome = decide(question, _final([]), packet, "extractive")
+    assert outcome.text == "So he built a wall of stone." and {q.id for q in outcome.quotes} <= set(packet.ids)
+
+
+def test_a_question_is_never_the_answer():
+    question = Question("Who is Selden?", "open")
+    paragraph = "“But about this stranger,” said I. “What did Selden say?” Selden is the Notting Hill murderer."
+    outcome = decide(question, _final([]), Packet(items=(PacketItem(9, paragraph, ""),)), "extractive")
+    assert outcome.quotes[0].text == "Selden is the Notting Hill murderer." and "?" not in outcome.text
+
+
+def test_a_sentence_that_only_restates_the_question_is_never_the_answer():
+    question = Question("Who killed Sir Charles Baskerville?", "open")
+    restating = "Sir Charles Baskerville was killed."
+    outcome = decide(question, _final([]), Packet(items=(PacketItem(3, restating, ""),)), "extractive")
+    assert outcome.text is None and outcome.abstained
+    packet = Packet(items=(PacketItem(3, restating, ""), PacketItem(5, "Stapleton's hound killed Sir Charles Baskerville.", "")))
+    outcome = decide(question, _final([]), packet, "extractive")
+    assert outcome.quotes[0].id == 5
 
 
 def test_the_small_models_quote_does_not_win_a_tie():
@@ -124,8 +141,6 @@ def test_a_consequence_comes_with_the_sentence_before_it_where_the_cause_stands(
     assert outcome.text == "He wanted the garden for himself alone. So he built a wall."
     (quote,) = outcome.quotes
     assert paragraph[quote.start : quote.end] == outcome.text and quote.id == 7
-    # not a why-question: the sentence alone
+    # not a why-question: a sentence that only restates the question says nothing of when
     what = Question("When did the Giant build a wall?", "open")
-    assert decide(what, _final([]), Packet(items=(PacketItem(7, paragraph, ""),)), "extractive").text == (
-        "So he built a wall."
-    )
+    assert decide(what, _final([]), Packet(items=(PacketItem(7, paragraph, ""),)), "extractive").text is None
