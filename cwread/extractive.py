@@ -161,6 +161,16 @@ def best_answer(
     return quote.text[start:end], quote
 
 
+def candidate_paragraphs(
+    question: str, evidence: Evidence, rank: Rank | None, min_shared: int, most: int
+) -> list[int]:
+    """The paragraphs of the sentences best_answer would read, best first, `most` at most."""
+    ranked = ranked_sentences(
+        question, evidence, answer_span.MAX_SENTENCES, min_shared, rank, keep=lambda s: could_answer(question, s)
+    )
+    return list(dict.fromkeys(quote.id for quote, _ in ranked))[:most]
+
+
 def could_answer(question: str, sentence: str) -> bool:
     """grounding.could_answer, and for a why-question a consequence that restates it ("So he
     built a wall"): its cause stands in the sentence before (extract_answer)."""

@@ -18,6 +18,7 @@ from cwread.records import (
     FindResult,
     Forged,
     IndexReport,
+    ParagraphJudgement,
     Quote,
     SupportCheck,
     Trace,
@@ -138,6 +139,19 @@ def find_json(result: FindResult, limit: int | None) -> dict:
     }
 
 
+def judgement_json(doc, judgement: ParagraphJudgement | None) -> dict | None:
+    """The trained Finder's scores of an extractive answer's candidate paragraphs (None: not judged)."""
+    if judgement is None:
+        return None
+    return {
+        "threshold": judgement.threshold,
+        "scores": [{**ref_json(doc, pid), "score": round(score, 4)} for pid, score in judgement.scores],
+        "chosen": None if judgement.chosen is None else id_json(doc, judgement.chosen),
+        "seconds": round(sum(c.seconds for c in judgement.calls), 3),
+        "cached": all(c.cached for c in judgement.calls),
+    }
+
+
 def ask_json(trace: Trace) -> dict:
     """The `cwread ask/verify --json` trace: the answer and every step that led to it."""
     doc = trace.document
@@ -159,8 +173,13 @@ def ask_json(trace: Trace) -> dict:
         "model_answer": trace.outcome.model_answer,
         "supported": trace.outcome.supported,
         "support_check": support_json(trace.outcome.check),
+        "answer_judgement": judgement_json(doc, trace.outcome.judgement),
         "abstained": trace.outcome.abstained,
-        "quotes": quotes_json(doc, trace.outcome.quotes),
+        # the answer's quotes are the packet's; an abstention's best evidence may come from what was read
+        "quotes": [
+            {**q, "in_packet": quote.id in set(trace.packet.ids)}
+            for q, quote in zip(quotes_json(doc, trace.outcome.quotes), trace.outcome.quotes, strict=True)
+        ],
         "reason": trace.reason,
         "citations": [id_json(doc, pid) for pid in trace.citations],
         "cited_paragraphs": [{**ref_json(doc, pid), "text": doc.paragraph(pid).text} for pid in trace.citations],

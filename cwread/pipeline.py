@@ -16,7 +16,16 @@ from cwread.backends import Backend, label
 from cwread.backends.select import Selection
 from cwread.book import Document, Evidence, Passage
 from cwread.embedders import load_embedder
-from cwread.finder import JUDGE_WORDS, Finder, JudgeFinder, make_finder, read_segments, reading_budget
+from cwread.finder import (
+    JUDGE_WORDS,
+    JUDGED_PARAGRAPHS,
+    Finder,
+    JudgeFinder,
+    ParagraphJudge,
+    make_finder,
+    read_segments,
+    reading_budget,
+)
 from cwread.interpreter import interpret, packet_fits, self_check_decision
 from cwread.judge import JudgeUnavailable
 from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, READS_WHEN_ASKED, holds
@@ -115,6 +124,10 @@ def plan_run(
     judge = reader.reply if evidence == PacketSource.FINDER else None
     asked = mode != AnswerMode.EVIDENCE_ONLY and not (question.is_open and mode == AnswerMode.EXTRACTIVE)
     self_check, self_check_skipped = self_check_decision(question, answering.self_check)
+    # the trained Finder picks the paragraph an extractive answer comes from, or none: on the dev
+    # sets it chose gold more often than the sentence ranker (benchmarks/README.md, "Answers")
+    trained = backends.finder.capabilities.trained
+    judged = question.is_open and mode == AnswerMode.EXTRACTIVE and not packet_given and trained is not None
     support, threshold = _support_method(answering, interpreter, question, small) if asked else (None, None)
     plan = Plan(
         answer_mode=mode,
@@ -132,6 +145,7 @@ def plan_run(
         extract=extractive.extract_kind(paragraphs) if question.is_open else None,
         self_check_skipped=self_check_skipped if asked else None,
         judge_unavailable=judge_missing,
+        answer_threshold=trained.keep_threshold if judged and trained is not None else None,
     )
     return PlannedRun(plan, backends, reader, rank)
 
@@ -225,9 +239,13 @@ def run(
     support = _check_support(plan, interpreter, question, final, packet, progress, rank.weights)
     seconds["support_check"] = round(time.perf_counter() - t1, 3)
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != PacketSource.GIVEN else None
+    judge = ParagraphJudge(selection.finder, plan.answer_threshold) if plan.answer_threshold is not None else None
+    t2 = time.perf_counter()
     outcome = decide(
-        question, final, packet, plan.answer_mode, retrieved, rank, support, plan.extract or Extract.SPAN
+        question, final, packet, plan.answer_mode, retrieved, rank, support, plan.extract or Extract.SPAN, judge
     )
+    if judge is not None:
+        seconds["answer_judge"] = round(time.perf_counter() - t2, 3)
     return Trace(
         found=found,
         plan=plan,
@@ -373,6 +391,7 @@ def decide(
     rank: extractive.SentenceRanker | None = None,
     support: SupportCheck | None = None,
     extract: Extract = Extract.SPAN,
+    judge: ParagraphJudge | None = None,
 ) -> Answer:
     """What is presented as the answer, and whether the quotes support it (`support`: the
     check of the final answer; without one, the words decide, see cwread.support).
@@ -385,14 +404,15 @@ def decide(
     best of the packet, ranked by `rank` (see cwread.extractive; shared question words
     without one);
     "generative-or-extractive" is generative, with the extractive answer in place of words
-    the quotes do not cover. Labels (mcq, claim) stand as chosen; whether the quotes bear on
-    them is recorded.
+    the quotes do not cover. With a `judge`, an extractive answer comes from the paragraph it
+    scores best among the ranker's best-fitting ones, or none is given below its threshold.
+    Labels (mcq, claim) stand as chosen; whether the quotes bear on them is recorded.
     """
     if mode == AnswerMode.EVIDENCE_ONLY:  # options and claims of a model that judges at chance
         evidence = _best_evidence(question, None, packet, retrieved, rank)
         return Answer(None, None, AnswerMode.EVIDENCE_ONLY, False, evidence, withheld=True)
     if question.is_open and mode == AnswerMode.EXTRACTIVE:
-        return _extract(question, packet, retrieved, rank, final, extract)
+        return _extract(question, packet, retrieved, rank, final, extract, judge)
     fallback = mode == AnswerMode.GENERATIVE_OR_EXTRACTIVE
     shown = AnswerMode.GENERATIVE if fallback else mode  # unless its words go unbacked, it is the model's
     if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
@@ -417,23 +437,30 @@ def _extract(
     rank: grounding.Rank | None,
     final: AgentCall | None,
     extract: Extract,
+    judge: ParagraphJudge | None = None,
 ) -> Answer:
     """The extractive answer (`extract`: cwread.plan.EXTRACTS): the best-fitting words or
     sentence of the packet (what is cited is what was read: the view's packet, the JSON's
     and the citations agree), or not determined when none shares enough of the question."""
     model_answer = final.answer if final else None
     pool = packet.evidence()
-    found = extractive.best_answer(
-        question.text, pool, rank, grounding.answer_support_needed(question.text), spans=extract == Extract.SPAN
-    )
+    needed = grounding.answer_support_needed(question.text)
+    judgement = None
+    if judge is not None:
+        candidates = extractive.candidate_paragraphs(question.text, pool, rank, needed, JUDGED_PARAGRAPHS)
+        if candidates:
+            text_of = dict((p[0], p[1]) for p in pool)
+            judgement = judge(question, [(pid, text_of[pid]) for pid in candidates])
+            pool = [p for p in pool if p[0] == judgement.chosen]
+    found = extractive.best_answer(question.text, pool, rank, needed, spans=extract == Extract.SPAN)
     if found is None:
         evidence = _best_evidence(question, final, packet, retrieved, rank)
-        return Answer(None, model_answer, AnswerMode.EXTRACTIVE, False, evidence, withheld=True)
+        return Answer(None, model_answer, AnswerMode.EXTRACTIVE, False, evidence, withheld=True, judgement=judgement)
     # The sentence is the answer (a why-question's, its reason): giving only its longest run
     # of words the question does not already say lowered token-F1 on the dev anthology (0.160
     # -> 0.132 on the extractive baseline's sentences, 20 records).
     text, quote = found
-    return Answer(text, model_answer, AnswerMode.EXTRACTIVE, True, (quote,))
+    return Answer(text, model_answer, AnswerMode.EXTRACTIVE, True, (quote,), judgement=judgement)
 
 
 BEST_EVIDENCE = 3  # sentences shown when the answer is withheld

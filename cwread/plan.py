@@ -201,7 +201,9 @@ class Plan:
     `support_threshold` the score the model's check must reach. `extract`: how an
     extractive answer to an open question is cut (EXTRACTS; None for options and claims).
     `judge_unavailable`: why the judge (cwread.judge) that would have read could not be
-    loaded; the rank fills the packet instead.
+    loaded; the rank fills the packet instead. `answer_threshold`: an extractive answer's
+    best-fitting paragraphs are judged by the trained Finder (cwread.finder.ParagraphJudge),
+    and none scoring this much means no answer (None: not judged).
     """
 
     answer_mode: AnswerMode
@@ -219,3 +221,4 @@ class Plan:
     extract: Extract | None = None
     self_check_skipped: str | None = None
     judge_unavailable: str | None = None  # why the judge that would read could not be loaded
+    answer_threshold: float | None = None  # the trained Finder judges an extractive answer's paragraphs

@@ -217,6 +217,28 @@ class SupportCheck:
 
 
 @dataclass(frozen=True)
+class ParagraphJudgement:
+    """The trained Finder's judgement of the paragraphs an extractive answer could come from
+    (the sentence ranker's best, in its order): each one's score, ln P(YES) - ln P(NO), and
+    the threshold under which none holds what the question needs (then no answer is shown)."""
+
+    scores: tuple[tuple[int, float], ...]  # (paragraph id, score)
+    threshold: float
+    calls: tuple[ModelCall, ...] = ()
+
+    @property
+    def best(self) -> tuple[int, float] | None:
+        """The paragraph scored best (the ranker's earlier one on a tie), with its score."""
+        return max(self.scores, key=lambda item: item[1]) if self.scores else None
+
+    @property
+    def chosen(self) -> int | None:
+        """The paragraph the answer comes from: the best, where it reaches the threshold."""
+        best = self.best
+        return best[0] if best is not None and best[1] >= self.threshold else None
+
+
+@dataclass(frozen=True)
 class Answer:
     """What cwread presents: the answer (None: not determined from the text, or no readable
     reply), the quotes that support it, and the check that says they do (None: no check, as
@@ -231,10 +253,22 @@ class Answer:
     quotes: tuple[Quote, ...] = ()
     withheld: bool = False  # not determined from the text: the quotes are the best evidence
     check: SupportCheck | None = None  # of the model's answer, shown or withheld
+    judgement: ParagraphJudgement | None = None  # of an extractive answer's paragraphs, where judged
 
     @property
     def abstained(self) -> bool:
         return self.withheld
+
+    def no_sentence_why(self) -> str:
+        """Why an extractive answer was withheld: no sentence shared enough of the question,
+        or the Finder judged none of the best-fitting paragraphs to hold the answer."""
+        judged = self.judgement
+        if judged is None or judged.best is None:
+            return NO_SENTENCE
+        return (
+            f"the Finder found none of the {len(judged.scores)} best-fitting paragraphs to hold it "
+            f"(best {judged.best[1]:+.2f}, under {judged.threshold:+.2f})"
+        )
 
     @property
     def kind(self) -> str | None:
@@ -331,12 +365,12 @@ class Trace:
         if status == Status.NO_VERDICT:
             return f"no verdict: {NO_VERDICT}"
         if status == Status.NOT_DETERMINED:
-            why = (
-                NO_SENTENCE
-                if outcome.mode == AnswerMode.EXTRACTIVE
-                else f"the quotes do not support the model's answer {outcome.model_answer!r}"
-                + (f" ({outcome.check.why})" if outcome.check else "")
-            )
+            if outcome.mode == AnswerMode.EXTRACTIVE:
+                why = outcome.no_sentence_why()
+            else:
+                why = f"the quotes do not support the model's answer {outcome.model_answer!r}" + (
+                    f" ({outcome.check.why})" if outcome.check else ""
+                )
             return f"{NOT_DETERMINED}: {why}{'; the best evidence is shown' if outcome.quotes else ''}"
         if status == Status.UNPARSEABLE:
             return f"no parseable answer after a retry ({self.final.problem if self.final else 'no reply'})"
@@ -369,10 +403,12 @@ class Trace:
 
     @property
     def model_calls(self) -> list[ModelCall]:
-        """Every call to a model the run made: the Finder's, the Interpreter's, the support check's."""
+        """Every call to a model the run made: the Finder's, the Interpreter's, the support
+        check's, the Finder's judgement of an extractive answer's paragraphs."""
         check = self.outcome.check
         support = [check.call] if check is not None and check.call is not None else []
-        return [v.reply.call for v in self.verdicts] + [c.reply.call for c in self.agent_calls] + support
+        judged = list(self.outcome.judgement.calls) if self.outcome.judgement is not None else []
+        return [v.reply.call for v in self.verdicts] + [c.reply.call for c in self.agent_calls] + support + judged
 
     def tokens(self) -> dict[str, int]:
         calls = self.model_calls

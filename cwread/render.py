@@ -308,6 +308,13 @@ def answer_view(trace: Trace) -> None:
             head.append(f"  {printable(question.options[trace.answer])}")
         if outcome.kind == "quoted-words":
             head.append("  (words quoted from the text)", style="dim")
+            judged = outcome.judgement
+            if judged is not None and judged.best is not None:
+                head.append(
+                    f"\nThe Finder judged {doc.label(judged.best[0])} the one to answer from "
+                    f"({judged.best[1]:+.2f}; {len(judged.scores)} judged, {judged.threshold:+.2f} needed).",
+                    style="dim",
+                )
         elif outcome.check is not None and outcome.supported:
             whose = {"mcq": "The model's choice", "claim": "The model's verdict"}.get(question.kind, "The model's words")
             head.append(f"\n{whose}; {_support_line(outcome.check)}.", style="dim")
@@ -318,7 +325,8 @@ def answer_view(trace: Trace) -> None:
     elif status == Status.NOT_DETERMINED:
         head.append(NOT_DETERMINED, style="bold yellow")
         if outcome.mode == AnswerMode.EXTRACTIVE:
-            head.append(f"\n{NO_SENTENCE[0].upper()}{NO_SENTENCE[1:]} to answer it.", style="dim")
+            why = outcome.no_sentence_why()
+            head.append(f"\n{why[0].upper()}{why[1:]}{' to answer it' if why == NO_SENTENCE else ''}.", style="dim")
     else:
         head.append("(none)", style="bold red")
     # a model answer beside a quoted sentence or none at all: its quotes did not support it
@@ -341,10 +349,12 @@ def answer_view(trace: Trace) -> None:
         Panel(head, title=Text(f"{title}: {one_line(question.text)}"), title_align="left", border_style="green")
     )
     if outcome.quotes:
-        out.print(Text("Evidence" if outcome.supported else "Best evidence", style="bold"))
+        heading = "Evidence" if outcome.supported else "Best evidence (not an answer: read it)"
+        out.print(Text(heading, style="bold"))
         by_paragraph: dict[int, list[tuple[int, int]]] = {}
         for q in outcome.quotes:
             by_paragraph.setdefault(q.id, []).append((q.start, q.end))
+        packed = set(trace.packet.ids)
         for pid, spans in by_paragraph.items():
             tag = _tag(doc, pid)
             line = Text()
@@ -352,6 +362,8 @@ def answer_view(trace: Trace) -> None:
             line.append(printable(doc.paragraph(pid).text))
             for start, end in spans:
                 line.stylize("bold reverse", len(tag) + start, len(tag) + end)
+            if pid not in packed:  # best evidence may come from what was read beyond the packet
+                line.append("  (read, not in the packet)", style="dim")
             out.print(line)
             out.print()
     for stage, why in trace.skipped.items():

@@ -82,7 +82,8 @@ def test_the_default_finder_carries_the_adapter_unless_told_none(fresh_shipped, 
     EmbeddedSettings().resolved().refuse("ollama")  # "none" is no adapter: nothing to refuse on a server
 
 
-def test_auto_leaves_the_shipped_finder_unread_and_says_why(fresh_shipped, capsys, cache_dir, monkeypatch):
+@pytest.mark.slow
+def test_auto_leaves_the_shipped_finder_unread_and_judges_the_answer_with_it(fresh_shipped, capsys, cache_dir, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     code, out, _ = run(capsys, "ask", str(EXAMPLES / "the_selfish_giant.txt"), "Why did the Giant build a wall?", "--json")
     assert code == 0
@@ -90,6 +91,10 @@ def test_auto_leaves_the_shipped_finder_unread_and_says_why(fresh_shipped, capsy
     assert trace["plan"]["evidence"] == "all-read" and trace["finder"] == []
     assert "reads when asked" in trace["plan"]["finder_skipped"]
     assert "--finder on" in trace["plan"]["finder_skipped"]
+    # the answer's candidate paragraphs are judged by the adapter, at its threshold
+    judged = trace["answer_judgement"]
+    assert judged["threshold"] == embedded.shipped_finder().trained.keep_threshold and judged["scores"]
+    assert trace["answer"] is None or judged["chosen"] == trace["citations"][0]
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from cwread.backends import DEFAULT_NUM_CTX, Capabilities, Generation, GenerationRequest
+from cwread.backends import DEFAULT_NUM_CTX, Capabilities, Generation, GenerationRequest, TrainedAdapter
 from cwread.backends.provider import BackendSettings, Built, ModelRef, Provider
 from cwread.errors import ModelError
 
@@ -38,12 +38,14 @@ class ScriptedBackend:
         size: int | None = None,
         adapted: bool = False,
         logprobs: bool = False,
+        trained: TrainedAdapter | None = None,
     ) -> None:
         self.model = model
         self.concurrency = concurrency
         self.context = context
         self.size = size  # parameters: below 300M, cwread.model_facts takes it for a small model
-        self.adapted = adapted
+        self.adapted = adapted or trained is not None
+        self.trained = trained  # a trained adapter it stands for (the answer's paragraph judge)
         self.logprobs = logprobs
         self._queue: deque[Reply] = deque(replies or [])
         self._default = default
@@ -86,6 +88,7 @@ class ScriptedBackend:
             logprobs=self.logprobs,
             size=self.size,
             adapted=self.adapted,
+            trained=self.trained,
         )
 
     def verify(self) -> None:
