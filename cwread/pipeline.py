@@ -127,7 +127,10 @@ def plan_run(
     # the trained Finder picks the paragraph an extractive answer comes from, or none: on the dev
     # sets it chose gold more often than the sentence ranker (benchmarks/README.md, "Answers")
     trained = backends.finder.capabilities.trained
-    judged = question.is_open and mode == AnswerMode.EXTRACTIVE and not packet_given and trained is not None
+    answer_threshold = None
+    if trained is not None:  # the judge is a trained Finder; its threshold as asked, else its own
+        answer_threshold = answering.answer_threshold if answering.answer_threshold is not None else trained.answer_threshold
+    judged = question.is_open and mode == AnswerMode.EXTRACTIVE and not packet_given and answer_threshold is not None
     support, threshold = _support_method(answering, interpreter, question, small) if asked else (None, None)
     plan = Plan(
         answer_mode=mode,
@@ -145,7 +148,7 @@ def plan_run(
         extract=extractive.extract_kind(paragraphs) if question.is_open else None,
         self_check_skipped=self_check_skipped if asked else None,
         judge_unavailable=judge_missing,
-        answer_threshold=trained.keep_threshold if judged and trained is not None else None,
+        answer_threshold=answer_threshold if judged else None,
     )
     return PlannedRun(plan, backends, reader, rank)
 

@@ -101,13 +101,16 @@ class AnswerSettings:
     `support_threshold`: ask the Interpreter's model whether the quotes support its answer, and
     pass it at this score (None: no such call; the words decide, see cwread.support);
     `confidence_threshold`: the mean token log-probability at which a model's open answer whose
-    words are not all quoted is shown all the same (None: never, the words decide)."""
+    words are not all quoted is shown all the same (None: never, the words decide);
+    `answer_threshold`: the trained Finder's score under which an extractive answer's best
+    paragraph is no answer (None: the one chosen for its adapter on dev data)."""
 
     answer_mode: str = "auto"
     self_check: bool | None = None
     judge_anyway: bool = False
     support_threshold: float | None = None
     confidence_threshold: float | None = None
+    answer_threshold: float | None = None
 
     def __post_init__(self) -> None:
         if self.answer_mode not in (*ANSWER_CHOICES, "auto"):
@@ -116,6 +119,7 @@ class AnswerSettings:
             )
         _check_threshold(self.support_threshold, "support")
         _check_threshold(self.confidence_threshold, "confidence")
+        _check_threshold(self.answer_threshold, "answer")
 
 
 @dataclass(frozen=True)

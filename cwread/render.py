@@ -311,7 +311,7 @@ def answer_view(trace: Trace) -> None:
             judged = outcome.judgement
             if judged is not None and judged.best is not None:
                 head.append(
-                    f"\nThe Finder judged {doc.label(judged.best[0])} the one to answer from "
+                    f"\nThe Finder judged [{doc.label(judged.best[0])}] the one to answer from "
                     f"({judged.best[1]:+.2f}; {len(judged.scores)} judged, {judged.threshold:+.2f} needed).",
                     style="dim",
                 )

@@ -9,7 +9,7 @@ from cwread.backends import Generation, GenerationRequest, TrainedAdapter
 from cwread.backends.scripted import ScriptedBackend
 from tests.conftest import run
 
-TRAINED = TrainedAdapter("finder-test@1", "decision-first", keep_threshold=-1.0, shipped=True)
+TRAINED = TrainedAdapter("finder-test@1", "decision-first", keep_threshold=-0.5, answer_threshold=-1.0, shipped=True)
 SMALL = 135_000_000  # a model too small to write: open answers are extractive
 
 
@@ -31,7 +31,7 @@ def test_the_answer_comes_from_the_paragraph_the_finder_scores_best(capsys, stor
     assert code == 0, err
     trace = json.loads(out)
     judged = trace["answer_judgement"]
-    assert trace["plan"]["answer_threshold"] == TRAINED.keep_threshold
+    assert trace["plan"]["answer_threshold"] == TRAINED.answer_threshold
     assert judged["chosen"] == trace["citations"][0] and "biscuit tin" in trace["quotes"][0]["quote"]
     assert all(q["in_packet"] for q in trace["quotes"])
     assert len(judged["scores"]) == len(scripted.finder.requests) >= 1  # one call a judged paragraph
@@ -54,6 +54,13 @@ def test_below_the_threshold_there_is_no_answer_and_the_evidence_is_labelled(cap
 
 def test_without_a_trained_adapter_nothing_is_judged(capsys, story, cache_dir, scripted):
     scripted.finder = ScriptedBackend(default="<answer>YES</answer>", model="finder", size=SMALL)
+    scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
+    code, out, err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted", "--json")
+    assert code == 0, err
+    assert json.loads(out)["answer_judgement"] is None and scripted.finder.requests == []
+    # an adapter with no answer threshold judges no answer either
+    untested = TrainedAdapter("finder-test@0", "decision-first", keep_threshold=-0.5, shipped=True)
+    scripted.finder = ScriptedBackend(default="<answer>YES</answer>", model="finder", size=SMALL, trained=untested)
     scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
     code, out, err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted", "--json")
     assert code == 0, err

@@ -93,7 +93,7 @@ def test_auto_leaves_the_shipped_finder_unread_and_judges_the_answer_with_it(fre
     assert "--finder on" in trace["plan"]["finder_skipped"]
     # the answer's candidate paragraphs are judged by the adapter, at its threshold
     judged = trace["answer_judgement"]
-    assert judged["threshold"] == embedded.shipped_finder().trained.keep_threshold and judged["scores"]
+    assert judged["threshold"] == embedded.shipped_finder().trained.answer_threshold and judged["scores"]
     assert trace["answer"] is None or judged["chosen"] == trace["citations"][0]
 
 

@@ -32,11 +32,14 @@ DEFAULT_NUM_CTX = 8192  # tokens of context when neither the user nor the server
 class TrainedAdapter:
     """A trained Finder adapter loaded on a model, with what its training fixed: the reply it
     was trained on (its Finder's default) and the keep threshold chosen on its held-out
-    training rows; `shipped`: the one cwread ships (cwread/data/finder/)."""
+    training rows; `answer_threshold`: the score under which none of an extractive answer's
+    paragraphs is taken to hold the answer (chosen on dev data; None: it judges no answer);
+    `shipped`: the one cwread ships (cwread/data/finder/)."""
 
     label: str  # NAME@VERSION
     reply: str
     keep_threshold: float
+    answer_threshold: float | None = None
     shipped: bool = False
 
 

@@ -101,8 +101,13 @@ def shipped_finder() -> ShippedFinder | None:
         adapter = folder / manifest["adapter"]["file"]
         expected = manifest["adapter"]["sha256"]
         base = manifest["base"]
+        answer_threshold = manifest.get("answer_threshold")
         trained = TrainedAdapter(
-            f"{manifest['name']}@{manifest['version']}", manifest["reply"], float(manifest["keep_threshold"]), shipped=True
+            f"{manifest['name']}@{manifest['version']}",
+            manifest["reply"],
+            float(manifest["keep_threshold"]),
+            None if answer_threshold is None else float(answer_threshold),
+            shipped=True,
         )
     except (KeyError, TypeError, ValueError) as exc:
         notice(f"warning: the Finder adapter's manifest in {folder} lacks {exc}; the Finder runs on the base model")

@@ -354,6 +354,12 @@ MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
         None,
         "--min-confidence",
     ),
+    "answer_threshold": _option(
+        float | None,
+        "With the trained Finder adapter (the embedded default): give no extractive answer when the "
+        "Finder's best score of its candidate paragraphs is under this (-1000: always answer). "
+        "Default: -2.5, chosen on the dev sets (docs/answers.md).",
+    ),
 }
 
 
@@ -373,9 +379,15 @@ def _model_run(
     answer: str,
     support_threshold: float | None = None,
     confidence_threshold: float | None = None,
+    answer_threshold: float | None = None,
 ) -> ModelRun:
     # the answer mode and thresholds are checked here, before any work (AnswerSettings)
-    answering = AnswerSettings(answer, support_threshold=support_threshold, confidence_threshold=confidence_threshold)
+    answering = AnswerSettings(
+        answer,
+        support_threshold=support_threshold,
+        confidence_threshold=confidence_threshold,
+        answer_threshold=answer_threshold,
+    )
     return ModelRun(embedder, not no_cache, answering)
 
 
@@ -438,9 +450,19 @@ evaluation_options = _option_group(
 
 
 def _answer_run(
-    retrieval, embedder, no_cache, answer, support_threshold, confidence_threshold, self_check, trace, judge_anyway, **output
+    retrieval,
+    embedder,
+    no_cache,
+    answer,
+    support_threshold,
+    confidence_threshold,
+    answer_threshold,
+    self_check,
+    trace,
+    judge_anyway,
+    **output,
 ):
-    model = _model_run(embedder, no_cache, answer, support_threshold, confidence_threshold)
+    model = _model_run(embedder, no_cache, answer, support_threshold, confidence_threshold, answer_threshold)
     answering = replace(model.answering, self_check=self_check_choice(self_check), judge_anyway=judge_anyway)
     return AnswerRun(retrieval, model, answering, trace, Output(**output))
 
