@@ -184,7 +184,7 @@ class Status(StrEnum):
 
 # how cwread says that it stands behind no answer, in the view, the error line and the trace
 NOT_DETERMINED = "not determined from the text"
-NO_SENTENCE = "no sentence of the evidence the Finder kept shares enough of the question"
+NO_SENTENCE = "no sentence of the packet shares enough of the question"
 UNJUDGED = "the model judges options and claims at chance, so it is not asked"
 JUDGE_ANYWAY_HINT = "pass --judge-anyway"  # the CLI's way; an MCP client's is a tool argument
 NO_VERDICT = (

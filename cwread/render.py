@@ -366,12 +366,13 @@ def answer_view(trace: Trace) -> None:
                 line.append("  (read, not in the packet)", style="dim")
             out.print(line)
             out.print()
+    notes = stderr()  # what the pipeline left out is a note on the run, not part of the answer
     for stage, why in trace.skipped.items():
         if stage != "interpreter" or status != Status.NO_VERDICT:  # that one is said above
             label = {"reading": "Not read", "judging": "Not judged"}.get(stage, f"{stage.capitalize()} skipped")
             # the measurement a skip rests on is the trace's and doctor's to give, not every answer's
             why = _MEASURED.sub("", why)
-            out.print(Text(f"{label}: {printable(why)}", style="dim"))
+            notes.print(Text(f"{label}: {printable(why)}", style="dim"))
     kept = sum(v.kept for v in trace.verdicts)
     finder_line = (
         "Finder skipped"

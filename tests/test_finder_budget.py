@@ -66,7 +66,7 @@ def test_the_view_says_what_was_not_read(capsys, story, cache_dir, scripted):
         "--answer", "extractive", *SPLIT, "--read-tokens", "1",
     )
     assert code == 0, err
-    assert "Not read: 5 of 6 segments, once the Finder's budget of 1 prompt tokens was spent" in " ".join(out.split())
+    assert "Not read: 5 of 6 segments, once the Finder's budget of 1 prompt tokens was spent" in " ".join(err.split())
 
 
 def test_an_auto_budget_measures_the_first_call_and_keeps_the_rate(capsys, story, cache_dir, scripted):
