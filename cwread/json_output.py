@@ -69,7 +69,14 @@ def show_json(document: Document, paragraphs: list[Paragraph]) -> dict:
         "version": TRACE_VERSION,
         "document": document_json(document),
         "paragraphs": [
-            {**ref_json(document, p.id), "block": p.block, "line": p.line, "text": p.text} for p in paragraphs
+            {
+                **ref_json(document, p.id),
+                "block": p.block,
+                "line": p.line,
+                "text": p.text,
+                "wrapping": document.wrapping(p.id),  # "front matter", "back matter" or None
+            }
+            for p in paragraphs
         ],
     }
 

@@ -217,7 +217,11 @@ def _paragraph_line(document: Document, pid: int, text: str) -> Text:
 def show_view(document: Document, paragraphs: list[Paragraph]) -> None:
     out = stdout(lines=True)
     for p in paragraphs:
-        out.print(_paragraph_line(document, p.id, p.text))
+        line = _paragraph_line(document, p.id, p.text)
+        wrapping = document.wrapping(p.id)
+        if wrapping:  # a Project Gutenberg header or licence: never retrieved or quoted
+            line.append(f"  ({wrapping})", style="dim")
+        out.print(line)
         out.print()
 
 

@@ -140,13 +140,20 @@ class Segment:
 
 
 def build_segments(
-    lengths: list[int], scores: list[float], budget: Budget, file_starts: Sequence[int] = ()
+    lengths: list[int],
+    scores: list[float],
+    budget: Budget,
+    file_starts: Sequence[int] = (),
+    story: tuple[int, int] | None = None,
 ) -> list[Segment]:
-    """Ranked segments covering every paragraph once. `lengths[i]`/`scores[i]` are for id i+1;
-    `file_starts`: the first id of each file of a book of several (ascending), where segments
-    end: none crosses from one file into the next."""
+    """Ranked segments covering every paragraph of the story once. `lengths[i]`/`scores[i]`
+    are for id i+1; `file_starts`: the first id of each file of a book of several
+    (ascending), where segments end: none crosses from one file into the next; `story`: the
+    first and last id of the work (Document.story): paragraphs outside it (a Project
+    Gutenberg header and licence) are in no segment."""
     n = len(lengths)
-    starts = [1, *(f for f in file_starts if f > 1)]
+    first, last = story or (1, n)
+    starts = sorted({1, *(f for f in file_starts if f > 1), *(b for b in (first, last + 1) if 1 < b <= n)})
 
     def file_of(pid: int) -> tuple[int, int]:
         at = bisect.bisect_right(starts, pid) - 1
@@ -156,8 +163,9 @@ def build_segments(
         return []
     if len(scores) != n:
         raise ValueError("lengths and scores differ in length")
-    order = sorted(range(n), key=lambda i: (-scores[i], i))
-    anchor_ids = sorted(i + 1 for i in order[: min(budget.anchors, n)])
+    inside = [i for i in range(n) if first <= i + 1 <= last]
+    order = sorted(inside, key=lambda i: (-scores[i], i))
+    anchor_ids = sorted(i + 1 for i in order[: min(budget.anchors, len(inside))])
 
     spans: list[Segment] = []
     for a in anchor_ids:
@@ -180,7 +188,7 @@ def build_segments(
         if a > merged_end:
             spans.append(Segment(merged_end + 1, end, "anchor", span.score, (a,)))
 
-    covered = [False] * (n + 1)
+    covered = [not first <= pid <= last for pid in range(n + 1)]  # outside the story: in no segment
     for s in spans:
         for pid in s.ids:
             covered[pid] = True

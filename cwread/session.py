@@ -134,6 +134,7 @@ class Session:
             scores.tolist(),
             budget,
             [s.first for s in self.document.sources],
+            self.document.story,
         )
         t2 = time.perf_counter()
         return FindResult(

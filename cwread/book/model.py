@@ -178,6 +178,18 @@ class Document:
         return f"{first}-{last}"
 
     @cached_property
+    def story(self) -> tuple[int, int]:
+        """The first and last id of the work itself: a Project Gutenberg text's header, licence
+        and credits before its START marker and after its END marker are front and back
+        matter, numbered like the rest (ids stay stable) but never retrieved or quoted."""
+        return story_bounds([p.text for p in self.paragraphs])
+
+    def wrapping(self, pid: int) -> str | None:
+        """"front matter" or "back matter" for a paragraph outside the story, else None."""
+        first, last = self.story
+        return "front matter" if pid < first else "back matter" if pid > last else None
+
+    @cached_property
     def _firsts(self) -> list[int]:
         return [s.first for s in self.sources]
 
@@ -274,3 +286,32 @@ class Document:
                 f"paragraph {name}:{number} is out of range: {source.path} has {len(source)} paragraphs (1-{len(source)})"
             )
         return source.first + number - 1
+
+
+_START = re.compile(r"^\W*\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG", re.I)
+_END = re.compile(r"^\W*\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG", re.I)
+# credits just inside the markers ("Produced by ...", "End of the Project Gutenberg EBook of ...")
+_CREDIT = re.compile(r"^\W*(?:produced by|e-?text prepared by|this e-?(?:book|text) was produced)", re.I)
+_END_LINE = re.compile(r"^\W*end of (?:the )?project gutenberg", re.I)
+CREDIT_REACH = 3  # paragraphs inside a marker that may still be its credits
+
+
+def story_bounds(texts: Sequence[str]) -> tuple[int, int]:
+    """(first, last) 1-based ids of the work within a Project Gutenberg wrapping (see
+    Document.story); the whole text when it has no markers."""
+    n = len(texts)
+    starts = [i for i, t in enumerate(texts) if _START.match(t)]
+    ends = [i for i, t in enumerate(texts) if _END.match(t)]
+    first, last = 0, n - 1
+    if starts:
+        first = starts[0] + 1
+        while first < min(n, starts[0] + 1 + CREDIT_REACH) and _CREDIT.match(texts[first]):
+            first += 1
+    if ends and ends[-1] >= first:
+        last = ends[-1] - 1
+        while last > max(first, ends[-1] - 1 - CREDIT_REACH) and _END_LINE.match(texts[last]):
+            last -= 1
+    if first > last:  # markers with nothing between them: keep the whole text
+        return (1, n) if n else (1, 0)
+    return first + 1, last + 1
+

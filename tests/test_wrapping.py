@@ -1,0 +1,44 @@
+"""A Project Gutenberg text's header, licence and credits: numbered like the rest (ids stay
+stable), never retrieved or quoted, and named as front or back matter by `show`."""
+
+import json
+
+from cwread.book.model import story_bounds
+from tests.conftest import run
+
+STORY = [
+    "The Project Gutenberg EBook of The Lamp, by Nobody",
+    "This eBook is for the use of anyone anywhere at no cost and with almost no restrictions.",
+    "*** START OF THIS PROJECT GUTENBERG EBOOK THE LAMP ***",
+    "Produced by Martha's nephew, who kept the silver medal safe",
+    "THE LAMP",
+    "Martha Quill kept the lighthouse lamp burning for thirty years.",
+    "The fishermen gave her a silver medal, which she kept in a biscuit tin under her bed.",
+    "Her cat slept on the warm brass of the lamp housing.",
+    "End of the Project Gutenberg EBook of The Lamp, by Nobody",
+    "*** END OF THIS PROJECT GUTENBERG EBOOK THE LAMP ***",
+    "Updated editions will replace the previous one. The silver medal of this licence is kept by the Foundation.",
+]
+
+
+def test_the_story_is_what_lies_between_the_markers_less_their_credits():
+    assert story_bounds(STORY) == (5, 8)
+    assert story_bounds(STORY[4:8]) == (1, 4)  # no markers: the whole text
+    assert story_bounds([STORY[2], STORY[9]]) == (1, 2)  # nothing between them: the whole text
+
+
+def test_the_wrapping_is_never_quoted_and_show_names_it(capsys, tmp_path, cache_dir, scripted):
+    book = tmp_path / "lamp.txt"
+    book.write_text("\n\n".join(STORY) + "\n", encoding="utf-8")
+    code, out, err = run(
+        capsys, "ask", str(book), "Who kept the silver medal?", "--backend", "scripted", "--answer", "extractive", "--json"
+    )
+    assert code == 0, err
+    trace = json.loads(out)
+    read = {pid for s in trace["finder"] for pid in range(s["start"], s["end"] + 1)} | {p["id"] for p in trace["packet"]}
+    assert read and read <= set(range(5, 9))  # no header, credits or licence was read
+    assert trace["citations"] and all(5 <= c <= 8 for c in trace["citations"])
+    code, out, err = run(capsys, "show", str(book), "3-6")
+    assert code == 0 and "(front matter)" in out
+    code, out, err = run(capsys, "show", str(book), "9-11", "--json")
+    assert [p["wrapping"] for p in json.loads(out)["paragraphs"]] == ["back matter"] * 3
