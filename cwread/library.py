@@ -31,7 +31,7 @@ from cwread.cache import cache_root, read_entry, remove_entry, write_entry, writ
 from cwread.errors import CacheError, InputError
 from cwread.progress import Progress
 
-LIBRARY_VERSION = 1
+LIBRARY_VERSION = 2
 KINDS = {"epub": "epub", "pdf": "pdf", "html": "html", "htm": "html", "xhtml": "html"}  # else text
 
 
@@ -336,6 +336,8 @@ def _build(library: Library, books: list[Book], progress: Progress | None) -> _I
         sources = [[s.name, s.first, s.last] for s in document.sources]
         kept.append({"name": book.name, "sources": sources, "paragraphs": len(document)})
         for p in document.paragraphs:
+            if document.wrapping(p.id):  # a Project Gutenberg header or licence is no hit
+                continue
             texts.append(p.text)
             rows.append((at, p.id, p.page or 0))
     if not texts:

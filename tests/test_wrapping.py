@@ -42,3 +42,13 @@ def test_the_wrapping_is_never_quoted_and_show_names_it(capsys, tmp_path, cache_
     assert code == 0 and "(front matter)" in out
     code, out, err = run(capsys, "show", str(book), "9-11", "--json")
     assert [p["wrapping"] for p in json.loads(out)["paragraphs"]] == ["back matter"] * 3
+
+
+def test_a_library_search_never_hits_the_wrapping(capsys, tmp_path, cache_dir):
+    library = tmp_path / "books"
+    library.mkdir()
+    (library / "lamp.txt").write_text("\n\n".join(STORY) + "\n", encoding="utf-8")
+    code, out, err = run(capsys, "search", str(library), "silver medal", "--json")
+    assert code == 0, err
+    hits = json.loads(out)["hits"]
+    assert hits and all(5 <= h["paragraph"] <= 8 for h in hits)
