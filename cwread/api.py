@@ -81,10 +81,11 @@ def open_document(path: str, encoding: str | None = None) -> Document:
     return load_document(path, encoding=encoding)
 
 
-def show(document: Document, spec: str) -> list[Paragraph]:
-    """The paragraphs named by `spec`: "12", "10-14" or "3,7,10-12"; in a book of several
-    files "ch03:12", "ch03:12-20" or "ch03" (InputError if invalid)."""
-    return [document.paragraph(pid) for pid in document.parse_spec(spec)]
+def show(document: Document, spec: str, notes: list[str] | None = None) -> list[Paragraph]:
+    """The paragraphs named by `spec`: "12", "10-14", "10-" or "3,7,10-12", or "all"; in a
+    book of several files "ch03:12", "ch03:12-20" or "ch03" (InputError if invalid); a range
+    past the end stops there, said in `notes` where given."""
+    return [document.paragraph(pid) for pid in document.parse_spec(spec, notes)]
 
 
 def index_document(

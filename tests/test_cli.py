@@ -228,3 +228,13 @@ def test_dash_h_is_help(capsys, args):
     code, out, err = run(capsys, *args)
     assert code == 0, err
     assert "Usage:" in out
+
+
+def test_show_to_the_end_all_and_a_range_past_it(capsys, story):
+    code, out, err = run(capsys, "show", str(story), "5-", "--json")
+    assert code == 0 and [p["id"] for p in json.loads(out)["paragraphs"]] == [5, 6]
+    code, out, err = run(capsys, "show", str(story), "all", "--json")
+    assert code == 0 and len(json.loads(out)["paragraphs"]) == 6
+    code, out, err = run(capsys, "show", str(story), "4-2000", "--json")
+    assert code == 0 and [p["id"] for p in json.loads(out)["paragraphs"]] == [4, 5, 6]
+    assert "4-2000 stops at 6, the last paragraph" in err

@@ -108,9 +108,12 @@ def test_paragraph_spec():
     doc = document_from_bytes("\n\n".join(f"Paragraph {i}." for i in range(1, 11)).encode(), "t.txt")
     assert doc.parse_spec("3") == [3]
     assert doc.parse_spec("2-4,7") == [2, 3, 4, 7]
-    for bad in ["0", "11", "5-3", "a", "1-", "", "ch1:2"]:
+    for bad in ["0", "11", "5-3", "a", "11-", "", "ch1:2"]:
         with pytest.raises(InputError):
             doc.parse_spec(bad)
+    assert doc.parse_spec("8-") == [8, 9, 10] and doc.parse_spec("all") == list(range(1, 11))
+    notes: list[str] = []
+    assert doc.parse_spec("9-2000", notes) == [9, 10] and notes == ["9-2000 stops at 10, the last paragraph"]
 
 
 def test_mcq_options_widen_the_query(cache_dir):

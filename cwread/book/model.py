@@ -197,21 +197,29 @@ class Document:
     def _by_name(self) -> dict[str, Source]:
         return {s.name: s for s in self.sources}
 
-    def parse_spec(self, spec: str) -> list[int]:
-        """Ids named by "12", "10-14" or "3,7,10-12"; in a book of sources "ch03:12",
-        "ch03:12-20", "ch03:40-ch04:2" or "ch03" (the whole file); in a book with pages,
-        "p37" or "p37-39" (the paragraphs that start on them; "ch03:p37" in a book of
-        sources). InputError if invalid."""
+    def parse_spec(self, spec: str, notes: list[str] | None = None) -> list[int]:
+        """Ids named by "12", "10-14", "10-" (to the end) or "3,7,10-12", or "all"; in a book
+        of sources "ch03:12", "ch03:12-20", "ch03:12-", "ch03:40-ch04:2" or "ch03" (the whole
+        file); in a book with pages, "p37" or "p37-39" (the paragraphs that start on them;
+        "ch03:p37" in a book of sources). A range whose end is past the last paragraph (of
+        its file) stops there, said in `notes` where given. InputError if invalid."""
         ids: list[int] = []
         for part in spec.strip().split(","):
             part = part.strip()
-            ids.extend(self._parse_part(part))
+            ids.extend(self._parse_part(part, notes if notes is not None else []))
         return ids
 
-    def _parse_part(self, part: str) -> list[int]:
+    def _parse_part(self, part: str, notes: list[str]) -> list[int]:
+        if part.lower() == "all":
+            return list(range(1, len(self.paragraphs) + 1))
         if self.sources and part.replace(" ", "") in self._by_name:
             source = self._by_name[part.replace(" ", "")]
             return list(range(source.first, source.last + 1))
+        open_end = re.fullmatch(rf"\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+)\s*-\s*", part)
+        if open_end:  # "10-": to the last paragraph of the book, or of the file named
+            name, number = open_end.group(1), int(open_end.group(2))
+            lo = self._resolve(name, number)
+            return list(range(lo, self._last_of(name) + 1))
         pages = re.fullmatch(rf"\s*(?:({SOURCE_NAME})\s*:\s*)?[pP]\.?\s*(\d+)\s*(?:-\s*[pP]?\.?\s*(\d+))?\s*", part)
         if pages:
             return self._on_pages(pages.group(1), int(pages.group(2)), int(pages.group(3) or pages.group(2)))
@@ -225,10 +233,22 @@ class Document:
             raise InputError(f"bad paragraph range {part!r}: use {example}")
         first_name, lo_n, last_name, hi_n = m.groups()
         lo = self._resolve(first_name, int(lo_n))
-        hi = lo if hi_n is None else self._resolve(last_name or first_name, int(hi_n))
+        hi_name = last_name or first_name
+        hi = lo
+        if hi_n is not None:
+            count = self._last_of(hi_name) - (self._by_name[hi_name].first - 1 if hi_name in self._by_name else 0)
+            if int(hi_n) > count >= 1:  # past the end: the range stops at the last paragraph
+                notes.append(f"{part.strip()} stops at {self.label(self._last_of(hi_name))}, the last paragraph")
+                hi_n = str(count)
+            hi = self._resolve(hi_name, int(hi_n))
         if lo > hi:
             raise InputError(f"bad paragraph range {part!r}: the start is after the end")
         return list(range(lo, hi + 1))
+
+    def _last_of(self, name: str | None) -> int:
+        """The last id of the file `name` (a book of sources), else of the book."""
+        source = self._by_name.get(name) if name is not None else None
+        return source.last if source is not None else len(self.paragraphs)
 
     def page(self, pid: int) -> int | None:
         """The page paragraph `pid` starts on, in a book with pages (a PDF); else None."""

@@ -62,7 +62,7 @@ def show(
     paragraphs: Annotated[
         str,
         typer.Argument(
-            help="Paragraph ids: 12, 10-14 or 3,7,10-12; in a folder or an EPUB, by file: ch03:12, "
+            help="Paragraph ids: 12, 10-14, 10- (to the end), 3,7,10-12 or all; in a folder or an EPUB, by file: ch03:12, "
             "ch03:12-20, ch03:40-ch04:2 or ch03 (the whole file); in a PDF, by page: p37 or "
             "p37-39.",
             show_default=False,
@@ -75,7 +75,10 @@ def show(
     from cwread import api, json_output, render
 
     document = open_document(book, output)
-    selected = api.show(document, paragraphs)
+    notes: list[str] = []
+    selected = api.show(document, paragraphs, notes)
+    for line in notes:
+        render.notice(line)
     if output.json_out:
         render.print_json(json_output.show_json(document, selected))
     else:
