@@ -245,7 +245,16 @@ def run(
     judge = ParagraphJudge(selection.finder, plan.answer_threshold) if plan.answer_threshold is not None else None
     t2 = time.perf_counter()
     outcome = decide(
-        question, final, packet, plan.answer_mode, retrieved, rank, support, plan.extract or Extract.SPAN, judge
+        question,
+        final,
+        packet,
+        plan.answer_mode,
+        retrieved,
+        rank,
+        support,
+        plan.extract or Extract.SPAN,
+        judge,
+        backed_labels=plan.evidence != PacketSource.GIVEN,
     )
     if judge is not None:
         seconds["answer_judge"] = round(time.perf_counter() - t2, 3)
@@ -395,6 +404,7 @@ def decide(
     support: SupportCheck | None = None,
     extract: Extract = Extract.SPAN,
     judge: ParagraphJudge | None = None,
+    backed_labels: bool = True,
 ) -> Answer:
     """What is presented as the answer, and whether the quotes support it (`support`: the
     check of the final answer; without one, the words decide, see cwread.support).
@@ -409,7 +419,9 @@ def decide(
     "generative-or-extractive" is generative, with the extractive answer in place of words
     the quotes do not cover. With a `judge`, an extractive answer comes from the paragraph it
     scores best among the ranker's best-fitting ones, or none is given below its threshold.
-    Labels (mcq, claim) stand as chosen; whether the quotes bear on them is recorded.
+    Labels (mcq, claim) stand as chosen where their quotes bear on them; else none is given
+    (not determined: a script must not read TRUE from a verdict its quotes do not back), unless
+    not `backed_labels` (the eval's baselines on a given packet measure the model's choice).
     """
     if mode == AnswerMode.EVIDENCE_ONLY:  # options and claims of a model that judges at chance
         evidence = _best_evidence(question, None, packet, retrieved, rank)
@@ -423,11 +435,10 @@ def decide(
     text = _shown_text(question, final.answer)
     weights = rank.weights if rank is not None else None
     support = support or check_support(None, question, text, final, packet.evidence(), weights=weights)
-    if not question.is_open:  # a label stands as chosen; the check says whether its quotes bear on it
-        return Answer(final.answer, final.answer, shown, support.supported, final.reply.quotes, check=support)
-    if support.supported:
-        return Answer(text, final.answer, shown, True, final.reply.quotes, check=support)
-    if fallback:  # a sentence of the book that fits, rather than words it does not back
+    if support.supported or not (question.is_open or backed_labels):
+        return Answer(text, final.answer, shown, support.supported, final.reply.quotes, check=support)
+    # a label whose quotes do not bear on it is no verdict: the model's choice stays in the trace
+    if fallback and question.is_open:  # a sentence of the book that fits, rather than words it does not back
         return replace(_extract(question, packet, retrieved, rank, final, extract), check=support)
     evidence = _best_evidence(question, final, packet, retrieved, rank)
     return Answer(None, final.answer, shown, False, evidence, withheld=True, check=support)

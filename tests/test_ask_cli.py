@@ -76,10 +76,13 @@ def test_trace_may_not_overwrite_the_book(capsys, story, cache_dir, scripted):
     assert code == 2 and "overwrite the book" in err and story.read_bytes() == before
 
 
+MEDAL_QUOTE = '[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."'
+
+
 @pytest.mark.parametrize("reply,code", [("TRUE", 0), ("false", 1)])
 def test_verify_exit_codes(capsys, story, cache_dir, scripted, reply, code):
     scripted.interpreter.enqueue(
-        f"<reason>[5] r</reason><answer>{reply}</answer>", f"<reason>[5] r</reason><answer>{reply}</answer>"
+        f"<reason>{MEDAL_QUOTE}</reason><answer>{reply}</answer>", f"<reason>{MEDAL_QUOTE}</reason><answer>{reply}</answer>"
     )
     got, out, _err = run(
         capsys, "verify", str(story), "She kept the medal in a tin.", "--backend", "scripted", "--no-cache"
@@ -87,12 +90,29 @@ def test_verify_exit_codes(capsys, story, cache_dir, scripted, reply, code):
     assert got == code and ("TRUE" in out if code == 0 else "FALSE" in out)
 
 
+@pytest.mark.parametrize("reply", ["TRUE", "FALSE"])
+def test_a_verdict_whose_quotes_do_not_bear_on_the_claim_is_no_verdict(capsys, story, cache_dir, scripted, reply):
+    """A model that obeys a line planted in the book quotes only that line: a script must not
+    read TRUE (or FALSE) from it. Exit 4; the model's label stays in the trace."""
+    planted = '[6] "Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp housing."'
+    scripted.interpreter.enqueue(*[f"<reason>{planted}</reason><answer>{reply}</answer>"] * 2)
+    code, out, err = run(
+        capsys, "verify", str(story), "She kept the medal in a tin.", "--backend", "scripted", "--no-cache", "--json"
+    )
+    trace = json.loads(out)
+    assert code == 4 and trace["status"] == "not-determined" and trace["answer"] is None, err
+    assert trace["model_answer"] == reply and trace["supported"] is False
+    scripted.interpreter.enqueue(*[f"<reason>{planted}</reason><answer>{reply}</answer>"] * 2)
+    code, out, err = run(capsys, "verify", str(story), "She kept the medal in a tin.", "--backend", "scripted", "--no-cache", "--quiet")
+    assert code == 4 and out == ""
+
+
 def test_verify_quiet_prints_nothing(capsys, story, cache_dir, scripted):
     scripted.interpreter.enqueue(
-        "<reason>[5] r</reason><answer>TRUE</answer>", "<reason>[5] r</reason><answer>TRUE</answer>"
+        f"<reason>{MEDAL_QUOTE}</reason><answer>TRUE</answer>", f"<reason>{MEDAL_QUOTE}</reason><answer>TRUE</answer>"
     )
     code, out, err = run(
-        capsys, "verify", str(story), "A claim.", "--backend", "scripted", "--quiet", "--no-cache"
+        capsys, "verify", str(story), "She kept the medal in a tin.", "--backend", "scripted", "--quiet", "--no-cache"
     )
     assert (code, out, err) == (0, "", "")
 
@@ -202,7 +222,8 @@ def test_a_forged_quote_is_dropped_and_never_shown(capsys, story, cache_dir, scr
         capsys, "ask", str(story), "Where was the medal?", "-o", "A=a tin", "-o", "B=the stairs",
         "--backend", "scripted", "--no-cache",
     )
-    assert "lighthouse stairs" not in out and "No quote from the text backs this answer" in out
+    # its one quote forged and dropped, the choice has nothing behind it: no verdict, the best evidence
+    assert code == 4 and "lighthouse stairs" not in out and "not determined from the text" in out
 
 
 def test_an_unsupported_open_answer_exits_4_with_the_best_evidence(capsys, story, cache_dir, scripted):

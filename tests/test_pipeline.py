@@ -242,8 +242,8 @@ def test_call_cache_answers_repeated_calls(tmp_path):
 def test_direct_pipeline_call_records_models_and_tokens(story, cache_dir):
     doc = api.open_document(str(story))
     finder = ScriptedBackend(default=finder_reply, model="f")
-    interp = ScriptedBackend(["<reason>[5] x</reason><answer>A</answer>"], model="i")
-    found = replace(api.find(doc, Question("Which?", "mcq", {"A": "x", "B": "y"})), budget=budget())
+    interp = ScriptedBackend(['<reason>[5] "which she kept in a biscuit tin under her bed"</reason><answer>A</answer>'], model="i")
+    found = replace(api.find(doc, Question("Where was the medal?", "mcq", {"A": "a biscuit tin", "B": "y"})), budget=budget())
     selection = Selection(finder, interp, "scripted")
     settings = RunSettings(answering=AnswerSettings(self_check=False))
     trace = run(plan_run(found.question, selection, settings, budget=found.budget), found)

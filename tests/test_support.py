@@ -157,7 +157,7 @@ def test_an_irrelevant_quote_does_not_make_a_claim_supported(capsys, story, cach
         "0",
     )
     trace = json.loads(out)
-    assert trace["answer"] == "TRUE" and trace["supported"] is False, err
+    assert trace["answer"] is None and trace["model_answer"] == "TRUE" and trace["supported"] is False, err
     assert trace["support_check"]["method"] == "model"
     user = scoring.interpreter.requests[-1].messages[1][1]
     assert "Answer: TRUE: the claim holds" in user and "Claim to verify" in user
@@ -214,16 +214,17 @@ def test_a_quote_that_only_names_someone_does_not_bear_on_a_claim(capsys, diary,
     beside = paragraphs[10]  # "On Thursday Martha painted the fence.", next to the paragraph that says it
     scripted.interpreter.enqueue(interpreter_reply("TRUE", beside, 11))
     code, trace, err = verify_json(capsys, book, claim)
-    assert code == 0 and trace["answer"] == "TRUE", err  # the verdict stands as chosen...
+    # its quote does not bear on it: no verdict (exit 4), the model's choice kept in the trace
+    assert code == 4 and trace["answer"] is None and trace["model_answer"] == "TRUE", err
     check = trace["support_check"]
-    assert trace["supported"] is False and check["method"] == "words"  # ...but its quote does not bear on it
+    assert trace["supported"] is False and check["method"] == "words"
     assert check["weight_share"] < 0.1 and "under the 10% that bears on it" in check["why"]
     # one shared word, the rule before, would have called it supported
-    assert "Martha" in beside and trace["citations"] == [11]
+    assert "Martha" in beside and trace["citations"][0] == 11  # its quote first, then the best evidence
     # the view says so
     scripted.interpreter.enqueue(interpreter_reply("TRUE", beside, 11))
     _code, out, _ = run(capsys, "verify", str(book), claim, "--backend", "scripted", "--no-cache", "--self-check", "off")
-    assert "The quotes do not bear on this answer" in " ".join(w for w in out.split() if w != "│")
+    assert "The model answered 'TRUE', but its quotes do not say so" in " ".join(w for w in out.split() if w != "│")
     # the paragraph that says it does bear on it
     scripted.interpreter.enqueue(interpreter_reply("TRUE", paragraphs[9], 10))
     code, trace, err = verify_json(capsys, book, claim)
