@@ -33,7 +33,7 @@ from cwread.records import (
     SupportCheck,
     Trace,
 )
-from cwread.terminal import one_line, printable
+from cwread.terminal import one_line, printable, redact_credentials
 
 _STAGES = {
     "bm25": "Building the lexical index",
@@ -159,7 +159,8 @@ def print_json(data: dict, one_line: bool = False) -> None:
 def print_json_error(code: int, kind: str, message: str) -> None:
     """With --json, a failure is a JSON document too, unless the run already printed its one."""
     if not _json_printed:
-        print_json({"version": TRACE_VERSION, "error": {"code": code, "kind": kind, "message": message}})
+        error = {"code": code, "kind": kind, "message": redact_credentials(message)}
+        print_json({"version": TRACE_VERSION, "error": error})
 
 
 @contextmanager

@@ -32,5 +32,15 @@ def printable(text: str) -> str:
 
 
 def one_line(text: str) -> str:
-    """`printable`, and newlines and tabs as spaces: for a message that must stay one line."""
-    return _NEWLINE.sub(" ", printable(text))
+    """`printable`, and newlines and tabs as spaces, a URL's password hidden: for a message
+    that must stay one line."""
+    return _NEWLINE.sub(" ", printable(redact_credentials(text)))
+
+
+# scheme://user:password@host: the password of a URL (--base-url http://me:PW@host/v1) is never shown
+_CREDENTIALS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@]*):[^\s/@]*@")
+
+
+def redact_credentials(text: str) -> str:
+    """`text` with the password of every URL in it replaced by ***."""
+    return _CREDENTIALS.sub(r"\1:***@", text)

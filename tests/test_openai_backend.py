@@ -189,6 +189,13 @@ def test_cli_without_a_server_exits_3_in_one_line(capsys, story, cache_dir):
     assert "Traceback" not in err
 
 
+def test_a_urls_password_is_never_shown(capsys, story, cache_dir):
+    url = "http://reader:Pa55w0rd@127.0.0.1:9/v1"
+    code, out, err = run(capsys, "ask", str(story), "What?", "--base-url", url, "--json")
+    assert code == 3 and "Pa55w0rd" not in out + err
+    assert "reader:***@127.0.0.1:9" in err and "reader:***@" in json.loads(out)["error"]["message"]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
