@@ -392,7 +392,7 @@ def answer_view(trace: Trace) -> None:
             f"{finder_line}; packet {len(trace.packet.items)} "
             f"paragraphs ({', '.join(map(doc.label, trace.packet.ids[:12]))}{'…' if len(trace.packet.items) > 12 else ''})"
             f"{' (fallback: nothing kept)' if trace.packet.fallback else ''}"
-            f"{'' if trace.agent_calls else '; no model call'}; {checked}; "
+            f"{'' if trace.model_calls else '; no model call'}; {checked}; "
             f"{f'{forged} quote(s) not in the text dropped; ' if forged else ''}"
             f"{tokens['prompt']} prompt tokens; {trace.timings.get('total', 0):.1f} s",
             style="dim",

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from cwread import api, json_output, render
 from cwread.backends import INTERRUPTED
-from cwread.cache import cache_root, check_output_path, write_output_file
+from cwread.cache import append_output_file, cache_root, check_output_path, write_output_file
 from cwread.cli.exits import answer_exit
 from cwread.cli.options import AnswerRun
-from cwread.errors import CwreadError, InputError, OutputError
+from cwread.errors import CwreadError, InputError
 from cwread.plan import RunSettings
 from cwread.session import Conversation, Session
 from cwread.terminal import one_line
@@ -95,11 +95,7 @@ class Chat:
         code = answer_exit(trace)
         self.traces.append(data)
         if self.run.trace is not None:  # appended as each answer comes: nothing is lost to Ctrl-D
-            try:
-                with open(self.run.trace, "a", encoding="utf-8") as handle:
-                    handle.write(json.dumps(data, ensure_ascii=False) + "\n")
-            except OSError as exc:
-                raise OutputError(f"cannot write --trace {self.run.trace}: {exc.strerror or exc}") from None
+            append_output_file(self.run.trace, json.dumps(data, ensure_ascii=False) + "\n", "--trace")
         if self.json_lines:
             self._line({**data, "exit": code})
         else:
