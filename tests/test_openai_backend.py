@@ -5,6 +5,7 @@ server (the embedded model served over HTTP by xllamacpp)."""
 import json
 import math
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -396,3 +397,48 @@ def test_each_agent_can_name_its_own_server_in_its_model(monkeypatch):
     assert both.finder is both.interpreter and "at http://server.test:8080/v1 (qwen2.5-1.5b, qwen2.5-1.5b" in both.why
     with pytest.raises(InputError, match="must start with http"):
         select_backends(BackendSettings(finder_model="openai:qwen@ftp://finder.test/v1", own=(OpenAISettings(base_url=URL),)))
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://a\r\nb/v1", "http://[::1", "http://\x1bevil/v1", "http://:80/v1", "http://h:99999/v1"],
+)
+def test_a_bad_base_url_is_a_usage_error_not_a_bug(capsys, story, cache_dir, url):
+    code, out, err = run(capsys, "ask", str(story), "What?", "--base-url", url)
+    assert code == 2 and "--base-url" in err and "internal error" not in err
+
+
+def test_an_html_page_for_a_chat_reply_is_a_server_fault(capsys, story, cache_dir):
+    """A loopback server that lists a model but answers a chat call with a 200 HTML page."""
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _send(self, status, body: bytes, kind: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):  # noqa: N802
+            if self.path.endswith("/models"):
+                self._send(200, json.dumps({"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "x"}]}).encode(), "application/json")
+            else:
+                self._send(404, b"{}", "application/json")
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self._send(200, b"<html><body>Welcome to nginx</body></html>", "text/html")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        code, out, err = run(capsys, "ask", str(story), "What did the fishermen give her?", "--base-url", url, "--no-cache")
+    finally:
+        server.shutdown()
+    assert code == 3 and "did not answer as an OpenAI-compatible server" in err and "internal error" not in err

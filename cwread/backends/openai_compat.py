@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+import urllib.parse
 from dataclasses import dataclass
 
 from cwread.backends import (
@@ -93,6 +94,15 @@ def base_url_from(url: str | None, flag: str = "--base-url") -> str | None:
         return None
     if not url.startswith(("http://", "https://")):
         raise InputError(f"{flag} must start with http:// or https://, got {url!r}")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F or c.isspace() for c in url):
+        raise InputError(f"{flag} holds a control character or a space: {url!r}")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018  (a bad port raises here)
+    except ValueError as exc:
+        raise InputError(f"{flag} is not a URL ({exc}): {url!r}") from None
+    if not parts.hostname:
+        raise InputError(f"{flag} names no host: {url!r}")
     return url.rstrip("/")
 
 
@@ -233,6 +243,11 @@ class OpenAIBackend:
             )
         except Exception as exc:  # mapped to one actionable message
             raise self._errors(exc, seconds) from exc
+        if not hasattr(response, "choices"):  # a 200 that is no chat completion (an HTML page, say)
+            raise ModelError(
+                f"the server at {self.base_url} did not answer as an OpenAI-compatible server: its reply "
+                f"to a chat call is {type(response).__name__} {str(response)[:80]!r}"
+            )
         text = (response.choices[0].message.content or "") if response.choices else ""
         if "response_format" in kwargs:
             text = json_reply_to_tags(text)
