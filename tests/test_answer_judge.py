@@ -42,12 +42,12 @@ def test_the_answer_comes_from_the_paragraph_the_finder_scores_best(capsys, stor
 def test_below_the_threshold_there_is_no_answer_and_the_evidence_is_labelled(capsys, story, cache_dir, scripted):
     scripted.finder = judging({})  # every paragraph -3.0, under -1.0
     scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
-    code, out, err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted", "--json")
+    code, out, _err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted", "--json")
     assert code == 4
     trace = json.loads(out)
     assert trace["answer"] is None and trace["abstained"] and trace["status"] == "not-determined"
     assert trace["answer_judgement"]["chosen"] is None and trace["quotes"]  # best evidence still shown
-    code, out, err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted")
+    code, out, _err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted")
     assert code == 4
     assert "Best evidence (not an answer" in out and "none of the" in out and "under -1.00" in out
 

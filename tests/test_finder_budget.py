@@ -61,7 +61,7 @@ def test_the_first_segment_is_read_whatever_the_budget(capsys, story, cache_dir,
 
 
 def test_the_view_says_what_was_not_read(capsys, story, cache_dir, scripted):
-    code, out, err = run(
+    code, _out, err = run(
         capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "scripted",
         "--answer", "extractive", *SPLIT, "--read-tokens", "1",
     )

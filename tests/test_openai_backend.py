@@ -404,7 +404,7 @@ def test_each_agent_can_name_its_own_server_in_its_model(monkeypatch):
     ["http://a\r\nb/v1", "http://[::1", "http://\x1bevil/v1", "http://:80/v1", "http://h:99999/v1"],
 )
 def test_a_bad_base_url_is_a_usage_error_not_a_bug(capsys, story, cache_dir, url):
-    code, out, err = run(capsys, "ask", str(story), "What?", "--base-url", url)
+    code, _out, err = run(capsys, "ask", str(story), "What?", "--base-url", url)
     assert code == 2 and "--base-url" in err and "internal error" not in err
 
 
@@ -420,13 +420,13 @@ def test_an_html_page_for_a_chat_reply_is_a_server_fault(capsys, story, cache_di
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             if self.path.endswith("/models"):
                 self._send(200, json.dumps({"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "x"}]}).encode(), "application/json")
             else:
                 self._send(404, b"{}", "application/json")
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             self.rfile.read(int(self.headers.get("Content-Length", 0)))
             self._send(200, b"<html><body>Welcome to nginx</body></html>", "text/html")
 
@@ -438,7 +438,7 @@ def test_an_html_page_for_a_chat_reply_is_a_server_fault(capsys, story, cache_di
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        code, out, err = run(capsys, "ask", str(story), "What did the fishermen give her?", "--base-url", url, "--no-cache")
+        code, _out, err = run(capsys, "ask", str(story), "What did the fishermen give her?", "--base-url", url, "--no-cache")
     finally:
         server.shutdown()
     assert code == 3 and "did not answer as an OpenAI-compatible server" in err and "internal error" not in err
