@@ -80,14 +80,25 @@ def output_error(exc: OSError) -> OutputError:
     return OutputError(f"cannot write the output: {exc.strerror or exc}")
 
 
+UNWRAPPED = 100_000  # columns of a view into a pipe or file (or --width 0): nothing wraps
+
+
 def _console(file, lines: bool) -> Console:
     if _width:
         return _Console(file=file, highlight=False, width=_width)
     console = _Console(file=file, highlight=False)
-    # Lines of text (not panels or tables) into a pipe or file stay one line each, unpadded,
-    # so `grep` finds a sentence of a paragraph.
-    console.soft_wrap = lines and (_width == 0 or not console.is_terminal)
+    if _width == 0 or not console.is_terminal:
+        # Lines of text into a pipe or file stay one line each, unpadded, so `grep` finds a
+        # sentence of a paragraph; a view's panels fit their text, never wrapped at 80
+        console.soft_wrap = lines
+        if not lines:
+            console = _Console(file=file, highlight=False, width=UNWRAPPED)
     return console
+
+
+def _panel(console: Console, body, **options) -> Panel:
+    """A panel as wide as the console, or as its text where nothing wraps."""
+    return Panel(body, expand=console.width < UNWRAPPED, **options)
 
 
 def stdout(lines: bool = False) -> Console:
@@ -276,9 +287,7 @@ def find_view(result: FindResult, limit: int) -> None:
         # a Text, not markup: "[ch03:1-5]" would be read as a style tag and vanish
         title = Text(f"#{rank} {s.kind} [{doc.span_label(s.start, s.end)}]  score {s.score:.4f}")
         out.print(
-            Panel(
-                body, title=title, title_align="left", border_style="cyan" if s.kind == "anchor" else "dim"
-            )
+            _panel(out, body, title=title, title_align="left", border_style="cyan" if s.kind == "anchor" else "dim")
         )
 
 
@@ -351,7 +360,7 @@ def answer_view(trace: Trace) -> None:
             head.append("\nNo quote from the text backs this answer: treat it as a guess.", style="yellow")
     title = {"mcq": "multiple choice", "claim": "claim", "open": "question"}[question.kind]
     out.print(
-        Panel(head, title=Text(f"{title}: {one_line(question.text)}"), title_align="left", border_style="green")
+        _panel(out, head, title=Text(f"{title}: {one_line(question.text)}", overflow="ellipsis", no_wrap=True), title_align="left", border_style="green")
     )
     if outcome.quotes:
         heading = "Evidence" if outcome.supported else "Best evidence (not an answer: read it)"

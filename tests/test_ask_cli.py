@@ -448,3 +448,28 @@ def test_an_extractive_question_the_text_does_not_touch_exits_4_without_claiming
     assert code == 4 and "not determined from the text" in out
     assert "not determined from the text: no sentence of the packet" in err
     assert "best evidence is shown" not in err and "Evidence" not in out
+
+
+LONG = "Why did the fishermen of the harbour give Martha Quill a silver medal, and where did she keep it afterwards?"
+
+
+def test_a_view_into_a_pipe_is_never_wrapped_and_width_wraps_it(capsys, story, cache_dir, scripted):
+    scripted.interpreter.enqueue(*[f"<reason>{MEDAL_QUOTE}</reason><answer>In a biscuit tin under her bed.</answer>"] * 3)
+    for extra in ((), ("--width", "0")):
+        code, out, err = run(capsys, "ask", str(story), LONG, "--backend", "scripted", "--no-cache", *extra)
+        assert code == 0, err
+        assert LONG in out  # the title whole, on one line
+        assert any("silver medal, which she kept in a biscuit tin under her bed." in line for line in out.splitlines())
+    code, out, err = run(capsys, "ask", str(story), LONG, "--backend", "scripted", "--no-cache", "--width", "60")
+    assert code == 0 and max(map(len, out.splitlines())) <= 60
+    assert "…" in out.splitlines()[0]  # a title too long for the panel says it was cut
+
+
+def test_search_takes_width(capsys, tmp_path, cache_dir):
+    library = tmp_path / "books"
+    library.mkdir()
+    (library / "a.txt").write_text(("The silver medal lay in a biscuit tin under the bed, " * 6) + "\n")
+    code, out, err = run(capsys, "search", str(library), "silver medal", "--width", "40")
+    assert code == 0 and max(map(len, out.splitlines())) <= 40, err
+    code, out, err = run(capsys, "search", str(library), "silver medal")
+    assert code == 0 and max(map(len, out.splitlines())) > 80  # into a pipe: one line a paragraph

@@ -138,6 +138,8 @@ def test_chat_at_a_terminal(tmp_path):
     assert b"interrupted" in read_until(b"cwread> ", 120)
     send(b"Where did the children play?\r")
     assert b"Answer:" in read_until(b"cwread> ")
+    send(b"/bogus\r")  # refused at the prompt; leaving after it is still no error
+    read_until(b"cwread> ")
     send(b"\x04")
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

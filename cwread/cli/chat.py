@@ -52,7 +52,8 @@ class Chat:
 
     def main(self, interactive: bool) -> int:
         """Read questions until the end of input; the exit status of the last answer (`ask`'s
-        and `verify`'s), or 2/3 when the last line was refused or a backend failed."""
+        and `verify`'s), or, reading a script, 2/3 when its last line was refused or a backend
+        failed (at a prompt an error is said there, and leaving is no error)."""
         if self.run.trace is not None:  # checked before any work: every trace is appended there
             check_output_path(self.run.trace, "--trace")
         last = 0
@@ -77,7 +78,8 @@ class Chat:
                     render.notice("interrupted; ask again, or Ctrl-D to end")
                 except CwreadError as exc:
                     self._error(exc)
-                    last = 2 if isinstance(exc, InputError) else 3
+                    if not interactive:
+                        last = 2 if isinstance(exc, InputError) else 3
         finally:
             if interactive:
                 _save_history(history)

@@ -160,6 +160,7 @@ def search(
 
     from cwread import api, json_output, render
 
+    render.set_width(output.width)
     with render.progress() as progress:
         found = api.search_library((Path(library),), query, limit, progress)
     if output.json_out:
