@@ -238,3 +238,12 @@ def test_show_to_the_end_all_and_a_range_past_it(capsys, story):
     code, out, err = run(capsys, "show", str(story), "4-2000", "--json")
     assert code == 0 and [p["id"] for p in json.loads(out)["paragraphs"]] == [4, 5, 6]
     assert "4-2000 stops at 6, the last paragraph" in err
+
+
+def test_flags_take_no_value_in_the_help(capsys):
+    """A flag is listed without a value type: "--json <bool>" read as if it took one."""
+    for command in ("ask", "verify", "show", "search", "chat", "eval", "doctor", "index", "find"):
+        code, out, _ = run(capsys, command, "--help")
+        assert code == 0
+        flags = [line for line in out.splitlines() if "<bool>" in line and "--help" not in line]
+        assert not flags, f"{command}: {flags}"

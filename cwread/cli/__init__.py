@@ -200,7 +200,7 @@ def verify(
     finding: Any = None,
     settings: Any = None,
     quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Print nothing; only the exit code tells.")
+        bool, typer.Option("--quiet", "-q", help="Print nothing; only the exit code tells.", metavar="")
     ] = False,
     run: Any = None,
     debug: DebugFlag = False,

@@ -36,7 +36,7 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool | None,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.", metavar=""),
     ] = None,
 ) -> None:
     """cwread: cited answers from long narratives."""

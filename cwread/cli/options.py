@@ -49,7 +49,7 @@ Book = Annotated[
 ]
 QuestionArg = Annotated[str, typer.Argument(help="The question.", show_default=False)]
 JsonFlag = Annotated[
-    bool, typer.Option("--json", help="Print exactly one JSON document on stdout; all else on stderr.")
+    bool, typer.Option("--json", help="Print exactly one JSON document on stdout; all else on stderr.", metavar="")
 ]
 EncodingOpt = Annotated[
     str | None,
@@ -68,7 +68,7 @@ WidthOpt = Annotated[
         show_default=False,
     ),
 ]
-DebugFlag = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
+DebugFlag = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.", metavar="")]
 EmbedderOpt = Annotated[
     str,
     typer.Option(
@@ -90,7 +90,7 @@ RetrievalOpt = Annotated[
     ),
 ]
 
-NoCacheFlag = Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.")]
+NoCacheFlag = Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.", metavar="")]
 SelfCheckOpt = Annotated[
     str,
     typer.Option(
@@ -123,6 +123,8 @@ TraceOpt = Annotated[str | None, typer.Option("--trace", help="Also write the JS
 
 def _option(kind: Any, help: str, default: Any = None, *names: str, **settings: Any) -> tuple[Any, Any]:
     """One entry of an option group: its annotation (`kind`, with its help) and its default."""
+    if kind is bool:  # a flag takes no value: no "<bool>" beside it in the help
+        settings.setdefault("metavar", "")
     return Annotated[kind, typer.Option(*names, help=help, **settings)], default
 
 

@@ -66,7 +66,7 @@ def doctor(
 @app.command()
 def modelfiles(
     out: Annotated[str, typer.Option("--out", help="Folder to write the Modelfiles into.")] = "modelfiles",
-    force: Annotated[bool, typer.Option("--force", help="Replace different files of the same name.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace different files of the same name.", metavar="")] = False,
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
@@ -181,7 +181,7 @@ def mcp(
         ),
     ] = None,
     embedder: EmbedderOpt = DEFAULT_EMBEDDER,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.", metavar="")] = False,
     sessions: Annotated[
         int, typer.Option("--sessions", help="Books held open at once (least recently used closed first).")
     ] = 4,
