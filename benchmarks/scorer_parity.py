@@ -20,7 +20,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cwread import agents
-from cwread.backends import GenerationRequest
 from cwread.backends.embedded import EmbeddedBackend, default_gguf
 from training import decision
 from training.checkpoints import load_gguf
@@ -51,14 +50,7 @@ def main() -> int:
     backend = EmbeddedBackend(gguf, num_ctx=4096, lora=args.lora)
     theirs, t = [], time.time()
     for row in rows:
-        request = GenerationRequest(
-            messages=tuple((m["role"], m["content"]) for m in row["prompt"]),
-            max_tokens=agents.DECISION_MAX_TOKENS,
-            grammar=agents.DECISION_GRAMMAR,
-            label_scores=("YES", "NO"),
-        )
-        scores = dict(backend.generate(request).label_logprobs)
-        theirs.append(scores["YES"] - scores["NO"])
+        theirs.append(agents.decision_score(backend, row["prompt"]))
     theirs_s = time.time() - t
     gaps = [abs(a - b) for a, b in zip(ours, theirs, strict=True)]
     order = lambda xs: sorted(range(len(xs)), key=lambda i: -xs[i])  # noqa: E731

@@ -8,7 +8,7 @@ inference sends. Prompts are written for cwread after the paper's appendix.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cwread import grounding
@@ -349,4 +349,16 @@ def split_citations(text: str, shown: set[int] | dict[str, int]) -> tuple[list[i
     cited = cited_labels(text)
     return [ids[label] for label in cited if label in ids], [label for label in cited if label not in ids]
 
+
+def decision_score(backend: Backend, messages: Sequence[Mapping[str, str]]) -> float | None:
+    """The decision-first reply's score, ln P(YES) - ln P(NO) at its first token, for chat
+    `messages` as training rows hold them ({"role", "content"}); None without both labels'."""
+    request = GenerationRequest(
+        messages=tuple((m["role"], m["content"]) for m in messages),
+        max_tokens=DECISION_MAX_TOKENS,
+        grammar=DECISION_GRAMMAR,
+        label_scores=("YES", "NO"),
+    )
+    scores = dict(backend.generate(request).label_logprobs)
+    return scores["YES"] - scores["NO"] if "YES" in scores and "NO" in scores else None
 

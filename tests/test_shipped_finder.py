@@ -123,7 +123,6 @@ def test_llama_cpp_scores_as_the_lane_scored_in_transformers(fresh_shipped, tmp_
     the shipped adapter's in llama.cpp (the same 4-bit weights; llama.cpp's activations are
     8-bit, so close, not equal: on 12 segments median 0.13, at most 0.32)."""
     from cwread import agents
-    from cwread.backends import GenerationRequest
     from training.data import finder_dev_set
 
     lane = json.loads((LANE_A / "scores.jsonl").read_text().splitlines()[0])
@@ -140,11 +139,4 @@ def test_llama_cpp_scores_as_the_lane_scored_in_transformers(fresh_shipped, tmp_
     shipped = embedded.shipped_finder()
     backend = embedded.EmbeddedBackend(None, num_ctx=4096, lora=shipped.path, trained=shipped.trained)
     for segment, theirs in zip(segments, lane["trained"], strict=False):
-        request = GenerationRequest(
-            messages=tuple((m["role"], m["content"]) for m in segment["prompt"]),
-            max_tokens=agents.DECISION_MAX_TOKENS,
-            grammar=agents.DECISION_GRAMMAR,
-            label_scores=("YES", "NO"),
-        )
-        scores = dict(backend.generate(request).label_logprobs)
-        assert scores["YES"] - scores["NO"] == pytest.approx(theirs, abs=0.5)
+        assert agents.decision_score(backend, segment["prompt"]) == pytest.approx(theirs, abs=0.5)
