@@ -76,7 +76,7 @@ def open(book: str | Document, *, encoding: str | None = None, **session) -> Ses
 
 
 def open_document(path: str, encoding: str | None = None) -> Document:
-    """Read a book (a text, HTML or EPUB file, a folder of them, or "-" for stdin) into
+    """Read a book (a text, HTML, EPUB or PDF file, a folder of them, or "-" for stdin) into
     numbered paragraphs."""
     return load_document(path, encoding=encoding)
 

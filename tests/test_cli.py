@@ -247,3 +247,26 @@ def test_flags_take_no_value_in_the_help(capsys):
         assert code == 0
         flags = [line for line in out.splitlines() if "<bool>" in line and "--help" not in line]
         assert not flags, f"{command}: {flags}"
+
+
+def test_help_names_every_format_and_every_mcp_tool(capsys):
+    import asyncio
+    from pathlib import Path
+
+    from cwread import api
+    from cwread.mcp_server import ServerSettings, build_server
+
+    for command in ("ask", "verify", "show", "find", "index", "chat"):
+        code, out, _ = run(capsys, command, "--help")
+        flat = " ".join(out.split())
+        assert code == 0 and all(kind in flat for kind in ("text", "HTML", "EPUB", "PDF")), command
+    server = build_server(ServerSettings((Path("."),), api.BackendSettings(), "minilm-static"))
+    tools = [t.name for t in asyncio.run(server.list_tools())]
+    code, out, _ = run(capsys, "mcp", "--help")
+    assert code == 0 and len(tools) == 7 and all(name in out for name in tools)
+
+
+def test_the_mcp_hint_names_what_pip_can_install(monkeypatch):
+    from cwread.cli.tools import _extra
+
+    assert _extra("mcp").startswith("mcp")  # the extra's requirement, not 'cwread[mcp]' (no index has it)

@@ -42,7 +42,7 @@ def _listed(names) -> str:
 Book = Annotated[
     str,
     typer.Argument(
-        help="The book: a text, HTML or EPUB file, or a folder of them read as one book (each "
+        help="The book: a text, HTML, EPUB or PDF file, or a folder of them read as one book (each "
         "paragraph then cited as FILE:N); - reads standard input.",
         show_default=False,
     ),

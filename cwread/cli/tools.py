@@ -188,7 +188,7 @@ def mcp(
     settings: Any = None,
     debug: DebugFlag = False,
 ) -> None:
-    """Serve cwread's tools (ask, verify, find, show) to an MCP client over stdio.
+    """Serve cwread's tools (ask, verify, find, show, list_books, contents, search) to an MCP client over stdio.
 
     For a client's configuration: `{"command": "cwread", "args": ["mcp", "--root", "/path/to/books"]}`.
     Books stay open across calls; every quote returned is verified to be in its paragraph.
@@ -198,6 +198,19 @@ def mcp(
     try:
         from cwread.mcp_server import ServerSettings, serve
     except ImportError as exc:
-        raise InputError(f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install 'cwread[mcp]'") from None
+        raise InputError(f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install '{_extra('mcp')}'") from None
     roots = tuple(Path(r) for r in (root or ["."]))
     serve(ServerSettings(roots, settings, embedder, use_cache=not no_cache, max_sessions=sessions))
+
+
+def _extra(name: str) -> str:
+    """What the extra `name` installs, as pip takes it wherever cwread was installed from (a
+    clone has no 'cwread[mcp]' on an index)."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        wanted = [r.split(";")[0].strip() for r in requires("cwread") or () if f'extra == "{name}"' in r]
+    except PackageNotFoundError:
+        wanted = []
+    return " ".join(wanted) or f"cwread[{name}]"
+
