@@ -16,7 +16,7 @@ from cwread.backends import Backend, GenerationRequest
 from cwread.book import LABEL, SOURCE_NAME, Evidence, Passage
 from cwread.grounding import neutralise, sentence_spans
 from cwread.question import Question
-from cwread.records import GroundedReply, ModelCall
+from cwread.records import GroundedReply, ModelCall, yes_odds
 
 OPEN_ANSWER_CHARS = 160
 
@@ -359,6 +359,5 @@ def decision_score(backend: Backend, messages: Sequence[Mapping[str, str]]) -> f
         grammar=DECISION_GRAMMAR,
         label_scores=("YES", "NO"),
     )
-    scores = dict(backend.generate(request).label_logprobs)
-    return scores["YES"] - scores["NO"] if "YES" in scores and "NO" in scores else None
+    return yes_odds(backend.generate(request).label_logprobs)
 

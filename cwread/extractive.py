@@ -145,9 +145,7 @@ def best_answer(
     `spans` or without the reader's weights, the best sentence as `extract_answer` says it.
     None if no sentence shares enough. A question, or a sentence that only restates the
     question, is never the answer (could_answer)."""
-    ranked = ranked_sentences(
-        question, evidence, answer_span.MAX_SENTENCES, min_shared, rank, keep=lambda s: could_answer(question, s)
-    )
+    ranked = _answer_sentences(question, evidence, rank, min_shared)
     if not ranked:
         return None
     # A why-question keeps its reason rule: the reader's spans scored about the same on held-out
@@ -165,10 +163,15 @@ def candidate_paragraphs(
     question: str, evidence: Evidence, rank: Rank | None, min_shared: int, most: int
 ) -> list[int]:
     """The paragraphs of the sentences best_answer would read, best first, `most` at most."""
-    ranked = ranked_sentences(
+    return list(dict.fromkeys(quote.id for quote, _ in _answer_sentences(question, evidence, rank, min_shared)))[:most]
+
+
+def _answer_sentences(question: str, evidence: Evidence, rank: Rank | None, min_shared: int) -> list[tuple[Quote, float]]:
+    """The sentences an extractive answer is read from: the best-ranked of those that could
+    answer the question, answer_span.MAX_SENTENCES at most."""
+    return ranked_sentences(
         question, evidence, answer_span.MAX_SENTENCES, min_shared, rank, keep=lambda s: could_answer(question, s)
     )
-    return list(dict.fromkeys(quote.id for quote, _ in ranked))[:most]
 
 
 def could_answer(question: str, sentence: str) -> bool:

@@ -39,7 +39,7 @@ from cwread.finder_budget import ReadingBudget
 from cwread.plan import FinderSettings, FinderUse
 from cwread.progress import Progress
 from cwread.question import Question
-from cwread.records import GroundedReply, ModelCall, ParagraphJudgement, Quote, Verdict
+from cwread.records import GroundedReply, ModelCall, ParagraphJudgement, Quote, Verdict, yes_odds
 from cwread.segments import Segment
 
 FINDER_MAX_TOKENS = 160
@@ -256,10 +256,10 @@ class GenerativeFinder(_ChatFinder):
     def _keeps(self, parsed: agents.ParsedReply, call: ModelCall) -> bool:
         """Whether a readable decision-first reply keeps its segment: by its score where a
         threshold and a score are there (as by_threshold decides it after), else by its label."""
-        scores = dict(call.label_logprobs)
-        if not parsed.ok or self.threshold is None or "YES" not in scores or "NO" not in scores:
+        score = yes_odds(call.label_logprobs)
+        if not parsed.ok or self.threshold is None or score is None:
             return parsed.ok and parsed.answer == "YES"
-        return scores["YES"] - scores["NO"] >= self.threshold
+        return score >= self.threshold
 
 
 def _kept_unread(parsed: agents.ParsedReply) -> str:
@@ -320,9 +320,9 @@ class ParagraphJudge:
                 parse_finder_reply,
             )
             calls.append(call)
-            labels = dict(call.label_logprobs)
-            if parsed.ok and "YES" in labels and "NO" in labels:  # an unread reply judges nothing
-                scores.append((pid, labels["YES"] - labels["NO"]))
+            score = yes_odds(call.label_logprobs)
+            if parsed.ok and score is not None:  # an unread reply judges nothing
+                scores.append((pid, score))
         return ParagraphJudgement(tuple(scores), self.threshold, tuple(calls))
 
 

@@ -164,6 +164,7 @@ def ask_json(trace: Trace) -> dict:
     doc = trace.document
     final = trace.final
     interp = trace.interpreter
+    packed = set(trace.packet.ids)
     return {
         "version": TRACE_VERSION,
         "cwread": __version__,
@@ -184,7 +185,7 @@ def ask_json(trace: Trace) -> dict:
         "abstained": trace.outcome.abstained,
         # the answer's quotes are the packet's; an abstention's best evidence may come from what was read
         "quotes": [
-            {**q, "in_packet": quote.id in set(trace.packet.ids)}
+            {**q, "in_packet": quote.id in packed}
             for q, quote in zip(quotes_json(doc, trace.outcome.quotes), trace.outcome.quotes, strict=True)
         ],
         "reason": trace.reason,

@@ -50,6 +50,13 @@ class ModelCall:
 NO_CALL = ModelCall()  # a verdict no model gave (training data, hand-made packets)
 
 
+def yes_odds(label_logprobs: tuple[tuple[str, float], ...]) -> float | None:
+    """ln P(YES) - ln P(NO) from a reply's label log-probabilities (the Finder's score, a
+    support check's); None where the backend did not give both."""
+    scores = dict(label_logprobs)
+    return scores["YES"] - scores["NO"] if "YES" in scores and "NO" in scores else None
+
+
 @dataclass(frozen=True)
 class GroundedReply:
     """An agent's reply, its reason's quotes checked against the paragraphs it was shown:
@@ -92,10 +99,7 @@ class Verdict:
     def score(self) -> float | None:
         """The Finder's log-odds of YES over NO at its answer (ln P(YES) - ln P(NO)), where the
         backend gave log-probabilities; None otherwise, or for a reply that could not be read."""
-        scores = dict(self.reply.call.label_logprobs)
-        if self.kept_on_failure or "YES" not in scores or "NO" not in scores:
-            return None
-        return scores["YES"] - scores["NO"]
+        return None if self.kept_on_failure else yes_odds(self.reply.call.label_logprobs)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence, Passage
 from cwread.lexical import STOPWORDS
 from cwread.question import Question
-from cwread.records import AgentCall, Quote, SupportCheck
+from cwread.records import AgentCall, Quote, SupportCheck, yes_odds
 
 _WORD = re.compile(r"[^\W\d_]+")
 _TITLES = frozenset(
@@ -189,9 +189,9 @@ def check_support(
         lambda retry: support_request(question, answer, quoted_evidence(quotes, packet), retry),
         agents.parse_yes_no,
     )
-    scores = dict(call.label_logprobs)
-    if "YES" in scores and "NO" in scores:
-        score = round(scores["YES"] - scores["NO"], 4)
+    odds = yes_odds(call.label_logprobs)
+    if odds is not None:
+        score = round(odds, 4)
         ok = score >= threshold
         verb = "support" if ok else "do not support"
         why = f"the quotes {verb} it (score {score:+.2f}, threshold {threshold:+.2f})"

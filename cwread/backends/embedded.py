@@ -8,7 +8,6 @@ the Finder and the Interpreter; its prompt cache makes repeated prefixes nearly 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -31,6 +30,7 @@ from cwread.backends import (
     within,
 )
 from cwread.backends.provider import PROVIDERS, BackendSettings, Built, ModelRef, Provider
+from cwread.cache import file_sha256
 from cwread.errors import InputError, ModelError
 
 # One llama.cpp server per (model, context, adapter) for the process, whichever session asks:
@@ -87,7 +87,7 @@ def shipped_finder() -> ShippedFinder | None:
     """The shipped Finder adapter, checked by its checksum, where it applies: the default
     model is the build it was trained on. None when none ships or it does not apply; a
     damaged one is said in one line on stderr and left out (the base model reads)."""
-    from cwread.cache import file_sha256, notice
+    from cwread.cache import notice
 
     folder = shipped_finder_dir()
     try:
@@ -260,7 +260,7 @@ class EmbeddedBackend:
         self.model = path.name + (f"+{adapter_name}" if adapter_name else "")
         identity = f"{path.name}:{path.stat().st_size}"  # keys the call cache
         if self.lora is not None:  # by content: a retrained adapter must not hit old cached calls
-            digest = hashlib.sha256(self.lora.read_bytes()).hexdigest()[:16]
+            digest = file_sha256(self.lora)[:16]
             identity += f"+{self.lora.name}:{digest}"
         self.capabilities = Capabilities(
             context=num_ctx,

@@ -236,7 +236,8 @@ class Document:
         hi_name = last_name or first_name
         hi = lo
         if hi_n is not None:
-            count = self._last_of(hi_name) - (self._by_name[hi_name].first - 1 if hi_name in self._by_name else 0)
+            source = self._by_name.get(hi_name) if hi_name is not None else None
+            count = len(source) if source is not None else len(self.paragraphs)  # numbers within its file
             if int(hi_n) > count >= 1:  # past the end: the range stops at the last paragraph
                 notes.append(f"{part.strip()} stops at {self.label(self._last_of(hi_name))}, the last paragraph")
                 hi_n = str(count)
