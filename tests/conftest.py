@@ -3,9 +3,13 @@ the CLI run in-process, and a small set of eval records."""
 
 from __future__ import annotations
 
+import http.server
 import io
 import json
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -145,3 +149,18 @@ def write_records(tmp_path: Path, records: list[dict] = EVAL_RECORDS, doc_text: 
 def eval_data(tmp_path) -> str:
     """The path of `EVAL_RECORDS` written as a JSONL file beside their story."""
     return write_records(tmp_path)
+
+
+@contextmanager
+def loopback_server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 answering with `handler`, in a thread, for the block: its
+    address ("http://127.0.0.1:PORT"). Shut down and closed after, whatever happened."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+

@@ -5,7 +5,6 @@ server (the embedded model served over HTTP by xllamacpp)."""
 import json
 import math
 import socket
-import threading
 import time
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from cwread.errors import InputError, ModelError
 from cwread.finder import finder_request, parse_finder_reply
 from cwread.interpreter import interpreter_request
 from cwread.question import Question
-from tests.conftest import run
+from tests.conftest import loopback_server, run
 
 URL = "http://server.test:8080/v1"
 _REAL_CLIENT = httpx.Client
@@ -433,12 +432,8 @@ def test_an_html_page_for_a_chat_reply_is_a_server_fault(capsys, story, cache_di
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        code, _out, err = run(capsys, "ask", str(story), "What did the fishermen give her?", "--base-url", url, "--no-cache")
-    finally:
-        server.shutdown()
+    with loopback_server(Handler) as address:
+        code, _out, err = run(
+            capsys, "ask", str(story), "What did the fishermen give her?", "--base-url", f"{address}/v1", "--no-cache"
+        )
     assert code == 3 and "did not answer as an OpenAI-compatible server" in err and "internal error" not in err

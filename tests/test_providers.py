@@ -11,7 +11,7 @@ from cwread.backends.provider import ModelRef
 from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import PROVIDERS, BackendSettings, select_backends
 from cwread.errors import InputError, ModelError
-from tests.conftest import run
+from tests.conftest import loopback_server, run
 from tests.scripted_replies import finder_reply
 
 NAMES = ("embedded", "ollama", "openai")
@@ -84,7 +84,6 @@ def ollama_server():
     """A local HTTP server that answers Ollama's model list (GET /api/tags) with the models
     a test puts in `served`; its address is `url`."""
     import http.server
-    import threading
 
     served: list[str] = []
 
@@ -100,14 +99,8 @@ def ollama_server():
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Tags)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield served, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_server(Tags) as url:
+        yield served, url
 
 
 def test_auto_takes_ollama_when_it_serves_both_models_else_says_what_it_lacks(monkeypatch, ollama_server):
