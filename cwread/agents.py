@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cwread import grounding
-from cwread.backends import Backend, GenerationRequest
+from cwread.backends import Backend, Decision, GenerationRequest
 from cwread.book import LABEL, SOURCE_NAME, Evidence, Passage
 from cwread.grounding import neutralise, sentence_spans
 from cwread.question import Question
@@ -185,9 +185,23 @@ FIRM_RETRY = (
 
 DECISION_MAX_TOKENS = 8  # "<answer>YES</answer>" and no more
 YES_NO_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["YES", "NO"]}}, "required": ["answer"]}
-DECISION_GRAMMAR = 'root ::= "<answer>" answer "</answer>"\nanswer ::= ' + _literal_alternatives(
-    ["YES", "NO", "Yes", "No", "yes", "no"]
-)
+_DECISION_LABELS = 'answer ::= ' + _literal_alternatives(["YES", "NO", "Yes", "No", "yes", "no"])
+DECISION_GRAMMAR = 'root ::= "<answer>" answer "</answer>"\n' + _DECISION_LABELS
+DECISION = Decision("<answer>", "</answer>", "root ::= answer\n" + _DECISION_LABELS)
+
+
+def decision_request(messages: tuple[tuple[str, str], ...], seed: int = 0) -> GenerationRequest:
+    """A call whose reply is YES or NO alone, its score (ln P(YES) - ln P(NO)) read at the
+    first token: the decision-first Finder's, the paragraph judge's, the support check's."""
+    return GenerationRequest(
+        messages=messages,
+        max_tokens=DECISION_MAX_TOKENS,
+        grammar=DECISION_GRAMMAR,
+        schema=YES_NO_SCHEMA,
+        seed=seed,
+        label_scores=("YES", "NO"),
+        decision=DECISION,
+    )
 
 
 @dataclass(frozen=True)
@@ -353,11 +367,6 @@ def split_citations(text: str, shown: set[int] | dict[str, int]) -> tuple[list[i
 def decision_score(backend: Backend, messages: Sequence[Mapping[str, str]]) -> float | None:
     """The decision-first reply's score, ln P(YES) - ln P(NO) at its first token, for chat
     `messages` as training rows hold them ({"role", "content"}); None without both labels'."""
-    request = GenerationRequest(
-        messages=tuple((m["role"], m["content"]) for m in messages),
-        max_tokens=DECISION_MAX_TOKENS,
-        grammar=DECISION_GRAMMAR,
-        label_scores=("YES", "NO"),
-    )
+    request = decision_request(tuple((m["role"], m["content"]) for m in messages))
     return yes_odds(backend.generate(request).label_logprobs)
 

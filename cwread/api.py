@@ -131,10 +131,20 @@ def ask(
     return open(document, **opening).ask(question, run, progress=progress, notice=notice)
 
 
-def search_library(roots: tuple[Path, ...], query: str, limit: int = 10, progress: Progress | None = None) -> Found:
-    """The `limit` paragraphs of the books under `roots` that best match `query` (BM25, no
-    model call), best first; the library's index built if missing or stale."""
-    return Library(roots).search(query, limit, progress)
+def search_library(
+    roots: tuple[Path, ...],
+    query: str,
+    limit: int = 10,
+    progress: Progress | None = None,
+    *,
+    books: str | None = None,
+    context: int = 0,
+) -> Found:
+    """The `limit` paragraphs (0: every match) of the books under `roots` that best match
+    `query` (BM25, no model call), best first; the library's index built if missing or
+    stale. `books`: a glob of the books' names to search; `context`: paragraphs shown around
+    each hit."""
+    return Library(roots).search(query, limit, progress, books=books, context=context)
 
 
 def doctor(settings: BackendSettings | None = None) -> DoctorReport:

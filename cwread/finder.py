@@ -98,19 +98,14 @@ def finder_request(
     user = "\n\n".join([*parts, _DECISION_REPLY if decision_first else _QUOTE_FIRST_REPLY])
     if retry:
         user += "\n\n" + agents.FIRM_RETRY
+    messages = (("system", FINDER_SYSTEM), ("user", user))
     if decision_first:
-        grammar = agents.DECISION_GRAMMAR
-        schema = agents.YES_NO_SCHEMA
-        max_tokens = agents.DECISION_MAX_TOKENS
-    else:
-        grammar = agents.answer_grammar(question.kind, finder=True, evidence=evidence)
-        schema = agents.answer_schema(question.kind, finder=True, evidence=evidence)
-        max_tokens = FINDER_MAX_TOKENS
+        return agents.decision_request(messages, seed=1 if retry else 0)
     return GenerationRequest(
-        messages=(("system", FINDER_SYSTEM), ("user", user)),
-        max_tokens=max_tokens,
-        grammar=grammar,
-        schema=schema,
+        messages=messages,
+        max_tokens=FINDER_MAX_TOKENS,
+        grammar=agents.answer_grammar(question.kind, finder=True, evidence=evidence),
+        schema=agents.answer_schema(question.kind, finder=True, evidence=evidence),
         seed=1 if retry else 0,
         label_scores=("YES", "NO"),  # its score: how sure, for ranking and the eval's curve
     )

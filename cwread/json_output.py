@@ -317,16 +317,36 @@ def forged_json(forged: tuple[Forged, ...]) -> list[dict]:
     return [{"id": label_json(label), "quote": text} for label, text in forged]
 
 
-def hit_json(hit: Hit) -> dict:
-    """A paragraph found in a library, named as `ref_json` names one, with its book."""
+def hit_json(hit: Hit, root: str | None = None) -> dict:
+    """A paragraph found in a library, named as `ref_json` names one, with its book (and, given
+    the library's folder as the user named it, the book's `path` from there, for `show`)."""
     place = {"book": hit.book, "id": hit.label if hit.source else hit.id, "source": hit.source}
+    if root is not None:
+        place["path"] = book_path(root, hit.book)
     place["paragraph"] = hit.paragraph
     if hit.page is not None:
         place["page"] = hit.page
-    return {**place, "score": round(hit.score, 4), "text": hit.text}
+    context = {}
+    if hit.before or hit.after:
+        def ref(label: str) -> int | str:  # as the hit's own id: a number in a single file
+            return int(label) if label.isdigit() else label
+
+        context = {
+            "before": [{"id": ref(label), "text": text} for label, text in hit.before],
+            "after": [{"id": ref(label), "text": text} for label, text in hit.after],
+        }
+    return {**place, "score": round(hit.score, 4), "text": hit.text, **context}
 
 
-def search_json(found: Found) -> dict:
+def book_path(root: str, name: str) -> str:
+    """The path of the library's book `name` as the user would type it: under `root` as they
+    named it (a book of another root is named by its absolute path already)."""
+    if name.startswith("/") or root in ("", "."):
+        return name
+    return f"{root.rstrip('/')}/{name}"
+
+
+def search_json(found: Found, root: str | None = None) -> dict:
     """`cwread search --json`: the hits, best first, and what the library held."""
     return {
         "version": TRACE_VERSION,
@@ -335,6 +355,6 @@ def search_json(found: Found) -> dict:
         "paragraphs": found.paragraphs,
         "skipped": list(found.skipped),
         "index_built": found.built,
-        "hits": [hit_json(hit) for hit in found.hits],
+        "hits": [hit_json(hit, root) for hit in found.hits],
     }
 

@@ -12,6 +12,7 @@ contents, and searched together by BM25, with no model call.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -76,6 +77,9 @@ class Hit:
     page: int | None
     score: float
     text: str
+    # the paragraphs around it in its book (search's context), each (label, text), in order
+    before: tuple[tuple[str, str], ...] = ()
+    after: tuple[tuple[str, str], ...] = ()
 
     @property
     def label(self) -> str:
@@ -106,11 +110,14 @@ class Library:
             if not root.is_dir():
                 raise InputError(f"{root}: no such folder")
         self.roots = tuple(root.resolve() for root in roots)
+        self.left_out: list[str] = []  # the last listing's entries that are no book it holds ("name: why")
 
     def books(self) -> list[Book]:
-        """Every book under the roots, by root then name."""
+        """Every book under the roots, by root then name (`left_out` says which links were
+        not followed)."""
         found: list[Book] = []
         names: set[str] = set()
+        self.left_out = []
         for root in self.roots:
             try:
                 entries = sorted(os.scandir(root), key=lambda e: e.name)
@@ -130,8 +137,9 @@ class Library:
             real = Path(entry.path).resolve(strict=True)
         except (OSError, RuntimeError):
             return None
-        if not real.is_relative_to(root) or real == root:
-            return None  # a link out of the library, or back to its root
+        if not real.is_relative_to(root) or real == root:  # a link out of the library, or back to its root
+            self.left_out.append(f"{entry.name}: a link that leads out of the library's folder; not followed")
+            return None
         if real.is_dir():
             book = self._describe(real)
             return book if book.size else None
@@ -204,22 +212,39 @@ class Library:
             )
         return book, document, chapters
 
-    def search(self, query: str, limit: int = 10, progress: Progress | None = None) -> Found:
-        """The `limit` paragraphs of all the books that best match `query` (BM25), best first."""
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        progress: Progress | None = None,
+        books: str | None = None,
+        context: int = 0,
+    ) -> Found:
+        """The `limit` paragraphs (0: every one that matches) of all the books that best match
+        `query` (BM25), best first; `books`: only the books whose name matches this glob
+        ("*gatsby*", "novels/*"); `context`: each hit with as many paragraphs of its book
+        before and after it."""
         if not query.strip():
             raise InputError("the search is empty: give words to look for")
-        if limit < 1:
-            raise InputError("the limit must be at least 1")
+        if limit < 0:
+            raise InputError("the limit must be 0 (every match) or more")
+        if context < 0:
+            raise InputError("the context must be 0 paragraphs or more")
         index, built = self._index(progress)
         terms = [t for t in lexical.tokenize([query])[0] if t in index.retriever.vocab_dict]
         hits: list[Hit] = []
         if terms:
             scores = np.asarray(index.retriever.get_scores(terms), dtype=np.float32)
-            count = min(limit, int((scores > 0).sum()))
+            if books is not None:
+                chosen = [n for n, book in enumerate(index.books) if fnmatch.fnmatchcase(book["name"], books)]
+                scores = np.where(np.isin(index.rows[:, 0], chosen), scores, 0)
+            matched = int((scores > 0).sum())
+            count = matched if limit == 0 else min(limit, matched)
             top = np.argpartition(-scores, count - 1)[:count] if count else np.array([], dtype=np.int64)
             for row in sorted(top.tolist(), key=lambda r: (-scores[r], r)):
-                hits.append(index.hit(row, float(scores[row])))
-        return Found(query, tuple(hits), len(index.books), index.rows.shape[0], index.skipped, built)
+                hits.append(index.hit(row, float(scores[row]), context))
+        skipped = (*index.skipped, *self.left_out)
+        return Found(query, tuple(hits), len(index.books), index.rows.shape[0], skipped, built)
 
     def indexed(self, books: list[Book]) -> dict[str, dict]:
         """Of `books`, those the last search index of this library holds as they are now, each
@@ -283,14 +308,30 @@ class _Index:
     skipped: tuple[str, ...]
     text_of: Callable[[int], str]
 
-    def hit(self, row: int, score: float) -> Hit:
+    def hit(self, row: int, score: float, context: int = 0) -> Hit:
+        """The hit at `row`, with `context` paragraphs of its book on each side."""
         book_no, pid, page = (int(x) for x in self.rows[row])
         book = self.books[book_no]
-        source, number = None, pid
+        source, number = self._place(book, pid)
+        around = [
+            (other, self.text_of(other))
+            for other in range(max(0, row - context), min(self.rows.shape[0], row + context + 1))
+            if other != row and self.rows[other, 0] == book_no and abs(int(self.rows[other, 1]) - pid) <= context
+        ]
+        before = tuple((self._label(book, int(self.rows[r, 1])), text) for r, text in around if r < row)
+        after = tuple((self._label(book, int(self.rows[r, 1])), text) for r, text in around if r > row)
+        return Hit(book["name"], pid, source, number, page or None, score, self.text_of(row), before, after)
+
+    @staticmethod
+    def _place(book: dict, pid: int) -> tuple[str | None, int]:
         for name, first, last in book["sources"]:
             if first <= pid <= last:
-                source, number = name, pid - first + 1
-        return Hit(book["name"], pid, source, number, page or None, score, self.text_of(row))
+                return name, pid - first + 1
+        return None, pid
+
+    def _label(self, book: dict, pid: int) -> str:
+        source, number = self._place(book, pid)
+        return str(pid) if source is None else f"{source}:{number}"
 
     def save(self, tmp: Path) -> dict:
         lexical.save_index(self.retriever, tmp / "bm25")

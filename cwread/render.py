@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from rich.text import Text
 
 from cwread.book import Document, Paragraph
 from cwread.errors import CwreadError, OutputError
-from cwread.json_output import TRACE_VERSION
+from cwread.json_output import TRACE_VERSION, book_path
 from cwread.library import Found
 from cwread.plan import AnswerMode
 from cwread.progress import Progress
@@ -113,6 +114,13 @@ def stderr() -> Console:
 def notice(line: str) -> None:
     """One line of information on stderr, e.g. which backend runs."""
     stderr().print(f"cwread: {one_line(line)}", highlight=False, markup=False)
+
+
+def help_view(text: str) -> None:
+    """A help text of cwread's own (chat's commands), one line of it a line of stdout."""
+    console = stdout(lines=True)
+    for line in text.splitlines():
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def notice_once(line: str) -> None:
@@ -237,9 +245,15 @@ def show_view(document: Document, paragraphs: list[Paragraph]) -> None:
         out.print()
 
 
-def search_view(found: Found) -> None:
+SEARCH_TEXT_CHARS = 600  # of a hit's paragraph shown (a context paragraph's: half)
+
+
+def search_view(found: Found, root: str = ".") -> None:
+    """A search's hits, each headed by its book's path and its paragraph as `show` takes them
+    (`root`: the library's folder as the user named it), the words matched highlighted on a
+    terminal; context paragraphs dim."""
     out = stdout()
-    skipped = f"; {len(found.skipped)} could not be read" if found.skipped else ""
+    skipped = f"; {len(found.skipped)} left out" if found.skipped else ""
     out.print(
         Text(
             f"{len(found.hits)} paragraphs of {found.books} books ({found.paragraphs:,} paragraphs"
@@ -247,17 +261,54 @@ def search_view(found: Found) -> None:
             style="dim",
         )
     )
+    matched = _matcher(found.query) if out.is_terminal else None
     for hit in found.hits:
         out.print()
         head = Text()
-        head.append(f"{printable(hit.book)} ", style="bold")
-        head.append(f"[{hit.label}]" + (f" p. {hit.page}" if hit.page is not None else ""), style="bold cyan")
-        head.append(f"  score {hit.score:.2f}", style="dim")
+        head.append(f"{shlex.quote(printable(book_path(root, hit.book)))} {hit.label}", style="bold cyan")
+        head.append((f"  p. {hit.page}" if hit.page is not None else "") + f"  score {hit.score:.2f}", style="dim")
         out.print(head)
-        text = hit.text if len(hit.text) <= 600 else hit.text[:599].rstrip() + "…"
-        out.print(Text(printable(text)))
+        for label, text in hit.before:
+            out.print(_search_text(label, text, SEARCH_TEXT_CHARS // 2, matched, "dim"))
+        out.print(_search_text(hit.label if hit.before or hit.after else "", hit.text, SEARCH_TEXT_CHARS, matched))
+        for label, text in hit.after:
+            out.print(_search_text(label, text, SEARCH_TEXT_CHARS // 2, matched, "dim"))
     for line in found.skipped[:5]:
         notice(f"not searched: {line}")
+
+
+def _search_text(label: str, text: str, most: int, matched, style: str = "") -> Text:
+    """A paragraph of a search, cut at `most` characters, its matched words highlighted
+    (`matched`: None off a terminal), under its label where context surrounds it."""
+    text = printable(text if len(text) <= most else text[: most - 1].rstrip() + "…")
+    line = Text(text, style=style)
+    if matched is not None:
+        for m in _WORD_RE.finditer(text):
+            if matched(m.group(0)):
+                line.stylize("bold red", m.start(), m.end())
+    if label:
+        line = Text.assemble((f"[{label}] ", "cyan"), line)
+    return line
+
+
+_WORD_RE = re.compile(r"\w+")
+
+
+def _matcher(query: str):
+    """Whether a word of a paragraph is one the search matched: its stem is a query term's."""
+    from cwread import lexical
+
+    terms = set(lexical.tokenize([query])[0])
+    seen: dict[str, bool] = {}
+
+    def matched(word: str) -> bool:
+        key = word.lower()
+        if key not in seen:
+            stems = lexical.tokenize([key])[0]
+            seen[key] = bool(stems) and stems[0] in terms
+        return seen[key]
+
+    return matched
 
 
 def find_view(result: FindResult, limit: int) -> None:
@@ -386,7 +437,7 @@ def answer_view(trace: Trace) -> None:
             label = {"reading": "Not read", "judging": "Not judged"}.get(stage, f"{stage.capitalize()} skipped")
             # the measurement a skip rests on is the trace's and doctor's to give, not every answer's
             why = _MEASURED.sub("", why)
-            notes.print(Text(f"{label}: {printable(why)}", style="dim"))
+            notes.print(Text(f"cwread: {label}: {printable(why)}", style="dim"))
     kept = sum(v.kept for v in trace.verdicts)
     finder_line = (
         "Finder skipped"

@@ -70,14 +70,7 @@ def support_request(question: Question, answer: str, quotes: Evidence, retry: bo
     )
     if retry:
         user += "\n\n" + agents.FIRM_RETRY
-    return GenerationRequest(
-        messages=(("system", SUPPORT_SYSTEM), ("user", user)),
-        max_tokens=agents.DECISION_MAX_TOKENS,
-        grammar=agents.DECISION_GRAMMAR,
-        schema=agents.YES_NO_SCHEMA,
-        seed=1 if retry else 0,
-        label_scores=("YES", "NO"),
-    )
+    return agents.decision_request((("system", SUPPORT_SYSTEM), ("user", user)), seed=1 if retry else 0)
 
 
 def unquoted_names(answer: str, quotes: tuple[Quote, ...], question: str) -> tuple[str, ...]:

@@ -56,6 +56,12 @@ def test_chat_saves_and_appends_traces(capsys, story, cache_dir, scripted, monke
     assert "Answer:" in out and "unknown command /nonsense" in err and code == 2
 
 
+def test_help_lists_one_command_a_line(capsys, story, cache_dir, scripted, monkeypatch):
+    code, out, _ = chat(capsys, monkeypatch, scripted, story, b"/help\n", "--width", "40")
+    commands = [line.split()[0] for line in out.splitlines() if line.lstrip().startswith("/")]
+    assert commands == ["/verify", "/show", "/find", "/json", "/save", "/help", "/quit"] and code == 0
+
+
 def test_chat_refuses_standard_input_as_the_book(capsys, cache_dir):
     code, _, err = run(capsys, "chat", "-")
     assert code == 2 and "standard input" in err

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cwread.cli import main
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, REPO
 
 
 def _embedded_available() -> bool:
@@ -122,6 +122,31 @@ def test_example_ask(cache_dir):
     assert "Answer:" in proc.stdout
     # answered or not, the paragraph where the Giant says why (7) is shown
     assert "[7] " in proc.stdout and "allow nobody to play in it but" in proc.stdout
+
+
+def test_example_ask_takes_options(cache_dir):
+    """The README's multiple-choice use, through examples/ask.sh: the default gives options no
+    verdict (exit 4) and shows the best evidence."""
+    proc = run_example("ask.sh", cache_dir, "the_selfish_giant.txt", "Who knocked down the wall?", "A=the Giant", "B=the children")
+    assert proc.returncode == 4, proc.stderr
+    assert "multiple choice: Who knocked down the wall?" in proc.stdout and "knocked down the wall" in proc.stdout
+
+
+def test_the_chat_transcript_in_the_docs_is_what_chat_prints(cache_dir):
+    """docs/chat-and-mcp.md shows a chat on the embedded default: each line it shows (the
+    prompts aside) is a line chat prints for the same questions."""
+    page = (REPO / "docs" / "chat-and-mcp.md").read_text(encoding="utf-8")
+    block = page.split("$ cwread chat examples/the_selfish_giant.txt --width 80\n", 1)[1].split("```", 1)[0]
+    asked = [line[len("cwread> ") :] for line in block.splitlines() if line.startswith("cwread> ")]
+    env = dict(os.environ, CWREAD_CACHE_DIR=str(cache_dir), OLLAMA_HOST="http://127.0.0.1:9")
+    env.pop("CWREAD_BACKEND", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cwread", "chat", str(EXAMPLES / "the_selfish_giant.txt"), "--width", "80"],
+        input="\n".join(asked) + "\n", capture_output=True, text=True, env=env, cwd=REPO, timeout=300, check=False,
+    )
+    printed = {line.rstrip() for line in proc.stdout.splitlines()}
+    shown = [line.rstrip() for line in block.splitlines() if line.strip() and not line.startswith("cwread> ")]
+    assert len(asked) == 2 and [line for line in shown if line not in printed] == [], proc.stdout
 
 
 def test_example_verify_claims(cache_dir):

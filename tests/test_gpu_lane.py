@@ -256,6 +256,7 @@ def test_the_summary_leaves_out_scores_that_are_not_finite(tmp_path):
     assert "| k | untrained | rank |" in text and "| k | trained |" not in text
 
 
+@pytest.mark.slow  # torch: the dev install's (the fast lane runs without it)
 def test_the_scorer_reads_the_score_of_one_unpadded_forward_pass_in_any_batch():
     """Padding: a prompt's score is the same alone and beside longer ones, and it is
     ln P(YES) - ln P(NO) summed over the tokens that begin each label."""
@@ -280,6 +281,7 @@ def test_the_scorer_reads_the_score_of_one_unpadded_forward_pass_in_any_batch():
     assert together[1] == pytest.approx(expected, abs=1e-3)
 
 
+@pytest.mark.slow  # torch: the dev install's (the fast lane runs without it)
 def test_the_scorer_pads_on_the_right_so_no_position_attends_to_nothing():
     """A pad on the left attends to no real token: its attention row is fully masked, and on
     a GPU that gives NaNs the backward pass carries into every weight (the lane's first Phase
@@ -298,6 +300,7 @@ def test_the_scorer_pads_on_the_right_so_no_position_attends_to_nothing():
     assert masks and bool(masks[0][:, 0].all()) and not bool(masks[0].all())
 
 
+@pytest.mark.slow  # torch: the dev install's (the fast lane runs without it)
 def test_a_non_finite_step_is_not_taken_and_a_run_of_them_stops_the_training(tmp_path, monkeypatch):
     """One batch whose loss is NaN leaves the weights finite and the training going; a model
     that gives nothing but NaN stops after a few steps, and says why."""
@@ -431,6 +434,7 @@ def test_next_stops_on_a_machine_that_cannot_train_resends_a_damaged_part_and_st
     assert late["carry"] == [] and late["command"].endswith("--follow --budget-left 400 --skip b")
 
 
+@pytest.mark.slow  # torch: the dev install's (the fast lane runs without it)
 def test_out_of_memory_halves_the_batch_and_training_goes_on(tmp_path, monkeypatch):
     """A batch over the memory (simulated: over 600 tokens) is halved, it and every batch
     after it; scoring gives the same scores; one row that cannot fit is a real fault."""

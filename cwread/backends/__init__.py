@@ -60,6 +60,18 @@ class Capabilities:
 
 
 @dataclass(frozen=True)
+class Decision:
+    """A reply that is `opens`, one label (its score read at its first token), then `closes`
+    ("<answer>YES</answer>"): a backend that can continue an assistant turn writes only the
+    label's first token, after `opens` given as the turn's start, and puts the reply together
+    (the same scores, at an eighth of the decoding: benchmarks/README.md, "Paragraph judge")."""
+
+    opens: str
+    closes: str
+    grammar: str  # GBNF of the label alone (its spellings)
+
+
+@dataclass(frozen=True)
 class GenerationRequest:
     """One chat call. `grammar` is GBNF (llama.cpp); `schema` a JSON schema (Ollama `format`)."""
 
@@ -77,6 +89,8 @@ class GenerationRequest:
     # the mean log-probability of the reply's answer's tokens should come with it, where the
     # backend can give it (the model's confidence in an open answer, cwread.support)
     answer_confidence: bool = False
+    # the reply is a decision (label_scores' labels) in a fixed frame: see Decision
+    decision: Decision | None = None
 
     @property
     def logprobs(self) -> bool:
@@ -87,6 +101,8 @@ class GenerationRequest:
         extra = {"label_scores": list(self.label_scores)} if self.label_scores else {}
         if self.answer_confidence:
             extra["answer_confidence"] = True
+        if self.decision is not None:  # a reply put together from one token: its own entries
+            extra["decision"] = [self.decision.opens, self.decision.closes, self.decision.grammar]
         return {
             **extra,
             "messages": [list(m) for m in self.messages],

@@ -25,6 +25,7 @@ from cwread.backends import (
     GenerationRequest,
     TrainedAdapter,
     cancel_event,
+    label_logprobs,
     llamacpp_timings,
     reply_scores,
     within,
@@ -275,9 +276,13 @@ class EmbeddedBackend:
         self._lock = threading.Lock()
 
     def generate(self, request: GenerationRequest) -> Generation:
+        decision = request.decision if request.label_scores else None
+        messages = [*request.messages, ("assistant", decision.opens)] if decision else request.messages
         body: dict = {
-            "messages": [{"role": role, "content": content} for role, content in request.messages],
-            "max_tokens": request.max_tokens,
+            # a decision's frame is the turn's start (llama.cpp continues a last assistant
+            # turn): only the label's first token is decoded, where its score is read
+            "messages": [{"role": role, "content": content} for role, content in messages],
+            "max_tokens": 1 if decision else request.max_tokens,
             "temperature": request.temperature,
             "seed": request.seed,
             "cache_prompt": True,
@@ -287,8 +292,8 @@ class EmbeddedBackend:
         }
         if request.stop:
             body["stop"] = list(request.stop)
-        if request.grammar:
-            body["grammar"] = request.grammar
+        if decision or request.grammar:
+            body["grammar"] = decision.grammar if decision else request.grammar
         if request.repeat_penalty != 1.0:
             body["repeat_penalty"] = request.repeat_penalty
         if request.logprobs:
@@ -321,8 +326,14 @@ class EmbeddedBackend:
         reply = _joined(chunks)
         usage = reply.get("usage") or {}
         tokens = reply["logprobs"]
+        text = reply["text"]
+        if decision:
+            tokens = [{"token": decision.opens, "logprob": 0.0}, *tokens]
+            scored = label_logprobs(tokens, request.label_scores)
+            if scored:  # the reply the frame would have held: its best-scored label
+                text = decision.opens + max(scored, key=lambda item: item[1])[0] + decision.closes
         return Generation(
-            text=reply["text"],
+            text=text,
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=time.perf_counter() - t0,

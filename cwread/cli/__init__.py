@@ -180,10 +180,13 @@ def ask(
 ) -> None:
     """Answer a question about a text, citing the paragraphs it rests on.
 
-    Free-form without options, multiple choice with -o "A=..." -o "B=...". The Finder judges
-    the retrieved segments, the kept evidence is packed in story order, and the Interpreter
-    answers from that packet only. Exit 4 if the text does not determine an answer (the best
-    evidence is shown) or no reply could be parsed.
+    Free-form without options, multiple choice with -o "A=..." -o "B=...". Retrieval finds the
+    segments the question needs and their evidence is packed in story order. With a served
+    model that reads, the Finder judges each segment first and the Interpreter answers from the
+    packet only. On the embedded default (no server) the answer is the packet's sentence that
+    fits best, from the paragraph the trained Finder judges to hold it; options and claims get
+    no verdict (--finder on and --judge-anyway ask it all the same). Exit 4 if the text does not
+    determine an answer (the best evidence is shown) or no reply could be parsed.
     """
     _answer(book, asked, run.asking(budget, finding), settings, run)
 

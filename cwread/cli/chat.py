@@ -117,7 +117,7 @@ class Chat:
         # in JSON Lines mode every line in gives one JSON line out, a command's too
         version = {"version": json_output.TRACE_VERSION}
         if name == "/help":
-            self._line({**version, "help": HELP}) if self.json_lines else render.notice(HELP)
+            self._line({**version, "help": HELP}) if self.json_lines else render.help_view(HELP)
         elif name == "/verify":
             return self.answer(api.make_question(rest, claim=True))
         elif name == "/show":

@@ -146,12 +146,25 @@ def search(
         ),
     ],
     query: Annotated[str, typer.Argument(help="The words to look for.", show_default=False)],
-    limit: Annotated[int, typer.Option(help="Paragraphs to print, best first.")] = 10,
+    limit: Annotated[int, typer.Option(help="Paragraphs to print, best first; 0: every one that matches.")] = 10,
+    context: Annotated[
+        int, typer.Option("--context", "-C", help="Paragraphs of the book to print before and after each hit.")
+    ] = 0,
+    books: Annotated[
+        str | None,
+        typer.Option(
+            "--books",
+            help="Search only the books whose name (their path in the folder) matches this glob, e.g. '*gatsby*'.",
+            show_default=False,
+        ),
+    ] = None,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
-    """Rank the paragraphs of every book in a folder by BM25 (no model call), each named
-    by its book, its paragraph and its page, e.g. `cwread search ~/books "the yew alley"`.
+    """Rank the paragraphs of every book in a folder by BM25 (no model call), e.g.
+    `cwread search ~/books "the yew alley"`. Each hit is headed by its book's path and its
+    paragraph as `show` takes them (`cwread show ~/books/hound.txt 1203`), then its page and
+    score; the words matched are highlighted on a terminal.
 
     The index of the whole library is built on the first search and kept until a book
     changes; a changed book is read again alone.
@@ -162,11 +175,11 @@ def search(
 
     render.set_width(output.width)
     with render.progress() as progress:
-        found = api.search_library((Path(library),), query, limit, progress)
+        found = api.search_library((Path(library),), query, limit, progress, books=books, context=context)
     if output.json_out:
-        render.print_json(json_output.search_json(found))
+        render.print_json(json_output.search_json(found, library))
     else:
-        render.search_view(found)
+        render.search_view(found, library)
 
 
 @app.command()
