@@ -161,6 +161,8 @@ class Library:
         path is checked)."""
         if not name or name == "-":
             raise InputError("give the book's path under the library's folders")
+        if "\x00" in name:
+            raise InputError("a book's path holds no NUL character")
         given = Path(name).expanduser()
         path = given if given.is_absolute() else self.roots[0] / given
         try:

@@ -4,15 +4,17 @@ A book may hold terminal control sequences: `ESC ]52` writes the clipboard, `ESC
 window title, `ESC [2J` clears the screen, and the 8-bit CSI (U+009B) does the same without
 an ESC. Every C0 and C1 control character but newline and tab, and DEL, is replaced by a
 visible stand-in of one character, so character offsets (a quote's highlight) stay right and
-the reader still sees that something was there. JSON output keeps the text exact: it escapes
-control characters itself.
+the reader still sees that something was there. So is each bidirectional formatting
+character (RLO U+202E and its kin, the isolates LRI..PDI, the marks LRM, RLM and ALM): they
+reorder what a terminal shows, so that a line can read otherwise than its bytes. JSON output
+keeps the text exact: it escapes control characters itself.
 """
 
 from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NEWLINE = re.compile(r"[\n\t]")
 
 
@@ -22,12 +24,13 @@ def _stand_in(match: re.Match) -> str:
         return chr(0x2400 + code)  # the Unicode control pictures: ESC → ␛, BEL → ␇
     if code == 0x7F:
         return "\u2421"  # ␡
-    return "\ufffd"  # C1 controls have no pictures
+    return "\ufffd"  # C1 controls and bidi formatting have no pictures
 
 
 def printable(text: str) -> str:
-    """`text` with every control character but newline and tab replaced by a visible stand-in
-    of one character (C0 by its control picture, DEL by ␡, C1 by U+FFFD)."""
+    """`text` with every control character but newline and tab, and every bidi formatting
+    character, replaced by a visible stand-in of one character (C0 by its control picture,
+    DEL by ␡, C1 and bidi by U+FFFD)."""
     return _CONTROL.sub(_stand_in, text)
 
 

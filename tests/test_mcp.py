@@ -4,6 +4,7 @@ client, on the embedded default (extractive answers: no model call)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 
@@ -265,8 +266,9 @@ def test_a_client_that_goes_away_mid_call_ends_the_server_at_once(tmp_path):
         assert hanging.calls > 0
         proc.stdin.close()
         gone = time.monotonic()
-        proc.wait(timeout=30)
+        code = proc.wait(timeout=30)
         assert time.monotonic() - gone < 10
+        assert code == 0  # a client that leaves ends the session: no error, no exit 70
     finally:
         proc.kill()
         hanging.close()
@@ -329,3 +331,75 @@ def test_an_agent_lists_browses_and_searches_the_library_and_nothing_outside(tmp
     everything = str([r.structured_content for r in results]) + str([r.content for r in results])
     assert "secret diary" not in everything and "Hidden giant" not in everything
 
+
+
+def _raw_server(tmp_path):
+    """The server as a subprocess, spoken to line by line: (process, send, read a reply)."""
+    import json
+    import select
+    import subprocess
+
+    params = server(tmp_path, str(EXAMPLES))
+    proc = subprocess.Popen(
+        [params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=params.env
+    )
+
+    def send(line: bytes) -> None:
+        proc.stdin.write(line + b"\n")
+        proc.stdin.flush()
+
+    def reply(seconds: float = 60) -> dict | None:
+        ready, _, _ = select.select([proc.stdout], [], [], seconds)
+        return json.loads(proc.stdout.readline()) if ready else None
+
+    send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"},
+    }}).encode())  # fmt: skip
+    assert reply()["id"] == 1
+    send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    return proc, send, reply
+
+
+def test_every_request_gets_a_reply_whatever_it_holds(tmp_path):
+    """Not JSON, params that are no object, lone surrogates (JSON allows them, the SDK's parser
+    does not), a NUL in a book's name, a search limit of 10**12: each gets its reply, and the
+    server goes on."""
+    proc, send, reply = _raw_server(tmp_path)
+    try:
+        send(b'{"jsonrpc": "2.0", "id": 2,')
+        assert reply(10)["error"]["code"] == -32700
+        send(b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": "oops"}')
+        assert reply(10)["error"]["code"] == -32600
+        for n, (tool, arguments) in enumerate(
+            [("contents", '{"book": "\\ud800"}'), ("search", '{"query": "giant \\udfff wall"}'), ("ask", '{"book": "x", "question": "\\ud83d?"}')],
+            start=4,
+        ):
+            send(f'{{"jsonrpc": "2.0", "id": {n}, "method": "tools/call", "params": {{"name": "{tool}", "arguments": {arguments}}}}}'.encode())
+            answered = reply()
+            assert answered is not None and answered["id"] == n, tool
+        send(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "contents", "arguments": {"book": "a\\u0000b"}}}')
+        nul = reply()["result"]
+        assert nul["isError"] and "input: a book's path holds no NUL character" in nul["content"][0]["text"]
+        send(b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "giant wall garden", "limit": 1000000000000}}}')
+        found = reply()["result"]["structuredContent"]
+        assert len(found["hits"]) <= 100 and found["capped"] == "limit 1000000000000 capped at 100 paragraphs"
+        send(b'{"jsonrpc": "2.0", "id": 9, "method": "tools/list"}')
+        assert len(reply()["result"]["tools"]) == 7
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_client_that_stops_reading_ends_the_session_with_no_error(tmp_path):
+    """Its replies find no reader (a broken pipe): exit 0, not 70, and no traceback."""
+    import time
+
+    proc, send, _ = _raw_server(tmp_path)
+    send(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "giant wall"}}}')
+    proc.stdout.close()
+    time.sleep(1)
+    with contextlib.suppress(BrokenPipeError):
+        send(b'{"jsonrpc": "2.0", "id": 3, "method": "tools/list"}')
+        proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    assert b"internal error" not in proc.stderr.read()

@@ -102,6 +102,36 @@ def test_a_hostile_book_on_a_terminal_shows_no_raw_control(tmp_path, cache_dir, 
     assert "\u241b]52;c;SGVsbG8=".encode() in data  # shown, visibly, not obeyed
 
 
+BIDI = ["\u202e", "\u202d", "\u202a", "\u202b", "\u202c", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f", "\u061c"]
+
+
+@pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
+@pytest.mark.parametrize(
+    "command",
+    [["show", "{book}", "1-3"], ["find", "{book}", "Who paid the invoice?", "--limit", "2"], ["search", "{folder}", "invoice paid"]],
+    ids=["show", "find", "search"],
+)
+def test_bidi_controls_reach_no_terminal_raw(tmp_path, cache_dir, command, locale):
+    """RLO and its kin would make a line read otherwise than its bytes ("paid" shown as
+    "diap"): on a terminal they are shown as U+FFFD, from the book and from its file name."""
+    folder = tmp_path / "shelf"
+    folder.mkdir()
+    book = folder / "ledger\u202etxt.exe.txt"
+    filler = "\n\n".join(f"Entry {i}: the clerk copied the ledger by lamplight." for i in range(40))
+    book.write_text(
+        "THE LEDGER\n\n"
+        "The invoice was \u202ediap ton\u202c by Mr. Hale, \u2067said the clerk\u2069 \u200fquietly.\n\n"
+        f"Mr. Hale paid the invoice \u2066in full\u2069 \u200e\u061con Monday.\n\n{filler}\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "CWREAD_CACHE_DIR": str(cache_dir), "COLUMNS": "100", "TERM": "xterm-256color", "LC_ALL": locale}
+    code, data = run_in_pty([part.format(book=book, folder=folder) for part in command], env)
+    assert code == 0, data[-500:]
+    text = data.decode("utf-8", errors="replace")
+    assert [c for c in BIDI if c in text] == [] and "\ufffd" in text
+    assert "diap ton" in text  # shown as its bytes are, not reordered
+
+
 def test_ask_on_a_terminal_neutralises_the_book_question_and_reply(capsys, tmp_path, cache_dir, scripted, monkeypatch):
     monkeypatch.setenv("TTY_COMPATIBLE", "1")  # Rich styles as on a terminal
     monkeypatch.setenv("FORCE_COLOR", "1")
@@ -130,7 +160,7 @@ def test_json_keeps_the_text_exact_and_escapes_every_control(capsys, tmp_path):
 
 
 def test_printable_keeps_length_and_newlines():
-    text = "a\x1b[2Jb\tc\nd\x9be\x7f\x00"
+    text = "a\x1b[2Jb\tc\nd\x9be\x7f\x00 \u202eevil\u202c \u2066x\u2069\u200f"
     shown = printable(text)
     assert len(shown) == len(text)  # quote highlights keep their offsets
     assert "\n" in shown and "\t" in shown

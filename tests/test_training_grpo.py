@@ -4,12 +4,13 @@ from dataclasses import replace
 
 import pytest
 
-pytestmark = pytest.mark.slow  # torch, trl, peft: the dev install's (the fast lane runs without them)
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
 from tests.conftest import SHARED_DATA
 from training import data, train
+
+pytestmark = pytest.mark.slow  # torch, trl, peft: the dev install's (the fast lane runs without them)
 
 VAL = SHARED_DATA / "fairytaleqa" / "val"
 
