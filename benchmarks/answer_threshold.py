@@ -9,7 +9,7 @@ under it were withheld: abstained %, gold-quoted % of shown answers, token-F1 ov
 questions, and the paired F1 difference against the ranker alone with its 95% bootstrap
 interval (a withheld answer scores 0).
 
-    python benchmarks/answer_threshold.py [--out DIR] [--thresholds -2.5 -2 -1 0]
+    python benchmarks/answer_threshold.py [--out DIR [--reuse-ranker]] [--thresholds -2.5 -2 -1 0]
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from cwread.metrics import bootstrap_interval
 NEVER = "-1000"  # --answer-threshold under any score: the Finder's choice is always shown
 
 
-def rows_of(records: Path, out: Path, *flags: str) -> dict[str, dict]:
+def rows_of(records: Path, out: Path, *flags: str, reuse: bool = False) -> dict[str, dict]:
+    if reuse and out.is_file():  # a run kept in --out, read again rather than run again
+        return {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
     out.unlink(missing_ok=True)
     env = {**os.environ, "OLLAMA_HOST": "http://127.0.0.1:9"}  # the embedded default, whatever serves here
     subprocess.run(
@@ -68,6 +70,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help="keep the rows here")
     parser.add_argument("--thresholds", type=float, nargs="*", default=[-2.5, -2.0, -1.5, -1.0, -0.5, 0.0])
+    parser.add_argument(
+        "--reuse-ranker", action="store_true", help="read the ranker-alone rows kept in --out (it calls no model)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = args.out or Path(tmp)
@@ -77,7 +82,7 @@ def main() -> None:
         for name, source in SETS.items():
             records = work / f"{name}-open.jsonl"
             open_records(source, records)
-            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", "--finder-lora", "none")
+            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", "--finder-lora", "none", reuse=args.reuse_ranker)
             judged = rows_of(records, work / f"{name}-judged.rows.jsonl", "--answer-threshold", NEVER)
             gold = sum(1 for r in base.values() if r.get("cited_gold") and r["answer"] is not None)
             answered = sum(1 for r in base.values() if r["answer"] is not None)

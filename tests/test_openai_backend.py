@@ -437,3 +437,62 @@ def test_an_html_page_for_a_chat_reply_is_a_server_fault(capsys, story, cache_di
             capsys, "ask", str(story), "What did the fishermen give her?", "--base-url", f"{address}/v1", "--no-cache"
         )
     assert code == 3 and "did not answer as an OpenAI-compatible server" in err and "internal error" not in err
+
+
+def _huge_reply_handler(megabytes: int, chunked: bool):
+    """A server that lists a model and answers every POST with a reply of `megabytes`."""
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            listed = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "x"}]}
+            if self.path.startswith("/api/tags"):  # Ollama's list
+                listed = {"models": [{"name": "m:latest", "model": "m:latest"}]}
+            body = json.dumps(listed).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            head, block = b'{"choices":[{"message":{"content":"', b"a" * 2**20
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            if chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(len(head) + megabytes * len(block) + 4))
+            self.end_headers()
+            try:
+                for part in [head, *([block] * megabytes), b'"}}]}']:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part)
+                if chunked:
+                    self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: as it should
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    return Handler
+
+
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "content-length"])
+def test_a_huge_reply_is_refused_once_past_its_bound(capsys, story, cache_dir, chunked):
+    """64 MB for one call, sent as fast as the loopback goes: refused past 8 MiB, exit 3."""
+    with loopback_server(_huge_reply_handler(64, chunked)) as address:
+        code, _out, err = run(
+            capsys, "ask", str(story), "What did the fishermen give her?", "--base-url", f"{address}/v1", "--no-cache"
+        )
+    assert code == 3 and "sent a reply of more than 8 MiB to one call; refused" in err and "internal error" not in err
+
+
+def test_a_huge_reply_from_ollama_is_refused_too(capsys, story, cache_dir, monkeypatch):
+    with loopback_server(_huge_reply_handler(64, chunked=True)) as address:
+        monkeypatch.setenv("OLLAMA_HOST", address)
+        code, _out, err = run(capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "ollama", "--finder-model", "m", "--interpreter-model", "m", "--no-cache")
+    assert code == 3 and "sent a reply of more than 8 MiB to one call; refused" in err and "internal error" not in err

@@ -246,3 +246,46 @@ def test_a_second_process_that_dies_is_a_refusal_not_a_hang(monkeypatch, cache_d
     monkeypatch.setattr(pdf, "_read_in_child", _die)
     with pytest.raises(InputError, match="could not be read; refused"):
         pdf._pages((DATA / "selfish-giant-libreoffice.pdf").read_bytes(), "giant.pdf")
+
+
+def bomb_pdf(inflated: int) -> bytes:
+    """A PDF of one page whose content stream (Flate) inflates to `inflated` bytes of spaces,
+    then a line of text: a decompression bomb of about 1/1000 its inflated size."""
+    import zlib
+
+    deflater = zlib.compressobj(9)
+    block, parts, left = b" " * 2**20, [], inflated
+    while left > 0:
+        parts.append(deflater.compress(block[: min(left, len(block))]))
+        left -= len(block)
+    parts += [deflater.compress(b"BT /F1 12 Tf 72 720 Td (The giant built a wall.) Tj ET\n"), deflater.flush()]
+    stream = b"".join(parts)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def test_a_decompression_bomb_is_refused_before_pdfium_inflates_it(capsys, tmp_path, cache_dir):
+    """300 MB of content stream in a 300 KB file: one line, exit 2, read in a fraction of a second
+    (PDFium took 3.1 GB for a 2 GiB one); the same page with a little content reads."""
+    bomb = tmp_path / "bomb.pdf"
+    bomb.write_bytes(bomb_pdf(300 * 2**20))
+    assert bomb.stat().st_size < 2**20
+    code, out, err = run(capsys, "show", str(bomb), "1")
+    assert code == 2 and out == "" and "inflates past 256 MiB" in err and "decompression bomb" in err
+    small = tmp_path / "small.pdf"
+    small.write_bytes(bomb_pdf(2**20))
+    code, out, _ = run(capsys, "show", str(small), "1")
+    assert code == 0 and "The giant built a wall." in out

@@ -169,6 +169,51 @@ def new_timeout(seconds: float):
     return httpx.Timeout(seconds, connect=CONNECT_TIMEOUT)
 
 
+MAX_REPLY_BYTES = 8 * 2**20  # a server's reply to one call, at most: the longest real one is a few KB
+
+
+class ReplyTooLarge(Exception):
+    """A server's reply ran past MAX_REPLY_BYTES: read no further (a 300 MB reply once cost
+    6-8 GB to parse)."""
+
+    def __init__(self) -> None:
+        super().__init__(f"it sent a reply of more than {MAX_REPLY_BYTES // 2**20} MiB to one call; refused")
+
+
+def bound_reply(response) -> None:
+    """An httpx response hook: the body is read through a counter that stops at MAX_REPLY_BYTES
+    (ReplyTooLarge), and one that says it is larger is refused before it is read."""
+    import httpx
+
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_REPLY_BYTES:
+        response.close()
+        raise ReplyTooLarge()
+    inner = response.stream
+
+    class Bounded(httpx.SyncByteStream):
+        def __iter__(self):
+            read = 0
+            for chunk in inner:
+                read += len(chunk)
+                if read > MAX_REPLY_BYTES:
+                    raise ReplyTooLarge()
+                yield chunk
+
+        def close(self) -> None:
+            inner.close()
+
+    response.stream = Bounded()
+
+
+def bounded_http_client(timeout: float):
+    """An httpx client for a model server: `timeout` a call (new_timeout), its replies bounded
+    (bound_reply)."""
+    import httpx
+
+    return httpx.Client(timeout=new_timeout(timeout), event_hooks={"response": [bound_reply]})
+
+
 DEADLINE_GRACE = 1.0  # seconds past a call's timeout before its deadline ends the wait
 
 

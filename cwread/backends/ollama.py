@@ -22,6 +22,8 @@ from cwread.backends import (
     DeadlinePassed,
     Generation,
     GenerationRequest,
+    ReplyTooLarge,
+    bound_reply,
     call_timeout,
     new_timeout,
     reply_scores,
@@ -107,7 +109,10 @@ class OllamaBackend:
             # context and the longest reply an agent asks for
             self.timeout = timeout or call_timeout(num_ctx, LONGEST_REPLY)
             self._client = client or ollama.Client(
-                host=self.host, timeout=new_timeout(self.timeout), **client_kwargs
+                host=self.host,
+                timeout=new_timeout(self.timeout),
+                event_hooks={"response": [bound_reply]},  # a reply of a few MB at most
+                **client_kwargs,
             )
         except ValueError as exc:  # a port out of range, a broken IPv6 address
             raise InputError(
@@ -143,6 +148,8 @@ class OllamaBackend:
             return ModelError(f"Ollama failed on {self.model!r} (HTTP {exc.status_code}): {exc.error}")
         if isinstance(exc, DeadlinePassed):
             return ModelError(too_slow_message(f"Ollama at {self.host} ({self.model})", self.timeout))
+        if isinstance(exc, ReplyTooLarge):
+            return ModelError(f"Ollama ({self.model}): {exc}")
         if isinstance(exc, httpx.TimeoutException):
             return ModelError(timeout_message(f"Ollama at {self.host} ({self.model})", self.timeout))
         if isinstance(exc, (ConnectionError, httpx.TransportError)):

@@ -23,6 +23,8 @@ from cwread.backends import (
     DeadlinePassed,
     Generation,
     GenerationRequest,
+    ReplyTooLarge,
+    bounded_http_client,
     call_timeout,
     llamacpp_timings,
     new_timeout,
@@ -152,6 +154,8 @@ class OpenAIBackend:
         where = f"the server at {self.base_url}"
         if isinstance(exc, DeadlinePassed):
             return ModelError(too_slow_message(where, waited))
+        if isinstance(exc, ReplyTooLarge):
+            return ModelError(f"{where}: {exc}")
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(timeout_message(where, waited))
         if isinstance(exc, openai.APIConnectionError):
@@ -274,9 +278,7 @@ class OpenAIBackend:
 
 def new_http_client(timeout: float):
     """The HTTP client under the OpenAI client (also used for llama-server's /props)."""
-    import httpx
-
-    return httpx.Client(timeout=new_timeout(timeout))
+    return bounded_http_client(timeout)
 
 
 def _int(value) -> int | None:

@@ -29,6 +29,7 @@ import re
 import statistics
 import threading
 import time
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 
@@ -106,6 +107,7 @@ def _pages(data: bytes, name: str) -> list[list[Line]]:
     a forked process while this one reads the first (PDFium's own work is most of a PDF's
     reading, and it takes no threads); not where other threads run, which a fork would copy
     mid-step."""
+    _check_inflation(data, name)
     pdf = _open(data, name)
     try:
         count = len(pdf)
@@ -142,6 +144,42 @@ def _may_fork() -> bool:
         and threading.active_count() == 1
         and "fork" in multiprocessing.get_all_start_methods()
     )
+
+
+MAX_STREAM_INFLATED = 256 * 2**20  # bytes a compressed stream (not an image) may inflate to
+MAX_INFLATED = 2 * 2**30  # and all of them together
+_STREAM_START = re.compile(rb"(?<!end)stream\r?\n")
+_INFLATE_CHUNK = 2**20
+
+
+def _check_inflation(data: bytes, name: str) -> None:
+    """Refuse a PDF whose Flate streams would inflate past the bounds before PDFium reads it:
+    PDFium inflates a page's content stream whole, so a 2 MB file that inflates to 2 GiB (a
+    decompression bomb) took 3.1 GB to read. Each stream is inflated here a megabyte at a time
+    and counted, never held; images are skipped (reading text never decodes them)."""
+    total = 0
+    for start in _STREAM_START.finditer(data):
+        opened = data.rfind(b" obj", max(0, start.start() - 4096), start.start())
+        head = data[opened if opened >= 0 else max(0, start.start() - 512) : start.start()]
+        if b"FlateDecode" not in head or re.search(rb"/Subtype\s*/Image", head):
+            continue
+        inflater = zlib.decompressobj()
+        size, at = 0, start.end()
+        try:
+            while at < len(data) and not inflater.eof:
+                pending = data[at : at + _INFLATE_CHUNK]
+                at += _INFLATE_CHUNK
+                while pending and not inflater.eof:
+                    size += len(inflater.decompress(pending, _INFLATE_CHUNK))
+                    pending = inflater.unconsumed_tail
+                    if size > MAX_STREAM_INFLATED or total + size > MAX_INFLATED:
+                        raise InputError(
+                            f"{name}: a stream of the PDF inflates past {MAX_STREAM_INFLATED // 2**20} MiB "
+                            f"(or all of them past {MAX_INFLATED // 2**30} GiB): a decompression bomb? refused"
+                        )
+        except zlib.error:  # not whole or not Flate after all: PDFium judges it
+            pass
+        total += size
 
 
 def _open(data: bytes, name: str):
