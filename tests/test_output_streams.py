@@ -72,3 +72,14 @@ def test_a_fifo_is_written_into_and_a_link_to_a_file_stays_a_link(tmp_path, cach
     done = sh(f"{ASK} --trace link.json > /dev/null", tmp_path, cache_dir)
     assert done.returncode == 0 and (tmp_path / "link.json").is_symlink()
     assert json.loads((tmp_path / "real.json").read_text())["version"] == 2
+
+
+def test_a_device_is_written_into_never_replaced(tmp_path, cache_dir):
+    """`--trace /dev/null` (as root a replace would swap the device for a file)."""
+    import stat
+
+    before = os.stat("/dev/null")
+    done = sh(f"{ASK} --trace /dev/null > /dev/null", tmp_path, cache_dir)
+    after = os.stat("/dev/null")
+    assert done.returncode == 0, done.stderr
+    assert stat.S_ISCHR(after.st_mode) and after.st_ino == before.st_ino and after.st_rdev == before.st_rdev
