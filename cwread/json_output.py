@@ -335,7 +335,21 @@ def hit_json(hit: Hit, root: str | None = None) -> dict:
             "before": [{"id": ref(label), "text": text} for label, text in hit.before],
             "after": [{"id": ref(label), "text": text} for label, text in hit.after],
         }
-    return {**place, "score": round(hit.score, 4), "text": hit.text, **context}
+    return {**place, **about_json(hit.about), "score": round(hit.score, 4), "text": hit.text, **context}
+
+
+def about_json(about: dict) -> dict:
+    """What a catalogue (Calibre's OPF) says of a book: its title, author and series, and a
+    note where they were read from elsewhere; {} for a book with no catalogue."""
+    return {k: about.get(k) for k in ("title", "author", "series", "note")} if about else {}
+
+
+def about_line(about: dict) -> str:
+    """`about` in a few words after a book's name: "  (The Selfish Giant, Oscar Wilde; Tales #2)"."""
+    if not about:
+        return ""
+    series = f"; {about['series']}" if about.get("series") else ""
+    return f"  ({about.get('title')}, {about.get('author')}{series})"
 
 
 def book_path(root: str, name: str) -> str:

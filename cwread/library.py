@@ -4,10 +4,15 @@ contents, and searched together by BM25, with no model call.
 - The books of a root are its entries: each file of a format cwread reads (by its suffix:
   text, Markdown, HTML, EPUB, PDF) and each folder (a book of its files, as `ask` reads
   one). Hidden entries are not books; a link that leads out of its root is left out.
+- A root laid out by Calibre (`Author/Title (id)/` folders with `metadata.opf`, and Calibre's
+  `metadata.db`) is a library of those folders: one book each, read from its best format
+  (EPUB, then PDF, then HTML, then text), with its title, author and series from the OPF
+  (cwread.calibre).
 - A book is named by its path relative to its root, the name the other tools take.
-- The search index holds every paragraph of every book, cached by what the books are (each
-  one's size, times and inode): a changed book rebuilds it, reading again only what changed
-  (each file's reading is cached by its bytes, see `book.load`).
+- The search index (cwread.library_store: SQLite FTS5) holds every paragraph of every book.
+  Each search first brings it up to date one book at a time: a book added or changed (its
+  size, times or inode) is read and put in alone, a book removed is dropped; each file's
+  reading is cached by its bytes (see `book.load`).
 """
 
 from __future__ import annotations
@@ -16,23 +21,20 @@ import fnmatch
 import hashlib
 import json
 import os
+import sqlite3
 import stat
-from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from cwread import lexical
+from cwread import calibre
 from cwread.book import Document, load_document
 from cwread.book.model import BOOK_SUFFIXES
-from cwread.book.paragraphs import PARSER_VERSION
-from cwread.cache import cache_root, read_entry, remove_entry, write_entry, write_file_atomic
+from cwread.cache import cache_root
 from cwread.errors import CacheError, InputError
+from cwread.library_store import STORE_VERSION, HeldBook, SqliteStore, open_store
 from cwread.progress import Progress
 
-LIBRARY_VERSION = 2
 KINDS = {"epub": "epub", "pdf": "pdf", "html": "html", "htm": "html", "xhtml": "html"}  # else text
 
 
@@ -47,6 +49,7 @@ class Book:
     kind: str
     size: int
     stamp: tuple
+    about: dict = field(default_factory=dict, compare=False)  # a catalogue's title, author, series, note
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ class Hit:
     # the paragraphs around it in its book (search's context), each (label, text), in order
     before: tuple[tuple[str, str], ...] = ()
     after: tuple[tuple[str, str], ...] = ()
+    about: dict = field(default_factory=dict, compare=False)  # its book's title, author, series
 
     @property
     def label(self) -> str:
@@ -111,6 +115,8 @@ class Library:
                 raise InputError(f"{root}: no such folder")
         self.roots = tuple(root.resolve() for root in roots)
         self.left_out: list[str] = []  # the last listing's entries that are no book it holds ("name: why")
+        self.unread: list[str] = []  # the last sync's books that could not be read ("name: why")
+        self._store: SqliteStore | None = None
 
     def books(self) -> list[Book]:
         """Every book under the roots, by root then name (`left_out` says which links were
@@ -119,6 +125,13 @@ class Library:
         names: set[str] = set()
         self.left_out = []
         for root in self.roots:
+            if calibre.is_library(root):
+                for folder in calibre.book_folders(root):
+                    book = self._book_folder(folder)
+                    if book is not None and book.name not in names:
+                        names.add(book.name)
+                        found.append(book)
+                continue
             try:
                 entries = sorted(os.scandir(root), key=lambda e: e.name)
             except OSError as exc:
@@ -129,6 +142,21 @@ class Library:
                     names.add(book.name)
                     found.append(book)
         return found
+
+    def _book_folder(self, folder: Path) -> Book | None:
+        """A Calibre book folder as a book, or None (said in `left_out`) where it cannot be."""
+        try:
+            real = folder.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return None
+        if not any(real.is_relative_to(root) for root in self.roots):
+            self.left_out.append(f"{folder.name}: a link that leads out of the library's folder; not followed")
+            return None
+        try:
+            return self._describe(real)
+        except InputError as exc:
+            self.left_out.append(str(exc))
+            return None
 
     def _book(self, root: Path, entry: os.DirEntry) -> Book | None:
         if entry.name.startswith("."):
@@ -182,6 +210,16 @@ class Library:
 
     def _describe(self, real: Path) -> Book:
         """The book at `real`, a real path already held to the roots."""
+        if real.is_dir() and calibre.is_book_folder(real) and calibre.is_library(real.parent.parent):
+            chosen = calibre.best_format(real)
+            if chosen is None or not any(chosen.resolve().is_relative_to(root) for root in self.roots):
+                raise InputError(f"{self.name_of(real)}: no format cwread reads (EPUB, PDF, HTML or text)")
+            suffix = chosen.suffix.lower().lstrip(".")
+            info = chosen.stat()
+            opf = real / calibre.OPF
+            opf_stamp = _stamp(opf.stat()) if opf.is_file() else ()
+            about = calibre.metadata(real)
+            return Book(self.name_of(real), chosen, KINDS.get(suffix, "text"), info.st_size, (*_stamp(info), *opf_stamp), about)
         if real.is_dir():
             size, stamp = _folder_stamp(real)
             return Book(self.name_of(real), real, "folder", size, stamp)
@@ -232,167 +270,119 @@ class Library:
             raise InputError("the limit must be 0 (every match) or more")
         if context < 0:
             raise InputError("the context must be 0 paragraphs or more")
-        index, built = self._index(progress)
-        terms = [t for t in lexical.tokenize([query])[0] if t in index.retriever.vocab_dict]
-        hits: list[Hit] = []
-        if terms:
-            scores = np.asarray(index.retriever.get_scores(terms), dtype=np.float32)
-            if books is not None:
-                chosen = [n for n, book in enumerate(index.books) if fnmatch.fnmatchcase(book["name"], books)]
-                scores = np.where(np.isin(index.rows[:, 0], chosen), scores, 0)
-            matched = int((scores > 0).sum())
-            count = matched if limit == 0 else min(limit, matched)
-            top = np.argpartition(-scores, count - 1)[:count] if count else np.array([], dtype=np.int64)
-            for row in sorted(top.tolist(), key=lambda r: (-scores[r], r)):
-                hits.append(index.hit(row, float(scores[row]), context))
-        skipped = (*index.skipped, *self.left_out)
-        return Found(query, tuple(hits), len(index.books), index.rows.shape[0], skipped, built)
+        store, built = self.sync(progress)
+        held = store.held()
+        chosen = None
+        if books is not None:
+            chosen = [name for name, book in held.items() if _matches(books, name, book.about)]
+        stored = store.search(query, limit, chosen)
+        hits = []
+        for hit in stored:
+            book = held[hit.book]
+            around = store.around(hit.book, hit.id, context) if context else []
+            hits.append(
+                Hit(
+                    hit.book,
+                    hit.id,
+                    *_place(book.sources, hit.id),
+                    hit.page,
+                    hit.score,
+                    hit.text,
+                    tuple((_label(book.sources, pid), text) for pid, text in around if pid < hit.id),
+                    tuple((_label(book.sources, pid), text) for pid, text in around if pid > hit.id),
+                    book.about,
+                )
+            )
+        paragraphs = sum(b.paragraphs for b in held.values())
+        return Found(query, tuple(hits), len(held), paragraphs, (*self.unread, *self.left_out), built)
 
     def indexed(self, books: list[Book]) -> dict[str, dict]:
-        """Of `books`, those the last search index of this library holds as they are now, each
-        with its number of `sources` (0 for a single file) and `paragraphs`."""
-        with suppress(OSError, ValueError, TypeError, AttributeError, KeyError):
-            held = json.loads(self._catalog().read_text(encoding="utf-8"))
+        """Of `books`, those the search index of this library holds as they are now, each with
+        its number of `sources` (0 for a single file) and `paragraphs`."""
+        with suppress(CacheError, sqlite3.Error):
+            held = self.store().held()
             return {
-                b.name: {"sources": held[b.name]["sources"], "paragraphs": held[b.name]["paragraphs"]}
+                b.name: {"sources": len(held[b.name].sources), "paragraphs": held[b.name].paragraphs}
                 for b in books
-                if b.name in held and held[b.name]["stamp"] == [str(b.path), *b.stamp]
+                if b.name in held and held[b.name].stamp == _stamp_key(b)
             }
         return {}
 
-    def _catalog(self) -> Path:
-        key = hashlib.sha256(json.dumps([str(r) for r in self.roots]).encode()).hexdigest()[:32]
-        return cache_root() / "library" / f"catalog-{key}.json"
+    def store(self) -> SqliteStore:
+        """The search index of this library (one per set of roots), opened once."""
+        if self._store is None:
+            key = hashlib.sha256(json.dumps([str(r) for r in self.roots]).encode()).hexdigest()[:32]
+            self._store = open_store(cache_root() / "library" / f"index-v{STORE_VERSION}-{key}.sqlite")
+        return self._store
 
-    def _index(self, progress: Progress | None) -> tuple[_Index, bool]:
+    def sync(self, progress: Progress | None = None) -> tuple[SqliteStore, bool]:
+        """The index brought up to date with the books as they are: a book added or changed
+        (its size, times or inode) read and put in, alone; one removed dropped. Whether any
+        book was read. Each book is its own transaction: an interrupted sync keeps what it
+        finished, and the next one goes on from there."""
         books = self.books()
         if not books:
             raise InputError(f"no books under {', '.join(map(str, self.roots))}")
-        key = hashlib.sha256(
-            json.dumps(
-                [LIBRARY_VERSION, lexical.LEXICAL_VERSION, PARSER_VERSION]
-                + [[str(b.path), b.name, list(b.stamp)] for b in books]
-            ).encode()
-        ).hexdigest()
-        entry = cache_root() / "library" / key[:2] / key
-        if read_entry(entry) is not None:
-            with suppress(OSError, ValueError, KeyError, TypeError):
-                return _Index.load(entry), False
-            remove_entry(entry)
-        index = _build(self, books, progress)
         try:
-            write_entry(entry, index.save)
-        except CacheError:
-            return index, True  # not kept: the next search builds it again
-        read = {b["name"]: b for b in index.books}
-        catalog = {
-            b.name: {
-                "stamp": [str(b.path), *b.stamp],
-                "sources": len(read[b.name]["sources"]),
-                "paragraphs": read[b.name]["paragraphs"],
-            }
-            for b in books
-            if b.name in read
-        }
-        with suppress(OSError):  # a catalog not written: list_books says "not indexed"
-            write_file_atomic(self._catalog(), json.dumps(catalog, ensure_ascii=False))
-        return index, True
-
-
-@dataclass(frozen=True)
-class _Index:
-    """Every paragraph of a library: its BM25 index, each row's (book, id, page), the books'
-    sources (for labels) and the paragraphs' texts."""
-
-    retriever: object
-    rows: np.ndarray  # (n, 3) int32: book, paragraph id, page (0: none)
-    books: list[dict]  # name, paragraphs, and sources as [name, first, last]
-    skipped: tuple[str, ...]
-    text_of: Callable[[int], str]
-
-    def hit(self, row: int, score: float, context: int = 0) -> Hit:
-        """The hit at `row`, with `context` paragraphs of its book on each side."""
-        book_no, pid, page = (int(x) for x in self.rows[row])
-        book = self.books[book_no]
-        source, number = self._place(book, pid)
-        around = [
-            (other, self.text_of(other))
-            for other in range(max(0, row - context), min(self.rows.shape[0], row + context + 1))
-            if other != row and self.rows[other, 0] == book_no and abs(int(self.rows[other, 1]) - pid) <= context
-        ]
-        before = tuple((self._label(book, int(self.rows[r, 1])), text) for r, text in around if r < row)
-        after = tuple((self._label(book, int(self.rows[r, 1])), text) for r, text in around if r > row)
-        return Hit(book["name"], pid, source, number, page or None, score, self.text_of(row), before, after)
-
-    @staticmethod
-    def _place(book: dict, pid: int) -> tuple[str | None, int]:
-        for name, first, last in book["sources"]:
-            if first <= pid <= last:
-                return name, pid - first + 1
-        return None, pid
-
-    def _label(self, book: dict, pid: int) -> str:
-        source, number = self._place(book, pid)
-        return str(pid) if source is None else f"{source}:{number}"
-
-    def save(self, tmp: Path) -> dict:
-        lexical.save_index(self.retriever, tmp / "bm25")
-        np.save(tmp / "rows.npy", self.rows)
-        texts = [self.text_of(row).encode("utf-8") for row in range(self.rows.shape[0])]
-        np.save(tmp / "offsets.npy", np.cumsum([0] + [len(t) for t in texts], dtype=np.int64))
-        (tmp / "texts.bin").write_bytes(b"".join(texts))
-        meta = {"books": self.books, "skipped": list(self.skipped)}
-        (tmp / "books.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-        return {"paragraphs": int(self.rows.shape[0])}
-
-    @staticmethod
-    def load(entry: Path) -> _Index:
-        meta = json.loads((entry / "books.json").read_text(encoding="utf-8"))
-        rows = np.load(entry / "rows.npy")
-        offsets = np.load(entry / "offsets.npy")
-        if rows.ndim != 2 or rows.shape[1] != 3 or offsets.shape[0] != rows.shape[0] + 1:
-            raise ValueError("a damaged library index")
-        texts = entry / "texts.bin"
-
-        def text_of(row: int) -> str:
-            with open(texts, "rb") as f:  # a few rows a search: read them, not the whole file
-                f.seek(int(offsets[row]))
-                return f.read(int(offsets[row + 1] - offsets[row])).decode("utf-8")
-
-        return _Index(lexical.load_index(entry / "bm25"), rows, meta["books"], tuple(meta["skipped"]), text_of)
-
-
-def _build(library: Library, books: list[Book], progress: Progress | None) -> _Index:
-    texts: list[str] = []
-    rows: list[tuple[int, int, int]] = []
-    kept: list[dict] = []
-    skipped: list[str] = []
-    for number, book in enumerate(books):
-        if progress:
-            progress("reading books", number, len(books))
-        try:
-            document = library.open(book)
-        except InputError as exc:
-            skipped.append(f"{book.name}: {exc}")
-            continue
-        at = len(kept)
-        sources = [[s.name, s.first, s.last] for s in document.sources]
-        kept.append({"name": book.name, "sources": sources, "paragraphs": len(document)})
-        for p in document.paragraphs:
-            if document.wrapping(p.id):  # a Project Gutenberg header or licence is no hit
+            store = self.store()
+            held = store.held()
+        except (CacheError, sqlite3.Error) as exc:
+            raise CacheError(f"the library's index cannot be read or written: {exc}") from None
+        listed = {b.name for b in books}
+        for name in set(held) - listed:
+            store.drop(name)
+        stale = [b for b in books if b.name not in held or held[b.name].stamp != _stamp_key(b)]
+        self.unread = []
+        for number, book in enumerate(stale):
+            if progress:
+                progress("reading books", number, len(stale))
+            try:
+                document = self.open(book)
+            except InputError as exc:
+                self.unread.append(f"{book.name}: {exc}")
+                store.drop(book.name)
                 continue
-            texts.append(p.text)
-            rows.append((at, p.id, p.page or 0))
-    if not texts:
-        why = f": {'; '.join(skipped[:3])}" if skipped else ""
-        raise InputError(f"no book of the library could be read{why}")
-    if progress:
-        progress("reading books", len(books), len(books))
-        progress("bm25", 0, len(texts))
-    retriever = lexical.build_index(texts)
-    if progress:
-        progress("bm25", len(texts), len(texts))
-    return _Index(retriever, np.asarray(rows, dtype=np.int32), kept, tuple(skipped), texts.__getitem__)
+            sources = tuple((s.name, s.first, s.last) for s in document.sources)
+            kept = (
+                (p.id, p.page, p.text) for p in document.paragraphs if not document.wrapping(p.id)
+            )  # a Project Gutenberg header or licence is no hit
+            try:
+                store.put(HeldBook(book.name, _stamp_key(book), sources, len(document), book.about), kept)
+            except sqlite3.Error as exc:
+                raise CacheError(f"the library's index cannot be written: {exc}") from None
+        if progress and stale:
+            progress("reading books", len(stale), len(stale))
+        if not store.held():
+            why = f": {'; '.join(self.unread[:3])}" if self.unread else ""
+            raise InputError(f"no book of the library could be read{why}")
+        return store, bool(stale)
+
+def _stamp_key(book: Book) -> str:
+    """A book's stamp as the index keeps it: where it is, and what changes when it does."""
+    return json.dumps([str(book.path), *book.stamp])
+
+
+def _place(sources, pid: int) -> tuple[str | None, int]:
+    """(source, number there) of paragraph `pid` in a book of `sources` ([name, first, last]);
+    (None, pid) in a single file."""
+    for name, first, last in sources:
+        if first <= pid <= last:
+            return name, pid - first + 1
+    return None, pid
+
+
+def _label(sources, pid: int) -> str:
+    source, number = _place(sources, pid)
+    return str(pid) if source is None else f"{source}:{number}"
+
+
+def _matches(pattern: str, name: str, about: dict) -> bool:
+    """Whether a book answers to the glob `pattern`: its name, or its title or author where a
+    catalogue gives them (case aside for those)."""
+    if fnmatch.fnmatchcase(name, pattern):
+        return True
+    folded = pattern.casefold()
+    return any(fnmatch.fnmatchcase(str(about.get(k) or "").casefold(), folded) for k in ("title", "author"))
 
 
 def _stamp(info: os.stat_result) -> tuple[int, ...]:

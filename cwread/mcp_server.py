@@ -340,11 +340,12 @@ def build_server(settings: ServerSettings) -> MCPServer:
                         "indexed": b.name in indexed,
                         # known once the search index holds the book
                         **indexed.get(b.name, {"sources": None, "paragraphs": None}),
+                        **json_output.about_json(b.about),
                     }
                     for b in listed
                 ]
             }
-            text = "\n".join(f"{b.name} ({b.kind}, {b.size:,} bytes)" for b in listed)
+            text = "\n".join(f"{b.name} ({b.kind}, {b.size:,} bytes){json_output.about_line(b.about)}" for b in listed)
             return result(data, text or "no books under the roots")
 
         return await off_thread(work)
@@ -361,6 +362,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             data = {
                 "book": entry.name,
                 "kind": entry.kind,
+                **json_output.about_json(entry.about),
                 "paragraphs": len(document),
                 "contents": [
                     {
@@ -373,7 +375,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 ],
             }
             text = "\n".join(f"{c['paragraphs']}: {c['heading']}" for c in data["contents"])
-            return result(data, text)
+            return result(data, (json_output.about_line(entry.about).strip() + "\n" if entry.about else "") + text)
 
         return await off_thread(work)
 
@@ -398,7 +400,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             data["hits"] = [{**hit, "is": BOOKS_WORDS} for hit in data["hits"]]
             if limit > SEARCH_MOST:
                 data["capped"] = f"limit {limit} capped at {SEARCH_MOST} paragraphs"
-            text = "\n".join(f"{h.book} [{h.label}] {h.text[:200]}" for h in found.hits)
+            text = "\n".join(f"{h.book} [{h.label}]{json_output.about_line(h.about)} {h.text[:200]}" for h in found.hits)
             return result(data, (text or "no paragraph matches") + (f"\n({data['capped']})" if limit > SEARCH_MOST else ""))
 
         return await off_thread(work)

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from cwread.book import Document, Paragraph
 from cwread.errors import CwreadError, OutputError
-from cwread.json_output import TRACE_VERSION, book_path
+from cwread.json_output import TRACE_VERSION, about_line, book_path
 from cwread.library import Found
 from cwread.plan import AnswerMode
 from cwread.progress import Progress
@@ -266,7 +266,10 @@ def search_view(found: Found, root: str = ".") -> None:
         out.print()
         head = Text()
         head.append(f"{shlex.quote(printable(book_path(root, hit.book)))} {hit.label}", style="bold cyan")
-        head.append((f"  p. {hit.page}" if hit.page is not None else "") + f"  score {hit.score:.2f}", style="dim")
+        head.append(
+            (f"  p. {hit.page}" if hit.page is not None else "") + f"  score {hit.score:.2f}" + printable(about_line(hit.about)),
+            style="dim",
+        )
         out.print(head)
         for label, text in hit.before:
             out.print(_search_text(label, text, SEARCH_TEXT_CHARS // 2, matched, "dim"))

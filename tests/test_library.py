@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -130,3 +131,109 @@ def test_contents_give_each_source_its_range_heading_and_pages(library, cache_di
     ]
     _, document, [whole] = lib.contents("giant.pdf")
     assert whole.span == f"1-{len(document)}" and whole.pages == (1, 4)
+
+
+def test_a_book_added_changed_or_removed_is_the_only_one_read(library, cache_dir, monkeypatch):
+    lib = Library((library,))
+    lib.search("wall")
+    read: list[str] = []
+    opened = Library.open
+    monkeypatch.setattr(Library, "open", lambda self, book: read.append(book.name) or opened(self, book))
+    (library / "added.txt").write_text("The lantern swung over the harbour wall.\n", encoding="utf-8")
+    (library / "giant.txt").write_text("A new giant, a new wall, nothing more.\n", encoding="utf-8")
+    (library / "giant.pdf").unlink()
+    found = Library((library,)).search("harbour lantern wall", limit=0)
+    assert sorted(read) == ["added.txt", "giant.txt"] and found.built
+    assert {h.book for h in found.hits} == {"added.txt", "giant.txt", "letters"}
+    assert found.hits[0].book == "added.txt" and found.books == 3
+    read.clear()
+    again = Library((library,)).search("harbour lantern wall", limit=0)
+    assert read == [] and not again.built and [h.text for h in again.hits] == [h.text for h in found.hits]
+
+
+def test_an_interrupted_build_keeps_the_books_it_finished(library, cache_dir, monkeypatch):
+    """Ctrl-C while the second book is read: the next search reads only the books not yet in."""
+    read: list[str] = []
+    opened = Library.open
+
+    def interrupted(self, book):
+        if len(read) == 1:
+            raise KeyboardInterrupt
+        read.append(book.name)
+        return opened(self, book)
+
+    monkeypatch.setattr(Library, "open", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Library((library,)).search("wall")
+    first = list(read)
+    monkeypatch.setattr(Library, "open", lambda self, book: read.append(book.name) or opened(self, book))
+    found = Library((library,)).search("wall", limit=0)
+    assert len(first) == 1 and first[0] not in read[1:] and len(read) == 1 + 2
+    assert found.books == 3 and found.hits
+
+
+def test_two_searches_building_at_once_both_answer(library, cache_dir):
+    """Two processes, one empty index: each waits for the other's book, neither fails."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CWREAD_CACHE_DIR": str(cache_dir)}
+    command = [sys.executable, "-m", "cwread", "search", str(library), "giant wall", "--json"]
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    hits = [[(h["book"], h["id"]) for h in json.loads(out)["hits"]] for out, _ in outs]
+    assert hits[0] == hits[1] and hits[0]
+
+
+def test_a_damaged_index_is_rebuilt(library, cache_dir):
+    lib = Library((library,))
+    lib.search("wall")
+    path = lib.store().path
+    lib.store().close()
+    path.write_bytes(b"not a database at all" * 100)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    found = Library((library,)).search("wall")
+    assert found.built and found.hits
+
+
+CALIBRE = DATA / "calibre"  # made by Calibre 6.13's calibredb add and add_format (tests/data/README.md)
+
+
+@pytest.fixture
+def calibre_library(tmp_path):
+    root = tmp_path / "Calibre Library"
+    shutil.copytree(CALIBRE, root)
+    return root
+
+
+def test_a_calibre_library_is_one_book_a_folder_with_its_opf(capsys, calibre_library, cache_dir):
+    lib = Library((calibre_library,))
+    books = {b.name: b for b in lib.books()}
+    assert set(books) == {"Mary Keeper/Letters from the Lighthouse (2)", "Oscar Wilde/The Selfish Giant (1)", "Unknown Hand/A Note (3)"}
+    giant = books["Oscar Wilde/The Selfish Giant (1)"]
+    assert giant.kind == "epub" and giant.path.suffix == ".epub"  # EPUB over the text beside it
+    assert giant.about == {"title": "The Selfish Giant", "author": "Oscar Wilde", "series": None, "note": None}
+    assert books["Mary Keeper/Letters from the Lighthouse (2)"].about["series"] == "Coast Letters #2"
+    code, out, _ = run(capsys, "search", str(calibre_library), "lighthouse keeper", "--json")
+    hit = json.loads(out)["hits"][0]
+    assert code == 0 and hit["title"] == "Letters from the Lighthouse" and hit["author"] == "Mary Keeper"
+    code, out, _ = run(capsys, "search", str(calibre_library), "garden wall", "--books", "oscar wilde", "--limit", "1")
+    assert code == 0 and "(The Selfish Giant, Oscar Wilde)" in out
+    path, label = out.strip().split("\n\n")[1].splitlines()[0].split("  ")[0].rsplit(" ", 1)
+    code, shown, _ = run(capsys, "show", path.strip("'"), label)  # the head pastes into show
+    assert code == 0 and "high wall" in shown
+
+
+def test_a_calibre_book_whose_opf_is_missing_or_damaged_is_named_by_its_folders(calibre_library, cache_dir):
+    (calibre_library / "Unknown Hand" / "A Note (3)" / "metadata.opf").write_text("<package><metadata>", encoding="utf-8")
+    (calibre_library / "Mary Keeper" / "Letters from the Lighthouse (2)" / "metadata.opf").unlink()
+    books = {b.name: b.about for b in Library((calibre_library,)).books()}
+    note = books["Unknown Hand/A Note (3)"]
+    assert note["title"] == "A Note" and note["author"] == "Unknown Hand" and "cannot be read" in note["note"]
+    letters = books["Mary Keeper/Letters from the Lighthouse (2)"]
+    assert letters["title"] == "Letters from the Lighthouse" and "has no metadata.opf" in letters["note"]
+    found = Library((calibre_library,)).search("lamp oil lighthouse")
+    assert found.hits[0].about["note"] == letters["note"]

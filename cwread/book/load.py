@@ -22,12 +22,19 @@ def load_document(
     path: str, encoding: str | None = None, max_bytes: int | None = None, within: tuple[Path, ...] = ()
 ) -> Document:
     """Read `path` (a file, a folder, or "-" for stdin) into a Document; InputError on
-    anything unusable. `within`: folders a file must be opened inside (see `read_bytes`; a
+    anything unusable. A Calibre book folder (one with a metadata.opf) is read from its best
+    format (cwread.calibre). `within`: folders a file must be opened inside (see `read_bytes`; a
     folder's files are always held to the folder)."""
     if max_bytes is None:
         max_bytes = max_bytes_from_env()
     if path != "-" and Path(path).is_dir():
-        return _load_folder(Path(path), encoding, max_bytes)
+        from cwread import calibre
+
+        chosen = calibre.best_format(Path(path)) if (Path(path) / calibre.OPF).is_file() else None
+        if chosen is None:
+            return _load_folder(Path(path), encoding, max_bytes)
+        path = str(chosen)  # a Calibre book folder is its book in its best format, not its files together
+        within = within or (chosen.parent.resolve(),)
     data = read_bytes(path, max_bytes, within)
     name = "standard input" if path == "-" else path
     return document_from_bytes(data, name, encoding, max_bytes)

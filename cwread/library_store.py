@@ -1,0 +1,236 @@
+"""Where a library's paragraphs are kept for search: the storage behind `cwread.library`.
+
+The interface is `ParagraphStore`: the books it holds (each by name, with the stamp it was
+read at and what `list_books` shows of it), one book put or dropped at a time, and a BM25
+search over every paragraph. `SqliteStore` keeps it in one SQLite file with FTS5 (BM25
+ranking, the Porter stemmer over Unicode words), in WAL mode: each book is written in a
+transaction of its own, so a change touches that book alone, a build that is interrupted
+keeps every book it finished, and searches and builds in other processes go on beside it.
+A server shared by a team would be another class behind the same interface (see
+docs/books.md, "A library shared by a team").
+
+A paragraph's rowid is its book's id times ROWS_PER_BOOK plus its id in the book: a book's
+rows are one rowid range (dropped as one), and a hit's neighbours are the rowids around it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from cwread.errors import CacheError
+from cwread.lexical import STOPWORDS
+
+STORE_VERSION = 1  # of the schema and the tokenizer: another opens a new file
+ROWS_PER_BOOK = 2**24  # paragraph ids a book may hold (a 16M-paragraph book is far past any)
+BUSY_SECONDS = 60.0  # how long a writer waits for another process's transaction
+_WORD = re.compile(r"\w\w+")
+
+
+@dataclass(frozen=True)
+class HeldBook:
+    """A book as the store holds it: the stamp it was read at, its sources as
+    [name, first, last] (none for a single file), its paragraphs, and what describes it."""
+
+    name: str
+    stamp: str
+    sources: tuple[tuple[str, int, int], ...]
+    paragraphs: int
+    about: dict  # title, author, series, note: what a catalogue (Calibre's OPF) says
+
+
+@dataclass(frozen=True)
+class StoredHit:
+    book: str
+    id: int
+    page: int | None
+    score: float
+    text: str
+
+
+class ParagraphStore(Protocol):
+    """What a library needs of its paragraphs' storage."""
+
+    def held(self) -> dict[str, HeldBook]:
+        """Every book held, by name."""
+        ...
+
+    def put(self, book: HeldBook, paragraphs: Iterable[tuple[int, int | None, str]]) -> None:
+        """Hold `book` with its (id, page, text) paragraphs, in place of what was held of it."""
+        ...
+
+    def drop(self, name: str) -> None:
+        """Hold the book `name` no more."""
+        ...
+
+    def search(self, query: str, limit: int, books: Sequence[str] | None = None) -> list[StoredHit]:
+        """The `limit` paragraphs (0: all) that best match `query` by BM25, best first; only of
+        `books` where given."""
+        ...
+
+    def around(self, book: str, pid: int, context: int) -> list[tuple[int, str]]:
+        """The held paragraphs of `book` within `context` of `pid`, (id, text), in order, `pid`'s
+        own left out."""
+        ...
+
+
+def match_expression(query: str) -> str | None:
+    """An FTS5 query for `query`'s words, any of them (BM25 weighs them): stop words left out,
+    each word quoted (nothing in it is FTS5 syntax); None where no word is left."""
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(query) if w.lower() not in STOPWORDS)
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words) or None
+
+
+class SqliteStore:
+    """ParagraphStore in an SQLite file with FTS5 (see the module's docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = self._connect()
+        except (OSError, sqlite3.Error) as exc:
+            raise CacheError(f"cannot open the library's index {path}: {exc}") from None
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS books (id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, "
+                "stamp TEXT NOT NULL, sources TEXT NOT NULL, paragraphs INTEGER NOT NULL, about TEXT NOT NULL)"
+            )
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS paragraphs USING fts5("
+                "text, page UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')"
+            )
+            db.execute("SELECT count(*) FROM books").fetchone()  # a file that is no database fails here
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
+
+    def close(self) -> None:
+        with suppress(sqlite3.Error):
+            self._db.close()
+
+    def held(self) -> dict[str, HeldBook]:
+        rows = self._db.execute("SELECT name, stamp, sources, paragraphs, about FROM books").fetchall()
+        return {
+            name: HeldBook(name, stamp, tuple(tuple(s) for s in json.loads(sources)), paragraphs, json.loads(about))
+            for name, stamp, sources, paragraphs, about in rows
+        }
+
+    def put(self, book: HeldBook, paragraphs: Iterable[tuple[int, int | None, str]]) -> None:
+        rows = list(paragraphs)  # read before the write lock is taken: one book's, no more
+        with _transaction(self._db):
+            found = self._db.execute("SELECT id, stamp FROM books WHERE name = ?", (book.name,)).fetchone()
+            if found is not None and found[1] == book.stamp:
+                return  # another process put this very book while it was being read
+            if found is not None:
+                self._drop_rows(found[0])
+            fields = (book.stamp, json.dumps(book.sources), book.paragraphs, json.dumps(book.about, ensure_ascii=False))
+            if found is None:
+                cursor = self._db.execute(
+                    "INSERT INTO books (name, stamp, sources, paragraphs, about) VALUES (?, ?, ?, ?, ?)", (book.name, *fields)
+                )
+                book_id = cursor.lastrowid
+            else:
+                book_id = found[0]
+                self._db.execute(
+                    "UPDATE books SET stamp = ?, sources = ?, paragraphs = ?, about = ? WHERE id = ?", (*fields, book_id)
+                )
+            base = book_id * ROWS_PER_BOOK
+            self._db.executemany(
+                "INSERT INTO paragraphs (rowid, text, page) VALUES (?, ?, ?)",
+                ((base + pid, text, page) for pid, page, text in rows if 0 < pid < ROWS_PER_BOOK),
+            )
+
+    def drop(self, name: str) -> None:
+        with _transaction(self._db):
+            found = self._db.execute("SELECT id FROM books WHERE name = ?", (name,)).fetchone()
+            if found is not None:
+                self._drop_rows(found[0])
+                self._db.execute("DELETE FROM books WHERE id = ?", (found[0],))
+
+    def _drop_rows(self, book_id: int) -> None:
+        base = book_id * ROWS_PER_BOOK
+        self._db.execute("DELETE FROM paragraphs WHERE rowid BETWEEN ? AND ?", (base, base + ROWS_PER_BOOK - 1))
+
+    def search(self, query: str, limit: int, books: Sequence[str] | None = None) -> list[StoredHit]:
+        expression = match_expression(query)
+        if expression is None:
+            return []
+        names = dict(self._db.execute("SELECT id, name FROM books").fetchall())
+        sql = "SELECT rowid, page, text, bm25(paragraphs) AS rank FROM paragraphs WHERE paragraphs MATCH ?"
+        arguments: list = [expression]
+        if books is not None:
+            wanted = [i for i, name in names.items() if name in set(books)]
+            if not wanted:
+                return []
+            sql += f" AND (rowid / {ROWS_PER_BOOK}) IN ({','.join('?' * len(wanted))})"
+            arguments += wanted
+        sql += " ORDER BY rank" + (" LIMIT ?" if limit else "")
+        if limit:
+            arguments.append(limit)
+        hits = []
+        for rowid, page, text, rank in self._db.execute(sql, arguments):
+            book_id, pid = divmod(rowid, ROWS_PER_BOOK)
+            if book_id in names:
+                hits.append(StoredHit(names[book_id], pid, page, -float(rank), text))
+        return hits
+
+    def around(self, book: str, pid: int, context: int) -> list[tuple[int, str]]:
+        found = self._db.execute("SELECT id FROM books WHERE name = ?", (book,)).fetchone()
+        if found is None or context <= 0:
+            return []
+        base = found[0] * ROWS_PER_BOOK
+        rows = self._db.execute(
+            "SELECT rowid, text FROM paragraphs WHERE rowid BETWEEN ? AND ? ORDER BY rowid",
+            (base + max(1, pid - context), base + pid + context),
+        )
+        return [(rowid - base, text) for rowid, text in rows if rowid - base != pid]
+
+    def count(self) -> int:
+        """Paragraphs held, of every book."""
+        return int(self._db.execute("SELECT coalesce(sum(paragraphs), 0) FROM books").fetchone()[0])
+
+
+class _transaction:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception, Ctrl-C included: the write lock
+    is taken first, so two writers queue rather than fail at commit."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is None:
+            self.db.execute("COMMIT")
+        else:
+            with suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
+
+
+def open_store(path: Path) -> SqliteStore:
+    """The store at `path`; a file that is not a readable store is moved aside and made anew
+    (an index is rebuilt, never trusted when damaged)."""
+    try:
+        return SqliteStore(path)
+    except CacheError:
+        for suffix in ("", "-wal", "-shm"):
+            with suppress(OSError):
+                Path(f"{path}{suffix}").unlink()
+        return SqliteStore(path)
+
+
+__all__ = ["HeldBook", "ParagraphStore", "SqliteStore", "StoredHit", "match_expression", "open_store"]
