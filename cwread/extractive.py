@@ -159,11 +159,28 @@ def best_answer(
     return quote.text[start:end], quote
 
 
-def candidate_paragraphs(
-    question: str, evidence: Evidence, rank: Rank | None, min_shared: int, most: int
-) -> list[int]:
-    """The paragraphs of the sentences best_answer would read, best first, `most` at most."""
-    return list(dict.fromkeys(quote.id for quote, _ in _answer_sentences(question, evidence, rank, min_shared)))[:most]
+def candidate_paragraphs(question: str, evidence: Evidence, rank: Rank | None, most: int) -> list[int]:
+    """The paragraphs an extractive answer could come from, best first, `most` at most: those
+    holding a sentence that could answer (could_answer), ranked as wholes by `rank` (by the
+    question's words they hold, without one). Ranked as wholes, not by their best sentence: a
+    novel's answer paragraph seldom repeats the question in one sentence (the dev novels'
+    gold was among the first 5 paragraphs for 41 of 56 questions, among the first 5
+    sentences' paragraphs for 37; benchmarks/README.md, "Paragraph judge")."""
+    answerable = [
+        (pid, text)
+        for pid, text, *_ in evidence
+        if any(could_answer(question, text[start:end]) for start, end in sentence_spans(text))
+    ]
+    if not answerable:
+        return []
+    texts = [text for _, text in answerable]
+    if rank is not None:
+        scores = rank(question, texts)
+    else:
+        asked = content_words(question)
+        scores = [len(asked & content_words(text)) for text in texts]
+    order = sorted(range(len(answerable)), key=lambda i: (-scores[i], i))
+    return [answerable[i][0] for i in order[:most]]
 
 
 def _answer_sentences(question: str, evidence: Evidence, rank: Rank | None, min_shared: int) -> list[tuple[Quote, float]]:

