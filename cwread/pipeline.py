@@ -243,9 +243,12 @@ def run(
     seconds["support_check"] = round(time.perf_counter() - t1, 3)
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != PacketSource.GIVEN else None
     judge = ParagraphJudge(selection.finder, plan.answer_threshold) if plan.answer_threshold is not None else None
+    # a follow-up ("and why did he do it?") is answered, and its answer judged, with the words of
+    # the question it leans on, as it was retrieved
+    asked = question if follows is None else replace(question, text=f"{follows.question} {question.text}")
     t2 = time.perf_counter()
     outcome = decide(
-        question,
+        asked,
         final,
         packet,
         plan.answer_mode,

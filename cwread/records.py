@@ -277,6 +277,8 @@ class Answer:
         judged = self.judgement
         if judged is None or judged.best is None:
             return NO_SENTENCE
+        if judged.chosen is not None:  # the paragraph was judged to hold it, yet no sentence of it fits
+            return f"no sentence of the paragraph the Finder chose ([{judged.chosen}], {judged.best[1]:+.2f}) fits the question"
         return (
             f"the Finder found none of the {len(judged.scores)} best-fitting paragraphs to hold it "
             f"(best {judged.best[1]:+.2f}, under {judged.threshold:+.2f})"

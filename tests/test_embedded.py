@@ -340,3 +340,18 @@ def test_ctrl_c_during_an_embedded_generation_exits_130_at_once(tmp_path):
     _out, err = proc.communicate(timeout=60)
     assert time.monotonic() - sent < 2, "took too long to stop after Ctrl-C"
     assert proc.returncode == 130 and b"Traceback" not in err
+
+
+def test_a_follow_up_is_answered_with_the_words_it_leans_on(cache_dir):
+    """"and why did he do it?" names nothing: its answer is found, and judged, with the words of
+    the question before it, as it was retrieved (it used to be 'not determined', no evidence)."""
+    env = dict(os.environ, CWREAD_CACHE_DIR=str(cache_dir), OLLAMA_HOST="http://127.0.0.1:9")
+    env.pop("CWREAD_BACKEND", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cwread", "chat", str(EXAMPLES / "the_selfish_giant.txt"), "--json"],
+        input="Who built a wall round the garden?\nand why did he do it?\n",
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=300, check=False,
+    )
+    first, follow_up = (json.loads(line) for line in proc.stdout.splitlines())
+    assert follow_up["question"] == "and why did he do it?" and follow_up["follows"]
+    assert follow_up["exit"] == 0 and 7 in follow_up["citations"], proc.stderr
