@@ -21,41 +21,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.test_openai_backend import huge_reply_handler  # noqa: E402
 from tests.test_pdf import bomb_pdf  # noqa: E402
 
 
 def huge_reply_server(mebibytes: int) -> str:
-    """A loopback OpenAI-compatible server whose every chat reply is `mebibytes` long (chunked)."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self):
-            body = json.dumps({"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "x"}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            block = b"a" * 2**20
-            try:
-                for part in [b'{"choices":[{"message":{"content":"', *([block] * mebibytes), b'"}}]}']:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
-                self.wfile.write(b"0\r\n\r\n")
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    """A loopback OpenAI-compatible server whose every chat reply is `mebibytes` long (chunked),
+    the tests' own."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), huge_reply_handler(mebibytes, chunked=True))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/v1"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.library_scale import generate  # noqa: E402
 from benchmarks.pdf_books import libreoffice  # noqa: E402
 from cwread.book import load_document  # noqa: E402
 
@@ -71,24 +71,9 @@ def pdf_rows(novels: list[Path]) -> None:
 
 
 def library_rows(books: int, megabytes: int) -> None:
-    sources = [p.read_text(encoding="utf-8-sig") for p in sorted(NOVELS.glob("*.txt"))]
-    sources += [p.read_text(encoding="utf-8-sig") for p in sorted((REPO.parent / "shared/data/fairytale/docs").glob("*.txt"))]
-    blocks = [b for text in sources for b in text.split("\n\n") if b.strip()]
-    per_book = megabytes * 1024 * 1024 // books
-    rng = random.Random(7)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "library"
-        root.mkdir()
-        total = 0
-        for number in range(books):
-            chosen, size = [f"Book {number} of the benchmark library."], 0
-            while size < per_book:
-                block = rng.choice(blocks)
-                chosen.append(block)
-                size += len(block) + 2
-            text = "\n\n".join(chosen) + "\n"
-            (root / f"book{number:03d}.txt").write_text(text, encoding="utf-8")
-            total += len(text.encode("utf-8"))
+        total = generate(root, books, megabytes)
         cache = Path(tmp) / "cache"
         query = "the doctor examined the footprints near the gate"
         first = timed("search", str(root), query, cache=cache)

@@ -352,6 +352,6 @@ def test_a_follow_up_is_answered_with_the_words_it_leans_on(cache_dir):
         input="Who built a wall round the garden?\nand why did he do it?\n",
         capture_output=True, text=True, env=env, cwd=REPO, timeout=300, check=False,
     )
-    first, follow_up = (json.loads(line) for line in proc.stdout.splitlines())
+    _first, follow_up = (json.loads(line) for line in proc.stdout.splitlines())
     assert follow_up["question"] == "and why did he do it?" and follow_up["follows"]
     assert follow_up["exit"] == 0 and 7 in follow_up["citations"], proc.stderr

@@ -439,7 +439,7 @@ def test_an_html_page_for_a_chat_reply_is_a_server_fault(capsys, story, cache_di
     assert code == 3 and "did not answer as an OpenAI-compatible server" in err and "internal error" not in err
 
 
-def _huge_reply_handler(megabytes: int, chunked: bool):
+def huge_reply_handler(megabytes: int, chunked: bool):
     """A server that lists a model and answers every POST with a reply of `megabytes`."""
     import http.server
 
@@ -484,7 +484,7 @@ def _huge_reply_handler(megabytes: int, chunked: bool):
 @pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "content-length"])
 def test_a_huge_reply_is_refused_once_past_its_bound(capsys, story, cache_dir, chunked):
     """64 MB for one call, sent as fast as the loopback goes: refused past 8 MiB, exit 3."""
-    with loopback_server(_huge_reply_handler(64, chunked)) as address:
+    with loopback_server(huge_reply_handler(64, chunked)) as address:
         code, _out, err = run(
             capsys, "ask", str(story), "What did the fishermen give her?", "--base-url", f"{address}/v1", "--no-cache"
         )
@@ -492,7 +492,7 @@ def test_a_huge_reply_is_refused_once_past_its_bound(capsys, story, cache_dir, c
 
 
 def test_a_huge_reply_from_ollama_is_refused_too(capsys, story, cache_dir, monkeypatch):
-    with loopback_server(_huge_reply_handler(64, chunked=True)) as address:
+    with loopback_server(huge_reply_handler(64, chunked=True)) as address:
         monkeypatch.setenv("OLLAMA_HOST", address)
         code, _out, err = run(capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "ollama", "--finder-model", "m", "--interpreter-model", "m", "--no-cache")
     assert code == 3 and "sent a reply of more than 8 MiB to one call; refused" in err and "internal error" not in err
