@@ -29,13 +29,11 @@ from pathlib import Path
 
 from cwread import calibre
 from cwread.book import Document, load_document
-from cwread.book.model import BOOK_SUFFIXES
+from cwread.book.formats import book_suffixes, format_names, kind_of
 from cwread.cache import cache_root
 from cwread.errors import CacheError, InputError
 from cwread.library_store import STORE_VERSION, HeldBook, SqliteStore, open_store
 from cwread.progress import Progress
-
-KINDS = {"epub": "epub", "pdf": "pdf", "html": "html", "htm": "html", "xhtml": "html"}  # else text
 
 
 @dataclass(frozen=True)
@@ -172,7 +170,7 @@ class Library:
             book = self._describe(real)
             return book if book.size else None
         suffix = real.name.rpartition(".")[2].lower()
-        if not real.is_file() or "." not in real.name or suffix not in BOOK_SUFFIXES:
+        if not real.is_file() or "." not in real.name or suffix not in book_suffixes():
             return None
         return self._describe(real)
 
@@ -213,19 +211,19 @@ class Library:
         if real.is_dir() and calibre.is_book_folder(real) and calibre.is_library(real.parent.parent):
             chosen = calibre.best_format(real)
             if chosen is None or not any(chosen.resolve().is_relative_to(root) for root in self.roots):
-                raise InputError(f"{self.name_of(real)}: no format cwread reads (EPUB, PDF, HTML or text)")
+                raise InputError(f"{self.name_of(real)}: no format cwread reads ({format_names()})")
             suffix = chosen.suffix.lower().lstrip(".")
             info = chosen.stat()
             opf = real / calibre.OPF
             opf_stamp = _stamp(opf.stat()) if opf.is_file() else ()
             about = calibre.metadata(real)
-            return Book(self.name_of(real), chosen, KINDS.get(suffix, "text"), info.st_size, (*_stamp(info), *opf_stamp), about)
+            return Book(self.name_of(real), chosen, kind_of(suffix), info.st_size, (*_stamp(info), *opf_stamp), about)
         if real.is_dir():
             size, stamp = _folder_stamp(real)
             return Book(self.name_of(real), real, "folder", size, stamp)
         suffix = real.name.rpartition(".")[2].lower() if "." in real.name else ""
         info = real.stat()
-        return Book(self.name_of(real), real, KINDS.get(suffix, "text"), info.st_size, _stamp(info))
+        return Book(self.name_of(real), real, kind_of(suffix), info.st_size, _stamp(info))
 
     def open(self, book: Book) -> Document:
         """The book read, held to the roots."""

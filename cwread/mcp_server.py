@@ -44,6 +44,7 @@ from pydantic import Field
 from cwread import __version__, api, json_output
 from cwread.backends import cancellable
 from cwread.book import load_document
+from cwread.book.formats import format_names
 from cwread.errors import CwreadError, InputError
 from cwread.library import Library, stamp_of
 from cwread.plan import ASKED_READ_TOKENS
@@ -164,7 +165,7 @@ def _failure(trace: Trace) -> str | None:
 BookArg = Annotated[
     str,
     Field(
-        description="A book under one of the server's roots: a text, HTML, EPUB or PDF file, or a folder "
+        description=f"A book under one of the server's roots: a {format_names()} file, or a folder "
         "of them, as list_books names it: its path relative to the first root, or an absolute path "
         "inside any root."
     ),
@@ -321,7 +322,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
     library = books.library
 
     @server.tool(
-        description="The books under the server's roots: each file (text, HTML, EPUB, PDF) and each "
+        description=f"The books under the server's roots: each file ({format_names()}) and each "
         "folder directly in a root, with its name (what the other tools take as book), kind, size, "
         "whether the search index holds it as it is now (search builds it) and, if so, its number "
         "of sources (files or chapters; 0 for a single file) and paragraphs.",

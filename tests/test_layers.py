@@ -43,6 +43,14 @@ LAYERS = [
     ["cwread.errors", "cwread.terminal", "cwread.progress", "cwread", "cwread.data"],
 ]
 RANK = {module: i for i, layer in enumerate(LAYERS) for module in layer}
+# the registries' packages: a new format or backend is one module, its layer its package's
+REGISTRIES = ("cwread.book.formats", "cwread.backends")
+for path in (REPO / "cwread").rglob("*.py"):
+    parts = path.relative_to(REPO).with_suffix("").parts
+    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    package = name.rpartition(".")[0]
+    if name not in RANK and package in REGISTRIES:
+        RANK[name] = RANK[package]
 
 
 def module_name(path: Path) -> str:

@@ -71,11 +71,13 @@ _UNSAFE_NAME = re.compile(r"[^\w.\-/]+")
 
 def source_name(relative: str) -> str:
     """The citation name of a file at `relative` (a "/"-separated path): the path without
-    its suffixes of markup or text, characters that cannot stand in `[name:N]` as "_"."""
+    its suffixes of a format cwread reads, characters that cannot stand in `[name:N]` as "_"."""
+    from cwread.book.formats import book_suffixes  # the registry's formats read this module first
+
     stem = relative
     while True:
         base, dot, suffix = stem.rpartition(".")
-        if dot and base and "/" not in suffix and suffix.lower() in BOOK_SUFFIXES:
+        if dot and base and "/" not in suffix and suffix.lower() in book_suffixes():
             stem = base
         else:
             break
@@ -84,10 +86,6 @@ def source_name(relative: str) -> str:
 
 def safe_name(text: str) -> str:
     return _UNSAFE_NAME.sub("_", text).strip("_/")[-MAX_NAME:].lstrip("_/") or "_"
-
-
-# suffixes a source's citation name leaves off
-BOOK_SUFFIXES = {"txt", "text", "md", "markdown", "rst", "html", "htm", "xhtml", "xml", "epub", "pdf"}
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,13 @@ from typing import Annotated
 import typer
 
 from cwread import __version__
+from cwread.book.formats import format_names
 from cwread.cli.options import Output
 
 app = typer.Typer(
     name="cwread",
     help=(
-        "Read long narratives (text, HTML, EPUB, PDF) with numbered paragraphs: show them, find the "
+        f"Read long narratives ({format_names()}) with numbered paragraphs: show them, find the "
         "passages a question needs, and (with a model) answer with [N] citations.\n\n"
         "Exit codes: 0 ok, 1 claim FALSE, 2 usage/input error, 3 model/backend/cache failure, "
         "4 no answer (not determined from the text, or unparseable), 70 internal error, "

@@ -17,6 +17,7 @@ import typer
 
 from cwread.backends import DEFAULT_NUM_CTX
 from cwread.backends.select import PROVIDERS
+from cwread.book.formats import format_names
 from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import InputError
 from cwread.eval.methods import METHODS as EVAL_METHODS
@@ -42,7 +43,7 @@ def _listed(names) -> str:
 Book = Annotated[
     str,
     typer.Argument(
-        help="The book: a text, HTML, EPUB or PDF file, or a folder of them read as one book (each "
+        help=f"The book: a {format_names()} file, or a folder of them read as one book (each "
         "paragraph then cited as FILE:N); - reads standard input.",
         show_default=False,
     ),

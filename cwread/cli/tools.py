@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cwread.book.formats import format_names
 from cwread.cli.app import app, open_document
 from cwread.cli.options import (
     Book,
@@ -141,7 +142,8 @@ def search(
     library: Annotated[
         str,
         typer.Argument(
-            help="A folder of books: each file (text, HTML, EPUB, PDF) and each folder in it is a book.",
+            help=f"A folder of books: each file ({format_names()}) and each folder in it is a book "
+            "(or a Calibre library: each book's folder).",
             show_default=False,
         ),
     ],

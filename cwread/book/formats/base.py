@@ -66,10 +66,14 @@ class Reader:
     the size from which its reading is kept on disk, by the bytes (a smaller text reads
     about as fast as its cache entry; None: never, as for an EPUB, nothing of which reaches
     the disk), `version` a number raised whenever the same bytes would read otherwise (it
-    keys the cache of readings)."""
+    keys the cache of readings), `suffixes` and `label` what finds and names it."""
 
     name: str
     sniff: Callable[[bytes, str], bool]
     read: Callable[[bytes, str, str | None, int], Reading]
     cached_from: int | None = 64 * 1024
     version: int = 1
+    # the file suffixes of the format (a folder's files and a library's books are found by
+    # them; a source's citation name leaves them off), and its name in help texts
+    suffixes: tuple[str, ...] = ()
+    label: str = ""

@@ -154,4 +154,4 @@ def _local(tag) -> str:
 
 
 # nothing of an EPUB reaches the disk
-READER = Reader("epub", is_epub, _read, cached_from=None)
+READER = Reader("epub", is_epub, _read, cached_from=None, suffixes=("epub",), label="EPUB")

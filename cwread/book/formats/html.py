@@ -157,4 +157,4 @@ def html_text(markup: str) -> str:
     return "\n\n".join(parser.blocks)
 
 
-READER = Reader("html", _sniff, _read)
+READER = Reader("html", _sniff, _read, suffixes=("html", "htm", "xhtml", "xml"), label="HTML")

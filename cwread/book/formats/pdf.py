@@ -478,4 +478,4 @@ def _column(line: Line, margins: list[tuple[float, float]]) -> tuple[float, floa
     return found
 
 
-READER = Reader("pdf", _sniff, _read, cached_from=0)  # reading a page costs more than its cache
+READER = Reader("pdf", _sniff, _read, cached_from=0, suffixes=("pdf",), label="PDF")  # reading a page costs more than its cache
