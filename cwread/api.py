@@ -66,13 +66,21 @@ __all__ = [
 ]
 
 
-def open(book: str | Document, *, encoding: str | None = None, **session) -> Session:
+def open(
+    book: str | Document,
+    *,
+    encoding: str | None = None,
+    embedder: str = DEFAULT_EMBEDDER,
+    settings: BackendSettings | None = None,
+    selection: Selection | None = None,
+    use_cache: bool = True,
+) -> Session:
     """A reading session on `book` (a path, "-" for stdin, or a Document already read): ask it
-    as many questions as you like; nothing is read, indexed, loaded or selected twice.
-    `session`: Session's own keywords (the embedder, the backends' `settings` or a
-    `selection`, `use_cache`)."""
+    as many questions as you like; nothing is read, indexed, loaded or selected twice. The
+    `embedder` ranks by meaning; the backends are selected from `settings` (or given, a
+    `selection`); `use_cache`: model calls answered from the call cache where held."""
     document = book if isinstance(book, Document) else load_document(book, encoding=encoding)
-    return Session(document, **session)
+    return Session(document, embedder=embedder, settings=settings, selection=selection, use_cache=use_cache)
 
 
 def open_document(path: str, encoding: str | None = None) -> Document:
@@ -109,11 +117,17 @@ def index_document(
 
 
 def find(
-    document: Document, question: Question, budget: Budget | None = None, *, embedder: str = DEFAULT_EMBEDDER, **finding
+    document: Document,
+    question: Question,
+    budget: Budget | None = None,
+    *,
+    embedder: str = DEFAULT_EMBEDDER,
+    retrieval: str = "fused",
+    progress: Progress | None = None,
 ) -> FindResult:
     """Retrieve and segment, in one call: Session.find on a session with this `embedder`
-    (`finding`: its own keywords, e.g. retrieval and progress)."""
-    return Session(document, embedder=embedder).find(question, budget, **finding)
+    (`retrieval`: "fused", "bm25" or "dense")."""
+    return Session(document, embedder=embedder).find(question, budget, retrieval, progress)
 
 
 def ask(
@@ -123,12 +137,16 @@ def ask(
     *,
     progress: Progress | None = None,
     notice: Callable[[str], None] | None = None,
-    **opening,
+    embedder: str = DEFAULT_EMBEDDER,
+    settings: BackendSettings | None = None,
+    selection: Selection | None = None,
+    use_cache: bool = True,
 ) -> Trace:
     """Answer one question (or verify a claim) about `document` with quoted paragraphs, in
-    one call: `open(document, **opening)` (the embedder, the backends' settings or a
-    selection, the call cache), then Session.ask (`run`: what each stage is asked for)."""
-    return open(document, **opening).ask(question, run, progress=progress, notice=notice)
+    one call: `open` (its embedder, backends and call cache), then Session.ask (`run`: what
+    each stage is asked for)."""
+    session = open(document, embedder=embedder, settings=settings, selection=selection, use_cache=use_cache)
+    return session.ask(question, run, progress=progress, notice=notice)
 
 
 def search_library(

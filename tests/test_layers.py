@@ -138,3 +138,19 @@ def test_providers_are_registered_one_line_each():
     assert len(found) == len(registered) >= 3
     select = (REPO / "cwread" / "backends" / "select.py").read_text(encoding="utf-8")
     assert select.count("register(") == len(registered)
+
+
+def test_no_public_api_function_takes_arbitrary_keywords():
+    """Every setting a public function of cwread.api takes is named in its signature: no
+    **kwargs passed through, unchecked, to a layer below."""
+    import inspect
+
+    from cwread import api
+
+    loose = [
+        name
+        for name in api.__all__
+        if inspect.isfunction(getattr(api, name))
+        and any(p.kind == p.VAR_KEYWORD for p in inspect.signature(getattr(api, name)).parameters.values())
+    ]
+    assert loose == []
