@@ -70,16 +70,24 @@ EVIDENCE_SHARE = 0.6
 CHARS_PER_TOKEN = 3.5
 
 
-def make_budget(preset: str = DEFAULT_PRESET, **overrides: int | None) -> Budget:
+def make_budget(
+    preset: str = DEFAULT_PRESET,
+    *,
+    anchors: int | None = None,
+    read: int | None = None,
+    n_e: int | None = None,
+    p_r: int | None = None,
+    p_w: int | None = None,
+    b_c: int | None = None,
+) -> Budget:
     """A preset with single values overridden (None leaves the preset's value). "auto" holds
     the focused values until `fit_budget` fits it to a book; the overrides stay as given."""
     if preset not in PRESET_CHOICES:
         raise InputError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESET_CHOICES)}")
     budget = replace(PRESETS["focused"], preset=AUTO) if preset == AUTO else PRESETS[preset]
+    overrides = {"anchors": anchors, "read": read, "n_e": n_e, "p_r": p_r, "p_w": p_w, "b_c": b_c}
     changes = {k: v for k, v in overrides.items() if v is not None}
     for key, value in changes.items():
-        if key not in Budget.__dataclass_fields__ or key in ("preset", "why", "fixed"):
-            raise InputError(f"unknown budget setting {key!r}")
         minimum = 0 if key == "p_r" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise InputError(f"budget {key} must be an integer ≥ {minimum}, not {value!r}")

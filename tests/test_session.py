@@ -151,7 +151,7 @@ def test_the_budget_holds_no_finder_setting():
     assert set(api.Budget.__dataclass_fields__) == {
         "preset", "anchors", "read", "n_e", "p_r", "p_w", "b_c", "why", "fixed"
     }  # fmt: skip
-    with pytest.raises(InputError, match="unknown budget setting"):
+    with pytest.raises(TypeError, match="keep_threshold"):  # a Finder setting, not the budget's
         api.make_budget(keep_threshold=1.0)
 
 
