@@ -250,10 +250,8 @@ def run(
     outcome = decide(
         asked,
         final,
-        packet,
+        Grounds(packet, retrieved, rank),
         plan.answer_mode,
-        retrieved,
-        rank,
         support,
         plan.extract or Extract.SPAN,
         judge,
@@ -397,13 +395,22 @@ def _skipped(plan: Plan, found: FindResult, judged: FinderStage) -> dict[str, st
     return skipped
 
 
+@dataclass(frozen=True)
+class Grounds:
+    """What an answer is drawn from and checked against: the packet, the paragraphs the Finder
+    read beyond it (`retrieved`: where withheld answers' best evidence may come from; None for
+    a given packet), and the ranker of sentences (None: shared question words)."""
+
+    packet: Packet
+    retrieved: Evidence | None = None
+    rank: extractive.SentenceRanker | None = None
+
+
 def decide(
     question: Question,
     final: AgentCall | None,
-    packet: Packet,
+    grounds: Grounds,
     mode: AnswerMode = AnswerMode.GENERATIVE,
-    retrieved: Evidence | None = None,
-    rank: extractive.SentenceRanker | None = None,
     support: SupportCheck | None = None,
     extract: Extract = Extract.SPAN,
     judge: ParagraphJudge | None = None,
@@ -414,10 +421,10 @@ def decide(
 
     "evidence-only": no verdict, only the best evidence. Open questions: "generative" keeps the Interpreter's words (cut where they start to
     repeat) only if its quotes cover them, else nothing is presented (not determined from
-    the text) and the best evidence is shown: the sentences of the packet, or else of the
-    `retrieved` paragraphs, that fit the question best; "extractive" answers with the words
-    the span reader picks (`extract` "span") or the sentence (`extract` "sentence") that fit
-    best of the packet, ranked by `rank` (see cwread.extractive; shared question words
+    the text) and the best evidence is shown: the sentences of the `grounds`' packet, or else
+    of its `retrieved` paragraphs, that fit the question best; "extractive" answers with the
+    words the span reader picks (`extract` "span") or the sentence (`extract` "sentence") that
+    fit best of the packet, ranked by its `rank` (see cwread.extractive; shared question words
     without one);
     "generative-or-extractive" is generative, with the extractive answer in place of words
     the quotes do not cover. With a `judge`, an extractive answer comes from the paragraph it
@@ -426,11 +433,12 @@ def decide(
     (not determined: a script must not read TRUE from a verdict its quotes do not back), unless
     not `backed_labels` (the eval's baselines on a given packet measure the model's choice).
     """
+    packet, rank = grounds.packet, grounds.rank
     if mode == AnswerMode.EVIDENCE_ONLY:  # options and claims of a model that judges at chance
-        evidence = _best_evidence(question, None, packet, retrieved, rank)
+        evidence = _best_evidence(question, None, grounds)
         return Answer(None, None, AnswerMode.EVIDENCE_ONLY, False, evidence, withheld=True)
     if question.is_open and mode == AnswerMode.EXTRACTIVE:
-        return _extract(question, packet, retrieved, rank, final, extract, judge)
+        return _extract(question, grounds, final, extract, judge)
     fallback = mode == AnswerMode.GENERATIVE_OR_EXTRACTIVE
     shown = AnswerMode.GENERATIVE if fallback else mode  # unless its words go unbacked, it is the model's
     if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
@@ -442,16 +450,14 @@ def decide(
         return Answer(text, final.answer, shown, support.supported, final.reply.quotes, check=support)
     # a label whose quotes do not bear on it is no verdict: the model's choice stays in the trace
     if fallback and question.is_open:  # a sentence of the book that fits, rather than words it does not back
-        return replace(_extract(question, packet, retrieved, rank, final, extract), check=support)
-    evidence = _best_evidence(question, final, packet, retrieved, rank)
+        return replace(_extract(question, grounds, final, extract), check=support)
+    evidence = _best_evidence(question, final, grounds)
     return Answer(None, final.answer, shown, False, evidence, withheld=True, check=support)
 
 
 def _extract(
     question: Question,
-    packet: Packet,
-    retrieved: Evidence | None,
-    rank: grounding.Rank | None,
+    grounds: Grounds,
     final: AgentCall | None,
     extract: Extract,
     judge: ParagraphJudge | None = None,
@@ -460,7 +466,8 @@ def _extract(
     sentence of the packet (what is cited is what was read: the view's packet, the JSON's
     and the citations agree), or not determined when none shares enough of the question."""
     model_answer = final.answer if final else None
-    pool = packet.evidence()
+    rank = grounds.rank
+    pool = grounds.packet.evidence()
     needed = grounding.answer_support_needed(question.text)
     judgement = None
     if judge is not None:
@@ -475,7 +482,7 @@ def _extract(
             needed = min(needed, 1)
     found = extractive.best_answer(question.text, pool, rank, needed, spans=extract == Extract.SPAN)
     if found is None:
-        evidence = _best_evidence(question, final, packet, retrieved, rank)
+        evidence = _best_evidence(question, final, grounds)
         return Answer(None, model_answer, AnswerMode.EXTRACTIVE, False, evidence, withheld=True, judgement=judgement)
     # The sentence is the answer (a why-question's, its reason): giving only its longest run
     # of words the question does not already say lowered token-F1 on the dev anthology (0.160
@@ -487,13 +494,7 @@ def _extract(
 BEST_EVIDENCE = 3  # sentences shown when the answer is withheld
 
 
-def _best_evidence(
-    question: Question,
-    final: AgentCall | None,
-    packet: Packet,
-    retrieved: Evidence | None,
-    rank: grounding.Rank | None = None,
-) -> tuple[Quote, ...]:
+def _best_evidence(question: Question, final: AgentCall | None, grounds: Grounds) -> tuple[Quote, ...]:
     """What to show instead of an unsupported answer: the model's quotes that share a word
     with the question, then the sentences of the packet and of what the Finder read that
     fit it best, up to BEST_EVIDENCE in all."""
@@ -501,7 +502,7 @@ def _best_evidence(
     shown = [q for q in (final.reply.quotes if final else ()) if asked & grounding.content_words(q.text)]
     wanted = " ".join([question.text, *question.options.values()])  # the options say what counts
     candidates = grounding.best_sentences(
-        wanted, [*packet.evidence(), *(retrieved or [])], BEST_EVIDENCE + len(shown), rank=rank
+        wanted, [*grounds.packet.evidence(), *(grounds.retrieved or [])], BEST_EVIDENCE + len(shown), rank=grounds.rank
     )
     for quote in candidates:
         if len(shown) < BEST_EVIDENCE and not any(

@@ -7,7 +7,7 @@ import numpy as np
 
 from cwread import extractive, grounding
 from cwread.book import document_from_bytes
-from cwread.pipeline import decide
+from cwread.pipeline import Grounds, decide
 from cwread.question import Question
 from cwread.records import AgentCall, GroundedReply, ModelCall, Packet, PacketItem, Quote
 
@@ -72,27 +72,27 @@ def test_the_extracted_sentence_comes_from_the_packet_alone():
     """What is cited is what was read: a sentence outside the packet is never the answer."""
     question = Question("Why did the Giant build a wall?", "open")
     packet = Packet(items=(PacketItem(1, "The Giant had a garden.", ""),))
-    outcome = decide(question, _final([]), packet, "extractive")
+    outcome = decide(question, _final([]), Grounds(packet), "extractive")
     assert outcome.text is None and outcome.abstained
     packet = Packet(items=(PacketItem(1, "The Giant had a garden.", ""), PacketItem(4, "So he built a wall of stone.", "")))
-    outcome = decide(question, _final([]), packet, "extractive")
+    outcome = decide(question, _final([]), Grounds(packet), "extractive")
     assert outcome.text == "So he built a wall of stone." and {q.id for q in outcome.quotes} <= set(packet.ids)
 
 
 def test_a_question_is_never_the_answer():
     question = Question("Who is Selden?", "open")
     paragraph = "“But about this stranger,” said I. “What did Selden say?” Selden is the Notting Hill murderer."
-    outcome = decide(question, _final([]), Packet(items=(PacketItem(9, paragraph, ""),)), "extractive")
+    outcome = decide(question, _final([]), Grounds(Packet(items=(PacketItem(9, paragraph, ""),))), "extractive")
     assert outcome.quotes[0].text == "Selden is the Notting Hill murderer." and "?" not in outcome.text
 
 
 def test_a_sentence_that_only_restates_the_question_is_never_the_answer():
     question = Question("Who killed Sir Charles Baskerville?", "open")
     restating = "Sir Charles Baskerville was killed."
-    outcome = decide(question, _final([]), Packet(items=(PacketItem(3, restating, ""),)), "extractive")
+    outcome = decide(question, _final([]), Grounds(Packet(items=(PacketItem(3, restating, ""),))), "extractive")
     assert outcome.text is None and outcome.abstained
     packet = Packet(items=(PacketItem(3, restating, ""), PacketItem(5, "Stapleton's hound killed Sir Charles Baskerville.", "")))
-    outcome = decide(question, _final([]), packet, "extractive")
+    outcome = decide(question, _final([]), Grounds(packet), "extractive")
     assert outcome.quotes[0].id == 5
 
 
@@ -102,7 +102,7 @@ def test_the_small_models_quote_does_not_win_a_tie():
         items=(PacketItem(1, "So he built a wall.", ""), PacketItem(5, "The Giant had a wall.", ""))
     )
     quote = Quote(5, "The Giant had a wall.", 0, 21)
-    outcome = decide(question, _final([quote]), packet, "extractive")
+    outcome = decide(question, _final([quote]), Grounds(packet), "extractive")
     # two question words each (build, wall / giant, wall): the earlier sentence of the evidence
     assert (outcome.quotes[0].id, outcome.text) == (1, "So he built a wall.")
 
@@ -119,7 +119,7 @@ def test_a_why_question_is_answered_with_the_reason_its_sentence_gives():
     assert extractive.extract_answer("Why a wall?", Quote(1, short, 0, 20), short)[0] == short
     question = Question("Why did the Giant build a wall?", "open")
     packet = Packet(items=(PacketItem(4, "So he built a wall, because he hated children.", ""),))
-    outcome = decide(question, _final([]), packet, "extractive")
+    outcome = decide(question, _final([]), Grounds(packet), "extractive")
     assert outcome.text == "because he hated children." and outcome.quotes[0].text == packet.items[0].text
     assert outcome.supported
 
@@ -137,10 +137,10 @@ def test_for_as_a_preposition_is_no_reason():
 def test_a_consequence_comes_with_the_sentence_before_it_where_the_cause_stands():
     paragraph = "The Giant came home. He wanted the garden for himself alone. So he built a wall."
     question = Question("Why did the Giant build a wall?", "open")
-    outcome = decide(question, _final([]), Packet(items=(PacketItem(7, paragraph, ""),)), "extractive")
+    outcome = decide(question, _final([]), Grounds(Packet(items=(PacketItem(7, paragraph, ""),))), "extractive")
     assert outcome.text == "He wanted the garden for himself alone. So he built a wall."
     (quote,) = outcome.quotes
     assert paragraph[quote.start : quote.end] == outcome.text and quote.id == 7
     # not a why-question: a sentence that only restates the question says nothing of when
     what = Question("When did the Giant build a wall?", "open")
-    assert decide(what, _final([]), Packet(items=(PacketItem(7, paragraph, ""),)), "extractive").text is None
+    assert decide(what, _final([]), Grounds(Packet(items=(PacketItem(7, paragraph, ""),))), "extractive").text is None
