@@ -310,7 +310,9 @@ class Library:
         """The search index of this library (one per set of roots), opened once."""
         if self._store is None:
             key = hashlib.sha256(json.dumps([str(r) for r in self.roots]).encode()).hexdigest()[:32]
-            self._store = open_store(cache_root() / "library" / f"index-v{STORE_VERSION}-{key}.sqlite")
+            folder = cache_root() / "library"
+            _sweep_old_indexes(folder)
+            self._store = open_store(folder / f"index-v{STORE_VERSION}-{key}.sqlite")
         return self._store
 
     def sync(self, progress: Progress | None = None) -> tuple[SqliteStore, bool]:
@@ -354,6 +356,24 @@ class Library:
             why = f": {'; '.join(self.unread[:3])}" if self.unread else ""
             raise InputError(f"no book of the library could be read{why}")
         return store, bool(stale)
+
+def _sweep_old_indexes(folder: Path) -> None:
+    """Remove what earlier versions kept in the library cache: bm25s indexes (two-letter
+    folders of entries), their catalogs, and stores of another STORE_VERSION. They are never
+    read again, and a library's index can be hundreds of MB."""
+    import shutil
+
+    current = f"index-v{STORE_VERSION}-"
+    with suppress(OSError):
+        for entry in folder.iterdir():
+            old_index = entry.is_dir() and len(entry.name) == 2
+            old_file = entry.name.startswith(("catalog-", "index-v")) and not entry.name.startswith(current)
+            if old_index:
+                shutil.rmtree(entry, ignore_errors=True)
+            elif old_file:
+                with suppress(OSError):
+                    entry.unlink()
+
 
 def _stamp_key(book: Book) -> str:
     """A book's stamp as the index keeps it: where it is, and what changes when it does."""

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cwread.library import Library
+from cwread.library_store import STORE_VERSION
 from tests.conftest import EXAMPLES, REPO, run
 
 DATA = REPO / "tests" / "data"
@@ -243,3 +244,16 @@ def test_a_calibre_book_whose_opf_is_missing_or_damaged_is_named_by_its_folders(
     assert letters["title"] == "Letters from the Lighthouse" and "has no metadata.opf" in letters["note"]
     found = Library((calibre_library,)).search("lamp oil lighthouse")
     assert found.hits[0].about["note"] == letters["note"]
+
+
+def test_what_earlier_versions_kept_is_swept_and_the_index_kept(library, cache_dir):
+    old = cache_dir / "library" / "ab" / "abcdef"
+    old.mkdir(parents=True)
+    (old / "texts.bin").write_bytes(b"x" * 1000)
+    (cache_dir / "library" / "catalog-0123.json").write_text("{}")
+    (cache_dir / "library" / "index-v0-0123.sqlite").write_bytes(b"old")
+    lib = Library((library,))
+    lib.search("wall")
+    left = sorted(p.name for p in (cache_dir / "library").iterdir())
+    assert all(name.startswith(f"index-v{STORE_VERSION}-") for name in left)
+    assert lib.store().path.name in left
