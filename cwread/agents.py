@@ -15,7 +15,7 @@ from cwread import grounding
 from cwread.backends import Backend, Decision, GenerationRequest
 from cwread.book import LABEL, SOURCE_NAME, Evidence, Passage
 from cwread.grounding import neutralise, sentence_spans
-from cwread.question import Question
+from cwread.question import Question, QuestionKind
 from cwread.records import GroundedReply, ModelCall, yes_odds
 
 OPEN_ANSWER_CHARS = 160
@@ -34,10 +34,10 @@ MAX_QUOTES = 3  # quotes in an Interpreter's reason; the Finder gives one
 
 
 def question_block(question: Question) -> str:
-    if question.kind == "claim":
+    if question.kind == QuestionKind.CLAIM:
         return f"Claim to verify (TRUE or FALSE): {question.text}"
     lines = [f"Question: {question.text}"]
-    if question.kind == "mcq" and question.options:
+    if question.kind == QuestionKind.MCQ and question.options:
         lines.append("Options:")
         lines.extend(f"({label}) {text}" for label, text in question.options.items())
     return "\n".join(lines)

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from cwread.book import LABEL, Evidence
 from cwread.lexical import STOPWORDS, word_stems
-from cwread.question import Question
+from cwread.question import Question, QuestionKind
 from cwread.records import Forged, Quote
 
 MAX_QUOTE_CHARS = 240  # longer sentences are offered as clauses, so a quote stays short
@@ -199,7 +199,7 @@ def weight_shares(about: str, texts: list[str], weights: Weights | None = None) 
 
 def label_about(question: Question, label: str) -> str:
     """What a label says: the chosen option's text (mcq), or the claim."""
-    return question.options.get(label, "") if question.kind == "mcq" else question.text
+    return question.options.get(label, "") if question.kind == QuestionKind.MCQ else question.text
 
 
 def label_share(question: Question, label: str, quotes: Iterable[Quote], weights: Weights | None = None) -> float:

@@ -10,7 +10,7 @@ from cwread import agents
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence
 from cwread.grounding import neutralise
-from cwread.question import Question
+from cwread.question import Question, QuestionKind
 from cwread.records import AgentCall, Packet, Turn
 
 TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach
@@ -126,7 +126,7 @@ def leans_on_previous(question: Question) -> bool:
 def needs_self_check(question: Question) -> bool:
     """τ(q): always for claims; for other questions when the wording signals negation,
     exception, cause or inference."""
-    return question.kind == "claim" or bool(_RISKY.search(question.text))
+    return question.kind == QuestionKind.CLAIM or bool(_RISKY.search(question.text))
 
 
 OPEN_CHECK_SKIPPED = (

@@ -48,6 +48,7 @@ from cwread.book.formats import format_names
 from cwread.errors import CwreadError, InputError
 from cwread.library import Library, stamp_of
 from cwread.plan import ASKED_READ_TOKENS
+from cwread.question import QuestionKind
 from cwread.records import JUDGE_ANYWAY_HINT, Trace
 from cwread.session import Session
 
@@ -135,7 +136,7 @@ def answer_content(trace: Trace) -> dict[str, Any]:
         "question": question.text,
         "kind": question.kind,
         "answer": trace.answer,
-        "verdict": trace.answer if question.kind == "claim" else None,
+        "verdict": trace.answer if question.kind == QuestionKind.CLAIM else None,
         "answer_kind": trace.outcome.kind,  # the model's words (support checked) or a quoted sentence
         "supported": trace.outcome.supported,
         "support_check": json_output.support_json(trace.outcome.check),

@@ -22,8 +22,9 @@ from cwread.book import Document, Paragraph
 from cwread.errors import CwreadError, OutputError
 from cwread.json_output import TRACE_VERSION, about_line, book_path
 from cwread.library import Found
-from cwread.plan import AnswerMode
+from cwread.plan import AnswerMode, SupportMethod
 from cwread.progress import Progress
+from cwread.question import QuestionKind
 from cwread.records import (
     NO_SENTENCE,
     NOT_DETERMINED,
@@ -356,7 +357,7 @@ def _support_line(check: SupportCheck) -> str:
         "model": "checked by the model against its quotes",
         "confidence": "checked against its quotes and the model's confidence",
     }.get(check.method, "checked word by word against its quotes")
-    if check.weight_share is not None and check.method == "words":  # a label: its why says it whole
+    if check.weight_share is not None and check.method == SupportMethod.WORDS:  # a label: its why says it whole
         return printable(check.why)
     return f"{how}: {printable(check.why)}"
 
@@ -373,7 +374,7 @@ def answer_view(trace: Trace) -> None:
     status = trace.status
     if status == Status.ANSWERED:
         head.append(printable(trace.answer), style="bold green")
-        if question.kind == "mcq" and trace.answer in question.options:
+        if question.kind == QuestionKind.MCQ and trace.answer in question.options:
             head.append(f"  {printable(question.options[trace.answer])}")
         if outcome.kind == "quoted-words":
             head.append("  (words quoted from the text)", style="dim")
@@ -401,7 +402,7 @@ def answer_view(trace: Trace) -> None:
     else:
         head.append("(none)", style="bold red")
     # a model answer beside a quoted sentence or none at all: its quotes did not support it
-    unbacked = outcome.abstained or (outcome.mode == AnswerMode.EXTRACTIVE and question.kind == "open")
+    unbacked = outcome.abstained or (outcome.mode == AnswerMode.EXTRACTIVE and question.kind == QuestionKind.OPEN)
     if outcome.model_answer and unbacked:
         why = f" ({_support_line(outcome.check)})" if outcome.check else ""
         head.append(

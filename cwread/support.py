@@ -28,7 +28,7 @@ from cwread import agents, grounding
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence, Passage
 from cwread.lexical import STOPWORDS
-from cwread.question import Question
+from cwread.question import Question, QuestionKind
 from cwread.records import AgentCall, Quote, SupportCheck, yes_odds
 
 _WORD = re.compile(r"[^\W\d_]+")
@@ -55,9 +55,9 @@ _SUPPORT_REPLY = (
 def answer_block(question: Question, answer: str) -> str:
     """An answer as the support check reads it: an option with its text, a claim's verdict
     in words, an open answer as written."""
-    if question.kind == "mcq":
+    if question.kind == QuestionKind.MCQ:
         return f"Answer: ({answer}) {question.options.get(answer, '')}".rstrip()
-    if question.kind == "claim":
+    if question.kind == QuestionKind.CLAIM:
         return f"Answer: {answer}: " + ("the claim holds" if answer == "TRUE" else "the claim does not hold")
     return f"Answer: {answer}"
 
@@ -155,8 +155,8 @@ def check_support(
     it repeats, or the label chosen). With `backend`, the model decides (see the module);
     without, the words do, a label's weighed by `weights` (the book's idf)."""
     quotes = final.reply.quotes
-    share = quoted_share(answer, quotes, question.text) if question.kind == "open" else None
-    weight = grounding.label_share(question, answer, quotes, weights) if question.kind != "open" else None
+    share = quoted_share(answer, quotes, question.text) if question.kind == QuestionKind.OPEN else None
+    weight = grounding.label_share(question, answer, quotes, weights) if question.kind != QuestionKind.OPEN else None
     method = "model" if backend else "words"
     if not quotes:
         return SupportCheck(False, method, NO_QUOTE, quoted_share=share, weight_share=weight)
@@ -167,14 +167,14 @@ def check_support(
         )
         return SupportCheck(False, "words", why, weight_share=weight)
     if backend is None:
-        if question.kind == "open":
+        if question.kind == QuestionKind.OPEN:
             ok = grounding.covers(answer, quotes)
             why = ALL_QUOTED if ok else WORD_UNQUOTED
         else:
             ok = True
             why = f"its quotes carry {weight:.0%} of the weight of its words in the book"
         return SupportCheck(ok, "words", why, quoted_share=share, weight_share=weight)
-    unquoted = unquoted_names(answer, quotes, question.text) if question.kind == "open" else ()
+    unquoted = unquoted_names(answer, quotes, question.text) if question.kind == QuestionKind.OPEN else ()
     if unquoted:
         return SupportCheck(False, "model", names_why(unquoted), unquoted=unquoted, quoted_share=share)
     parsed, call = agents.call_agent(

@@ -117,6 +117,22 @@ def test_the_pipeline_compares_no_mode_strings():
     assert compared == []
 
 
+def test_no_module_compares_a_question_kind_to_a_string():
+    """Everywhere in cwread a question's kind is compared with QuestionKind's members: "cliam"
+    would never match, silently."""
+    kinds = {"mcq", "claim", "open"}
+    compared = []
+    for path in (REPO / "cwread").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            on_question = any(isinstance(side, ast.Attribute) and side.attr == "kind" and "question" in ast.unparse(side) for side in sides)
+            if on_question and any(isinstance(side, ast.Constant) and side.value in kinds for side in sides):
+                compared.append(f"{module_name(path)}:{node.lineno}: {ast.unparse(node)}")
+    assert compared == []
+
+
 def test_providers_are_registered_one_line_each():
     """A backend is its module's PROVIDER and one registry line (cwread.backends.provider):
     every module of cwread.backends that has a PROVIDER, found by import, is registered."""

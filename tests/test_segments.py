@@ -158,5 +158,5 @@ def test_a_fixed_preset_is_kept_as_it_is_and_says_so():
     broad = fit_budget(make_budget("broad", p_w=8), [200] * 3000, context_tokens=512)
     assert (broad.preset, broad.anchors, broad.p_w, broad.b_c) == ("broad", 16, 8, 15000)
     assert broad.why == "the broad preset; set by you: p_w"
-    with pytest.raises(InputError, match="unknown budget setting"):
+    with pytest.raises(TypeError, match="why"):  # what the budget says of itself is no setting
         make_budget(why="because")

@@ -11,6 +11,7 @@ from cwread.errors import (
     ModelError,
     OutputError,
 )
+from cwread.question import QuestionKind
 from cwread.records import Status, Trace
 
 EXIT_CLAIM_FALSE = 1
@@ -33,4 +34,4 @@ def answer_exit(trace: Trace) -> int:
     answer, 1 for a claim judged FALSE, else 0."""
     if trace.status != Status.ANSWERED:
         return EXIT_NO_ANSWER
-    return EXIT_CLAIM_FALSE if trace.question.kind == "claim" and trace.answer == "FALSE" else 0
+    return EXIT_CLAIM_FALSE if trace.question.kind == QuestionKind.CLAIM and trace.answer == "FALSE" else 0

@@ -37,7 +37,7 @@ from cwread.finder import JudgeFinder, make_finder, read_segments, reading_budge
 from cwread.interpreter import interpreter_request, packet_fits, prompt_fits
 from cwread.packing import pack_ranked, pack_segments, packet_of
 from cwread.plan import AnswerMode, AnswerSettings, Extract, FinderSettings, FinderUse, RunSettings
-from cwread.question import Question
+from cwread.question import Question, QuestionKind
 from cwread.records import NO_ANSWER, Answer, FindResult, Packet, Trace
 from cwread.session import Session
 
@@ -174,10 +174,10 @@ def _extractive(ranked: bool) -> MethodRun:
         packet = pack_segments(found.document, anchors, found.budget)
         question = found.question
         chosen = None
-        if question.kind == "open" and ranked:
+        if question.kind == QuestionKind.OPEN and ranked:
             spans = extractive.extract_kind(len(found.document.paragraphs)) == Extract.SPAN
             chosen = extractive.best_answer(question.text, packet.evidence(), ctx.rank(found), spans=spans)
-        elif question.kind == "open":
+        elif question.kind == QuestionKind.OPEN:
             best = grounding.best_sentence(question.text, packet.evidence())
             chosen = (best.text, best) if best else None
         if chosen is None:

@@ -22,6 +22,7 @@ from cwread.eval.report import report_markdown
 from cwread.eval.summary import summarize
 from cwread.plan import AnswerMode, AnswerSettings, FinderSettings
 from cwread.progress import Progress
+from cwread.question import QuestionKind
 
 
 def run_record(record: Record, method: str, ctx: EvalContext) -> dict:
@@ -31,7 +32,7 @@ def run_record(record: Record, method: str, ctx: EvalContext) -> dict:
     found = ctx.find(record)
     question = record.question
     row = rows.base_fields(record, method)
-    if chosen.answers and question.kind == "mcq" and ctx.permute_options:
+    if chosen.answers and question.kind == QuestionKind.MCQ and ctx.permute_options:
         traces, answers = [], []
         for shown, back in rotations(question.options):
             trace = chosen.run(ctx, record, with_question(found, replace(question, options=shown)))
