@@ -151,6 +151,7 @@ def begin_run() -> None:
     """Forget the last run's settings (the CLI may run several times in one process)."""
     global _json_printed, _width
     _json_printed, _width = False, None
+    _NOTES_SAID.clear()
 
 
 _C1_AND_DEL = re.compile(r"[\x7f-\x9f]")
@@ -347,6 +348,7 @@ def find_view(result: FindResult, limit: int) -> None:
         )
 
 
+_NOTES_SAID: set[str] = set()  # the notes on skipped stages this run (a chat: every answer) has printed
 _MEASURED = re.compile(r" \([^()]*benchmarks/[^()]*\)")
 
 
@@ -444,7 +446,10 @@ def answer_view(trace: Trace) -> None:
             label = {"reading": "Not read", "judging": "Not judged"}.get(stage, f"{stage.capitalize()} skipped")
             # the measurement a skip rests on is the trace's and doctor's to give, not every answer's
             why = _MEASURED.sub("", why)
-            notes.print(Text(f"cwread: {label}: {printable(why)}", style="dim"))
+            line = f"cwread: {label}: {printable(why)}"
+            if line not in _NOTES_SAID:  # a chat's next answer skips the same stage for the same reason
+                _NOTES_SAID.add(line)
+                notes.print(Text(line, style="dim"))
     kept = sum(v.kept for v in trace.verdicts)
     finder_line = (
         "Finder skipped"
