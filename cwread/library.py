@@ -25,6 +25,7 @@ import sqlite3
 import stat
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from cwread import calibre
@@ -47,7 +48,13 @@ class Book:
     kind: str
     size: int
     stamp: tuple
-    about: dict = field(default_factory=dict, compare=False)  # a catalogue's title, author, series, note
+    catalogued: Path | None = None  # a Calibre book's folder, whose metadata.opf describes it
+
+    @cached_property
+    def about(self) -> dict:
+        """What its catalogue says of it (title, author, series, note); {} for a book with none.
+        Read when asked, not when the library is listed: every search lists every book."""
+        return calibre.metadata(self.catalogued) if self.catalogued is not None else {}
 
 
 @dataclass(frozen=True)
@@ -216,8 +223,7 @@ class Library:
             info = chosen.stat()
             opf = real / calibre.OPF
             opf_stamp = _stamp(opf.stat()) if opf.is_file() else ()
-            about = calibre.metadata(real)
-            return Book(self.name_of(real), chosen, kind_of(suffix), info.st_size, (*_stamp(info), *opf_stamp), about)
+            return Book(self.name_of(real), chosen, kind_of(suffix), info.st_size, (*_stamp(info), *opf_stamp), real)
         if real.is_dir():
             size, stamp = _folder_stamp(real)
             return Book(self.name_of(real), real, "folder", size, stamp)

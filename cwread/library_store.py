@@ -172,7 +172,8 @@ class SqliteStore:
         sql = "SELECT rowid, page, text, bm25(paragraphs) AS rank FROM paragraphs WHERE paragraphs MATCH ?"
         arguments: list = [expression]
         if books is not None:
-            wanted = [i for i, name in names.items() if name in set(books)]
+            asked = set(books)
+            wanted = [i for i, name in names.items() if name in asked]
             if not wanted:
                 return []
             sql += f" AND (rowid / {ROWS_PER_BOOK}) IN ({','.join('?' * len(wanted))})"
