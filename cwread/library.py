@@ -274,8 +274,7 @@ class Library:
             raise InputError("the limit must be 0 (every match) or more")
         if context < 0:
             raise InputError("the context must be 0 paragraphs or more")
-        store, built = self.sync(progress)
-        held = store.held()
+        store, held, built = self.sync(progress)
         chosen = None
         if books is not None:
             chosen = [name for name, book in held.items() if _matches(books, name, book.about)]
@@ -321,10 +320,10 @@ class Library:
             self._store = open_store(folder / f"index-v{STORE_VERSION}-{key}.sqlite")
         return self._store
 
-    def sync(self, progress: Progress | None = None) -> tuple[SqliteStore, bool]:
+    def sync(self, progress: Progress | None = None) -> tuple[SqliteStore, dict[str, HeldBook], bool]:
         """The index brought up to date with the books as they are: a book added or changed
-        (its size, times or inode) read and put in, alone; one removed dropped. Whether any
-        book was read. Each book is its own transaction: an interrupted sync keeps what it
+        (its size, times or inode) read and put in, alone; one removed dropped. The store, the
+        books it now holds, and whether any book was read. Each book is its own transaction: an interrupted sync keeps what it
         finished, and the next one goes on from there."""
         books = self.books()
         if not books:
@@ -358,10 +357,12 @@ class Library:
                 raise CacheError(f"the library's index cannot be written: {exc}") from None
         if progress and stale:
             progress("reading books", len(stale), len(stale))
-        if not store.held():
+        if stale or set(held) - listed:  # what it holds now, read again only where it changed
+            held = store.held()
+        if not held:
             why = f": {'; '.join(self.unread[:3])}" if self.unread else ""
             raise InputError(f"no book of the library could be read{why}")
-        return store, bool(stale)
+        return store, held, bool(stale)
 
 def _sweep_old_indexes(folder: Path) -> None:
     """Remove what earlier versions kept in the library cache: bm25s indexes (two-letter
