@@ -80,11 +80,15 @@ class ParagraphStore(Protocol):
         ...
 
 
+def query_words(query: str) -> list[str]:
+    """The words of `query` a search looks for: lower case, stop words left out, each once."""
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(query) if w.lower() not in STOPWORDS))
+
+
 def match_expression(query: str) -> str | None:
-    """An FTS5 query for `query`'s words, any of them (BM25 weighs them): stop words left out,
-    each word quoted (nothing in it is FTS5 syntax); None where no word is left."""
-    words = dict.fromkeys(w.lower() for w in _WORD.findall(query) if w.lower() not in STOPWORDS)
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words) or None
+    """An FTS5 query for `query`'s words (query_words), any of them (BM25 weighs them), each
+    quoted (nothing in it is FTS5 syntax); None where no word is left."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in query_words(query)) or None
 
 
 class SqliteStore:
@@ -234,4 +238,4 @@ def open_store(path: Path) -> SqliteStore:
         return SqliteStore(path)
 
 
-__all__ = ["HeldBook", "ParagraphStore", "SqliteStore", "StoredHit", "match_expression", "open_store"]
+__all__ = ["HeldBook", "ParagraphStore", "SqliteStore", "StoredHit", "match_expression", "open_store", "query_words"]

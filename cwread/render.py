@@ -301,17 +301,18 @@ _WORD_RE = re.compile(r"\w+")
 
 
 def _matcher(query: str):
-    """Whether a word of a paragraph is one the search matched: its stem is a query term's."""
-    from cwread import lexical
+    """Whether a word of a paragraph is one the search looked for: its stem is that of one of
+    the words the index was asked for (library_store.query_words)."""
+    from cwread.lexical import word_stems
+    from cwread.library_store import query_words
 
-    terms = set(lexical.tokenize([query])[0])
+    terms = set(word_stems(query_words(query)))
     seen: dict[str, bool] = {}
 
     def matched(word: str) -> bool:
         key = word.lower()
         if key not in seen:
-            stems = lexical.tokenize([key])[0]
-            seen[key] = bool(stems) and stems[0] in terms
+            seen[key] = word_stems([key])[0] in terms
         return seen[key]
 
     return matched
