@@ -165,7 +165,7 @@ def candidate_paragraphs(question: str, evidence: Evidence, rank: Rank | None, m
     question's words they hold, without one). Ranked as wholes, not by their best sentence: a
     novel's answer paragraph seldom repeats the question in one sentence (the dev novels'
     gold was among the first 5 paragraphs for 41 of 56 questions, among the first 5
-    sentences' paragraphs for 37; benchmarks/README.md, "Paragraph judge")."""
+    sentences' paragraphs for 37; benchmarks/README.md, "Answers from the trained Finder")."""
     answerable = [
         (pid, text)
         for pid, text, *_ in evidence

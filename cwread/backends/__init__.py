@@ -64,7 +64,7 @@ class Decision:
     """A reply that is `opens`, one label (its score read at its first token), then `closes`
     ("<answer>YES</answer>"): a backend that can continue an assistant turn writes only the
     label's first token, after `opens` given as the turn's start, and puts the reply together
-    (the same scores, at an eighth of the decoding: benchmarks/README.md, "Paragraph judge")."""
+    (the same scores, at an eighth of the decoding: benchmarks/README.md, "Answers from the trained Finder")."""
 
     opens: str
     closes: str
