@@ -31,10 +31,10 @@ import json
 import random
 from pathlib import Path
 
+from cwread.answer.grounding import cut_repetition
 from cwread.eval.dataset import load_records
+from cwread.eval.metrics import best_over_references, bootstrap_interval, token_f1, wilson_interval
 from cwread.eval.run import read_rows
-from cwread.grounding import cut_repetition
-from cwread.metrics import best_over_references, bootstrap_interval, token_f1, wilson_interval
 
 SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "fairytaleqa" / "train"
 ANSWER_COLUMNS = ("answer1", "answer2", "answer3", "answer4", "answer5", "answer6")
@@ -225,11 +225,11 @@ def reask_on_quotes(data: str, rows_path: str, gguf: str, out: Path, num_ctx: in
     """Each readable model answer's agreement with itself: the Interpreter asked the same
     question with only its quotes as the evidence, the token-F1 of that answer with the first
     (0 when it gives none). Appends to `out` as it goes and reads back what is there."""
-    from cwread import agents
+    from cwread.agents import shared
+    from cwread.agents.interpreter import interpreter_request, parse_reply
     from cwread.backends.callcache import CachedBackend
     from cwread.backends.embedded import EmbeddedBackend
     from cwread.book import Passage
-    from cwread.interpreter import interpreter_request, parse_reply
 
     records = {r.id: r for r in load_records(data)}
     done = {r["id"]: r["agreement"] for r in read_rows(out)} if out.exists() else {}
@@ -241,7 +241,7 @@ def reask_on_quotes(data: str, rows_path: str, gguf: str, out: Path, num_ctx: in
             backend = backend or CachedBackend(EmbeddedBackend(gguf, num_ctx=num_ctx))
             question = records[row["id"]].question
             quotes = [Passage(i, text, str(pid)) for i, (pid, text) in enumerate(row["model_quotes"], 1)]
-            parsed, _ = agents.call_agent(
+            parsed, _ = shared.call_agent(
                 backend,
                 lambda retry: interpreter_request(question, quotes, retry=retry),  # noqa: B023 (used at once)
                 lambda raw: parse_reply(raw, question),  # noqa: B023

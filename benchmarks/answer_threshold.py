@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from extractive_dev import SETS, open_records
 
-from cwread.metrics import bootstrap_interval
+from cwread.eval.metrics import bootstrap_interval
 
 NEVER = "-1000"  # --answer-threshold under any score: the Finder's choice is always shown
 

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cwread.metrics import bootstrap_interval
+from cwread.eval.metrics import bootstrap_interval
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"

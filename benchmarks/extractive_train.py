@@ -3,7 +3,7 @@
 Each train story becomes a book (one paragraph per section); every question is answered with
 one sentence of the whole story, and scored by token-F1 against its best reference answer:
 - overlap: the sentence sharing most content words with the question (the `extractive` baseline);
-- ranked: cwread.extractive's ranking (rare question words weigh more, plus dense similarity);
+- ranked: cwread.answer.extractive's ranking (rare question words weigh more, plus dense similarity);
 - ranked+why: that sentence, as an extractive answer says it (a why-question's reason);
 - with `--model N`: for N questions, the embedded model's pick among the ranking's top five,
   by P(Yes) that a sentence answers, as a check that the small model adds nothing.
@@ -19,8 +19,8 @@ import re
 import sys
 from pathlib import Path
 
-from cwread import extractive, grounding
-from cwread.metrics import bootstrap_interval, token_f1
+from cwread.answer import extractive, grounding
+from cwread.eval.metrics import bootstrap_interval, token_f1
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for training/
 from training.span_reader import SOURCE, train_questions

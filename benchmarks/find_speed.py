@@ -53,7 +53,7 @@ def main() -> None:
             [
                 sys.executable,
                 "-c",
-                f"from cwread.embedders import load_embedder as load; load({args.embedder!r})",
+                f"from cwread.retrieval.embedders import load_embedder as load; load({args.embedder!r})",
             ],
             check=True,
             env=env,

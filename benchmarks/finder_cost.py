@@ -25,7 +25,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from cwread.finder import clue_request, finder_request, parse_finder_reply
+from cwread.agents.finder import clue_request, finder_request, parse_finder_reply
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "fairytale" / "fairytale.jsonl"
@@ -39,7 +39,8 @@ def fresh(request, nonce: str):
 
 
 def judge(backend, case) -> dict:
-    from cwread import agents, grounding
+    from cwread.agents import shared
+    from cwread.answer import grounding
 
     document, record, segment = case
     paragraphs = [(pid, document.paragraph(pid).text) for pid in segment.ids]
@@ -62,7 +63,7 @@ def judge(backend, case) -> dict:
             reason = parse_finder_reply(calls[-1].text + "<answer>YES</answer>").reason
         else:
             reason = parsed.reason
-        shown = dict(agents.shown_evidence(paragraphs))
+        shown = dict(shared.shown_evidence(paragraphs))
         quotes, forged = grounding.find_quotes(reason, shown, dict(paragraphs))
         out[name] = {
             "request": request,
@@ -125,7 +126,7 @@ def main() -> None:
     from cwread import api
     from cwread.backends.embedded import EmbeddedBackend
     from cwread.eval.dataset import load_records, spread_sample
-    from cwread.segments import make_budget
+    from cwread.retrieval.segments import make_budget
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--gguf", help="a GGUF model (default: the embedded SmolLM2-135M)")

@@ -14,14 +14,14 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from cwread.finder import finder_request, parse_finder_reply
+from cwread.agents.finder import finder_request, parse_finder_reply
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "fairytale" / "fairytale.jsonl"
 
 
 def judge_all(backend, cases) -> list[dict]:
-    from cwread import agents
+    from cwread.agents import shared
 
     out = []
     for document, record, segment in cases:
@@ -35,7 +35,7 @@ def judge_all(backend, cases) -> list[dict]:
                 "parsed": parsed.ok,
                 "yes": parsed.ok and parsed.answer == "YES",
                 "gold": bool(gold & set(segment.ids)),
-                "cites": bool(agents.extract_citations(parsed.reason or "")),
+                "cites": bool(shared.extract_citations(parsed.reason or "")),
             }
         )
     return out
@@ -56,7 +56,7 @@ def main() -> None:
     from cwread import api
     from cwread.backends.embedded import EmbeddedBackend
     from cwread.eval.dataset import load_records, spread_sample
-    from cwread.segments import make_budget
+    from cwread.retrieval.segments import make_budget
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--lora", required=True, help="the trained Finder adapter (GGUF)")

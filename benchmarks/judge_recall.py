@@ -14,8 +14,8 @@ import random
 import sys
 from pathlib import Path
 
+from cwread.eval.metrics import ratio_interval
 from cwread.eval.run import read_rows
-from cwread.metrics import ratio_interval
 
 
 def paired_gain(pairs: list[tuple[int, int, int]], rounds: int = 2000, seed: int = 0) -> tuple[float, float, float]:

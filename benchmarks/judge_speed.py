@@ -16,7 +16,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from cwread import api, finder
+from cwread import api
+from cwread.agents import finder
 from cwread.plan import FinderSettings, FinderUse, RunSettings
 
 

@@ -7,7 +7,7 @@ nearly any sentence of the same book passes. This measures two scores of a quote
 statement: the share of the statement's word weight in the book (idf) that the quote's words
 carry (`grounding.weight_shares`; the rule chosen holds it to `grounding.LABEL_SUPPORT_SHARE`),
 and the sentence ranker's score (that share plus 0.5 x the default embedder's cosine
-similarity, cwread.extractive.SentenceRanker), on:
+similarity, cwread.answer.extractive.SentenceRanker), on:
 
 - positives: for each gold evidence paragraph of a record, the sentence of it that scores
   best (the one a reader would quote);
@@ -30,11 +30,11 @@ import json
 import random
 from pathlib import Path
 
-from cwread import grounding
+from cwread.answer import grounding
+from cwread.answer.extractive import sentence_ranker
 from cwread.book import load_document
-from cwread.embedders import load_embedder
-from cwread.extractive import sentence_ranker
-from cwread.metrics import bootstrap_interval
+from cwread.eval.metrics import bootstrap_interval
+from cwread.retrieval.embedders import load_embedder
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"

@@ -134,7 +134,7 @@ def dev_questions() -> list[tuple[str, str, set[int]]]:
 
 
 def quality(before: str) -> None:
-    from cwread.metrics import bootstrap_interval
+    from cwread.eval.metrics import bootstrap_interval
 
     questions = dev_questions()
     with tempfile.TemporaryDirectory(dir=REPO.parent) as tmp:
@@ -145,7 +145,7 @@ def quality(before: str) -> None:
             found = [p for p in [DATA / "novels" / name, DATA / "fairytale" / "docs" / name, REPO / "examples" / name] if p.is_file()]
             shutil.copy(found[0], library / name)
         script = (
-            "import json, sys\nfrom pathlib import Path\nfrom cwread.library import Library\n"
+            "import json, sys\nfrom pathlib import Path\nfrom cwread.library.catalog import Library\n"
             "lib = Library((Path(sys.argv[1]),))\nout = []\n"
             "for book, question in json.load(sys.stdin):\n"
             "    hits = lib.search(question, 10)\n"

@@ -21,11 +21,13 @@ import time
 from pathlib import Path
 from unittest import mock
 
-from cwread import api, lexical, metrics, retrieval
+from cwread import api
+from cwread.eval import metrics
 from cwread.eval.dataset import load_records
 from cwread.packing import pack, pack_ranked
 from cwread.records import Verdict
-from cwread.segments import make_budget
+from cwread.retrieval import fusion, lexical
+from cwread.retrieval.segments import make_budget
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data"
@@ -44,7 +46,7 @@ def step(name: str):
     index = STEPS.index(name)
     with (
         mock.patch.object(lexical, "CONTEXT_WIDTH", lexical.CONTEXT_WIDTH if index >= 1 else 0),
-        mock.patch.object(retrieval, "SECTION_WEIGHT", retrieval.SECTION_WEIGHT if index >= 2 else 0.0),
+        mock.patch.object(fusion, "SECTION_WEIGHT", fusion.SECTION_WEIGHT if index >= 2 else 0.0),
     ):
         yield make_budget("auto" if index >= 3 else "focused"), index >= 3
 

@@ -28,10 +28,11 @@ DATA = REPO.parent / "shared" / "data"
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("OLLAMA_HOST", "http://127.0.0.1:9")  # the embedded default, whatever serves here
 
-from cwread import api, extractive  # noqa: E402
+from cwread import api  # noqa: E402
+from cwread.agents.finder import JUDGED_PARAGRAPHS, ParagraphJudge  # noqa: E402
+from cwread.answer import extractive  # noqa: E402
 from cwread.backends import embedded  # noqa: E402
-from cwread.finder import JUDGED_PARAGRAPHS, ParagraphJudge  # noqa: E402
-from cwread.metrics import wilson_interval  # noqa: E402
+from cwread.eval.metrics import wilson_interval  # noqa: E402
 
 NEVER = -1000.0  # a threshold under any score: every candidate is judged and scored
 

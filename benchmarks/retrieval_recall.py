@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from cwread import api
-from cwread.segments import make_budget
+from cwread.retrieval.segments import make_budget
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "fairytale" / "fairytale.jsonl"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cwread import agents
+from cwread.agents import shared
 from cwread.backends.embedded import EmbeddedBackend, default_gguf
 from training import decision
 from training.checkpoints import load_gguf
@@ -50,7 +50,7 @@ def main() -> int:
     backend = EmbeddedBackend(gguf, num_ctx=4096, lora=args.lora)
     theirs, t = [], time.time()
     for row in rows:
-        theirs.append(agents.decision_score(backend, row["prompt"]))
+        theirs.append(shared.decision_score(backend, row["prompt"]))
     theirs_s = time.time() - t
     gaps = [abs(a - b) for a, b in zip(ours, theirs, strict=True)]
     order = lambda xs: sorted(range(len(xs)), key=lambda i: -xs[i])  # noqa: E731

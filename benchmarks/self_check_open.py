@@ -22,8 +22,8 @@ from pathlib import Path
 
 from answer_support import references_of  # benchmarks/, beside this script
 
+from cwread.eval.metrics import best_over_references, bootstrap_interval, token_f1
 from cwread.eval.run import read_rows
-from cwread.metrics import best_over_references, bootstrap_interval, token_f1
 
 
 def paired(data: str, with_path: str, without_path: str, kind: str = "open") -> dict:

@@ -17,7 +17,7 @@ import re
 import time
 from pathlib import Path
 
-from cwread import grounding
+from cwread.answer import grounding
 from cwread.book import load_document
 
 HERE = Path(__file__).resolve().parent

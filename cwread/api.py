@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cwread import pipeline
+from cwread.agents.model_facts import FACTS, facts_of
 from cwread.backends import label
 from cwread.backends.select import (
     BackendSettings,
@@ -28,16 +29,15 @@ from cwread.backends.select import (
     serving_notes,
 )
 from cwread.book import Document, Paragraph, load_document
-from cwread.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
 from cwread.errors import ModelError
-from cwread.library import Found, Library
-from cwread.model_facts import FACTS, facts_of
+from cwread.library.catalog import Found, Library
 from cwread.plan import AnswerSettings, FinderSettings, Plan, RunSettings
 from cwread.progress import Progress
 from cwread.question import Question, make_question
 from cwread.records import DoctorReport, FindResult, IndexReport, Trace
-from cwread.retrieval import open_index
-from cwread.segments import Budget, make_budget
+from cwread.retrieval.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
+from cwread.retrieval.fusion import open_index
+from cwread.retrieval.segments import Budget, make_budget
 from cwread.session import Session
 
 __all__ = [
@@ -101,8 +101,8 @@ def index_document(
 ) -> IndexReport:
     """Build (or verify) the cached indexes of `document`, and the word counts its extractive
     answers weigh question words by."""
-    from cwread.extractive import book_idf
-    from cwread.retrieval import document_cache_dir
+    from cwread.answer.extractive import book_idf
+    from cwread.retrieval.fusion import document_cache_dir
 
     t0 = time.perf_counter()
     index = open_index(document, load_embedder(embedder), progress)
@@ -167,8 +167,8 @@ def search_library(
 
 def doctor(settings: BackendSettings | None = None) -> DoctorReport:
     """Which backend, models and embedder `ask` would use, and what is missing."""
+    from cwread.agents.reading_budget import reading_note
     from cwread.cache import cache_root
-    from cwread.finder_budget import reading_note
 
     finder = interpreter = why = error = None
     notes: list[str] = []

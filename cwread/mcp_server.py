@@ -41,16 +41,17 @@ from mcp_types import (
 )
 from pydantic import Field
 
-from cwread import __version__, api, json_output
+from cwread import __version__, api
 from cwread.backends import cancellable
 from cwread.book import load_document
 from cwread.book.formats import format_names
 from cwread.errors import CwreadError, InputError
-from cwread.library import Library, stamp_of
+from cwread.library.catalog import Library, stamp_of
 from cwread.plan import ASKED_READ_TOKENS
 from cwread.question import QuestionKind
 from cwread.records import JUDGE_ANYWAY_HINT, Trace
 from cwread.session import Session
+from cwread.views import json_output
 
 SEARCH_MOST = 100  # hits a search returns at most: 10**12 asked once returned 20,000 (7.2 MB)
 DEFAULT_SESSIONS = 4  # books held open at once: each holds its index and embedder in memory

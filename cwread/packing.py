@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from cwread.book import Document, Evidence, Passage
 from cwread.records import Packet, PacketItem, Verdict
-from cwread.segments import Budget, Segment
+from cwread.retrieval.segments import Budget, Segment
 
 
 def pack(

@@ -11,12 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from cwread import extractive, grounding
-from cwread.backends import Backend, label
-from cwread.backends.select import Selection
-from cwread.book import Document, Evidence, Passage
-from cwread.embedders import load_embedder
-from cwread.finder import (
+from cwread.agents.finder import (
     JUDGE_WORDS,
     JUDGED_PARAGRAPHS,
     Finder,
@@ -26,9 +21,14 @@ from cwread.finder import (
     read_segments,
     reading_budget,
 )
-from cwread.interpreter import interpret, packet_fits, self_check_decision
-from cwread.judge import JudgeUnavailable
-from cwread.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, READS_WHEN_ASKED, holds
+from cwread.agents.interpreter import interpret, packet_fits, self_check_decision
+from cwread.agents.judge import JudgeUnavailable
+from cwread.agents.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, READS_WHEN_ASKED, holds
+from cwread.answer import extractive, grounding
+from cwread.answer.support import check_confidence, check_support
+from cwread.backends import Backend, label
+from cwread.backends.select import Selection
+from cwread.book import Document, Evidence, Passage
 from cwread.packing import pack, pack_segments
 from cwread.plan import (
     ANSWER_CHOICES,
@@ -57,8 +57,8 @@ from cwread.records import (
     Unread,
     Verdict,
 )
-from cwread.segments import Budget
-from cwread.support import check_confidence, check_support
+from cwread.retrieval.embedders import load_embedder
+from cwread.retrieval.segments import Budget
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def keep_threshold_of(finding: FinderSettings, reader: Finder) -> float | None:
 def _support_method(
     answering: AnswerSettings, interpreter: Backend, question: Question, small: bool
 ) -> tuple[SupportMethod, float | None]:
-    """How a model's answer is checked, and the threshold it is held to (cwread.support): the
+    """How a model's answer is checked, and the threshold it is held to (cwread.answer.support): the
     model's own check, or for an open answer the model's confidence in its words, only where
     its threshold was given (calibrated for that model: the 1.5B's judged at chance both
     ways); else the words. Never a score from a model that judges at chance or gives none."""
@@ -222,7 +222,7 @@ def run(
 
     Given a `packet` (ablations, baselines; the plan says "given"), the Finder and packing are
     skipped. The planned `rank` ranks sentences and weighs a label's words (none planned: the
-    book's word rarity and the retrieval's embedder, cwread.extractive); `follows`: the
+    book's word rarity and the retrieval's embedder, cwread.answer.extractive); `follows`: the
     earlier turn a follow-up leans on, shown to the Interpreter as conversation."""
     plan, selection = planned.plan, planned.backends
     question, interpreter = found.question, selection.interpreter
@@ -347,7 +347,7 @@ def _check_support(
     progress: Progress | None,
     weights: grounding.Weights | None,
 ) -> SupportCheck | None:
-    """Whether the final answer's quotes support it, as planned (cwread.support; `weights`:
+    """Whether the final answer's quotes support it, as planned (cwread.answer.support; `weights`:
     the book's word weights); None when there is no readable answer to check."""
     if plan.support is None or final is None or final.answer is None:
         return None
@@ -417,14 +417,14 @@ def decide(
     backed_labels: bool = True,
 ) -> Answer:
     """What is presented as the answer, and whether the quotes support it (`support`: the
-    check of the final answer; without one, the words decide, see cwread.support).
+    check of the final answer; without one, the words decide, see cwread.answer.support).
 
     "evidence-only": no verdict, only the best evidence. Open questions: "generative" keeps the Interpreter's words (cut where they start to
     repeat) only if its quotes cover them, else nothing is presented (not determined from
     the text) and the best evidence is shown: the sentences of the `grounds`' packet, or else
     of its `retrieved` paragraphs, that fit the question best; "extractive" answers with the
     words the span reader picks (`extract` "span") or the sentence (`extract` "sentence") that
-    fit best of the packet, ranked by its `rank` (see cwread.extractive; shared question words
+    fit best of the packet, ranked by its `rank` (see cwread.answer.extractive; shared question words
     without one);
     "generative-or-extractive" is generative, with the extractive answer in place of words
     the quotes do not cover. With a `judge`, an extractive answer comes from the paragraph it

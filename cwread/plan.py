@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from cwread.errors import InputError
-from cwread.segments import Budget
+from cwread.retrieval.segments import Budget
 
 
 class AnswerMode(StrEnum):
@@ -28,7 +28,7 @@ ANSWER_MODES = tuple(AnswerMode)
 
 
 class SupportMethod(StrEnum):
-    """How `supported` is decided (cwread.support): WORDS needs every content word of an open
+    """How `supported` is decided (cwread.answer.support): WORDS needs every content word of an open
     answer quoted (an option or claim: a tenth of its words' weight in the book); CONFIDENCE
     also shows an open answer whose words the model was sure of (the mean log-probability of
     its tokens at least the threshold the user calibrated for it, --min-confidence) when its
@@ -46,7 +46,7 @@ SUPPORT_METHODS = tuple(SupportMethod)
 
 class Extract(StrEnum):
     """How an extractive answer is cut from the best sentences: SPAN, the words the span
-    reader chooses (cwread.answer_span), or SENTENCE, the best sentence whole (a
+    reader chooses (cwread.answer.span_reader), or SENTENCE, the best sentence whole (a
     why-question's reason clause). A novel gets the sentence: the span reader, fit on short
     tales, lost to it there (dev novels, token-F1: benchmarks/README.md, "Extractive answers")."""
 
@@ -69,7 +69,7 @@ class PacketSource(StrEnum):
 
 class FinderUse(StrEnum):
     """--finder: AUTO skips a model Finder measured to keep nearly every segment it reads (the
-    retriever's rank fills the packet), else runs it; JUDGE runs the judge (cwread.judge);
+    retriever's rank fills the packet), else runs it; JUDGE runs the judge (cwread.agents.judge);
     ON runs the model Finder; OFF takes every segment read as kept."""
 
     AUTO = "auto"
@@ -81,7 +81,7 @@ class FinderUse(StrEnum):
 FINDER_CHOICES = tuple(FinderUse)
 # quote-first: the clue's quote, then YES or NO; decision-first: YES or NO, a kept segment's quote
 # after it; score: YES or NO alone, decided by its log-odds (no quote); auto: the reply a trained
-# adapter was trained on, else quote-first: cwread.finder
+# adapter was trained on, else quote-first: cwread.agents.finder
 FINDER_REPLIES = ("auto", "quote-first", "decision-first", "score")
 READ_TOKENS_CHOICES = "a number of tokens, auto or none"
 
@@ -96,10 +96,10 @@ def _check_threshold(value: object, name: str) -> None:
 class AnswerSettings:
     """How a retrieved question is answered: `answer_mode` for open questions (ANSWER_CHOICES,
     or auto: extractive for a model too small to write); `self_check` (None: for claims and
-    risky questions with options, cwread.interpreter.self_check_decision); `judge_anyway`: ask
+    risky questions with options, cwread.agents.interpreter.self_check_decision); `judge_anyway`: ask
     a model that judges at chance for a verdict on options and claims all the same;
     `support_threshold`: ask the Interpreter's model whether the quotes support its answer, and
-    pass it at this score (None: no such call; the words decide, see cwread.support);
+    pass it at this score (None: no such call; the words decide, see cwread.answer.support);
     `confidence_threshold`: the mean token log-probability at which a model's open answer whose
     words are not all quoted is shown all the same (None: never, the words decide);
     `answer_threshold`: the trained Finder's score under which an extractive answer's best
@@ -127,10 +127,10 @@ class FinderSettings:
     """How the Finder runs, validated once, here.
 
     `use`: auto (skip a model Finder measured to keep nearly every segment it reads: its calls
-    cannot change the answer), judge (cwread.judge), on (the model) or off (every segment
+    cannot change the answer), judge (cwread.agents.judge), on (the model) or off (every segment
     read is taken as kept).
     `read_tokens`: prompt tokens it reads at most, in rank order: a number, "auto" (what it
-    reads in about half a minute at the rate measured for it: cwread.finder_budget) or None (no cap
+    reads in about half a minute at the rate measured for it: cwread.agents.reading_budget) or None (no cap
     but the budget's `read`); the flag's text ("2000", "auto", "none") is read here.
     `reply`: one of FINDER_REPLIES. `keep_threshold`: a segment is kept when its score,
     ln P(YES) - ln P(NO) (the judge's: its logit), reaches this, whatever its label (None:
@@ -177,7 +177,7 @@ def _read_tokens(value: int | str | None) -> int | str | None:
 class RunSettings:
     """What a question's run is asked for, grouped by stage, as every entry point (the CLI,
     chat, MCP, `api`) builds it once and a session resolves it into a Plan: `budget`,
-    retrieval and packing (cwread.segments; None: auto, fitted to the book); `retrieval`,
+    retrieval and packing (cwread.retrieval.segments; None: auto, fitted to the book); `retrieval`,
     how anchors are ranked (fused, bm25, dense); `finding`, how the Finder reads; `answering`,
     how the answer is given. The backends are the session's own (BackendSettings)."""
 
@@ -200,13 +200,13 @@ class Plan:
     withheld verdict); `self_check`: its second pass follows a readable first answer
     (`self_check_skipped`: why auto leaves out a pass τ(q) names).
     `budget`: the budget fitted to the book and the Interpreter, with why
-    (cwread.segments.fit_budget); None where the caller gave none to fit. `support`: how
+    (cwread.retrieval.segments.fit_budget); None where the caller gave none to fit. `support`: how
     the answer's support is checked (SUPPORT_METHODS; None: no model answer to check), and
     `support_threshold` the score the model's check must reach. `extract`: how an
     extractive answer to an open question is cut (EXTRACTS; None for options and claims).
-    `judge_unavailable`: why the judge (cwread.judge) that would have read could not be
+    `judge_unavailable`: why the judge (cwread.agents.judge) that would have read could not be
     loaded; the rank fills the packet instead. `answer_threshold`: an extractive answer's
-    best-fitting paragraphs are judged by the trained Finder (cwread.finder.ParagraphJudge),
+    best-fitting paragraphs are judged by the trained Finder (cwread.agents.finder.ParagraphJudge),
     and none scoring this much means no answer (None: not judged).
     """
 

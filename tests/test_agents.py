@@ -1,9 +1,9 @@
 import pytest
 
-from cwread import agents
-from cwread.agents import answer_grammar, extract_citations, split_citations
-from cwread.finder import finder_request, parse_finder_reply
-from cwread.interpreter import SELF_CHECK_SYSTEM, interpreter_request, needs_self_check, parse_reply
+from cwread.agents import shared
+from cwread.agents.finder import finder_request, parse_finder_reply
+from cwread.agents.interpreter import SELF_CHECK_SYSTEM, interpreter_request, needs_self_check, parse_reply
+from cwread.agents.shared import answer_grammar, extract_citations, split_citations
 from cwread.question import Question
 
 
@@ -98,7 +98,7 @@ def test_finder_prompt_puts_the_segment_before_the_question():
     assert 'q3 ::= "a"' in request.grammar and "reason ::= item\n" in request.grammar
     assert request.schema["properties"]["answer"]["enum"] == ["YES", "NO"]
     retry = finder_request(Question("Who?", "mcq", {"A": "x", "B": "y"}), 3, 4, "[3] a", retry=True)
-    assert agents.FIRM_RETRY in retry.messages[-1][1]
+    assert shared.FIRM_RETRY in retry.messages[-1][1]
 
 
 def test_interpreter_prompt_and_grammar_per_kind():

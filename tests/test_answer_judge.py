@@ -1,4 +1,4 @@
-"""An extractive answer judged by a trained Finder (cwread.finder.ParagraphJudge), through the
+"""An extractive answer judged by a trained Finder (cwread.agents.finder.ParagraphJudge), through the
 real CLI on the scripted backend: the answer comes from the paragraph it scores best, none is
 given below its threshold (exit 4, the best evidence labelled as evidence), and the trace
 carries its scores, calls and time."""
@@ -89,7 +89,7 @@ def test_judging_stops_at_a_paragraph_it_is_sure_of_and_says_so(capsys, story, c
 def test_candidates_are_paragraphs_ranked_whole_and_never_only_a_restatement():
     """A paragraph whose only sentence restates the question is no candidate; a paragraph that
     holds the answer without repeating the question's words in one sentence is one."""
-    from cwread.extractive import candidate_paragraphs
+    from cwread.answer.extractive import candidate_paragraphs
 
     question = "Who killed Sir Charles Baskerville?"
     evidence = [

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from cwread import answer_span, extractive
-from cwread.answer_span import Span, question_kind, spans
+from cwread.answer import extractive, span_reader
+from cwread.answer.span_reader import Span, question_kind, spans
 from tests.conftest import run
 
 
@@ -67,14 +67,14 @@ def test_a_feeling_question_is_offered_single_words():
 
 
 def test_the_shipped_weights_load_and_a_missing_or_bad_file_is_none(tmp_path):
-    model = answer_span.shipped_model()
+    model = span_reader.shipped_model()
     assert model is not None and len(model.weights) > 50
-    assert answer_span.read_model(tmp_path / "absent.json") is None
+    assert span_reader.read_model(tmp_path / "absent.json") is None
     bad = tmp_path / "bad.json"
     bad.write_text('{"weights": {"bias": "heavy"}}', encoding="utf-8")
-    assert answer_span.read_model(bad) is None
+    assert span_reader.read_model(bad) is None
     bad.write_bytes(b"\xff\xfe{")
-    assert answer_span.read_model(bad) is None
+    assert span_reader.read_model(bad) is None
 
 
 def test_a_where_question_is_answered_with_the_place_not_the_sentence():

@@ -6,8 +6,8 @@ import pytest
 
 from cwread import api
 from cwread.cache import cache_root, read_entry, write_entry
-from cwread.embedders import load_static_minilm
-from cwread.retrieval import document_cache_dir, open_index
+from cwread.retrieval.embedders import load_static_minilm
+from cwread.retrieval.fusion import document_cache_dir, open_index
 
 
 def test_cache_root_follows_environment(monkeypatch, tmp_path):
@@ -106,7 +106,7 @@ def test_atomic_file_write_leaves_no_temporary(tmp_path):
 def test_tiktoken_cache_is_seeded_offline_and_verified(tmp_path, monkeypatch):
     import hashlib
 
-    from cwread.tokens import _tiktoken_source, seed_tiktoken_cache
+    from cwread.text.tokens import _tiktoken_source, seed_tiktoken_cache
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tt"))
     folder = seed_tiktoken_cache("cl100k_base")

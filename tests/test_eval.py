@@ -5,19 +5,18 @@ import re
 
 import pytest
 
-from cwread import metrics
 from cwread.api import open_document
 from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.cli import main
 from cwread.errors import InputError
-from cwread.eval import dataset, run
+from cwread.eval import dataset, metrics, run
 from cwread.eval import report as eval_report
 from cwread.eval import rows as rows_module
 from cwread.eval import summary as eval_summary
 from cwread.eval.methods import METHODS, EvalContext
 from cwread.question import Question
-from cwread.segments import make_budget
+from cwread.retrieval.segments import make_budget
 from tests.conftest import EVAL_RECORDS, write_records
 from tests.scripted_replies import finder_reply, smart_interpreter
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cwread import extractive, grounding
+from cwread.answer import extractive, grounding
 from cwread.book import document_from_bytes
 from cwread.pipeline import Grounds, decide
 from cwread.question import Question

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from cwread import cache
+from cwread.agents.finder import finder_request
 from cwread.cli import main
-from cwread.finder import finder_request
-from cwread.json_output import TRACE_VERSION
+from cwread.views.json_output import TRACE_VERSION
 from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -259,7 +259,7 @@ def test_doctor_without_ollama_names_the_host_and_how_to_get_models(capsys, cach
 
 
 def test_modelfiles_ship_in_the_package_and_are_written_on_request(capsys, tmp_path):
-    from cwread.modelfiles import shipped
+    from cwread.agents.modelfiles import shipped
 
     repo = {p.name: p.read_text() for p in (REPO / "modelfiles").glob("*.Modelfile")}
     assert shipped() == repo and "finder.Modelfile" in repo
@@ -933,7 +933,7 @@ def test_a_trace_onto_a_link_writes_its_target_and_onto_a_device_writes_the_devi
 def test_a_book_rewritten_to_the_same_size_and_time_is_read_again():
     import tempfile
 
-    from cwread.library import stamp_of as _signature
+    from cwread.library.catalog import stamp_of as _signature
 
     with tempfile.TemporaryDirectory() as folder:
         book = Path(folder) / "b.txt"

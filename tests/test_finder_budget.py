@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from cwread import finder_budget as reading
+from cwread.agents import reading_budget as reading
 from cwread.backends import Capabilities, Generation
 from cwread.errors import InputError
 from cwread.plan import FinderSettings

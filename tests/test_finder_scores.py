@@ -16,7 +16,7 @@ from cwread.eval import report as eval_report
 from cwread.eval import summary as eval_summary
 from cwread.eval.run import EvalContext
 from cwread.plan import FinderSettings
-from cwread.segments import make_budget
+from cwread.retrieval.segments import make_budget
 from tests.scripted_replies import finder_reply, smart_interpreter
 
 
@@ -117,10 +117,10 @@ def test_rows_without_scores_report_no_ranking(tmp_path, cache_dir, eval_data):
 
 
 def test_an_unreadable_reply_kept_for_recall_has_no_score():
+    from cwread.agents.finder import GenerativeFinder
     from cwread.book import document_from_bytes
-    from cwread.finder import GenerativeFinder
     from cwread.question import Question
-    from cwread.segments import Segment
+    from cwread.retrieval.segments import Segment
 
     doc = document_from_bytes(b"The key is under the mat.\n\nThe door is red.", "t")
     garbled = Generation("no tags at all", label_logprobs=(("YES", -0.1), ("NO", -3.0)))

@@ -1,8 +1,7 @@
 """The package's layers: no module imports a module above it.
 
-cli → render/json_output → eval → api → session → pipeline → finder/interpreter/support → agents/packing →
-records/model_facts → plan/question → backends →
-book/segments/retrieval → cache/settings → errors. `training/` imports cwread, never the
+cli → views → eval → api → session → pipeline → the agents and the answer → packing →
+records → plan/question → backends → book/library/retrieval → cache/settings → errors. `training/` imports cwread, never the
 reverse. Checked on the source (imports inside functions too), so a new arrow back up fails here.
 """
 
@@ -16,31 +15,31 @@ from tests.conftest import REPO
 
 LAYERS = [
     ["cwread.cli", "cwread.cli.app", "cwread.cli.tools", "cwread.cli.options", "cwread.cli.chat", "cwread.cli.exits", "cwread.mcp_server"],
-    ["cwread.render", "cwread.json_output"],
+    ["cwread.views.render", "cwread.views.json_output"],
     ["cwread.eval", "cwread.eval.run", "cwread.eval.methods", "cwread.eval.rows", "cwread.eval.report", "cwread.eval.summary"],
     ["cwread.eval.dataset"],
     ["cwread.api"],
     ["cwread.session"],
     ["cwread.pipeline"],
-    ["cwread.finder", "cwread.interpreter", "cwread.support"],
-    ["cwread.agents", "cwread.packing", "cwread.grounding", "cwread.extractive", "cwread.answer_span", "cwread.finder_budget", "cwread.judge"],
-    ["cwread.records", "cwread.model_facts"],
+    ["cwread.agents.finder", "cwread.agents.interpreter", "cwread.answer.support"],
+    ["cwread.agents.shared", "cwread.packing", "cwread.answer.grounding", "cwread.answer.extractive", "cwread.answer.span_reader", "cwread.agents.reading_budget", "cwread.agents.judge"],
+    ["cwread.records", "cwread.agents.model_facts"],
     ["cwread.plan", "cwread.question"],
     [
         "cwread.backends",
         "cwread.backends.select",
         "cwread.backends.ollama",
         "cwread.backends.openai_compat",
-        "cwread.backends.replies",
         "cwread.backends.embedded",
         "cwread.backends.scripted",
         "cwread.backends.callcache",
         "cwread.backends.provider",
-        "cwread.tokens",
+        "cwread.text.tokens",
     ],
-    ["cwread.library", "cwread.library_store", "cwread.calibre", "cwread.book", "cwread.book.model", "cwread.book.decoding", "cwread.book.paragraphs", "cwread.book.formats", "cwread.book.formats.base", "cwread.book.formats.text", "cwread.book.formats.html", "cwread.book.formats.epub", "cwread.book.formats.pdf", "cwread.book.folder", "cwread.book.load", "cwread.segments", "cwread.retrieval", "cwread.embedders", "cwread.lexical", "cwread.metrics"],
-    ["cwread.cache", "cwread.settings", "cwread.modelfiles"],
-    ["cwread.errors", "cwread.terminal", "cwread.progress", "cwread", "cwread.data"],
+    ["cwread.library.catalog", "cwread.library.store", "cwread.library.calibre", "cwread.book", "cwread.book.model", "cwread.book.decoding", "cwread.book.paragraphs", "cwread.book.formats", "cwread.book.formats.base", "cwread.book.formats.text", "cwread.book.formats.html", "cwread.book.formats.epub", "cwread.book.formats.pdf", "cwread.book.folder", "cwread.book.load", "cwread.retrieval.segments", "cwread.retrieval.fusion", "cwread.retrieval.embedders", "cwread.retrieval.lexical", "cwread.eval.metrics"],
+    ["cwread.cache", "cwread.settings", "cwread.agents.modelfiles"],
+    # the stages' packages hold only their docstrings
+    ["cwread.errors", "cwread.views.terminal", "cwread.progress", "cwread", "cwread.data", "cwread.retrieval", "cwread.agents", "cwread.answer", "cwread.text", "cwread.library", "cwread.views"],
 ]
 RANK = {module: i for i, layer in enumerate(LAYERS) for module in layer}
 # the registries' packages: a new format or backend is one module, its layer its package's

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cwread.library import Library
-from cwread.library_store import STORE_VERSION
+from cwread.library.catalog import Library
+from cwread.library.store import STORE_VERSION
 from tests.conftest import EXAMPLES, REPO, run
 
 DATA = REPO / "tests" / "data"

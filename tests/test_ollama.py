@@ -6,13 +6,13 @@ import os
 import httpx
 import pytest
 
+from cwread.agents.finder import finder_request, parse_finder_reply
+from cwread.agents.interpreter import parse_reply
+from cwread.agents.shared import json_reply_to_tags
 from cwread.backends import GenerationRequest
 from cwread.backends.ollama import OllamaBackend
-from cwread.backends.replies import json_reply_to_tags
 from cwread.backends.select import BackendSettings, select_backends
 from cwread.errors import ModelError
-from cwread.finder import finder_request, parse_finder_reply
-from cwread.interpreter import parse_reply
 from cwread.question import Question
 
 
@@ -66,9 +66,10 @@ def test_chat_request_body_is_the_native_api_with_explicit_context():
     assert body["options"]["num_predict"] == request.max_tokens
     assert body["format"] == request.schema  # structured output for an untrained model
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
-    assert generation.text == "<reason>[3] clue</reason>\n<answer>YES</answer>"
+    # the reply is the schema's JSON, marked so, and the agents read it as tags
+    assert generation.structured and json_reply_to_tags(generation.text) == "<reason>[3] clue</reason>\n<answer>YES</answer>"
     assert (generation.prompt_tokens, generation.completion_tokens) == (42, 7)
-    assert parse_finder_reply(generation.text).answer == "YES"
+    assert parse_finder_reply(json_reply_to_tags(generation.text)).answer == "YES"
 
 
 def _show_and_chat(modelfile: str, seen: dict):
@@ -174,7 +175,7 @@ def test_json_reply_conversion_leaves_other_text_alone():
 
 
 def test_json_quotes_become_quote_items_checked_like_any_other():
-    from cwread import grounding
+    from cwread.answer import grounding
 
     reply = '{"quotes": [{"id": 5, "quote": "kept in a biscuit tin"}, {"id": 5, "quote": "in a safe"}], "answer": "TRUE"}'
     tags = json_reply_to_tags(reply)

@@ -11,12 +11,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from cwread.agents.finder import finder_request, parse_finder_reply
+from cwread.agents.interpreter import interpreter_request
+from cwread.agents.shared import json_reply_to_tags
 from cwread.backends import openai_compat
 from cwread.backends.openai_compat import OpenAIBackend, OpenAISettings
 from cwread.backends.select import BackendSettings, select_backends
 from cwread.errors import InputError, ModelError
-from cwread.finder import finder_request, parse_finder_reply
-from cwread.interpreter import interpreter_request
 from cwread.question import Question
 from tests.conftest import loopback_server, run
 
@@ -103,10 +104,10 @@ def test_other_servers_get_the_json_schema_and_their_reply_becomes_tags():
     b = backend(fake_server("vllm", reply, seen), api_key="sk-test")
     assert (b.constraint, b.capabilities.parallel, b.capabilities.context) == ("json", 4, 8192)
     request = finder_call()
-    text = b.generate(request).text
+    generation = b.generate(request)
     body = seen["body"]
     assert body["response_format"]["json_schema"]["schema"] == request.schema and "grammar" not in body
-    assert text == '<reason>[3] "The key is under the mat."</reason>\n<answer>YES</answer>'
+    assert generation.structured and json_reply_to_tags(generation.text) == '<reason>[3] "The key is under the mat."</reason>\n<answer>YES</answer>'
     assert seen["auth"] == "Bearer sk-test"
     assert "/props" not in seen["paths"]  # only llama.cpp servers are asked for their slots
 

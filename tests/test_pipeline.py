@@ -6,20 +6,20 @@ from dataclasses import replace
 import pytest
 
 from cwread import api
+from cwread.agents.finder import GenerativeFinder, read_segments
+from cwread.agents.interpreter import prompt_fits
 from cwread.backends import GenerationRequest
 from cwread.backends.callcache import CachedBackend
 from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.book import document_from_bytes
 from cwread.errors import ModelError
-from cwread.finder import GenerativeFinder, read_segments
-from cwread.interpreter import prompt_fits
 from cwread.packing import pack
 from cwread.pipeline import plan_run, run
 from cwread.plan import AnswerSettings, RunSettings
 from cwread.question import Question
 from cwread.records import GroundedReply, Quote, Verdict
-from cwread.segments import Budget, Segment
+from cwread.retrieval.segments import Budget, Segment
 from tests.scripted_replies import finder_reply
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cwread.agents import split_citations
+from cwread.agents.finder import parse_finder_reply
+from cwread.agents.interpreter import parse_reply
+from cwread.agents.shared import split_citations
+from cwread.answer.grounding import find_quotes
 from cwread.book import parse_paragraphs
-from cwread.finder import parse_finder_reply
-from cwread.grounding import find_quotes
-from cwread.interpreter import parse_reply
 from cwread.question import Question
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

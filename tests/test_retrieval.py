@@ -5,7 +5,7 @@ from cwread import api
 from cwread.book import document_from_bytes
 from cwread.errors import InputError
 from cwread.question import parse_options
-from cwread.retrieval import build_queries, open_index, paragraph_scores, reciprocal_rank_fusion
+from cwread.retrieval.fusion import build_queries, open_index, paragraph_scores, reciprocal_rank_fusion
 
 
 def test_reciprocal_rank_fusion_sums_inverse_ranks():
@@ -31,7 +31,7 @@ def test_static_embedder_equals_sentence_transformers_static_embedding(cache_dir
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import StaticEmbedding
 
-    from cwread.embedders import load_static_minilm
+    from cwread.retrieval.embedders import load_static_minilm
 
     ours = load_static_minilm()
     module = StaticEmbedding(ours.tokenizer, embedding_weights=torch.from_numpy(ours.weights.copy()))
@@ -42,7 +42,7 @@ def test_static_embedder_equals_sentence_transformers_static_embedding(cache_dir
 
 
 def test_static_embedder_places_related_texts_closer(cache_dir):
-    from cwread.embedders import load_static_minilm
+    from cwread.retrieval.embedders import load_static_minilm
 
     e = load_static_minilm()
     v = e.encode(["a storm at sea wrecked the ship", "the vessel sank in a gale", "she baked bread"])
@@ -61,7 +61,7 @@ def test_bm25_ranks_the_paragraph_with_the_stemmed_terms_first(story, cache_dir)
 
 
 def test_dense_finds_a_paraphrase_without_shared_words(story, cache_dir):
-    from cwread.embedders import load_static_minilm
+    from cwread.retrieval.embedders import load_static_minilm
 
     doc = api.open_document(str(story))
     index = open_index(doc, load_static_minilm())
@@ -162,7 +162,7 @@ def test_a_reply_is_found_through_the_paragraph_that_asks_it(tmp_path, cache_dir
 
 
 def test_context_scores_pool_neighbours_with_decay_and_stop_at_a_file(tmp_path, cache_dir):
-    from cwread import lexical
+    from cwread.retrieval import lexical
 
     texts = ["plain words here"] * 3 + ["the lantern glass"] + ["plain words here"] * 3
     retriever = lexical.build_index(texts)
@@ -181,7 +181,7 @@ def test_context_scores_pool_neighbours_with_decay_and_stop_at_a_file(tmp_path, 
 
 
 def test_sections_overlap_by_half_cover_the_book_and_stay_in_their_file():
-    from cwread.lexical import section_spans
+    from cwread.retrieval.lexical import section_spans
 
     lengths = [100] * 50
     spans = section_spans(lengths, chars=1000).tolist()
@@ -197,7 +197,7 @@ def test_sections_overlap_by_half_cover_the_book_and_stay_in_their_file():
 
 
 def test_a_paragraph_is_scored_by_the_section_around_it(tmp_path, cache_dir):
-    from cwread import lexical
+    from cwread.retrieval import lexical
 
     texts = ["The storm broke the lantern glass.", "She climbed up.", "Nobody saw.", "The cat slept."]
     tokens = lexical.tokenize(texts)
@@ -210,7 +210,7 @@ def test_a_paragraph_is_scored_by_the_section_around_it(tmp_path, cache_dir):
 
 
 def test_the_section_index_is_cached_and_rebuilt_when_damaged(story, cache_dir):
-    from cwread.retrieval import document_cache_dir
+    from cwread.retrieval.fusion import document_cache_dir
 
     doc = api.open_document(str(story))
     assert open_index(doc, None).built == ["bm25"]

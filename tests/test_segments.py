@@ -1,7 +1,7 @@
 import pytest
 
 from cwread.errors import InputError
-from cwread.segments import PRESETS, SEGMENT_CHAR_CAP, Budget, build_segments, make_budget
+from cwread.retrieval.segments import PRESETS, SEGMENT_CHAR_CAP, Budget, build_segments, make_budget
 
 
 def budget(**kw) -> Budget:
@@ -108,7 +108,7 @@ def test_presets_match_the_paper_and_overrides_validate():
 
 
 def test_auto_is_the_default_and_a_story_gets_the_focused_values():
-    from cwread.segments import fit_budget
+    from cwread.retrieval.segments import fit_budget
 
     requested = make_budget()
     assert requested.preset == "auto" and requested.fixed == ()
@@ -122,7 +122,7 @@ def test_auto_is_the_default_and_a_story_gets_the_focused_values():
 
 
 def test_a_novel_widens_the_budget_and_its_anchors_and_reading_grow_with_it():
-    from cwread.segments import NOVEL, fit_budget
+    from cwread.retrieval.segments import NOVEL, fit_budget
 
     hound, styles, moonstone, huge = (
         fit_budget(make_budget(), [200] * n) for n in (1546, 2632, 3763, 100_000)
@@ -141,7 +141,7 @@ def test_a_novel_widens_the_budget_and_its_anchors_and_reading_grow_with_it():
 
 
 def test_the_interpreter_context_cuts_b_c_and_what_you_set_stays():
-    from cwread.segments import fit_budget
+    from cwread.retrieval.segments import fit_budget
 
     small = fit_budget(make_budget(), [200] * 3000, context_tokens=4096)
     assert small.b_c == 8600 and "4,096-token context" in small.why  # 60% of 4,096 tokens at 3.5 chars
@@ -153,7 +153,7 @@ def test_the_interpreter_context_cuts_b_c_and_what_you_set_stays():
 
 
 def test_a_fixed_preset_is_kept_as_it_is_and_says_so():
-    from cwread.segments import fit_budget
+    from cwread.retrieval.segments import fit_budget
 
     broad = fit_budget(make_budget("broad", p_w=8), [200] * 3000, context_tokens=512)
     assert (broad.preset, broad.anchors, broad.p_w, broad.b_c) == ("broad", 16, 8, 15000)

@@ -6,15 +6,16 @@ import json
 
 import pytest
 
-from cwread import api, retrieval, session
+from cwread import api, session
+from cwread.agents.finder import GenerativeFinder, ScoringFinder, ScriptedFinder, make_finder
+from cwread.agents.interpreter import leans_on_previous
 from cwread.backends import Generation
 from cwread.backends import select as backend_select
 from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.errors import InputError
-from cwread.finder import GenerativeFinder, ScoringFinder, ScriptedFinder, make_finder
-from cwread.interpreter import leans_on_previous
 from cwread.plan import FinderSettings
+from cwread.retrieval import fusion
 from tests.conftest import run
 from tests.scripted_replies import finder_reply, smart_interpreter
 
@@ -32,7 +33,7 @@ def selection() -> Selection:
 def test_a_session_answers_as_one_call_asks_and_builds_nothing_twice(story, cache_dir, monkeypatch):
     opened, loaded, selected = [], [], []
     monkeypatch.setattr(
-        session, "open_index", lambda *a, **k: opened.append(1) or retrieval.open_index(*a, **k)
+        session, "open_index", lambda *a, **k: opened.append(1) or fusion.open_index(*a, **k)
     )
     monkeypatch.setattr(session, "load_embedder", lambda *a: loaded.append(1) or api.load_embedder(*a))
     chosen = selection()

@@ -122,7 +122,7 @@ def test_llama_cpp_scores_as_the_lane_scored_in_transformers(fresh_shipped, tmp_
     """The first dev record's first segments: the GPU's trained scores (scores.jsonl) against
     the shipped adapter's in llama.cpp (the same 4-bit weights; llama.cpp's activations are
     8-bit, so close, not equal: on 12 segments median 0.13, at most 0.32)."""
-    from cwread import agents
+    from cwread.agents import shared
     from training.data import finder_dev_set
 
     lane = json.loads((LANE_A / "scores.jsonl").read_text().splitlines()[0])
@@ -139,7 +139,7 @@ def test_llama_cpp_scores_as_the_lane_scored_in_transformers(fresh_shipped, tmp_
     shipped = embedded.shipped_finder()
     backend = embedded.EmbeddedBackend(None, num_ctx=4096, lora=shipped.path, trained=shipped.trained)
     for segment, theirs in zip(segments, lane["trained"], strict=False):
-        assert agents.decision_score(backend, segment["prompt"]) == pytest.approx(theirs, abs=0.5)
+        assert shared.decision_score(backend, segment["prompt"]) == pytest.approx(theirs, abs=0.5)
 
 
 @pytest.mark.slow
@@ -148,7 +148,8 @@ def test_a_decision_decodes_one_token_and_scores_as_the_whole_reply(fresh_shippe
     put together, and the score the full decoding gives (within llama.cpp's batching noise)."""
     from dataclasses import replace
 
-    from cwread import api, finder
+    from cwread import api
+    from cwread.agents import finder
     from cwread.records import yes_odds
 
     shipped = embedded.shipped_finder()

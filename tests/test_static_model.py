@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cwread.embedders import load_static_minilm, static_model_dir
+from cwread.retrieval.embedders import load_static_minilm, static_model_dir
 
 REPO = Path(__file__).resolve().parent.parent
 

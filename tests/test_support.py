@@ -5,9 +5,9 @@ import json
 
 import pytest
 
+from cwread.answer.support import SUPPORT_SYSTEM, unquoted_names
 from cwread.backends import Generation, GenerationRequest
 from cwread.records import Quote
-from cwread.support import SUPPORT_SYSTEM, unquoted_names
 from tests.conftest import run
 
 MEDAL = "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."

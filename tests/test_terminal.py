@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cwread.cli import main
-from cwread.terminal import printable
+from cwread.views.terminal import printable
 from tests.conftest import REPO
 
 # what a hostile book may hold: clipboard write, window title, clear screen, a hyperlink,

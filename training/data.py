@@ -9,7 +9,7 @@ dev anthology follows), so a question's `cor_section` is its gold paragraph ids.
 - Interpreter: per question, a packet built by cwread's packing from the gold paragraphs plus
   the top BM25 distractors, and the reference answers.
 
-Prompts come from `cwread.finder` and `cwread.interpreter`, so training sees exactly what inference sends.
+Prompts come from `cwread.agents.finder` and `cwread.agents.interpreter`, so training sees exactly what inference sends.
 """
 
 from __future__ import annotations
@@ -20,14 +20,16 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from cwread import agents, grounding, lexical
+from cwread.agents import shared
+from cwread.agents.finder import finder_request
+from cwread.agents.interpreter import interpreter_request
+from cwread.answer import grounding
 from cwread.book import document_from_bytes
 from cwread.cache import write_file_atomic
-from cwread.finder import finder_request
-from cwread.interpreter import interpreter_request
 from cwread.packing import pack_segments
 from cwread.question import Question
-from cwread.segments import PRESETS, Segment
+from cwread.retrieval import lexical
+from cwread.retrieval.segments import PRESETS, Segment
 
 # FairytaleQA's CSV folders (train/, val/) are not part of the repository: `--source DIR` or
 # CWREAD_FAIRYTALEQA names them. A GPU machine gets the built finder.jsonl/interpreter.jsonl.
@@ -88,7 +90,7 @@ def stories(split_dir: Path):
 def clue_sentence(text: str, question: str) -> str:
     """The sentence of `text` (as an agent is shown it) sharing the most content words with the
     question, else its first: a quote cwread's grammar would let the model write."""
-    shown = agents.shown_evidence([(0, text)])[0][1]
+    shown = shared.shown_evidence([(0, text)])[0][1]
     best = grounding.best_sentence(question, [(0, shown)])
     if best is not None:
         return best.text
@@ -109,7 +111,7 @@ def finder_target(
     if label == "YES":
         reason = _cited_clue(doc, gold_in_segment[0], question)
     else:
-        shown = agents.shown_evidence([(i, doc.paragraph(i).text) for i in range(segment[0], segment[1] + 1)])
+        shown = shared.shown_evidence([(i, doc.paragraph(i).text) for i in range(segment[0], segment[1] + 1)])
         best = grounding.best_sentence(question, shown, 0)
         reason = f'[{best.id}] "{best.text}"' if best is not None else _cited_clue(doc, segment[0], question)
     return f"<reason>{reason}</reason>\n<answer>{label}</answer>"
@@ -227,7 +229,7 @@ def interpreter_examples(split_dir: Path, distractors: int = 3, seed: int = 0) -
                     "answers": q["answers"],
                     "allowed_ids": packet.ids,
                     "gold_ids": sorted(q["gold"]),
-                    "evidence": agents.evidence_block(packet.evidence()),
+                    "evidence": shared.evidence_block(packet.evidence()),
                     "target": interpreter_target(doc, q["question"], q["gold"], q["answers"][0]),
                     "hard": False,
                     "story": name,
@@ -262,14 +264,14 @@ Source: FairytaleQA (Apache-2.0), `{source.name}/{split}`: story sections as num
 ## finder.jsonl ({len(finder)} examples)
 - one positive (a 1-3 paragraph window holding a gold paragraph) and one hard negative (the
   same-size window without gold that BM25 ranks highest) per question: {yes} YES / {len(finder) - yes} NO
-- columns: id, prompt (chat messages from `cwread.finder.finder_request`), label, gold_ids
+- columns: id, prompt (chat messages from `cwread.agents.finder.finder_request`), label, gold_ids
   (gold ids inside the segment), target (a reference reply for the format warm start: the
   clue sentence of the gold paragraph, or a no-clue rationale), segment, story
 
 ## interpreter.jsonl ({len(interpreter)} examples)
 - a packet from `cwread.packing.pack_segments` over the gold paragraphs plus the top BM25 distractors;
   free-form answers (FairytaleQA has no multiple choice)
-- columns: id, prompt (`cwread.interpreter.interpreter_request`), kind, answer, answers,
+- columns: id, prompt (`cwread.agents.interpreter.interpreter_request`), kind, answer, answers,
   allowed_ids (packet ids), gold_ids, evidence (packet text), target (a reference reply for
   the format warm start: the cited clue sentence, then the first reference answer), hard, story
 

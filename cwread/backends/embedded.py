@@ -346,7 +346,7 @@ class EmbeddedBackend:
         return verify_gguf(self.path, self.capabilities.context, self._threads, self.lora)
 
     def count_tokens(self, text: str) -> int:
-        from cwread.tokens import count_tokens
+        from cwread.text.tokens import count_tokens
 
         return count_tokens(text)
 

@@ -40,7 +40,6 @@ from cwread.backends.provider import (
     models_said,
     places_said,
 )
-from cwread.backends.replies import json_reply_to_tags
 from cwread.errors import InputError, ModelError
 
 OLLAMA_TOP_LOGPROBS = 20  # the most alternatives a token the server gives
@@ -192,11 +191,10 @@ class OllamaBackend:
         except Exception as exc:  # mapped to one actionable message
             raise self._errors(exc) from exc
         text = response.message.content or ""
-        if use_schema:
-            text = json_reply_to_tags(text)
         tokens = token_dicts(getattr(response, "logprobs", None)) if request.logprobs else []
         return Generation(
             text=text,
+            structured=use_schema,
             prompt_tokens=int(response.prompt_eval_count or 0),
             completion_tokens=int(response.eval_count or 0),
             seconds=time.perf_counter() - t0,
@@ -223,7 +221,7 @@ class OllamaBackend:
         return None  # Ollama listed the model: it serves it
 
     def count_tokens(self, text: str) -> int:
-        from cwread.tokens import count_tokens
+        from cwread.text.tokens import count_tokens
 
         return count_tokens(text)
 

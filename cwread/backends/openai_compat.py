@@ -42,12 +42,16 @@ from cwread.backends.provider import (
     models_said,
     places_said,
 )
-from cwread.backends.replies import json_reply_to_tags, json_schema_format
 from cwread.errors import InputError, ModelError
 
 DEFAULT_CONCURRENCY = 4  # servers that do not say how many calls they serve at once
 NO_KEY = "no-key"  # local servers ignore the key; the client insists on one
 INFO_TIMEOUT = 10.0  # seconds for the server's model list and /props
+
+
+def json_schema_format(schema: dict) -> dict:
+    """An OpenAI-style `response_format` for cwread's reply schema."""
+    return {"type": "json_schema", "json_schema": {"name": "cwread_reply", "schema": schema}}
 
 
 @dataclass(frozen=True)
@@ -253,12 +257,11 @@ class OpenAIBackend:
                 f"to a chat call is {type(response).__name__} {str(response)[:80]!r}"
             )
         text = (response.choices[0].message.content or "") if response.choices else ""
-        if "response_format" in kwargs:
-            text = json_reply_to_tags(text)
         usage = response.usage
         tokens = _tokens(response) if request.logprobs else []
         return Generation(
             text=text,
+            structured="response_format" in kwargs,
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             seconds=time.perf_counter() - t0,
@@ -271,7 +274,7 @@ class OpenAIBackend:
         return None  # the server answered /v1/models: it serves the model
 
     def count_tokens(self, text: str) -> int:
-        from cwread.tokens import count_tokens
+        from cwread.text.tokens import count_tokens
 
         return count_tokens(text)
 

@@ -43,7 +43,7 @@ class ScriptedBackend:
         self.model = model
         self.concurrency = concurrency
         self.context = context
-        self.size = size  # parameters: below 300M, cwread.model_facts takes it for a small model
+        self.size = size  # parameters: below 300M, cwread.agents.model_facts takes it for a small model
         self.adapted = adapted or trained is not None
         self.trained = trained  # a trained adapter it stands for (the answer's paragraph judge)
         self.logprobs = logprobs

@@ -102,7 +102,7 @@ def serving_notes(selection: Selection) -> list[str]:
 
 def model_advice(selection: Selection | None) -> list[str]:
     """How to get models that read, when `ask` would run on the tiny embedded one (or none)."""
-    from cwread.modelfiles import setup_commands
+    from cwread.agents.modelfiles import setup_commands
 
     if selection is not None and selection.finder.name != "embedded":
         return []

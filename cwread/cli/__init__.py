@@ -1,4 +1,4 @@
-"""The `cwread` command line: parses options, calls `cwread.api`, renders with `cwread.render`.
+"""The `cwread` command line: parses options, calls `cwread.api`, renders with `cwread.views.render`.
 
 Exit codes, mapped in one place (`main`): 0 success, 1 a claim judged FALSE, 2 usage or input
 error, 3 model, backend, cache or output failure, 4 no answer, 70 internal error (a bug),
@@ -31,7 +31,6 @@ from cwread.cli.options import (
     output_options,
     question_options,
 )
-from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import (
     AnswerError,
     CwreadError,
@@ -39,6 +38,7 @@ from cwread.errors import (
     Interrupted,
     OutputError,
 )
+from cwread.retrieval.embedders import DEFAULT_EMBEDDER
 
 
 def _click_types(name: str) -> tuple[type[BaseException], ...]:
@@ -72,7 +72,8 @@ def show(
     debug: DebugFlag = False,
 ) -> None:
     """Print paragraphs with their ids, e.g. `cwread show novel.txt 1200-1210`."""
-    from cwread import api, json_output, render
+    from cwread import api
+    from cwread.views import json_output, render
 
     document = open_document(book, output)
     notes: list[str] = []
@@ -111,7 +112,8 @@ def find(
     local windows cover the rest of the text, so nothing is out of reach. The Finder reads
     segments in this order, up to the read budget; by default the anchor segments are printed.
     """
-    from cwread import api, json_output, render
+    from cwread import api
+    from cwread.views import json_output, render
 
     if limit is not None and limit < 0:
         raise InputError("--limit must be 0 (all) or a positive number")
@@ -130,8 +132,9 @@ def _answer(book: str, asked, asking, settings, run: AnswerRun, quiet: bool = Fa
     backends `settings` choose, print, return the trace."""
     from pathlib import Path
 
-    from cwread import api, json_output, render
+    from cwread import api
     from cwread.cache import check_output_path, write_output_file
+    from cwread.views import json_output, render
 
     if run.trace is not None:  # checked before any work, so a finished answer is never lost
         check_output_path(run.trace, "--trace")
@@ -251,7 +254,7 @@ def chat(
 
 
 def _notice():
-    from cwread import render
+    from cwread.views import render
 
     return render.notice
 
@@ -267,8 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("CWREAD_DEBUG") == "1"
     json_out = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
-    from cwread import render
-    from cwread.terminal import one_line
+    from cwread.views import render
+    from cwread.views.terminal import one_line
 
     def fail(code: int, kind: str, message: str, line: str | None = None) -> int:
         if line is not None:

@@ -47,7 +47,8 @@ def open_document(book: str, output: Output):
     """The book as `output` says to read it, with one warning line when invalid bytes were
     replaced while decoding it, and one naming the files of a folder left out; later views
     wrap as `output` says."""
-    from cwread import api, render
+    from cwread import api
+    from cwread.views import render
 
     render.set_width(output.width)
     document = api.open_document(book, output.encoding)

@@ -13,7 +13,7 @@ import sys
 from contextlib import suppress
 from dataclasses import dataclass, field
 
-from cwread import api, json_output, render
+from cwread import api
 from cwread.backends import INTERRUPTED
 from cwread.cache import append_output_file, cache_root, check_output_path, write_output_file
 from cwread.cli.exits import answer_exit
@@ -21,7 +21,8 @@ from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError
 from cwread.plan import RunSettings
 from cwread.session import Conversation, Session
-from cwread.terminal import one_line
+from cwread.views import json_output, render
+from cwread.views.terminal import one_line
 
 HELP = """Ask a question about the book, or:
   /verify CLAIM   judge a claim TRUE or FALSE

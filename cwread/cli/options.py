@@ -18,7 +18,6 @@ import typer
 from cwread.backends import DEFAULT_NUM_CTX
 from cwread.backends.select import PROVIDERS
 from cwread.book.formats import format_names
-from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import InputError
 from cwread.eval.methods import METHODS as EVAL_METHODS
 from cwread.plan import (
@@ -31,8 +30,9 @@ from cwread.plan import (
     RunSettings,
 )
 from cwread.question import make_question
-from cwread.retrieval import METHODS as RETRIEVALS
-from cwread.segments import Budget
+from cwread.retrieval.embedders import DEFAULT_EMBEDDER
+from cwread.retrieval.fusion import METHODS as RETRIEVALS
+from cwread.retrieval.segments import Budget
 
 
 def _listed(names) -> str:

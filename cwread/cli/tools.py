@@ -21,8 +21,8 @@ from cwread.cli.options import (
     model_run_options,
     output_options,
 )
-from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import InputError, ModelError
+from cwread.retrieval.embedders import DEFAULT_EMBEDDER
 
 
 @app.command()
@@ -34,7 +34,8 @@ def index(
     debug: DebugFlag = False,
 ) -> None:
     """Build the cached lexical and dense indexes of a text, so later questions start fast."""
-    from cwread import api, json_output, render
+    from cwread import api
+    from cwread.views import json_output, render
 
     document = open_document(book, output)
     with render.progress() as progress:
@@ -53,7 +54,8 @@ def doctor(
     debug: DebugFlag = False,
 ) -> None:
     """Say which backend, models and embedder `ask` would use, and how to get what is missing."""
-    from cwread import api, json_output, render
+    from cwread import api
+    from cwread.views import json_output, render
 
     report = api.doctor(settings)
     if json_out:
@@ -74,8 +76,8 @@ def modelfiles(
     """Write the Ollama Modelfiles of cwread's agents, for `ollama create cwread-finder -f ...`."""
     from pathlib import Path
 
-    from cwread import json_output, render
-    from cwread.modelfiles import setup_commands, write_modelfiles
+    from cwread.agents.modelfiles import setup_commands, write_modelfiles
+    from cwread.views import json_output, render
 
     written = write_modelfiles(Path(out), overwrite=force)
     if json_out:
@@ -115,8 +117,8 @@ def eval_command(
     recall, citation validity, format rate, cost, answer distributions beside constant
     baselines, with 95% intervals. Rows are saved as they finish; Ctrl-C loses nothing.
     """
-    from cwread import json_output, render
     from cwread.eval.run import EvalOptions, evaluate
+    from cwread.views import json_output, render
 
     options = EvalOptions(
         data=data,
@@ -173,7 +175,8 @@ def search(
     """
     from pathlib import Path
 
-    from cwread import api, json_output, render
+    from cwread import api
+    from cwread.views import json_output, render
 
     render.set_width(output.width)
     with render.progress() as progress:

@@ -1,7 +1,7 @@
 """The methods `cwread eval` compares, one function each, registered by name.
 
 - pipeline: the full method, its self-check as auto runs it (claims and risky options, not
-  free-form answers: cwread.interpreter.self_check_decision); no-self-check: without it;
+  free-form answers: cwread.agents.interpreter.self_check_decision); no-self-check: without it;
 - no-finder: every anchor segment goes to the Interpreter (budgets permitting);
 - direct: the text from its start, cut where the model's context ends, in one call;
 - bm25-rag / dense-rag: top paragraphs of one retriever, in story order, under B_c;
@@ -15,7 +15,7 @@
   (YES-recall, precision, keep rate); no Interpreter, so no answer;
 - retrieval: no model; where anchors, segments read and the packet packed with no Finder to
   filter fall against gold evidence;
-- judge: no model call; the same, with the packet packed from the judge's verdicts (cwread.judge).
+- judge: no model call; the same, with the packet packed from the judge's verdicts (cwread.agents.judge).
 
 Each function takes the run's context, the record and its retrieval with the question as
 shown (options may be rotated), and returns a Trace. They are built from the pipeline's own
@@ -28,13 +28,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from cwread import api, extractive, grounding, pipeline
+from cwread import api, pipeline
+from cwread.agents.finder import JudgeFinder, make_finder, read_segments, reading_budget
+from cwread.agents.interpreter import interpreter_request, packet_fits, prompt_fits
+from cwread.answer import extractive, grounding
 from cwread.backends import Backend
 from cwread.backends.select import Selection
 from cwread.eval import rows
 from cwread.eval.dataset import Record
-from cwread.finder import JudgeFinder, make_finder, read_segments, reading_budget
-from cwread.interpreter import interpreter_request, packet_fits, prompt_fits
 from cwread.packing import pack_ranked, pack_segments, packet_of
 from cwread.plan import AnswerMode, AnswerSettings, Extract, FinderSettings, FinderUse, RunSettings
 from cwread.question import Question, QuestionKind
@@ -167,7 +168,7 @@ def closed_book(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
 def _extractive(ranked: bool) -> MethodRun:
     """No model: the packet sentence sharing most words with the question is the answer (open
     questions; other kinds get none). `ranked`: the answer the pipeline's extractive mode
-    would give from this packet instead (see cwread.extractive)."""
+    would give from this packet instead (see cwread.answer.extractive)."""
 
     def extract(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
         anchors = list(found.anchor_segments)
@@ -200,7 +201,7 @@ def finder(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
 
 
 def judge(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
-    """No model call: the judge (cwread.judge) reads the segments the pipeline reads and the
+    """No model call: the judge (cwread.agents.judge) reads the segments the pipeline reads and the
     packet is packed from its verdicts as the pipeline packs it (the rows of `retrieval`,
     beside which it is measured)."""
     finder = make_finder(replace(ctx.finding, use=FinderUse.JUDGE), None)

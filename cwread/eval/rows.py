@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from cwread import metrics
+from cwread.eval import metrics
 from cwread.eval.dataset import Record
 from cwread.records import FindResult, Trace, Verdict
 

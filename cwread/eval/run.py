@@ -13,7 +13,6 @@ from cwread import api, pipeline
 from cwread.backends import label
 from cwread.backends.select import BackendSettings, select
 from cwread.cache import check_output_path, write_output_file
-from cwread.embedders import DEFAULT_EMBEDDER
 from cwread.errors import InputError, Interrupted
 from cwread.eval import rows
 from cwread.eval.dataset import Record, load_records, rotations, spread_sample
@@ -23,6 +22,7 @@ from cwread.eval.summary import summarize
 from cwread.plan import AnswerMode, AnswerSettings, FinderSettings
 from cwread.progress import Progress
 from cwread.question import QuestionKind
+from cwread.retrieval.embedders import DEFAULT_EMBEDDER
 
 
 def run_record(record: Record, method: str, ctx: EvalContext) -> dict:
@@ -126,7 +126,7 @@ class EvalOptions:
     settings: BackendSettings | None = None
     use_cache: bool = True
     # open questions' answer mode (auto: by model size) and the support thresholds (None: the
-    # words decide, cwread.support); each method adds its own self-check and judges every label
+    # words decide, cwread.answer.support); each method adds its own self-check and judges every label
     answering: AnswerSettings = field(default_factory=AnswerSettings)
 
 

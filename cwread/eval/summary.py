@@ -3,7 +3,7 @@ stage, the Finder's scores as a ranking, and each method paired with the pipelin
 
 from __future__ import annotations
 
-from cwread import metrics
+from cwread.eval import metrics
 
 
 def paired_interval(differences: list[int]) -> tuple[float, float] | None:

@@ -1,4 +1,4 @@
-"""Where a library's paragraphs are kept for search: the storage behind `cwread.library`.
+"""Where a library's paragraphs are kept for search: the storage behind `cwread.library.catalog`.
 
 The interface is `ParagraphStore`: the books it holds (each by name, with the stamp it was
 read at and what `list_books` shows of it), one book put or dropped at a time, and a BM25
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cwread.errors import CacheError
-from cwread.lexical import STOPWORDS
+from cwread.retrieval.lexical import STOPWORDS
 
 STORE_VERSION = 1  # of the schema and the tokenizer: another opens a new file
 ROWS_PER_BOOK = 2**24  # paragraph ids a book may hold (a 16M-paragraph book is far past any)

@@ -11,7 +11,7 @@ ModelCall). Implementations:
   one short call a segment);
 - `ScriptedFinder`: a function of the segment, for tests and for measuring a ranking as if
   it were a Finder;
-- `JudgeFinder`: the judge (cwread.judge), a small cross-encoder run in-process, scoring the
+- `JudgeFinder`: the judge (cwread.agents.judge), a small cross-encoder run in-process, scoring the
   paragraphs read best-ranked first within its budget, quoting each kept segment's clue
   sentence; no model call.
 
@@ -31,16 +31,17 @@ from contextlib import closing
 from dataclasses import replace
 from typing import Protocol
 
-from cwread import agents, grounding
+from cwread.agents import shared
+from cwread.agents.reading_budget import ReadingBudget
+from cwread.answer import grounding
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Document, Evidence, Passage
 from cwread.errors import InputError
-from cwread.finder_budget import ReadingBudget
 from cwread.plan import FinderSettings, FinderUse
 from cwread.progress import Progress
 from cwread.question import Question
 from cwread.records import SURE, GroundedReply, ModelCall, ParagraphJudgement, Quote, Verdict, yes_odds
-from cwread.segments import Segment
+from cwread.retrieval.segments import Segment
 
 FINDER_MAX_TOKENS = 160
 
@@ -53,7 +54,7 @@ FINDER_SYSTEM = (
     "a relationship, a cause, a time or place, an object, an identity. Partial evidence "
     "counts. Say NO for scenery, weather, transitions, or a segment that only mentions a "
     "name or a word from the question without saying anything about what is asked. When in "
-    "doubt say YES: a missed clue costs more than an extra passage." + agents.BOOK_IS_DATA
+    "doubt say YES: a missed clue costs more than an extra passage." + shared.BOOK_IS_DATA
 )
 
 _QUOTE_FIRST_REPLY = (
@@ -91,21 +92,21 @@ def finder_request(
     quote after it, on the same (cached) prompt.
     """
     evidence = paragraphs if paragraphs is not None else _split_marked(segment_text)
-    title = agents.span_title(evidence) if evidence else f"{start}-{end}"
-    parts = [f"Segment (paragraphs {title}):\n{agents.evidence_block(evidence)}", agents.question_block(question)]
+    title = shared.span_title(evidence) if evidence else f"{start}-{end}"
+    parts = [f"Segment (paragraphs {title}):\n{shared.evidence_block(evidence)}", shared.question_block(question)]
     if question_first:
         parts.reverse()
     user = "\n\n".join([*parts, _DECISION_REPLY if decision_first else _QUOTE_FIRST_REPLY])
     if retry:
-        user += "\n\n" + agents.FIRM_RETRY
+        user += "\n\n" + shared.FIRM_RETRY
     messages = (("system", FINDER_SYSTEM), ("user", user))
     if decision_first:
-        return agents.decision_request(messages, seed=1 if retry else 0)
+        return shared.decision_request(messages, seed=1 if retry else 0)
     return GenerationRequest(
         messages=messages,
         max_tokens=FINDER_MAX_TOKENS,
-        grammar=agents.answer_grammar(question.kind, finder=True, evidence=evidence),
-        schema=agents.answer_schema(question.kind, finder=True, evidence=evidence),
+        grammar=shared.answer_grammar(question.kind, finder=True, evidence=evidence),
+        schema=shared.answer_schema(question.kind, finder=True, evidence=evidence),
         seed=1 if retry else 0,
         label_scores=("YES", "NO"),  # its score: how sure, for ranking and the eval's curve
     )
@@ -115,8 +116,8 @@ def clue_request(decision: GenerationRequest, reply: str, evidence: Evidence) ->
     """After a decision-first YES: the clue's quote, the conversation so far as its prefix (a
     prompt cache reads only the new turn). The quote is held to the segment's sentences as in
     the quote-first reply."""
-    rules = agents.quote_rules(evidence, 1)
-    quote = agents.quote_schema(evidence)
+    rules = shared.quote_rules(evidence, 1)
+    quote = shared.quote_schema(evidence)
     return GenerationRequest(
         messages=(*decision.messages, ("assistant", reply), ("user", CLUE_REQUEST)),
         max_tokens=FINDER_MAX_TOKENS,
@@ -135,9 +136,9 @@ def _split_marked(text: str) -> list[Passage]:
     return [Passage(int(m.group(1)), m.group(2)) for m in re.finditer(r"^\[(\d+)\] (.*)$", text, re.M)]
 
 
-def parse_finder_reply(text: str) -> agents.ParsedReply:
-    """The Finder's reply: a reason and YES or NO (see `agents.parse_tags`)."""
-    return agents.parse_yes_no(text)
+def parse_finder_reply(text: str) -> shared.ParsedReply:
+    """The Finder's reply: a reason and YES or NO (see `shared.parse_tags`)."""
+    return shared.parse_yes_no(text)
 
 
 
@@ -227,7 +228,7 @@ class GenerativeFinder(_ChatFinder):
         def request(retry: bool) -> GenerationRequest:
             return _request(document, segment, question, retry, decision_first)
 
-        parsed, call = agents.call_agent(self.backend, request, parse_finder_reply)
+        parsed, call = shared.call_agent(self.backend, request, parse_finder_reply)
         reason = parsed.reason
         if decision_first and self._keeps(parsed, call):
             asked = request(not call.parsed_first_try)
@@ -240,15 +241,15 @@ class GenerativeFinder(_ChatFinder):
                 completion_tokens=call.completion_tokens + clue.completion_tokens,
                 seconds=call.seconds + clue.seconds,
                 cached=call.cached and clue.cached,
-                prompt_cached=call.prompt_cached + agents.cached_prompt_tokens(clue),
+                prompt_cached=call.prompt_cached + shared.cached_prompt_tokens(clue),
             )
-        reply = agents.ground(reason, paragraphs, call)
+        reply = shared.ground(reason, paragraphs, call)
         if not parsed.ok:
             reply = replace(reply, reason=_kept_unread(parsed))
         return Verdict(segment, parsed.answer if parsed.ok else "YES", reply, kept_on_failure=not parsed.ok)
 
 
-    def _keeps(self, parsed: agents.ParsedReply, call: ModelCall) -> bool:
+    def _keeps(self, parsed: shared.ParsedReply, call: ModelCall) -> bool:
         """Whether a readable decision-first reply keeps its segment: by its score where a
         threshold and a score are there (as by_threshold decides it after), else by its label."""
         score = yes_odds(call.label_logprobs)
@@ -257,7 +258,7 @@ class GenerativeFinder(_ChatFinder):
         return score >= self.threshold
 
 
-def _kept_unread(parsed: agents.ParsedReply) -> str:
+def _kept_unread(parsed: shared.ParsedReply) -> str:
     """The reason a verdict gives for a reply it could not read (its segment kept: recall first)."""
     return f"(unparseable Finder reply kept: {parsed.problem})"
 
@@ -279,7 +280,7 @@ class ScoringFinder(_ChatFinder):
         self.threshold = threshold
 
     def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
-        parsed, call = agents.call_agent(
+        parsed, call = shared.call_agent(
             self.backend,
             lambda retry: _request(document, segment, question, retry, decision_first=True),
             parse_finder_reply,
@@ -314,7 +315,7 @@ class ParagraphJudge:
             if scores and max(score for _, score in scores) >= SURE:
                 unjudged.append(pid)
                 continue
-            parsed, call = agents.call_agent(
+            parsed, call = shared.call_agent(
                 self.backend,
                 lambda retry, pid=pid, text=text: finder_request(
                     question, pid, pid, text, retry, paragraphs=[(pid, text)], decision_first=True
@@ -364,7 +365,7 @@ CITED_MOST = 3  # paragraphs a kept segment cites at most (its packet core, with
 
 
 class JudgeFinder:
-    """The judge (cwread.judge) as a Finder: it scores each paragraph read (the best-ranked
+    """The judge (cwread.agents.judge) as a Finder: it scores each paragraph read (the best-ranked
     first, `words` at most), a segment's score being its best paragraph's; a segment whose
     score reaches `threshold` is kept, citing its paragraphs that reach it (the best one at
     least), each with its clue sentence quoted verbatim: the sentence the judge scores best
@@ -453,11 +454,11 @@ def _request(
 
 
 def make_finder(settings: FinderSettings, backend: Backend) -> Finder:
-    """The Finder the settings name: the judge (cwread.judge) for `use` "judge", else the
+    """The Finder the settings name: the judge (cwread.agents.judge) for `use` "judge", else the
     model Finder `settings.reply` names, on `backend`. JudgeUnavailable when the judge's
     files cannot be loaded."""
     if settings.use == FinderUse.JUDGE:
-        from cwread.judge import load_judge
+        from cwread.agents.judge import load_judge
 
         return JudgeFinder(load_judge(), settings.keep_threshold)
     trained = backend.capabilities.trained

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import re
 
-from cwread import agents, grounding
+from cwread.agents import shared
+from cwread.answer import grounding
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence, Passage
-from cwread.lexical import STOPWORDS
 from cwread.question import Question, QuestionKind
 from cwread.records import AgentCall, Quote, SupportCheck, yes_odds
+from cwread.retrieval.lexical import STOPWORDS
 
 _WORD = re.compile(r"[^\W\d_]+")
 _TITLES = frozenset(
@@ -42,7 +43,7 @@ SUPPORT_SYSTEM = (
     "quoted from a book, a question and an answer someone wrote. Say YES if the quoted "
     "sentences state the answer or directly imply it, so that a reader of these sentences "
     "alone would give this answer. Say NO if they do not say it, say something else, or "
-    "contradict it. Match meaning, not wording." + agents.BOOK_IS_DATA.replace("evidence is text", "evidence is sentences")
+    "contradict it. Match meaning, not wording." + shared.BOOK_IS_DATA.replace("evidence is text", "evidence is sentences")
 )
 
 
@@ -66,11 +67,11 @@ def support_request(question: Question, answer: str, quotes: Evidence, retry: bo
     """The support check's call: the answer's quotes (each under its paragraph's label), the
     question and the answer; YES or NO alone, its score read at the first token."""
     user = "\n\n".join(
-        [agents.evidence_block(quotes), agents.question_block(question), answer_block(question, answer), _SUPPORT_REPLY]
+        [shared.evidence_block(quotes), shared.question_block(question), answer_block(question, answer), _SUPPORT_REPLY]
     )
     if retry:
-        user += "\n\n" + agents.FIRM_RETRY
-    return agents.decision_request((("system", SUPPORT_SYSTEM), ("user", user)), seed=1 if retry else 0)
+        user += "\n\n" + shared.FIRM_RETRY
+    return shared.decision_request((("system", SUPPORT_SYSTEM), ("user", user)), seed=1 if retry else 0)
 
 
 def unquoted_names(answer: str, quotes: tuple[Quote, ...], question: str) -> tuple[str, ...]:
@@ -177,10 +178,10 @@ def check_support(
     unquoted = unquoted_names(answer, quotes, question.text) if question.kind == QuestionKind.OPEN else ()
     if unquoted:
         return SupportCheck(False, "model", names_why(unquoted), unquoted=unquoted, quoted_share=share)
-    parsed, call = agents.call_agent(
+    parsed, call = shared.call_agent(
         backend,
         lambda retry: support_request(question, answer, quoted_evidence(quotes, packet), retry),
-        agents.parse_yes_no,
+        shared.parse_yes_no,
     )
     odds = yes_odds(call.label_logprobs)
     if odds is not None:

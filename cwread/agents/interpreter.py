@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from cwread import agents
+from cwread.agents import shared
+from cwread.answer.grounding import neutralise
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence
-from cwread.grounding import neutralise
 from cwread.question import Question, QuestionKind
 from cwread.records import AgentCall, Packet, Turn
 
@@ -25,8 +25,8 @@ INTERPRETER_SYSTEM = (
     "false. Match meaning, not wording. Compare every option against the evidence: a "
     "missing mention does not rule an option out, only a contradiction does; prefer the "
     "option with the strongest direct support. For a claim, check each of its parts."
-    + agents.QUOTE_RULE
-    + agents.BOOK_IS_DATA
+    + shared.QUOTE_RULE
+    + shared.BOOK_IS_DATA
 )
 
 SELF_CHECK_SYSTEM = (
@@ -34,7 +34,7 @@ SELF_CHECK_SYSTEM = (
     "be wrong. Re-read the question and the evidence. If the previous quotes support a "
     "different answer than the one given, or another answer is better supported, change "
     "it. Mind the exact intent: why, not, except, false, infer. For a claim, do not demand "
-    "more than the claim states." + agents.QUOTE_RULE + agents.BOOK_IS_DATA
+    "more than the claim states." + shared.QUOTE_RULE + shared.BOOK_IS_DATA
 )
 
 _ANSWER_HINT = {
@@ -65,9 +65,9 @@ def interpreter_request(
     """The Interpreter's call; with `previous` (answer, reason) it is the self-check; with
     `conversation`, a follow-up shown the turn it leans on, after the evidence."""
     parts = [
-        "Evidence (story order):\n" + (agents.evidence_block(evidence) if evidence else "(no evidence was found)"),
+        "Evidence (story order):\n" + (shared.evidence_block(evidence) if evidence else "(no evidence was found)"),
         *([conversation_block(conversation)] if conversation else []),
-        agents.question_block(question),
+        shared.question_block(question),
     ]
     if previous is not None:
         parts.append(f"Previous answer: {previous[0]}\nPrevious quotes: {previous[1]}")
@@ -79,22 +79,22 @@ def interpreter_request(
     )
     user = "\n\n".join(parts)
     if retry:
-        user += "\n\n" + agents.FIRM_RETRY
+        user += "\n\n" + shared.FIRM_RETRY
     return GenerationRequest(
         messages=(("system", SELF_CHECK_SYSTEM if previous else INTERPRETER_SYSTEM), ("user", user)),
         max_tokens=INTERPRETER_MAX_TOKENS,
-        grammar=agents.answer_grammar(question.kind, question.labels, evidence=evidence),
-        schema=agents.answer_schema(question.kind, question.labels, evidence=evidence),
+        grammar=shared.answer_grammar(question.kind, question.labels, evidence=evidence),
+        schema=shared.answer_schema(question.kind, question.labels, evidence=evidence),
         seed=1 if retry else 0,
         repeat_penalty=REPEAT_PENALTY,
-        answer_confidence=question.is_open,  # how sure the model is of its own words (cwread.support)
+        answer_confidence=question.is_open,  # how sure the model is of its own words (cwread.answer.support)
     )
 
 
-def parse_reply(text: str, question: Question) -> agents.ParsedReply:
+def parse_reply(text: str, question: Question) -> shared.ParsedReply:
     """Read `<reason>` and `<answer>`; tolerant of case, spacing, missing closing tags and
     text around the tags, strict about the answer being one the question allows."""
-    return agents.parse_tags(text, question.kind, question.labels)
+    return shared.parse_tags(text, question.kind, question.labels)
 
 
 _RISKY = re.compile(
@@ -159,14 +159,14 @@ def interpret(
     """The Interpreter on a packet; with `previous` (answer, reason) it is the self-check; with
     `conversation`, a follow-up shown the turn it leans on (its quotes still only from the packet)."""
     evidence = packet.evidence()
-    parsed, call = agents.call_agent(
+    parsed, call = shared.call_agent(
         backend,
         lambda retry: interpreter_request(
             question, evidence, previous=previous, retry=retry, conversation=conversation
         ),
         lambda raw: parse_reply(raw, question),
     )
-    return AgentCall(parsed.answer, parsed.problem, agents.ground(parsed.reason, evidence, call))
+    return AgentCall(parsed.answer, parsed.problem, shared.ground(parsed.reason, evidence, call))
 
 
 def prompt_fits(backend: Backend, request: GenerationRequest) -> bool:

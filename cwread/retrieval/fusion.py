@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from cwread import lexical
 from cwread.book import Document
 from cwread.cache import cache_root, read_entry, remove_entry, write_entry
-from cwread.embedders import Embedder
 from cwread.errors import CacheError, InputError
 from cwread.progress import Progress
+from cwread.retrieval import lexical
+from cwread.retrieval.embedders import Embedder
 
 RRF_K = 60
 METHODS = ("fused", "bm25", "dense")

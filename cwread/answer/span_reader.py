@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from cwread.grounding import content_words
-from cwread.lexical import STOPWORDS, word_stems
+from cwread.answer.grounding import content_words
+from cwread.retrieval.lexical import STOPWORDS, word_stems
 
 MAX_SENTENCES = 5  # of the ranking's best, whose spans compete
 MAX_PHRASE_WORDS = 10  # a name or a prepositional phrase is short
@@ -39,7 +39,7 @@ _REASON_WORDS = frozenset({"because", "since", "so", "for", "order", "that", "as
 # Where a reason starts. "for" before an object pronoun names who, not why ("for them--and had
 # one stolen"); before anything else it may give the reason ("for he wished", "for fear of the
 # wolf"). On FairytaleQA train's why-questions: this 25.0 token-F1, any "for" 24.9, "for" before
-# a subject only 24.1. (cwread.extractive's reason rule cuts at it too.)
+# a subject only 24.1. (cwread.answer.extractive's reason rule cuts at it too.)
 REASON = re.compile(
     r"\b(?:because|since|for(?! (?:them|him|her|me|us)\b)|so that|in order to"
     r"|that (?:he|she|it|they|we|you|i) (?:might|may|could|would))\b",

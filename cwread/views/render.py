@@ -1,6 +1,6 @@
 """What the CLI shows: Rich views on stdout, progress and notices on stderr, JSON documents.
 
-Takes the records of a run (`cwread.records`) and the JSON shapes (`cwread.json_output`); knows
+Takes the records of a run (`cwread.records`) and the JSON shapes (`cwread.views.json_output`); knows
 nothing of options or exit codes.
 """
 
@@ -20,8 +20,7 @@ from rich.text import Text
 
 from cwread.book import Document, Paragraph
 from cwread.errors import CwreadError, OutputError
-from cwread.json_output import TRACE_VERSION, about_line, book_path
-from cwread.library import Found
+from cwread.library.catalog import Found
 from cwread.plan import AnswerMode, SupportMethod
 from cwread.progress import Progress
 from cwread.question import QuestionKind
@@ -36,7 +35,8 @@ from cwread.records import (
     SupportCheck,
     Trace,
 )
-from cwread.terminal import one_line, printable, redact_credentials
+from cwread.views.json_output import TRACE_VERSION, about_line, book_path
+from cwread.views.terminal import one_line, printable, redact_credentials
 
 _STAGES = {
     "bm25": "Building the lexical index",
@@ -303,8 +303,8 @@ _WORD_RE = re.compile(r"\w+")
 def _matcher(query: str):
     """Whether a word of a paragraph is one the search looked for: its stem is that of one of
     the words the index was asked for (library_store.query_words)."""
-    from cwread.lexical import word_stems
-    from cwread.library_store import query_words
+    from cwread.library.store import query_words
+    from cwread.retrieval.lexical import word_stems
 
     terms = set(word_stems(query_words(query)))
     seen: dict[str, bool] = {}

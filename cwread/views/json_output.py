@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 from cwread import __version__
 from cwread.book import Document, Paragraph
-from cwread.library import Found, Hit
+from cwread.library.catalog import Found, Hit
 from cwread.plan import Plan
 from cwread.records import (
     AgentCall,
@@ -24,7 +24,7 @@ from cwread.records import (
     Trace,
     Verdict,
 )
-from cwread.segments import Segment
+from cwread.retrieval.segments import Segment
 
 # 2: paragraphs are named by `id` (a number in a single file, "ch03:12" in a book of several
 # files) with `source` and `paragraph`; a segment's anchor/window is its `kind`

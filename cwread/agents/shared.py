@@ -1,20 +1,21 @@
 """What the agents share: the evidence and question as a prompt shows them, output grammars,
 the one reply parser, the retry loop, and quotes and citations held to the evidence. Each
-agent's own prompt and request are its module's (cwread.finder, cwread.interpreter,
-cwread.support); `training/` imports those builders, so a trained model sees exactly what
+agent's own prompt and request are its module's (cwread.agents.finder, cwread.agents.interpreter,
+cwread.answer.support); `training/` imports those builders, so a trained model sees exactly what
 inference sends. Prompts are written for cwread after the paper's appendix.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from cwread import grounding
+from cwread.answer import grounding
+from cwread.answer.grounding import neutralise, sentence_spans
 from cwread.backends import Backend, Decision, GenerationRequest
 from cwread.book import LABEL, SOURCE_NAME, Evidence, Passage
-from cwread.grounding import neutralise, sentence_spans
 from cwread.question import Question, QuestionKind
 from cwread.records import GroundedReply, ModelCall, yes_odds
 
@@ -271,11 +272,12 @@ def call_agent(
         prompt_cached += cached_prompt_tokens(generation)
         seconds += generation.seconds
         cached = cached and generation.cached
-        parsed = parse(generation.text)
+        text = json_reply_to_tags(generation.text) if generation.structured else generation.text
+        parsed = parse(text)
         if parsed.ok:
             break
     call = ModelCall(
-        generation.text,
+        text,
         parsed.ok and not retry,
         prompt_tokens,
         completion_tokens,
@@ -286,6 +288,30 @@ def call_agent(
         prompt_cached,
     )
     return parsed, call
+
+
+# Servers that constrain output with a JSON schema (Ollama's `format`, OpenAI-style
+# `response_format`) reply `{"quotes": [{"id", "quote"}], "answer"}`; the quotes become the
+# reason, and each is checked against the book after parsing like any other quote.
+def json_reply_to_tags(text: str) -> str:
+    """`{"quotes": [...], "answer": ...}` (or `{"reason", "answer"}`) →
+    `<reason>...</reason>\\n<answer>...</answer>`; text that is not such JSON is returned
+    unchanged for the parser to judge."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    if not isinstance(data, dict) or not ({"answer", "quotes"} & data.keys()):
+        return text
+    quotes = data.get("quotes")
+    if isinstance(quotes, list) and quotes:
+        items = [f'[{q.get("id")}] "{q.get("quote", "")}"' for q in quotes if isinstance(q, dict)]
+        reason = " ".join(items)
+    else:
+        reason = str(data.get("reason", ""))
+    if "answer" not in data:  # a clue asked after the decision: quotes only
+        return f"<reason>{reason}</reason>"
+    return f"<reason>{reason}</reason>\n<answer>{data['answer']}</answer>"
 
 
 def cached_prompt_tokens(generation) -> int:

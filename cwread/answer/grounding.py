@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
 from cwread.book import LABEL, Evidence
-from cwread.lexical import STOPWORDS, word_stems
 from cwread.question import Question, QuestionKind
 from cwread.records import Forged, Quote
+from cwread.retrieval.lexical import STOPWORDS, word_stems
 
 MAX_QUOTE_CHARS = 240  # longer sentences are offered as clauses, so a quote stays short
 

@@ -1,0 +1,1 @@
+"""Text as the method sees it: tokens, words and sentences."""
