@@ -138,7 +138,7 @@ def answer_content(trace: Trace) -> dict[str, Any]:
         "kind": question.kind,
         "answer": trace.answer,
         "verdict": trace.answer if question.kind == QuestionKind.CLAIM else None,
-        "answer_kind": trace.outcome.kind,  # the model's words (support checked) or a quoted sentence
+        "answer_kind": trace.outcome.shown,  # the model's words (support checked) or a quoted sentence
         "supported": trace.outcome.supported,
         "support_check": json_output.support_json(trace.outcome.check),
         "status": trace.status,  # answered, no-verdict, not-determined or unparseable

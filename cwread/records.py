@@ -250,12 +250,22 @@ class ParagraphJudgement:
         return best[0] if best is not None and best[1] >= self.threshold else None
 
 
-@dataclass(frozen=True)
-class Answer:
-    """What cwread presents: the answer (None: not determined from the text, or no readable
-    reply), the quotes that support it, and the check that says they do (None: no check, as
-    for an extractive answer, which is a quoted sentence)."""
+class Shown(StrEnum):
+    """What an answer shown is: the Interpreter's words (its support checked) or a sentence of
+    the book quoted (an extractive answer)."""
 
+    MODEL_WORDS = "model-words"
+    QUOTED_WORDS = "quoted-words"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What cwread presents, set once by the answer stage (cwread.answer.decide): whether it
+    stands behind an answer (`status`), the answer (None unless answered), the quotes that
+    support it (or, when none is answered, the best evidence), and the check that says they do
+    (None: no check, as for an extractive answer, which is a quoted sentence)."""
+
+    status: Status
     text: str | None
     model_answer: str | None  # what the Interpreter wrote (None: no readable reply, or not asked)
     # GENERATIVE the Interpreter's words; EXTRACTIVE the best-fitting quote; EVIDENCE_ONLY no
@@ -263,13 +273,8 @@ class Answer:
     mode: AnswerMode
     supported: bool  # the quotes back the answer (`check` says how that was decided)
     quotes: tuple[Quote, ...] = ()
-    withheld: bool = False  # not determined from the text: the quotes are the best evidence
     check: SupportCheck | None = None  # of the model's answer, shown or withheld
     judgement: ParagraphJudgement | None = None  # of an extractive answer's paragraphs, where judged
-
-    @property
-    def abstained(self) -> bool:
-        return self.withheld
 
     def no_sentence_why(self) -> str:
         """Why an extractive answer was withheld: no sentence shared enough of the question,
@@ -285,15 +290,21 @@ class Answer:
         )
 
     @property
-    def kind(self) -> str | None:
-        """What the answer shown is: "model-words" (the Interpreter's answer, its support checked:
-        `check`) or "quoted-words" (an extractive answer); None when none is shown."""
+    def withheld(self) -> bool:
+        """No answer is given by choice (not determined, or no verdict): the best evidence
+        stands in its place."""
+        return self.status in (Status.NOT_DETERMINED, Status.NO_VERDICT)
+
+    @property
+    def shown(self) -> Shown | None:
+        """What the answer shown is; None when none is shown."""
         if self.text is None:
             return None
-        return "quoted-words" if self.mode == AnswerMode.EXTRACTIVE else "model-words"
+        return Shown.QUOTED_WORDS if self.mode == AnswerMode.EXTRACTIVE else Shown.MODEL_WORDS
 
 
-NO_ANSWER = Answer(None, None, AnswerMode.GENERATIVE, False)
+# a run that stopped before answering (the eval's retrieval), or gave no readable reply
+NO_ANSWER = Outcome(Status.UNPARSEABLE, None, None, AnswerMode.GENERATIVE, False)
 
 
 @dataclass(frozen=True)
@@ -330,7 +341,7 @@ class Trace:
     self_check: AgentCall | None = None
     models: dict[str, str] = field(default_factory=dict, hash=False)
     seconds: dict[str, float] = field(default_factory=dict, hash=False)  # the stages after retrieval
-    outcome: Answer = NO_ANSWER
+    outcome: Outcome = NO_ANSWER
     # stages not run because their calls could not change the answer: stage -> why
     skipped: dict[str, str] = field(default_factory=dict, hash=False)
     unread: Unread | None = None
@@ -365,12 +376,8 @@ class Trace:
 
     @property
     def status(self) -> Status:
-        """Whether cwread stands behind the answer (see Status)."""
-        if self.outcome.mode == AnswerMode.EVIDENCE_ONLY:
-            return Status.NO_VERDICT
-        if self.outcome.abstained:
-            return Status.NOT_DETERMINED
-        return Status.UNPARSEABLE if self.answer is None else Status.ANSWERED
+        """Whether cwread stands behind the answer (see Status), as the answer stage set it."""
+        return self.outcome.status
 
     def failure(self) -> str | None:
         """Why cwread stands behind no answer, in one line (None: it stands behind one)."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from cwread.answer import extractive, grounding
+from cwread.answer.decide import Grounds, decide
 from cwread.book import document_from_bytes
-from cwread.pipeline import Grounds, decide
 from cwread.question import Question
 from cwread.records import AgentCall, GroundedReply, ModelCall, Packet, PacketItem, Quote
 
@@ -73,7 +73,7 @@ def test_the_extracted_sentence_comes_from_the_packet_alone():
     question = Question("Why did the Giant build a wall?", "open")
     packet = Packet(items=(PacketItem(1, "The Giant had a garden.", ""),))
     outcome = decide(question, _final([]), Grounds(packet), "extractive")
-    assert outcome.text is None and outcome.abstained
+    assert outcome.text is None and outcome.withheld
     packet = Packet(items=(PacketItem(1, "The Giant had a garden.", ""), PacketItem(4, "So he built a wall of stone.", "")))
     outcome = decide(question, _final([]), Grounds(packet), "extractive")
     assert outcome.text == "So he built a wall of stone." and {q.id for q in outcome.quotes} <= set(packet.ids)
@@ -90,7 +90,7 @@ def test_a_sentence_that_only_restates_the_question_is_never_the_answer():
     question = Question("Who killed Sir Charles Baskerville?", "open")
     restating = "Sir Charles Baskerville was killed."
     outcome = decide(question, _final([]), Grounds(Packet(items=(PacketItem(3, restating, ""),))), "extractive")
-    assert outcome.text is None and outcome.abstained
+    assert outcome.text is None and outcome.withheld
     packet = Packet(items=(PacketItem(3, restating, ""), PacketItem(5, "Stapleton's hound killed Sir Charles Baskerville.", "")))
     outcome = decide(question, _final([]), Grounds(packet), "extractive")
     assert outcome.quotes[0].id == 5

@@ -21,6 +21,7 @@ LAYERS = [
     ["cwread.api"],
     ["cwread.session"],
     ["cwread.pipeline"],
+    ["cwread.answer.decide"],
     ["cwread.agents.finder", "cwread.agents.interpreter", "cwread.answer.support"],
     ["cwread.agents.shared", "cwread.packing", "cwread.answer.grounding", "cwread.answer.extractive", "cwread.answer.span_reader", "cwread.agents.reading_budget", "cwread.agents.judge"],
     ["cwread.records", "cwread.agents.model_facts"],

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from cwread.cli.app import app, open_document
-from cwread.cli.exits import EXIT_CODES, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, answer_exit
+from cwread.cli.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, answer_exit, error_exit
 from cwread.cli.options import (
     AnswerRun,
     Book,
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        code = EXIT_CODES.get(type(exc), EXIT_USAGE)
+        code = error_exit(exc)
         kind = exc.kind
         if isinstance(exc, Interrupted):
             return fail(code, kind, str(exc), f"cwread: {exc}")

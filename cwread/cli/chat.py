@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from cwread import api
 from cwread.backends import INTERRUPTED
 from cwread.cache import append_output_file, cache_root, check_output_path, write_output_file
-from cwread.cli.exits import answer_exit
+from cwread.cli.exits import answer_exit, error_exit
 from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError
 from cwread.plan import RunSettings
@@ -80,7 +80,7 @@ class Chat:
                 except CwreadError as exc:
                     self._error(exc)
                     if not interactive:
-                        last = 2 if isinstance(exc, InputError) else 3
+                        last = error_exit(exc)
         finally:
             if interactive:
                 _save_history(history)

@@ -29,6 +29,12 @@ EXIT_INTERRUPTED = 130
 EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: a fault of cwread's own, never the user's
 
 
+def error_exit(exc: CwreadError) -> int:
+    """What a failure exits with: its class's code, or its nearest parent's (a usage error when
+    none is mapped)."""
+    return next((EXIT_CODES[kind] for kind in type(exc).__mro__ if kind in EXIT_CODES), EXIT_USAGE)
+
+
 def answer_exit(trace: Trace) -> int:
     """What `ask` or `verify` exits with for this trace: 4 when cwread stands behind no
     answer, 1 for a claim judged FALSE, else 0."""

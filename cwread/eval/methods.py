@@ -39,7 +39,7 @@ from cwread.eval.dataset import Record
 from cwread.packing import pack_ranked, pack_segments, packet_of
 from cwread.plan import AnswerMode, AnswerSettings, Extract, FinderSettings, FinderUse, RunSettings
 from cwread.question import Question, QuestionKind
-from cwread.records import NO_ANSWER, Answer, FindResult, Packet, Trace
+from cwread.records import NO_ANSWER, FindResult, Outcome, Packet, Status, Trace
 from cwread.session import Session
 
 
@@ -184,7 +184,7 @@ def _extractive(ranked: bool) -> MethodRun:
         if chosen is None:
             return Trace(found, packet=packet, outcome=NO_ANSWER)
         text, quote = chosen
-        return Trace(found, packet=packet, outcome=Answer(text, text, AnswerMode.EXTRACTIVE, True, (quote,)))
+        return Trace(found, packet=packet, outcome=Outcome(Status.ANSWERED, text, text, AnswerMode.EXTRACTIVE, True, (quote,)))
 
     return extract
 

@@ -97,10 +97,10 @@ def trace_fields(trace: Trace) -> dict:
         "model_quotes": [[trace.document.public_id(q.id), q.text] for q in final.reply.quotes] if final else [],
         # a readable result of the answering step: the model's reply, an extracted sentence, or
         # an answer withheld as not determined
-        "parsed": outcome.text is not None or outcome.model_answer is not None or outcome.abstained,
+        "parsed": outcome.text is not None or outcome.model_answer is not None or outcome.withheld,
         "supported": outcome.supported,
-        "abstained": outcome.abstained,
-        "answer_kind": outcome.kind,  # model-words, quoted-words, or None when none is shown
+        "abstained": outcome.withheld,
+        "answer_kind": outcome.shown,  # model-words, quoted-words, or None when none is shown
         "support_method": check.method if check else None,
         "support_score": check.score if check else None,
         "support_quoted_share": check.quoted_share if check else None,

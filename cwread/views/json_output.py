@@ -179,12 +179,12 @@ def ask_json(trace: Trace) -> dict:
         "follows": None if trace.follows is None else asdict(trace.follows),
         "plan": plan_json(trace.plan),
         "answer_mode": trace.outcome.mode,
-        "answer_kind": trace.outcome.kind,
+        "answer_kind": trace.outcome.shown,
         "model_answer": trace.outcome.model_answer,
         "supported": trace.outcome.supported,
         "support_check": support_json(trace.outcome.check),
         "answer_judgement": judgement_json(doc, trace.outcome.judgement),
-        "abstained": trace.outcome.abstained,
+        "abstained": trace.outcome.withheld,
         # the answer's quotes are the packet's; an abstention's best evidence may come from what was read
         "quotes": [
             {**q, "in_packet": quote.id in packed}

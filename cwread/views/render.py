@@ -31,6 +31,7 @@ from cwread.records import (
     DoctorReport,
     FindResult,
     IndexReport,
+    Shown,
     Status,
     SupportCheck,
     Trace,
@@ -379,7 +380,7 @@ def answer_view(trace: Trace) -> None:
         head.append(printable(trace.answer), style="bold green")
         if question.kind == QuestionKind.MCQ and trace.answer in question.options:
             head.append(f"  {printable(question.options[trace.answer])}")
-        if outcome.kind == "quoted-words":
+        if outcome.shown == Shown.QUOTED_WORDS:
             head.append("  (words quoted from the text)", style="dim")
             judged = outcome.judgement
             if judged is not None and judged.best is not None:
@@ -405,7 +406,7 @@ def answer_view(trace: Trace) -> None:
     else:
         head.append("(none)", style="bold red")
     # a model answer beside a quoted sentence or none at all: its quotes did not support it
-    unbacked = outcome.abstained or (outcome.mode == AnswerMode.EXTRACTIVE and question.kind == QuestionKind.OPEN)
+    unbacked = outcome.withheld or (outcome.mode == AnswerMode.EXTRACTIVE and question.kind == QuestionKind.OPEN)
     if outcome.model_answer and unbacked:
         why = f" ({_support_line(outcome.check)})" if outcome.check else ""
         head.append(

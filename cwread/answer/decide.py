@@ -1,0 +1,138 @@
+"""What is presented as the answer, and whether cwread stands behind it: the one Outcome
+that the view, the exit code, chat, MCP and the eval rows read (cwread.records.Outcome)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from cwread.agents.finder import JUDGED_PARAGRAPHS, ParagraphJudge
+from cwread.answer import extractive, grounding
+from cwread.answer.support import check_support
+from cwread.book import Evidence
+from cwread.plan import AnswerMode, Extract
+from cwread.question import Question
+from cwread.records import AgentCall, Outcome, Packet, Quote, Status, SupportCheck
+
+
+@dataclass(frozen=True)
+class Grounds:
+    """What an answer is drawn from and checked against: the packet, the paragraphs the Finder
+    read beyond it (`retrieved`: where withheld answers' best evidence may come from; None for
+    a given packet), and the ranker of sentences (None: shared question words)."""
+
+    packet: Packet
+    retrieved: Evidence | None = None
+    rank: extractive.SentenceRanker | None = None
+
+
+def decide(
+    question: Question,
+    final: AgentCall | None,
+    grounds: Grounds,
+    mode: AnswerMode = AnswerMode.GENERATIVE,
+    support: SupportCheck | None = None,
+    extract: Extract = Extract.SPAN,
+    judge: ParagraphJudge | None = None,
+    backed_labels: bool = True,
+) -> Outcome:
+    """What is presented as the answer, and whether the quotes support it (`support`: the
+    check of the final answer; without one, the words decide, see cwread.answer.support).
+
+    "evidence-only": no verdict, only the best evidence. Open questions: "generative" keeps the Interpreter's words (cut where they start to
+    repeat) only if its quotes cover them, else nothing is presented (not determined from
+    the text) and the best evidence is shown: the sentences of the `grounds`' packet, or else
+    of its `retrieved` paragraphs, that fit the question best; "extractive" answers with the
+    words the span reader picks (`extract` "span") or the sentence (`extract` "sentence") that
+    fit best of the packet, ranked by its `rank` (see cwread.answer.extractive; shared question words
+    without one);
+    "generative-or-extractive" is generative, with the extractive answer in place of words
+    the quotes do not cover. With a `judge`, an extractive answer comes from the paragraph it
+    scores best among the ranker's best-fitting ones, or none is given below its threshold.
+    Labels (mcq, claim) stand as chosen where their quotes bear on them; else none is given
+    (not determined: a script must not read TRUE from a verdict its quotes do not back), unless
+    not `backed_labels` (the eval's baselines on a given packet measure the model's choice).
+    """
+    packet, rank = grounds.packet, grounds.rank
+    if mode == AnswerMode.EVIDENCE_ONLY:  # options and claims of a model that judges at chance
+        evidence = _best_evidence(question, None, grounds)
+        return Outcome(Status.NO_VERDICT, None, None, AnswerMode.EVIDENCE_ONLY, False, evidence)
+    if question.is_open and mode == AnswerMode.EXTRACTIVE:
+        return _extract(question, grounds, final, extract, judge)
+    fallback = mode == AnswerMode.GENERATIVE_OR_EXTRACTIVE
+    shown = AnswerMode.GENERATIVE if fallback else mode  # unless its words go unbacked, it is the model's
+    if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
+        return Outcome(Status.UNPARSEABLE, None, None, shown, False)
+    text = shown_text(question, final.answer)
+    weights = rank.weights if rank is not None else None
+    support = support or check_support(None, question, text, final, packet.evidence(), weights=weights)
+    if support.supported or not (question.is_open or backed_labels):
+        return Outcome(Status.ANSWERED, text, final.answer, shown, support.supported, final.reply.quotes, check=support)
+    # a label whose quotes do not bear on it is no verdict: the model's choice stays in the trace
+    if fallback and question.is_open:  # a sentence of the book that fits, rather than words it does not back
+        return replace(_extract(question, grounds, final, extract), check=support)
+    evidence = _best_evidence(question, final, grounds)
+    return Outcome(Status.NOT_DETERMINED, None, final.answer, shown, False, evidence, check=support)
+
+
+def _extract(
+    question: Question,
+    grounds: Grounds,
+    final: AgentCall | None,
+    extract: Extract,
+    judge: ParagraphJudge | None = None,
+) -> Outcome:
+    """The extractive answer (`extract`: cwread.plan.EXTRACTS): the best-fitting words or
+    sentence of the packet (what is cited is what was read: the view's packet, the JSON's
+    and the citations agree), or not determined when none shares enough of the question."""
+    model_answer = final.answer if final else None
+    rank = grounds.rank
+    pool = grounds.packet.evidence()
+    needed = grounding.answer_support_needed(question.text)
+    judgement = None
+    if judge is not None:
+        candidates = extractive.candidate_paragraphs(question.text, pool, rank, JUDGED_PARAGRAPHS)
+        if candidates:
+            text_of = dict((p[0], p[1]) for p in pool)
+            judgement = judge(question, [(pid, text_of[pid]) for pid in candidates])
+            pool = [p for p in pool if p[0] == judgement.chosen]
+            # the Finder vouched for the paragraph: its answer sentence need share one of the
+            # question's words, not two (fairytale dev token-F1 25.9 -> 27.7, abstained 11.5%
+            # -> 0%; benchmarks/README.md, "Answers from the trained Finder")
+            needed = min(needed, 1)
+    found = extractive.best_answer(question.text, pool, rank, needed, spans=extract == Extract.SPAN)
+    if found is None:
+        evidence = _best_evidence(question, final, grounds)
+        return Outcome(
+            Status.NOT_DETERMINED, None, model_answer, AnswerMode.EXTRACTIVE, False, evidence, judgement=judgement
+        )
+    # The sentence is the answer (a why-question's, its reason): giving only its longest run
+    # of words the question does not already say lowered token-F1 on the dev anthology (0.160
+    # -> 0.132 on the extractive baseline's sentences, 20 records).
+    text, quote = found
+    return Outcome(Status.ANSWERED, text, model_answer, AnswerMode.EXTRACTIVE, True, (quote,), judgement=judgement)
+
+
+BEST_EVIDENCE = 3  # sentences shown when the answer is withheld
+
+
+def _best_evidence(question: Question, final: AgentCall | None, grounds: Grounds) -> tuple[Quote, ...]:
+    """What to show instead of an unsupported answer: the model's quotes that share a word
+    with the question, then the sentences of the packet and of what the Finder read that
+    fit it best, up to BEST_EVIDENCE in all."""
+    asked = grounding.content_words(question.text)
+    shown = [q for q in (final.reply.quotes if final else ()) if asked & grounding.content_words(q.text)]
+    wanted = " ".join([question.text, *question.options.values()])  # the options say what counts
+    candidates = grounding.best_sentences(
+        wanted, [*grounds.packet.evidence(), *(grounds.retrieved or [])], BEST_EVIDENCE + len(shown), rank=grounds.rank
+    )
+    for quote in candidates:
+        if len(shown) < BEST_EVIDENCE and not any(
+            q.id == quote.id and q.start <= quote.start < q.end for q in shown
+        ):
+            shown.append(quote)
+    return tuple(shown)
+
+
+def shown_text(question: Question, answer: str) -> str:
+    """The model's answer as shown and checked: an open one cut where it starts repeating."""
+    return grounding.cut_repetition(answer) if question.is_open else answer
