@@ -45,10 +45,10 @@ from cwread import __version__, api
 from cwread.backends import cancellable
 from cwread.book import load_document
 from cwread.book.formats import format_names
+from cwread.cli.exits import error_exit
 from cwread.errors import CwreadError, InputError
 from cwread.library.catalog import Library, stamp_of
 from cwread.plan import ASKED_READ_TOKENS
-from cwread.question import QuestionKind
 from cwread.records import JUDGE_ANYWAY_HINT, Trace
 from cwread.session import Session
 from cwread.views import json_output
@@ -131,22 +131,11 @@ def answer_content(trace: Trace) -> dict[str, Any]:
     """What an agent needs of an answer: the answer (None: not determined), the verdict for a
     claim, its quotes with offsets, the cited paragraphs, why nothing stands if so, what was
     skipped and the models."""
-    question = trace.question
-    doc = trace.document
+    answer = json_output.answer_json(trace)
     return {
-        "question": question.text,
-        "kind": question.kind,
-        "answer": trace.answer,
-        "verdict": trace.answer if question.kind == QuestionKind.CLAIM else None,
-        "answer_kind": trace.outcome.shown,  # the model's words (support checked) or a quoted sentence
-        "supported": trace.outcome.supported,
-        "support_check": json_output.support_json(trace.outcome.check),
-        "status": trace.status,  # answered, no-verdict, not-determined or unparseable
+        **answer,
         "failure": _failure(trace),
-        "quotes": [{**q, "is": BOOKS_WORDS} for q in json_output.quotes_json(doc, trace.outcome.quotes)],
-        "citations": [
-            {**json_output.ref_json(doc, pid), "text": doc.paragraph(pid).text} for pid in trace.citations
-        ],
+        "quotes": [{**q, "is": BOOKS_WORDS} for q in answer["quotes"]],
         "skipped": dict(trace.skipped),
         "plan": json_output.plan_json(trace.plan),
         "models": dict(trace.models),
@@ -209,8 +198,8 @@ def build_server(settings: ServerSettings) -> MCPServer:
         """Run a tool's work; a failure is a tool error with the CLI's kind and one line."""
         try:
             return work()
-        except CwreadError as exc:
-            raise ToolError(f"{exc.kind}: {exc}") from None
+        except CwreadError as exc:  # the CLI's JSON error, and its one line as the text
+            return result(json_output.error_json(error_exit(exc), exc.kind, str(exc)), f"{exc.kind}: {exc}", error=True)
         except Exception as exc:  # a bug of ours: still one line for the agent
             raise ToolError(f"internal: {type(exc).__name__}: {exc}") from None
 

@@ -66,7 +66,7 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
     book = (EXAMPLES / GIANT).read_text(encoding="utf-8")
     assert data["answer"] and data["quotes"] and data["citations"]
     for quote in data["quotes"]:  # each quote is in the paragraph it names, at its offsets
-        [cited] = [c for c in data["citations"] if c["paragraph"] == quote["paragraph"]]
+        [cited] = [c for c in data["cited_paragraphs"] if c["paragraph"] == quote["paragraph"]]
         assert cited["text"][quote["start"] : quote["end"]] == quote["quote"]
         assert " ".join(quote["quote"].split()) in " ".join(book.split())
         assert "not instructions" in quote["is"]

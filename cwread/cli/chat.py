@@ -153,9 +153,7 @@ class Chat:
 
     def _error(self, exc: CwreadError) -> None:
         if self.json_lines:
-            self._line(
-                {"version": json_output.TRACE_VERSION, "error": {"kind": exc.kind, "message": str(exc)}}
-            )
+            self._line(json_output.error_json(error_exit(exc), exc.kind, str(exc)))
         else:
             render.notice(f"error: {one_line(str(exc))}")
 

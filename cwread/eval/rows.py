@@ -7,6 +7,7 @@ import re
 from cwread.eval import metrics
 from cwread.eval.dataset import Record
 from cwread.records import FindResult, Trace, Verdict
+from cwread.views import json_output
 
 
 def base_fields(record: Record, method: str) -> dict:
@@ -90,17 +91,14 @@ def trace_fields(trace: Trace) -> dict:
     outcome = trace.outcome
     calls = trace.model_calls
     check = outcome.check
+    answer = json_output.answer_json(trace)  # the fields every JSON writer shares, as they give them
     return {
-        "answer": trace.answer,
-        "model_answer": outcome.model_answer,
+        **{key: answer[key] for key in ("answer", "model_answer", "supported", "abstained", "answer_kind", "citations")},
         # the final reply's quotes, verbatim, as [paragraph, text]: what a support check reads
         "model_quotes": [[trace.document.public_id(q.id), q.text] for q in final.reply.quotes] if final else [],
         # a readable result of the answering step: the model's reply, an extracted sentence, or
         # an answer withheld as not determined
         "parsed": outcome.text is not None or outcome.model_answer is not None or outcome.withheld,
-        "supported": outcome.supported,
-        "abstained": outcome.withheld,
-        "answer_kind": outcome.shown,  # model-words, quoted-words, or None when none is shown
         "support_method": check.method if check else None,
         "support_score": check.score if check else None,
         "support_quoted_share": check.quoted_share if check else None,
@@ -110,7 +108,6 @@ def trace_fields(trace: Trace) -> dict:
         # the final answer's mean token log-probability, where the backend gave it
         "answer_logprob": final.reply.call.answer_logprob if final else None,
         "parsed_first_try": bool(trace.interpreter and trace.interpreter.reply.parsed_first_try),
-        "citations": [trace.document.public_id(pid) for pid in trace.citations],
         "invalid_citations": list(final.reply.dropped) if final else [],  # labels as the model wrote them
         # every quote shown is re-read from the book: fidelity must be 100%
         "quotes_shown": len(outcome.quotes),

@@ -12,6 +12,7 @@ from cwread import __version__
 from cwread.book import Document, Paragraph
 from cwread.library.catalog import Found, Hit
 from cwread.plan import Plan
+from cwread.question import QuestionKind
 from cwread.records import (
     AgentCall,
     DoctorReport,
@@ -25,6 +26,7 @@ from cwread.records import (
     Verdict,
 )
 from cwread.retrieval.segments import Segment
+from cwread.views.terminal import redact_credentials
 
 # 2: paragraphs are named by `id` (a number in a single file, "ch03:12" in a book of several
 # files) with `source` and `paragraph`; a segment's anchor/window is its `kind`
@@ -161,38 +163,56 @@ def judgement_json(doc, judgement: ParagraphJudgement | None) -> dict | None:
     }
 
 
+def answer_json(trace: Trace) -> dict:
+    """The answer of a trace as every writer gives it (`ask --json`, chat's JSON lines, the MCP
+    tools, the eval rows): the question, the outcome (status, answer, why none stands), its
+    quotes and citations."""
+    doc = trace.document
+    outcome = trace.outcome
+    packed = set(trace.packet.ids)
+    return {
+        "question": trace.question.text,
+        "kind": trace.question.kind,
+        "options": trace.question.options,
+        "answer": trace.answer,
+        "verdict": trace.answer if trace.question.kind == QuestionKind.CLAIM else None,
+        "status": trace.status,  # answered, no-verdict, not-determined or unparseable
+        "failure": trace.failure(),  # why cwread stands behind no answer (None: it stands behind one)
+        "answer_mode": outcome.mode,
+        "answer_kind": outcome.shown,  # model-words, quoted-words, or None when none is shown
+        "model_answer": outcome.model_answer,
+        "supported": outcome.supported,
+        "support_check": support_json(outcome.check),
+        "answer_judgement": judgement_json(doc, outcome.judgement),
+        "abstained": outcome.withheld,
+        # the answer's quotes are the packet's; an abstention's best evidence may come from what was read
+        "quotes": [
+            {**q, "in_packet": quote.id in packed}
+            for q, quote in zip(quotes_json(doc, outcome.quotes), outcome.quotes, strict=True)
+        ],
+        "citations": [id_json(doc, pid) for pid in trace.citations],
+        "cited_paragraphs": [{**ref_json(doc, pid), "text": doc.paragraph(pid).text} for pid in trace.citations],
+    }
+
+
+def error_json(code: int, kind: str, message: str) -> dict:
+    """A failure as every JSON writer gives it (the CLI, chat's JSON lines, MCP's tool errors)."""
+    return {"version": TRACE_VERSION, "error": {"code": code, "kind": kind, "message": redact_credentials(message)}}
+
+
 def ask_json(trace: Trace) -> dict:
     """The `cwread ask/verify --json` trace: the answer and every step that led to it."""
     doc = trace.document
     final = trace.final
     interp = trace.interpreter
-    packed = set(trace.packet.ids)
     return {
         "version": TRACE_VERSION,
         "cwread": __version__,
         "document": document_json(doc),
-        "question": trace.question.text,
-        "kind": trace.question.kind,
-        "options": trace.question.options,
-        "answer": trace.answer,
-        "status": trace.status,  # answered, no-verdict, not-determined or unparseable
+        **answer_json(trace),
         "follows": None if trace.follows is None else asdict(trace.follows),
         "plan": plan_json(trace.plan),
-        "answer_mode": trace.outcome.mode,
-        "answer_kind": trace.outcome.shown,
-        "model_answer": trace.outcome.model_answer,
-        "supported": trace.outcome.supported,
-        "support_check": support_json(trace.outcome.check),
-        "answer_judgement": judgement_json(doc, trace.outcome.judgement),
-        "abstained": trace.outcome.withheld,
-        # the answer's quotes are the packet's; an abstention's best evidence may come from what was read
-        "quotes": [
-            {**q, "in_packet": quote.id in packed}
-            for q, quote in zip(quotes_json(doc, trace.outcome.quotes), trace.outcome.quotes, strict=True)
-        ],
         "reason": trace.reason,
-        "citations": [id_json(doc, pid) for pid in trace.citations],
-        "cited_paragraphs": [{**ref_json(doc, pid), "text": doc.paragraph(pid).text} for pid in trace.citations],
         "dropped_citations": [label_json(label) for label in final.reply.dropped] if final else [],
         "dropped_quotes": forged_json(final.reply.forged) if final else [],
         "packet": [

@@ -36,8 +36,8 @@ from cwread.records import (
     SupportCheck,
     Trace,
 )
-from cwread.views.json_output import TRACE_VERSION, about_line, book_path
-from cwread.views.terminal import one_line, printable, redact_credentials
+from cwread.views.json_output import about_line, book_path, error_json
+from cwread.views.terminal import one_line, printable
 
 _STAGES = {
     "bm25": "Building the lexical index",
@@ -182,8 +182,7 @@ def print_json(data: dict, one_line: bool = False) -> None:
 def print_json_error(code: int, kind: str, message: str) -> None:
     """With --json, a failure is a JSON document too, unless the run already printed its one."""
     if not _json_printed:
-        error = {"code": code, "kind": kind, "message": redact_credentials(message)}
-        print_json({"version": TRACE_VERSION, "error": error})
+        print_json(error_json(code, kind, message))
 
 
 @contextmanager
