@@ -138,7 +138,7 @@ def main() -> None:
     cases = []
     for record in records:
         document = api.open_document(record.doc)
-        found = api.find(document, record.question, make_budget("focused"))
+        found = api.find(document, record.question, api.Settings(run=api.RunSettings(make_budget("focused"))))
         cases += [(document, record, s) for s in found.segments[: args.read]]
     backend = EmbeddedBackend(gguf=args.gguf)
     rows = []

@@ -68,7 +68,7 @@ def main() -> None:
     cases = []
     for record in records:
         document = api.open_document(record.doc)
-        found = api.find(document, record.question, budget)
+        found = api.find(document, record.question, api.Settings(run=api.RunSettings(budget)))
         cases += [(document, record, s) for s in found.segments[: args.read]]
     print(f"{len(cases)} segments from {len(records)} questions, no grammar, greedy")
     print(summary("untrained", judge_all(EmbeddedBackend(), cases)))

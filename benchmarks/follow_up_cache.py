@@ -48,7 +48,7 @@ def main() -> int:
             if args.base_url
             else api.BackendSettings(backend="embedded", own=(EmbeddedSettings(gguf=args.gguf),))
         )
-        session = api.open(args.book, settings=settings, use_cache=False)
+        session = api.open(args.book, api.Settings(api.SessionSettings(backends=settings, use_cache=False)))
         conversation = Conversation(session)
         run = api.RunSettings(
             budget=api.make_budget(read=args.read),

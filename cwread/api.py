@@ -39,6 +39,7 @@ from cwread.retrieval.embedders import DEFAULT_EMBEDDER, load_embedder, static_m
 from cwread.retrieval.fusion import open_index
 from cwread.retrieval.segments import Budget, make_budget
 from cwread.session import Session
+from cwread.settings import SessionSettings, Settings
 
 __all__ = [
     "AnswerSettings",
@@ -52,6 +53,8 @@ __all__ = [
     "RunSettings",
     "Selection",
     "Session",
+    "SessionSettings",
+    "Settings",
     "Trace",
     "ask",
     "doctor",
@@ -68,19 +71,17 @@ __all__ = [
 
 def open(
     book: str | Document,
+    settings: Settings | None = None,
     *,
     encoding: str | None = None,
-    embedder: str = DEFAULT_EMBEDDER,
-    settings: BackendSettings | None = None,
     selection: Selection | None = None,
-    use_cache: bool = True,
 ) -> Session:
     """A reading session on `book` (a path, "-" for stdin, or a Document already read): ask it
     as many questions as you like; nothing is read, indexed, loaded or selected twice. The
-    `embedder` ranks by meaning; the backends are selected from `settings` (or given, a
-    `selection`); `use_cache`: model calls answered from the call cache where held."""
+    session is opened as `settings.session` says (its dense model, backends and call cache),
+    the backends selected from them unless given (a `selection`)."""
     document = book if isinstance(book, Document) else load_document(book, encoding=encoding)
-    return Session(document, embedder=embedder, settings=settings, selection=selection, use_cache=use_cache)
+    return Session(document, (settings or Settings()).session, selection=selection)
 
 
 def open_document(path: str, encoding: str | None = None) -> Document:
@@ -119,34 +120,31 @@ def index_document(
 def find(
     document: Document,
     question: Question,
-    budget: Budget | None = None,
+    settings: Settings | None = None,
     *,
-    embedder: str = DEFAULT_EMBEDDER,
-    retrieval: str = "fused",
     progress: Progress | None = None,
 ) -> FindResult:
-    """Retrieve and segment, in one call: Session.find on a session with this `embedder`
-    (`retrieval`: "fused", "bm25" or "dense")."""
-    return Session(document, embedder=embedder).find(question, budget, retrieval, progress)
+    """Retrieve and segment, in one call: Session.find on a session opened with `settings`,
+    by its run's budget and retrieval ("fused", "bm25" or "dense")."""
+    settings = settings or Settings()
+    return Session(document, settings.session).find(question, settings.run.budget, settings.run.retrieval, progress)
 
 
 def ask(
     document: Document,
     question: Question,
-    run: RunSettings | None = None,
+    settings: Settings | None = None,
     *,
+    selection: Selection | None = None,
     progress: Progress | None = None,
     notice: Callable[[str], None] | None = None,
-    embedder: str = DEFAULT_EMBEDDER,
-    settings: BackendSettings | None = None,
-    selection: Selection | None = None,
-    use_cache: bool = True,
 ) -> Trace:
     """Answer one question (or verify a claim) about `document` with quoted paragraphs, in
-    one call: `open` (its embedder, backends and call cache), then Session.ask (`run`: what
-    each stage is asked for)."""
-    session = open(document, embedder=embedder, settings=settings, selection=selection, use_cache=use_cache)
-    return session.ask(question, run, progress=progress, notice=notice)
+    one call: `open` (the session's settings), then Session.ask (the run's: what each stage
+    is asked for)."""
+    settings = settings or Settings()
+    session = open(document, settings, selection=selection)
+    return session.ask(question, settings.run, progress=progress, notice=notice)
 
 
 def search_library(

@@ -71,9 +71,7 @@ class ServerSettings:
     model, the call cache and how many books stay open."""
 
     roots: tuple[Path, ...]
-    backend: api.BackendSettings
-    embedder: str
-    use_cache: bool = True
+    session: api.SessionSettings
     max_sessions: int = DEFAULT_SESSIONS
 
     def __post_init__(self) -> None:
@@ -112,12 +110,7 @@ class Books:
         # read from the handle opened, held again to the roots: a path swapped for a link after
         # `resolve` checked it is refused, not served
         document = load_document(str(path), within=self.roots)
-        opened = api.open(
-            document,
-            embedder=self.settings.embedder,
-            settings=self.settings.backend,
-            use_cache=self.settings.use_cache,
-        )
+        opened = api.open(document, api.Settings(self.settings.session))
         with self._lock:
             held = self._open.setdefault(key, (opened, threading.Lock()))
             for stale in [k for k in self._open if k[0] == key[0] and k != key]:

@@ -19,15 +19,16 @@ from cwread.agents.finder import Finder
 from cwread.agents.interpreter import leans_on_previous
 from cwread.agents.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.answer import extractive
-from cwread.backends.select import BackendSettings, Selection, select, with_call_cache
+from cwread.backends.select import Selection, select, with_call_cache
 from cwread.book import Document
 from cwread.plan import AnswerMode, AnswerSettings, RunSettings
 from cwread.progress import Progress
 from cwread.question import Question
 from cwread.records import FindResult, Trace, Turn
-from cwread.retrieval.embedders import DEFAULT_EMBEDDER, Embedder, load_embedder
+from cwread.retrieval.embedders import Embedder, load_embedder
 from cwread.retrieval.fusion import Index, build_queries, check_method, open_index, paragraph_scores
 from cwread.retrieval.segments import Budget, build_segments, fit_budget, make_budget
+from cwread.settings import SessionSettings
 
 Notice = Callable[[str], None]
 
@@ -40,15 +41,15 @@ class Session:
     def __init__(
         self,
         document: Document,
+        settings: SessionSettings | None = None,
         *,
-        embedder: str = DEFAULT_EMBEDDER,
-        settings: BackendSettings | None = None,
         selection: Selection | None = None,
-        use_cache: bool = True,
     ) -> None:
+        settings = settings or SessionSettings()
         self.document = document
-        self.embedder = embedder
-        self._settings = settings
+        self.embedder = settings.embedder
+        self._settings = settings.backends
+        use_cache = settings.use_cache
         self._selection = with_call_cache(selection) if selection is not None and use_cache else selection
         self._use_cache = use_cache
         self._embedders: dict[str, Embedder | None] = {}

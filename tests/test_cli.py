@@ -265,7 +265,7 @@ def test_help_names_every_format_and_every_mcp_tool(capsys):
         code, out, _ = run(capsys, command, "--help")
         flat = " ".join(out.split())
         assert code == 0 and all(kind in flat for kind in ("text", "HTML", "EPUB", "PDF")), command
-    server = build_server(ServerSettings((Path("."),), api.BackendSettings(), "minilm-static"))
+    server = build_server(ServerSettings((Path("."),), api.SessionSettings("minilm-static")))
     tools = [t.name for t in asyncio.run(server.list_tools())]
     code, out, _ = run(capsys, "mcp", "--help")
     assert code == 0 and len(tools) == 7 and all(name in out for name in tools)

@@ -268,7 +268,7 @@ def test_a_follow_up_reads_a_segment_read_before_from_llama_cpps_prompt_cache(st
     from cwread import api
     from cwread.session import Conversation
 
-    book = api.open(str(story), settings=api.BackendSettings(backend="embedded"), use_cache=False)
+    book = api.open(str(story), api.Settings(api.SessionSettings(backends=api.BackendSettings(backend="embedded"), use_cache=False)))
     conversation = Conversation(book)
     run = api.RunSettings(
         budget=api.make_budget(read=2),

@@ -26,6 +26,7 @@ LAYERS = [
     ["cwread.answer.decide"],
     ["cwread.agents.finder", "cwread.agents.interpreter", "cwread.answer.support"],
     ["cwread.agents.shared", "cwread.packing", "cwread.answer.grounding", "cwread.answer.extractive", "cwread.answer.span_reader", "cwread.agents.reading_budget", "cwread.agents.judge"],
+    ["cwread.settings"],
     ["cwread.records", "cwread.agents.model_facts"],
     ["cwread.plan", "cwread.question"],
     [
@@ -40,7 +41,7 @@ LAYERS = [
         "cwread.text.tokens",
     ],
     ["cwread.library.catalog", "cwread.library.store", "cwread.library.calibre", "cwread.book", "cwread.book.model", "cwread.book.decoding", "cwread.book.paragraphs", "cwread.book.formats", "cwread.book.formats.base", "cwread.book.formats.text", "cwread.book.formats.html", "cwread.book.formats.epub", "cwread.book.formats.pdf", "cwread.book.folder", "cwread.book.load", "cwread.retrieval.segments", "cwread.retrieval.fusion", "cwread.retrieval.embedders", "cwread.retrieval.lexical", "cwread.eval.metrics"],
-    ["cwread.cache", "cwread.settings", "cwread.agents.modelfiles"],
+    ["cwread.cache", "cwread.environment", "cwread.agents.modelfiles"],
     # the stages' packages hold only their docstrings
     ["cwread.errors", "cwread.views.terminal", "cwread.progress", "cwread", "cwread.data", "cwread.retrieval", "cwread.agents", "cwread.answer", "cwread.text", "cwread.library", "cwread.views"],
 ]

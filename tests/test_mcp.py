@@ -124,7 +124,7 @@ def test_the_roots_hold_against_every_way_out(tmp_path):
     (elsewhere / "secret.txt").write_text("Not yours.\n", encoding="utf-8")
     (root / "door").symlink_to(elsewhere, target_is_directory=True)
     os.mkfifo(root / "pipe")
-    books = Books(ServerSettings((root,), api.BackendSettings(), "minilm-static"))
+    books = Books(ServerSettings((root,), api.SessionSettings("minilm-static")))
 
     assert books.resolve("sub/ok.txt") == (root / "sub" / "ok.txt").resolve()
     assert books.resolve("sub/../sub/ok.txt") == (root / "sub" / "ok.txt").resolve()

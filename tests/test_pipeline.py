@@ -100,7 +100,7 @@ def test_open_question_end_to_end(story, cache_dir):
         ["<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>In a tin</answer>"]
     )
     question = api.make_question("Where did she keep the medal?")
-    trace = api.ask(doc, question, selection=selection, use_cache=False)
+    trace = api.ask(doc, question, api.Settings(api.SessionSettings(use_cache=False)), selection=selection)
     assert trace.question.kind == "open" and trace.answer == "In a tin"
     assert trace.citations == [5]
     assert 5 in trace.packet.ids
@@ -120,13 +120,13 @@ def test_a_free_form_why_question_skips_its_self_check_unless_asked(story, cache
     question = api.make_question("Why did she keep the medal in a tin?")
     generative = AnswerSettings(answer_mode="generative")
     selection = scripted_selection([reply, reply])
-    trace = api.ask(doc, question, api.RunSettings(answering=generative), selection=selection, use_cache=False)
+    trace = api.ask(doc, question, api.Settings(api.SessionSettings(use_cache=False), api.RunSettings(answering=generative)), selection=selection)
     assert trace.self_check is None and not trace.plan.self_check
     assert "not worth its call for a free-form answer" in trace.skipped["self-check"]
     assert len(selection.interpreter.requests) == 1
     selection = scripted_selection([reply, reply])
     asked = api.RunSettings(answering=replace(generative, self_check=True))
-    trace = api.ask(doc, question, asked, selection=selection, use_cache=False)
+    trace = api.ask(doc, question, api.Settings(api.SessionSettings(use_cache=False), asked), selection=selection)
     assert trace.self_check is not None and "self-check" not in trace.skipped
     assert len(selection.interpreter.requests) == 2
 
@@ -139,12 +139,7 @@ def test_mcq_with_self_check_that_changes_the_answer(story, cache_dir):
             "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>(B)</answer>",
         ]
     )
-    trace = api.ask(
-        doc,
-        api.make_question("Why did she keep the medal in a tin?", {"A": "a drawer", "B": "a tin"}),
-        selection=selection,
-        use_cache=False,
-    )
+    trace = api.ask(doc, api.make_question("Why did she keep the medal in a tin?", {"A": "a drawer", "B": "a tin"}), api.Settings(api.SessionSettings(use_cache=False)), selection=selection)
     assert trace.question.kind == "mcq" and trace.self_check_triggered
     assert trace.interpreter.answer == "A" and trace.answer == "B"
     assert "Previous answer: A" in selection.interpreter.requests[1].messages[-1][1]
@@ -158,12 +153,7 @@ def test_claim_always_self_checks_and_drops_invalid_citations(story, cache_dir):
             "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"; [77] \"too\"</reason><answer>TRUE</answer>",
         ]
     )
-    trace = api.ask(
-        doc,
-        api.make_question("She kept the medal in a biscuit tin.", claim=True),
-        selection=selection,
-        use_cache=False,
-    )
+    trace = api.ask(doc, api.make_question("She kept the medal in a biscuit tin.", claim=True), api.Settings(api.SessionSettings(use_cache=False)), selection=selection)
     assert trace.question.kind == "claim" and trace.answer == "TRUE"
     assert trace.citations == [5] and trace.final.reply.dropped == ("77",)
     assert trace.interpreter.reply.dropped == ("99",)
@@ -190,7 +180,7 @@ def test_retry_that_parses_counts_as_not_first_try(story, cache_dir):
 def test_interpreter_that_never_parses_gives_no_answer(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(["nonsense", "still nonsense"])
-    trace = api.ask(doc, api.make_question("Where is the medal?"), selection=selection, use_cache=False)
+    trace = api.ask(doc, api.make_question("Where is the medal?"), api.Settings(api.SessionSettings(use_cache=False)), selection=selection)
     assert trace.answer is None and trace.final.problem == "no <answer> tag"
     assert trace.self_check is None
 
@@ -210,19 +200,13 @@ def test_backend_failure_propagates_as_model_error(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection([], finder=ModelError("server down"))
     with pytest.raises(ModelError, match="server down"):
-        api.ask(doc, api.make_question("q"), selection=selection, use_cache=False)
+        api.ask(doc, api.make_question("q"), api.Settings(api.SessionSettings(use_cache=False)), selection=selection)
 
 
 def test_read_budget_limits_finder_calls(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(["<reason>[1] x</reason><answer>x</answer>"])
-    api.ask(
-        doc,
-        api.make_question("lamp"),
-        api.RunSettings(budget=api.make_budget("focused", read=2, anchors=1, p_r=0, p_w=1)),
-        selection=selection,
-        use_cache=False,
-    )
+    api.ask(doc, api.make_question("lamp"), api.Settings(api.SessionSettings(use_cache=False), api.RunSettings(budget=api.make_budget("focused", read=2, anchors=1, p_r=0, p_w=1))), selection=selection)
     assert len(selection.finder.requests) == 2
 
 

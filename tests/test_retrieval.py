@@ -77,13 +77,13 @@ def test_dense_method_without_embedder_is_an_input_error(story, cache_dir):
     with pytest.raises(InputError, match="embedder"):
         paragraph_scores(index, ["q"], method="dense")
     with pytest.raises(InputError, match="unknown retrieval method"):  # before any index is opened
-        api.find(doc, api.make_question("q"), retrieval="magic")
+        api.find(doc, api.make_question("q"), api.Settings(run=api.RunSettings(retrieval="magic")))
 
 
 def test_find_covers_the_text_and_reads_anchors_first(story, cache_dir):
     doc = api.open_document(str(story))
     result = api.find(
-        doc, api.make_question("Where was the silver medal hidden?"), budget=api.make_budget("focused", anchors=1, p_r=0)
+        doc, api.make_question("Where was the silver medal hidden?"), api.Settings(run=api.RunSettings(api.make_budget("focused", anchors=1, p_r=0)))
     )
     assert result.segments[0].kind == "anchor"
     assert result.segments[0].anchors == (5,)

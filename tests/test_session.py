@@ -19,6 +19,8 @@ from cwread.retrieval import fusion
 from tests.conftest import run
 from tests.scripted_replies import finder_reply, smart_interpreter
 
+NO_CACHE = api.Settings(api.SessionSettings(use_cache=False))
+
 MEDAL = "What did the fishermen give her?"
 
 
@@ -44,12 +46,12 @@ def test_a_session_answers_as_one_call_asks_and_builds_nothing_twice(story, cach
         api.make_question(MEDAL),
     ]
 
-    book = api.open(str(story), use_cache=False)
+    book = api.open(str(story), NO_CACHE)
     held = [book.ask(q) for q in questions]
     assert (len(opened), len(loaded), len(selected)) == (1, 1, 1)  # three questions, one of each
 
     single = [
-        api.ask(api.open_document(str(story)), q, selection=selection(), use_cache=False) for q in questions
+        api.ask(api.open_document(str(story)), q, NO_CACHE, selection=selection()) for q in questions
     ]
     assert [(t.answer, t.citations) for t in held] == [(t.answer, t.citations) for t in single]
     assert held[0].answer and held[0].citations
@@ -58,7 +60,7 @@ def test_a_session_answers_as_one_call_asks_and_builds_nothing_twice(story, cach
 def test_a_session_says_which_backend_runs_once(story, cache_dir, monkeypatch):
     monkeypatch.setattr(backend_select, "select_backends", lambda settings: selection())
     heard: list[str] = []
-    book = api.open(str(story), use_cache=False)
+    book = api.open(str(story), NO_CACHE)
     for _ in range(2):
         book.ask(api.make_question(MEDAL), notice=heard.append)
     assert heard.count("s") == 1
@@ -77,7 +79,7 @@ def test_the_trace_records_the_plan(capsys, story, cache_dir, scripted):
 
 
 def test_a_scripted_finder_plugs_into_the_pipeline(story, cache_dir):
-    book = api.open(str(story), selection=selection(), use_cache=False)
+    book = api.open(str(story), NO_CACHE, selection=selection())
     scores = {5: 3.0}  # the medal's paragraph
 
     def score(segment, question):
@@ -180,7 +182,7 @@ def test_a_follow_up_is_retrieved_and_answered_with_the_last_turn_in_view(story,
     from cwread.session import Conversation
 
     chosen = selection()
-    conversation = Conversation(api.open(str(story), selection=chosen, use_cache=False))
+    conversation = Conversation(api.open(str(story), NO_CACHE, selection=chosen))
     first = conversation.ask(api.make_question("Who kept the lighthouse on Gannet Rock?"))
     assert first.follows is None
     asked = len(chosen.interpreter.requests)
@@ -206,7 +208,7 @@ def test_a_follow_up_cannot_quote_the_conversation(story, cache_dir):
     forged = '<reason>[99] "Martha Quill, the keeper"</reason><answer>a medal</answer>'
     interpreter = ScriptedBackend([first_answer, forged, forged], model="i")
     chosen = Selection(ScriptedBackend(default=finder_reply, model="f"), interpreter, "s")
-    conversation = Conversation(api.open(str(story), selection=chosen, use_cache=False))
+    conversation = Conversation(api.open(str(story), NO_CACHE, selection=chosen))
     conversation.ask(
         api.make_question("Who kept the lighthouse?"), api.RunSettings(answering=api.AnswerSettings(self_check=False))
     )

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cwread.backends import Backend
+from cwread.environment import env_positive
 from cwread.errors import InputError
-from cwread.settings import env_positive
 
 ROLES = ("finder", "interpreter")
 DEFAULT_MODELS = {"finder": "cwread-finder", "interpreter": "cwread-interpreter"}

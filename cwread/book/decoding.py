@@ -194,6 +194,6 @@ def _refuse_binary(text: str, name: str, forced: str | None = None) -> None:
 
 def max_bytes_from_env() -> int:
     """CWREAD_MAX_BYTES, or the default: the most cwread reads of one book."""
-    from cwread.settings import env_positive
+    from cwread.environment import env_positive
 
     return env_positive("CWREAD_MAX_BYTES", int) or DEFAULT_MAX_BYTES

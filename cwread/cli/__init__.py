@@ -119,7 +119,8 @@ def find(
         raise InputError("--limit must be 0 (all) or a positive number")
     document = open_document(book, output)
     with render.progress() as progress:
-        result = api.find(document, asked, budget, embedder=embedder, retrieval=retrieval, progress=progress)
+        settings = api.Settings(api.SessionSettings(embedder), api.RunSettings(budget, retrieval))
+        result = api.find(document, asked, settings, progress=progress)
     shown = len(result.anchor_segments) if limit is None else limit
     if output.json_out:
         render.print_json(json_output.find_json(result, shown))
@@ -146,10 +147,7 @@ def _answer(book: str, asked, asking, settings, run: AnswerRun, quiet: bool = Fa
         result = api.ask(
             document,
             asked,
-            asking,
-            embedder=run.model.embedder,
-            settings=settings,
-            use_cache=run.model.use_cache,
+            api.Settings(run.model.session(settings), asking),
             progress=progress,
             notice=None if quiet else render.notice_once,
         )
@@ -247,7 +245,7 @@ def chat(
     if book == "-":
         raise InputError("chat reads its questions from standard input: give the book's path")
     document = open_document(book, run.output)
-    session = api.open(document, embedder=run.model.embedder, settings=settings, use_cache=run.model.use_cache)
+    session = api.open(document, api.Settings(run.model.session(settings)))
     session.selection(None if run.output.json_out else _notice())  # a missing server is told before any question
     interactive = sys.stdin.isatty() and not run.output.json_out
     return Chat(session, run, run.asking(budget, finding)).main(interactive)

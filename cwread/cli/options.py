@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from cwread.backends import DEFAULT_NUM_CTX
+from cwread.backends.provider import BackendSettings
 from cwread.backends.select import PROVIDERS
 from cwread.book.formats import format_names
 from cwread.errors import InputError
@@ -33,6 +34,7 @@ from cwread.question import make_question
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
 from cwread.retrieval.fusion import METHODS as RETRIEVALS
 from cwread.retrieval.segments import Budget
+from cwread.settings import SessionSettings
 
 
 def _listed(names) -> str:
@@ -336,6 +338,10 @@ class ModelRun:
     embedder: str
     use_cache: bool
     answering: AnswerSettings
+
+    def session(self, backends: BackendSettings) -> SessionSettings:
+        """What a session is opened with: these and the backend option group's `backends`."""
+        return SessionSettings(self.embedder, backends, self.use_cache)
 
 
 MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {

@@ -23,6 +23,7 @@ from cwread.cli.options import (
 )
 from cwread.errors import InputError, ModelError
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
+from cwread.settings import SessionSettings
 
 
 @app.command()
@@ -124,9 +125,7 @@ def eval_command(
         data=data,
         budget=budget,
         finding=finding,
-        settings=settings,
-        embedder=run.embedder,
-        use_cache=run.use_cache,
+        session=run.session(settings),
         answering=run.answering,
         **evaluation,
     )
@@ -218,7 +217,7 @@ def mcp(
     except ImportError as exc:
         raise InputError(f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install '{_extra('mcp')}'") from None
     roots = tuple(Path(r) for r in (root or ["."]))
-    serve(ServerSettings(roots, settings, embedder, use_cache=not no_cache, max_sessions=sessions))
+    serve(ServerSettings(roots, SessionSettings(embedder, settings, use_cache=not no_cache), max_sessions=sessions))
 
 
 def _extra(name: str) -> str:

@@ -60,7 +60,8 @@ class EvalContext:
 
     def session(self, path: str) -> Session:
         if path not in self.sessions:  # the selection is already behind the call cache, if wanted
-            self.sessions[path] = api.open(path, embedder=self.embedder, selection=self.selection, use_cache=False)
+            opened = api.Settings(api.SessionSettings(self.embedder, use_cache=False))
+            self.sessions[path] = api.open(path, opened, selection=self.selection)
         return self.sessions[path]
 
     def find(self, record: Record) -> FindResult:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cwread import api, pipeline
 from cwread.backends import label
-from cwread.backends.select import BackendSettings, select
+from cwread.backends.select import select
 from cwread.cache import check_output_path, write_output_file
 from cwread.errors import InputError, Interrupted
 from cwread.eval import rows
@@ -22,7 +22,7 @@ from cwread.eval.summary import summarize
 from cwread.plan import AnswerMode, AnswerSettings, FinderSettings
 from cwread.progress import Progress
 from cwread.question import QuestionKind
-from cwread.retrieval.embedders import DEFAULT_EMBEDDER
+from cwread.settings import SessionSettings
 
 
 def run_record(record: Record, method: str, ctx: EvalContext) -> dict:
@@ -122,9 +122,7 @@ class EvalOptions:
     permute_options: bool = False
     budget: api.Budget | None = None
     finding: FinderSettings | None = None  # None: the Finder's defaults, no token cap
-    embedder: str = DEFAULT_EMBEDDER
-    settings: BackendSettings | None = None
-    use_cache: bool = True
+    session: SessionSettings = field(default_factory=SessionSettings)  # the dense model, the backends, the call cache
     # open questions' answer mode (auto: by model size) and the support thresholds (None: the
     # words decide, cwread.answer.support); each method adds its own self-check and judges every label
     answering: AnswerSettings = field(default_factory=AnswerSettings)
@@ -165,12 +163,12 @@ def evaluate(
     budget = options.budget or api.make_budget()
     selection = None
     if any(METHODS[m].needs_model for m in methods):
-        selection = select(options.settings, options.use_cache, notice)
+        selection = select(options.session.backends, options.session.use_cache, notice)
     finding = options.finding or FinderSettings()
     # open answers are given one way for every method: as the plan of an open question has it
     mode = pipeline.open_answer_mode(options.answering, selection.interpreter) if selection else AnswerMode.GENERATIVE
     ctx = EvalContext(
-        selection, budget, options.embedder, options.permute_options, replace(options.answering, answer_mode=mode), finding
+        selection, budget, options.session.embedder, options.permute_options, replace(options.answering, answer_mode=mode), finding
     )
     out_path = Path(options.out) if options.out else None
     done: list[dict] = []
@@ -192,7 +190,7 @@ def evaluate(
         f"{'' if finding.read_tokens is None else f', read tokens {finding.read_tokens}'}"
         f"{'' if finding.reply == 'auto' else f', Finder reply {finding.reply}'}"
         f"{'' if finding.use == 'auto' else f', Finder {finding.use}'}), "
-        f"embedder {options.embedder}"
+        f"embedder {options.session.embedder}"
         f"{', permuted options' if options.permute_options else ''}, {mode} open answers"
         f"{_support_settings(options.answering)}, {len(records)} records",
     }
