@@ -1,14 +1,19 @@
-"""A new format is one module and one registry line: a toy one, registered here, is found in a
-folder and a library, read, cited by its name and named in the help, with nothing else changed."""
+"""A new format, a new backend and a new question kind are each one module and one registry
+line: toy ones, registered here, work through the real CLI with nothing else changed."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
 
+from cwread.backends import provider, select
+from cwread.backends.provider import AutoClaim, BackendSettings, Built, ModelRef, Provider
+from cwread.backends.scripted import ScriptedBackend
 from cwread.book import formats
 from cwread.book.formats.base import Reader, Reading, part_from_text
+from cwread.errors import InputError
 from tests.conftest import run
 
 
@@ -45,3 +50,58 @@ def test_a_toy_format_registered_in_one_line_is_read_everywhere(capsys, tmp_path
     assert code == 0 and "Dear brother" in out
     code, out, _ = run(capsys, "search", str(shelf), "lamp", "--json")
     assert code == 0 and {h["book"] for h in json.loads(out)["hits"]} == {"log.toy", "letters"}
+
+
+# ---- a backend: one module (its provider, settings and builder) and one registry line ------
+
+
+@dataclass(frozen=True)
+class EchoSettings:
+    """The toy backend's own settings: the words it answers with."""
+
+    words: str = ""
+
+    def resolved(self) -> EchoSettings:
+        return self
+
+    def refuse(self, backend: str) -> None:
+        if self.words and backend != "echo":
+            raise InputError("echo.words applies to --backend echo")
+
+
+def _build_echo(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
+    words = settings.section(EchoSettings).words
+    reply = f"<reason>[5] \"silver medal\"</reason><answer>{words or 'nothing'}</answer>"
+    return Built({role: ScriptedBackend(model="echo", default=reply) for role in wanted}, "echo, a toy")
+
+
+ECHO = Provider(
+    "echo",
+    "a toy that answers with its words",
+    _build_echo,
+    EchoSettings,
+    auto=lambda settings, wanted: AutoClaim(settings.section(EchoSettings).words == "claim", "; echo claims"),
+    auto_order=0,
+)
+
+
+@pytest.fixture
+def echo_backend(monkeypatch):
+    monkeypatch.setattr(provider, "PROVIDERS", dict(provider.PROVIDERS))
+    monkeypatch.setattr(select, "PROVIDERS", provider.PROVIDERS)
+    provider.register(ECHO)
+    yield ECHO
+
+
+def test_a_toy_backend_registered_in_one_line_takes_its_own_settings(capsys, story, cache_dir, echo_backend):
+    asked = ["ask", str(story), "Where did she keep the medal?", "--answer", "generative", "--json", "--no-cache"]
+    code, out, _ = run(capsys, *asked, "--backend", "echo", "--backend-option", "echo.words=In a biscuit tin")
+    trace = json.loads(out)
+    assert trace["model_answer"] == "In a biscuit tin" and trace["models"]["interpreter"].endswith(":echo")
+    # a setting only one backend has needs no prefix; auto asks each provider whether it claims the agents
+    code, out, _ = run(capsys, *asked, "--backend-option", "words=claim")
+    assert json.loads(out)["model_answer"] == "claim"
+    code, _, err = run(capsys, *asked, "--backend", "echo", "--backend-option", "echo.colour=red")
+    assert code == 2 and "unknown backend option 'echo.colour'" in err and "echo.words" in err
+    code, _, err = run(capsys, *asked, "--backend", "embedded", "--backend-option", "words=x")
+    assert code == 2 and "echo.words applies to --backend echo" in err

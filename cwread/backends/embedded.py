@@ -30,7 +30,7 @@ from cwread.backends import (
     reply_scores,
     within,
 )
-from cwread.backends.provider import PROVIDERS, BackendSettings, Built, ModelRef, Provider
+from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
 from cwread.cache import file_sha256
 from cwread.errors import InputError, ModelError
 
@@ -376,10 +376,20 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
     return Built(backends, f"embedded llama.cpp ({names})")
 
 
+def _auto(settings: BackendSettings, wanted: dict[str, ModelRef]) -> AutoClaim:
+    """An adapter GGUF runs only in-process: given one, `auto` runs the agents here."""
+    if settings.section(EmbeddedSettings).finder_lora not in (None, NO_ADAPTER):
+        return AutoClaim(True, "; --finder-lora given")
+    return AutoClaim(False)
+
+
 PROVIDER = Provider(
     "embedded",
     "llama.cpp in-process on a GGUF",
     _build,
     EmbeddedSettings,
     adapter_hint="--finder-lora FILE",
+    auto=_auto,
+    auto_order=20,
+    auto_default=True,  # no server needed: what runs when nothing else is there
 )

@@ -33,6 +33,8 @@ from cwread.backends import (
     within,
 )
 from cwread.backends.provider import (
+    DEFAULT_MODELS,
+    AutoClaim,
     BackendSettings,
     Built,
     ModelRef,
@@ -259,6 +261,19 @@ def _notes(backend) -> list[str]:
     ]
 
 
+def _auto(settings: BackendSettings, wanted: dict[str, ModelRef]) -> AutoClaim:
+    """`auto` runs the agents on Ollama when its server answers and serves their models."""
+    host = settings.section(OllamaSettings).host
+    try:
+        have = OllamaBackend(DEFAULT_MODELS["finder"], host=host, timeout=2.0).available_models()
+    except ModelError:
+        return AutoClaim(False, f"; no Ollama server answers at {host}")
+    missing = [m for m in (ref.model_for(role) for role, ref in wanted.items()) if m not in have]
+    if missing:
+        return AutoClaim(False, f"; Ollama runs but lacks {', '.join(missing)}")
+    return AutoClaim(True)
+
+
 PROVIDER = Provider(
     "ollama",
     "an Ollama server",
@@ -266,4 +281,6 @@ PROVIDER = Provider(
     OllamaSettings,
     adapter_hint="with Ollama, put the adapter in a Modelfile (ADAPTER) and pass --finder-model",
     notes=_notes,
+    auto=_auto,
+    auto_order=30,
 )

@@ -35,6 +35,7 @@ from cwread.backends import (
     within,
 )
 from cwread.backends.provider import (
+    AutoClaim,
     BackendSettings,
     Built,
     ModelRef,
@@ -366,6 +367,12 @@ def _notes(backend) -> list[str]:
     return [f"the server takes {parallel} calls at once; cwread sends as many (--workers to change)"]
 
 
+def _auto(settings: BackendSettings, wanted: dict[str, ModelRef]) -> AutoClaim:
+    """A server the user named comes first."""
+    server = settings.section(OpenAISettings)
+    return AutoClaim(bool(server.base_url or server.finder_base_url))
+
+
 PROVIDER = Provider(
     "openai",
     "an OpenAI-compatible server (llama-server, vLLM, LM Studio)",
@@ -373,4 +380,6 @@ PROVIDER = Provider(
     OpenAISettings,
     adapter_hint="load the adapter in the server (llama-server --lora FILE) instead",
     notes=_notes,
+    auto=_auto,
+    auto_order=10,
 )

@@ -13,6 +13,7 @@ An agent's model may name its provider: `--finder-model openai:qwen2.5@http://12
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -84,15 +85,29 @@ class Built:
 
 
 @dataclass(frozen=True)
+class AutoClaim:
+    """What a provider says when `auto` asks it whether to run the agents: `claims` it, and
+    `why`, said on the line that names the backend (why it was picked, or why not)."""
+
+    claims: bool
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class Provider:
-    """A backend as a module declares it (see the module doc)."""
+    """A backend as a module declares it (see the module doc). `auto`: asked, in `auto_order`,
+    whether `auto` should pick it (None: never, unless named); `auto_default`: the one `auto`
+    picks when none claims the agents."""
 
     name: str
     summary: str  # what it runs, for help
     build: Callable[[BackendSettings, dict[str, ModelRef]], Built]  # the agents (by role) that named it
-    settings: type | None = None  # its own settings section
+    settings: type | None = None  # its own settings section (a frozen dataclass; --backend-option sets its fields)
     adapter_hint: str = ""  # how a trained Finder adapter runs on it (when --finder-lora cannot)
     notes: Callable[[Backend], list[str]] = field(default=lambda backend: [])  # for doctor
+    auto: Callable[[BackendSettings, dict[str, ModelRef]], AutoClaim] | None = None
+    auto_order: int = 100
+    auto_default: bool = False
 
 
 PROVIDERS: dict[str, Provider] = {}
@@ -115,6 +130,51 @@ def places_said(places: dict[str, str]) -> str:
 
 def register(provider: Provider) -> None:
     PROVIDERS[provider.name] = provider
+
+
+def backend_option_keys() -> dict[str, tuple[type, str]]:
+    """Every provider's own settings, as `--backend-option` names them ("openai.base_url"),
+    with the settings class and the field."""
+    keys: dict[str, tuple[type, str]] = {}
+    for provider in PROVIDERS.values():
+        if provider.settings is not None:
+            for item in dataclasses.fields(provider.settings):
+                keys[f"{provider.name}.{item.name}"] = (provider.settings, item.name)
+    return keys
+
+
+def backend_sections(options: dict[str, str]) -> tuple[Any, ...]:
+    """The providers' settings sections that `options` ("provider.field" or a field name only
+    one provider has → its value as given) set; an unknown key or a value that is not of its
+    field's type is an input error."""
+    keys = backend_option_keys()
+    by_field: dict[str, list[str]] = {}
+    for key in keys:
+        by_field.setdefault(key.split(".", 1)[1], []).append(key)
+    values: dict[type, dict[str, Any]] = {}
+    for given, raw in options.items():
+        key = given.replace("-", "_")
+        if key not in keys:
+            named = by_field.get(key, [])
+            if len(named) != 1:
+                known = ", ".join(sorted(keys))
+                raise InputError(f"unknown backend option {given!r}; the backends take: {known}")
+            key = named[0]
+        kind, name = keys[key]
+        values.setdefault(kind, {})[name] = _typed(kind, name, raw, given)
+    return tuple(kind(**fields) for kind, fields in values.items())
+
+
+def _typed(kind: type, name: str, raw: str, given: str) -> Any:
+    """`raw` as field `name` of `kind` takes it: int, float or str (its annotation says)."""
+    annotation = str(next(f.type for f in dataclasses.fields(kind) if f.name == name))
+    for word, cast in (("int", int), ("float", float)):
+        if annotation.startswith(word):
+            try:
+                return cast(raw)
+            except ValueError:
+                raise InputError(f"backend option {given}={raw!r} is not a number") from None
+    return raw
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cwread.backends import embedded, ollama, openai_compat
-from cwread.backends.embedded import NO_ADAPTER, EmbeddedSettings
-from cwread.backends.openai_compat import OpenAISettings
 from cwread.backends.provider import (
-    DEFAULT_MODELS,
     PROVIDERS,
     ROLES,
     BackendSettings,
@@ -19,7 +16,7 @@ from cwread.backends.provider import (
     Selection,
     register,
 )
-from cwread.errors import InputError, ModelError
+from cwread.errors import InputError
 
 register(embedded.PROVIDER)
 register(ollama.PROVIDER)
@@ -74,23 +71,17 @@ def select_backends(settings: BackendSettings) -> Selection:
 
 def _auto(settings: BackendSettings, wanted: dict[str, ModelRef]) -> tuple[str, str]:
     """The backend `auto` gives the agents in `wanted`, and what to add to the line that says
-    why: a server the user named, an adapter (which runs only in-process), Ollama when it
-    serves their models, else the embedded default."""
-    server = settings.section(OpenAISettings)
-    if server.base_url or server.finder_base_url:  # a server the user named comes first
-        return "openai", ""
-    if settings.section(EmbeddedSettings).finder_lora not in (None, NO_ADAPTER):  # an adapter GGUF runs only in-process
-        return "embedded", "; --finder-lora given"
-    host = settings.section(ollama.OllamaSettings).host
-    try:
-        have = ollama.OllamaBackend(DEFAULT_MODELS["finder"], host=host, timeout=2.0).available_models()
-    except ModelError:
-        return "embedded", f"; no Ollama server answers at {host}"
-    models = [ref.model_for(role) for role, ref in wanted.items()]
-    missing = [m for m in models if m not in have]
-    if missing:
-        return "embedded", f"; Ollama runs but lacks {', '.join(missing)}"
-    return "ollama", ""
+    why: the first provider, in their `auto_order`, that claims them (a server the user named,
+    an adapter that runs only in-process, Ollama serving their models), else the default one,
+    with why the last one asked did not claim them."""
+    why_not = ""
+    for provider in sorted((p for p in PROVIDERS.values() if p.auto is not None), key=lambda p: p.auto_order):
+        claim = provider.auto(settings, wanted)
+        if claim.claims:
+            return provider.name, claim.why
+        why_not = claim.why or why_not
+    default = next(p for p in PROVIDERS.values() if p.auto_default)
+    return default.name, why_not
 
 
 def serving_notes(selection: Selection) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from cwread.backends import DEFAULT_NUM_CTX
-from cwread.backends.provider import BackendSettings
+from cwread.backends.provider import BackendSettings, backend_option_keys, backend_sections
 from cwread.backends.select import PROVIDERS
 from cwread.book.formats import format_names
 from cwread.errors import InputError
@@ -227,6 +227,24 @@ SERVER_OPTIONS: dict[str, tuple[Any, Any]] = {
         "[env: CWREAD_CONSTRAINT; default: auto].",
         show_default=False,
     ),
+    "backend_option": _option(
+        list[str] | None,
+        "A backend's own setting, KEY=VALUE (repeat for more); a key is BACKEND.SETTING, or the "
+        f"setting alone where one backend has it: {_listed(backend_option_keys())}. "
+        "--gguf, --finder-lora, --base-url, --finder-base-url and --api-key are shortcuts for some.",
+        None,
+        "--backend-option",
+        show_default=False,
+        metavar="KEY=VALUE",
+    ),
+}
+# the shortcut flags: each one backend's own setting (backend_option_keys)
+SHORTCUTS = {
+    "gguf": "embedded.gguf",
+    "finder_lora": "embedded.finder_lora",
+    "base_url": "openai.base_url",
+    "finder_base_url": "openai.finder_base_url",
+    "api_key": "openai.api_key",
 }
 SERVING_OPTIONS: dict[str, tuple[Any, Any]] = {
     "num_ctx": _option(
@@ -283,22 +301,23 @@ def _finding(finder, read_tokens, finder_reply, keep_threshold) -> FinderSetting
     return FinderSettings(finder, read_tokens, finder_reply, keep_threshold)
 
 
-def _settings(num_ctx=None, workers=None, timeout=None, gguf=None, finder_lora=None, **values):
+def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **values):
     from cwread import api
-    from cwread.backends.embedded import EmbeddedSettings
-    from cwread.backends.openai_compat import OpenAISettings
 
     for flag, value in (("--num-ctx", num_ctx), ("--workers", workers), ("--timeout", timeout)):
         if value is not None and (not math.isfinite(value) or value <= 0):
             raise InputError(f"{flag} must be a positive number, not {value!r}")
-    server = {key: values.pop(key) for key in ("base_url", "finder_base_url", "api_key") if key in values}
-    return api.BackendSettings(
-        num_ctx=num_ctx,
-        workers=workers,
-        timeout=timeout,
-        own=(EmbeddedSettings(gguf, finder_lora), OpenAISettings(**server)),
-        **values,
-    )
+    own: dict[str, str] = {}
+    for item in backend_option or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--backend-option takes KEY=VALUE, not {item!r}")
+        own[key.strip()] = value
+    for flag, key in SHORTCUTS.items():  # a shortcut flag given wins over the same key given with -B
+        value = values.pop(flag, None)
+        if value is not None:
+            own[key] = value
+    return api.BackendSettings(num_ctx=num_ctx, workers=workers, timeout=timeout, own=backend_sections(own), **values)
 
 
 budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
