@@ -82,7 +82,9 @@ FINDER_CHOICES = tuple(FinderUse)
 # quote-first: the clue's quote, then YES or NO; decision-first: YES or NO, a kept segment's quote
 # after it; score: YES or NO alone, decided by its log-odds (no quote); auto: the reply a trained
 # adapter was trained on, else quote-first: cwread.agents.finder
-FINDER_REPLIES = ("auto", "quote-first", "decision-first", "score")
+AUTO = "auto"  # a setting left to cwread (the answer mode, the Finder's reply): the plan decides
+QUOTE_FIRST, DECISION_FIRST = "quote-first", "decision-first"  # how a generative Finder replies
+FINDER_REPLIES = (AUTO, QUOTE_FIRST, DECISION_FIRST, "score")
 READ_TOKENS_CHOICES = "a number of tokens, auto or none"
 
 
@@ -113,9 +115,9 @@ class AnswerSettings:
     answer_threshold: float | None = None
 
     def __post_init__(self) -> None:
-        if self.answer_mode not in (*ANSWER_CHOICES, "auto"):
+        if self.answer_mode not in (*ANSWER_CHOICES, AUTO):
             raise InputError(
-                f"unknown answer mode {self.answer_mode!r}; choose one of: {', '.join((*ANSWER_CHOICES, 'auto'))}"
+                f"unknown answer mode {self.answer_mode!r}; choose one of: {', '.join((*ANSWER_CHOICES, AUTO))}"
             )
         _check_threshold(self.support_threshold, "support")
         _check_threshold(self.confidence_threshold, "confidence")

@@ -1,9 +1,13 @@
-"""What is asked: a question, its options or a claim, read and checked once."""
+"""What is asked: a question, its options or a claim, read and checked once; and the kinds of
+question, each an `AnswerForm` in one registry (`FORMS`): how it is put to a model, which
+answers it takes and how a reply's answer is read, what a label says for the support check.
+A new kind is one such form and one `register` line."""
 
 from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -11,40 +15,142 @@ from cwread.errors import InputError
 
 
 class QuestionKind(StrEnum):
-    """What is asked: options to choose from, a claim to judge, or free text."""
+    """The kinds cwread comes with: options to choose from, a claim to judge, or free text.
+    A registered kind's name is a plain string beside them."""
 
     MCQ = "mcq"
     CLAIM = "claim"
     OPEN = "open"
 
 
-KINDS = tuple(QuestionKind)
 MAX_QUESTION_CHARS = 4000  # a question with its options: about 1,000 tokens of an 8k context
 
 
 @dataclass(frozen=True)
 class Question:
-    """What is asked: free text ("open"), options to choose from ("mcq"), or a claim to judge.
+    """What is asked: free text ("open"), options to choose from ("mcq"), a claim to judge, or
+    a registered kind's question.
 
     Built and validated once by `cwread.api.make_question`; prompts, parser, pipeline and
     eval take it whole. `options` is empty unless the kind is "mcq".
     """
 
     text: str
-    kind: QuestionKind
+    kind: str  # a QuestionKind, or a registered kind's name
     options: dict[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", QuestionKind(self.kind))  # a kind given as its text is checked here
+        object.__setattr__(self, "kind", form_of(self.kind).kind)  # a kind given as its text is checked here
+
+    @property
+    def form(self) -> AnswerForm:
+        """How this kind of question is asked and answered."""
+        return FORMS[self.kind]
 
     @property
     def is_open(self) -> bool:
         """Free text: answered in words, not with a label."""
-        return self.kind == QuestionKind.OPEN
+        return self.form.labels(self) is None
 
     @property
     def labels(self) -> list[str] | None:
         return list(self.options) if self.options else None
+
+
+@dataclass(frozen=True)
+class AnswerForm:
+    """A kind of question. `block`: the question as a prompt shows it; `hint`: what the
+    Interpreter writes in its <answer> tag; `labels`: the answers it takes, as written (None:
+    free words); `spellings`: every spelling of a label a reply may use (a grammar allows
+    them, the parser reads them back); `normalise`: a reply's answer → its label (None:
+    unusable); `answer_words`: an answer as the support check reads it; `about`: what a label
+    says, whose words its quotes must carry; `self_checked`: τ(q) always names it; `verdict`:
+    the answer is a verdict (TRUE or FALSE), and `false_label` the one a script exits 1 on."""
+
+    kind: str
+    block: Callable[[Question], str]
+    hint: str
+    labels: Callable[[Question], list[str] | None]
+    spellings: Callable[[list[str]], list[str]] = lambda labels: labels
+    normalise: Callable[[str, list[str]], str | None] = lambda raw, labels: raw.strip(" .") or None
+    answer_words: Callable[[Question, str], str] = lambda question, answer: f"Answer: {answer}"
+    about: Callable[[Question, str], str] = lambda question, label: question.text
+    self_checked: bool = False
+    verdict: bool = False
+    false_label: str | None = None
+
+
+FORMS: dict[str, AnswerForm] = {}
+
+
+def register(form: AnswerForm) -> None:
+    FORMS[form.kind] = form
+
+
+def form_of(kind: str) -> AnswerForm:
+    """The registered form of `kind` (InputError for a kind no form is registered for)."""
+    if kind not in FORMS:
+        raise InputError(f"unknown question kind {kind!r}; cwread knows: {', '.join(FORMS)}")
+    return FORMS[kind]
+
+
+def normalise_true_false(raw: str, labels: list[str] | None = None) -> str | None:
+    m = re.match(r"\W*(true|false|yes|no)\b", raw, re.I)
+    if not m:
+        return None
+    return {"true": "TRUE", "yes": "TRUE", "false": "FALSE", "no": "FALSE"}[m.group(1).lower()]
+
+
+def normalise_letter(raw: str, labels: list[str]) -> str | None:
+    m = re.match(r"\W*(?:option\s+)?\(?([A-Za-z])\)?(?:[\s.):,-]|$)", raw, re.I)
+    if m and m.group(1).upper() in labels:
+        return m.group(1).upper()
+    return None
+
+
+def _options_block(question: Question) -> str:
+    lines = [f"Question: {question.text}", "Options:"]
+    return "\n".join([*lines, *(f"({label}) {text}" for label, text in question.options.items())])
+
+
+# Answers may be written the way small models prefer ("Yes", "(B)", "true"); the parser
+# normalises them. Forcing one casing pushed SmolLM2 onto tokens it rated very unlikely.
+register(
+    AnswerForm(
+        QuestionKind.MCQ,
+        block=_options_block,
+        hint="the letter of the best-supported option",
+        labels=lambda question: list(question.options or "ABCD"),
+        spellings=lambda labels: [s for label in labels for s in (label, f"({label})", label.lower())],
+        normalise=normalise_letter,
+        answer_words=lambda question, answer: f"Answer: ({answer}) {question.options.get(answer, '')}".rstrip(),
+        about=lambda question, label: question.options.get(label, ""),
+    )
+)
+register(
+    AnswerForm(
+        QuestionKind.CLAIM,
+        block=lambda question: f"Claim to verify (TRUE or FALSE): {question.text}",
+        hint="TRUE or FALSE",
+        labels=lambda question: ["TRUE", "FALSE"],
+        spellings=lambda labels: ["TRUE", "FALSE", "True", "False", "true", "false"],
+        normalise=normalise_true_false,
+        answer_words=lambda question, answer: f"Answer: {answer}: "
+        + ("the claim holds" if answer == "TRUE" else "the claim does not hold"),
+        self_checked=True,
+        verdict=True,
+        false_label="FALSE",
+    )
+)
+register(
+    AnswerForm(
+        QuestionKind.OPEN,
+        block=lambda question: f"Question: {question.text}",
+        hint="a short answer in a few words or one sentence",
+        labels=lambda question: None,
+    )
+)
+KINDS = tuple(FORMS)
 
 
 def parse_options(raw: list[str] | None) -> dict[str, str]:
@@ -81,10 +187,10 @@ _UNDECODED = re.compile("[\ud800-\udfff]")
 
 
 def make_question(
-    text: str, options: list[str] | dict[str, str] | None = None, *, claim: bool = False
+    text: str, options: list[str] | dict[str, str] | None = None, *, claim: bool = False, kind: str | None = None
 ) -> Question:
     """A validated Question: "claim" to verify, "mcq" with options ("A=text" strings or a
-    dict), else "open". InputError for an empty text or bad options."""
+    dict), a registered `kind`'s, else "open". InputError for an empty text or bad options."""
     text = (text or "").strip()
     what = "claim" if claim else "question"
     if not text:
@@ -101,4 +207,8 @@ def make_question(
         )
     if claim:
         return Question(text, QuestionKind.CLAIM)
+    if kind is not None and kind != QuestionKind.MCQ:
+        if parsed:
+            raise InputError(f"a question of kind {kind!r} takes no options")
+        return Question(text, kind)
     return Question(text, QuestionKind.MCQ, parsed) if parsed else Question(text, QuestionKind.OPEN)

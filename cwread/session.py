@@ -21,7 +21,7 @@ from cwread.agents.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.answer import extractive
 from cwread.backends.select import Selection, select, with_call_cache
 from cwread.book import Document
-from cwread.plan import AnswerMode, AnswerSettings, RunSettings
+from cwread.plan import AUTO, AnswerMode, AnswerSettings, RunSettings
 from cwread.progress import Progress
 from cwread.question import Question
 from cwread.records import FindResult, Trace, Turn
@@ -229,7 +229,7 @@ def small_model_notices(question: Question, answering: AnswerSettings, planned: 
     plan, selection = planned.plan, planned.backends
     if plan.judge_unavailable:
         lines.append(f"{plan.judge_unavailable}: the retriever's rank fills the packet instead")
-    if question.is_open and answering.answer_mode == "auto" and plan.answer_mode == AnswerMode.EXTRACTIVE:
+    if question.is_open and answering.answer_mode == AUTO and plan.answer_mode == AnswerMode.EXTRACTIVE:
         lines.append(
             "answers extractively: the model is too small to write them (--answer generative to override)"
         )

@@ -119,7 +119,7 @@ def test_interpreter_prompt_and_grammar_per_kind():
 
 
 def test_grammar_without_evidence_has_no_quote_rule():
-    grammar = answer_grammar("open", finder=True)
+    grammar = answer_grammar(Question("q", "open"), finder=True)
     assert grammar.startswith('root ::= "<reason>"') and "item ::=" not in grammar
 
 

@@ -40,7 +40,13 @@ LAYERS = [
         "cwread.backends.provider",
         "cwread.text.tokens",
     ],
-    ["cwread.library.catalog", "cwread.library.store", "cwread.library.calibre", "cwread.book", "cwread.book.model", "cwread.book.decoding", "cwread.book.paragraphs", "cwread.book.formats", "cwread.book.formats.base", "cwread.book.formats.text", "cwread.book.formats.html", "cwread.book.formats.epub", "cwread.book.formats.pdf", "cwread.book.folder", "cwread.book.load", "cwread.retrieval.segments", "cwread.retrieval.fusion", "cwread.retrieval.embedders", "cwread.retrieval.lexical", "cwread.eval.metrics"],
+    # a library is searched with retrieval's words over books: library → retrieval → book
+    ["cwread.library.catalog"],
+    ["cwread.library.store"],
+    ["cwread.retrieval.fusion"],
+    ["cwread.retrieval.segments", "cwread.retrieval.embedders", "cwread.retrieval.lexical", "cwread.eval.metrics"],
+    # the book package's modules call each other (its format registry reads the model back)
+    ["cwread.book", "cwread.book.load", "cwread.book.calibre", "cwread.book.folder", "cwread.book.formats", "cwread.book.formats.base", "cwread.book.formats.text", "cwread.book.formats.html", "cwread.book.formats.epub", "cwread.book.formats.pdf", "cwread.book.model", "cwread.book.decoding", "cwread.book.paragraphs"],
     ["cwread.cache", "cwread.environment", "cwread.agents.modelfiles"],
     # the stages' packages hold only their docstrings
     ["cwread.errors", "cwread.views.terminal", "cwread.progress", "cwread", "cwread.data", "cwread.retrieval", "cwread.agents", "cwread.answer", "cwread.text", "cwread.library", "cwread.views"],
@@ -117,6 +123,31 @@ def test_the_pipeline_compares_no_mode_strings():
         if isinstance(node, ast.Compare)
         and any(isinstance(side, ast.Constant) and isinstance(side.value, str) for side in [node.left, *node.comparators])
     ]
+    assert compared == []
+
+
+# the fields that hold a mode, a source, a status or a kind (cwread.plan, cwread.records)
+MODE_FIELDS = {"answer_mode", "mode", "evidence", "extract", "support", "status", "use", "reply", "finder", "shown"}
+
+
+def _strings(node: ast.AST) -> list[str]:
+    items = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+    return [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+
+
+def test_no_module_compares_a_mode_to_a_string():
+    """Everywhere in cwread, a mode, a source, a status or a kind held in a record's field is
+    compared with its type's members (or a named constant such as plan.AUTO), never with a
+    string written in place: "extractve" would never match, silently."""
+    compared = []
+    for path in (REPO / "cwread").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            on_mode = any(isinstance(side, ast.Attribute) and side.attr in MODE_FIELDS for side in sides)
+            if on_mode and any(_strings(side) for side in sides):
+                compared.append(f"{module_name(path)}:{node.lineno}: {ast.unparse(node)}")
     assert compared == []
 
 

@@ -8,12 +8,14 @@ from dataclasses import dataclass
 
 import pytest
 
+from cwread import question as question_module
 from cwread.backends import provider, select
 from cwread.backends.provider import AutoClaim, BackendSettings, Built, ModelRef, Provider
 from cwread.backends.scripted import ScriptedBackend
 from cwread.book import formats
 from cwread.book.formats.base import Reader, Reading, part_from_text
 from cwread.errors import InputError
+from cwread.question import AnswerForm
 from tests.conftest import run
 
 
@@ -105,3 +107,44 @@ def test_a_toy_backend_registered_in_one_line_takes_its_own_settings(capsys, sto
     assert code == 2 and "unknown backend option 'echo.colour'" in err and "echo.words" in err
     code, _, err = run(capsys, *asked, "--backend", "embedded", "--backend-option", "words=x")
     assert code == 2 and "echo.words applies to --backend echo" in err
+
+
+# ---- a question kind: one form and one registry line ----------------------------------------
+
+
+YES_NO = AnswerForm(
+    "yes-no",
+    block=lambda question: f"Yes-or-no question: {question.text}",
+    hint="YES or NO",
+    labels=lambda question: ["YES", "NO"],
+    spellings=lambda labels: ["YES", "NO", "Yes", "No", "yes", "no"],
+    normalise=lambda raw, labels: {"yes": "YES", "no": "NO"}.get(raw.strip(" .").lower()),
+    answer_words=lambda question, answer: f"Answer: {answer}",
+    verdict=True,
+    false_label="NO",
+)
+
+
+@pytest.fixture
+def yes_no_kind(monkeypatch):
+    monkeypatch.setattr(question_module, "FORMS", dict(question_module.FORMS))
+    question_module.register(YES_NO)
+    yield YES_NO
+
+
+def test_a_toy_question_kind_registered_in_one_line_is_asked_read_and_exits_by_its_form(
+    capsys, story, cache_dir, yes_no_kind, scripted
+):
+    scripted.interpreter.enqueue('<reason>[5] "she kept in a biscuit tin"</reason><answer>no.</answer>')
+    asked = ["ask", str(story), "Did she keep the medal in a drawer?", "--kind", "yes-no", "--backend", "scripted"]
+    code, out, _ = run(capsys, *asked, "--answer", "generative", "--finder", "off", "--json", "--no-cache")
+    trace = json.loads(out)
+    request = scripted.interpreter.requests[-1]
+    prompt = request.messages[-1][1]
+    assert "Yes-or-no question: Did she keep" in prompt and "<answer>, YES or NO, </answer>" in prompt
+    assert '"Yes"' in request.grammar and request.schema["properties"]["answer"]["enum"] == ["YES", "NO"]
+    # read by its form ("no." is NO), a verdict, and the exit its false label gives
+    assert (trace["kind"], trace["model_answer"], trace["verdict"]) == ("yes-no", "NO", "NO")
+    assert code == 1 and trace["status"] == "answered"
+    code, _, err = run(capsys, *asked[:3], "--kind", "haiku")
+    assert code == 2 and "unknown question kind 'haiku'" in err and "yes-no" in err

@@ -37,7 +37,7 @@ from cwread.answer import grounding
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Document, Evidence, Passage
 from cwread.errors import InputError
-from cwread.plan import FinderSettings, FinderUse
+from cwread.plan import AUTO, DECISION_FIRST, QUOTE_FIRST, FinderSettings, FinderUse
 from cwread.progress import Progress
 from cwread.question import Question
 from cwread.records import SURE, GroundedReply, ModelCall, ParagraphJudgement, Quote, Verdict, yes_odds
@@ -105,8 +105,8 @@ def finder_request(
     return GenerationRequest(
         messages=messages,
         max_tokens=FINDER_MAX_TOKENS,
-        grammar=shared.answer_grammar(question.kind, finder=True, evidence=evidence),
-        schema=shared.answer_schema(question.kind, finder=True, evidence=evidence),
+        grammar=shared.answer_grammar(question, finder=True, evidence=evidence),
+        schema=shared.answer_schema(question, finder=True, evidence=evidence),
         seed=1 if retry else 0,
         label_scores=("YES", "NO"),  # its score: how sure, for ranking and the eval's curve
     )
@@ -214,15 +214,15 @@ class GenerativeFinder(_ChatFinder):
     first). `reply` "decision-first" asks YES or NO alone, then the clue's quote for a kept
     segment only (a dropped segment's quote is never shown, so it is not written)."""
 
-    def __init__(self, backend: Backend, reply: str = "quote-first", threshold: float | None = None) -> None:
-        if reply not in ("quote-first", "decision-first"):
+    def __init__(self, backend: Backend, reply: str = QUOTE_FIRST, threshold: float | None = None) -> None:
+        if reply not in (QUOTE_FIRST, DECISION_FIRST):
             raise InputError(f"a generative Finder replies quote-first or decision-first, not {reply!r}")
         super().__init__(backend)
         self.reply = reply
         self.threshold = threshold  # decision-first: a score reaching it asks the clue (kept)
 
     def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
-        decision_first = self.reply == "decision-first"
+        decision_first = self.reply == DECISION_FIRST
         paragraphs = document.passages(segment.ids)
 
         def request(retry: bool) -> GenerationRequest:
@@ -462,7 +462,7 @@ def make_finder(settings: FinderSettings, backend: Backend) -> Finder:
 
         return JudgeFinder(load_judge(), settings.keep_threshold)
     trained = backend.capabilities.trained
-    reply = settings.reply if settings.reply != "auto" else trained.reply if trained else "quote-first"
+    reply = settings.reply if settings.reply != AUTO else trained.reply if trained else QUOTE_FIRST
     threshold = settings.keep_threshold
     if threshold is None and trained is not None:
         threshold = trained.keep_threshold

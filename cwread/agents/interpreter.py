@@ -10,7 +10,7 @@ from cwread.agents import shared
 from cwread.answer.grounding import neutralise
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence
-from cwread.question import Question, QuestionKind
+from cwread.question import Question
 from cwread.records import AgentCall, Packet, Turn
 
 TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach
@@ -36,13 +36,6 @@ SELF_CHECK_SYSTEM = (
     "it. Mind the exact intent: why, not, except, false, infer. For a claim, do not demand "
     "more than the claim states." + shared.QUOTE_RULE + shared.BOOK_IS_DATA
 )
-
-_ANSWER_HINT = {
-    "mcq": "the letter of the best-supported option",
-    "claim": "TRUE or FALSE",
-    "open": "a short answer in a few words or one sentence",
-}
-
 
 def conversation_block(turn: Turn) -> str:
     """An earlier turn as the Interpreter sees it: context for what the question refers to,
@@ -75,7 +68,7 @@ def interpreter_request(
     parts.append(
         "Reply with exactly two tags and nothing else: <reason>, one to three quotes that decide "
         'the answer, each as [N] "a sentence copied exactly from paragraph N", </reason>; then '
-        f"<answer>, {_ANSWER_HINT[question.kind]}, </answer>."
+        f"<answer>, {question.form.hint}, </answer>."
     )
     user = "\n\n".join(parts)
     if retry:
@@ -83,8 +76,8 @@ def interpreter_request(
     return GenerationRequest(
         messages=(("system", SELF_CHECK_SYSTEM if previous else INTERPRETER_SYSTEM), ("user", user)),
         max_tokens=INTERPRETER_MAX_TOKENS,
-        grammar=shared.answer_grammar(question.kind, question.labels, evidence=evidence),
-        schema=shared.answer_schema(question.kind, question.labels, evidence=evidence),
+        grammar=shared.answer_grammar(question, evidence=evidence),
+        schema=shared.answer_schema(question, evidence=evidence),
         seed=1 if retry else 0,
         repeat_penalty=REPEAT_PENALTY,
         answer_confidence=question.is_open,  # how sure the model is of its own words (cwread.answer.support)
@@ -94,7 +87,9 @@ def interpreter_request(
 def parse_reply(text: str, question: Question) -> shared.ParsedReply:
     """Read `<reason>` and `<answer>`; tolerant of case, spacing, missing closing tags and
     text around the tags, strict about the answer being one the question allows."""
-    return shared.parse_tags(text, question.kind, question.labels)
+    form = question.form
+    labels = form.labels(question)
+    return shared.parse_tags(text, lambda raw: form.normalise(raw, labels))
 
 
 _RISKY = re.compile(
@@ -126,7 +121,7 @@ def leans_on_previous(question: Question) -> bool:
 def needs_self_check(question: Question) -> bool:
     """τ(q): always for claims; for other questions when the wording signals negation,
     exception, cause or inference."""
-    return question.kind == QuestionKind.CLAIM or bool(_RISKY.search(question.text))
+    return question.form.self_checked or bool(_RISKY.search(question.text))
 
 
 OPEN_CHECK_SKIPPED = (

@@ -16,7 +16,7 @@ from cwread.answer import grounding
 from cwread.answer.grounding import neutralise, sentence_spans
 from cwread.backends import Backend, Decision, GenerationRequest
 from cwread.book import LABEL, SOURCE_NAME, Evidence, Passage
-from cwread.question import Question, QuestionKind
+from cwread.question import Question
 from cwread.records import GroundedReply, ModelCall, yes_odds
 
 OPEN_ANSWER_CHARS = 160
@@ -35,13 +35,8 @@ MAX_QUOTES = 3  # quotes in an Interpreter's reason; the Finder gives one
 
 
 def question_block(question: Question) -> str:
-    if question.kind == QuestionKind.CLAIM:
-        return f"Claim to verify (TRUE or FALSE): {question.text}"
-    lines = [f"Question: {question.text}"]
-    if question.kind == QuestionKind.MCQ and question.options:
-        lines.append("Options:")
-        lines.extend(f"({label}) {text}" for label, text in question.options.items())
-    return "\n".join(lines)
+    """The question as a prompt shows it (its kind's form says how)."""
+    return question.form.block(question)
 
 
 def shown_evidence(paragraphs: Evidence) -> list[Passage]:
@@ -107,16 +102,13 @@ def quote_rules(evidence: Evidence, max_items: int) -> list[str]:
 
 
 def answer_grammar(
-    kind: str,
-    labels: list[str] | None = None,
+    question: Question,
     finder: bool = False,
     evidence: Evidence | None = None,
 ) -> str:
     """GBNF for `<reason>...</reason>\\n<answer>...</answer>`, the reason made of quotes of
-    `evidence` (see `_quote_rules`).
-
-    Answers may be written the way small models prefer ("Yes", "(B)", "true"); the parser
-    normalises them. Forcing one casing pushed SmolLM2 onto tokens it rated very unlikely.
+    `evidence` (see `_quote_rules`), the answer one the Finder (YES or NO) or the question's
+    kind takes, in any spelling its form allows (the parser normalises them).
     """
     if finder:
         answer = f"answer ::= {_literal_alternatives(['YES', 'NO', 'Yes', 'No', 'yes', 'no'])}"
@@ -126,15 +118,10 @@ def answer_grammar(
         reason = quote_rules(evidence or [], 1)
     else:
         reason = quote_rules(evidence or [], MAX_QUOTES)
-        if kind == "mcq":
-            values = []
-            for label in labels or ["A", "B", "C", "D"]:
-                values += [label, f"({label})", label.lower()]
-            answer = f"answer ::= {_literal_alternatives(values)}"
-        elif kind == "claim":
-            answer = (
-                f"answer ::= {_literal_alternatives(['TRUE', 'FALSE', 'True', 'False', 'true', 'false'])}"
-            )
+        form = question.form
+        labels = form.labels(question)
+        if labels is not None:
+            answer = f"answer ::= {_literal_alternatives(form.spellings(labels))}"
         else:
             # no brackets, quotes or tags: the answer is words, its support is in the reason
             answer = f'answer ::= [^<\\n\\[\\]"]{{1,{OPEN_ANSWER_CHARS}}}'
@@ -142,20 +129,12 @@ def answer_grammar(
     return "\n".join([root, *reason, answer])
 
 
-def answer_schema(
-    kind: str, labels: list[str] | None = None, finder: bool = False, evidence: Evidence | None = None
-) -> dict:
+def answer_schema(question: Question, finder: bool = False, evidence: Evidence | None = None) -> dict:
     """The same contract as a JSON schema, for backends with structured output (Ollama):
     the quotes as an array of {id, quote}, checked against the book after the reply (in a
     book of several files, the id is one of the labels shown, "ch03:12")."""
-    if finder:
-        answer: dict = {"type": "string", "enum": ["YES", "NO"]}
-    elif kind == "mcq":
-        answer = {"type": "string", "enum": list(labels or ["A", "B", "C", "D"])}
-    elif kind == "claim":
-        answer = {"type": "string", "enum": ["TRUE", "FALSE"]}
-    else:
-        answer = {"type": "string"}
+    labels = ["YES", "NO"] if finder else question.form.labels(question)
+    answer: dict = {"type": "string"} if labels is None else {"type": "string", "enum": labels}
     quote = quote_schema(evidence)
     return {
         "type": "object",
@@ -221,7 +200,7 @@ class ParsedReply:
 
 def parse_yes_no(text: str) -> ParsedReply:
     """A reply of YES or NO (the Finder's, the support check's), read as `parse_tags` reads any."""
-    return parse_tags(text, "finder", None)
+    return parse_tags(text, normalise_yes_no)
 
 
 _TAG = {
@@ -230,24 +209,17 @@ _TAG = {
 }
 
 
-def parse_tags(text: str, kind: str, labels: list[str] | None) -> ParsedReply:
+def parse_tags(text: str, normalise: Callable[[str], str | None]) -> ParsedReply:
     """Read `<reason>` and `<answer>`; tolerant of case, spacing, missing closing tags and
-    text around the tags, strict about the answer being one `kind` allows ("finder": YES or
-    NO; "mcq": one of `labels`; "claim": TRUE or FALSE; "open": any)."""
+    text around the tags, strict about the answer being one `normalise` reads (the Finder's
+    YES or NO, a question kind's labels; None: not allowed)."""
     reason_m = _TAG["reason"].search(text or "")
     answer_m = _TAG["answer"].search(text or "")
     reason = " ".join(reason_m.group(1).split()) if reason_m else ""
     if not answer_m:
         return ParsedReply(reason, None, None, "no <answer> tag")
     raw = " ".join(answer_m.group(1).split())
-    if kind == "finder":
-        answer = normalise_yes_no(raw)
-    elif kind == "mcq":
-        answer = normalise_letter(raw, labels or ["A", "B", "C", "D"])
-    elif kind == "claim":
-        answer = normalise_true_false(raw)
-    else:
-        answer = raw.strip(" .") or None
+    answer = normalise(raw)
     if answer is None:
         return ParsedReply(reason, None, raw, f"answer {raw!r} is not allowed")
     if not reason_m:
@@ -335,20 +307,6 @@ def ground(reason: str, paragraphs: Evidence, call: ModelCall) -> GroundedReply:
 def normalise_yes_no(raw: str) -> str | None:
     m = re.match(r"\W*(yes|no)\b", raw, re.I)
     return m.group(1).upper() if m else None
-
-
-def normalise_true_false(raw: str) -> str | None:
-    m = re.match(r"\W*(true|false|yes|no)\b", raw, re.I)
-    if not m:
-        return None
-    return {"true": "TRUE", "yes": "TRUE", "false": "FALSE", "no": "FALSE"}[m.group(1).lower()]
-
-
-def normalise_letter(raw: str, labels: list[str]) -> str | None:
-    m = re.match(r"\W*(?:option\s+)?\(?([A-Za-z])\)?(?:[\s.):,-]|$)", raw, re.I)
-    if m and m.group(1).upper() in labels:
-        return m.group(1).upper()
-    return None
 
 
 _CITATION = re.compile(rf"\[\s*({LABEL}(?:\s*[-–,]\s*{LABEL})*)\s*\]")

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
 from cwread.book import LABEL, Evidence
-from cwread.question import Question, QuestionKind
+from cwread.question import Question
 from cwread.records import Forged, Quote
 from cwread.retrieval.lexical import STOPWORDS, word_stems
 
@@ -198,8 +198,8 @@ def weight_shares(about: str, texts: list[str], weights: Weights | None = None) 
 
 
 def label_about(question: Question, label: str) -> str:
-    """What a label says: the chosen option's text (mcq), or the claim."""
-    return question.options.get(label, "") if question.kind == QuestionKind.MCQ else question.text
+    """What a label says: the chosen option's text (mcq), or the claim (its kind's form says)."""
+    return question.form.about(question, label)
 
 
 def label_share(question: Question, label: str, quotes: Iterable[Quote], weights: Weights | None = None) -> float:

@@ -28,7 +28,7 @@ from cwread.agents import shared
 from cwread.answer import grounding
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence, Passage
-from cwread.question import Question, QuestionKind
+from cwread.question import Question
 from cwread.records import AgentCall, Quote, SupportCheck, yes_odds
 from cwread.retrieval.lexical import STOPWORDS
 
@@ -56,11 +56,7 @@ _SUPPORT_REPLY = (
 def answer_block(question: Question, answer: str) -> str:
     """An answer as the support check reads it: an option with its text, a claim's verdict
     in words, an open answer as written."""
-    if question.kind == QuestionKind.MCQ:
-        return f"Answer: ({answer}) {question.options.get(answer, '')}".rstrip()
-    if question.kind == QuestionKind.CLAIM:
-        return f"Answer: {answer}: " + ("the claim holds" if answer == "TRUE" else "the claim does not hold")
-    return f"Answer: {answer}"
+    return question.form.answer_words(question, answer)
 
 
 def support_request(question: Question, answer: str, quotes: Evidence, retry: bool = False) -> GenerationRequest:
@@ -156,8 +152,8 @@ def check_support(
     it repeats, or the label chosen). With `backend`, the model decides (see the module);
     without, the words do, a label's weighed by `weights` (the book's idf)."""
     quotes = final.reply.quotes
-    share = quoted_share(answer, quotes, question.text) if question.kind == QuestionKind.OPEN else None
-    weight = grounding.label_share(question, answer, quotes, weights) if question.kind != QuestionKind.OPEN else None
+    share = quoted_share(answer, quotes, question.text) if question.is_open else None
+    weight = grounding.label_share(question, answer, quotes, weights) if not question.is_open else None
     method = "model" if backend else "words"
     if not quotes:
         return SupportCheck(False, method, NO_QUOTE, quoted_share=share, weight_share=weight)
@@ -168,14 +164,14 @@ def check_support(
         )
         return SupportCheck(False, "words", why, weight_share=weight)
     if backend is None:
-        if question.kind == QuestionKind.OPEN:
+        if question.is_open:
             ok = grounding.covers(answer, quotes)
             why = ALL_QUOTED if ok else WORD_UNQUOTED
         else:
             ok = True
             why = f"its quotes carry {weight:.0%} of the weight of its words in the book"
         return SupportCheck(ok, "words", why, quoted_share=share, weight_share=weight)
-    unquoted = unquoted_names(answer, quotes, question.text) if question.kind == QuestionKind.OPEN else ()
+    unquoted = unquoted_names(answer, quotes, question.text) if question.is_open else ()
     if unquoted:
         return SupportCheck(False, "model", names_why(unquoted), unquoted=unquoted, quoted_share=share)
     parsed, call = shared.call_agent(

@@ -23,12 +23,12 @@ def load_document(
 ) -> Document:
     """Read `path` (a file, a folder, or "-" for stdin) into a Document; InputError on
     anything unusable. A Calibre book folder (one with a metadata.opf) is read from its best
-    format (cwread.library.calibre). `within`: folders a file must be opened inside (see `read_bytes`; a
+    format (cwread.book.calibre). `within`: folders a file must be opened inside (see `read_bytes`; a
     folder's files are always held to the folder)."""
     if max_bytes is None:
         max_bytes = max_bytes_from_env()
     if path != "-" and Path(path).is_dir():
-        from cwread.library import calibre
+        from cwread.book import calibre
 
         chosen = calibre.best_format(Path(path)) if (Path(path) / calibre.OPF).is_file() else None
         if chosen is None:

@@ -178,7 +178,7 @@ def ask(
     settings: Any = None,
     run: Any = None,
     debug: DebugFlag = False,
-) -> None:
+) -> int:
     """Answer a question about a text, citing the paragraphs it rests on.
 
     Free-form without options, multiple choice with -o "A=..." -o "B=...". Retrieval finds the
@@ -187,9 +187,10 @@ def ask(
     packet only. On the embedded default (no server) the answer is the packet's sentence that
     fits best, from the paragraph the trained Finder judges to hold it; options and claims get
     no verdict (--finder on and --judge-anyway ask it all the same). Exit 4 if the text does not
-    determine an answer (the best evidence is shown) or no reply could be parsed.
+    determine an answer (the best evidence is shown) or no reply could be parsed; exit 1 for
+    a verdict its kind calls false (a registered kind's; `verify` for claims).
     """
-    _answer(book, asked, run.asking(budget, finding), settings, run)
+    return answer_exit(_answer(book, asked, run.asking(budget, finding), settings, run))
 
 
 @app.command()

@@ -11,7 +11,6 @@ from cwread.errors import (
     ModelError,
     OutputError,
 )
-from cwread.question import QuestionKind
 from cwread.records import Status, Trace
 
 EXIT_CLAIM_FALSE = 1
@@ -40,4 +39,5 @@ def answer_exit(trace: Trace) -> int:
     answer, 1 for a claim judged FALSE, else 0."""
     if trace.status != Status.ANSWERED:
         return EXIT_NO_ANSWER
-    return EXIT_CLAIM_FALSE if trace.question.kind == QuestionKind.CLAIM and trace.answer == "FALSE" else 0
+    false = trace.question.form.false_label
+    return EXIT_CLAIM_FALSE if false is not None and trace.answer == false else 0

@@ -30,7 +30,7 @@ from cwread.plan import (
     FinderSettings,
     RunSettings,
 )
-from cwread.question import make_question
+from cwread.question import FORMS, make_question
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
 from cwread.retrieval.fusion import METHODS as RETRIEVALS
 from cwread.retrieval.segments import Budget
@@ -394,10 +394,18 @@ MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
 QUESTION_OPTIONS: dict[str, tuple[Any, Any]] = {
     "question": (QuestionArg, inspect.Parameter.empty),
     "option": (OptionOpt, None),
+    "kind": _option(
+        str | None,
+        f"The kind of question, where it is not open (or mcq, given -o): one of {_listed(FORMS)} "
+        "(a claim is verified with `cwread verify`).",
+        None,
+        "--kind",
+        show_default=False,
+    ),
 }
-# the question and its options (-o), validated into a Question before any work
+# the question, its options (-o) and its kind, validated into a Question before any work
 question_options = _option_group(
-    "asked", QUESTION_OPTIONS, lambda question, option: make_question(question, option)
+    "asked", QUESTION_OPTIONS, lambda question, option, kind: make_question(question, option, kind=kind)
 )
 
 

@@ -38,7 +38,7 @@ from cwread.eval import rows
 from cwread.eval.dataset import Record
 from cwread.packing import pack_ranked, pack_segments, packet_of
 from cwread.plan import AnswerMode, AnswerSettings, Extract, FinderSettings, FinderUse, RunSettings
-from cwread.question import Question, QuestionKind
+from cwread.question import Question
 from cwread.records import NO_ANSWER, FindResult, Outcome, Packet, Status, Trace
 from cwread.session import Session
 
@@ -176,10 +176,10 @@ def _extractive(ranked: bool) -> MethodRun:
         packet = pack_segments(found.document, anchors, found.budget)
         question = found.question
         chosen = None
-        if question.kind == QuestionKind.OPEN and ranked:
+        if question.is_open and ranked:
             spans = extractive.extract_kind(len(found.document.paragraphs)) == Extract.SPAN
             chosen = extractive.best_answer(question.text, packet.evidence(), ctx.rank(found), spans=spans)
-        elif question.kind == QuestionKind.OPEN:
+        elif question.is_open:
             best = grounding.best_sentence(question.text, packet.evidence())
             chosen = (best.text, best) if best else None
         if chosen is None:

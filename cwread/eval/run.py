@@ -19,7 +19,7 @@ from cwread.eval.dataset import Record, load_records, rotations, spread_sample
 from cwread.eval.methods import METHODS, EvalContext, with_question
 from cwread.eval.report import report_markdown
 from cwread.eval.summary import summarize
-from cwread.plan import AnswerMode, AnswerSettings, FinderSettings
+from cwread.plan import AUTO, AnswerMode, AnswerSettings, FinderSettings, FinderUse
 from cwread.progress import Progress
 from cwread.question import QuestionKind
 from cwread.settings import SessionSettings
@@ -188,8 +188,8 @@ def evaluate(
         f"P_r {budget.p_r}, P_w {budget.p_w}, B_c {budget.b_c}"
         f"{'' if finding.keep_threshold is None else f', keep threshold {finding.keep_threshold:g}'}"
         f"{'' if finding.read_tokens is None else f', read tokens {finding.read_tokens}'}"
-        f"{'' if finding.reply == 'auto' else f', Finder reply {finding.reply}'}"
-        f"{'' if finding.use == 'auto' else f', Finder {finding.use}'}), "
+        f"{'' if finding.reply == AUTO else f', Finder reply {finding.reply}'}"
+        f"{'' if finding.use == FinderUse.AUTO else f', Finder {finding.use}'}), "
         f"embedder {options.session.embedder}"
         f"{', permuted options' if options.permute_options else ''}, {mode} open answers"
         f"{_support_settings(options.answering)}, {len(records)} records",

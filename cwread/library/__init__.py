@@ -1,1 +1,1 @@
-"""A folder of books searched as one: the catalogue, its full-text index, Calibre libraries."""
+"""A folder of books searched as one: the catalogue and its full-text index."""

@@ -7,7 +7,7 @@ contents, and searched together by BM25, with no model call.
 - A root laid out by Calibre (`Author/Title (id)/` folders with `metadata.opf`, and Calibre's
   `metadata.db`) is a library of those folders: one book each, read from its best format
   (EPUB, then PDF, then HTML, then text), with its title, author and series from the OPF
-  (cwread.library.calibre).
+  (cwread.book.calibre).
 - A book is named by its path relative to its root, the name the other tools take.
 - The search index (cwread.library.store: SQLite FTS5) holds every paragraph of every book.
   Each search first brings it up to date one book at a time: a book added or changed (its
@@ -28,11 +28,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from cwread.book import Document, load_document
+from cwread.book import Document, calibre, load_document
 from cwread.book.formats import book_suffixes, format_names, kind_of
 from cwread.cache import cache_root
 from cwread.errors import CacheError, InputError
-from cwread.library import calibre
 from cwread.library.store import STORE_VERSION, HeldBook, SqliteStore, open_store
 from cwread.progress import Progress
 

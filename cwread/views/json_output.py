@@ -12,7 +12,6 @@ from cwread import __version__
 from cwread.book import Document, Paragraph
 from cwread.library.catalog import Found, Hit
 from cwread.plan import Plan
-from cwread.question import QuestionKind
 from cwread.records import (
     AgentCall,
     DoctorReport,
@@ -175,7 +174,7 @@ def answer_json(trace: Trace) -> dict:
         "kind": trace.question.kind,
         "options": trace.question.options,
         "answer": trace.answer,
-        "verdict": trace.answer if trace.question.kind == QuestionKind.CLAIM else None,
+        "verdict": trace.answer if trace.question.form.verdict else None,
         "status": trace.status,  # answered, no-verdict, not-determined or unparseable
         "failure": trace.failure(),  # why cwread stands behind no answer (None: it stands behind one)
         "answer_mode": outcome.mode,

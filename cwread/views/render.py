@@ -18,12 +18,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from cwread.agents.finder import JudgeFinder
 from cwread.book import Document, Paragraph
 from cwread.errors import CwreadError, OutputError
 from cwread.library.catalog import Found
 from cwread.plan import AnswerMode, SupportMethod
 from cwread.progress import Progress
-from cwread.question import QuestionKind
 from cwread.records import (
     NO_SENTENCE,
     NOT_DETERMINED,
@@ -377,7 +377,7 @@ def answer_view(trace: Trace) -> None:
     status = trace.status
     if status == Status.ANSWERED:
         head.append(printable(trace.answer), style="bold green")
-        if question.kind == QuestionKind.MCQ and trace.answer in question.options:
+        if trace.answer in question.options:
             head.append(f"  {printable(question.options[trace.answer])}")
         if outcome.shown == Shown.QUOTED_WORDS:
             head.append("  (words quoted from the text)", style="dim")
@@ -405,7 +405,7 @@ def answer_view(trace: Trace) -> None:
     else:
         head.append("(none)", style="bold red")
     # a model answer beside a quoted sentence or none at all: its quotes did not support it
-    unbacked = outcome.withheld or (outcome.mode == AnswerMode.EXTRACTIVE and question.kind == QuestionKind.OPEN)
+    unbacked = outcome.withheld or (outcome.mode == AnswerMode.EXTRACTIVE and question.is_open)
     if outcome.model_answer and unbacked:
         why = f" ({_support_line(outcome.check)})" if outcome.check else ""
         head.append(
@@ -455,7 +455,7 @@ def answer_view(trace: Trace) -> None:
     finder_line = (
         "Finder skipped"
         if "finder" in trace.skipped
-        else f"{'Judge' if trace.plan and trace.plan.finder == 'judge' else 'Finder'} kept {kept} of {len(trace.verdicts)} segments"
+        else f"{'Judge' if trace.plan and trace.plan.finder == JudgeFinder.reply else 'Finder'} kept {kept} of {len(trace.verdicts)} segments"
     )
     tokens = trace.tokens()
     checked = "self-checked" if trace.self_check else "no self-check"
