@@ -35,6 +35,7 @@ from cwread.answer.extractive import sentence_ranker
 from cwread.book import load_document
 from cwread.eval.metrics import bootstrap_interval
 from cwread.retrieval.embedders import load_embedder
+from cwread.text import sentences as text_sentences
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -64,7 +65,7 @@ Scored = tuple[float, float, bool]  # the ranker's score, its idf share alone, a
 def best_sentence_score(rank, lexical, about: str, text: str) -> Scored:
     """The best score of a sentence of `text` against `about`, the idf share of that
     sentence, and whether it shares a content word with `about` (the old rule)."""
-    pieces = [text[a:b] for a, b in grounding.sentences(text)] or [text]
+    pieces = [text[a:b] for a, b in text_sentences.sentences(text)] or [text]
     scores = rank(about, pieces)
     best = max(range(len(pieces)), key=scores.__getitem__)
     shared = bool(grounding.content_words(about) & grounding.content_words(pieces[best]))

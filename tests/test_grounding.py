@@ -8,6 +8,8 @@ from cwread.agents import shared
 from cwread.answer import grounding
 from cwread.question import Question
 from cwread.records import Quote
+from cwread.text import sentences as text_sentences
+from cwread.text.sentences import MAX_QUOTE_CHARS, sentence_spans
 from tests.conftest import EXAMPLES
 
 PARA = (
@@ -63,13 +65,13 @@ def test_evidence_block_is_delimited_and_defused():
 
 def test_sentence_spans_cover_sentences_and_cut_long_ones():
     text = "One. Two is here! Then " + "word, " * 80 + "end."
-    spans = grounding.sentence_spans(text)
+    spans = sentence_spans(text)
     assert text[spans[0][0] : spans[0][1]] == "One." and text[spans[1][0] : spans[1][1]] == "Two is here!"
-    assert all(e - s <= grounding.MAX_QUOTE_CHARS for s, e in spans)
+    assert all(e - s <= MAX_QUOTE_CHARS for s, e in spans)
 
 
 def _said(text: str) -> list[str]:
-    return [text[s:e] for s, e in grounding.sentences(text)]
+    return [text[s:e] for s, e in text_sentences.sentences(text)]
 
 
 @pytest.mark.parametrize(
@@ -129,7 +131,7 @@ def test_sentences_of_passages_from_a_novel():
         and said[-1] == "What would you recommend?\u201d"
     )
     for paragraph in book.paragraphs[:300]:  # spans are in order, inside the text, and cover its words
-        spans = grounding.sentences(paragraph.text)
+        spans = text_sentences.sentences(paragraph.text)
         assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
         assert " ".join(paragraph.text[s:e] for s, e in spans).split() == paragraph.text.split()
 

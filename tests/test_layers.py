@@ -45,6 +45,8 @@ LAYERS = [
     ["cwread.library.store"],
     ["cwread.retrieval.fusion"],
     ["cwread.retrieval.segments", "cwread.retrieval.embedders", "cwread.retrieval.lexical", "cwread.eval.metrics"],
+    ["cwread.text.sentences"],
+    ["cwread.text.words"],
     # the book package's modules call each other (its format registry reads the model back)
     ["cwread.book", "cwread.book.load", "cwread.book.calibre", "cwread.book.folder", "cwread.book.formats", "cwread.book.formats.base", "cwread.book.formats.text", "cwread.book.formats.html", "cwread.book.formats.epub", "cwread.book.formats.pdf", "cwread.book.model", "cwread.book.decoding", "cwread.book.paragraphs"],
     ["cwread.cache", "cwread.environment", "cwread.agents.modelfiles"],

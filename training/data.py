@@ -30,6 +30,7 @@ from cwread.packing import pack_segments
 from cwread.question import Question
 from cwread.retrieval import lexical
 from cwread.retrieval.segments import PRESETS, Segment
+from cwread.text.sentences import sentence_spans
 
 # FairytaleQA's CSV folders (train/, val/) are not part of the repository: `--source DIR` or
 # CWREAD_FAIRYTALEQA names them. A GPU machine gets the built finder.jsonl/interpreter.jsonl.
@@ -94,7 +95,7 @@ def clue_sentence(text: str, question: str) -> str:
     best = grounding.best_sentence(question, [(0, shown)])
     if best is not None:
         return best.text
-    start, end = grounding.sentence_spans(shown)[0]
+    start, end = sentence_spans(shown)[0]
     return shown[start:end]
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from cwread.agents.judge import sentence_windows
 from cwread.answer import grounding
 from cwread.book import Document
+from cwread.text.sentences import sentence_spans
 
 # Books that measure cwread (dev novels, NoCha's public sample): never trained on.
 EXCLUDED_TITLES = (
@@ -53,7 +54,7 @@ def excluded(name: str) -> bool:
 def answer_sentence(text: str, answers: Iterable[str]) -> int | None:
     """The sentence of `text` that best holds a reference answer: most of the answer's content
     words (at least two thirds of them); None when no sentence does."""
-    spans = grounding.sentence_spans(text)
+    spans = sentence_spans(text)
     best, best_share = None, 0.0
     for answer in answers:
         wanted = grounding.content_words(answer)

@@ -33,7 +33,7 @@ from cwread.agents.interpreter import parse_reply
 from cwread.agents.shared import extract_citations
 from cwread.eval.metrics import token_f1
 from cwread.question import Question
-from cwread.retrieval.lexical import STOPWORDS
+from cwread.text.words import STOPWORDS
 
 FINDER_FORMAT = 1.0
 FINDER_YES = 1.5

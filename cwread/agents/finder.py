@@ -42,6 +42,7 @@ from cwread.progress import Progress
 from cwread.question import Question
 from cwread.records import SURE, GroundedReply, ModelCall, ParagraphJudgement, Quote, Verdict, yes_odds
 from cwread.retrieval.segments import Segment
+from cwread.text.sentences import sentence_spans
 
 FINDER_MAX_TOKENS = 160
 
@@ -423,7 +424,7 @@ class JudgeFinder:
     def _clue(self, document: Document, pid: int, asked: str, careful: bool) -> Quote:
         """The sentence of paragraph `pid` that is its clue, as a verbatim Quote."""
         text = document.paragraph(pid).text
-        spans = grounding.sentence_spans(text) or [(0, len(text))]
+        spans = sentence_spans(text) or [(0, len(text))]
         if careful and len(spans) > 1:
             scores = self.model.score_pairs([(asked, text[a:b]) for a, b in spans])
             a, b = spans[int(scores.argmax())]

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from cwread.answer import grounding
 from cwread.cache import file_sha256
 from cwread.errors import ModelError
+from cwread.text.sentences import sentence_spans
 
 WINDOW_WORDS = 90  # a passage about as long as a long novel paragraph (training's windows too)
 BATCH = 32
@@ -42,7 +42,7 @@ def sentence_windows(text: str, words: int = WINDOW_WORDS) -> list[tuple[int, in
     """`text` cut at sentence ends into windows of about `words` words: (first sentence, end
     sentence, text) each (one window when it is shorter; a single longer sentence stays whole,
     the tokenizer truncating it). Training cuts its passages with it too."""
-    spans = grounding.sentence_spans(text) or [(0, len(text))]
+    spans = sentence_spans(text) or [(0, len(text))]
     out: list[tuple[int, int, str]] = []
     start = 0
     while start < len(spans):

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cwread.answer import grounding, span_reader
-from cwread.answer.grounding import Rank, content_words, ranked_sentences, sentence_spans, weight_shares
+from cwread.answer.grounding import Rank, content_words, ranked_sentences, weight_shares
 from cwread.book import Document, Evidence
 from cwread.cache import cache_root, read_entry, remove_entry, write_entry
 from cwread.errors import CacheError
@@ -39,6 +39,7 @@ from cwread.plan import Extract
 from cwread.records import Quote
 from cwread.retrieval.embedders import Embedder
 from cwread.retrieval.segments import NOVEL_PARAGRAPHS
+from cwread.text.sentences import sentence_spans
 
 SIMILARITY_WEIGHT = 0.5
 _WHY = re.compile(r"\bwhy\b", re.I)

@@ -20,14 +20,13 @@ from functools import lru_cache
 from importlib import resources
 
 from cwread.answer.grounding import content_words
-from cwread.retrieval.lexical import STOPWORDS, word_stems
+from cwread.text.words import STOPWORDS, TITLES, word_stems
 
 MAX_SENTENCES = 5  # of the ranking's best, whose spans compete
 MAX_PHRASE_WORDS = 10  # a name or a prepositional phrase is short
 
 _TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*|--|—|–|[^\w\s]", re.U)
 _CLAUSE_PUNCT = frozenset({",", ";", ":", "--", "—", "–", "(", ")", "!", "?", ".", '"', "“", "”"})
-_TITLES = frozenset({"mr", "mrs", "miss", "dr", "st", "sir", "lady", "lord", "king", "queen", "prince", "princess", "captain", "colonel", "madame", "monsieur"})
 _PREPOSITIONS = frozenset({"in", "into", "at", "on", "under", "beneath", "behind", "inside", "near", "by", "to", "from", "across", "through", "over", "beside", "within", "among", "towards", "toward", "upon", "onto", "out"})
 _TIME_WORDS = frozenset(
     ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "morning", "evening", "night", "afternoon", "noon", "midnight", "dawn", "day", "days", "week", "weeks", "month", "months", "year", "years", "o'clock", "hour", "hours", "minute", "minutes", "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "spring", "summer", "autumn", "winter", "yesterday", "tomorrow", "today", "ago", "later", "before", "after", "when", "while", "once"]
@@ -99,7 +98,7 @@ def _after_title(tokens: list[tuple[str, int, int]], k: int) -> bool:
     if tokens[k][0] != "." or k == 0:
         return False
     before = tokens[k - 1][0]
-    return before.lower() in _TITLES or (len(before) == 1 and before.isupper())
+    return before.lower() in TITLES or (len(before) == 1 and before.isupper())
 
 
 def _is_word(token: str) -> bool:
@@ -125,7 +124,7 @@ def spans(question: str, sentence: str, rank: int) -> list[Span]:
             i += 1
         while j >= i and not _is_word(tokens[j][0]):
             j -= 1
-        if i > j or (tokens[j][0].lower() in _TITLES and j + 1 < len(tokens) and tokens[j + 1][0] == "."):
+        if i > j or (tokens[j][0].lower() in TITLES and j + 1 < len(tokens) and tokens[j + 1][0] == "."):
             return
         words = [t for t, _, _ in tokens[i : j + 1] if _is_word(t) and t.lower() not in STOPWORDS]
         if kind != "sentence" and not any(_stem(w) not in asked for w in words):
@@ -153,11 +152,11 @@ def spans(question: str, sentence: str, rank: int) -> list[Span]:
     n = 0
     while n < len(tokens):
         tok = tokens[n][0]
-        if _is_word(tok) and tok[0].isupper() and (tok.lower() not in STOPWORDS or tok.lower() in _TITLES):
+        if _is_word(tok) and tok[0].isupper() and (tok.lower() not in STOPWORDS or tok.lower() in TITLES):
             m = n
             while m + 1 < len(tokens) and m - n < MAX_PHRASE_WORDS and (
                 (_is_word(tokens[m + 1][0]) and tokens[m + 1][0][0].isupper())
-                or (tokens[m + 1][0] == "." and tokens[m][0].lower() in _TITLES)
+                or (tokens[m + 1][0] == "." and tokens[m][0].lower() in TITLES)
                 or (tokens[m + 1][0].lower() == "of" and m + 2 < len(tokens) and tokens[m + 2][0][:1].isupper())
             ):
                 m += 1

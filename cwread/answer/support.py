@@ -30,12 +30,10 @@ from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence, Passage
 from cwread.question import Question
 from cwread.records import AgentCall, Quote, SupportCheck, yes_odds
-from cwread.retrieval.lexical import STOPWORDS
+from cwread.text import sentences as text_sentences
+from cwread.text.words import STOPWORDS, TITLES
 
-_WORD = re.compile(r"[^\W\d_]+")
-_TITLES = frozenset(
-    {"Mr", "Mrs", "Ms", "Dr", "St", "Sir", "Lady", "Lord", "Miss", "Madam", "Captain", "King", "Queen"}
-)
+_NAME_PART = re.compile(r"[^\W\d_]+")  # a name's words are letters: "Henry's" names Henry
 
 
 SUPPORT_SYSTEM = (
@@ -75,10 +73,10 @@ def unquoted_names(answer: str, quotes: tuple[Quote, ...], question: str) -> tup
     quote or the question holds."""
     said = grounding.content_words(" ".join([question, *(q.text for q in quotes)]))
     missing: list[str] = []
-    for start, end in grounding.sentences(answer):
-        for m in list(_WORD.finditer(answer, start, end))[1:]:
+    for start, end in text_sentences.sentences(answer):
+        for m in list(_NAME_PART.finditer(answer, start, end))[1:]:
             word = m.group(0)
-            if not word[0].isupper() or word in _TITLES or word.lower() in STOPWORDS or word == "I":
+            if not word[0].isupper() or word.lower() in TITLES or word.lower() in STOPWORDS or word == "I":
                 continue
             if not grounding.content_words(word) <= said and word not in missing:
                 missing.append(word)

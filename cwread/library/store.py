@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cwread.errors import CacheError
-from cwread.retrieval.lexical import STOPWORDS
+from cwread.text.words import STOPWORDS
 
 STORE_VERSION = 1  # of the schema and the tokenizer: another opens a new file
 ROWS_PER_BOOK = 2**24  # paragraph ids a book may hold (a 16M-paragraph book is far past any)

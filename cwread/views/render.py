@@ -304,7 +304,7 @@ def _matcher(query: str):
     """Whether a word of a paragraph is one the search looked for: its stem is that of one of
     the words the index was asked for (library_store.query_words)."""
     from cwread.library.store import query_words
-    from cwread.retrieval.lexical import word_stems
+    from cwread.text.words import word_stems
 
     terms = set(word_stems(query_words(query)))
     seen: dict[str, bool] = {}
