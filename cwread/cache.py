@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -23,11 +22,11 @@ from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
-from cwread.errors import CacheError, CwreadError, InputError, OutputError
+from cwread.errors import CacheError, CwreadError, InputError
 
 CACHE_FORMAT = 1
-_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
-_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 _SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
 _USABLE: dict[str, Path] = {}  # configured root -> the folder used (a temporary one if read-only)
 
@@ -65,7 +64,7 @@ def cache_root() -> Path:
 def _usable(root: Path) -> Path:
     try:
         root.mkdir(parents=True, exist_ok=True)
-        _probe(root)
+        probe_writable(root)
         return root
     except (FileExistsError, NotADirectoryError):
         raise InputError(
@@ -73,9 +72,9 @@ def _usable(root: Path) -> Path:
             "(remove it, or set CWREAD_CACHE_DIR to a folder)"
         ) from None
     except OSError as exc:
-        if exc.errno in _NO_SPACE:
+        if exc.errno in NO_SPACE:
             raise no_space(root) from None
-        if exc.errno not in _READ_ONLY:
+        if exc.errno not in READ_ONLY:
             raise CacheError(f"the cache folder {root} cannot be used: {exc.strerror or exc}") from None
     temporary = Path(tempfile.mkdtemp(prefix="cwread-cache-"))
     atexit.register(shutil.rmtree, temporary, True)
@@ -95,7 +94,7 @@ def cache_write_error(exc: OSError, where: Path) -> CwreadError:
     cache folder rather than the entry deep inside it."""
     root = next((r for r in _USABLE.values() if where == r or r in where.parents), where)
     # numpy reports a short write on a full disk as "N requested and M written", with no errno
-    if exc.errno in _NO_SPACE or (exc.errno is None and _SHORT_WRITE.search(str(exc))):
+    if exc.errno in NO_SPACE or (exc.errno is None and _SHORT_WRITE.search(str(exc))):
         return no_space(root)
     return CacheError(f"cannot write the cache in {root}: {exc.strerror or exc}")
 
@@ -189,141 +188,12 @@ def write_file_atomic(path: Path, data: str | bytes, mode: int | None = None) ->
         raise
 
 
-def open_stream(path: str) -> int | None:
-    """The file descriptor `path` names when it is one of this process's open streams
-    (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N, or a link to one), else None:
-    such a path is written into, where the shell opened it, never replaced."""
-    named = os.path.abspath(path)
-    for _ in range(8):  # a few links deep
-        stream = _STREAM.fullmatch(named)
-        if stream:
-            word, number = stream.group(1), stream.group(2) or stream.group(3)
-            return {"stdin": 0, "stdout": 1, "stderr": 2}[word] if word else int(number)
-        if not os.path.islink(named):
-            return None
-        try:
-            named = os.path.join(os.path.dirname(named), os.readlink(named))
-        except OSError:
-            return None
-        named = os.path.normpath(named)
-    return None
-
-
-_STREAM = re.compile(rf"/dev/(stdin|stdout|stderr)|/dev/fd/(\d+)|/proc/(?:self|{os.getpid()})/fd/(\d+)")
-
-
-def check_output_path(path: str, option: str) -> None:
-    """Before any work: InputError unless `path` (for the flag `option`) can be written: its
-    folder exists and takes a new file, and it is not a folder itself; an open stream it
-    names (open_stream) is open for writing."""
-    fd = open_stream(path)
-    if fd is not None:
-        try:
-            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-        except OSError:
-            raise InputError(f"cannot write {option} {path}: file descriptor {fd} is not open") from None
-        if flags & os.O_ACCMODE == os.O_RDONLY:
-            raise InputError(f"cannot write {option} {path}: file descriptor {fd} is open for reading only")
-        return
-    target = _written(Path(path))
-    folder = target.parent
-    if target.is_dir():
-        raise InputError(f"{option} {path} is a folder; give a file name")
-    if target.exists() and not target.is_file():  # a device or a pipe is written as it is
-        if not os.access(target, os.W_OK):
-            raise InputError(f"cannot write {option} {path}: permission denied")
-        return
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise InputError(f"cannot write {option} {path}: the folder {folder} {what}")
-    try:
-        _probe(folder)
-    except OSError as exc:
-        raise InputError(f"cannot write {option} {path}: the folder {folder} is {_why(exc)}") from None
-    if target.exists() and not os.access(target, os.W_OK):
-        raise InputError(f"cannot write {option} {path}: the file is read-only")
-
-
-def _probe(folder: Path) -> None:
+def probe_writable(folder: Path) -> None:
     """OSError unless a file can be made in `folder`: a real try, as access() says yes to root
     on a read-only mount."""
     fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe-")
     os.close(fd)
     os.unlink(probe)
-
-
-def _why(exc: OSError) -> str:
-    if exc.errno in _NO_SPACE:
-        return "full"
-    if exc.errno in _READ_ONLY:
-        return "read-only"
-    return f"not writable ({exc.strerror or exc})"
-
-
-def write_output_file(path: str, text: str, option: str) -> None:
-    """Write a file the user asked for (`option` names the flag) atomically, replacing one
-    that is there and keeping its permissions (a new file gets the umask's); InputError if it
-    cannot be written."""
-    fd = open_stream(path)
-    if fd is not None:  # /dev/stdout and the like: into the stream, as the shell's > or >> opened it
-        _write_stream(fd, text, option, path)
-        return
-    target = _written(Path(path))
-    try:
-        if target.exists() and not target.is_file():  # /dev/null, a pipe: never replaced by a file
-            with open(target, "w", encoding="utf-8") as f:
-                f.write(text)
-            return
-        mode = target.stat().st_mode & 0o7777 if target.is_file() else 0o666 & ~_umask()
-        write_file_atomic(target, text, mode)
-    except OSError as exc:
-        raise InputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
-
-
-def append_output_file(path: str, text: str, option: str) -> None:
-    """Append `text` to a file the user asked for (`option` names the flag), or write it into
-    the open stream the path names (open_stream); OutputError if it cannot be written."""
-    fd = open_stream(path)
-    if fd is not None:
-        _write_stream(fd, text, option, path)
-        return
-    try:
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
-
-
-def _write_stream(fd: int, text: str, option: str, path: str) -> None:
-    """Write `text` into the open descriptor `fd` (stdout and stderr through Python's streams,
-    so it comes after what they hold)."""
-    stream = {1: sys.stdout, 2: sys.stderr}.get(fd)
-    try:
-        if stream is not None:
-            stream.write(text)
-            stream.flush()
-            return
-        data = text.encode("utf-8")
-        while data:
-            data = data[os.write(fd, data) :]
-    except OSError as exc:
-        raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
-
-
-def _written(path: Path) -> Path:
-    """Where writing `path` lands: a symbolic link's target (the link stays a link), else the path."""
-    if path.is_symlink():
-        try:
-            return path.resolve(strict=False)
-        except (OSError, RuntimeError):  # a loop of links: written as given, and refused there
-            return path
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def remove_entry(entry: Path) -> None:

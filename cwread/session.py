@@ -16,14 +16,13 @@ from collections.abc import Callable
 
 from cwread import pipeline
 from cwread.agents.finder import Finder
-from cwread.agents.interpreter import leans_on_previous
 from cwread.agents.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.answer import extractive
 from cwread.backends.select import Selection, select, with_call_cache
 from cwread.book import Document
 from cwread.plan import AUTO, AnswerMode, AnswerSettings, RunSettings
 from cwread.progress import Progress
-from cwread.question import Question
+from cwread.question import Question, leans_on_previous
 from cwread.records import FindResult, Trace, Turn
 from cwread.retrieval.embedders import Embedder, load_embedder
 from cwread.retrieval.fusion import Index, build_queries, check_method, open_index, paragraph_scores

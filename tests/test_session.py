@@ -8,13 +8,13 @@ import pytest
 
 from cwread import api, session
 from cwread.agents.finder import GenerativeFinder, ScoringFinder, ScriptedFinder, make_finder
-from cwread.agents.interpreter import leans_on_previous
 from cwread.backends import Generation
 from cwread.backends import select as backend_select
 from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.errors import InputError
 from cwread.plan import FinderSettings
+from cwread.question import leans_on_previous
 from cwread.retrieval import fusion
 from tests.conftest import run
 from tests.scripted_replies import finder_reply, smart_interpreter

@@ -101,23 +101,6 @@ _RISKY = re.compile(
 )
 
 
-_LEADS_ON = re.compile(r"^\W*(and|but|so|then|also|what about|how about|what else)\b", re.I)
-_REFERS_BACK = re.compile(
-    r"\b(he|she|it|they|him|her|them|his|hers|its|their|theirs|this|that|these|those|there|then)\b", re.I
-)
-_NAME = re.compile(r"(?<!^)(?<![.?!]\s)\b[A-Z][a-z]+")
-
-
-def leans_on_previous(question: Question) -> bool:
-    """Whether a question reads as a follow-up: it opens with "and", "but", "what about"...,
-    or it refers back (she, it, that...) without naming anyone (no capitalised word after
-    its first), as in "why did she hide it?"."""
-    text = question.text.strip()
-    if _LEADS_ON.search(text):
-        return True
-    return bool(_REFERS_BACK.search(text)) and not _NAME.search(text)
-
-
 def needs_self_check(question: Question) -> bool:
     """τ(q): always for claims; for other questions when the wording signals negation,
     exception, cause or inference."""

@@ -134,8 +134,8 @@ def _answer(book: str, asked, asking, settings, run: AnswerRun, quiet: bool = Fa
     from pathlib import Path
 
     from cwread import api
-    from cwread.cache import check_output_path, write_output_file
     from cwread.views import json_output, render
+    from cwread.views.output_files import check_output_path, write_output_file
 
     if run.trace is not None:  # checked before any work, so a finished answer is never lost
         check_output_path(run.trace, "--trace")

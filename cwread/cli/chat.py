@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 
 from cwread import api
 from cwread.backends import INTERRUPTED
-from cwread.cache import append_output_file, cache_root, check_output_path, write_output_file
+from cwread.cache import cache_root
 from cwread.cli.exits import answer_exit, error_exit
 from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError
 from cwread.plan import RunSettings
 from cwread.session import Conversation, Session
 from cwread.views import json_output, render
+from cwread.views.output_files import append_output_file, check_output_path, write_output_file
 from cwread.views.terminal import one_line
 
 HELP = """Ask a question about the book, or:

@@ -12,7 +12,6 @@ from pathlib import Path
 from cwread import api, pipeline
 from cwread.backends import label
 from cwread.backends.select import select
-from cwread.cache import check_output_path, write_output_file
 from cwread.errors import InputError, Interrupted
 from cwread.eval import rows
 from cwread.eval.dataset import Record, load_records, rotations, spread_sample
@@ -23,6 +22,7 @@ from cwread.plan import AUTO, AnswerMode, AnswerSettings, FinderSettings, Finder
 from cwread.progress import Progress
 from cwread.question import QuestionKind
 from cwread.settings import SessionSettings
+from cwread.views.output_files import check_output_path, write_output_file
 
 
 def run_record(record: Record, method: str, ctx: EvalContext) -> dict:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +28,6 @@ from cwread.errors import InputError, ModelError
 Progress = Callable[[int, int], None]
 DEFAULT_EMBEDDER = "minilm-static"
 STATIC_DIMS = 256
-STATIC_RECIPE = 1  # bump when the distillation recipe changes
-_SIF_COEFFICIENT = 1e-4
 
 
 class Embedder(Protocol):
@@ -193,7 +190,7 @@ def _load_sentence_transformer(where: str, name: str, fingerprint: str) -> Sente
             "(or use the default --embedder minilm-static)"
         ) from None
     try:
-        _quiet_transformers()
+        quiet_transformers()
         device = "cuda" if torch.cuda.is_available() else "cpu"
         model = SentenceTransformer(where, device=device, local_files_only=True)
     except Exception as exc:  # any loader failure is the same fix for the user
@@ -204,7 +201,7 @@ def _load_sentence_transformer(where: str, name: str, fingerprint: str) -> Sente
     return SentenceTransformerEmbedder(name=name, fingerprint=fingerprint, model=model)
 
 
-def _quiet_transformers() -> None:
+def quiet_transformers() -> None:
     """Keep transformers' own progress bars and warnings off our stderr."""
     import os
 
@@ -257,74 +254,3 @@ def load_static_minilm() -> StaticEmbedder:
         weights=weights,
         tokenizer=tokenizer,
     )
-
-
-def distill_static(
-    model_dir: Path, out_dir: Path, dims: int = STATIC_DIMS, progress: Progress | None = None
-) -> dict:
-    """Distil a sentence-transformers BERT-style model into per-token vectors (model2vec's idea).
-
-    Each vocabulary token is run through the model alone (`[CLS] tok [SEP]`) and mean-pooled;
-    the vectors are reduced by PCA to `dims` and weighted by SIF over a Zipf prior on token
-    rank, so frequent tokens count less in a mean. Writes `embeddings.npy` (float16), a
-    tokenizer without truncation or padding (`tokenizer.json.gz`), and `meta.json`. Needs the dense extra.
-    """
-    import hashlib
-
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from tokenizers import Tokenizer
-
-    _quiet_transformers()
-    st = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
-    transformer = st[0].auto_model.eval()
-    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    vocab = tokenizer.get_vocab()
-    size = tokenizer.get_vocab_size()
-    cls_id, sep_id = vocab["[CLS]"], vocab["[SEP]"]
-    unused = re.compile(r"\[unused\d+\]")
-    keep = np.ones(size, dtype=bool)
-    for token, idx in vocab.items():
-        if unused.fullmatch(token):
-            keep[idx] = False
-
-    hidden = np.zeros((size, transformer.config.hidden_size), dtype=np.float32)
-    batch = 1024
-    with torch.inference_mode():
-        for start in range(0, size, batch):
-            ids = torch.arange(start, min(start + batch, size))
-            input_ids = torch.stack([torch.full_like(ids, cls_id), ids, torch.full_like(ids, sep_id)], dim=1)
-            out = transformer(input_ids=input_ids, attention_mask=torch.ones_like(input_ids))
-            hidden[start : start + len(ids)] = out.last_hidden_state.mean(dim=1).numpy()
-            if progress:
-                progress(min(start + batch, size), size)
-
-    used = hidden[keep].astype(np.float64)
-    mean = used.mean(axis=0)
-    _, _, vt = np.linalg.svd(used - mean, full_matrices=False)
-    components = vt[:dims]
-    # SVD signs are arbitrary; fix them so the same weights give the same vectors everywhere.
-    signs = np.sign(components[np.arange(len(components)), np.abs(components).argmax(axis=1)])
-    components *= signs[:, None]
-    projected = (hidden.astype(np.float64) - mean) @ components.T
-    rank = np.cumsum(keep) - 1  # rank among kept tokens, in vocabulary order
-    prob = 1.0 / (rank + 1)
-    prob /= prob[keep].sum()
-    weights = _SIF_COEFFICIENT / (_SIF_COEFFICIENT + prob)
-    embeddings = (projected * weights[:, None]).astype(np.float16)
-    embeddings[~keep] = 0
-    np.save(out_dir / "embeddings.npy", embeddings)
-    (out_dir / TOKENIZER_FILE).write_bytes(gzip.compress(tokenizer.to_str().encode("utf-8"), mtime=0))
-    digest = hashlib.sha256((out_dir / "embeddings.npy").read_bytes()).hexdigest()
-    meta = {
-        "kind": "static",
-        "source": "all-MiniLM-L6-v2",
-        "dims": dims,
-        "vocab": size,
-        "recipe": STATIC_RECIPE,
-        "embeddings_sha256": digest,
-    }
-    (out_dir / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-    return meta
