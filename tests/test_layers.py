@@ -207,3 +207,24 @@ def test_no_public_api_function_takes_arbitrary_keywords():
         and any(p.kind == p.VAR_KEYWORD for p in inspect.signature(getattr(api, name)).parameters.values())
     ]
     assert loose == []
+
+
+def test_no_two_signatures_share_six_parameters():
+    """Settings travel as one typed tree or one option group, not re-listed: no two functions
+    of cwread take six or more parameters of the same names."""
+    from itertools import combinations
+
+    signatures = []
+    for path in (REPO / "cwread").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = node.args
+                names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} - {"self", "cls"}
+                if len(names) >= 6:
+                    signatures.append((f"{module_name(path)}.{node.name}", names))
+    shared = [
+        f"{first} and {second}: {sorted(a & b)}"
+        for (first, a), (second, b) in combinations(signatures, 2)
+        if len(a & b) >= 6
+    ]
+    assert shared == []

@@ -19,14 +19,12 @@ import typer
 from cwread.cli.app import app, open_document
 from cwread.cli.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, answer_exit, error_exit
 from cwread.cli.options import (
-    AnswerRun,
+    Asking,
     Book,
     DebugFlag,
     EmbedderOpt,
     RetrievalOpt,
-    answer_options,
-    ask_finder_options,
-    backend_options,
+    asking_options,
     budget_options,
     output_options,
     question_options,
@@ -128,9 +126,9 @@ def find(
         render.find_view(result, shown)
 
 
-def _answer(book: str, asked, asking, settings, run: AnswerRun, quiet: bool = False):
-    """Shared by `ask` and `verify`: run the pipeline as `asking` (RunSettings) says on the
-    backends `settings` choose, print, return the trace."""
+def _answer(book: str, asked, asking: Asking, quiet: bool = False):
+    """Shared by `ask` and `verify`: run the pipeline as `asking` says, print, return the trace."""
+    run = asking.run
     from pathlib import Path
 
     from cwread import api
@@ -147,7 +145,7 @@ def _answer(book: str, asked, asking, settings, run: AnswerRun, quiet: bool = Fa
         result = api.ask(
             document,
             asked,
-            api.Settings(run.model.session(settings), asking),
+            asking.settings(),
             progress=progress,
             notice=None if quiet else render.notice_once,
         )
@@ -166,17 +164,11 @@ def _answer(book: str, asked, asking, settings, run: AnswerRun, quiet: bool = Fa
 
 @app.command()
 @question_options
-@answer_options
-@backend_options
-@budget_options
-@ask_finder_options
+@asking_options
 def ask(
     book: Book,
     asked: Any = None,
-    budget: Any = None,
-    finding: Any = None,
-    settings: Any = None,
-    run: Any = None,
+    asking: Any = None,
     debug: DebugFlag = False,
 ) -> int:
     """Answer a question about a text, citing the paragraphs it rests on.
@@ -190,24 +182,18 @@ def ask(
     determine an answer (the best evidence is shown) or no reply could be parsed; exit 1 for
     a verdict its kind calls false (a registered kind's; `verify` for claims).
     """
-    return answer_exit(_answer(book, asked, run.asking(budget, finding), settings, run))
+    return answer_exit(_answer(book, asked, asking))
 
 
 @app.command()
-@answer_options
-@backend_options
-@budget_options
-@ask_finder_options
+@asking_options
 def verify(
     book: Book,
     claim: Annotated[str, typer.Argument(help="The claim to check against the text.", show_default=False)],
-    budget: Any = None,
-    finding: Any = None,
-    settings: Any = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print nothing; only the exit code tells.", metavar="")
     ] = False,
-    run: Any = None,
+    asking: Any = None,
     debug: DebugFlag = False,
 ) -> int:
     """Judge a claim TRUE or FALSE from the text: exit 0 TRUE, 1 FALSE, 4 undetermined.
@@ -216,21 +202,15 @@ def verify(
     """
     from cwread import api
 
-    result = _answer(book, api.make_question(claim, claim=True), run.asking(budget, finding), settings, run, quiet)
+    result = _answer(book, api.make_question(claim, claim=True), asking, quiet)
     return answer_exit(result)
 
 
 @app.command()
-@answer_options
-@backend_options
-@budget_options
-@ask_finder_options
+@asking_options
 def chat(
     book: Book,
-    budget: Any = None,
-    finding: Any = None,
-    settings: Any = None,
-    run: Any = None,
+    asking: Any = None,
     debug: DebugFlag = False,
 ) -> int:
     """Ask question after question about one book, which stays open (Ctrl-D ends).
@@ -245,11 +225,13 @@ def chat(
 
     if book == "-":
         raise InputError("chat reads its questions from standard input: give the book's path")
+    run = asking.run
     document = open_document(book, run.output)
-    session = api.open(document, api.Settings(run.model.session(settings)))
+    settings = asking.settings()
+    session = api.open(document, settings)
     session.selection(None if run.output.json_out else _notice())  # a missing server is told before any question
     interactive = sys.stdin.isatty() and not run.output.json_out
-    return Chat(session, run, run.asking(budget, finding)).main(interactive)
+    return Chat(session, run, settings.run).main(interactive)
 
 
 def _notice():

@@ -34,7 +34,7 @@ from cwread.question import FORMS, make_question
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
 from cwread.retrieval.fusion import METHODS as RETRIEVALS
 from cwread.retrieval.segments import Budget
-from cwread.settings import SessionSettings
+from cwread.settings import SessionSettings, Settings
 
 
 def _listed(names) -> str:
@@ -323,9 +323,6 @@ def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **v
 budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
 # eval reads without a token cap unless asked; ask and verify as every question asked (plan.ASKED_READ_TOKENS)
 eval_finder_options = _option_group("finding", FINDER_OPTIONS, _finding)
-ask_finder_options = _option_group(
-    "finding", {**FINDER_OPTIONS, "read_tokens": (FINDER_OPTIONS["read_tokens"][0], ASKED_READ_TOKENS)}, _finding
-)
 backend_options = _option_group(
     "settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS, **SERVING_OPTIONS}, _settings
 )
@@ -485,22 +482,44 @@ evaluation_options = _option_group(
 )
 
 
-def _answer_run(
-    retrieval,
-    embedder,
-    no_cache,
-    answer,
-    support_threshold,
-    confidence_threshold,
-    answer_threshold,
-    self_check,
-    trace,
-    judge_anyway,
-    **output,
-):
-    model = _model_run(embedder, no_cache, answer, support_threshold, confidence_threshold, answer_threshold)
-    answering = replace(model.answering, self_check=self_check_choice(self_check), judge_anyway=judge_anyway)
-    return AnswerRun(retrieval, model, answering, trace, Output(**output))
+def _answer_run(retrieval, self_check, trace, judge_anyway, json_out, encoding, width, **model) -> AnswerRun:
+    run = _model_run(**model)
+    answering = replace(run.answering, self_check=self_check_choice(self_check), judge_anyway=judge_anyway)
+    return AnswerRun(retrieval, run, answering, trace, Output(json_out, encoding, width))
 
 
-answer_options = _option_group("run", ANSWER_OPTIONS, _answer_run)
+@dataclass(frozen=True)
+class Asking:
+    """What `ask`, `verify` and `chat` are given, one option group: how they run and report
+    (`run`), the backends, the budget and how the Finder reads."""
+
+    run: AnswerRun
+    backends: BackendSettings
+    budget: Budget | None
+    finding: FinderSettings
+
+    def settings(self) -> Settings:
+        """The settings tree a session is opened and each question run with."""
+        return Settings(self.run.model.session(self.backends), self.run.asking(self.budget, self.finding))
+
+
+_ASK_FINDER_OPTIONS = {**FINDER_OPTIONS, "read_tokens": (FINDER_OPTIONS["read_tokens"][0], ASKED_READ_TOKENS)}
+_BACKEND_ALL = {**BACKEND_OPTIONS, **SERVER_OPTIONS, **SERVING_OPTIONS}
+
+
+def _asking(**values) -> Asking:
+    def group(options: dict) -> dict:
+        return {key: values[key] for key in options}
+
+    return Asking(
+        _answer_run(**group(ANSWER_OPTIONS)),
+        _settings(**group(_BACKEND_ALL)),
+        _budget(**group(BUDGET_OPTIONS)),
+        _finding(**group(_ASK_FINDER_OPTIONS)),
+    )
+
+
+# the budget, Finder, backend and answer options, in the order --help lists them
+asking_options = _option_group(
+    "asking", {**BUDGET_OPTIONS, **_ASK_FINDER_OPTIONS, **_BACKEND_ALL, **ANSWER_OPTIONS}, _asking
+)
