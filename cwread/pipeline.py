@@ -56,7 +56,39 @@ from cwread.records import (
     Verdict,
 )
 from cwread.retrieval.embedders import load_embedder
-from cwread.retrieval.segments import Budget
+from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
+from cwread.retrieval.segments import Budget, build_segments
+
+
+def find(
+    index: Index,
+    question: Question,
+    budget: Budget,
+    retrieval: str,
+    embedder: str,
+    follows: Turn | None = None,
+) -> FindResult:
+    """The retrieval stage: every paragraph of the indexed book lands in one segment, ranked
+    by `index`'s scores for the question (`retrieval`: "fused", "bm25" or "dense"; `embedder`
+    names the dense model); a follow-up is retrieved with the question of the turn it
+    `follows` joined to it."""
+    t0 = time.perf_counter()
+    document = index.document
+    lengths = [len(p.text) for p in document.paragraphs]
+    # "why did she hide it?" says neither who nor what: the last question joined to it does
+    asked = question.text if follows is None else f"{follows.question} {question.text}"
+    scores = paragraph_scores(index, build_queries(asked, question.options or None), retrieval)
+    segments = build_segments(lengths, scores.tolist(), budget, [s.first for s in document.sources], document.story)
+    return FindResult(
+        document=document,
+        question=question,
+        budget=budget,
+        method=retrieval,
+        embedder=embedder,
+        segments=tuple(segments),
+        paragraph_scores=tuple(scores.tolist()),
+        timings={"retrieve": round(time.perf_counter() - t0, 4)},
+    )
 
 
 @dataclass(frozen=True)

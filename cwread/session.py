@@ -13,6 +13,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from cwread import pipeline
 from cwread.agents.finder import Finder
@@ -25,8 +26,8 @@ from cwread.progress import Progress
 from cwread.question import Question, leans_on_previous
 from cwread.records import FindResult, Trace, Turn
 from cwread.retrieval.embedders import Embedder, load_embedder
-from cwread.retrieval.fusion import Index, build_queries, check_method, open_index, paragraph_scores
-from cwread.retrieval.segments import Budget, build_segments, fit_budget, make_budget
+from cwread.retrieval.fusion import Index, check_method, open_index
+from cwread.retrieval.segments import Budget, fit_budget, make_budget
 from cwread.settings import SessionSettings
 
 Notice = Callable[[str], None]
@@ -125,30 +126,9 @@ class Session:
         with self._lock:
             opened = embedder in self._indexes
         index = self.index(embedder, progress)
-        t1 = time.perf_counter()
-        # "why did she hide it?" says neither who nor what: the last question joined to it does
-        asked = question.text if follows is None else f"{follows.question} {question.text}"
-        queries = build_queries(asked, question.options or None)
-        scores = paragraph_scores(index, queries, retrieval)
-        segments = build_segments(
-            self.lengths,
-            scores.tolist(),
-            budget,
-            [s.first for s in self.document.sources],
-            self.document.story,
-        )
-        t2 = time.perf_counter()
-        return FindResult(
-            document=self.document,
-            question=question,
-            budget=budget,
-            method=retrieval,
-            embedder=embedder,
-            segments=tuple(segments),
-            paragraph_scores=tuple(scores.tolist()),
-            timings={"index": round(t1 - t0, 4), "retrieve": round(t2 - t1, 4)},
-            built=() if opened else tuple(index.built),
-        )
+        seconds = time.perf_counter() - t0
+        found = pipeline.find(index, question, budget, retrieval, embedder, follows)
+        return replace(found, timings={"index": round(seconds, 4), **found.timings}, built=() if opened else tuple(index.built))
 
     def plan(
         self,
