@@ -186,7 +186,7 @@ class Session:
 
 class Conversation:
     """Questions asked one after another on a session: a question that leans on the last one
-    (`interpreter.leans_on_previous`: "why did she hide it?") is retrieved with the last question's
+    (`question.leans_on_previous`: "why did she hide it?") is retrieved with the last question's
     words and answered with the last turn in view; its trace records the turn it followed."""
 
     def __init__(self, session: Session) -> None:
