@@ -320,7 +320,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 "books": [
                     {
                         "book": b.name,
-                        "kind": b.kind,
+                        "kind": b.format,
                         "bytes": b.size,
                         "indexed": b.name in indexed,
                         # known once the search index holds the book
@@ -330,7 +330,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                     for b in listed
                 ]
             }
-            text = "\n".join(f"{b.name} ({b.kind}, {b.size:,} bytes){json_output.about_line(b.about)}" for b in listed)
+            text = "\n".join(f"{b.name} ({b.format}, {b.size:,} bytes){json_output.about_line(b.about)}" for b in listed)
             return result(data, text or "no books under the roots")
 
         return await off_thread(work)
@@ -346,7 +346,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             entry, document, chapters = library.contents(book)
             data = {
                 "book": entry.name,
-                "kind": entry.kind,
+                "kind": entry.format,
                 **json_output.about_json(entry.about),
                 "paragraphs": len(document),
                 "contents": [

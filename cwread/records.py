@@ -171,7 +171,7 @@ class FindResult:
     @property
     def anchor_segments(self) -> tuple[Segment, ...]:
         """The segments around retrieval's anchors (ranked before the windows)."""
-        return tuple(s for s in self.segments if s.kind == "anchor")
+        return tuple(s for s in self.segments if s.origin == "anchor")
 
 
 class Status(StrEnum):

@@ -67,7 +67,7 @@ def test_segments_never_cross_a_file_boundary():
     scores[3] = 1.0  # paragraph 4, the last of the first file: its neighbours after it are not
     segments = build_segments(lengths, scores, make_budget(anchors=1, p_r=4, p_w=5), file_starts=[1, 5, 8])
     files = [(1, 4), (5, 7), (8, 9)]
-    assert segments[0].kind == "anchor" and (segments[0].start, segments[0].end) == (2, 4)
+    assert segments[0].origin == "anchor" and (segments[0].start, segments[0].end) == (2, 4)
     for s in segments:
         assert any(lo <= s.start and s.end <= hi for lo, hi in files), s
     assert sorted(p for s in segments for p in s.ids) == list(range(1, 10))

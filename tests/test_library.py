@@ -124,7 +124,7 @@ def test_matched_words_are_highlighted_on_a_terminal_only(capsys, library, cache
 
 def test_contents_give_each_source_its_range_heading_and_pages(library, cache_dir):
     lib = Library((library,))
-    assert [(b.name, b.kind) for b in lib.books()] == [("giant.pdf", "pdf"), ("giant.txt", "text"), ("letters", "folder")]
+    assert [(b.name, b.format) for b in lib.books()] == [("giant.pdf", "pdf"), ("giant.txt", "text"), ("letters", "folder")]
     _, _, chapters = lib.contents("letters")
     assert [(c.name, c.span, c.heading) for c in chapters] == [
         ("1851", "1851:1", "Dear brother, the lamp oil came late."),
@@ -221,7 +221,7 @@ def test_a_calibre_library_is_one_book_a_folder_with_its_opf(capsys, calibre_lib
     books = {b.name: b for b in lib.books()}
     assert set(books) == {"Mary Keeper/Letters from the Lighthouse (2)", "Oscar Wilde/The Selfish Giant (1)", "Unknown Hand/A Note (3)"}
     giant = books["Oscar Wilde/The Selfish Giant (1)"]
-    assert giant.kind == "epub" and giant.path.suffix == ".epub"  # EPUB over the text beside it
+    assert giant.format == "epub" and giant.path.suffix == ".epub"  # EPUB over the text beside it
     assert giant.about == {"title": "The Selfish Giant", "author": "Oscar Wilde", "series": None, "note": None}
     assert books["Mary Keeper/Letters from the Lighthouse (2)"].about["series"] == "Coast Letters #2"
     code, out, _ = run(capsys, "search", str(calibre_library), "lighthouse keeper", "--json")

@@ -44,7 +44,7 @@ def test_a_toy_format_registered_in_one_line_is_read_everywhere(capsys, tmp_path
     (shelf / "log.toy").write_text("header\n~The keeper lit the lamp.\nnoise\n~The ship came in at dawn.\n", encoding="utf-8")
     (shelf / "letters" / "a.toy").write_text("~Dear brother, the lamp is lit.\n", encoding="utf-8")
     assert source_name("letters/a.toy") == "letters/a" and "Toy" in formats.format_names()
-    books = {b.name: b.kind for b in Library((shelf,)).books()}
+    books = {b.name: b.format for b in Library((shelf,)).books()}
     assert books == {"letters": "folder", "log.toy": "toy"}
     code, out, _ = run(capsys, "show", str(shelf / "log.toy"), "2")
     assert code == 0 and out.startswith("[2] The ship came in at dawn.")

@@ -85,7 +85,7 @@ def test_find_covers_the_text_and_reads_anchors_first(story, cache_dir):
     result = api.find(
         doc, api.make_question("Where was the silver medal hidden?"), api.Settings(run=api.RunSettings(api.make_budget("focused", anchors=1, p_r=0)))
     )
-    assert result.segments[0].kind == "anchor"
+    assert result.segments[0].origin == "anchor"
     assert result.segments[0].anchors == (5,)
     assert sorted(pid for s in result.segments for pid in s.ids) == list(range(1, len(doc) + 1))
 

@@ -29,7 +29,7 @@ def test_anchor_segments_hold_the_top_paragraphs_with_neighbours():
     scores[29] = 0.8  # id 30
     scores[0] = 0.7  # id 1
     segs = build_segments([50] * n, scores, budget(anchors=3, p_r=2))
-    anchors = [s for s in segs if s.kind == "anchor"]
+    anchors = [s for s in segs if s.origin == "anchor"]
     assert [(s.start, s.end, s.anchors) for s in anchors] == [(9, 11, (10,)), (29, 31, (30,)), (1, 2, (1,))]
     assert anchors[0].score == pytest.approx(0.9)
 
@@ -40,7 +40,7 @@ def test_p_r_sets_the_neighbours_and_p_w_the_window_size():
     scores[14] = 1.0  # id 15
     segs = build_segments([10] * n, scores, budget(anchors=1, p_r=4, p_w=3))
     assert (segs[0].start, segs[0].end) == (13, 17)
-    windows = [s for s in segs if s.kind == "window"]
+    windows = [s for s in segs if s.origin == "window"]
     assert all(len(s.ids) <= 3 for s in windows)
     assert coverage(segs, n)
 
@@ -50,7 +50,7 @@ def test_overlapping_anchors_merge():
     scores = [0.0] * n
     scores[4], scores[5] = 0.9, 0.8  # ids 5 and 6
     segs = build_segments([10] * n, scores, budget(anchors=2, p_r=2))
-    anchors = [s for s in segs if s.kind == "anchor"]
+    anchors = [s for s in segs if s.origin == "anchor"]
     assert len(anchors) == 1
     assert (anchors[0].start, anchors[0].end, anchors[0].anchors) == (4, 7, (5, 6))
 
@@ -70,9 +70,9 @@ def test_anchors_come_first_then_windows_by_score():
     n = 50
     scores = [i / 100 for i in range(n)]
     segs = build_segments([10] * n, scores, budget(anchors=2))
-    sources = [s.kind for s in segs]
+    sources = [s.origin for s in segs]
     assert sources[: sources.count("anchor")] == ["anchor"] * sources.count("anchor")
-    window_scores = [s.score for s in segs if s.kind == "window"]
+    window_scores = [s.score for s in segs if s.origin == "window"]
     assert window_scores == sorted(window_scores, reverse=True)
 
 

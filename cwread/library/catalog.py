@@ -29,7 +29,7 @@ from functools import cached_property
 from pathlib import Path
 
 from cwread.book import Document, calibre, load_document
-from cwread.book.formats import book_suffixes, format_names, kind_of
+from cwread.book.formats import book_suffixes, format_names, format_of
 from cwread.cache import cache_root
 from cwread.errors import CacheError, InputError
 from cwread.library.store import STORE_VERSION, HeldBook, SqliteStore, open_store
@@ -39,12 +39,12 @@ from cwread.progress import Progress
 @dataclass(frozen=True)
 class Book:
     """One book of a library: its `name` (its path relative to its root, "/"-separated), where
-    it is, its kind ("text", "html", "epub", "pdf" or "folder"), its size in bytes (a folder's:
+    it is, its `format` (a reader's name: "text", "html", "epub", "pdf"; or "folder"), its size in bytes (a folder's:
     its files') and `stamp`, what changes when the book does."""
 
     name: str
     path: Path
-    kind: str
+    format: str
     size: int
     stamp: tuple
     catalogued: Path | None = None  # a Calibre book's folder, whose metadata.opf describes it
@@ -222,13 +222,13 @@ class Library:
             info = chosen.stat()
             opf = real / calibre.OPF
             opf_stamp = _stamp(opf.stat()) if opf.is_file() else ()
-            return Book(self.name_of(real), chosen, kind_of(suffix), info.st_size, (*_stamp(info), *opf_stamp), real)
+            return Book(self.name_of(real), chosen, format_of(suffix), info.st_size, (*_stamp(info), *opf_stamp), real)
         if real.is_dir():
             size, stamp = _folder_stamp(real)
             return Book(self.name_of(real), real, "folder", size, stamp)
         suffix = real.name.rpartition(".")[2].lower() if "." in real.name else ""
         info = real.stat()
-        return Book(self.name_of(real), real, kind_of(suffix), info.st_size, _stamp(info))
+        return Book(self.name_of(real), real, format_of(suffix), info.st_size, _stamp(info))
 
     def open(self, book: Book) -> Document:
         """The book read, held to the roots."""

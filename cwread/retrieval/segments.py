@@ -135,7 +135,7 @@ class Segment:
 
     start: int
     end: int
-    kind: str  # "anchor" or "window"
+    origin: str  # "anchor" (around a retrieval anchor) or "window" (a local window)
     score: float
     anchors: tuple[int, ...] = ()
 

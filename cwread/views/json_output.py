@@ -262,7 +262,7 @@ def segment_json(document: Document, segment: Segment) -> dict:
         "start": id_json(document, segment.start),
         "end": id_json(document, segment.end),
         "source": document.ref(segment.start)[0],
-        "kind": segment.kind,
+        "kind": segment.origin,  # the trace's name for it
     }
 
 

@@ -343,9 +343,9 @@ def find_view(result: FindResult, limit: int) -> None:
             if pid != s.end:
                 body.append("\n\n")
         # a Text, not markup: "[ch03:1-5]" would be read as a style tag and vanish
-        title = Text(f"#{rank} {s.kind} [{doc.span_label(s.start, s.end)}]  score {s.score:.4f}")
+        title = Text(f"#{rank} {s.origin} [{doc.span_label(s.start, s.end)}]  score {s.score:.4f}")
         out.print(
-            _panel(out, body, title=title, title_align="left", border_style="cyan" if s.kind == "anchor" else "dim")
+            _panel(out, body, title=title, title_align="left", border_style="cyan" if s.origin == "anchor" else "dim")
         )
 
 

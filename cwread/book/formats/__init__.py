@@ -31,7 +31,7 @@ def book_suffixes() -> frozenset[str]:
     return frozenset(suffix for reader in READERS for suffix in reader.suffixes)
 
 
-def kind_of(suffix: str) -> str:
+def format_of(suffix: str) -> str:
     """The format a file with `suffix` is read as, by name ("text" for any other)."""
     return next((r.name for r in READERS if suffix.lower() in r.suffixes), text.READER.name)
 
@@ -42,4 +42,4 @@ def format_names() -> str:
     return ", ".join(labels[:-1]) + f" or {labels[-1]}" if len(labels) > 1 else "".join(labels)
 
 
-__all__ = ["READERS", "Part", "Reader", "Reading", "book_suffixes", "format_names", "kind_of", "reader_for", "register"]
+__all__ = ["READERS", "Part", "Reader", "Reading", "book_suffixes", "format_names", "format_of", "reader_for", "register"]
