@@ -17,6 +17,7 @@ from cwread.records import (
     DoctorReport,
     FindResult,
     Forged,
+    GroundedReply,
     IndexReport,
     ParagraphJudgement,
     Quote,
@@ -271,14 +272,22 @@ def _verdict_json(doc: Document, v: Verdict) -> dict:
         **segment_json(doc, v.segment),
         "decision": v.decision,
         "score": None if v.score is None else round(v.score, 4),  # ln P(YES) - ln P(NO)
-        "reason": v.reply.reason,
-        "cited": [id_json(doc, pid) for pid in v.reply.cited],
-        "quotes": quotes_json(doc, v.reply.quotes),
-        "dropped_quotes": forged_json(v.reply.forged),
-        "dropped_citations": [label_json(label) for label in v.reply.dropped],
-        "parsed_first_try": v.reply.parsed_first_try,
+        **_reply_json(doc, v.reply),
         "kept_on_failure": v.kept_on_failure,
         "cached": v.reply.call.cached,
+    }
+
+
+def _reply_json(doc: Document, reply: GroundedReply) -> dict:
+    """An agent's reply as read: its reason, citations and quotes held to the book, and what
+    was dropped."""
+    return {
+        "reason": reply.reason,
+        "cited": [id_json(doc, pid) for pid in reply.cited],
+        "quotes": quotes_json(doc, reply.quotes),
+        "dropped_quotes": forged_json(reply.forged),
+        "dropped_citations": [label_json(label) for label in reply.dropped],
+        "parsed_first_try": reply.parsed_first_try,
     }
 
 
@@ -312,13 +321,8 @@ def _call_json(doc: Document, call: AgentCall | None) -> dict | None:
         return None
     return {
         "answer": call.answer,
-        "reason": call.reply.reason,
+        **_reply_json(doc, call.reply),
         "raw": call.reply.call.raw,
-        "cited": [id_json(doc, pid) for pid in call.reply.cited],
-        "quotes": quotes_json(doc, call.reply.quotes),
-        "dropped_quotes": forged_json(call.reply.forged),
-        "dropped_citations": [label_json(label) for label in call.reply.dropped],
-        "parsed_first_try": call.reply.parsed_first_try,
         "problem": call.problem,
         "prompt_tokens": call.reply.call.prompt_tokens,
         "completion_tokens": call.reply.call.completion_tokens,
