@@ -109,8 +109,10 @@ def normalise_letter(raw: str, labels: list[str]) -> str | None:
 
 
 def _options_block(question: Question) -> str:
-    lines = [f"Question: {question.text}", "Options:"]
-    return "\n".join([*lines, *(f"({label}) {text}" for label, text in question.options.items())])
+    lines = [f"Question: {question.text}"]
+    if question.options:
+        lines += ["Options:", *(f"({label}) {text}" for label, text in question.options.items())]
+    return "\n".join(lines)
 
 
 # Answers may be written the way small models prefer ("Yes", "(B)", "true"); the parser
@@ -205,8 +207,12 @@ def make_question(
             f"the {what}{' and its options run' if parsed else ' runs'} to {size:,} characters; cwread takes "
             f"up to {MAX_QUESTION_CHARS:,} (it is sent with every segment the Finder reads)"
         )
-    if claim:
+    if claim or kind == QuestionKind.CLAIM:
+        if parsed:
+            raise InputError("a claim takes no options")
         return Question(text, QuestionKind.CLAIM)
+    if kind == QuestionKind.MCQ and not parsed:
+        raise InputError('a multiple-choice question needs its options: -o "A=text" -o "B=text"')
     if kind is not None and kind != QuestionKind.MCQ:
         if parsed:
             raise InputError(f"a question of kind {kind!r} takes no options")

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cwread.progress import Progress
-from cwread.retrieval.embedders import STATIC_DIMS, TOKENIZER_FILE, minilm_dir, quiet_transformers
+from cwread.retrieval.embedders import STATIC_DIMS, TOKENIZER_FILE, Progress, minilm_dir, quiet_transformers
 
 REPO = Path(__file__).resolve().parent.parent
 STATIC_RECIPE = 1  # bump when the distillation recipe changes

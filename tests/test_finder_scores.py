@@ -202,3 +202,21 @@ def test_the_eval_report_names_a_keep_threshold(capsys, tmp_path, cache_dir, scr
     assert "B_c 13000, keep threshold -0.5)" in report.read_text()
     assert main(args) == 0
     assert "keep threshold" not in report.read_text()
+
+
+def test_a_decision_first_clue_from_a_schema_server_is_read_as_its_quote():
+    """A server that keeps the reply format with a JSON schema (Ollama's format, a json
+    constraint) replies JSON to the clue asked after a YES too: its quote is the clue."""
+    from cwread.agents.finder import GenerativeFinder
+    from cwread.book import document_from_bytes
+    from cwread.question import Question
+    from cwread.retrieval.segments import Segment
+
+    doc = document_from_bytes(b"The key is under the mat.\n\nThe door is red.", "t")
+    decision = Generation('{"quotes": [], "answer": "YES"}', structured=True)
+    clue = Generation(json.dumps({"quotes": [{"id": 1, "quote": "The key is under the mat."}]}), structured=True)
+    verdict = GenerativeFinder(ScriptedBackend([decision, clue]), reply="decision-first").judge_one(
+        doc, Segment(1, 2, "anchor", 1.0), Question("Where is the key?", "open")
+    )
+    assert verdict.decision == "YES" and [q.text.rstrip(".") for q in verdict.reply.quotes] == ["The key is under the mat"]
+    assert verdict.reply.cited == (1,) and "{" not in verdict.reply.call.raw.splitlines()[-1]

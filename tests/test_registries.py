@@ -148,3 +148,10 @@ def test_a_toy_question_kind_registered_in_one_line_is_asked_read_and_exits_by_i
     assert code == 1 and trace["status"] == "answered"
     code, _, err = run(capsys, *asked[:3], "--kind", "haiku")
     assert code == 2 and "unknown question kind 'haiku'" in err and "yes-no" in err
+
+
+def test_a_kind_asked_without_what_it_needs_is_one_line(capsys, story, cache_dir):
+    code, _, err = run(capsys, "ask", str(story), "Which?", "--kind", "mcq")
+    assert code == 2 and 'needs its options: -o "A=text"' in err and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "ask", str(story), "The lamp went dark.", "--kind", "claim", "-o", "A=x", "-o", "B=y")
+    assert code == 2 and "a claim takes no options" in err

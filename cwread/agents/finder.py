@@ -234,10 +234,12 @@ class GenerativeFinder(_ChatFinder):
         if decision_first and self._keeps(parsed, call):
             asked = request(not call.parsed_first_try)
             clue = self.backend.generate(clue_request(asked, call.raw, paragraphs))
-            reason = parse_finder_reply(clue.text).reason
+            # a schema reply (Ollama's format, a server's json constraint) read as tags, as call_agent does
+            clue_text = shared.json_reply_to_tags(clue.text) if clue.structured else clue.text
+            reason = parse_finder_reply(clue_text).reason
             call = replace(
                 call,
-                raw=f"{call.raw}\n{clue.text}",
+                raw=f"{call.raw}\n{clue_text}",
                 prompt_tokens=call.prompt_tokens + clue.prompt_tokens,
                 completion_tokens=call.completion_tokens + clue.completion_tokens,
                 seconds=call.seconds + clue.seconds,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -166,10 +167,17 @@ def backend_sections(options: dict[str, str]) -> tuple[Any, ...]:
 
 
 def _typed(kind: type, name: str, raw: str, given: str) -> Any:
-    """`raw` as field `name` of `kind` takes it: int, float or str (its annotation says)."""
-    annotation = str(next(f.type for f in dataclasses.fields(kind) if f.name == name))
-    for word, cast in (("int", int), ("float", float)):
-        if annotation.startswith(word):
+    """`raw` as field `name` of `kind` takes it: a number, a yes/no, or text (its type says)."""
+    hint = typing.get_type_hints(kind)[name]
+    types = set(typing.get_args(hint)) - {type(None)} or {hint}
+    if bool in types:
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise InputError(f"backend option {given}={raw!r} is not true or false")
+    for cast in (int, float):
+        if cast in types:
             try:
                 return cast(raw)
             except ValueError:

@@ -73,6 +73,7 @@ class ScriptedBackend:
         prompt = "".join(content for _, content in request.messages)
         return Generation(
             text=given.text,
+            structured=given.structured,  # a reply may stand for a server's schema JSON
             prompt_tokens=self.count_tokens(prompt),
             completion_tokens=self.count_tokens(given.text),
             seconds=given.seconds,  # a reply may say how long it "took" (reading budgets)

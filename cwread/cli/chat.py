@@ -54,8 +54,8 @@ class Chat:
 
     def main(self, interactive: bool) -> int:
         """Read questions until the end of input; the exit status of the last answer (`ask`'s
-        and `verify`'s), or, reading a script, 2/3 when its last line was refused or a backend
-        failed (at a prompt an error is said there, and leaving is no error)."""
+        and `verify`'s), or, reading a script, the exit code of its last line's failure (the one
+        exit map, cwread.cli.exits; at a prompt an error is said there, and leaving is no error)."""
         if self.run.trace is not None:  # checked before any work: every trace is appended there
             check_output_path(self.run.trace, "--trace")
         last = 0

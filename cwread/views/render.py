@@ -302,7 +302,7 @@ _WORD_RE = re.compile(r"\w+")
 
 def _matcher(query: str):
     """Whether a word of a paragraph is one the search looked for: its stem is that of one of
-    the words the index was asked for (library_store.query_words)."""
+    the words the index was asked for (cwread.library.store.query_words)."""
     from cwread.library.store import query_words
     from cwread.text.words import word_stems
 
