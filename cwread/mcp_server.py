@@ -127,7 +127,7 @@ def answer_content(trace: Trace) -> dict[str, Any]:
     answer = json_output.answer_json(trace)
     return {
         **answer,
-        "failure": _failure(trace),
+        "failure": _in_client_terms(answer["failure"]),
         "quotes": [{**q, "is": BOOKS_WORDS} for q in answer["quotes"]],
         "skipped": dict(trace.skipped),
         "plan": json_output.plan_json(trace.plan),
@@ -136,14 +136,9 @@ def answer_content(trace: Trace) -> dict[str, Any]:
     }
 
 
-def _failure(trace: Trace) -> str | None:
+def _in_client_terms(failure: str | None) -> str | None:
     """Why no answer stands, in a client's terms: a tool takes `judge_anyway`, not a flag."""
-    failure = trace.failure()
-    return (
-        None
-        if failure is None
-        else failure.replace(JUDGE_ANYWAY_HINT, "call again with judge_anyway true")
-    )
+    return None if failure is None else failure.replace(JUDGE_ANYWAY_HINT, "call again with judge_anyway true")
 
 
 BookArg = Annotated[
@@ -166,7 +161,7 @@ JudgeArg = Annotated[
 def answer_text(trace: Trace) -> str:
     """The answer for clients that show text only: the answer or why there is none, then the
     quotes, marked as the book's words."""
-    failure = _failure(trace)
+    failure = _in_client_terms(trace.failure())
     head = f"Answer: {trace.answer}" if failure is None else f"No answer: {failure}"
     lines = [head]
     if trace.outcome.quotes:
@@ -386,7 +381,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             if limit > SEARCH_MOST:
                 data["capped"] = f"limit {limit} capped at {SEARCH_MOST} paragraphs"
             text = "\n".join(f"{h.book} [{h.label}]{json_output.about_line(h.about)} {h.text[:200]}" for h in found.hits)
-            return result(data, (text or "no paragraph matches") + (f"\n({data['capped']})" if limit > SEARCH_MOST else ""))
+            return result(data, (text or "no paragraph matches") + (f"\n({data['capped']})" if "capped" in data else ""))
 
         return await off_thread(work)
 

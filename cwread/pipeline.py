@@ -60,6 +60,12 @@ from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
 from cwread.retrieval.segments import Budget, build_segments
 
 
+def as_asked(question: Question, follows: Turn | None) -> Question:
+    """The question as retrieval and the answer read it: a follow-up ("why did she hide it?"
+    says neither who nor what) with the words of the question it leans on before its own."""
+    return question if follows is None else replace(question, text=f"{follows.question} {question.text}")
+
+
 def find(
     index: Index,
     question: Question,
@@ -74,11 +80,9 @@ def find(
     `follows` joined to it."""
     t0 = time.perf_counter()
     document = index.document
-    lengths = [len(p.text) for p in document.paragraphs]
-    # "why did she hide it?" says neither who nor what: the last question joined to it does
-    asked = question.text if follows is None else f"{follows.question} {question.text}"
-    scores = paragraph_scores(index, build_queries(asked, question.options or None), retrieval)
-    segments = build_segments(lengths, scores.tolist(), budget, [s.first for s in document.sources], document.story)
+    asked = as_asked(question, follows)
+    scores = paragraph_scores(index, build_queries(asked.text, question.options or None), retrieval)
+    segments = build_segments(document.lengths, scores.tolist(), budget, [s.first for s in document.sources], document.story)
     return FindResult(
         document=document,
         question=question,
@@ -273,12 +277,9 @@ def run(
     seconds["support_check"] = round(time.perf_counter() - t1, 3)
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != PacketSource.GIVEN else None
     judge = ParagraphJudge(selection.finder, plan.answer_threshold) if plan.answer_threshold is not None else None
-    # a follow-up ("and why did he do it?") is answered, and its answer judged, with the words of
-    # the question it leans on, as it was retrieved
-    asked = question if follows is None else replace(question, text=f"{follows.question} {question.text}")
     t2 = time.perf_counter()
     outcome = decide(
-        asked,
+        as_asked(question, follows),  # answered, and its answer judged, as it was retrieved
         final,
         Grounds(packet, retrieved, rank),
         plan.answer_mode,

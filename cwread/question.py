@@ -108,7 +108,7 @@ def normalise_letter(raw: str, labels: list[str]) -> str | None:
     return None
 
 
-def _options_block(question: Question) -> str:
+def _question_block(question: Question) -> str:
     lines = [f"Question: {question.text}"]
     if question.options:
         lines += ["Options:", *(f"({label}) {text}" for label, text in question.options.items())]
@@ -120,7 +120,7 @@ def _options_block(question: Question) -> str:
 register(
     AnswerForm(
         QuestionKind.MCQ,
-        block=_options_block,
+        block=_question_block,
         hint="the letter of the best-supported option",
         labels=lambda question: list(question.options or "ABCD"),
         spellings=lambda labels: [s for label in labels for s in (label, f"({label})", label.lower())],
@@ -147,12 +147,11 @@ register(
 register(
     AnswerForm(
         QuestionKind.OPEN,
-        block=lambda question: f"Question: {question.text}",
+        block=_question_block,
         hint="a short answer in a few words or one sentence",
         labels=lambda question: None,
     )
 )
-KINDS = tuple(FORMS)
 
 
 def parse_options(raw: list[str] | None) -> dict[str, str]:

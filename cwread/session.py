@@ -9,7 +9,6 @@ conversation or a tool server keeps one.
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections.abc import Callable
@@ -35,8 +34,9 @@ Notice = Callable[[str], None]
 
 class Session:
     """A book open for questions (see module doc). Backends are selected on the first
-    `ask` (or by `selection()`), from `selection` if given, else from `settings`, behind
-    cwread's call cache unless `use_cache` is False. Safe to share between threads."""
+    `ask` (or by `selection()`), from `selection` if given, else from `settings.backends`,
+    behind cwread's call cache unless `settings.use_cache` is False. Safe to share between
+    threads."""
 
     def __init__(
         self,
@@ -45,13 +45,10 @@ class Session:
         *,
         selection: Selection | None = None,
     ) -> None:
-        settings = settings or SessionSettings()
         self.document = document
-        self.embedder = settings.embedder
-        self._settings = settings.backends
-        use_cache = settings.use_cache
+        self.settings = settings or SessionSettings()
+        use_cache = self.settings.use_cache
         self._selection = with_call_cache(selection) if selection is not None and use_cache else selection
-        self._use_cache = use_cache
         self._embedders: dict[str, Embedder | None] = {}
         self._indexes: dict[str, Index] = {}
         self._rankers: dict[str, extractive.SentenceRanker] = {}
@@ -59,12 +56,17 @@ class Session:
 
     # ---- what the session holds, built once -----------------------------------------------
 
+    @property
+    def embedder(self) -> str:
+        """The dense model the session ranks by meaning with, unless a call names another."""
+        return self.settings.embedder
+
     def selection(self, notice: Notice | None = None) -> Selection:
         """The Finder's and the Interpreter's backends, selected once; `notice` hears which
         backend runs and why when they are selected."""
         with self._lock:
             if self._selection is None:
-                self._selection = select(self._settings, self._use_cache, notice)
+                self._selection = select(self.settings.backends, self.settings.use_cache, notice)
             return self._selection
 
     def _embedder(self, name: str) -> Embedder | None:
@@ -94,14 +96,9 @@ class Session:
                 self._rankers[name] = extractive.sentence_ranker(self.document, self._embedder(name))
             return self._rankers[name]
 
-    @functools.cached_property
-    def lengths(self) -> list[int]:
-        """Each paragraph's characters, in id order (budgets and segments are sized by them)."""
-        return [len(p.text) for p in self.document.paragraphs]
-
     def budget_for(self, budget: Budget | None = None, context_tokens: int | None = None) -> Budget:
         """`budget` (default: auto) fitted to this book and an Interpreter of `context_tokens`."""
-        return fit_budget(budget or make_budget(), self.lengths, context_tokens)
+        return fit_budget(budget or make_budget(), self.document.lengths, context_tokens)
 
     # ---- questions ------------------------------------------------------------------------
 

@@ -112,7 +112,7 @@ def answer_grammar(
     kind takes, in any spelling its form allows (the parser normalises them).
     """
     if finder:
-        answer = f"answer ::= {_literal_alternatives(['YES', 'NO', 'Yes', 'No', 'yes', 'no'])}"
+        answer = _DECISION_LABELS
         # The Finder always quotes the sentence closest to a clue, then judges it. A fixed
         # "no clue" phrase as an alternative was a shortcut SmolLM2 took for 320 of 320 dev
         # segments (its likely first token "No"), so the Finder kept nothing.

@@ -176,6 +176,11 @@ class Document:
         return f"{first}-{last}"
 
     @cached_property
+    def lengths(self) -> list[int]:
+        """Each paragraph's characters, in id order (budgets and segments are sized by them)."""
+        return [len(p.text) for p in self.paragraphs]
+
+    @cached_property
     def story(self) -> tuple[int, int]:
         """The first and last id of the work itself: a Project Gutenberg text's header, licence
         and credits before its START marker and after its END marker are front and back

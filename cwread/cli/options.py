@@ -313,7 +313,7 @@ def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **v
         if not sep or not key.strip():
             raise InputError(f"--backend-option takes KEY=VALUE, not {item!r}")
         own[key.strip()] = value
-    for flag, key in SHORTCUTS.items():  # a shortcut flag given wins over the same key given with -B
+    for flag, key in SHORTCUTS.items():  # a shortcut flag given wins over the same key given with --backend-option
         value = values.pop(flag, None)
         if value is not None:
             own[key] = value
@@ -394,7 +394,7 @@ QUESTION_OPTIONS: dict[str, tuple[Any, Any]] = {
     "kind": _option(
         str | None,
         f"The kind of question, where it is not open (or mcq, given -o): one of {_listed(FORMS)} "
-        "(a claim is verified with `cwread verify`).",
+        "(claim: as `cwread verify`).",
         None,
         "--kind",
         show_default=False,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cwread.book import SOURCE_NAME, Document
 from cwread.errors import InputError
-from cwread.question import KINDS, Question
+from cwread.question import FORMS, Question
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def _record(raw: object, where: str, source: Path) -> Record:
     field("id", isinstance(raw["id"], (str, int)) and not isinstance(raw["id"], bool), "a string or a number")
     field("doc", isinstance(raw["doc"], str) and raw["doc"].strip() != "", "a file path")
     kind = raw["kind"]
-    field("kind", kind in KINDS, f"one of {', '.join(KINDS)}")
+    field("kind", kind in FORMS, f"one of {', '.join(FORMS)}")
     field("question", isinstance(raw["question"], str) and raw["question"].strip() != "", "a non-empty string")
     options: dict[str, str] = {}
     if kind == "mcq":
