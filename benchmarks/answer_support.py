@@ -199,7 +199,12 @@ def words_or_score(row: dict, threshold: float) -> bool:
     return row["words"] or (row["score"] is not None and row["score"] >= threshold)
 
 
-def choose_threshold(rows: list[dict], shown_at_least: float = 0.6, contradicted_at_most: float = 0.15) -> float | None:
+def choose_threshold(
+    rows: list[dict],
+    shown_at_least: float = 0.6,
+    contradicted_at_most: float = 0.15,
+    thresholds: tuple[float, ...] = CONFIDENCE_THRESHOLDS,
+) -> float | None:
     """The threshold a calibration set picks for "words, or confidence >= t" (fixed before the
     dev rows were read against it): the lowest (most answers shown) whose shown answers are at
     most `contradicted_at_most` contradicted; failing that, of those showing at least
@@ -210,15 +215,33 @@ def choose_threshold(rows: list[dict], shown_at_least: float = 0.6, contradicted
         wrong = sum(r["model_f1"] < CONTRADICTED for r in shown) / len(shown) if shown else 0.0
         return len(shown) / len(rows), wrong
 
-    for t in sorted(CONFIDENCE_THRESHOLDS):
+    for t in sorted(thresholds):
         share, wrong = stats(t)
         if share and wrong <= contradicted_at_most:
             return t
-    candidates = [t for t in CONFIDENCE_THRESHOLDS if stats(t)[0] >= shown_at_least]
+    candidates = [t for t in thresholds if stats(t)[0] >= shown_at_least]
     return min(candidates, key=lambda t: (stats(t)[1], t)) if candidates else None
 
 
 AGREEMENT_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
+JUDGE_THRESHOLDS = (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
+
+
+def judge_scores(data: str, rows_path: str, folder: Path) -> dict[str, float]:
+    """Each readable model answer's support by the judge (cwread.agents.judge): its score of
+    (the question and the answer, the answer's quotes joined), one pair an answer, no model
+    call. Rows need `model_quotes`."""
+    from cwread.agents.judge import Judge
+
+    judge = Judge(folder)
+    questions = {r.id: r.question for r in load_records(data)}
+    pairs, ids = [], []
+    for row in answered_rows(rows_path, questions):
+        quotes = " ".join(text for _, text in row.get("model_quotes") or [])
+        if quotes:
+            ids.append(row["id"])
+            pairs.append((f"{questions[row['id']]} {cut_repetition(row['model_answer'])}", quotes))
+    return dict(zip(ids, (float(s) for s in judge.score_pairs(pairs)), strict=True)) if pairs else {}
 
 
 def reask_on_quotes(data: str, rows_path: str, gguf: str, out: Path, num_ctx: int = 4096) -> dict[str, float]:
@@ -277,7 +300,28 @@ def main() -> None:
     agree.add_argument("--gguf", required=True, help="the model that wrote the answers")
     agree.add_argument("--num-ctx", type=int, default=4096)
     agree.add_argument("--out", type=Path, required=True, help="the second answers (JSONL, resumable)")
+    judged = sub.add_parser("judge")
+    judged.add_argument("data", help="the eval records the rows are of")
+    judged.add_argument("rows", help="rows of `cwread eval ... --answer generative-or-extractive` with model_quotes")
+    judged.add_argument("extractive", help="rows of the same run with `--answer extractive`")
+    judged.add_argument("--judge", type=Path, required=True, help="the judge's folder (what `python -m training judge` exports)")
+    judged.add_argument("--threshold", type=float, help="also the rule at this threshold (one chosen on another set)")
     args = parser.parse_args()
+    if args.command == "judge":
+        scores = judge_scores(args.data, args.rows, args.judge)
+        rows = [{**r, "score": scores.get(r["id"])} for r in confidence_rows(args.data, args.rows, args.extractive)]
+        rules = {"none shown (extractive only)": [False] * len(rows)}
+        rules["words: every content word quoted"] = [r["words"] for r in rows]
+        for t in sorted({*JUDGE_THRESHOLDS, *([args.threshold] if args.threshold is not None else [])}):
+            rules[f"words, or judge >= {t:+.1f}"] = [words_or_score(r, t) for r in rows]
+        rules["all shown"] = [True] * len(rows)
+        rules["a perfect check (reads the references: an upper bound)"] = [r["model_f1"] >= CONTRADICTED for r in rows]
+        print(table(rows, rules))
+        print()
+        print(separation(rows))
+        chosen = choose_threshold(rows, thresholds=JUDGE_THRESHOLDS)
+        print(f"threshold this set chooses (benchmarks/answer_support.py choose_threshold): {chosen}")
+        return
     if args.command == "agreement":
         agreement = reask_on_quotes(args.data, args.rows, args.gguf, args.out, args.num_ctx)
         rows = [{**r, "score": agreement.get(r["id"])} for r in confidence_rows(args.data, args.rows, args.extractive)]
