@@ -48,6 +48,7 @@ from cwread.records import (
     UNJUDGED,
     AgentCall,
     FindResult,
+    Outcome,
     Packet,
     SupportCheck,
     Trace,
@@ -300,7 +301,7 @@ def run(
         models={"finder": getattr(planned.finder, "label", None) or label(selection.finder), "interpreter": label(interpreter)},
         seconds=seconds,
         outcome=outcome,
-        skipped=_skipped(plan, found, judged),
+        skipped=_skipped(plan, found, judged, outcome),
         unread=judged.unread,
         follows=follows,
     )
@@ -392,9 +393,15 @@ def _check_support(
     return check_support(None, question, text, final, packet.evidence(), weights=weights)
 
 
-def _skipped(plan: Plan, found: FindResult, judged: FinderStage) -> dict[str, str]:
+def _skipped(plan: Plan, found: FindResult, judged: FinderStage, outcome: Outcome) -> dict[str, str]:
     """Stages not run, each with why (the view and the trace say it)."""
     skipped: dict[str, str] = {}
+    if outcome.description is not None and plan.answer_threshold is not None:
+        said = outcome.description
+        skipped["answer_judge"] = (
+            f"a who-is question answered by the packet's description of {said.name} "
+            f"({said.times} of its {said.descriptions} descriptions say it): no paragraph to choose"
+        )
     if plan.finder_skipped and plan.evidence == PacketSource.ALL_READ:
         skipped["finder"] = plan.finder_skipped
     if judged.unread is not None:
@@ -416,7 +423,7 @@ def _skipped(plan: Plan, found: FindResult, judged: FinderStage) -> dict[str, st
         skipped["self-check"] = plan.self_check_skipped
     if plan.extract == Extract.SENTENCE and plan.answer_mode != AnswerMode.GENERATIVE:  # else no words of the book are given
         why = extractive.whole_sentence_why(len(found.document.paragraphs))
-        if why is not None:
+        if why is not None and outcome.description is None:
             skipped["spans"] = why
     return skipped
 

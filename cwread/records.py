@@ -227,6 +227,18 @@ SURE = 0.0
 
 
 @dataclass(frozen=True)
+class Description:
+    """How the packet describes the one a "Who is X?" question names (cwread.answer.describe):
+    the name, the description chosen ("butler", its words without articles), the sentences that
+    say it, and those that describe the name at all."""
+
+    name: str
+    said: str
+    times: int
+    descriptions: int
+
+
+@dataclass(frozen=True)
 class ParagraphJudgement:
     """The trained Finder's judgement of the paragraphs an extractive answer could come from
     (the sentence ranker's best, in its order): each one's score, ln P(YES) - ln P(NO), and
@@ -275,6 +287,7 @@ class Outcome:
     quotes: tuple[Quote, ...] = ()
     check: SupportCheck | None = None  # of the model's answer, shown or withheld
     judgement: ParagraphJudgement | None = None  # of an extractive answer's paragraphs, where judged
+    description: Description | None = None  # a "Who is X?" answered by the packet's description of X
 
     def no_sentence_why(self) -> str:
         """Why an extractive answer was withheld: no sentence shared enough of the question,

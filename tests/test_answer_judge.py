@@ -100,3 +100,15 @@ def test_candidates_are_paragraphs_ranked_whole_and_never_only_a_restatement():
     ]
     found = candidate_paragraphs(question, evidence, None, 5)
     assert 1 not in found and 2 not in found and found[0] == 3
+
+
+def test_a_paragraph_no_answer_could_be_drawn_from_is_no_candidate():
+    """A paragraph whose sentences are a question and words that share none of the question's
+    is no candidate: the Finder could choose it, and no answer would come of it."""
+    from cwread.answer.extractive import best_answer, candidate_paragraphs
+
+    question = "Who is Barrymore?"
+    evidence = [(1, "“Ha! Where is Barrymore?”"), (2, "The weather was fine."), (3, "Barrymore is the butler of the Hall.")]
+    found = candidate_paragraphs(question, evidence, None, 5)
+    assert found == [3]
+    assert best_answer(question, [evidence[2]], None, 1, spans=False)[0] == evidence[2][1]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cwread.agents.finder import JUDGED_PARAGRAPHS, ParagraphJudge
-from cwread.answer import extractive, grounding
+from cwread.answer import describe, extractive, grounding
 from cwread.answer.support import check_support
 from cwread.book import Evidence
 from cwread.plan import AnswerMode, Extract
@@ -87,6 +87,14 @@ def _extract(
     model_answer = final.answer if final else None
     rank = grounds.rank
     pool = grounds.packet.evidence()
+    # "Who is X?": the packet's own description of X, when it gives one (no Finder call: the
+    # phrase beside the name answers, where the sentence most like the question does not)
+    said = describe.described(question.text, pool)
+    if said is not None:
+        text, quote, description = said
+        return Outcome(
+            Status.ANSWERED, text, model_answer, AnswerMode.EXTRACTIVE, True, (quote,), description=description
+        )
     needed = grounding.answer_support_needed(question.text)
     judgement = None
     if judge is not None:

@@ -162,15 +162,16 @@ def best_answer(
 
 def candidate_paragraphs(question: str, evidence: Evidence, rank: Rank | None, most: int) -> list[int]:
     """The paragraphs an extractive answer could come from, best first, `most` at most: those
-    holding a sentence that could answer (could_answer), ranked as wholes by `rank` (by the
+    holding a sentence that could answer (could_answer) and shares a word of the question, ranked as wholes by `rank` (by the
     question's words they hold, without one). Ranked as wholes, not by their best sentence: a
     novel's answer paragraph seldom repeats the question in one sentence (the dev novels'
     gold was among the first 5 paragraphs for 41 of 56 questions, among the first 5
     sentences' paragraphs for 37; benchmarks/README.md, "Answers from the trained Finder")."""
+    asked = content_words(question)
     answerable = [
         (pid, text)
         for pid, text, *_ in evidence
-        if any(could_answer(question, text[start:end]) for start, end in sentence_spans(text))
+        if any(_answerable(question, asked, text[start:end]) for start, end in sentence_spans(text))
     ]
     if not answerable:
         return []
@@ -178,10 +179,17 @@ def candidate_paragraphs(question: str, evidence: Evidence, rank: Rank | None, m
     if rank is not None:
         scores = rank(question, texts)
     else:
-        asked = content_words(question)
         scores = [len(asked & content_words(text)) for text in texts]
     order = sorted(range(len(answerable)), key=lambda i: (-scores[i], i))
     return [answerable[i][0] for i in order[:most]]
+
+
+def _answerable(question: str, asked: set[str], sentence: str) -> bool:
+    """Whether an answer can be drawn from `sentence` once the Finder vouched for its paragraph:
+    it could answer, and shares one of the question's words (`asked`), as best_answer then
+    asks. A paragraph without such a sentence ("Ha! Where is Barrymore?") is no candidate: the
+    Finder could choose it and no answer would come of it."""
+    return could_answer(question, sentence) and bool(asked & content_words(sentence))
 
 
 def _answer_sentences(question: str, evidence: Evidence, rank: Rank | None, min_shared: int) -> list[tuple[Quote, float]]:

@@ -184,6 +184,8 @@ def answer_json(trace: Trace) -> dict:
         "supported": outcome.supported,
         "support_check": support_json(outcome.check),
         "answer_judgement": judgement_json(doc, outcome.judgement),
+        # a "Who is X?" answered by the packet's description of X (None: not such an answer)
+        "description": None if outcome.description is None else asdict(outcome.description),
         "abstained": outcome.withheld,
         # the answer's quotes are the packet's; an abstention's best evidence may come from what was read
         "quotes": [

@@ -382,7 +382,14 @@ def answer_view(trace: Trace) -> None:
         if outcome.shown == Shown.QUOTED_WORDS:
             head.append("  (words quoted from the text)", style="dim")
             judged = outcome.judgement
-            if judged is not None and judged.best is not None:
+            if outcome.description is not None:
+                said = outcome.description
+                head.append(
+                    f"\nHow the text describes {printable(said.name)}: {said.times} of the "
+                    f"{said.descriptions} descriptions beside the name in the packet say this.",
+                    style="dim",
+                )
+            elif judged is not None and judged.best is not None:
                 head.append(
                     f"\nThe Finder judged [{doc.label(judged.best[0])}] the one to answer from "
                     f"({judged.best[1]:+.2f}; {len(judged.scores)} judged"

@@ -1,0 +1,60 @@
+"""A "Who is X?" question answered by the packet's own description of X (cwread.answer.describe):
+the phrase beside the name, not the sentence most like the question; through the real CLI, no
+Finder call made for it."""
+
+import json
+
+from cwread.answer.describe import asked_name, described
+from cwread.backends.scripted import ScriptedBackend
+from tests.conftest import run
+from tests.test_answer_judge import SMALL, judging
+
+MANOR = """The Manor
+
+Barrymore looked surprised, and considered for a little time.
+
+"Ha! Where is Barrymore?" cried Sir Henry.
+
+Barrymore, the butler, had served the family for four generations.
+
+"You will observe, Watson, the alternative use of the long s."
+
+"Barrymore, the lamp!" said Holmes. The old man, Barrymore, the butler of the Hall, brought it.
+
+Barrymore was a man of few words.
+"""
+
+
+def test_only_a_name_is_asked_about():
+    assert asked_name("Who is Dr. Mortimer?") == "Dr. Mortimer"
+    assert asked_name("who was Selden") == "Selden"
+    assert asked_name("Who was in the chariot?") is None
+    assert asked_name("Who killed Sir Charles?") is None
+    assert asked_name("Who is He?") is None
+
+
+def test_the_description_said_most_often_wins_and_a_call_or_an_address_is_none():
+    evidence = [(i + 1, p) for i, p in enumerate(MANOR.split("\n\n")[1:])]
+    answer, quote, description = described("Who is Barrymore?", evidence)
+    assert answer == "Barrymore, the butler" and quote.id == 3 and answer in quote.text
+    assert description.said == "butler" and description.times == 1
+    assert described("Who is Watson?", evidence) is None  # "observe, Watson, the ..." addresses him
+    address = [(1, '"Barrymore, the lamp!" said Holmes.')]
+    assert described("Who is Barrymore?", address) is None  # a call ends in "!", not a comma
+    assert described("Who is Holmes?", [(1, "Holmes, the game is afoot.")]) is None  # a verb: a clause
+
+
+def test_a_who_is_question_is_answered_by_its_description_through_the_cli(capsys, tmp_path, cache_dir, scripted):
+    book = tmp_path / "manor.txt"
+    book.write_text(MANOR, encoding="utf-8")
+    scripted.finder = judging({"surprised": 2.0})  # the Finder would choose the sentence most like a who-is
+    scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
+    code, out, err = run(capsys, "ask", str(book), "Who is Barrymore?", "--backend", "scripted", "--json")
+    assert code == 0, err
+    trace = json.loads(out)
+    assert trace["answer"] == "Barrymore, the butler" and trace["answer_kind"] == "quoted-words"
+    assert trace["description"]["name"] == "Barrymore" and trace["answer_judgement"] is None
+    assert scripted.finder.requests == [] and "answer_judge" in trace["skipped"]
+    assert trace["answer"] in trace["quotes"][0]["quote"] and trace["quotes"][0]["in_packet"]
+    code, out, _ = run(capsys, "ask", str(book), "Who is Barrymore?", "--backend", "scripted")
+    assert code == 0 and "How the text describes Barrymore" in out
