@@ -23,7 +23,7 @@ from cwread.agents.finder import (
 from cwread.agents.interpreter import interpret, packet_fits, self_check_decision
 from cwread.agents.judge import JudgeUnavailable
 from cwread.agents.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, READS_WHEN_ASKED, holds
-from cwread.answer import extractive, grounding
+from cwread.answer import describe, extractive, grounding
 from cwread.answer.decide import Grounds, decide, shown_text
 from cwread.answer.support import check_confidence, check_support
 from cwread.backends import Backend, label
@@ -83,6 +83,12 @@ def find(
     document = index.document
     asked = as_asked(question, follows)
     scores = paragraph_scores(index, build_queries(asked.text, question.options or None), retrieval)
+    # "Who is X?": the paragraphs that describe X lead (the name alone finds those that use it most)
+    describing = describe.describing_paragraphs(asked.text, ((p.id, p.text) for p in document.paragraphs))
+    if describing:
+        top = float(scores.max()) if len(scores) else 0.0
+        for place, pid in enumerate(describing):
+            scores[pid - 1] = top + 1.0 - 0.01 * place
     segments = build_segments(document.lengths, scores.tolist(), budget, [s.first for s in document.sources], document.story)
     return FindResult(
         document=document,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 from cwread.book import Evidence
 from cwread.records import Description, Quote
@@ -22,8 +23,9 @@ from cwread.text.words import ABBREVIATED, STOPWORDS, TITLES
 
 _WHO_IS = re.compile(r"^\s*who\s+(?:is|was|'s)\s+(?P<name>[^?]+?)\s*\?*\s*$", re.IGNORECASE)
 _NAME_WORD = re.compile(r"^(?:[A-Z][\w'’-]*\.?)$")
-# what opens a description: an article, a possessive pronoun, or a name's possessive ("Sir Charles's")
-_OPENS = r"(?:the|a|an|his|her|their|its|my|our|your|(?:[A-Z][\w-]*\s+){0,2}[A-Z][\w-]*['’]s)"
+# what opens a description: an article or a name's possessive ("Sir Charles's"); not "his" ("Mr.
+# Rochester, his foot on the cushion," is no description)
+_OPENS = r"(?:the|a|an|(?:[A-Z][\w-]*\s+){0,2}[A-Z][\w-]*['’]s)"
 _ABBREVIATED = "|".join(ABBREVIATED)
 _WORD = rf"(?:(?:{_ABBREVIATED})\.|(?!(?:{_ABBREVIATED})\.)[\w'’-]+)"  # "the late Mr. Darcy's steward": Mr. ends nothing
 _DESCRIPTION = rf"(?P<said>{_OPENS}\s+(?:{_WORD}\s+){{0,6}}?{_WORD})"  # "the Notting Hill murderer"
@@ -32,8 +34,11 @@ _END = r"(?=\s*(?P<end>[,.;:!?)\"”—]|’(?!\w)|--|$))"  # ’ closes a speec
 _VERBS = frozenset(
     ["is", "was", "are", "were", "be", "been", "being", "has", "have", "had", "will", "would", "shall", "should", "can", "could", "may", "might", "must", "do", "does", "did"]
 )
+# a list goes on after it: ", the visit to...", ", Hunter, Joyce", ", and Dr. Livesey were"
+_ANOTHER_ITEM = re.compile(r",?\s+(?:(?:the|a|an|and)\s|[A-Z])")
 _OPENING = "“\"‘'(—-"
 MOST_NAME_WORDS = 4
+DESCRIBING_ANCHORS = 3  # paragraphs describing a who-is question's name that retrieval anchors
 
 
 def asked_name(question: str) -> str | None:
@@ -50,15 +55,27 @@ def asked_name(question: str) -> str | None:
     return " ".join(words)
 
 
-def _key(name: str) -> str:
-    """The word a name is found by: its last that is no title ("Mortimer" of "Dr. Mortimer")."""
+def _own_words(name: str) -> list[str]:
+    """A name's words that are no title ("Charlotte", "Lucas" of "Miss Charlotte Lucas")."""
     words = [w for w in name.split() if w.lower().rstrip(".") not in TITLES]
-    return (words or name.split())[-1]
+    return words or name.split()
+
+
+_TITLE = "(?:" + "|".join(sorted((t.capitalize() for t in TITLES), key=len, reverse=True)) + r")\.?\s+"
 
 
 def _patterns(name: str) -> list[re.Pattern]:
-    key = re.escape(_key(name))
-    named = rf"(?P<name>(?:[A-Z][\w'’-]*\.?\s+){{0,3}}{key})\b"
+    """The name as the text writes it: whole, with any title ("Miss Charlotte Lucas"), or by its
+    first word where it has two ("Charlotte"); with the title asked, where one was ("Madame
+    Defarge" is not Defarge); never beside another name ("Lady Lucas" is not Charlotte Lucas,
+    "John Reed" not St. John)."""
+    own = _own_words(name)
+    titles = [w for w in name.split() if w not in own]
+    forms = [r"\s+".join(map(re.escape, own))]
+    if len(own) > 1:
+        forms.append(re.escape(own[0]) + r"(?!\s+[A-Z])")
+    title = r"\s+".join(re.escape(t.rstrip(".")) + r"\.?" for t in titles) + r"\s+" if titles else f"(?:{_TITLE})*"
+    named = rf"\b(?P<name>{title}(?:{'|'.join(forms)}))\b"
     return [
         re.compile(rf"{named},\s+{_DESCRIPTION}{_END}"),  # Barrymore, Sir Charles's butler,
         re.compile(rf"{named}\s+(?:is|was)\s+{_DESCRIPTION}{_END}"),  # Stapleton is a naturalist
@@ -72,16 +89,71 @@ def _a_description(sentence: str, match: re.Match, appositive: bool) -> bool:
     butler, is..."; "Watson, the hound!" is a call)."""
     if any(w.lower() in _VERBS for w in match["said"].split()):
         return False
+    before_words = sentence[: match.start()].split()
+    if before_words and before_words[-1][:1].isupper() and before_words[-1].rstrip(".").lower() not in TITLES:
+        return False  # another name before it: "Lady Lucas", "John Reed" name someone else
     if not appositive:
         return True
+    if _ANOTHER_ITEM.match(sentence, match.end()):
+        return False  # a list: "the advent of Mr. Collins, the visit to Hunsford, the Derbyshire tour"
     before = sentence[: match.start()].rstrip()
-    if before.endswith(","):
-        return False
+    if before.endswith(","):  # "Her friend, Charlotte Lucas, the eldest daughter, came" is closed
+        return match["end"] == ","
     return bool(before.rstrip(_OPENING)) or match["end"] == ","
 
 
 def _norm(said: str) -> str:
     return " ".join(w for w in re.findall(r"[\w'’-]+", said.lower()) if w not in {"the", "a", "an"})
+
+
+@dataclass(frozen=True)
+class _Found:
+    said: str  # the description's words, without articles
+    span: str  # the answer: the name and its description, as the sentence has them
+    quote: Quote  # the sentence
+    appositive: bool  # "X, the butler" (else "X was a naturalist")
+
+
+def _descriptions(name: str, evidence: Evidence) -> list[_Found]:
+    """Every description of `name` in `evidence`, in its order."""
+    first, patterns = _own_words(name)[0], _patterns(name)
+    found: list[_Found] = []
+    for pid, text, *_ in evidence:
+        if first not in text:  # every form of the name holds its first word
+            continue
+        for start, end in sentence_spans(text):
+            sentence = text[start:end]
+            for pattern, appositive in zip(patterns, (True, False), strict=True):
+                for match in pattern.finditer(sentence):
+                    said = _norm(match["said"])
+                    if not said or said in STOPWORDS or not _a_description(sentence, match, appositive):
+                        continue
+                    span = sentence[match.start() : match.end()]
+                    found.append(_Found(said, span, Quote(pid, sentence, start, end), appositive))
+    return found
+
+
+def _ranked(found: list[_Found]) -> list[_Found]:
+    """The first saying of each description, the one said most often first (the earliest on a
+    tie). A copula said once is left out: "Arthur was the first", "Darcy was the superior" say
+    what someone was at a moment; an appositive once, or a copula again, says who they are."""
+    times = Counter(f.said for f in found)
+    first: dict[str, _Found] = {}
+    for f in found:
+        first.setdefault(f.said, f)
+    order = sorted(first, key=lambda said: (-times[said], found.index(first[said])))
+    return [first[said] for said in order if times[said] > 1 or any(f.appositive and f.said == said for f in found)]
+
+
+def describing_paragraphs(question: str, evidence: Evidence, most: int = DESCRIBING_ANCHORS) -> list[int]:
+    """For a "Who is X?" question, the paragraphs of `evidence` (the whole book) where X is
+    described, one a description, the one said most often first, `most` at most: retrieval
+    makes them anchors, so the packet holds what describes X (a name alone as the query finds
+    the paragraphs that use it most, seldom the one that says who it is)."""
+    name = asked_name(question)
+    if name is None:
+        return []
+    return list(dict.fromkeys(f.quote.id for f in _ranked(_descriptions(name, evidence))[:most]))
 
 
 def described(question: str, evidence: Evidence) -> tuple[str, Quote, Description] | None:
@@ -92,20 +164,9 @@ def described(question: str, evidence: Evidence) -> tuple[str, Quote, Descriptio
     name = asked_name(question)
     if name is None:
         return None
-    patterns = _patterns(name)
-    found: list[tuple[str, str, Quote]] = []  # (the description's words, the answer span, its sentence)
-    for pid, text, *_ in evidence:
-        for start, end in sentence_spans(text):
-            sentence = text[start:end]
-            for pattern, appositive in zip(patterns, (True, False), strict=True):
-                for match in pattern.finditer(sentence):
-                    said = _norm(match["said"])
-                    if not said or said in STOPWORDS or not _a_description(sentence, match, appositive):
-                        continue
-                    found.append((said, sentence[match.start() : match.end()], Quote(pid, sentence, start, end)))
-    if not found:
+    found = _descriptions(name, evidence)
+    ranked = _ranked(found)
+    if not ranked:
         return None
-    times = Counter(said for said, _, _ in found)
-    best = max(times, key=lambda said: (times[said], -next(i for i, f in enumerate(found) if f[0] == said)))
-    said, span, quote = next(f for f in found if f[0] == best)
-    return span, quote, Description(name, said, times[best], len(found))
+    best = ranked[0]
+    return best.span, best.quote, Description(name, best.said, sum(f.said == best.said for f in found), len(found))

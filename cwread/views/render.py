@@ -385,8 +385,8 @@ def answer_view(trace: Trace) -> None:
             if outcome.description is not None:
                 said = outcome.description
                 head.append(
-                    f"\nHow the text describes {printable(said.name)}: {said.times} of the "
-                    f"{said.descriptions} descriptions beside the name in the packet say this.",
+                    f"\nHow the text describes {printable(said.name)}, beside the name ({said.times} of the "
+                    f"{said.descriptions} description{'s' if said.descriptions > 1 else ''} the packet gives); no model asked.",
                     style="dim",
                 )
             elif judged is not None and judged.best is not None:
