@@ -42,6 +42,9 @@ def test_the_description_said_most_often_wins_and_a_call_or_an_address_is_none()
     address = [(1, '"Barrymore, the lamp!" said Holmes.')]
     assert described("Who is Barrymore?", address) is None  # a call ends in "!", not a comma
     assert described("Who is Holmes?", [(1, "Holmes, the game is afoot.")]) is None  # a verb: a clause
+    assert described("Who is Frankland?", [(1, "There is Mr. Frankland, of Lafter Hall, who is also unknown.")])[0] == (
+        "Mr. Frankland, of Lafter Hall"
+    )
     listed = [(1, "All the passages, the advent of Mr. Collins, the visit to Hunsford, the tour, fit in.")]
     assert described("Who is Mr. Collins?", listed) is None  # an item of a list, not his description
     assert described("Who is Madame Defarge?", [(1, "Defarge, the wine-seller, nodded.")]) is None  # her husband

@@ -23,9 +23,10 @@ from cwread.text.words import ABBREVIATED, STOPWORDS, TITLES
 
 _WHO_IS = re.compile(r"^\s*who\s+(?:is|was|'s)\s+(?P<name>[^?]+?)\s*\?*\s*$", re.IGNORECASE)
 _NAME_WORD = re.compile(r"^(?:[A-Z][\w'’-]*\.?)$")
-# what opens a description: an article or a name's possessive ("Sir Charles's"); not "his" ("Mr.
+# what opens a description: an article, a name's possessive ("Sir Charles's"), or "of" a place
+# ("Mr. Frankland, of Lafter Hall"); not "his" ("Mr.
 # Rochester, his foot on the cushion," is no description)
-_OPENS = r"(?:the|a|an|(?:[A-Z][\w-]*\s+){0,2}[A-Z][\w-]*['’]s)"
+_OPENS = r"(?:the|a|an|of(?=\s+[A-Z])|(?:[A-Z][\w-]*\s+){0,2}[A-Z][\w-]*['’]s)"
 _ABBREVIATED = "|".join(ABBREVIATED)
 _WORD = rf"(?:(?:{_ABBREVIATED})\.|(?!(?:{_ABBREVIATED})\.)[\w'’-]+)"  # "the late Mr. Darcy's steward": Mr. ends nothing
 _DESCRIPTION = rf"(?P<said>{_OPENS}\s+(?:{_WORD}\s+){{0,6}}?{_WORD})"  # "the Notting Hill murderer"
@@ -103,7 +104,7 @@ def _a_description(sentence: str, match: re.Match, appositive: bool) -> bool:
 
 
 def _norm(said: str) -> str:
-    return " ".join(w for w in re.findall(r"[\w'’-]+", said.lower()) if w not in {"the", "a", "an"})
+    return " ".join(w for w in re.findall(r"[\w'’-]+", said.lower()) if w not in {"the", "a", "an", "of"})
 
 
 @dataclass(frozen=True)
