@@ -404,10 +404,7 @@ def _skipped(plan: Plan, found: FindResult, judged: FinderStage, outcome: Outcom
     skipped: dict[str, str] = {}
     if outcome.description is not None and plan.answer_threshold is not None:
         said = outcome.description
-        skipped["answer_judge"] = (
-            f"a who-is question answered by the packet's description of {said.name} "
-            f"({said.times} of its {said.descriptions} descriptions say it): no paragraph to choose"
-        )
+        skipped["answer_judge"] = f"a who-is question, answered by the packet's description of {said.name}"
     if plan.finder_skipped and plan.evidence == PacketSource.ALL_READ:
         skipped["finder"] = plan.finder_skipped
     if judged.unread is not None:

@@ -385,8 +385,9 @@ def answer_view(trace: Trace) -> None:
             if outcome.description is not None:
                 said = outcome.description
                 head.append(
-                    f"\nHow the text describes {printable(said.name)}, beside the name ({said.times} of the "
-                    f"{said.descriptions} description{'s' if said.descriptions > 1 else ''} the packet gives); no model asked.",
+                    f"\nHow the text describes {printable(said.name)}, beside the name ("
+                    + ("the packet's only description" if said.descriptions == 1 else f"{said.times} of the {said.descriptions} descriptions the packet gives")
+                    + "); no model asked.",
                     style="dim",
                 )
             elif judged is not None and judged.best is not None:
@@ -451,7 +452,7 @@ def answer_view(trace: Trace) -> None:
     notes = stderr()  # what the pipeline left out is a note on the run, not part of the answer
     for stage, why in trace.skipped.items():
         if stage != "interpreter" or status != Status.NO_VERDICT:  # that one is said above
-            label = {"reading": "Not read", "judging": "Not judged"}.get(stage, f"{stage.capitalize()} skipped")
+            label = {"reading": "Not read", "judging": "Not judged", "answer_judge": "No paragraph judged for the answer"}.get(stage, f"{stage.capitalize()} skipped")
             # the measurement a skip rests on is the trace's and doctor's to give, not every answer's
             why = _MEASURED.sub("", why)
             line = f"cwread: {label}: {printable(why)}"
