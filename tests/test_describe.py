@@ -3,11 +3,14 @@ the phrase beside the name, not the sentence most like the question; through the
 Finder call made for it."""
 
 import json
+from pathlib import Path
 
 from cwread.answer.describe import asked_name, described
 from cwread.backends.scripted import ScriptedBackend
 from tests.conftest import run
 from tests.test_answer_judge import SMALL, judging
+
+REPO = Path(__file__).resolve().parents[1]
 
 MANOR = """The Manor
 
@@ -70,3 +73,20 @@ def test_a_who_is_question_is_answered_by_its_description_through_the_cli(capsys
     assert trace["answer"] in trace["quotes"][0]["quote"] and trace["quotes"][0]["in_packet"]
     code, out, _ = run(capsys, "ask", str(book), "Who is Barrymore?", "--backend", "scripted")
     assert code == 0 and "How the text describes Barrymore, beside the name" in out
+
+
+def test_the_readme_who_is_example_on_the_novel(capsys, cache_dir, scripted):
+    """The README's who-is example on the whole novel in examples/: the description quoted
+    verbatim from a paragraph of the packet."""
+    from cwread import api
+
+    book = REPO / "examples" / "the_hound_of_the_baskervilles.txt"
+    scripted.finder = judging({})
+    scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
+    code, out, err = run(capsys, "ask", str(book), "Who is Stapleton?", "--backend", "scripted", "--json")
+    assert code == 0, err
+    trace = json.loads(out)
+    assert "naturalist" in trace["answer"] and trace["description"]["said"] == "naturalist"
+    quote = trace["quotes"][0]
+    assert api.open_document(str(book)).paragraph(quote["id"]).text[quote["start"] : quote["end"]] == quote["quote"]
+    assert quote["id"] in [p["id"] for p in trace["packet"]]
