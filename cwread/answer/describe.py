@@ -4,10 +4,10 @@ packet attaches to the name ("Barrymore, the butler"), no model asked.
 A reader new to a novel asks who a character is more than anything. The sentence most like
 such a question is one that names the character doing something ("Barrymore looked
 surprised"), which is no answer; the answer is the phrase set beside the name: an appositive
-("Barrymore, the butler", "the butler, Barrymore") or a copula ("Stapleton is a naturalist").
-Each such description in the packet is counted, and the one said most often wins (the earliest
-on a tie): a passing phrase ("Holmes, a moment") is said once, a character's role again and
-again.
+("Barrymore, the butler") or a copula ("Stapleton is a naturalist"). Each such description in
+the packet is counted, and the one said most often wins (the earliest on a tie): a passing
+phrase is said once, a character's role again and again. ("The butler, Barrymore" was tried and
+dropped: "By the way, Dr. Mortimer" and "a seat, Sir Henry" are no descriptions.)
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from cwread.text.words import ABBREVIATED, STOPWORDS, TITLES
 _WHO_IS = re.compile(r"^\s*who\s+(?:is|was|'s)\s+(?P<name>[^?]+?)\s*\?*\s*$", re.IGNORECASE)
 _NAME_WORD = re.compile(r"^(?:[A-Z][\w'’-]*\.?)$")
 # what opens a description: an article, a name's possessive ("Sir Charles's"), or "of" a place
-# ("Mr. Frankland, of Lafter Hall"); not "his" ("Mr.
-# Rochester, his foot on the cushion," is no description)
+# ("Mr. Frankland, of Lafter Hall"); not "his" ("Mr. Rochester, his foot on the cushion,")
 _OPENS = r"(?:the|a|an|of(?=\s+[A-Z])|(?:[A-Z][\w-]*\s+){0,2}[A-Z][\w-]*['’]s)"
 _ABBREVIATED = "|".join(ABBREVIATED)
 _WORD = rf"(?:(?:{_ABBREVIATED})\.|(?!(?:{_ABBREVIATED})\.)[\w'’-]+)"  # "the late Mr. Darcy's steward": Mr. ends nothing
@@ -33,8 +32,11 @@ _DESCRIPTION = rf"(?P<said>{_OPENS}\s+(?:{_WORD}\s+){{0,6}}?{_WORD})"  # "the No
 _END = r"(?=\s*(?P<end>[,.;:!?)\"”—]|’(?!\w)|--|$))"  # ’ closes a speech, or is an apostrophe
 # a verb in it makes a clause, not a description ("Watson, the game is afoot!": a vocative)
 _VERBS = frozenset(
-    ["is", "was", "are", "were", "be", "been", "being", "has", "have", "had", "will", "would", "shall", "should", "can", "could", "may", "might", "must", "do", "does", "did"]
-)
+    {
+        "is", "was", "are", "were", "be", "been", "being", "has", "have", "had", "will", "would",
+        "shall", "should", "can", "could", "may", "might", "must", "do", "does", "did",
+    }
+)  # fmt: skip
 # a list goes on after it: ", the visit to...", ", Hunter, Joyce", ", and Dr. Livesey were"
 _ANOTHER_ITEM = re.compile(r",?\s+(?:(?:the|a|an|and)\s|[A-Z])")
 _OPENING = "“\"‘'(—-"
