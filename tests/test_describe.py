@@ -5,7 +5,7 @@ Finder call made for it."""
 import json
 from pathlib import Path
 
-from cwread.answer.describe import asked_name, described
+from cwread.answer.describe import Asked, asked, asked_name, described
 from cwread.backends.scripted import ScriptedBackend
 from tests.conftest import run
 from tests.test_answer_judge import SMALL, judging
@@ -34,6 +34,16 @@ def test_only_a_name_is_asked_about():
     assert asked_name("Who was in the chariot?") is None
     assert asked_name("Who killed Sir Charles?") is None
     assert asked_name("Who is He?") is None
+    assert asked_name("What is the Grimpen Mire?") == "Grimpen Mire"
+    assert asked("Where does Mr. Frankland live?") == Asked("Mr. Frankland", where=True)
+    assert asked("What was Gatsby's real name?") is None
+
+
+def test_where_someone_lives_is_the_place_beside_the_name():
+    evidence = [(1, "Mr. Frankland, the old man with the telescope, laughed."), (2, "It was Mr. Frankland, of Lafter Hall, who wrote.")]
+    assert described("Who is Frankland?", evidence)[0] == "Mr. Frankland, the old man with the telescope"
+    assert described("Where does Frankland live?", evidence)[0] == "Mr. Frankland, of Lafter Hall"
+    assert described("Where does Frankland live?", evidence[:1]) is None
 
 
 def test_the_description_said_most_often_wins_and_a_call_or_an_address_is_none():

@@ -21,7 +21,9 @@ from cwread.records import Description, Quote
 from cwread.text.sentences import sentence_spans
 from cwread.text.words import ABBREVIATED, STOPWORDS, TITLES
 
-_WHO_IS = re.compile(r"^\s*who\s+(?:is|was|'s)\s+(?P<name>[^?]+?)\s*\?*\s*$", re.IGNORECASE)
+# who or what a name is ("Who is Barrymore?", "What is the Grimpen Mire?"), or where they live
+_WHO_IS = re.compile(r"^\s*(?:who|what)\s+(?:is|was|'s)\s+(?:the\s+)?(?P<name>[^?]+?)\s*\?*\s*$", re.IGNORECASE)
+_WHERE_LIVES = re.compile(r"^\s*where\s+(?:does|did)\s+(?P<name>[^?]+?)\s+live\s*\?*\s*$", re.IGNORECASE)
 _NAME_WORD = re.compile(r"^(?:[A-Z][\w'’-]*\.?)$")
 # what opens a description: an article, a name's possessive ("Sir Charles's"), or "of" a place
 # ("Mr. Frankland, of Lafter Hall"); not "his" ("Mr. Rochester, his foot on the cushion,")
@@ -44,18 +46,35 @@ MOST_NAME_WORDS = 4
 DESCRIBING_ANCHORS = 3  # paragraphs describing a who-is question's name that retrieval anchors
 
 
+@dataclass(frozen=True)
+class Asked:
+    """A question about a name: who or what it is, or, `where`, where it lives (then only a
+    place beside the name answers: "Mr. Frankland, of Lafter Hall")."""
+
+    name: str
+    where: bool = False
+
+
+def asked(question: str) -> Asked | None:
+    """What a question asks of a name ("Who is Dr. Mortimer?", "Where does Frankland live?"),
+    or None when it asks something else ("Who was in the chariot?", "Who killed Sir Charles?")."""
+    for pattern, where in ((_WHO_IS, False), (_WHERE_LIVES, True)):
+        found = pattern.match(question)
+        if found is None:
+            continue
+        words = found["name"].split()
+        if not 1 <= len(words) <= MOST_NAME_WORDS or not all(_NAME_WORD.match(w) for w in words):
+            return None
+        if all(w.lower().rstrip(".") in TITLES or w.lower() in STOPWORDS for w in words):
+            return None  # "Who is He?": no name
+        return Asked(" ".join(words), where)
+    return None
+
+
 def asked_name(question: str) -> str | None:
-    """The name a "Who is X?" question asks about ("Dr. Mortimer"), or None when it asks
-    something else ("Who was in the chariot?", "Who killed Sir Charles?")."""
-    found = _WHO_IS.match(question)
-    if found is None:
-        return None
-    words = found["name"].split()
-    if not 1 <= len(words) <= MOST_NAME_WORDS or not all(_NAME_WORD.match(w) for w in words):
-        return None
-    if all(w.lower().rstrip(".") in TITLES or w.lower() in STOPWORDS for w in words):
-        return None  # "Who is He?": no name
-    return " ".join(words)
+    """The name `question` asks about (see `asked`), or None."""
+    found = asked(question)
+    return found.name if found else None
 
 
 def _own_words(name: str) -> list[str]:
@@ -115,6 +134,7 @@ class _Found:
     span: str  # the answer: the name and its description, as the sentence has them
     quote: Quote  # the sentence
     appositive: bool  # "X, the butler" (else "X was a naturalist")
+    place: bool  # "X, of Lafter Hall"
 
 
 def _descriptions(name: str, evidence: Evidence) -> list[_Found]:
@@ -132,7 +152,8 @@ def _descriptions(name: str, evidence: Evidence) -> list[_Found]:
                     if not said or said in STOPWORDS or not _a_description(sentence, match, appositive):
                         continue
                     span = sentence[match.start() : match.end()]
-                    found.append(_Found(said, span, Quote(pid, sentence, start, end), appositive))
+                    place = match["said"].startswith("of ")
+                    found.append(_Found(said, span, Quote(pid, sentence, start, end), appositive, place))
     return found
 
 
@@ -148,15 +169,21 @@ def _ranked(found: list[_Found]) -> list[_Found]:
     return [first[said] for said in order if times[said] > 1 or any(f.appositive and f.said == said for f in found)]
 
 
+def _answering(asking: Asked, evidence: Evidence) -> list[_Found]:
+    """The descriptions that answer `asking`, best first (`_ranked`): for where someone lives,
+    the places beside the name alone."""
+    return [f for f in _ranked(_descriptions(asking.name, evidence)) if f.place or not asking.where]
+
+
 def describing_paragraphs(question: str, evidence: Evidence, most: int = DESCRIBING_ANCHORS) -> list[int]:
     """For a "Who is X?" question, the paragraphs of `evidence` (the whole book) where X is
     described, one a description, the one said most often first, `most` at most: retrieval
     makes them anchors, so the packet holds what describes X (a name alone as the query finds
     the paragraphs that use it most, seldom the one that says who it is)."""
-    name = asked_name(question)
-    if name is None:
+    asking = asked(question)
+    if asking is None:
         return []
-    return list(dict.fromkeys(f.quote.id for f in _ranked(_descriptions(name, evidence))[:most]))
+    return list(dict.fromkeys(f.quote.id for f in _answering(asking, evidence)[:most]))
 
 
 def described(question: str, evidence: Evidence) -> tuple[str, Quote, Description] | None:
@@ -164,12 +191,11 @@ def described(question: str, evidence: Evidence) -> tuple[str, Quote, Descriptio
     book puts them beside the name, the sentence they are quoted from, and the Description
     (how often the packet says so); None when the question asks no name or no sentence
     describes it."""
-    name = asked_name(question)
-    if name is None:
+    asking = asked(question)
+    if asking is None:
         return None
-    found = _descriptions(name, evidence)
-    ranked = _ranked(found)
+    ranked = _answering(asking, evidence)
     if not ranked:
         return None
-    best = ranked[0]
-    return best.span, best.quote, Description(name, best.said, sum(f.said == best.said for f in found), len(found))
+    best, found = ranked[0], _descriptions(asking.name, evidence)
+    return best.span, best.quote, Description(asking.name, best.said, sum(f.said == best.said for f in found), len(found))
