@@ -20,7 +20,7 @@ from cwread.agents.finder import (
     read_segments,
     reading_budget,
 )
-from cwread.agents.interpreter import interpret, packet_fits, self_check_decision
+from cwread.agents.interpreter import CHANCE_CHECK_SKIPPED, interpret, packet_fits, self_check_decision
 from cwread.agents.judge import JudgeUnavailable
 from cwread.agents.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, READS_WHEN_ASKED, holds
 from cwread.answer import describe, extractive, grounding
@@ -165,6 +165,8 @@ def plan_run(
     judge = reader.reply if evidence == PacketSource.FINDER else None
     asked = mode != AnswerMode.EVIDENCE_ONLY and not (question.is_open and mode == AnswerMode.EXTRACTIVE)
     self_check, self_check_skipped = self_check_decision(question, answering.self_check)
+    if self_check and small and answering.self_check is None:  # a verdict judged anyway is bounded to one pass
+        self_check, self_check_skipped = False, CHANCE_CHECK_SKIPPED
     # the trained Finder picks the paragraph an extractive answer comes from, or none: on the dev
     # sets it chose gold more often than the sentence ranker (benchmarks/README.md, "Answers")
     trained = backends.finder.capabilities.trained

@@ -213,6 +213,7 @@ def small_model_notices(question: Question, answering: AnswerSettings, planned: 
         # asked for anyway: say how little the verdict is worth
         lines.append(
             "the model is too small to judge options or claims: its verdict is near chance "
-            "(cwread doctor says how to run one that reads)"
+            "(cwread doctor says how to run one that reads); judged anyway, it reads the packet "
+            f"(up to {plan.budget.b_c:,} characters) {'twice, with its self-check' if plan.self_check else 'once'}"
         )
     return lines

@@ -400,6 +400,31 @@ def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story
     assert code == 0 and "near chance" not in err
 
 
+def test_a_claim_judged_anyway_by_a_model_at_chance_is_read_once(capsys, story, cache_dir, scripted):
+    """Judged anyway, a model that judges at chance reads the packet once: its self-check would
+    check a near-chance verdict at chance and double the time (said before the work, and in the
+    trace); --self-check on still runs it."""
+    scripted.interpreter.size = 135_000_000
+    reply = '<reason>[5] "The fishermen of the harbour later gave her a silver medal"</reason><answer>TRUE</answer>'
+
+    def verify(*extra: str):
+        scripted.interpreter.enqueue(reply)
+        scripted.interpreter.enqueue(reply)
+        asked = len(scripted.interpreter.requests)
+        code, out, err = run(
+            capsys, "verify", str(story), "The fishermen gave her a medal.", "--backend", "scripted",
+            "--no-cache", "--judge-anyway", "--json", *extra,
+        )
+        scripted.interpreter._queue.clear()
+        return code, json.loads(out), err, len(scripted.interpreter.requests) - asked
+
+    code, trace, err, calls = verify()
+    assert code == 0 and calls == 1 and not trace["self_check"]["triggered"]
+    assert "judges at chance" in trace["skipped"]["self-check"] and "reads the packet (up to" in err and "once" in err
+    code, trace, err, calls = verify("--self-check", "on")
+    assert code == 0 and calls == 2 and "twice, with its self-check" in err
+
+
 def test_a_small_model_gives_options_no_verdict_in_the_json_trace(capsys, story, cache_dir, scripted):
     scripted.interpreter.size = 135_000_000
     code, out, _err = run(
