@@ -47,18 +47,30 @@ def best_scores(session, rank, judge, asked: str) -> tuple[float, float]:
         return NEVER, NEVER
     text_of = dict(evidence)
     ranked = rank(asked, [text_of[pid] for pid in candidates])
-    scores = [judge(question, [(pid, text_of[pid])]).best for pid in candidates]  # one at a time: no early stop
-    return max(s[1] for s in scores if s is not None), max(ranked)
+    if isinstance(judge, ParagraphJudge):
+        scores = [judge(question, [(pid, text_of[pid])]).best for pid in candidates]  # one at a time: no early stop
+        return max(s[1] for s in scores if s is not None), max(ranked)
+    return float(max(judge.score(asked, [text_of[pid] for pid in candidates]))), max(ranked)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=0, help="records of each set at most (0: all)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--judge", type=Path, help="score with the MiniLM judge in this folder (cwread.agents.judge) rather than the Finder adapter"
+    )
     args = parser.parse_args()
-    shipped = embedded.shipped_finder()
-    backend = embedded.EmbeddedBackend(lora=shipped.path, trained=shipped.trained)
-    judge = ParagraphJudge(backend, NEVER)
+    if args.judge is not None:
+        from cwread.agents.judge import Judge
+
+        judge = Judge(args.judge)
+        claim_at = judge.info.keep_threshold  # TRUE where the claim's best paragraph reaches it
+    else:
+        shipped = embedded.shipped_finder()
+        backend = embedded.EmbeddedBackend(lora=shipped.path, trained=shipped.trained)
+        judge = ParagraphJudge(backend, NEVER)
+        claim_at = 0.0
     sessions: dict[str, tuple] = {}
     rows = []
     for name in ("quality", "scifi"):
@@ -79,7 +91,7 @@ def main() -> None:
                 }
             else:
                 finder_score, _ = best_scores(session, rank, judge, record["question"])
-                row = {"id": record["id"], "kind": "claim", "gold": record["answer"], "finder": "TRUE" if finder_score > 0 else "FALSE",
+                row = {"id": record["id"], "kind": "claim", "gold": record["answer"], "finder": "TRUE" if finder_score > claim_at else "FALSE",
                        "rank": "TRUE", "scores": {"best": finder_score}}
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
