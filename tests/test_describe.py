@@ -58,6 +58,14 @@ def test_the_description_said_most_often_wins_and_a_call_or_an_address_is_none()
     assert described("Who is Frankland?", [(1, "There is Mr. Frankland, of Lafter Hall, who is also unknown.")])[0] == (
         "Mr. Frankland, of Lafter Hall"
     )
+    for said in (
+        "Betteredge, an hour since, came.",
+        "Mr. Franklin, a little surprised, rose.",
+        "Sergeant Cuff, the better I liked him.",
+        "Rachel, the first thing tomorrow morning.",
+    ):
+        name = said.split(",")[0].split()[-1]
+        assert described(f"Who is {name}?", [(1, said)]) is None, said  # a time, a measure, a clause
     listed = [(1, "All the passages, the advent of Mr. Collins, the visit to Hunsford, the tour, fit in.")]
     assert described("Who is Mr. Collins?", listed) is None  # an item of a list, not his description
     assert described("Who is Madame Defarge?", [(1, "Defarge, the wine-seller, nodded.")]) is None  # her husband

@@ -86,6 +86,15 @@ def test_a_question_is_never_the_answer():
     assert outcome.quotes[0].text == "Selden is the Notting Hill murderer." and "?" not in outcome.text
 
 
+def test_a_question_spoken_and_its_speech_tag_is_never_the_answer():
+    """A sentence that is a question in quotes followed only by who asked it is a question."""
+    from cwread.answer.grounding import could_answer
+
+    assert not could_answer("Who is Rosanna?", "“Where is Rosanna Spearman?” asked Sergeant Cuff.")
+    assert not could_answer("Who is Ben Gunn?", "“Is this Ben Gunn a man?” he asked.")
+    assert could_answer("Who told him?", '"What?" he said, and then Barrymore told him the whole truth about the convict.')
+
+
 def test_a_sentence_that_only_restates_the_question_is_never_the_answer():
     question = Question("Who killed Sir Charles Baskerville?", "open")
     restating = "Sir Charles Baskerville was killed."

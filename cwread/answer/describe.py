@@ -39,6 +39,17 @@ _VERBS = frozenset(
         "shall", "should", "can", "could", "may", "might", "must", "do", "does", "did",
     }
 )  # fmt: skip
+# a description names no one by pronoun ("Sergeant Cuff, the better I liked him" is a clause)
+_PRONOUNS = frozenset({"i", "me", "he", "him", "she", "her", "we", "us", "they", "them", "you", "it"})
+# nor is it a time or a measure ("Betteredge, an hour since"; "Mr. Franklin, a little surprised")
+_TIMES = frozenset(
+    {
+        "hour", "hours", "minute", "minutes", "moment", "day", "days", "week", "weeks", "month",
+        "months", "year", "years", "time", "while", "morning", "evening", "night", "afternoon",
+        "tomorrow", "yesterday", "today", "tonight", "deal",
+    }
+)  # fmt: skip
+_MEASURES = frozenset({"little", "bit", "few", "long", "next", "last"})  # "a little", "the next"
 # a list goes on after it: ", the visit to...", ", Hunter, Joyce", ", and Dr. Livesey were"
 _ANOTHER_ITEM = re.compile(r",?\s+(?:(?:the|a|an|and)\s|[A-Z])")
 _OPENING = "“\"‘'(—-"
@@ -105,11 +116,13 @@ def _patterns(name: str) -> list[re.Pattern]:
 
 
 def _a_description(sentence: str, match: re.Match, appositive: bool) -> bool:
-    """Whether `match` describes the name rather than addresses it: no verb in the description;
+    """Whether `match` describes the name rather than addresses it: no verb or pronoun in the
+    description, which opens with no time or measure;
     an appositive not after a comma ("You will observe, Watson, the use of..." addresses
     Watson), and one that opens its sentence or a speech closed by a comma ("Barrymore, the
     butler, is..."; "Watson, the hound!" is a call)."""
-    if any(w.lower() in _VERBS for w in match["said"].split()):
+    words = [w.lower() for w in match["said"].split()]
+    if any(w in _VERBS or w in _PRONOUNS or w in _TIMES for w in words) or (len(words) > 1 and words[1] in _MEASURES):
         return False
     before_words = sentence[: match.start()].split()
     if before_words and before_words[-1][:1].isupper() and before_words[-1].rstrip(".").lower() not in TITLES:

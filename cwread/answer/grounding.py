@@ -184,12 +184,14 @@ def could_answer(question: str, sentence: str) -> bool:
     """Whether `sentence` could be the answer to `question`: not itself a question ("What did
     Selden say?"), and saying some content word the question does not (a sentence that only
     restates the question answers nothing)."""
-    if sentence.rstrip().rstrip(_CLOSERS).endswith("?"):
+    if sentence.rstrip().rstrip(_CLOSERS).endswith("?") or _ASKED_ALOUD.search(sentence):
         return False
     return bool(content_words(sentence) - content_words(question))
 
 
 _CLOSERS = "\"'”’)]»* "  # what may close a sentence after its mark
+# a question spoken, then only who said it: "“Where is Rosanna Spearman?” asked Sergeant Cuff."
+_ASKED_ALOUD = re.compile(r"\?[\"'”’]\s*(?:[\w.’'-]+\s+){0,3}[\w.’'-]+[.!]?[\"'”’)]*\s*$")
 
 
 def ranked_sentences(
