@@ -32,6 +32,7 @@ from cwread.book import Document, Passage
 from cwread.packing import pack, pack_segments
 from cwread.plan import (
     ANSWER_CHOICES,
+    AUTO,
     AnswerMode,
     AnswerSettings,
     Extract,
@@ -43,9 +44,10 @@ from cwread.plan import (
     SupportMethod,
 )
 from cwread.progress import Progress
-from cwread.question import Question
+from cwread.question import Question, asks_yes_or_no
 from cwread.records import (
     UNJUDGED,
+    YES_OR_NO_UNJUDGED,
     AgentCall,
     FindResult,
     Outcome,
@@ -156,6 +158,8 @@ def plan_run(
     verdict = answering.judge_anyway or not small
     if question.is_open:
         mode = open_answer_mode(answering, interpreter)
+        if mode == AnswerMode.EXTRACTIVE and answering.answer_mode == AUTO and not verdict and asks_yes_or_no(question):
+            mode = AnswerMode.EVIDENCE_ONLY  # a claim put as a question: no sentence is its yes or no
     else:  # a label is the model's verdict, or none from a model that judges at chance
         mode = AnswerMode.GENERATIVE if verdict else AnswerMode.EVIDENCE_ONLY
     skipped = None if finder is not None or packet_given else finder_skip_reason(finding.use, backends.finder)
@@ -423,7 +427,7 @@ def _skipped(plan: Plan, found: FindResult, judged: FinderStage, outcome: Outcom
             "they were not kept"
         )
     if plan.answer_mode == AnswerMode.EVIDENCE_ONLY:
-        skipped["interpreter"] = UNJUDGED
+        skipped["interpreter"] = YES_OR_NO_UNJUDGED if found.question.is_open else UNJUDGED
     if plan.self_check_skipped:
         skipped["self-check"] = plan.self_check_skipped
     if plan.extract == Extract.SENTENCE and plan.answer_mode != AnswerMode.GENERATIVE:  # else no words of the book are given

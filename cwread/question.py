@@ -234,3 +234,17 @@ def leans_on_previous(question: Question) -> bool:
     if _LEADS_ON.search(text):
         return True
     return bool(_REFERS_BACK.search(text)) and not _NAME.search(text)
+
+
+# a question answered yes or no ("Did Stapleton die?"); not one that offers a choice ("Was it
+# the butler or the cook?"), which a sentence of the book can answer
+_YES_OR_NO = re.compile(
+    r"^\s*(?:did|does|do|is|was|were|are|has|have|had|can|could|will|would|should|shall|may|might|must)\s+\S",
+    re.IGNORECASE,
+)
+
+
+def asks_yes_or_no(question: Question) -> bool:
+    """Whether an open question is answered yes or no: a claim put as a question."""
+    text = question.text
+    return question.is_open and bool(_YES_OR_NO.match(text)) and not re.search(r"\bor\b", text, re.IGNORECASE)

@@ -425,6 +425,27 @@ def test_a_claim_judged_anyway_by_a_model_at_chance_is_read_once(capsys, story, 
     assert code == 0 and calls == 2 and "twice, with its self-check" in err
 
 
+def test_a_yes_or_no_question_gets_no_sentence_for_an_answer_from_a_small_model(capsys, story, cache_dir, scripted):
+    """"Did Martha keep the medal?" is a claim put as a question: a model that judges at chance
+    gives it no verdict, only the best evidence (exit 4), where a sentence of the book would
+    have been shown as its answer; --answer extractive or --judge-anyway give the sentence, a question
+    offering a choice is answered as any other, and a model that reads is asked."""
+    scripted.interpreter.size = 135_000_000
+    code, out, _err = run(capsys, "ask", str(story), "Did Martha keep the silver medal?", "--backend", "scripted", "--json")
+    trace = json.loads(out)
+    assert code == 4 and trace["status"] == "no-verdict" and trace["answer"] is None and trace["quotes"]
+    assert "yes-or-no question is a claim" in trace["skipped"]["interpreter"] and "--judge-anyway" in trace["failure"]
+    for anyway in (["--answer", "extractive"], ["--judge-anyway"]):
+        code, out, _ = run(capsys, "ask", str(story), "Did Martha keep the silver medal?", "--backend", "scripted", *anyway, "--json")
+        assert code == 0 and json.loads(out)["answer_kind"] == "quoted-words", anyway
+    code, out, _ = run(capsys, "ask", str(story), "Was the medal in the tin or the drawer?", "--backend", "scripted", "--json")
+    assert code == 0 and json.loads(out)["answer_kind"] == "quoted-words"
+    scripted.interpreter.size = None  # a model that reads answers in its own words
+    scripted.interpreter.enqueue('<reason>[5] "The fishermen of the harbour later gave her a silver medal"</reason><answer>Yes</answer>')
+    code, out, _ = run(capsys, "ask", str(story), "Did Martha keep the silver medal?", "--backend", "scripted", "--no-cache", "--json")
+    assert json.loads(out)["answer_mode"] != "evidence-only" and scripted.interpreter.requests
+
+
 def test_a_small_model_gives_options_no_verdict_in_the_json_trace(capsys, story, cache_dir, scripted):
     scripted.interpreter.size = 135_000_000
     code, out, _err = run(

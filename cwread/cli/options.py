@@ -451,7 +451,8 @@ ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
     "judge_anyway": _option(
         bool,
         "Options and claims: ask a model that judges at chance (the embedded default) for its verdict "
-        "anyway, with a warning; else it gives none (exit 4).",
+        "anyway, with a warning; else it gives none (exit 4). A yes-or-no question gets the sentence "
+        "that fits best.",
         False,
         "--judge-anyway",
     ),
