@@ -35,6 +35,8 @@ def test_only_a_name_is_asked_about():
     assert asked_name("Who killed Sir Charles?") is None
     assert asked_name("Who is He?") is None
     assert asked_name("What is the Grimpen Mire?") == "Grimpen Mire"
+    assert asked_name("Tell me about Selden.") == asked_name("describe Selden") == "Selden"
+    assert asked_name("Tell me about the hound") is None
     assert asked("Where does Mr. Frankland live?") == Asked("Mr. Frankland", where=True)
     assert asked("What was Gatsby's real name?") is None
 

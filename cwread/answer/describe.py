@@ -21,8 +21,12 @@ from cwread.records import Description, Quote
 from cwread.text.sentences import sentence_spans
 from cwread.text.words import ABBREVIATED, STOPWORDS, TITLES
 
-# who or what a name is ("Who is Barrymore?", "What is the Grimpen Mire?"), or where they live
-_WHO_IS = re.compile(r"^\s*(?:who|what)\s+(?:is|was|'s)\s+(?:the\s+)?(?P<name>[^?]+?)\s*\?*\s*$", re.IGNORECASE)
+# who or what a name is ("Who is Barrymore?", "What is the Grimpen Mire?", "Tell me about
+# Selden."), or where they live
+_WHO_IS = re.compile(
+    r"^\s*(?:(?:who|what)\s+(?:is|was|'s)|tell\s+me\s+about|describe)\s+(?:the\s+)?(?P<name>[^?!]+?)\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
 _WHERE_LIVES = re.compile(r"^\s*where\s+(?:does|did)\s+(?P<name>[^?]+?)\s+live\s*\?*\s*$", re.IGNORECASE)
 _NAME_WORD = re.compile(r"^(?:[A-Z][\w'’-]*\.?)$")
 # what opens a description: an article, a name's possessive ("Sir Charles's"), or "of" a place
