@@ -1,6 +1,7 @@
-"""Who is X? on novels no dev set uses: the answer with the packet's description of X
-(cwread.answer.describe) and without it (the Finder's paragraph, the default before), on the
-embedded default.
+"""Who is X? on novels no dev set uses: the answer with the packet's description of X, or the
+Finder's pick among where the book first names X and the best-fitting paragraphs
+(cwread.answer.describe), and without either (the Finder's pick among the best-fitting, the
+default before), on the embedded default.
 
     python benchmarks/who_is.py BOOKS_DIR [--data benchmarks/data/who_is.jsonl]
 
@@ -60,6 +61,7 @@ def main() -> None:
     with (
         mock.patch.object(describe, "described", lambda *a, **k: None),
         mock.patch.object(describe, "describing_paragraphs", lambda *a, **k: []),
+        mock.patch.object(describe, "first_mentions", lambda *a, **k: []),
     ):
         before = answers(records, args.books)
     print("| book | who is | before (the Finder's paragraph) | now | from a description |")

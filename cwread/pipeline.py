@@ -85,8 +85,10 @@ def find(
     document = index.document
     asked = as_asked(question, follows)
     scores = paragraph_scores(index, build_queries(asked.text, question.options or None), retrieval)
-    # "Who is X?": the paragraphs that describe X lead (the name alone finds those that use it most)
-    describing = describe.describing_paragraphs(asked.text, ((p.id, p.text) for p in document.paragraphs))
+    # "Who is X?": the paragraphs that describe X lead, or where none does, those that first name
+    # X (the name alone finds the paragraphs that use it most, seldom the one that says who it is)
+    paragraphs = [(p.id, p.text) for p in document.paragraphs] if describe.asked(asked.text) else []
+    describing = describe.describing_paragraphs(asked.text, paragraphs) or describe.first_mentions(asked.text, paragraphs)
     if describing:
         top = float(scores.max()) if len(scores) else 0.0
         for place, pid in enumerate(describing):
@@ -434,6 +436,8 @@ def _skipped(plan: Plan, found: FindResult, judged: FinderStage, outcome: Outcom
         why = extractive.whole_sentence_why(len(found.document.paragraphs))
         if why is not None and outcome.description is None:
             skipped["spans"] = why
+    elif outcome.mode == AnswerMode.EXTRACTIVE and outcome.description is None and describe.asked(found.question.text):
+        skipped["spans"] = "who someone is is told by a sentence, not cut to a span"
     return skipped
 
 

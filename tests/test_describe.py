@@ -5,7 +5,7 @@ Finder call made for it."""
 import json
 from pathlib import Path
 
-from cwread.answer.describe import Asked, asked, asked_name, described
+from cwread.answer.describe import Asked, asked, asked_name, described, first_mentions
 from cwread.backends.scripted import ScriptedBackend
 from tests.conftest import run
 from tests.test_answer_judge import SMALL, judging
@@ -110,3 +110,28 @@ def test_the_readme_who_is_example_on_the_novel(capsys, cache_dir, scripted):
     quote = trace["quotes"][0]
     assert api.open_document(str(book)).paragraph(quote["id"]).text[quote["start"] : quote["end"]] == quote["quote"]
     assert quote["id"] in [p["id"] for p in trace["packet"]]
+
+
+def test_where_nothing_describes_a_name_its_first_mentions_are_judged_first(capsys, tmp_path, cache_dir, scripted):
+    """No description of Jaggers: the paragraphs that first name him (not a heading) lead the
+    Finder's candidates, and its pick answers."""
+    book = tmp_path / "office.txt"
+    book.write_text(
+        "Mr. Jaggers's Office\n\n"
+        "\"My name is Jaggers, and I am a lawyer in London. I am pretty well known.\"\n\n"
+        "The clerk waited while the rain fell on the roofs of the long street outside.\n\n"
+        "\"Yes, Mr. Jaggers,\" said the clerk, and Jaggers went out into the rain again at once.\n\n"
+        "Jaggers came back late that night and Jaggers sat down and Jaggers read Jaggers's letters.\n",
+        encoding="utf-8",
+    )
+    evidence = [(i + 1, p) for i, p in enumerate(book.read_text(encoding="utf-8").split("\n\n"))]
+    assert first_mentions("Who is Jaggers?", evidence) == [2, 4]  # not the heading; two at most
+    assert first_mentions("Where does Jaggers live?", evidence) == []
+    scripted.finder = judging({"lawyer": 2.0})
+    scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
+    code, out, err = run(capsys, "ask", str(book), "Who is Jaggers?", "--backend", "scripted", "--json")
+    assert code == 0, err
+    trace = json.loads(out)
+    assert trace["description"] is None and trace["answer_judgement"]["scores"][0]["id"] == 2
+    assert "lawyer in London" in trace["answer"] and trace["citations"] == [2]  # the sentence, not a span
+    assert "told by a sentence" in trace["skipped"]["spans"]

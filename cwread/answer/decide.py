@@ -98,7 +98,10 @@ def _extract(
     needed = grounding.answer_support_needed(question.text)
     judgement = None
     if judge is not None:
-        candidates = extractive.candidate_paragraphs(question.text, pool, rank, JUDGED_PARAGRAPHS)
+        # "Who is X?" with nothing to describe X: where the book first names X is judged first
+        introduced = describe.first_mentions(question.text, pool)
+        ranked = extractive.candidate_paragraphs(question.text, pool, rank, JUDGED_PARAGRAPHS)
+        candidates = list(dict.fromkeys([*introduced, *ranked]))[:JUDGED_PARAGRAPHS]
         if candidates:
             text_of = dict((p[0], p[1]) for p in pool)
             judgement = judge(question, [(pid, text_of[pid]) for pid in candidates])
@@ -107,7 +110,10 @@ def _extract(
             # question's words, not two (fairytale dev token-F1 25.9 -> 27.7, abstained 11.5%
             # -> 0%; benchmarks/README.md, "Answers from the trained Finder")
             needed = min(needed, 1)
-    found = extractive.best_answer(question.text, pool, rank, needed, spans=extract == Extract.SPAN)
+    # who someone is is told by a sentence, not cut to a span: the span reader, fit on who did
+    # what, answers "Who is Jaggers?" with a name's words ("My name is")
+    spans = extract == Extract.SPAN and describe.asked(question.text) is None
+    found = extractive.best_answer(question.text, pool, rank, needed, spans=spans)
     if found is None:
         evidence = _best_evidence(question, final, grounds)
         return Outcome(

@@ -101,18 +101,23 @@ def _own_words(name: str) -> list[str]:
 _TITLE = "(?:" + "|".join(sorted((t.capitalize() for t in TITLES), key=len, reverse=True)) + r")\.?\s+"
 
 
-def _patterns(name: str) -> list[re.Pattern]:
-    """The name as the text writes it: whole, with any title ("Miss Charlotte Lucas"), or by its
-    first word where it has two ("Charlotte"); with the title asked, where one was ("Madame
-    Defarge" is not Defarge); never beside another name ("Lady Lucas" is not Charlotte Lucas,
-    "John Reed" not St. John)."""
+def _named(name: str) -> str:
+    """The name as the text writes it (a regex): whole, with any title ("Miss Charlotte Lucas"),
+    or by its first word where it has two ("Charlotte"); with the title asked, where one was
+    ("Madame Defarge" is not Defarge); never beside another name ("Lady Lucas" is not Charlotte
+    Lucas, "John Reed" not St. John)."""
     own = _own_words(name)
     titles = [w for w in name.split() if w not in own]
     forms = [r"\s+".join(map(re.escape, own))]
     if len(own) > 1:
         forms.append(re.escape(own[0]) + r"(?!\s+[A-Z])")
     title = r"\s+".join(re.escape(t.rstrip(".")) + r"\.?" for t in titles) + r"\s+" if titles else f"(?:{_TITLE})*"
-    named = rf"\b(?P<name>{title}(?:{'|'.join(forms)}))\b"
+    return rf"\b(?P<name>{title}(?:{'|'.join(forms)}))\b"
+
+
+def _patterns(name: str) -> list[re.Pattern]:
+    """An appositive beside the name, and a copula after it."""
+    named = _named(name)
     return [
         re.compile(rf"{named},\s+{_DESCRIPTION}{_END}"),  # Barrymore, Sir Charles's butler,
         re.compile(rf"{named}\s+(?:is|was)\s+{_DESCRIPTION}{_END}"),  # Stapleton is a naturalist
@@ -190,6 +195,27 @@ def _answering(asking: Asked, evidence: Evidence) -> list[_Found]:
     """The descriptions that answer `asking`, best first (`_ranked`): for where someone lives,
     the places beside the name alone."""
     return [f for f in _ranked(_descriptions(asking.name, evidence)) if f.place or not asking.where]
+
+
+FIRST_MENTIONS = 2  # where nothing describes a name, its first mentions are read for who it is
+MENTION_WORDS = 8  # a paragraph shorter than this is a heading or a line ("Dr. Seward's Diary")
+
+
+def first_mentions(question: str, evidence: Evidence, most: int = FIRST_MENTIONS) -> list[int]:
+    """For "Who is X?", the first paragraphs of `evidence`, in its order, that name X, `most`
+    at most, leaving out headings and short lines: a character is often introduced where first
+    named ("My name is Jaggers, and I am a lawyer in London")."""
+    asking = asked(question)
+    if asking is None or asking.where:
+        return []
+    pattern, first = re.compile(_named(asking.name)), _own_words(asking.name)[0]
+    found = []
+    for pid, text, *_ in evidence:
+        if first in text and len(text.split()) >= MENTION_WORDS and pattern.search(text):
+            found.append(pid)
+            if len(found) == most:
+                break
+    return found
 
 
 def describing_paragraphs(question: str, evidence: Evidence, most: int = DESCRIBING_ANCHORS) -> list[int]:
