@@ -65,6 +65,7 @@ def test_the_description_said_most_often_wins_and_a_call_or_an_address_is_none()
         "Mr. Franklin, a little surprised, rose.",
         "Sergeant Cuff, the better I liked him.",
         "Rachel, the first thing tomorrow morning.",
+        "He was esteemed by Mr. Darcy, a most intimate, confidential friend.",
     ):
         name = said.split(",")[0].split()[-1]
         assert described(f"Who is {name}?", [(1, said)]) is None, said  # a time, a measure, a clause

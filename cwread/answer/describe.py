@@ -54,6 +54,8 @@ _TIMES = frozenset(
     }
 )  # fmt: skip
 _MEASURES = frozenset({"little", "bit", "few", "long", "next", "last"})  # "a little", "the next"
+# a phrase cut after a degree word's adjective ("Mr. Darcy, a most intimate, confidential friend")
+_DEGREE = frozenset({"most", "very", "so", "too", "more", "rather", "quite"})
 # a list goes on after it: ", the visit to...", ", Hunter, Joyce", ", and Dr. Livesey were"
 _ANOTHER_ITEM = re.compile(r",?\s+(?:(?:the|a|an|and)\s|[A-Z])")
 _OPENING = "“\"‘'(—-"
@@ -132,6 +134,8 @@ def _a_description(sentence: str, match: re.Match, appositive: bool) -> bool:
     butler, is..."; "Watson, the hound!" is a call)."""
     words = [w.lower() for w in match["said"].split()]
     if any(w in _VERBS or w in _PRONOUNS or w in _TIMES for w in words) or (len(words) > 1 and words[1] in _MEASURES):
+        return False
+    if len(words) > 2 and words[-2] in _DEGREE:
         return False
     before_words = sentence[: match.start()].split()
     if before_words and before_words[-1][:1].isupper() and before_words[-1].rstrip(".").lower() not in TITLES:
