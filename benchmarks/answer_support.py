@@ -276,6 +276,37 @@ def reask_on_quotes(data: str, rows_path: str, gguf: str, out: Path, num_ctx: in
     return done
 
 
+def report(
+    rows: list[dict],
+    signal: str,
+    thresholds: tuple[float, ...],
+    spec: str,
+    alone: bool = False,
+    perfect: bool = False,
+    choose: tuple[float, ...] | None = None,
+) -> None:
+    """The table of a signal's rules (`signal` names its score in each row): none shown, the
+    words rule, the score alone at each threshold (`alone`), the words rule or the score at
+    each threshold, all shown, and with `perfect` the perfect check; then the separation and,
+    with `choose`, the threshold this set picks among those."""
+    rules = {"none shown (extractive only)": [False] * len(rows)}
+    rules["words: every content word quoted"] = [r["words"] for r in rows]
+    if alone:
+        for t in thresholds:
+            rules[f"{signal} >= {t:{spec}}"] = [r["score"] is not None and r["score"] >= t for r in rows]
+    for t in thresholds:
+        rules[f"words, or {signal} >= {t:{spec}}"] = [words_or_score(r, t) for r in rows]
+    rules["all shown"] = [True] * len(rows)
+    if perfect:  # what no check can beat: every right answer shown, every contradicted one withheld
+        rules["a perfect check (reads the references: an upper bound)"] = [r["model_f1"] >= CONTRADICTED for r in rows]
+    print(table(rows, rules))
+    print()
+    print(separation(rows))
+    if choose is not None:
+        chosen = choose_threshold(rows, thresholds=choose)
+        print(f"threshold this set chooses (benchmarks/answer_support.py choose_threshold): {chosen}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -310,45 +341,17 @@ def main() -> None:
     if args.command == "judge":
         scores = judge_scores(args.data, args.rows, args.judge)
         rows = [{**r, "score": scores.get(r["id"])} for r in confidence_rows(args.data, args.rows, args.extractive)]
-        rules = {"none shown (extractive only)": [False] * len(rows)}
-        rules["words: every content word quoted"] = [r["words"] for r in rows]
-        for t in sorted({*JUDGE_THRESHOLDS, *([args.threshold] if args.threshold is not None else [])}):
-            rules[f"words, or judge >= {t:+.1f}"] = [words_or_score(r, t) for r in rows]
-        rules["all shown"] = [True] * len(rows)
-        rules["a perfect check (reads the references: an upper bound)"] = [r["model_f1"] >= CONTRADICTED for r in rows]
-        print(table(rows, rules))
-        print()
-        print(separation(rows))
-        chosen = choose_threshold(rows, thresholds=JUDGE_THRESHOLDS)
-        print(f"threshold this set chooses (benchmarks/answer_support.py choose_threshold): {chosen}")
+        thresholds = tuple(sorted({*JUDGE_THRESHOLDS, *([args.threshold] if args.threshold is not None else [])}))
+        report(rows, "judge", thresholds, "+.1f", perfect=True, choose=JUDGE_THRESHOLDS)
         return
     if args.command == "agreement":
         agreement = reask_on_quotes(args.data, args.rows, args.gguf, args.out, args.num_ctx)
         rows = [{**r, "score": agreement.get(r["id"])} for r in confidence_rows(args.data, args.rows, args.extractive)]
-        rules = {"none shown (extractive only)": [False] * len(rows)}
-        rules["words: every content word quoted"] = [r["words"] for r in rows]
-        for t in AGREEMENT_THRESHOLDS:
-            rules[f"words, or agreement >= {t:.1f}"] = [words_or_score(r, t) for r in rows]
-        rules["all shown"] = [True] * len(rows)
-        print(table(rows, rules))
-        print()
-        print(separation(rows))
+        report(rows, "agreement", AGREEMENT_THRESHOLDS, ".1f")
         return
     if args.command == "confidence":
         rows = confidence_rows(args.data, args.rows, args.extractive)
-        rules = {"none shown (extractive only)": [False] * len(rows)}
-        rules["words: every content word quoted"] = [r["words"] for r in rows]
-        for t in CONFIDENCE_THRESHOLDS:
-            rules[f"confidence >= {t:+.1f}"] = [r["score"] is not None and r["score"] >= t for r in rows]
-        for t in CONFIDENCE_THRESHOLDS:
-            rules[f"words, or confidence >= {t:+.1f}"] = [words_or_score(r, t) for r in rows]
-        rules["all shown"] = [True] * len(rows)
-        # what no check can beat: every right answer shown, every contradicted one withheld
-        rules["a perfect check (reads the references: an upper bound)"] = [r["model_f1"] >= CONTRADICTED for r in rows]
-        print(table(rows, rules))
-        print()
-        print(separation(rows))
-        print(f"threshold this set chooses (benchmarks/answer_support.py choose_threshold): {choose_threshold(rows)}")
+        report(rows, "confidence", CONFIDENCE_THRESHOLDS, "+.1f", alone=True, perfect=True, choose=CONFIDENCE_THRESHOLDS)
         return
     if args.command == "data":
         print(build_data(args.out, args.stories, args.per_story), "records in", args.out / "train.jsonl")
