@@ -188,17 +188,18 @@ def _ranked(found: list[_Found]) -> list[_Found]:
     tie). A copula said once is left out: "Arthur was the first", "Darcy was the superior" say
     what someone was at a moment; an appositive once, or a copula again, says who they are."""
     times = Counter(f.said for f in found)
+    appositive = {f.said for f in found if f.appositive}
     first: dict[str, _Found] = {}
     for f in found:
-        first.setdefault(f.said, f)
-    order = sorted(first, key=lambda said: (-times[said], found.index(first[said])))
-    return [first[said] for said in order if times[said] > 1 or any(f.appositive and f.said == said for f in found)]
+        first.setdefault(f.said, f)  # in order of first saying: the earliest wins a tie (sorted is stable)
+    order = sorted(first, key=lambda said: -times[said])
+    return [first[said] for said in order if times[said] > 1 or said in appositive]
 
 
-def _answering(asking: Asked, evidence: Evidence) -> list[_Found]:
-    """The descriptions that answer `asking`, best first (`_ranked`): for where someone lives,
-    the places beside the name alone."""
-    return [f for f in _ranked(_descriptions(asking.name, evidence)) if f.place or not asking.where]
+def _answering(asking: Asked, found: list[_Found]) -> list[_Found]:
+    """The descriptions `found` that answer `asking`, best first (`_ranked`): for where someone
+    lives, the places beside the name alone."""
+    return [f for f in _ranked(found) if f.place or not asking.where]
 
 
 FIRST_MENTIONS = 2  # where nothing describes a name, its first mentions are read for who it is
@@ -230,7 +231,8 @@ def describing_paragraphs(question: str, evidence: Evidence, most: int = DESCRIB
     asking = asked(question)
     if asking is None:
         return []
-    return list(dict.fromkeys(f.quote.id for f in _answering(asking, evidence)[:most]))
+    answering = _answering(asking, _descriptions(asking.name, evidence))
+    return list(dict.fromkeys(f.quote.id for f in answering[:most]))
 
 
 def described(question: str, evidence: Evidence) -> tuple[str, Quote, Description] | None:
@@ -241,8 +243,9 @@ def described(question: str, evidence: Evidence) -> tuple[str, Quote, Descriptio
     asking = asked(question)
     if asking is None:
         return None
-    ranked = _answering(asking, evidence)
+    found = _descriptions(asking.name, evidence)
+    ranked = _answering(asking, found)
     if not ranked:
         return None
-    best, found = ranked[0], _descriptions(asking.name, evidence)
+    best = ranked[0]
     return best.span, best.quote, Description(asking.name, best.said, sum(f.said == best.said for f in found), len(found))
