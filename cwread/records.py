@@ -191,13 +191,11 @@ NOT_DETERMINED = "not determined from the text"
 NO_SENTENCE = "no sentence of the packet shares enough of the question"
 UNJUDGED = "the model judges options and claims at chance, so it is not asked"
 # a yes-or-no question is a claim put as a question: no sentence of the book is its answer
-YES_OR_NO_OVERRIDE = "Serve a model that reads (cwread doctor says how), or {hint} for the sentence that fits best"
 YES_OR_NO_UNJUDGED = "a yes-or-no question is a claim, and the model judges claims at chance, so it is not asked"
 JUDGE_ANYWAY_HINT = "pass --judge-anyway"  # the CLI's way; an MCP client's is a tool argument
-NO_VERDICT = (
-    f"{UNJUDGED}; the best evidence is shown. Serve a model that reads (cwread doctor "
-    f"says how), or {JUDGE_ANYWAY_HINT}"
-)
+_SERVE_OR_ANYWAY = f"the best evidence is shown. Serve a model that reads (cwread doctor says how), or {JUDGE_ANYWAY_HINT}"
+NO_VERDICT = f"{UNJUDGED}; {_SERVE_OR_ANYWAY}"
+YES_OR_NO_NO_VERDICT = f"{YES_OR_NO_UNJUDGED}; {_SERVE_OR_ANYWAY} for the sentence that fits best"
 
 
 @dataclass(frozen=True)
@@ -401,7 +399,7 @@ class Trace:
         status = self.status
         if status == Status.NO_VERDICT:
             if self.question.is_open:  # a yes-or-no question (cwread.question.asks_yes_or_no)
-                return f"no verdict: {YES_OR_NO_UNJUDGED}; the best evidence is shown. {YES_OR_NO_OVERRIDE.format(hint=JUDGE_ANYWAY_HINT)}"
+                return f"no verdict: {YES_OR_NO_NO_VERDICT}"
             return f"no verdict: {NO_VERDICT}"
         if status == Status.NOT_DETERMINED:
             if outcome.mode == AnswerMode.EXTRACTIVE:
