@@ -82,8 +82,9 @@ def main() -> None:
         for name, source in SETS.items():
             records = work / f"{name}-open.jsonl"
             open_records(source, records)
-            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", "--finder-lora", "none", reuse=args.reuse_ranker)
-            judged = rows_of(records, work / f"{name}-judged.rows.jsonl", "--answer-threshold", NEVER)
+            # the answer reader off in both: this curve is the Finder's (benchmarks/answer_reader.py has the reader's)
+            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", "--finder-lora", "none", "--answer-reader", "off", reuse=args.reuse_ranker)
+            judged = rows_of(records, work / f"{name}-judged.rows.jsonl", "--answer-threshold", NEVER, "--answer-reader", "off")
             gold = sum(1 for r in base.values() if r.get("cited_gold") and r["answer"] is not None)
             answered = sum(1 for r in base.values() if r["answer"] is not None)
             print(

@@ -25,6 +25,7 @@ from cwread.agents.judge import JudgeUnavailable
 from cwread.agents.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, READS_WHEN_ASKED, holds
 from cwread.answer import describe, extractive, grounding
 from cwread.answer.decide import Grounds, decide, shown_text
+from cwread.answer.reader import AnswerReader, Reader, ReaderUnavailable, load_reader
 from cwread.answer.support import check_confidence, check_support
 from cwread.backends import Backend, label
 from cwread.backends.select import Selection
@@ -118,6 +119,7 @@ class PlannedRun:
     backends: Selection
     finder: Finder
     rank: extractive.SentenceRanker | None = None
+    answer_reader: Reader | None = None
 
 
 def plan_run(
@@ -181,6 +183,12 @@ def plan_run(
         answer_threshold = answering.answer_threshold if answering.answer_threshold is not None else trained.answer_threshold
     judged = question.is_open and mode == AnswerMode.EXTRACTIVE and not packet_given and answer_threshold is not None
     support, threshold = _support_method(answering, interpreter, question, small) if asked else (None, None)
+    answer_reader, reader_missing = None, None
+    if question.is_open and mode == AnswerMode.EXTRACTIVE and not packet_given and answering.reader == AUTO:
+        try:  # the reader picks the words of the paragraph an extractive answer comes from
+            answer_reader = load_reader()
+        except ReaderUnavailable as e:  # the sentence ranker answers, as without one, and the trace says so
+            reader_missing = str(e)
     plan = Plan(
         answer_mode=mode,
         evidence=evidence,
@@ -198,8 +206,13 @@ def plan_run(
         self_check_skipped=self_check_skipped if asked else None,
         judge_unavailable=judge_missing,
         answer_threshold=answer_threshold if judged else None,
+        answer_reader=answer_reader.name if answer_reader else None,
+        reader_threshold=(answering.reader_threshold if answering.reader_threshold is not None else answer_reader.threshold)
+        if answer_reader
+        else None,
+        reader_unavailable=reader_missing,
     )
-    return PlannedRun(plan, backends, reader, rank)
+    return PlannedRun(plan, backends, reader, rank, answer_reader)
 
 
 def keep_threshold_of(finding: FinderSettings, reader: Finder) -> float | None:
@@ -296,7 +309,7 @@ def run(
     outcome = decide(
         as_asked(question, follows),  # answered, and its answer judged, as it was retrieved
         final,
-        Grounds(packet, retrieved, rank),
+        Grounds(packet, retrieved, rank, AnswerReader(planned.answer_reader, plan.reader_threshold) if planned.answer_reader else None),
         plan.answer_mode,
         support,
         plan.extract or Extract.SPAN,
@@ -305,6 +318,8 @@ def run(
     )
     if judge is not None:
         seconds["answer_judge"] = round(time.perf_counter() - t2, 3)
+    if outcome.reading is not None:
+        seconds["answer_reader"] = outcome.reading.seconds
     return Trace(
         found=found,
         plan=plan,
@@ -413,6 +428,8 @@ def _skipped(plan: Plan, found: FindResult, judged: FinderStage, outcome: Outcom
     if outcome.description is not None and plan.answer_threshold is not None:
         said = outcome.description
         skipped["answer_judge"] = f"a who-is question, answered by the packet's description of {said.name}"
+    if plan.reader_unavailable:
+        skipped["answer_reader"] = f"{plan.reader_unavailable}; the sentence ranker picks the answer's words"
     if plan.finder_skipped and plan.evidence == PacketSource.ALL_READ:
         skipped["finder"] = plan.finder_skipped
     if judged.unread is not None:

@@ -86,6 +86,7 @@ AUTO = "auto"  # a setting left to cwread (the answer mode, the Finder's reply):
 QUOTE_FIRST, DECISION_FIRST = "quote-first", "decision-first"  # how a generative Finder replies
 FINDER_REPLIES = (AUTO, QUOTE_FIRST, DECISION_FIRST, "score")
 READ_TOKENS_CHOICES = "a number of tokens, auto or none"
+READER_CHOICES = (AUTO, "off")  # the answer reader: the one installed, or none
 
 
 def _check_threshold(value: object, name: str) -> None:
@@ -105,7 +106,10 @@ class AnswerSettings:
     `confidence_threshold`: the mean token log-probability at which a model's open answer whose
     words are not all quoted is shown all the same (None: never, the words decide);
     `answer_threshold`: the trained Finder's score under which an extractive answer's best
-    paragraph is no answer (None: the one chosen for its adapter on dev data)."""
+    paragraph is no answer (None: the one chosen for its adapter on dev data); `reader`: the
+    answer reader picks an extractive answer's words ("auto": the one cwread ships, or
+    $CWREAD_READER; "off": the sentence ranker and span rules alone), and `reader_threshold`
+    is its score under which none is shown (None: the reader's own, chosen on dev data)."""
 
     answer_mode: str = "auto"
     self_check: bool | None = None
@@ -113,12 +117,17 @@ class AnswerSettings:
     support_threshold: float | None = None
     confidence_threshold: float | None = None
     answer_threshold: float | None = None
+    reader: str = AUTO
+    reader_threshold: float | None = None
 
     def __post_init__(self) -> None:
         if self.answer_mode not in (*ANSWER_CHOICES, AUTO):
             raise InputError(
                 f"unknown answer mode {self.answer_mode!r}; choose one of: {', '.join((*ANSWER_CHOICES, AUTO))}"
             )
+        if self.reader not in READER_CHOICES:
+            raise InputError(f"unknown answer reader {self.reader!r}; choose one of: {', '.join(READER_CHOICES)}")
+        _check_threshold(self.reader_threshold, "reader")
         _check_threshold(self.support_threshold, "support")
         _check_threshold(self.confidence_threshold, "confidence")
         _check_threshold(self.answer_threshold, "answer")
@@ -209,7 +218,9 @@ class Plan:
     `judge_unavailable`: why the judge (cwread.agents.judge) that would have read could not be
     loaded; the rank fills the packet instead. `answer_threshold`: an extractive answer's
     best-fitting paragraphs are judged by the trained Finder (cwread.agents.finder.ParagraphJudge),
-    and none scoring this much means no answer (None: not judged).
+    and none scoring this much means no answer (None: not judged). `answer_reader`: the answer
+    reader (cwread.answer.reader) picks the words of that paragraph, none shown under
+    `reader_threshold`; `reader_unavailable`: why it could not be loaded.
     """
 
     answer_mode: AnswerMode
@@ -228,3 +239,6 @@ class Plan:
     self_check_skipped: str | None = None
     judge_unavailable: str | None = None  # why the judge that would read could not be loaded
     answer_threshold: float | None = None  # the trained Finder judges an extractive answer's paragraphs
+    answer_reader: str | None = None  # the answer reader's name, where it picks an extractive answer's words
+    reader_threshold: float | None = None  # its score under which no extractive answer is shown
+    reader_unavailable: str | None = None  # why the answer reader could not be loaded

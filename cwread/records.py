@@ -263,6 +263,27 @@ class ParagraphJudgement:
         return best[0] if best is not None and best[1] >= self.threshold else None
 
 
+@dataclass(frozen=True)
+class AnswerReading:
+    """The answer reader's reading of the paragraph an extractive answer comes from
+    (cwread.answer.reader): the words it points at, characters [start, end) of `paragraph`;
+    its score, the best span's start and end logits against "not in this passage"; and the
+    threshold under which no answer is shown."""
+
+    reader: str
+    paragraph: int
+    start: int
+    end: int
+    score: float
+    threshold: float
+    seconds: float
+    answered: bool = False  # its words are the answer (a why or how question keeps the sentence's)
+
+    @property
+    def sure(self) -> bool:
+        return self.score >= self.threshold
+
+
 class Shown(StrEnum):
     """What an answer shown is: the Interpreter's words (its support checked) or a sentence of
     the book quoted (an extractive answer)."""
@@ -289,11 +310,17 @@ class Outcome:
     check: SupportCheck | None = None  # of the model's answer, shown or withheld
     judgement: ParagraphJudgement | None = None  # of an extractive answer's paragraphs, where judged
     description: Description | None = None  # a "Who is X?" answered by the packet's description of X
+    reading: AnswerReading | None = None  # the answer reader's, of the paragraph an extractive answer comes from
 
     def no_sentence_why(self) -> str:
         """Why an extractive answer was withheld: no sentence shared enough of the question,
         or the Finder judged none of the best-fitting paragraphs to hold the answer."""
-        judged = self.judgement
+        judged, read = self.judgement, self.reading
+        if read is not None and not read.sure:
+            return (
+                f"the answer reader found no answer in [{read.paragraph}] "
+                f"({read.score:+.2f}, under {read.threshold:+.2f})"
+            )
         if judged is None or judged.best is None:
             return NO_SENTENCE
         if judged.chosen is not None:  # the paragraph was judged to hold it, yet no sentence of it fits

@@ -205,6 +205,8 @@ def small_model_notices(question: Question, answering: AnswerSettings, planned: 
     plan, selection = planned.plan, planned.backends
     if plan.judge_unavailable:
         lines.append(f"{plan.judge_unavailable}: the retriever's rank fills the packet instead")
+    if plan.reader_unavailable:
+        lines.append(f"{plan.reader_unavailable}: the sentence ranker picks the answer's words instead")
     if question.is_open and answering.answer_mode == AUTO and plan.answer_mode == AnswerMode.EXTRACTIVE:
         lines.append(
             "answers extractively: the model is too small to write them (--answer generative to override)"

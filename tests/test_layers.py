@@ -25,7 +25,7 @@ LAYERS = [
     ["cwread.pipeline"],
     ["cwread.answer.decide"],
     ["cwread.agents.finder", "cwread.agents.interpreter", "cwread.answer.support"],
-    ["cwread.agents.shared", "cwread.packing", "cwread.answer.grounding", "cwread.answer.extractive", "cwread.answer.describe", "cwread.answer.span_reader", "cwread.agents.reading_budget", "cwread.agents.judge"],
+    ["cwread.agents.shared", "cwread.packing", "cwread.answer.grounding", "cwread.answer.extractive", "cwread.answer.describe", "cwread.answer.span_reader", "cwread.answer.reader", "cwread.agents.reading_budget", "cwread.agents.judge"],
     ["cwread.settings"],
     ["cwread.records", "cwread.agents.model_facts"],
     ["cwread.plan", "cwread.question"],

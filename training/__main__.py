@@ -10,6 +10,7 @@ python -m training scorer --base MODEL.gguf --train ROWS --dev DEV --out DIR --m
 python -m training judge-questions --books DIR --gguf MODEL.gguf --out Q.jsonl --per-book N   (a generator writes novel questions)
 python -m training judge-data --source FAIRYTALEQA_DIR --questions Q.jsonl --books DIR --out DIR   (pairs.jsonl, DATA_CARD.md)
 python -m training judge --data DIR/pairs.jsonl --out RUN [--layers N] [--minutes M]   (train; export to RUN/judge)
+python -m training reader --source FAIRYTALEQA_DIR --books DIR --out RUN [--epochs E]   (the answer reader; export to RUN/reader)
 """
 
 from __future__ import annotations
@@ -323,6 +324,31 @@ def run_judge(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_reader(args: argparse.Namespace) -> int:
+    from training import reader
+
+    source = Path(args.source) / "train" if args.source else reader.SOURCE
+    if not source.is_dir():
+        return _fail(f"{source} is not FairytaleQA's train folder")
+    rows = reader.fairytale_examples(source, args.seed)
+    out = Path(args.out)
+    summary = reader.train(rows, out, epochs=args.epochs, batch=args.batch, lr=args.lr, minutes=args.minutes, seed=args.seed)
+    print(json.dumps(summary, indent=2))
+    summary["answer_threshold"] = args.answer_threshold
+    # the vocabulary kept: the tokens of FairytaleQA train and of the books given (English prose)
+    texts = [path.read_text(encoding="utf-8") for path in sorted(source.glob("*.csv"))]
+    if args.books:
+        from training.judge_data import excluded
+
+        books = [b for b in sorted(Path(args.books).glob("*.txt")) if not excluded(b.name)]
+        texts += [b.read_text(encoding="utf-8", errors="replace") for b in books]
+    manifest = reader.export(out / "model", out / "reader", summary, args.version, texts)
+    held = [r for r in rows if r["source"] in set(summary["held_out_sources"])][:64]
+    gap = reader.parity(out / "model", out / "reader", held)
+    print(f"exported to {out / 'reader'} ({manifest['sha256']['model.onnx'][:12]}...); int8 vs torch: largest score gap {gap:.3f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -455,6 +481,19 @@ def main(argv: list[str] | None = None) -> int:
     j.add_argument("--version", default="dev")
     j.add_argument("--seed", type=int, default=0)
     j.set_defaults(run=run_judge)
+    r = sub.add_parser("reader", help="train the answer reader (extractive QA) and export it to ONNX")
+    r.add_argument("--source", default=None, help="FairytaleQA's folder (train/ is read)")
+    r.add_argument("--out", default="training/runs/reader")
+    r.add_argument("--epochs", type=float, default=2.0)
+    r.add_argument("--batch", type=int, default=16, help="windows a step")
+    r.add_argument("--lr", type=float, default=5e-5)
+    r.add_argument("--minutes", type=float, default=None, help="stop training after this long")
+    r.add_argument("--books", default=None, help="a folder of novels (.txt) whose words the reader's vocabulary keeps")
+    r.add_argument("--answer-threshold", type=float, default=-6.0,
+                   help="the score under which no answer is shown, written to reader.json (choose it on dev data)")  # fmt: skip
+    r.add_argument("--version", default="dev")
+    r.add_argument("--seed", type=int, default=0)
+    r.set_defaults(run=run_reader)
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -82,29 +82,45 @@ def shipped_dir() -> Path:
     return Path(str(files("cwread.data") / "judge"))
 
 
+def open_model_folder(folder: Path, manifest_name: str, what: str, unavailable: type[ModelError], threads: int | None = None):
+    """(manifest, ONNX Runtime session, tokenizer) of a model folder cwread trained: its
+    manifest names and sums its files (`model`, `tokenizer`, `sha256`); a file missing,
+    damaged (its checksum does not match) or that does not load raises `unavailable`."""
+    manifest = folder / manifest_name
+    try:
+        meta = json.loads(manifest.read_text(encoding="utf-8"))
+        files = dict(meta["sha256"])
+        model_file, tokenizer_file = folder / meta["model"], folder / meta["tokenizer"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise unavailable(f"the {what} in {folder} has no readable {manifest_name} ({_why(e)})") from None
+    for name, expected in files.items():
+        path = folder / name
+        if not path.is_file():
+            raise unavailable(f"the {what}'s {name} is missing from {folder}")
+        if file_sha256(path) != expected:
+            raise unavailable(f"the {what}'s {name} in {folder} is damaged (its checksum does not match)")
+    try:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+    except ImportError as e:  # pragma: no cover - both are core dependencies
+        raise unavailable(f"the {what} needs onnxruntime and tokenizers ({e})") from None
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or max(1, min(4, os.cpu_count() or 1))
+    options.inter_op_num_threads = 1
+    try:
+        session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    except Exception as e:  # a file that sums right but does not load: built wrong
+        raise unavailable(f"the {what} in {folder} cannot be loaded ({_why(e)})") from None
+    return meta, session, tokenizer
+
+
 class Judge:
     """A cross-encoder loaded from `folder` (its judge.json names and sums its files). Safe to
     share between threads (ONNX Runtime sessions are)."""
 
     def __init__(self, folder: Path, threads: int | None = None) -> None:
-        manifest = folder / MANIFEST
-        try:
-            meta = json.loads(manifest.read_text(encoding="utf-8"))
-            files = dict(meta["sha256"])
-            model_file, tokenizer_file = folder / meta["model"], folder / meta["tokenizer"]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise JudgeUnavailable(f"the judge in {folder} has no readable {MANIFEST} ({_why(e)})") from None
-        for name, expected in files.items():
-            path = folder / name
-            if not path.is_file():
-                raise JudgeUnavailable(f"the judge's {name} is missing from {folder}")
-            if file_sha256(path) != expected:
-                raise JudgeUnavailable(f"the judge's {name} in {folder} is damaged (its checksum does not match)")
-        try:
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
-        except ImportError as e:  # pragma: no cover - both are core dependencies
-            raise JudgeUnavailable(f"the judge needs onnxruntime and tokenizers ({e})") from None
+        meta, self._session, tokenizer = open_model_folder(folder, MANIFEST, "judge", JudgeUnavailable, threads)
         self.info = JudgeInfo(
             name=str(meta.get("name", "judge")),
             version=str(meta.get("version", "")),
@@ -112,14 +128,6 @@ class Judge:
             max_length=int(meta.get("max_length", 192)),
             keep_threshold=float(meta.get("keep_threshold", 0.0)),
         )
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or max(1, min(4, os.cpu_count() or 1))
-        options.inter_op_num_threads = 1
-        try:
-            self._session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
-            tokenizer = Tokenizer.from_file(str(tokenizer_file))
-        except Exception as e:  # a file that sums right but does not load: built wrong
-            raise JudgeUnavailable(f"the judge in {folder} cannot be loaded ({_why(e)})") from None
         tokenizer.no_padding()
         tokenizer.enable_truncation(self.info.max_length, strategy="longest_first")
         self._tokenizer = tokenizer

@@ -385,6 +385,19 @@ MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
         "Finder's best score of its candidate paragraphs is under this (-1000: always answer). "
         "Default: -2.5, chosen on the dev sets (docs/answers.md).",
     ),
+    "reader": _option(
+        str,
+        "The answer reader, a small extractive model cwread ships: auto (it picks the words of the "
+        "paragraph an extractive answer comes from; $CWREAD_READER names another) or off (the "
+        "sentence ranker's words).",
+        "auto",
+        "--answer-reader",
+    ),
+    "reader_threshold": _option(
+        float | None,
+        "Give no extractive answer when the answer reader's score for its words is under this "
+        "(-1000: always answer). Default: the reader's own, chosen on the dev sets (docs/answers.md).",
+    ),
 }
 
 
@@ -413,6 +426,8 @@ def _model_run(
     support_threshold: float | None = None,
     confidence_threshold: float | None = None,
     answer_threshold: float | None = None,
+    reader: str = "auto",
+    reader_threshold: float | None = None,
 ) -> ModelRun:
     # the answer mode and thresholds are checked here, before any work (AnswerSettings)
     answering = AnswerSettings(
@@ -420,6 +435,8 @@ def _model_run(
         support_threshold=support_threshold,
         confidence_threshold=confidence_threshold,
         answer_threshold=answer_threshold,
+        reader=reader,
+        reader_threshold=reader_threshold,
     )
     return ModelRun(embedder, not no_cache, answering)
 

@@ -105,6 +105,8 @@ def trace_fields(trace: Trace) -> dict:
         "support_weight_share": check.weight_share if check else None,
         # the trained Finder's best score of an extractive answer's paragraphs (None: not judged)
         "answer_judge_score": round(outcome.judgement.best[1], 4) if outcome.judgement and outcome.judgement.best else None,
+        # the answer reader's score of the words it picked (None: not read)
+        "answer_reader_score": outcome.reading.score if outcome.reading else None,
         # the final answer's mean token log-probability, where the backend gave it
         "answer_logprob": final.reply.call.answer_logprob if final else None,
         "parsed_first_try": bool(trace.interpreter and trace.interpreter.reply.parsed_first_try),

@@ -14,6 +14,7 @@ from cwread.library.catalog import Found, Hit
 from cwread.plan import Plan
 from cwread.records import (
     AgentCall,
+    AnswerReading,
     DoctorReport,
     FindResult,
     Forged,
@@ -163,6 +164,24 @@ def judgement_json(doc, judgement: ParagraphJudgement | None) -> dict | None:
     }
 
 
+def reading_json(doc, reading: AnswerReading | None) -> dict | None:
+    """The answer reader's reading of the paragraph an extractive answer comes from (None: not read)."""
+    if reading is None:
+        return None
+    text = doc.paragraph(reading.paragraph).text
+    return {
+        "reader": reading.reader,
+        **ref_json(doc, reading.paragraph),
+        "words": text[reading.start : reading.end],
+        "start": reading.start,
+        "end": reading.end,
+        "score": reading.score,
+        "threshold": reading.threshold,
+        "answered": reading.answered,  # its words are the answer (else the sentence ranker's are)
+        "seconds": reading.seconds,
+    }
+
+
 def answer_json(trace: Trace) -> dict:
     """The answer of a trace as every writer gives it (`ask --json`, chat's JSON lines, the MCP
     tools, the eval rows): the question, the outcome (status, answer, why none stands), its
@@ -184,6 +203,7 @@ def answer_json(trace: Trace) -> dict:
         "supported": outcome.supported,
         "support_check": support_json(outcome.check),
         "answer_judgement": judgement_json(doc, outcome.judgement),
+        "answer_reading": reading_json(doc, outcome.reading),
         # a "Who is X?" answered by the packet's description of X (None: not such an answer)
         "description": None if outcome.description is None else asdict(outcome.description),
         "abstained": outcome.withheld,

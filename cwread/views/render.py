@@ -398,6 +398,14 @@ def answer_view(trace: Trace) -> None:
                     f", {judged.threshold:+.2f} needed).",
                     style="dim",
                 )
+            if outcome.reading is not None:
+                read = outcome.reading
+                what = "picked these words of" if read.answered else "found an answer in"
+                head.append(
+                    f"\nThe answer reader {what} [{doc.label(read.paragraph)}] ({read.score:+.2f}; {read.threshold:+.2f} needed)"
+                    + ("." if read.answered else "; the sentence's words are given."),
+                    style="dim",
+                )
         elif outcome.check is not None and outcome.supported:
             whose = {"mcq": "The model's choice", "claim": "The model's verdict"}.get(question.kind, "The model's words")
             head.append(f"\n{whose}; {_support_line(outcome.check)}.", style="dim")
