@@ -163,6 +163,20 @@ def search_library(
     return Library(roots).search(query, limit, progress, books=books, context=context)
 
 
+def _reader_note() -> str:
+    """Whether the answer reader loads, and what it does."""
+    from cwread.answer.reader import ReaderUnavailable, load_reader
+
+    try:
+        reader = load_reader()
+    except ReaderUnavailable as e:
+        return f"answer reader: {e}; the sentence ranker picks an extractive answer's words"
+    return (
+        f"answer reader: {reader.name} picks the words of an extractive answer's paragraph, "
+        f"none shown under {reader.threshold:+.2f} (--reader-threshold, --answer-reader off)"
+    )
+
+
 def doctor(settings: BackendSettings | None = None) -> DoctorReport:
     """Which backend, models and embedder `ask` would use, and what is missing."""
     from cwread.agents.reading_budget import reading_note
@@ -184,6 +198,7 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
                 notes.append(f"{backend.model}: {verdict}")
     except ModelError as exc:  # an input error (a bad setting) still propagates: exit 2
         error = str(exc)
+    notes.append(_reader_note())
     return DoctorReport(
         cache=str(cache_root()),
         finder=finder,

@@ -149,3 +149,16 @@ def test_a_tiny_reader_trains_in_seconds_and_its_onnx_scores_match_torch(tmp_pat
     assert shipped.threshold == 0.0
     gap = training_reader.parity(tmp_path / "run" / "model", tmp_path / "reader", rows[:4])
     assert gap < 1.0
+
+
+def test_doctor_says_whether_the_answer_reader_runs(capsys, cache_dir, monkeypatch, tmp_path):
+    _, out, _ = run(capsys, "doctor", "--json")
+    notes = json.loads(out)["backend"].get("notes", [])
+    assert any(n.startswith("answer reader: cwread-reader@") for n in notes), notes
+    monkeypatch.setenv("CWREAD_READER", str(tmp_path / "nowhere"))
+    load_reader.cache_clear()
+    try:
+        _, out, _ = run(capsys, "doctor", "--json")
+    finally:
+        load_reader.cache_clear()
+    assert any("no answer reader at" in n and "sentence ranker" in n for n in json.loads(out)["backend"].get("notes", []))
