@@ -249,11 +249,12 @@ def test_doctor_names_the_server_and_its_parallel_calls(capsys, cache_dir, monke
     assert code == 0, err
     backend = json.loads(out)["backend"]
     assert backend["finder"] == "openai:qwen2.5-1.5b" and f"server at {URL}" in backend["why"]
-    assert backend["notes"] == [
+    assert backend["notes"][:2] == [
         "the server takes 4 calls at once; cwread sends as many (--workers to change)",
         "the Finder's reading rate for qwen2.5-1.5b is not measured yet: the first question "
         "measures it (--read-tokens auto reads about 30 s)",
     ]
+    assert backend["notes"][2].startswith("answer reader: ") and len(backend["notes"]) == 3
 
 
 def test_stop_strings_and_plain_requests_follow_the_chat_completions_shape():

@@ -32,6 +32,8 @@ def test_the_shipped_reader_loads_with_its_checksums_and_reads_inside_each_passa
     for r, text in zip(readings, passages, strict=True):
         assert 0 <= r.start < r.end <= len(text)  # words of the passage, a long one read in windows
     assert readings == reader.read("Why did the miller lock the mill?", passages)
+    long_question = "The miller and the baker argued all day. " * 40 + "Why did the miller lock the mill?"
+    assert reader.read(long_question, passages[:1])[0].end <= len(passages[0])  # the window still holds the passage
 
 
 def test_the_best_span_is_within_the_passage_and_scored_against_no_answer():

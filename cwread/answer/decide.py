@@ -157,12 +157,11 @@ def _extract(
 RULED_BY_SENTENCE = frozenset({"why", "how", "how-feel"})
 
 
-def _read_answer(question: str, paragraph, span: tuple[int, int] | None, spans: bool) -> tuple[str, Quote] | None:
-    """The answer reader's words in the chosen `paragraph` and the sentences they stand in
-    (the quote): its words where `spans`, else those sentences whole. None where its words are
-    no answer (a question, or only the question's own words: the sentence ranker answers)."""
-    if span is None:
-        return None
+def _read_answer(question: str, paragraph: tuple, span: tuple[int, int], spans: bool) -> tuple[str, Quote] | None:
+    """The answer reader's words (`span`) in the chosen `paragraph` (its id and text first) and
+    the sentences they stand in (the quote): its words where `spans`, else those sentences
+    whole. None where its words are no answer (a question, or only the question's own words:
+    the sentence ranker answers)."""
     pid, text = paragraph[0], paragraph[1]
     start, end = span
     bounds = sentence_spans(text) or [(0, len(text))]

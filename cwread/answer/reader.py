@@ -31,6 +31,7 @@ from cwread.records import AnswerReading
 
 MANIFEST = "reader.json"
 BATCH = 16
+QUESTION_WORDS = 60  # read of a question at most (about 80 of a window's 256 tokens)
 
 
 class ReaderUnavailable(ModelError):
@@ -88,6 +89,8 @@ class Reader:
         """Each passage's reading for `question`: its best window's span."""
         if not passages:
             return []
+        # a question longer than the window leaves no room for the passage: its last words ask
+        question = " ".join(question.split()[-QUESTION_WORDS:])
         with self._lock:  # the tokenizer's truncation settings are shared state
             encoded = self._tokenizer.encode_batch([(question, p) for p in passages])
         windows = [(i, w) for i, e in enumerate(encoded) for w in (e, *e.overflowing)]
