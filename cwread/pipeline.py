@@ -25,7 +25,7 @@ from cwread.agents.judge import JudgeUnavailable
 from cwread.agents.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, READS_WHEN_ASKED, holds
 from cwread.answer import describe, extractive, grounding
 from cwread.answer.decide import Grounds, decide, shown_text
-from cwread.answer.reader import AnswerReader, Reader, ReaderUnavailable, load_reader
+from cwread.answer.reader import AnswerReader, ReaderUnavailable, load_reader
 from cwread.answer.support import check_confidence, check_support
 from cwread.backends import Backend, label
 from cwread.backends.select import Selection
@@ -119,7 +119,7 @@ class PlannedRun:
     backends: Selection
     finder: Finder
     rank: extractive.SentenceRanker | None = None
-    answer_reader: Reader | None = None
+    answer_reader: AnswerReader | None = None  # picks an extractive answer's words (None: the ranker does)
 
 
 def plan_run(
@@ -186,7 +186,9 @@ def plan_run(
     answer_reader, reader_missing = None, None
     if question.is_open and mode == AnswerMode.EXTRACTIVE and not packet_given and answering.reader == AUTO:
         try:  # the reader picks the words of the paragraph an extractive answer comes from
-            answer_reader = load_reader()
+            loaded = load_reader()
+            reader_at = loaded.threshold if answering.reader_threshold is None else answering.reader_threshold
+            answer_reader = AnswerReader(loaded, reader_at)
         except ReaderUnavailable as e:  # the sentence ranker answers, as without one, and the trace says so
             reader_missing = str(e)
     plan = Plan(
@@ -206,10 +208,8 @@ def plan_run(
         self_check_skipped=self_check_skipped if asked else None,
         judge_unavailable=judge_missing,
         answer_threshold=answer_threshold if judged else None,
-        answer_reader=answer_reader.name if answer_reader else None,
-        reader_threshold=(answering.reader_threshold if answering.reader_threshold is not None else answer_reader.threshold)
-        if answer_reader
-        else None,
+        answer_reader=answer_reader.reader.name if answer_reader else None,
+        reader_threshold=answer_reader.threshold if answer_reader else None,
         reader_unavailable=reader_missing,
     )
     return PlannedRun(plan, backends, reader, rank, answer_reader)
@@ -309,7 +309,7 @@ def run(
     outcome = decide(
         as_asked(question, follows),  # answered, and its answer judged, as it was retrieved
         final,
-        Grounds(packet, retrieved, rank, AnswerReader(planned.answer_reader, plan.reader_threshold) if planned.answer_reader else None),
+        Grounds(packet, retrieved, rank, planned.answer_reader),
         plan.answer_mode,
         support,
         plan.extract or Extract.SPAN,

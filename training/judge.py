@@ -140,18 +140,8 @@ def train(
     lists = group_lists(fit)
     random.Random(seed).shuffle(lists)
     steps = max(1, int(len(lists) * epochs) // batch)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    warmup = max(1, steps // 20)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: min(1.0, (i + 1) / warmup) * max(0.0, (steps - i) / max(1, steps - warmup))
-    )
-    metrics = out / "metrics.jsonl"
-    metrics.unlink(missing_ok=True)
-    deadline = time.time() + 60 * minutes if minutes else None
-    began = time.time()
-    model.train()
-    running, done = None, 0
-    for step in range(steps):
+
+    def step_loss(step: int):
         group = [lists[(step * batch + i) % len(lists)] for i in range(batch)]
         questions = [q for q, docs, _ in group for _ in docs]
         passages = [d for _, docs, _ in group for d in docs]
@@ -162,22 +152,9 @@ def train(
             target = torch.tensor(labels) / sum(labels)
             loss = loss - (torch.log_softmax(logits[at : at + len(docs)], 0) * target).sum()
             at += len(docs)
-        loss = loss / len(group)
-        loss.backward()
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
-        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
-        done = step + 1
-        if done % 25 == 0 or done == steps:
-            entry = {"step": done, "seconds": round(time.time() - began, 1), "loss": round(running, 4),
-                     "grad_norm": round(grad_norm, 3), "lr": schedule.get_last_lr()[0]}  # fmt: skip
-            with metrics.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(entry) + "\n")
-        if deadline is not None and time.time() > deadline:
-            break
-    model.eval()
+        return loss / len(group)
+
+    done, began = train_steps(model, steps, step_loss, out, lr, minutes)
     model.save_pretrained(str(out / "model"))
     tokenizer.save_pretrained(str(out / "model"))
     scores = predict(model, tokenizer, [(r["question"], r["passage"]) for r in held], max_length)
@@ -208,6 +185,45 @@ def train(
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
+
+
+def train_steps(model, steps: int, step_loss, out: Path, lr: float, minutes: float | None) -> tuple[int, float]:
+    """Train `model` for `steps` steps, `step_loss(step)` giving each step's loss: AdamW
+    (weight decay 0.01), a linear warm-up over the first 5% of the steps then a linear decay,
+    gradients clipped at 1. Every 25 steps the running loss, gradient norm and learning rate
+    go to `out`/metrics.jsonl; it stops after `minutes` if given. Returns (steps done, the
+    time it began)."""
+    import torch
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    warmup = max(1, steps // 20)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda i: min(1.0, (i + 1) / warmup) * max(0.0, (steps - i) / max(1, steps - warmup))
+    )
+    metrics = out / "metrics.jsonl"
+    metrics.unlink(missing_ok=True)
+    deadline = time.time() + 60 * minutes if minutes else None
+    began = time.time()
+    model.train()
+    running, done = None, 0
+    for step in range(steps):
+        loss = step_loss(step)
+        loss.backward()
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
+        done = step + 1
+        if done % 25 == 0 or done == steps:
+            entry = {"step": done, "seconds": round(time.time() - began, 1), "loss": round(running, 4),
+                     "grad_norm": round(grad_norm, 3), "lr": schedule.get_last_lr()[0]}  # fmt: skip
+            with metrics.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(entry) + "\n")
+        if deadline is not None and time.time() > deadline:
+            break
+    model.eval()
+    return done, began
 
 
 def predict(model, tokenizer, pairs: list[tuple[str, str]], max_length: int, batch: int = 64) -> list[float]:

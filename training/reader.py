@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from cwread.answer.reader import best_span
-from training.judge import auc, minilm_base, split_by_source
+from training.judge import auc, minilm_base, split_by_source, train_steps
 
 SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "fairytaleqa" / "train"
 ANSWER_COLUMNS = ("answer1", "answer2", "answer3")
@@ -146,7 +146,8 @@ def novel_examples(questions: list[Path], books: Path, held_out: set[str], seed:
 
 def features(tokenizer, rows: list[dict], max_length: int = MAX_LENGTH, stride: int = STRIDE) -> list[dict]:
     """Each row's windows as model inputs: input ids, token types, and the answer's first and
-    last token (0, the [CLS] token, where the window does not hold the whole answer)."""
+    last token (0, the [CLS] token, where the window does not hold the whole answer); with each
+    token's character offsets and whether it is the passage's (`context`), to read spans back."""
     encoded = tokenizer(
         [r["question"] for r in rows], [r["passage"] for r in rows], truncation="only_second",
         max_length=max_length, stride=stride, return_overflowing_tokens=True, return_offsets_mapping=True,
@@ -164,7 +165,7 @@ def features(tokenizer, rows: list[dict], max_length: int = MAX_LENGTH, stride: 
                 first = next(t for t in inside if offsets[t][1] > begin)
                 last = next(t for t in reversed(inside) if offsets[t][0] < end)
         out.append({"row": row_index, "input_ids": encoded["input_ids"][i], "token_type_ids": encoded["token_type_ids"][i],
-                    "first": first, "last": last})  # fmt: skip
+                    "first": first, "last": last, "offsets": offsets, "context": [s == 1 for s in sequence]})  # fmt: skip
     return out
 
 
@@ -205,34 +206,13 @@ def train(
     windows = features(tokenizer, fit)
     random.Random(seed).shuffle(windows)
     steps = max(1, int(len(windows) * epochs) // batch)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    warmup = max(1, steps // 20)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: min(1.0, (i + 1) / warmup) * max(0.0, (steps - i) / max(1, steps - warmup))
-    )
-    metrics = out / "metrics.jsonl"
-    metrics.unlink(missing_ok=True)
-    deadline = time.time() + 60 * minutes if minutes else None
-    began = time.time()
-    model.train()
-    running, done = None, 0
-    for step in range(steps):
+
+    def step_loss(step: int):
         chunk = [windows[(step * batch + i) % len(windows)] for i in range(batch)]
         inputs, first, last = _tensors(tokenizer, chunk)
-        loss = model(**inputs, start_positions=first, end_positions=last).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
-        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
-        done = step + 1
-        if done % 25 == 0 or done == steps:
-            with metrics.open("a", encoding="utf-8") as f:
-                f.write(json.dumps({"step": done, "seconds": round(time.time() - began, 1), "loss": round(running, 4)}) + "\n")
-        if deadline is not None and time.time() > deadline:
-            break
-    model.eval()
+        return model(**inputs, start_positions=first, end_positions=last).loss
+
+    done, began = train_steps(model, steps, step_loss, out, lr, minutes)
     model.save_pretrained(str(out / "model"))
     tokenizer.save_pretrained(str(out / "model"))
     summary = {
@@ -259,18 +239,15 @@ def read_rows(model, tokenizer, rows: list[dict]) -> list[tuple[float, str]]:
 
     windows = features(tokenizer, rows)
     best: dict[int, tuple[float, str]] = {}
-    encoded = tokenizer([r["question"] for r in rows], [r["passage"] for r in rows], truncation="only_second",
-                        max_length=MAX_LENGTH, stride=STRIDE, return_overflowing_tokens=True, return_offsets_mapping=True)  # fmt: skip
     with torch.no_grad():
-        for at, chunk in zip(range(0, len(windows), 64), _batches(windows, 64), strict=True):
+        for chunk in _batches(windows, 64):
             inputs, _, _ = _tensors(tokenizer, chunk)
             output = model(**inputs)
             for k, window in enumerate(chunk):
-                i = at + k
                 n = len(window["input_ids"])
-                context = np.array([s == 1 for s in encoded.sequence_ids(i)])
+                context = np.array(window["context"])
                 score, first, last = best_span(output.start_logits[k, :n].numpy(), output.end_logits[k, :n].numpy(), context, MAX_ANSWER_TOKENS)
-                offsets = encoded["offset_mapping"][i]
+                offsets = window["offsets"]
                 text = rows[window["row"]]["passage"][offsets[first][0] : offsets[last][1]]
                 if window["row"] not in best or score > best[window["row"]][0]:
                     best[window["row"]] = (score, text)

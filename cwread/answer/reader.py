@@ -2,7 +2,7 @@
 (training/reader.py), that reads a question and a paragraph and points at the words that
 answer it, or at none, run with ONNX Runtime (no torch).
 
-A reader is a folder: an int8 ONNX file (start and end logits per token), its tokenizer and
+A reader is a folder: a 4-bit ONNX file (start and end logits per token), its tokenizer and
 `reader.json` (name, version, the sha256 of each file, the window it was trained with), from
 $CWREAD_READER or cwread/data/reader/. A file whose checksum does not match is refused
 (ReaderUnavailable) and the caller answers without it.
