@@ -32,14 +32,19 @@ SETS = {
 }
 
 
-def open_records(source: Path, target: Path) -> None:
+def open_record_list(source: Path) -> list[dict]:
     """The open records of `source`, their documents as absolute paths."""
-    with target.open("w", encoding="utf-8") as out:
-        for line in source.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            if record["kind"] == "open":
-                record["doc"] = str((source.parent / record["doc"]).resolve())
-                out.write(json.dumps(record) + "\n")
+    records = []
+    for line in source.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["kind"] == "open":
+            records.append({**record, "doc": str((source.parent / record["doc"]).resolve())})
+    return records
+
+
+def open_records(source: Path, target: Path) -> None:
+    """The open records of `source` (open_record_list) written to `target`, one a line."""
+    target.write_text("".join(json.dumps(r) + "\n" for r in open_record_list(source)), encoding="utf-8")
 
 
 def evaluate(checkout: Path, records: Path, rows: Path) -> dict[str, dict]:

@@ -22,14 +22,13 @@ paragraph. 95% intervals resample records.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from extractive_dev import SETS
+from extractive_dev import SETS, open_record_list
 
 from cwread import api
 from cwread.agents.finder import JUDGED_PARAGRAPHS
@@ -39,16 +38,6 @@ from cwread.question import Question
 from cwread.settings import Settings
 
 NOVELS = ("novelqa", "hound", "moonstone")
-
-
-def records_of(source: Path) -> list[dict]:
-    """The open records of a dev set, their documents as absolute paths."""
-    out = []
-    for line in source.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        if record["kind"] == "open":
-            out.append({**record, "doc": str((source.parent / record["doc"]).resolve())})
-    return out
 
 
 def picks(record: dict, session, judge, reader) -> dict:
@@ -63,14 +52,13 @@ def picks(record: dict, session, judge, reader) -> dict:
     row = {"gold": record.get("evidence", []), "candidates": candidates, "packet": list(text_of)}
     row["ranker"] = candidates[0] if candidates else None
     row["finder"] = judgement.chosen if judgement else None
-    texts = [text_of[p] for p in candidates]
     if judge is not None and candidates:
-        scores = judge.score(question.text, texts)
-        row["judge"] = candidates[int(scores.argmax())]
-        packet_scores = judge.score(question.text, list(text_of.values()))
-        row["judge_order"] = [row["packet"][i] for i in (-packet_scores).argsort(kind="stable")]
-    if reader is not None and candidates:
-        read = reader.read(question.text, texts)
+        # the candidates are packet paragraphs: one scoring of the packet serves both
+        scored = dict(zip(row["packet"], judge.score(question.text, list(text_of.values())).tolist(), strict=True))
+        row["judge"] = max(candidates, key=lambda p: scored[p])
+        row["judge_order"] = sorted(row["packet"], key=lambda p: -scored[p])
+    if candidates:
+        read = reader.read(question.text, [text_of[p] for p in candidates])
         row["reader"] = candidates[max(range(len(read)), key=lambda i: read[i].score)]
     return row
 
@@ -117,7 +105,7 @@ def main() -> int:
     sessions: dict[str, object] = {}
     for name in args.sets:
         rows = []
-        for record in records_of(SETS[name]):
+        for record in open_record_list(SETS[name]):
             if record["doc"] not in sessions:
                 sessions[record["doc"]] = api.open(record["doc"], Settings())
             rows.append(picks(record, sessions[record["doc"]], judge, reader))
