@@ -272,9 +272,7 @@ def export(model_dir: Path, out: Path, summary: dict, version: str, quantize: bo
     else:
         full.replace(target)
     tokenizer.backend_tokenizer.save(str(out / "tokenizer.json"))
-    from cwread.cache import file_sha256
-
-    manifest = {
+    facts = {
         "name": "cwread-judge",
         "version": version,
         "base": summary.get("base", ""),
@@ -282,11 +280,19 @@ def export(model_dir: Path, out: Path, summary: dict, version: str, quantize: bo
         "max_length": summary.get("max_length", DEFAULT_MAX_LENGTH),
         "keep_threshold": round(float(summary.get("keep_threshold", 0.0)), 4),
         "held_out_auc": summary.get("held_out_auc"),
-        "model": "model.onnx",
-        "tokenizer": "tokenizer.json",
-        "sha256": {name: file_sha256(out / name) for name in ("model.onnx", "tokenizer.json")},
     }
-    (out / "judge.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return write_manifest(out, "judge.json", facts)
+
+
+def write_manifest(out: Path, manifest_name: str, facts: dict) -> dict:
+    """The manifest of an exported model folder (`out`: model.onnx and tokenizer.json), as
+    cwread.agents.judge.open_model_folder reads it: `facts`, the two files' names and their
+    sha256. Written to `out`/`manifest_name`; returned."""
+    from cwread.cache import file_sha256
+
+    files = ("model.onnx", "tokenizer.json")
+    manifest = {**facts, "model": files[0], "tokenizer": files[1], "sha256": {n: file_sha256(out / n) for n in files}}
+    (out / manifest_name).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
 
 

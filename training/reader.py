@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from cwread.answer.reader import best_span
-from training.judge import auc, minilm_base, split_by_source, train_steps
+from training.judge import auc, minilm_base, split_by_source, train_steps, write_manifest
 
 SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "fairytaleqa" / "train"
 ANSWER_COLUMNS = ("answer1", "answer2", "answer3")
@@ -322,8 +322,6 @@ def export(model_dir: Path, out: Path, summary: dict, version: str, vocabulary_t
     )
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-    from cwread.cache import file_sha256
-
     out.mkdir(parents=True, exist_ok=True)
     model = AutoModelForQuestionAnswering.from_pretrained(str(model_dir)).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
@@ -356,7 +354,7 @@ def export(model_dir: Path, out: Path, summary: dict, version: str, vocabulary_t
     quantizer.process()
     quantizer.model.save_model_to_file(str(out / "model.onnx"), use_external_data_format=False)
     full.unlink()
-    manifest = {
+    facts = {
         "name": "cwread-reader",
         "version": version,
         "base": summary.get("base", ""),
@@ -368,12 +366,8 @@ def export(model_dir: Path, out: Path, summary: dict, version: str, vocabulary_t
         "held_out_f1": summary.get("held_out_f1"),
         "held_out_answer_auc": summary.get("held_out_answer_auc"),
         "answer_threshold": summary.get("answer_threshold"),
-        "model": "model.onnx",
-        "tokenizer": "tokenizer.json",
-        "sha256": {name: file_sha256(out / name) for name in ("model.onnx", "tokenizer.json")},
     }
-    (out / "reader.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    return manifest
+    return write_manifest(out, "reader.json", facts)
 
 
 def parity(model_dir: Path, reader_dir: Path, rows: list[dict]) -> float:
