@@ -345,7 +345,7 @@ def run_reader(args: argparse.Namespace) -> int:
     manifest = reader.export(out / "model", out / "reader", summary, args.version, texts)
     held = [r for r in rows if r["source"] in set(summary["held_out_sources"])][:64]
     gap = reader.parity(out / "model", out / "reader", held)
-    print(f"exported to {out / 'reader'} ({manifest['sha256']['model.onnx'][:12]}...); int8 vs torch: largest score gap {gap:.3f}")
+    print(f"exported to {out / 'reader'} ({manifest['sha256']['model.onnx'][:12]}...); 4-bit vs torch: largest score gap {gap:.3f}")
     return 0
 
 

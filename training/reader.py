@@ -8,7 +8,7 @@ none (the [CLS] token: "not in this passage"), fine-tuned on a CPU.
                story (a passage that does not)
     train    → a transformers folder, metrics.jsonl, summary.json (held-out span F1 and the
                no-answer AUC, whole stories held out)
-    export   → model.onnx (int8), tokenizer.json, reader.json (sha256 of each), parity checked
+    export   → model.onnx (4-bit), tokenizer.json, reader.json (sha256 of each), parity checked
 
 FairytaleQA's val stories (the dev anthology's) and test split are never read.
 """
