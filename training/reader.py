@@ -372,7 +372,7 @@ def export(model_dir: Path, out: Path, summary: dict, version: str, vocabulary_t
 
 def parity(model_dir: Path, reader_dir: Path, rows: list[dict]) -> float:
     """The largest gap between the training framework's scores (torch) and the shipped
-    reader's (ONNX Runtime, int8) on `rows`."""
+    reader's (ONNX Runtime, 4-bit) on `rows`."""
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
     from cwread.answer.reader import Reader
