@@ -122,6 +122,19 @@ class PlannedRun:
     answer_reader: AnswerReader | None = None  # picks an extractive answer's words (None: the ranker does)
 
 
+def backends_called(planned: PlannedRun) -> list[Backend]:
+    """The backends the plan may call: the Finder's where it reads or judges an extractive
+    answer's paragraph, the Interpreter's where it is asked (each once)."""
+    plan, chosen = planned.plan, planned.backends
+    called = []
+    reads = plan.finder is not None and getattr(planned.finder, "backend", None) is not None  # not a judge without a model
+    if reads or plan.answer_threshold is not None:
+        called.append(chosen.finder)
+    if plan.interpreter:
+        called.append(chosen.interpreter)
+    return list({id(b): b for b in called}.values())
+
+
 def plan_run(
     question: Question,
     backends: Selection,

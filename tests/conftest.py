@@ -25,10 +25,20 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 EXAMPLES = REPO / "examples"
 
 
+@pytest.fixture(scope="session")
+def prepared_models(tmp_path_factory) -> Path:
+    """One folder of prepared models for the session: a fresh cache would build the embedded
+    model again (seconds) in every test that calls it."""
+    return tmp_path_factory.mktemp("prepared-models")
+
+
 @pytest.fixture
-def cache_dir(tmp_path, monkeypatch) -> Path:
-    """A fresh, empty cache root for one test (the static embedder ships with cwread)."""
-    root = tmp_path / "cache"
+def cache_dir(tmp_path_factory, monkeypatch, prepared_models) -> Path:
+    """A fresh, empty cache root for one test (the static embedder ships with cwread), sharing
+    the session's prepared models; beside the test's folder, not in it (a book may be that
+    folder)."""
+    root = tmp_path_factory.mktemp("cache")
+    (root / "models").symlink_to(prepared_models, target_is_directory=True)
     monkeypatch.setenv("CWREAD_CACHE_DIR", str(root))
     return root
 

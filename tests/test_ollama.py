@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 
 import httpx
 import pytest
@@ -10,7 +11,8 @@ from cwread.agents.finder import finder_request, parse_finder_reply
 from cwread.agents.interpreter import parse_reply
 from cwread.agents.shared import json_reply_to_tags
 from cwread.backends import GenerationRequest
-from cwread.backends.ollama import OllamaBackend
+from cwread.backends import ollama as ollama_provider
+from cwread.backends.ollama import OllamaBackend, refused_here
 from cwread.backends.select import BackendSettings, select_backends
 from cwread.errors import ModelError
 from cwread.question import Question
@@ -197,6 +199,30 @@ def test_auto_falls_back_to_embedded_when_no_server_answers(monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # discard port: nothing listens
     selection = select_backends(BackendSettings(backend="auto"))
     assert selection.finder.name == "embedded" and "no Ollama server answers" in selection.why
+
+
+def test_a_refused_loopback_address_is_known_without_the_client():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    try:
+        assert not refused_here(f"127.0.0.1:{port}")  # something listens: the client must ask
+    finally:
+        listener.close()
+    assert refused_here(f"127.0.0.1:{port}")  # closed now: refused at once
+    assert refused_here(f"http://localhost:{port}/")
+    # another machine, a scheme the client does not read, a broken address: nothing said
+    assert not refused_here("example.invalid:11434")
+    assert not refused_here("ftp://127.0.0.1:9")
+    assert not refused_here("http://[::1")
+
+
+def test_auto_makes_no_ollama_client_when_the_port_is_refused(monkeypatch):
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    monkeypatch.setattr(OllamaBackend, "__init__", lambda *a, **k: pytest.fail("the client was made"))
+    claim = ollama_provider.PROVIDER.auto(BackendSettings(backend="auto").resolved(), {})
+    assert not claim.claims and "no Ollama server answers at http://127.0.0.1:9" in claim.why
 
 
 def test_explicit_ollama_without_server_fails_cleanly(monkeypatch):

@@ -118,10 +118,12 @@ def test_finder_on_reads_decision_first_and_keeps_by_the_trained_threshold(fresh
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (SHARED_DATA / "fairytale" / "fairytale.jsonl").is_file(), reason="no dev data beside the repo")
-def test_llama_cpp_scores_as_the_lane_scored_in_transformers(fresh_shipped, tmp_path):
+@pytest.mark.parametrize("prepare", [False, True], ids=["as-shipped", "prepared"])
+def test_llama_cpp_scores_as_the_lane_scored_in_transformers(fresh_shipped, tmp_path, cache_dir, prepare):
     """The first dev record's first segments: the GPU's trained scores (scores.jsonl) against
     the shipped adapter's in llama.cpp (the same 4-bit weights; llama.cpp's activations are
-    8-bit, so close, not equal: on 12 segments median 0.13, at most 0.32)."""
+    8-bit, so close, not equal: on 12 segments median 0.13, at most 0.32), loaded as shipped
+    and as it runs by default, merged into the model's weights as Q8_0."""
     from cwread.agents import shared
     from training.data import finder_dev_set
 
@@ -137,9 +139,10 @@ def test_llama_cpp_scores_as_the_lane_scored_in_transformers(fresh_shipped, tmp_
         shutil.copyfile(SHARED_DATA / "fairytale" / doc, tmp_path / doc)
     segments = finder_dev_set(records, most_segments=3)[0]["segments"]
     shipped = embedded.shipped_finder()
-    backend = embedded.EmbeddedBackend(None, num_ctx=4096, lora=shipped.path, trained=shipped.trained)
+    backend = embedded.EmbeddedBackend(None, num_ctx=4096, lora=shipped.path, trained=shipped.trained, prepare=prepare)
     for segment, theirs in zip(segments, lane["trained"], strict=False):
         assert shared.decision_score(backend, segment["prompt"]) == pytest.approx(theirs, abs=0.5)
+    assert backend.prepared == ("q8_0+merged" if prepare else None)
 
 
 @pytest.mark.slow

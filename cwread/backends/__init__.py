@@ -402,3 +402,8 @@ class Backend(Protocol):
     def verify(self) -> str | None:
         """What loading the model once says (for `doctor`); None where serving it is the check."""
         ...
+
+    def warm(self) -> None:
+        """Start loading the model in the background where a call would wait for it (in-process),
+        so that the first call waits less; nothing where a server holds it."""
+        ...

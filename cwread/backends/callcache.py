@@ -67,5 +67,8 @@ class CachedBackend:
     def verify(self) -> str | None:
         return self.inner.verify()
 
+    def warm(self) -> None:
+        self.inner.warm()
+
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

@@ -13,6 +13,7 @@ import json
 import os
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -30,8 +31,9 @@ from cwread.backends import (
     reply_scores,
     within,
 )
+from cwread.backends.prepared_gguf import PREPARED_FORMAT, prepared_model
 from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
-from cwread.cache import file_sha256
+from cwread.cache import file_sha256, notice
 from cwread.errors import InputError, ModelError
 
 # One llama.cpp server per (model, context, adapter) for the process, whichever session asks:
@@ -50,12 +52,17 @@ class EmbeddedSettings:
 
     gguf: str | None = None
     finder_lora: str | None = None
+    # The default model and its shipped adapter run as prepared_gguf makes them (Q8_0, merged);
+    # CWREAD_PREPARE_GGUF=0 runs the shipped files as they are, to compare or to debug.
+    prepare: bool = True
 
     def resolved(self) -> EmbeddedSettings:
         lora = self.finder_lora or os.environ.get("CWREAD_FINDER_LORA")
+        prepare = os.environ.get("CWREAD_PREPARE_GGUF", "1").strip().lower() not in ("0", "off", "no", "false")
         return EmbeddedSettings(
             gguf=self.gguf or os.environ.get("CWREAD_GGUF") or None,
             finder_lora=NO_ADAPTER if lora and lora.lower() == NO_ADAPTER else lora or None,
+            prepare=self.prepare and prepare,
         )
 
     def refuse(self, backend: str) -> None:
@@ -88,8 +95,6 @@ def shipped_finder() -> ShippedFinder | None:
     """The shipped Finder adapter, checked by its checksum, where it applies: the default
     model is the build it was trained on. None when none ships or it does not apply; a
     damaged one is said in one line on stderr and left out (the base model reads)."""
-    from cwread.cache import notice
-
     folder = shipped_finder_dir()
     try:
         manifest = json.loads((folder / SHIPPED_FINDER_MANIFEST).read_text(encoding="utf-8"))
@@ -215,6 +220,10 @@ def shared_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None
         return _SERVERS[key]
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
 def _joined(chunks: list[dict]) -> dict:
     """A streamed chat completion as one reply: its text, the log-probabilities of its tokens,
     usage and timings; an error chunk is raised as the server's refusal."""
@@ -247,9 +256,11 @@ class EmbeddedBackend:
         threads: int | None = None,
         lora: str | Path | None = None,
         trained: TrainedAdapter | None = None,
+        prepare: bool = False,
     ) -> None:
         """`lora`: an adapter GGUF loaded on the model; `trained`: what it was trained for,
-        where known (the shipped one's manifest)."""
+        where known (the shipped one's manifest); `prepare`: run (model, adapter) as
+        `prepared_gguf` makes them, for the default model, whose build is known."""
         path = Path(gguf).expanduser() if gguf else default_gguf()
         if not path.is_file():
             raise ModelError(f"GGUF model not found: {path}")
@@ -263,6 +274,8 @@ class EmbeddedBackend:
         if self.lora is not None:  # by content: a retrained adapter must not hit old cached calls
             digest = file_sha256(self.lora)[:16]
             identity += f"+{self.lora.name}:{digest}"
+        if prepare:  # its scores differ from the shipped files' in the last decimals
+            identity += f"|prepared{PREPARED_FORMAT}"
         self.capabilities = Capabilities(
             context=num_ctx,
             parallel=1,  # one llama.cpp slot: parallel calls would only queue
@@ -274,6 +287,24 @@ class EmbeddedBackend:
         )
         self._threads = threads or max(1, os.cpu_count() or 1)
         self._lock = threading.Lock()
+        self._prepare = prepare
+        self._runs: tuple[Path, Path | None] | None = None  # the files llama.cpp loads, once known
+        self.prepared: str | None = None  # what preparing made of them ("q8_0+merged"), once done
+        self._warming: threading.Thread | None = None
+
+    def _files(self) -> tuple[Path, Path | None]:
+        """The (model, adapter) llama.cpp loads: the prepared model where asked and it can be
+        made (built on the first call: seconds, once per machine), else the files given."""
+        with self._lock:
+            if self._runs is None:
+                self._runs = (self.path, self.lora)
+                if self._prepare:
+                    try:
+                        made = prepared_model(self.path, self.lora, notice)
+                        self._runs, self.prepared = (made.path, None), made.label
+                    except Exception as exc:  # any fault: the shipped files run, as before
+                        notice(f"warning: the embedded model could not be prepared ({_first_line(exc)}); it runs as shipped")
+            return self._runs
 
     def generate(self, request: GenerationRequest) -> Generation:
         decision = request.decision if request.label_scores else None
@@ -306,7 +337,7 @@ class EmbeddedBackend:
         def stream() -> list[dict]:
             chunks: list[dict] = []
             # loaded here, off the main thread: a Ctrl-C during llama.cpp's load could hang it
-            server = shared_server(self.path, self.capabilities.context, self._threads, self.lora)
+            server = self._load()
             with self._lock:
                 if stop.is_set() or cancel.is_set():  # interrupted while it waited for the model
                     return chunks
@@ -341,9 +372,32 @@ class EmbeddedBackend:
             **llamacpp_timings(reply.get("timings")),
         )
 
+    def warm(self) -> None:
+        """Prepare and load the model on a thread of its own (once): llama.cpp's load, half a
+        second, then overlaps retrieval and packing, and the first call waits for what is left.
+        A failure here is left to that call to raise."""
+        with self._lock:
+            if self._warming is not None:
+                return
+            self._warming = threading.Thread(target=self._load_quietly, name="cwread-model-load", daemon=True)
+        self._warming.start()
+
+    def _load_quietly(self) -> None:
+        with suppress(Exception):  # the call that needs the model raises it, said as the call's fault
+            self._load()
+
+    def _load(self):
+        path, lora = self._files()
+        return shared_server(path, self.capabilities.context, self._threads, lora)
+
     def verify(self) -> str:
         """Load the model once to prove the file is whole (for `doctor`)."""
-        return verify_gguf(self.path, self.capabilities.context, self._threads, self.lora)
+        path, lora = self._files()
+        loads = verify_gguf(path, self.capabilities.context, self._threads, lora)
+        if self.prepared is None:
+            return loads
+        what = "Q8_0, the Finder adapter merged in" if lora is None and self.lora else "Q8_0"
+        return f"runs prepared for this CPU ({what}; CWREAD_PREPARE_GGUF=0 runs it as shipped): {path}, {loads}"
 
     def count_tokens(self, text: str) -> int:
         from cwread.text.tokens import count_tokens
@@ -370,7 +424,9 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
             lora, trained = (shipped.path, shipped.trained) if shipped else (None, None)
         key = (gguf, str(lora or ""))
         if key not in built:
-            built[key] = EmbeddedBackend(gguf, num_ctx=num_ctx, lora=lora, trained=trained)
+            # Only the default model and the shipped adapter are prepared: their build is known
+            prepare = own.prepare and gguf is None and (lora is None or trained is not None)
+            built[key] = EmbeddedBackend(gguf, num_ctx=num_ctx, lora=lora, trained=trained, prepare=prepare)
         backends[role] = built[key]
     names = ", ".join(f"{role.capitalize()} {backend.model}" for role, backend in backends.items())
     return Built(backends, f"embedded llama.cpp ({names})")

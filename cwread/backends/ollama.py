@@ -13,8 +13,10 @@ that (when set here too) or `--workers` sizes the calls sent at once.
 from __future__ import annotations
 
 import os
+import socket
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from cwread.backends import (
     DEFAULT_NUM_CTX,
@@ -222,6 +224,9 @@ class OllamaBackend:
     def verify(self) -> None:
         return None  # Ollama listed the model: it serves it
 
+    def warm(self) -> None:
+        return None  # Ollama loads the model on the first call, in its own process
+
     def count_tokens(self, text: str) -> int:
         from cwread.text.tokens import count_tokens
 
@@ -261,9 +266,42 @@ def _notes(backend) -> list[str]:
     ]
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def refused_here(host: str | None) -> bool:
+    """Whether nothing listens at a loopback address: a TCP connect refused at once. Then the
+    Ollama client, a third of a second to import on every run, need not be made. Any other
+    outcome (another machine, a timeout, an address the client reads otherwise) says nothing."""
+    text = (host or "").strip() or DEFAULT_HOST
+    scheme, sep, _ = text.partition("://")
+    if not sep:  # the client's own reading: no scheme is http on Ollama's port
+        text, default_port = "http://" + text, 11434
+    elif scheme in ("http", "https"):
+        default_port = 80 if scheme == "http" else 443
+    else:
+        return False
+    try:
+        parts = urlsplit(text)
+        name, port = parts.hostname or "127.0.0.1", parts.port or default_port
+    except ValueError:
+        return False
+    if name not in LOOPBACK:
+        return False
+    try:
+        with socket.create_connection((name, port), timeout=0.5):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+
+
 def _auto(settings: BackendSettings, wanted: dict[str, ModelRef]) -> AutoClaim:
     """`auto` runs the agents on Ollama when its server answers and serves their models."""
     host = settings.section(OllamaSettings).host
+    if refused_here(host):
+        return AutoClaim(False, f"; no Ollama server answers at {host}")
     try:
         have = OllamaBackend(DEFAULT_MODELS["finder"], host=host, timeout=2.0).available_models()
     except ModelError:

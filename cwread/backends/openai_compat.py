@@ -274,6 +274,9 @@ class OpenAIBackend:
     def verify(self) -> None:
         return None  # the server answered /v1/models: it serves the model
 
+    def warm(self) -> None:
+        return None  # the server holds the model
+
     def count_tokens(self, text: str) -> int:
         from cwread.text.tokens import count_tokens
 

@@ -95,6 +95,9 @@ class ScriptedBackend:
     def verify(self) -> None:
         return None
 
+    def warm(self) -> None:
+        return None
+
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
