@@ -1,59 +1,111 @@
 """The default model prepared for the CPU: Q8_0 matrices, the Finder adapter merged in, built
 once into the cache and left for the shipped files on any fault (tiny GGUFs made here; the real
-model's scores beside the shipped files' are in test_embedded's slow lane)."""
+model's scores beside the shipped files' are in test_shipped_finder)."""
 
 from __future__ import annotations
 
-import gguf
+import struct
+
 import numpy as np
 import pytest
-from gguf.quants import dequantize, quantize
 
 from cwread.backends import embedded
 from cwread.backends.embedded import EmbeddedBackend
-from cwread.backends.prepared_gguf import PREPARED_FILE, lora_deltas, prepared_entry, prepared_model, write_prepared
+from cwread.backends.gguf_file import (
+    F16,
+    F32,
+    MOSTLY_Q8_0,
+    Q4_1,
+    Q8_0,
+    GGUFError,
+    metadata_entry,
+    read_gguf,
+    to_floats,
+    to_q8_0,
+    write_gguf,
+)
+from cwread.backends.prepared_gguf import (
+    PREPARED_FILE,
+    lora_deltas,
+    prepared_entry,
+    prepared_model,
+    write_prepared,
+)
 
-Q = gguf.GGMLQuantizationType
 RANK, ALPHA = 4, 8.0
+OUT, IN = 48, 64
+
+
+def _q4_1(rng, rows: int, width: int) -> tuple[bytes, np.ndarray]:
+    """Random Q4_1 blocks (d, m as f16; 16 bytes, low nibbles the first 16 values) and the
+    values they hold, computed here from ggml's layout."""
+    blocks = rows * width // 32
+    d = rng.uniform(0.01, 0.1, blocks).astype(np.float16)
+    m = rng.uniform(-0.5, 0.0, blocks).astype(np.float16)
+    nibbles = rng.integers(0, 16, (blocks, 32))
+    packed = (nibbles[:, :16] | (nibbles[:, 16:] << 4)).astype(np.uint8)
+    raw = b"".join(struct.pack("<ee", d[i], m[i]) + packed[i].tobytes() for i in range(blocks))
+    values = nibbles * d.astype(np.float32)[:, None] + m.astype(np.float32)[:, None]
+    return raw, values.reshape(rows, width).astype(np.float32)
 
 
 def _base(path, rng) -> dict[str, np.ndarray]:
-    """A llama-shaped GGUF: one Q4_1 matrix, Q8_0 embeddings, an F32 norm; its weights as read."""
-    w = gguf.GGUFWriter(path, arch="llama")
-    w.add_block_count(1)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_1)
-    w.add_string("tokenizer.ggml.model", "gpt2")
-    matrix = quantize(rng.normal(size=(48, 64)).astype(np.float32), Q.Q4_1)
-    embeddings = quantize(rng.normal(size=(10, 64)).astype(np.float32), Q.Q8_0)
-    w.add_tensor("token_embd.weight", embeddings, raw_dtype=Q.Q8_0)
-    w.add_tensor("blk.0.attn_q.weight", matrix, raw_dtype=Q.Q4_1)
-    w.add_tensor("blk.0.attn_norm.weight", np.ones(64, dtype=np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return {"blk.0.attn_q.weight": dequantize(matrix, Q.Q4_1), "token_embd.weight": embeddings}
+    """A llama-shaped GGUF: one Q4_1 matrix, Q8_0 embeddings, an F32 norm; its values."""
+    matrix, values = _q4_1(rng, OUT, IN)
+    table = to_q8_0(rng.normal(size=(10, IN)).astype(np.float32))
+    keys = [("general.architecture", "llama"), ("general.file_type", 3), ("tokenizer.ggml.model", "gpt2")]
+    write_gguf(path, b"".join(metadata_entry(k, v) for k, v in keys), len(keys), [
+        ("token_embd.weight", (IN, 10), Q8_0, table),
+        ("blk.0.attn_q.weight", (IN, OUT), Q4_1, matrix),
+        ("blk.0.attn_norm.weight", (IN,), F32, np.ones(IN, dtype=np.float32).tobytes()),
+    ])  # fmt: skip
+    return {"blk.0.attn_q.weight": values, "token_embd.weight": table}
 
 
 def _adapter(path, rng, target="blk.0.attn_q.weight", alpha: float | None = ALPHA) -> tuple[np.ndarray, np.ndarray]:
-    w = gguf.GGUFWriter(path, arch="llama")
-    w.add_string("general.type", "adapter")
-    w.add_string("adapter.type", "lora")
+    down = rng.normal(scale=0.1, size=(RANK, IN)).astype(np.float16)  # A: rank x in
+    up = rng.normal(scale=0.1, size=(OUT, RANK)).astype(np.float16)  # B: out x rank
+    keys = [("general.architecture", "llama"), ("general.type", "adapter"), ("adapter.type", "lora")]
     if alpha is not None:
-        w.add_float32("adapter.lora.alpha", alpha)
-    down = rng.normal(scale=0.1, size=(RANK, 64)).astype(np.float32)  # A: rank x in
-    up = rng.normal(scale=0.1, size=(48, RANK)).astype(np.float32)  # B: out x rank
-    w.add_tensor(f"{target}.lora_a", down.astype(np.float16))
-    w.add_tensor(f"{target}.lora_b", up.astype(np.float16))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return down.astype(np.float16).astype(np.float32), up.astype(np.float16).astype(np.float32)
+        keys.append(("adapter.lora.alpha", alpha))
+    write_gguf(path, b"".join(metadata_entry(k, v) for k, v in keys), len(keys), [
+        (f"{target}.lora_a", (IN, RANK), F16, down.tobytes()),
+        (f"{target}.lora_b", (RANK, OUT), F16, up.tobytes()),
+    ])  # fmt: skip
+    return down.astype(np.float32), up.astype(np.float32)
 
 
 def _tensors(path) -> dict:
-    return {t.name: t for t in gguf.GGUFReader(path).tensors}
+    return {t.name: t for t in read_gguf(path).tensors}
+
+
+def test_q4_1_and_q8_0_blocks_read_as_ggml_lays_them_out(tmp_path):
+    rng = np.random.default_rng(9)
+    weights = _base(tmp_path / "base.gguf", rng)
+    read = _tensors(tmp_path / "base.gguf")
+    assert np.array_equal(to_floats(read["blk.0.attn_q.weight"]), weights["blk.0.attn_q.weight"])
+    assert to_floats(read["blk.0.attn_q.weight"]).shape == (OUT, IN)
+    assert np.array_equal(to_floats(read["blk.0.attn_norm.weight"]), np.ones((1, IN), dtype=np.float32))
+    # Q8_0: rounding half away from zero, the scale the block's largest magnitude / 127
+    row = np.array([[127.0, -63.5, 0.5, -0.5, 1.49] + [0.0] * 27], dtype=np.float32)
+    block = to_q8_0(row)
+    assert struct.unpack("<e", block[:2])[0] == 1.0
+    assert list(np.frombuffer(block[2:7], dtype=np.int8)) == [127, -64, 1, -1, 1]
+    assert to_q8_0(np.zeros((1, 32), dtype=np.float32))[2:] == bytes(32)  # an empty block stays 0
+
+
+def test_a_file_that_is_not_gguf_or_ends_early_is_refused(tmp_path):
+    (tmp_path / "x.gguf").write_bytes(b"GGML" + bytes(40))
+    with pytest.raises(GGUFError, match="no GGUF header"):
+        read_gguf(tmp_path / "x.gguf")
+    _base(tmp_path / "base.gguf", np.random.default_rng(8))
+    whole = (tmp_path / "base.gguf").read_bytes()
+    (tmp_path / "cut.gguf").write_bytes(whole[: len(whole) - 200])
+    with pytest.raises(GGUFError, match="past the end"):
+        read_gguf(tmp_path / "cut.gguf")
+    (tmp_path / "head.gguf").write_bytes(whole[:30])
+    with pytest.raises(GGUFError):
+        read_gguf(tmp_path / "head.gguf")
 
 
 def test_the_adapter_is_merged_at_llama_cpps_scale_and_matrices_become_q8_0(tmp_path):
@@ -64,19 +116,19 @@ def test_the_adapter_is_merged_at_llama_cpps_scale_and_matrices_become_q8_0(tmp_
     assert meta["merged"] == 1 and meta["label"] == "q8_0+merged"
     out = _tensors(tmp_path / "out.gguf")
     q = out["blk.0.attn_q.weight"]
-    assert q.tensor_type == Q.Q8_0
+    assert q.kind == Q8_0 and q.shape == (IN, OUT)
     expected = weights["blk.0.attn_q.weight"] + (ALPHA / RANK) * (up @ down)
-    merged = dequantize(q.data, Q.Q8_0)
+    merged = to_floats(q)
     # Q8_0's rounding: half a step of each block's largest weight / 127
     assert np.abs(merged - expected).max() <= np.abs(expected).max() / 127
     assert np.abs(merged - weights["blk.0.attn_q.weight"]).max() > 0.01  # the adapter is in it
     # the embeddings' table and the norm are copied as they were
-    assert out["token_embd.weight"].tensor_type == Q.Q8_0
-    assert np.array_equal(np.asarray(out["token_embd.weight"].data), weights["token_embd.weight"])
-    assert out["blk.0.attn_norm.weight"].tensor_type == Q.F32
-    fields = gguf.GGUFReader(tmp_path / "out.gguf").fields
-    assert fields["general.file_type"].contents() == gguf.LlamaFileType.MOSTLY_Q8_0
-    assert fields["tokenizer.ggml.model"].contents() == "gpt2"
+    assert out["token_embd.weight"].kind == Q8_0
+    assert bytes(out["token_embd.weight"].data) == weights["token_embd.weight"]
+    assert out["blk.0.attn_norm.weight"].kind == F32
+    written = read_gguf(tmp_path / "out.gguf")
+    assert written.value("general.file_type") == MOSTLY_Q8_0
+    assert written.value("tokenizer.ggml.model") == "gpt2" and written.value("general.architecture") == "llama"
 
 
 def test_without_an_adapter_the_model_is_only_re_encoded(tmp_path):
@@ -86,7 +138,7 @@ def test_without_an_adapter_the_model_is_only_re_encoded(tmp_path):
     assert meta["label"] == "q8_0" and meta["merged"] == 0
     q = _tensors(tmp_path / "out.gguf")["blk.0.attn_q.weight"]
     original = weights["blk.0.attn_q.weight"]
-    assert np.abs(dequantize(q.data, Q.Q8_0) - original).max() <= np.abs(original).max() / 127
+    assert np.abs(to_floats(q) - original).max() <= np.abs(original).max() / 127
 
 
 def test_an_adapter_without_alpha_scales_by_one(tmp_path):
@@ -100,9 +152,9 @@ def test_an_adapter_for_another_model_is_refused(tmp_path):
     rng = np.random.default_rng(3)
     _base(tmp_path / "base.gguf", rng)
     _adapter(tmp_path / "lora.gguf", rng, target="blk.7.attn_q.weight")
-    with pytest.raises(ValueError, match="lacks"):
+    with pytest.raises(GGUFError, match="lacks"):
         write_prepared(tmp_path / "base.gguf", tmp_path / "lora.gguf", tmp_path / "out.gguf")
-    with pytest.raises(ValueError, match="not an adapter"):
+    with pytest.raises(GGUFError, match="not an adapter"):
         lora_deltas(tmp_path / "base.gguf")
 
 
@@ -130,7 +182,7 @@ def test_built_once_into_the_cache_and_rebuilt_when_damaged(tmp_path, monkeypatc
 
 def test_a_model_that_cannot_be_prepared_runs_as_shipped_with_one_line(tmp_path, monkeypatch, capsys):
     model = tmp_path / "model.gguf"
-    model.write_bytes(b"GGUF" + b"\0" * 64)  # not a model gguf can read
+    model.write_bytes(b"GGUF" + b"\0" * 64)  # a GGUF of version 0: not read
     backend = EmbeddedBackend(model, prepare=True)
     assert backend._files() == (model, None)
     assert backend.prepared is None
@@ -179,3 +231,45 @@ def test_only_the_default_model_and_its_shipped_adapter_are_prepared(tmp_path, m
     assert not lora["finder"]._prepare and lora["interpreter"]._prepare
     monkeypatch.setenv("CWREAD_PREPARE_GGUF", "0")
     assert not any(b._prepare for b in built().values())
+    assert all(b._prepare for b in built(prepare=True).values())  # the option given wins
+
+
+def test_a_model_that_fails_to_load_in_the_background_is_said_by_the_call_alone(tmp_path, capsys):
+    from cwread.backends import GenerationRequest
+    from cwread.errors import ModelError
+
+    model = tmp_path / "bad.gguf"
+    model.write_bytes(b"GGUF" + b"\0" * 64)
+    backend = EmbeddedBackend(model)
+    backend.warm()
+    first = backend._warming
+    backend.warm()  # one load, however often warmed
+    assert backend._warming is first
+    first.join(60)
+    assert not first.is_alive() and "Traceback" not in capsys.readouterr().err  # the thread says nothing
+    with pytest.raises(ModelError, match="cannot load"):
+        backend.generate(GenerationRequest(messages=(("user", "hi"),), max_tokens=1))
+
+
+@pytest.mark.slow
+def test_this_reader_and_q8_0_match_llama_cpps_gguf_library_on_the_default_model():
+    """Where gguf (llama.cpp's Python library, the `train` extra's converter ships it) is
+    installed: the same tensors, the same values, the same Q8_0 bytes."""
+    gguf = pytest.importorskip("gguf")
+    from gguf.quants import dequantize, quantize
+
+    try:
+        model = embedded.default_gguf()
+    except Exception:
+        pytest.skip("embedded model not installed")
+    theirs = gguf.GGUFReader(model)
+    mine = read_gguf(model)
+    assert [(t.name, t.shape, t.kind) for t in mine.tensors] == [
+        (t.name, tuple(int(n) for n in t.shape), int(t.tensor_type)) for t in theirs.tensors
+    ]
+    assert mine.value("general.architecture") == theirs.fields["general.architecture"].contents()
+    for mine_t, their_t in list(zip(mine.tensors, theirs.tensors, strict=True))[:12]:
+        values = to_floats(mine_t)
+        assert np.array_equal(values, dequantize(their_t.data, their_t.tensor_type).reshape(values.shape))
+        if len(mine_t.shape) == 2:
+            assert to_q8_0(values) == quantize(values, gguf.GGMLQuantizationType.Q8_0).tobytes()

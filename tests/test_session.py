@@ -219,3 +219,20 @@ def test_a_follow_up_cannot_quote_the_conversation(story, cache_dir):
     assert trace.interpreter.reply.quotes == () and trace.interpreter.reply.forged
     # its words stand on no quote: what is shown is a sentence of the book, quoted where it is
     assert trace.outcome.mode == "extractive" and [q.id for q in trace.outcome.quotes] == [5]
+
+
+def test_the_backends_a_plan_calls_are_warmed_before_the_book_is_searched(story, cache_dir, monkeypatch):
+    chosen = selection()
+    monkeypatch.setattr(session, "select", lambda settings, use_cache, notice=None: chosen)
+    events: list[str] = []
+    for name, backend in (("finder", chosen.finder), ("interpreter", chosen.interpreter)):
+        monkeypatch.setattr(backend, "warm", lambda name=name: events.append(f"warm {name}"))
+    real_find = session.Session.find
+    monkeypatch.setattr(session.Session, "find", lambda self, *a, **k: events.append("find") or real_find(self, *a, **k))
+    book = api.open(str(story), NO_CACHE)
+    book.ask(api.make_question(MEDAL))  # the scripted model writes: the Interpreter is asked
+    assert events[-1] == "find" and "warm interpreter" in events[:-1]
+    events.clear()
+    planned = book.plan(api.make_question(MEDAL))
+    called = session.pipeline.backends_called(planned)
+    assert chosen.interpreter in called and len(called) == len({id(b) for b in called})

@@ -53,16 +53,18 @@ class EmbeddedSettings:
     gguf: str | None = None
     finder_lora: str | None = None
     # The default model and its shipped adapter run as prepared_gguf makes them (Q8_0, merged);
-    # CWREAD_PREPARE_GGUF=0 runs the shipped files as they are, to compare or to debug.
-    prepare: bool = True
+    # false (CWREAD_PREPARE_GGUF=0) runs the shipped files as they are, to compare or to debug.
+    prepare: bool | None = None
 
     def resolved(self) -> EmbeddedSettings:
         lora = self.finder_lora or os.environ.get("CWREAD_FINDER_LORA")
-        prepare = os.environ.get("CWREAD_PREPARE_GGUF", "1").strip().lower() not in ("0", "off", "no", "false")
+        prepare = self.prepare
+        if prepare is None:
+            prepare = os.environ.get("CWREAD_PREPARE_GGUF", "1").strip().lower() not in ("0", "off", "no", "false")
         return EmbeddedSettings(
             gguf=self.gguf or os.environ.get("CWREAD_GGUF") or None,
             finder_lora=NO_ADAPTER if lora and lora.lower() == NO_ADAPTER else lora or None,
-            prepare=self.prepare and prepare,
+            prepare=prepare,
         )
 
     def refuse(self, backend: str) -> None:

@@ -6,9 +6,9 @@ with at about 300 tokens/s on 2 cores; as Q8_0 they read about 500 (int8 dot pro
 LoRA merged into the weights costs nothing at run time where a loaded one cost a fifth
 (benchmarks/README.md, "The embedded model prepared"). The Q4_1 weights are dequantized,
 the adapter's B·A added at llama.cpp's own scale (alpha / rank), and every matrix written as
-Q8_0, whose rounding error is a small fraction of Q4_1's. Built once per (model, adapter)
-into the cache with gguf, llama.cpp's own Python library, about 5 s; any failure leaves the
-shipped files to run as before.
+Q8_0, whose rounding error is a small fraction of Q4_1's (cwread.backends.gguf_file). Built
+once per (model, adapter) into the cache, about 5 s; any failure leaves the shipped files to
+run as before.
 """
 
 from __future__ import annotations
@@ -17,6 +17,19 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from cwread.backends.gguf_file import (
+    ALIGNMENT_KEY,
+    MOSTLY_Q8_0,
+    Q8_0,
+    GGUFError,
+    read_gguf,
+    to_floats,
+    to_q8_0,
+    with_file_type,
+    write_gguf,
+)
 from cwread.cache import cache_root, file_sha256, read_entry, remove_entry, write_entry
 
 PREPARED_FORMAT = 1  # bump when the conversion changes: older entries are rebuilt
@@ -47,7 +60,7 @@ def prepared_model(model: Path, adapter: Path | None, announce) -> PreparedModel
     entry = prepared_entry(model, adapter)
     meta = read_entry(entry, lambda m: m.get("format") == PREPARED_FORMAT)
     if meta is None:
-        announce(f"preparing the embedded model for this CPU, once (Q8_0{', the Finder adapter merged' if adapter else ''}; about 5 s)")
+        announce(f"preparing the embedded model for this CPU, once (Q8_0{', the Finder adapter merged' if adapter else ''}; about 2 s)")
         for old in entry.parent.glob("*") if entry.parent.is_dir() else ():
             if old.name != entry.name and not old.name.startswith(".") and _same_inputs(old, model, adapter):
                 remove_entry(old)  # a reinstalled model's or an older format's: never read again
@@ -62,43 +75,26 @@ def _same_inputs(entry: Path, model: Path, adapter: Path | None) -> bool:
 
 def write_prepared(model: Path, adapter: Path | None, out: Path) -> dict:
     """Write `model` with `adapter` merged and its matrices as Q8_0 to `out`; the entry's meta."""
-    import gguf
-    import numpy as np
-    from gguf.quants import dequantize, quantize
-
-    q = gguf.GGMLQuantizationType
-    reader = gguf.GGUFReader(model)
+    source = read_gguf(model)
     deltas = lora_deltas(adapter) if adapter else {}
-    arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
-    writer = gguf.GGUFWriter(out, arch=arch)
-    for field in reader.fields.values():
-        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
-            continue  # the writer's own
-        if field.name == gguf.Keys.General.FILE_TYPE:
-            writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
-            continue
-        kind = field.types[0]
-        writer.add_key_value(field.name, field.contents(), kind, sub_type=field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None)
-    merged = set()
-    for tensor in reader.tensors:
+    tensors, merged = [], set()
+    for tensor in source.tensors:
         # The embeddings are a lookup table, not a matmul, and ship as Q8_0 already; vectors
         # (norms) stay F32 as llama.cpp wants them.
         if len(tensor.shape) < 2 or tensor.name == "token_embd.weight":
             if tensor.name in deltas:
-                raise ValueError(f"the adapter changes {tensor.name}, which is not converted")
-            writer.add_tensor(tensor.name, np.asarray(tensor.data), raw_dtype=tensor.tensor_type)
+                raise GGUFError(f"the adapter changes {tensor.name}, which is not converted")
+            tensors.append((tensor.name, tensor.shape, tensor.kind, bytes(tensor.data)))
             continue
-        weights = dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
+        weights = to_floats(tensor)
         if tensor.name in deltas:
             weights += deltas[tensor.name]
             merged.add(tensor.name)
-        writer.add_tensor(tensor.name, quantize(weights, q.Q8_0), raw_dtype=q.Q8_0)
+        tensors.append((tensor.name, tensor.shape, Q8_0, to_q8_0(weights)))
     if merged != set(deltas):
-        raise ValueError(f"the adapter names tensors the model lacks: {sorted(set(deltas) - merged)[:3]}")
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+        raise GGUFError(f"the adapter names tensors the model lacks: {sorted(set(deltas) - merged)[:3]}")
+    metadata, keys = with_file_type(source, MOSTLY_Q8_0)
+    write_gguf(out, metadata, keys, tensors, alignment=int(source.value(ALIGNMENT_KEY, 32)))
     return {
         "format": PREPARED_FORMAT,
         "model": model.name,
@@ -108,20 +104,14 @@ def write_prepared(model: Path, adapter: Path | None, out: Path) -> dict:
     }
 
 
-def lora_deltas(adapter: Path) -> dict:
+def lora_deltas(adapter: Path) -> dict[str, np.ndarray]:
     """Each adapted weight's change, scale · B·A, keyed by the weight's name; llama.cpp's scale:
     alpha / rank, or 1 where the adapter gives no alpha."""
-    import gguf
-    import numpy as np
-    from gguf.quants import dequantize
-
-    reader = gguf.GGUFReader(adapter)
-    kind = reader.fields.get("general.type")
-    if kind is None or kind.contents() != "adapter":
-        raise ValueError(f"{adapter.name} is not an adapter GGUF")
-    alpha_field = reader.fields.get("adapter.lora.alpha")
-    alpha = float(alpha_field.contents()) if alpha_field is not None else 0.0
-    parts = {t.name: t for t in reader.tensors}
+    lora = read_gguf(adapter)
+    if lora.value("general.type") != "adapter":
+        raise GGUFError(f"{adapter.name} is not an adapter GGUF")
+    alpha = float(lora.value("adapter.lora.alpha", 0.0))
+    parts = {t.name: t for t in lora.tensors}
     deltas = {}
     for name, a in parts.items():
         if not name.endswith(".lora_a"):
@@ -129,12 +119,10 @@ def lora_deltas(adapter: Path) -> dict:
         base = name.removesuffix(".lora_a")
         b = parts.get(base + ".lora_b")
         if b is None:
-            raise ValueError(f"{adapter.name} has {name} without its lora_b")
-        down = dequantize(a.data, a.tensor_type).astype(np.float32)  # (rank, in)
-        up = dequantize(b.data, b.tensor_type).astype(np.float32)  # (out, rank)
-        rank = down.shape[0]
-        scale = alpha / rank if alpha else 1.0
+            raise GGUFError(f"{adapter.name} has {name} without its lora_b")
+        down, up = to_floats(a), to_floats(b)  # A: (rank, in), B: (out, rank)
+        scale = alpha / down.shape[0] if alpha else 1.0
         deltas[base] = scale * (up @ down)
     if not deltas:
-        raise ValueError(f"{adapter.name} holds no LoRA pairs")
+        raise GGUFError(f"{adapter.name} holds no LoRA pairs")
     return deltas
