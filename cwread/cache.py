@@ -61,6 +61,12 @@ def cache_root() -> Path:
     return _USABLE[key]
 
 
+def cache_kept() -> bool:
+    """Whether what is cached outlives the process: not the temporary folder that stands in for
+    a read-only cache."""
+    return cache_root() == configured_root()
+
+
 def _usable(root: Path) -> Path:
     try:
         root.mkdir(parents=True, exist_ok=True)

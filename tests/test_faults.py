@@ -47,6 +47,7 @@ def test_read_only_cache_runs_uncached_with_one_warning(capsys, story, tmp_path,
     warnings = [line for line in err.splitlines() if "read-only" in line]
     assert len(warnings) == 1 and str(root) in warnings[0] and "CWREAD_CACHE_DIR" in warnings[0]
     assert not any(root.iterdir())  # nothing was written where it could not be
+    assert not cache.cache_kept()  # so the embedded model is not prepared for one run
 
 
 def test_full_disk_is_one_line_exit_3_and_leaves_nothing_partial(capsys, story, cache_dir, monkeypatch):

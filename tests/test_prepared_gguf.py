@@ -273,3 +273,13 @@ def test_this_reader_and_q8_0_match_llama_cpps_gguf_library_on_the_default_model
         assert np.array_equal(values, dequantize(their_t.data, their_t.tensor_type).reshape(values.shape))
         if len(mine_t.shape) == 2:
             assert to_q8_0(values) == quantize(values, gguf.GGMLQuantizationType.Q8_0).tobytes()
+
+
+def test_a_cache_that_is_not_kept_runs_the_shipped_files(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(embedded, "cache_kept", lambda: False)  # a read-only cache: a temporary one stands in
+    monkeypatch.setattr(embedded, "prepared_model", lambda *a: pytest.fail("prepared for one run"))
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    backend = EmbeddedBackend(model, prepare=True)
+    assert backend._files() == (model, None) and backend.prepared is None
+    assert capsys.readouterr().err == ""

@@ -33,7 +33,7 @@ from cwread.backends import (
 )
 from cwread.backends.prepared_gguf import PREPARED_FORMAT, prepared_model
 from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
-from cwread.cache import file_sha256, notice
+from cwread.cache import cache_kept, file_sha256, notice
 from cwread.errors import InputError, ModelError
 
 # One llama.cpp server per (model, context, adapter) for the process, whichever session asks:
@@ -302,7 +302,8 @@ class EmbeddedBackend:
         with self._lock:
             if self._runs is None:
                 self._runs = (self.path, self.lora)
-                if self._prepare:
+                # a cache that is not kept would prepare the model again on every run, for one
+                if self._prepare and cache_kept():
                     try:
                         made = prepared_model(self.path, self.lora, notice)
                         self._runs, self.prepared = (made.path, None), made.label
