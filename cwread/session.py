@@ -175,7 +175,7 @@ class Session:
         run = run or RunSettings()
         planned = self.plan(question, run, finder, notice)
         for backend in pipeline.backends_called(planned):
-            backend.warm()  # an in-process model loads while the book is searched
+            backend.warm(notice)  # an in-process model loads while the book is searched
         found = self.find(question, planned.plan.budget, run.retrieval, progress, follows)
         if notice:
             for line in small_model_notices(question, run.answering, planned):

@@ -187,8 +187,7 @@ def test_a_model_that_cannot_be_prepared_runs_as_shipped_with_one_line(tmp_path,
     assert backend._files() == (model, None)
     assert backend.prepared is None
     said = capsys.readouterr().err.strip().splitlines()
-    assert "preparing" in said[0]  # said before the seconds it takes
-    assert len(said) == 2 and "could not be prepared" in said[1] and "runs as shipped" in said[1]
+    assert len(said) == 1 and "could not be prepared" in said[0] and "runs as shipped" in said[0]
     backend._files()  # decided once for the backend
     assert capsys.readouterr().err == ""
 
@@ -283,3 +282,23 @@ def test_a_cache_that_is_not_kept_runs_the_shipped_files(tmp_path, monkeypatch, 
     backend = EmbeddedBackend(model, prepare=True)
     assert backend._files() == (model, None) and backend.prepared is None
     assert capsys.readouterr().err == ""
+
+
+def test_warming_says_the_model_is_being_prepared_to_whoever_listens(tmp_path, monkeypatch, capsys):
+    said: list[str] = []
+
+    def prepare(model, adapter, announce):
+        announce("preparing the embedded model")
+        raise GGUFError("not this one")
+
+    monkeypatch.setattr(embedded, "prepared_model", prepare)
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    backend = EmbeddedBackend(model, prepare=True)
+    backend.warm(said.append)
+    backend._warming.join(60)
+    assert said == ["preparing the embedded model"]  # to the session's notice, which --quiet leaves out
+    assert "could not be prepared" in capsys.readouterr().err  # a fault is a warning, as a read-only cache is
+    quiet = EmbeddedBackend(model, prepare=True)
+    quiet._files()  # prepared on a call with no one warming it: nothing said but the fault
+    assert "preparing" not in capsys.readouterr().err

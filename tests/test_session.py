@@ -226,7 +226,7 @@ def test_the_backends_a_plan_calls_are_warmed_before_the_book_is_searched(story,
     monkeypatch.setattr(session, "select", lambda settings, use_cache, notice=None: chosen)
     events: list[str] = []
     for name, backend in (("finder", chosen.finder), ("interpreter", chosen.interpreter)):
-        monkeypatch.setattr(backend, "warm", lambda name=name: events.append(f"warm {name}"))
+        monkeypatch.setattr(backend, "warm", lambda notice=None, name=name: events.append(f"warm {name}"))
     real_find = session.Session.find
     monkeypatch.setattr(session.Session, "find", lambda self, *a, **k: events.append("find") or real_find(self, *a, **k))
     book = api.open(str(story), NO_CACHE)

@@ -403,7 +403,8 @@ class Backend(Protocol):
         """What loading the model once says (for `doctor`); None where serving it is the check."""
         ...
 
-    def warm(self) -> None:
+    def warm(self, notice: Callable[[str], None] | None = None) -> None:
         """Start loading the model in the background where a call would wait for it (in-process),
-        so that the first call waits less; nothing where a server holds it."""
+        so that the first call waits less; nothing where a server holds it. `notice` hears
+        what takes seconds the first time (none: nothing said, as with --quiet)."""
         ...

@@ -67,8 +67,8 @@ class CachedBackend:
     def verify(self) -> str | None:
         return self.inner.verify()
 
-    def warm(self) -> None:
-        self.inner.warm()
+    def warm(self, notice=None) -> None:
+        self.inner.warm(notice)
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

@@ -13,6 +13,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
@@ -295,6 +296,8 @@ class EmbeddedBackend:
         self._runs: tuple[Path, Path | None] | None = None  # the files llama.cpp loads, once known
         self.prepared: str | None = None  # what preparing made of them ("q8_0+merged"), once done
         self._warming: threading.Thread | None = None
+        self._warm_lock = threading.Lock()
+        self._announce: Callable[[str], None] | None = None  # hears that the model is being prepared
 
     def _files(self) -> tuple[Path, Path | None]:
         """The (model, adapter) llama.cpp loads: the prepared model where asked and it can be
@@ -305,7 +308,7 @@ class EmbeddedBackend:
                 # a cache that is not kept would prepare the model again on every run, for one
                 if self._prepare and cache_kept():
                     try:
-                        made = prepared_model(self.path, self.lora, notice)
+                        made = prepared_model(self.path, self.lora, self._announce or (lambda line: None))
                         self._runs, self.prepared = (made.path, None), made.label
                     except Exception as exc:  # any fault: the shipped files run, as before
                         notice(f"warning: the embedded model could not be prepared ({_first_line(exc)}); it runs as shipped")
@@ -377,11 +380,13 @@ class EmbeddedBackend:
             **llamacpp_timings(reply.get("timings")),
         )
 
-    def warm(self) -> None:
+    def warm(self, notice: Callable[[str], None] | None = None) -> None:
         """Prepare and load the model on a thread of its own (once): llama.cpp's load, half a
         second, then overlaps retrieval and packing, and the first call waits for what is left.
-        A failure here is left to that call to raise."""
-        with self._lock:
+        `notice` hears that the model is being prepared (seconds, once per machine); a failure
+        here is left to the call to raise."""
+        with self._warm_lock:  # not the call lock: preparing holds that for seconds
+            self._announce = notice or self._announce
             if self._warming is not None:
                 return
             self._warming = threading.Thread(target=self._load_quietly, name="cwread-model-load", daemon=True)

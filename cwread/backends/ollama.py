@@ -224,7 +224,7 @@ class OllamaBackend:
     def verify(self) -> None:
         return None  # Ollama listed the model: it serves it
 
-    def warm(self) -> None:
+    def warm(self, notice=None) -> None:
         return None  # Ollama loads the model on the first call, in its own process
 
     def count_tokens(self, text: str) -> int:

@@ -274,7 +274,7 @@ class OpenAIBackend:
     def verify(self) -> None:
         return None  # the server answered /v1/models: it serves the model
 
-    def warm(self) -> None:
+    def warm(self, notice=None) -> None:
         return None  # the server holds the model
 
     def count_tokens(self, text: str) -> int:
