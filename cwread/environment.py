@@ -22,3 +22,20 @@ def env_positive(name: str, kind: Callable[[str], int | float]) -> int | float |
     if value is None or not math.isfinite(value) or value <= 0:
         raise InputError(f"{name} must be a positive number, not {raw!r}")
     return value
+
+
+YES = ("1", "true", "yes", "on")
+NO = ("0", "false", "no", "off")
+
+
+def env_switch(name: str) -> bool | None:
+    """The yes or no in environment variable `name` (YES, NO, any case); None if unset;
+    InputError if it is neither."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    if raw.lower() in YES:
+        return True
+    if raw.lower() in NO:
+        return False
+    raise InputError(f"{name} must be one of {', '.join(YES)} or {', '.join(NO)}, not {raw!r}")

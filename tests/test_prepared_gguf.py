@@ -31,6 +31,7 @@ from cwread.backends.prepared_gguf import (
     prepared_model,
     write_prepared,
 )
+from cwread.errors import InputError
 
 RANK, ALPHA = 4, 8.0
 OUT, IN = 48, 64
@@ -231,6 +232,9 @@ def test_only_the_default_model_and_its_shipped_adapter_are_prepared(tmp_path, m
     monkeypatch.setenv("CWREAD_PREPARE_GGUF", "0")
     assert not any(b._prepare for b in built().values())
     assert all(b._prepare for b in built(prepare=True).values())  # the option given wins
+    monkeypatch.setenv("CWREAD_PREPARE_GGUF", "maybe")  # neither yes nor no: said, not guessed
+    with pytest.raises(InputError, match="CWREAD_PREPARE_GGUF must be one of"):
+        built()
 
 
 def test_a_model_that_fails_to_load_in_the_background_is_said_by_the_call_alone(tmp_path, capsys):

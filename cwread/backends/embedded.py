@@ -35,6 +35,7 @@ from cwread.backends import (
 from cwread.backends.prepared_gguf import PREPARED_FORMAT, prepared_model
 from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
 from cwread.cache import cache_kept, file_sha256, notice
+from cwread.environment import env_switch
 from cwread.errors import InputError, ModelError
 
 # One llama.cpp server per (model, context, adapter) for the process, whichever session asks:
@@ -61,7 +62,7 @@ class EmbeddedSettings:
         lora = self.finder_lora or os.environ.get("CWREAD_FINDER_LORA")
         prepare = self.prepare
         if prepare is None:
-            prepare = os.environ.get("CWREAD_PREPARE_GGUF", "1").strip().lower() not in ("0", "off", "no", "false")
+            prepare = env_switch("CWREAD_PREPARE_GGUF") is not False
         return EmbeddedSettings(
             gguf=self.gguf or os.environ.get("CWREAD_GGUF") or None,
             finder_lora=NO_ADAPTER if lora and lora.lower() == NO_ADAPTER else lora or None,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cwread.backends import Backend
-from cwread.environment import env_positive
+from cwread.environment import NO, YES, env_positive
 from cwread.errors import InputError
 
 ROLES = ("finder", "interpreter")
@@ -171,9 +171,9 @@ def _typed(kind: type, name: str, raw: str, given: str) -> Any:
     hint = typing.get_type_hints(kind)[name]
     types = set(typing.get_args(hint)) - {type(None)} or {hint}
     if bool in types:
-        if raw.lower() in ("1", "true", "yes", "on"):
+        if raw.lower() in YES:
             return True
-        if raw.lower() in ("0", "false", "no", "off"):
+        if raw.lower() in NO:
             return False
         raise InputError(f"backend option {given}={raw!r} is not true or false")
     for cast in (int, float):
