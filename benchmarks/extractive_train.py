@@ -55,7 +55,7 @@ def main() -> None:
     if args.model:
         from cwread.backends.embedded import default_gguf, shared_server
 
-        server = shared_server(default_gguf(), 4096, 2)
+        server = shared_server(default_gguf(), 4096, 2).server
     f1: dict[str, list[float]] = {}
     why: dict[str, list[float]] = {}
     for _, document, rank, question, answers in train_questions(args.source, args.stories):

@@ -306,7 +306,9 @@ def run(
     judged = _finder_stage(found, plan, planned.finder, progress)
     seconds = {"finder": round(time.perf_counter() - t0, 3)}
     if packet is None:
-        fits = lambda evidence: packet_fits(interpreter, question, evidence)  # noqa: E731
+        # an Interpreter that is not asked reads no packet: B_c alone bounds it, and the
+        # tokenizer that counts a prompt (0.2 s to load) is not needed
+        fits = (lambda evidence: packet_fits(interpreter, question, evidence)) if plan.interpreter else None
         if planned.finder.ranks and plan.evidence == PacketSource.FINDER:
             packet = pack_ranked_segments(found.document, judged.kept, found.budget, fits)
         else:  # N_E bounds the segments a Finder chose; with none to filter, B_c alone bounds the packet

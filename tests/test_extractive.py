@@ -95,6 +95,35 @@ def test_a_question_spoken_and_its_speech_tag_is_never_the_answer():
     assert could_answer("Who told him?", '"What?" he said, and then Barrymore told him the whole truth about the convict.')
 
 
+def test_a_question_put_without_its_mark_is_never_the_answer():
+    """Some authors end a question with a full stop; an auxiliary and then who it asks about
+    still make it one. Commands, first names, conditions and asides are not questions."""
+    from cwread.answer.grounding import could_answer
+
+    asked = "Why did Rosanna Spearman hide the nightgown?"
+    for question in (
+        "Did Rosanna Spearman show you the nightgown.",
+        "Is the stain on the nightgown.",
+        "“Have you seen the nightgown.”",
+        "Does he know where the nightgown is.",
+    ):
+        assert not could_answer(asked, question), question
+    for statement in (
+        "She hid the nightgown because it was stained with paint.",
+        "Have a look at the nightgown on the sands.",
+        "Do not touch the nightgown again.",
+        "May Welland kept the nightgown.",
+        "Will Ladislaw burnt the nightgown.",
+        "Had I known, I would have burnt the nightgown.",
+        "Do you know, my friend, she burnt the nightgown.",
+        "Was there ever such a stained nightgown!",
+    ):
+        assert could_answer(asked, statement), statement
+    paragraph = "Did Rosanna Spearman show you the nightgown. Rosanna hid the nightgown in the sands."
+    outcome = decide(Question(asked, "open"), _final([]), Grounds(Packet(items=(PacketItem(7, paragraph, ""),))), "extractive")
+    assert outcome.text == "Rosanna hid the nightgown in the sands."
+
+
 def test_a_sentence_that_only_restates_the_question_is_never_the_answer():
     question = Question("Who killed Sir Charles Baskerville?", "open")
     restating = "Sir Charles Baskerville was killed."

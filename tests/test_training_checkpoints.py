@@ -29,7 +29,7 @@ def llama_cpp_top_logprobs(gguf: Path, ids: list[int], steps: int) -> list[dict[
     greedy positions after the prompt."""
     from cwread.backends.embedded import new_server
 
-    server = new_server(gguf, max(256, len(ids) + steps + 8), os.cpu_count() or 1)
+    server = new_server(gguf, max(256, len(ids) + steps + 8), os.cpu_count() or 1).server
     reply = server.handle_completions(
         {
             "prompt": ids,

@@ -184,7 +184,7 @@ def could_answer(question: str, sentence: str) -> bool:
     """Whether `sentence` could be the answer to `question`: not itself a question ("What did
     Selden say?"), and saying some content word the question does not (a sentence that only
     restates the question answers nothing)."""
-    if sentence.rstrip().rstrip(_CLOSERS).endswith("?") or _ASKED_ALOUD.search(sentence):
+    if sentence.rstrip().rstrip(_CLOSERS).endswith("?") or _ASKED_ALOUD.search(sentence) or _ASKED_UNMARKED.match(sentence):
         return False
     return bool(content_words(sentence) - content_words(question))
 
@@ -192,6 +192,19 @@ def could_answer(question: str, sentence: str) -> bool:
 _CLOSERS = "\"'”’)]»* "  # what may close a sentence after its mark
 # a question spoken, then only who said it: "“Where is Rosanna Spearman?” asked Sergeant Cuff."
 _ASKED_ALOUD = re.compile(r"\?[\"'”’]\s*(?:[\w.’'-]+\s+){0,3}[\w.’'-]+[.!]?[\"'”’)]*\s*$")
+# a question put without its mark, as some authors write one: "Did Rosanna Spearman show you the
+# nightgown." An auxiliary, then who or what it asks about. A name or "the ..." only after an
+# auxiliary that opens no command and is no first name ("Do the work", "Have a seat", "May
+# Welland smiled"); none of those that open a condition ("Had I known", "Were it not", "Should you");
+# not an exclamation, nor an aside ("Do you know, my friend, I remembered ...")
+_PERSON = r"(?:I|you|he|she|it|we|they|there)\b"
+_ASKED_UNMARKED = re.compile(
+    r"^[\"'“‘(\s]*(?:"
+    r"(?:Did|Does|Is|Are|Was|Has|Can|Could|Would)\s+"
+    rf"(?:{_PERSON}|(?:the|a|an|this|that|these|those|my|your|his|her|its|our|their)\b|[A-Z][\w’'-]+\b)"
+    rf"|(?:Do|Have|May|Might|Will|Must|Shall)\s+{_PERSON}"
+    r")(?!\s*[,;—-]|\s+\w+\s*,)(?!.*!\s*[\"'”’]*\s*$)"  # not "Do you know, my friend, I ..."
+)
 
 
 def ranked_sentences(

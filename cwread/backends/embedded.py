@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -33,16 +34,18 @@ from cwread.backends import (
     within,
 )
 from cwread.backends.prepared_gguf import PREPARED_FORMAT, prepared_model
+from cwread.backends.prompt_state import PromptStates, state_key
 from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
-from cwread.cache import cache_kept, file_sha256, notice
+from cwread.cache import cache_kept, cache_root, file_sha256, notice
 from cwread.environment import env_switch
-from cwread.errors import InputError, ModelError
+from cwread.errors import CwreadError, InputError, ModelError
 
 # One llama.cpp server per (model, context, adapter) for the process, whichever session asks:
 # a dropped xllamacpp server can hang the process on exit, so servers are never let go.
-_SERVERS: dict[tuple[str, int, str], object] = {}
+_SERVERS: dict[tuple[str, int, str], LlamaServer] = {}
 _SERVERS_LOCK = threading.Lock()
 SLOT_PROMPT_SIMILARITY = 0.9
+PROMPT_STATES = "prompts"  # the cache's folder of kept prompt states (prompt_state.py)
 
 
 @dataclass(frozen=True)
@@ -181,8 +184,27 @@ def verify_gguf(path: Path, n_ctx: int, threads: int, lora: Path | None = None) 
     return f"GGUF v{version}, {tensors} tensors, loads"
 
 
-def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
-    """A llama.cpp server in this process for the GGUF `path` (and a LoRA adapter GGUF)."""
+@dataclass(frozen=True)
+class LlamaServer:
+    """A llama.cpp server in this process (`server`, called directly). It also listens on a
+    loopback port, which answers its `api_key` alone: no other process can use the model;
+    `states` keeps its first prompt's state for the next process (None: not kept)."""
+
+    server: object
+    api_key: str
+    states: PromptStates | None
+    files: tuple[Path, ...]
+    n_ctx: int
+
+    def state_key(self, system: str) -> str:
+        import xllamacpp
+
+        return state_key(getattr(xllamacpp, "__version__", "?"), self.files, self.n_ctx, system)
+
+
+def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, states: Path | None = None) -> LlamaServer:
+    """A llama.cpp server in this process for the GGUF `path` (and a LoRA adapter GGUF);
+    `states`: the folder its prompt states are kept in."""
     # Without PASSIVE, idle OpenMP threads spin and 2 busy cores ran 3x slower.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
@@ -208,20 +230,48 @@ def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
         adapter.path = str(lora)
         adapter.scale = 1.0
         params.lora_adapters = [adapter]
+    # the server's HTTP port (loopback, chosen by the system) takes this process's key alone
+    api_key = secrets.token_hex(16)
+    params.api_keys = [api_key]
+    if states is not None:
+        params.slot_save_path = f"{states}{os.sep}"  # llama.cpp joins it to a file name as a string
     try:
-        return xllamacpp.Server(params)
+        server = xllamacpp.Server(params)
     except Exception as exc:
         what = f"{path} with the adapter {lora}" if lora else str(path)
         raise ModelError(f"llama.cpp cannot load {what}: {exc}") from exc
+    kept = PromptStates(states, server.listening_address, api_key) if states is not None and server.listening_address else None
+    return LlamaServer(server, api_key, kept, (path, *([lora] if lora else [])), n_ctx)
 
 
-def shared_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None):
+def shared_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None) -> LlamaServer:
     """One shared server per (model, context, adapter) for the process."""
     key = (str(path), n_ctx, str(lora or ""))
     with _SERVERS_LOCK:
         if key not in _SERVERS:
-            _SERVERS[key] = new_server(path, n_ctx, threads, lora)
+            _SERVERS[key] = new_server(path, n_ctx, threads, lora, _states_folder())
         return _SERVERS[key]
+
+
+def _states_folder() -> Path | None:
+    """The cache's folder of prompt states; None where the cache is not kept or not writable."""
+    try:
+        if not cache_kept():
+            return None
+        folder = cache_root() / PROMPT_STATES
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+    except (OSError, CwreadError):
+        return None
+
+
+def _state_of(loaded: LlamaServer, request: GenerationRequest) -> str | None:
+    """The key of the prompt state a server's first call restores or keeps: its model's and
+    its system message's (None: not its first call, no states kept, or no system message)."""
+    states, messages = loaded.states, request.messages
+    if states is None or not states.first or not messages or messages[0][0] != "system":
+        return None
+    return loaded.state_key(messages[0][1])
 
 
 def _first_line(exc: BaseException) -> str:
@@ -346,16 +396,20 @@ class EmbeddedBackend:
         def stream() -> list[dict]:
             chunks: list[dict] = []
             # loaded here, off the main thread: a Ctrl-C during llama.cpp's load could hang it
-            server = self._load()
+            loaded = self._load()
             with self._lock:
                 if stop.is_set() or cancel.is_set():  # interrupted while it waited for the model
                     return chunks
+                kept = _state_of(loaded, request)
+                restored = kept is not None and loaded.states.before_first(kept)
                 try:  # the callback's True stops the generation at the next token
-                    server.handle_chat_completions(
+                    loaded.server.handle_chat_completions(
                         body, lambda chunk: chunks.append(chunk) or stop.is_set() or cancel.is_set()
                     )
                 except Exception as exc:
                     raise ModelError(f"llama.cpp failed: {exc}") from exc
+                if kept is not None and not restored and not (stop.is_set() or cancel.is_set()):
+                    loaded.states.keep(kept)
             return chunks
 
         try:  # the C call runs on a thread of its own: Ctrl-C here returns at once

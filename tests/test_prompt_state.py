@@ -1,0 +1,120 @@
+"""llama.cpp's state after an agent's first prompt, kept in the cache: the next process restores
+it and reads only what its first prompt adds (cwread/backends/prompt_state.py); the in-process
+server's loopback port answers this process alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+
+from cwread.backends import embedded
+from cwread.backends.prompt_state import PromptStates, state_key
+from cwread.cache import file_sha256
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GIANT = os.path.join(REPO, "examples", "the_selfish_giant.txt")
+ASKED = "Why did the Giant build a high wall round his garden?"
+
+
+def test_a_state_is_keyed_by_what_it_was_computed_from(tmp_path):
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF" + bytes(60))
+    key = state_key("build 1", [model], 2048, "You are the Finder.")
+    assert key == state_key("build 1", [model], 2048, "You are the Finder.")
+    assert key != state_key("build 1", [model], 2048, "You are the Interpreter.")
+    assert key != state_key("build 2", [model], 2048, "You are the Finder.")
+    assert key != state_key("build 1", [model], 4096, "You are the Finder.")
+    model.write_bytes(b"GGUF" + bytes(61))  # another model file at the same path
+    assert key != state_key("build 1", [model], 2048, "You are the Finder.")
+
+
+def test_a_damaged_state_is_removed_and_a_whole_one_found(tmp_path):
+    states = PromptStates(tmp_path, "http://127.0.0.1:9", "key")
+    whole = tmp_path / "k1-placeholder.bin"
+    whole.write_bytes(b"state")
+    named = tmp_path / f"k1-{file_sha256(whole)[:16]}.bin"
+    whole.rename(named)
+    assert states.kept("k1") == named.name
+    named.write_bytes(b"state, changed on disk")
+    assert states.kept("k1") is None
+    assert not named.exists()
+
+
+def test_a_state_that_cannot_be_restored_leaves_the_prompt_to_be_read(tmp_path):
+    # nothing listens on the discard port: the restore fails, and says only that it restored nothing
+    state = tmp_path / "k2-x.bin"
+    state.write_bytes(b"state")
+    state.rename(tmp_path / f"k2-{file_sha256(state)[:16]}.bin")
+    states = PromptStates(tmp_path, "http://127.0.0.1:9", "key")
+    assert states.first
+    assert states.before_first("k2") is False
+    assert not states.first and states.before_first("k2") is False  # the first call only
+    before = sorted(p.name for p in tmp_path.iterdir())
+    states.keep("k3")  # nor can it be saved: nothing is left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_no_states_are_kept_where_the_cache_is_not(monkeypatch, cache_dir):
+    assert embedded._states_folder() == cache_dir / embedded.PROMPT_STATES
+    monkeypatch.setattr(embedded, "cache_kept", lambda: False)
+    assert embedded._states_folder() is None
+
+
+def _ask(env: dict) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cwread", "ask", GIANT, ASKED, "--json"],
+        capture_output=True, text=True, env=env, check=False, cwd=REPO, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.slow
+def test_the_next_process_reads_only_what_its_first_prompt_adds(cache_dir):
+    env = {**os.environ, "CWREAD_BACKEND": "embedded"}
+    first = _ask(env)
+    assert first["tokens"]["prompt_cached"] == 0
+    kept = list((cache_dir / embedded.PROMPT_STATES).glob("*.bin"))
+    assert len(kept) == 1
+    shutil.rmtree(cache_dir / "calls")  # the call again, not its cached reply
+    again = _ask(env)
+    # the Finder's instructions (about 200 tokens) and more came from the kept state
+    assert again["tokens"]["prompt_cached"] >= 150
+    assert again["answer"] == first["answer"]
+    assert again["answer_judgement"]["chosen"] == first["answer_judgement"]["chosen"]
+    # not bit for bit: the instructions' keys were summed in another batch, as every call after a
+    # process's first already reads them (0.08 here); a wrong state would move it by far more
+    score = again["answer_judgement"]["scores"][0]["score"]
+    assert abs(score - first["answer_judgement"]["scores"][0]["score"]) < 0.25
+    assert list((cache_dir / embedded.PROMPT_STATES).glob("*.bin")) == kept
+
+
+@pytest.mark.slow
+def test_the_loopback_port_answers_its_process_alone(tmp_path):
+    loaded = embedded.new_server(embedded.default_gguf(), 512, 2, states=tmp_path)
+    chunks: list = []
+    loaded.server.handle_chat_completions(
+        {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 2, "stream": True},
+        lambda chunk: chunks.append(chunk) or False,
+    )
+    assert chunks  # called in-process, it needs no key
+    body = json.dumps({"filename": "t.bin"}).encode()
+    url = f"{loaded.server.listening_address}/slots/0?action=save"
+    stranger = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(stranger, timeout=30)
+    assert refused.value.code == 401
+    assert not (tmp_path / "t.bin").exists()
+    owner = urllib.request.Request(
+        url, data=body, headers={"Content-Type": "application/json", "Authorization": f"Bearer {loaded.api_key}"}
+    )
+    with urllib.request.urlopen(owner, timeout=30) as reply:
+        assert json.load(reply)["n_saved"] > 0
+    assert (tmp_path / "t.bin").is_file()
