@@ -65,6 +65,34 @@ def test_corrupt_or_partial_entries_are_removed(tmp_path):
     assert read_entry(bad_meta, lambda m: m["paragraphs"] == 4) is None
 
 
+def test_an_entry_unchanged_since_written_is_trusted_where_asked(tmp_path):
+    entry = tmp_path / "e"
+    write_entry(entry, lambda d: (np.save(d / "x.npy", np.arange(5)), {"n": 5})[1])
+    data = entry / "x.npy"
+    stat = data.stat()
+    changed = bytearray(data.read_bytes())
+    changed[-1] ^= 0xFF
+    data.write_bytes(bytes(changed))
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same size and time: not read
+    assert read_entry(entry, trust_unchanged=True) == {"n": 5}
+    assert read_entry(entry) is None and not entry.exists()  # the checksum finds it
+    write_entry(entry, lambda d: (np.save(d / "x.npy", np.arange(5)), {"n": 5})[1])
+    data.write_bytes(bytes(changed))  # written again: its time moved, so its checksum is read
+    assert read_entry(entry, trust_unchanged=True) is None and not entry.exists()
+
+
+def test_an_entry_written_before_times_were_kept_is_read_whole_once(tmp_path):
+    entry = tmp_path / "e"
+    write_entry(entry, lambda d: (np.save(d / "x.npy", np.arange(5)), {"n": 5})[1])
+    manifest = json.loads((entry / "manifest.json").read_text())
+    del manifest["files"]["x.npy"]["mtime_ns"]
+    (entry / "manifest.json").write_text(json.dumps(manifest))
+    assert read_entry(entry, trust_unchanged=True) == {"n": 5}
+    stamped = json.loads((entry / "manifest.json").read_text())["files"]["x.npy"]
+    assert stamped["mtime_ns"] == (entry / "x.npy").stat().st_mtime_ns
+    assert stamped["sha256"] == manifest["files"]["x.npy"]["sha256"]
+
+
 def test_index_is_cached_per_content_and_rebuilt_when_corrupt(story, cache_dir):
     doc = api.open_document(str(story))
     embedder = load_static_minilm()

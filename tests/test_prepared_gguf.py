@@ -4,6 +4,7 @@ model's scores beside the shipped files' are in test_shipped_finder)."""
 
 from __future__ import annotations
 
+import os
 import struct
 
 import numpy as np
@@ -170,15 +171,29 @@ def test_built_once_into_the_cache_and_rebuilt_when_damaged(tmp_path, monkeypatc
     assert first.path == prepared_entry(tmp_path / "base.gguf", tmp_path / "lora.gguf") / PREPARED_FILE
     again = prepared_model(tmp_path / "base.gguf", tmp_path / "lora.gguf", said.append)
     assert again == first and len(said) == 1  # read from the cache, not built
+    stat = first.path.stat()
+    with open(first.path, "r+b") as f:  # changed in place, its size and time put back: trusted
+        f.seek(200)
+        f.write(b"\xff" * 8)
+    os.utime(first.path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert prepared_model(tmp_path / "base.gguf", tmp_path / "lora.gguf", said.append) == first
+    with pytest.raises(RuntimeError, match="built again"):  # doctor reads its checksum: rebuilt
+        prepared_model(tmp_path / "base.gguf", tmp_path / "lora.gguf", _no_build, checksum=True)
+    assert not first.path.exists()
+    assert prepared_model(tmp_path / "base.gguf", tmp_path / "lora.gguf", said.append) == first and len(said) == 2
     with open(first.path, "r+b") as f:  # a damaged entry is not trusted: built again
         f.truncate(100)
     rebuilt = prepared_model(tmp_path / "base.gguf", tmp_path / "lora.gguf", said.append)
-    assert len(said) == 2 and rebuilt.path.stat().st_size > 100
+    assert len(said) == 3 and rebuilt.path.stat().st_size > 100
     # another adapter is another entry; the base alone another still
     _adapter(tmp_path / "lora2.gguf", np.random.default_rng(5))
     other = prepared_model(tmp_path / "base.gguf", tmp_path / "lora2.gguf", said.append)
     alone = prepared_model(tmp_path / "base.gguf", None, said.append)
     assert len({first.path, other.path, alone.path}) == 3 and alone.label == "q8_0"
+
+
+def _no_build(line: str) -> None:
+    raise RuntimeError(f"built again: {line}")
 
 
 def test_a_model_that_cannot_be_prepared_runs_as_shipped_with_one_line(tmp_path, monkeypatch, capsys):

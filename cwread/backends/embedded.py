@@ -456,8 +456,17 @@ class EmbeddedBackend:
         return shared_server(path, self.capabilities.context, self._threads, lora)
 
     def verify(self) -> str:
-        """Load the model once to prove the file is whole (for `doctor`)."""
+        """Load the model once to prove the file is whole (for `doctor`); a prepared one's
+        checksum is read (a run takes it as whole while its size and time are unchanged)."""
         path, lora = self._files()
+        if self.prepared is not None:
+            try:
+                prepared_model(self.path, self.lora, self._announce or (lambda line: None), checksum=True)
+            except Exception as exc:
+                notice(f"warning: the embedded model could not be prepared ({_first_line(exc)}); it runs as shipped")
+                with self._lock:
+                    self._runs, self.prepared = (self.path, self.lora), None
+                path, lora = self._files()
         loads = verify_gguf(path, self.capabilities.context, self._threads, lora)
         if self.prepared is None:
             return loads

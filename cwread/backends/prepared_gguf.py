@@ -54,12 +54,15 @@ def prepared_entry(model: Path, adapter: Path | None) -> Path:
     return cache_root() / "models" / hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
-def prepared_model(model: Path, adapter: Path | None, announce: Callable[[str], None]) -> PreparedModel:
+def prepared_model(
+    model: Path, adapter: Path | None, announce: Callable[[str], None], checksum: bool = False
+) -> PreparedModel:
     """The prepared GGUF of (model, adapter), built into the cache when missing or damaged.
     `announce(message)` is called before a build (it takes seconds). Raises on any failure:
-    the caller runs the shipped files instead."""
+    the caller runs the shipped files instead. A cached one unchanged since it was written
+    (its size and time) is taken as whole; `checksum` reads its checksum all the same."""
     entry = prepared_entry(model, adapter)
-    meta = read_entry(entry, lambda m: m.get("format") == PREPARED_FORMAT)
+    meta = read_entry(entry, lambda m: m.get("format") == PREPARED_FORMAT, trust_unchanged=not checksum)
     if meta is None:
         announce(f"preparing the embedded model for this CPU, once (Q8_0{', the Finder adapter merged' if adapter else ''}; about 2 s)")
         for old in entry.parent.glob("*") if entry.parent.is_dir() else ():
