@@ -117,6 +117,7 @@ def test_a_question_put_without_its_mark_is_never_the_answer():
         "Had I known, I would have burnt the nightgown.",
         "Do you know, my friend, she burnt the nightgown.",
         "Was there ever such a stained nightgown!",
+        "'Is there a nightgown?' asked Betteredge, and she answered: 'I burnt the nightgown in the sands.",
     ):
         assert could_answer(asked, statement), statement
     paragraph = "Did Rosanna Spearman show you the nightgown. Rosanna hid the nightgown in the sands."

@@ -196,14 +196,15 @@ _ASKED_ALOUD = re.compile(r"\?[\"'”’]\s*(?:[\w.’'-]+\s+){0,3}[\w.’'-]+[.
 # nightgown." An auxiliary, then who or what it asks about. A name or "the ..." only after an
 # auxiliary that opens no command and is no first name ("Do the work", "Have a seat", "May
 # Welland smiled"); none of those that open a condition ("Had I known", "Were it not", "Should you");
-# not an exclamation, nor an aside ("Do you know, my friend, I remembered ...")
+# not an exclamation, nor an aside ("Do you know, my friend, I remembered ..."); one with a mark
+# in it is a question asked and answered in one sentence ("'Is there a raven?' ... 'I am that raven'")
 _PERSON = r"(?:I|you|he|she|it|we|they|there)\b"
 _ASKED_UNMARKED = re.compile(
     r"^[\"'“‘(\s]*(?:"
     r"(?:Did|Does|Is|Are|Was|Has|Can|Could|Would)\s+"
     rf"(?:{_PERSON}|(?:the|a|an|this|that|these|those|my|your|his|her|its|our|their)\b|[A-Z][\w’'-]+\b)"
     rf"|(?:Do|Have|May|Might|Will|Must|Shall)\s+{_PERSON}"
-    r")(?!\s*[,;—-]|\s+\w+\s*,)(?!.*!\s*[\"'”’]*\s*$)"  # not "Do you know, my friend, I ..."
+    r")(?!\s*[,;—-]|\s+\w+\s*,)(?!.*!\s*[\"'”’]*\s*$)(?!.*\?)"  # not "Do you know, my friend, I ..."
 )
 
 

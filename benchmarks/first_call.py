@@ -1,0 +1,99 @@
+"""A process's first model call on the embedded default: its prompt read whole, or from the
+state llama.cpp kept after the agent's instructions (cwread/backends/prompt_state.py).
+
+Through the real CLI (`cwread ask --json`, a fresh process each), on a temporary cache: the
+first run on a machine (the model prepared, the state kept); then each question with its
+calls not cached, `prompts/` emptied before each run ("read whole") or holding the state kept
+by another question ("restored": never the question's own, which would hold its whole prompt).
+Median wall seconds of --repeats runs, the answer judge's seconds, and the prompt tokens the
+run read against those it took from a state.
+
+    python benchmarks/first_call.py [--repeats 5] [--out benchmarks/results/first-call.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GIANT = REPO / "examples" / "the_selfish_giant.txt"
+MOONSTONE = REPO.parent / "shared" / "data" / "novels" / "the_moonstone.txt"
+ASKS = [
+    ("README example", GIANT, "Why did the Giant build a high wall round his garden?"),
+    ("Moonstone, 1st question", MOONSTONE, "Who took the Moonstone from Rachel's cabinet?"),
+    ("Moonstone, 2nd question", MOONSTONE, "Why did Rosanna Spearman hide the nightgown?"),
+]
+PRIMER = (GIANT, "What did the children do when they came back to the garden?")  # keeps the state
+
+
+def cwread(args: list[str], cache: Path) -> tuple[float, dict]:
+    env = {**os.environ, "CWREAD_CACHE_DIR": str(cache), "CWREAD_BACKEND": "embedded"}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "cwread", *args], capture_output=True, env=env, check=False, cwd=REPO)
+    wall = time.perf_counter() - t0
+    return wall, (json.loads(proc.stdout) if proc.stdout.strip().startswith(b"{") else {})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", help="write the table here too")
+    options = parser.parse_args()
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp)
+        cwread(["index", str(MOONSTONE)], cache)
+        cwread(["index", str(GIANT)], cache)
+        first, _ = cwread(["ask", str(PRIMER[0]), PRIMER[1], "--json"], cache)
+        kept = sorted((cache / "prompts").glob("*.bin"))
+        lines += [
+            f"The first run on a machine (the model prepared, the Finder's state kept: {len(kept)} file, "
+            f"{sum(p.stat().st_size for p in kept) / 2**20:.1f} MiB): {first:.2f} s",
+            "",
+            "| question | first call | wall s (median) | answer judge s | calls | prompt tokens read / from the state | same answer |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        saved = Path(tmp + "-state")
+        shutil.copytree(cache / "prompts", saved)
+        for label, book, question in ASKS:
+            answers = {}
+            for form in ("read whole", "restored"):
+                walls, judge, read, cached, calls = [], [], 0, 0, 0
+                for _ in range(options.repeats):
+                    shutil.rmtree(cache / "calls", ignore_errors=True)
+                    shutil.rmtree(cache / "prompts", ignore_errors=True)
+                    if form == "restored":
+                        shutil.copytree(saved, cache / "prompts")
+                    wall, trace = cwread(["ask", str(book), question, "--json"], cache)
+                    walls.append(wall)
+                    judge.append(trace.get("timings", {}).get("answer_judge", 0.0))
+                    tokens = trace.get("tokens", {})
+                    read, cached = tokens.get("prompt", 0) - tokens.get("prompt_cached", 0), tokens.get("prompt_cached", 0)
+                    calls = len((trace.get("answer_judgement") or {}).get("scores") or [])
+                    answers[form] = (trace.get("answer"), trace.get("citations"))
+                same = "" if form == "read whole" else ("yes" if answers["restored"] == answers["read whole"] else "no")
+                lines.append(
+                    f"| {label} | {form} | {statistics.median(walls):.2f} | {statistics.median(judge):.2f} | {calls} | "
+                    f"{read} / {cached} | {same} |"
+                )
+                print(lines[-1], flush=True)
+        shutil.rmtree(saved, ignore_errors=True)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if options.out:
+        Path(options.out).write_text(
+            f"python benchmarks/first_call.py --repeats {options.repeats} ({os.cpu_count()} CPU cores)\n\n{text}", encoding="utf-8"
+        )
+
+
+if __name__ == "__main__":
+    main()
