@@ -192,7 +192,7 @@ def llama_cpp_greedy(
     character into the next entry, but keeps every token's bytes."""
     from cwread.backends.embedded import new_server
 
-    server = new_server(gguf_file, max(256, len(prompt_ids) + max_tokens + 8), os.cpu_count() or 1, lora)
+    server = new_server(gguf_file, max(256, len(prompt_ids) + max_tokens + 8), os.cpu_count() or 1, lora).server
     reply = server.handle_completions(
         {
             "prompt": list(prompt_ids),
