@@ -171,7 +171,8 @@ def candidate_paragraphs(question: str, evidence: Evidence, rank: Rank | None, m
     answerable = [
         (pid, text)
         for pid, text, *_ in evidence
-        if any(_answerable(question, asked, text[start:end]) for start, end in sentence_spans(text))
+        if asked & content_words(text)  # else none of its sentences shares one: not split into them
+        and any(_answerable(question, asked, text[start:end]) for start, end in sentence_spans(text))
     ]
     if not answerable:
         return []
