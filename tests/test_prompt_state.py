@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from cwread.backends import embedded
-from cwread.backends.prompt_state import PromptStates, state_key
+from cwread.backends.prompt_state import PromptStates, prune, state_key
 from cwread.cache import file_sha256
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -59,6 +59,17 @@ def test_a_state_that_cannot_be_restored_leaves_the_prompt_to_be_read(tmp_path):
     before = sorted(p.name for p in tmp_path.iterdir())
     states.keep("k3")  # nor can it be saved: nothing is left behind
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_the_least_recently_used_states_go_first(tmp_path):
+    for age, name in enumerate(["new", "old", "older"]):
+        state = tmp_path / f"{name}-0.bin"
+        state.write_bytes(b"x" * 100)
+        os.utime(state, (1_000_000 - age * 1000, 1_000_000 - age * 1000))
+    prune(tmp_path, most=250)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new-0.bin", "old-0.bin"]
+    prune(tmp_path, most=250)  # within bounds: nothing more goes
+    assert len(list(tmp_path.iterdir())) == 2
 
 
 def test_no_states_are_kept_where_the_cache_is_not(monkeypatch, cache_dir):

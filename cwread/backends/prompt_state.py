@@ -27,6 +27,7 @@ from cwread.cache import file_sha256
 
 STATE_FORMAT = 1
 MAX_STATE_BYTES = 64 * 2**20  # a large model's long instructions are not worth a cache's space
+MAX_STATES_BYTES = 256 * 2**20  # all kept states; the least recently used go first
 _SLOT = 0  # the in-process server has one slot
 
 
@@ -71,6 +72,8 @@ class PromptStates:
                 self._slot_action("restore", name)
             except Exception:  # any fault: the call reads its prompt whole
                 return False
+            with suppress(OSError):  # used: the last to be pruned
+                os.utime(self.folder / name)
             return True
 
     def keep(self, key: str) -> None:
@@ -85,6 +88,7 @@ class PromptStates:
                 if temporary.stat().st_size <= MAX_STATE_BYTES:
                     digest = file_sha256(temporary)[:16]
                     os.replace(temporary, self.folder / f"{key}-{digest}.bin")
+                    prune(self.folder)
             except Exception:  # any fault: nothing is kept, and the next process reads it whole
                 pass
             finally:
@@ -124,3 +128,20 @@ class PromptStates:
         if response.status != 200 or not isinstance(reply, dict):
             raise ValueError(f"llama.cpp's slot {action} answered {response.status}")
         return reply
+
+
+def prune(folder: Path, most: int = MAX_STATES_BYTES) -> None:
+    """Remove the least recently used states of `folder` until they hold `most` bytes at most
+    (states of models, builds or instructions no longer used would otherwise stay for good)."""
+    kept = []
+    for path in folder.glob("*.bin"):
+        with suppress(OSError):
+            stat = path.stat()
+            kept.append((stat.st_mtime, stat.st_size, path))
+    total = sum(size for _, size, _ in kept)
+    for _, size, path in sorted(kept, key=lambda item: item[0]):
+        if total <= most:
+            break
+        with suppress(OSError):
+            path.unlink()
+            total -= size
