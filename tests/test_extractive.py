@@ -93,6 +93,10 @@ def test_a_question_spoken_and_its_speech_tag_is_never_the_answer():
     assert not could_answer("Who is Rosanna?", "“Where is Rosanna Spearman?” asked Sergeant Cuff.")
     assert not could_answer("Who is Ben Gunn?", "“Is this Ben Gunn a man?” he asked.")
     assert could_answer("Who told him?", '"What?" he said, and then Barrymore told him the whole truth about the convict.')
+    # who asked it and how is no answer either, unless a new clause follows
+    assert not could_answer("Whom does Poirot unmask?", "“What?” cried Poirot, in apparently lively astonishment.")
+    assert not could_answer("Where is Blake?", "“Where is he now?” she asked, giving free expression to her interest in Mr. Blake.")
+    assert could_answer("Who was it?", "“Was it you?” asked the Sergeant; and Rosanna owned that she had hidden it.")
 
 
 def test_a_question_put_without_its_mark_is_never_the_answer():

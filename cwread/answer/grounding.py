@@ -184,7 +184,12 @@ def could_answer(question: str, sentence: str) -> bool:
     """Whether `sentence` could be the answer to `question`: not itself a question ("What did
     Selden say?"), and saying some content word the question does not (a sentence that only
     restates the question answers nothing)."""
-    if sentence.rstrip().rstrip(_CLOSERS).endswith("?") or _ASKED_ALOUD.search(sentence) or _ASKED_UNMARKED.match(sentence):
+    if (
+        sentence.rstrip().rstrip(_CLOSERS).endswith("?")
+        or _ASKED_ALOUD.search(sentence)
+        or _ASKED_THEN_HOW.match(sentence)
+        or _ASKED_UNMARKED.match(sentence)
+    ):
         return False
     return bool(content_words(sentence) - content_words(question))
 
@@ -192,6 +197,19 @@ def could_answer(question: str, sentence: str) -> bool:
 _CLOSERS = "\"'”’)]»* "  # what may close a sentence after its mark
 # a question spoken, then only who said it: "“Where is Rosanna Spearman?” asked Sergeant Cuff."
 _ASKED_ALOUD = re.compile(r"\?[\"'”’]\s*(?:[\w.’'-]+\s+){0,3}[\w.’'-]+[.!]?[\"'”’)]*\s*$")
+# a question spoken, then who asked it and how: "“What?” cried Poirot, in apparently lively
+# astonishment." The narration says how it was asked, not what answers it, unless a new clause
+# follows ("“What?” he said, and then Barrymore told him the whole truth")
+_SPEECH_VERB = (
+    r"(?:said|says|asked|asks|cried|cries|exclaimed|inquired|enquired|demanded|replied|returned|"
+    r"repeated|whispered|shouted|called|answered|added|continued|murmured|muttered|began|observed|"
+    r"remarked|resumed|interposed|interrupted|pursued|rejoined|retorted|urged|persisted|insisted|"
+    r"suggested|echoed|gasped|sobbed|groaned|roared|thundered|screamed|faltered|stammered|went on)"
+)
+_ASKED_THEN_HOW = re.compile(
+    r"^[\s(]*[“\"‘'][^“”\"]*\?[”\"’']\s*(?:[\w.’'-]+\s+){0,3}?" + _SPEECH_VERB
+    + r"\b(?![^.!?]*(?:[;:]|\b(?:and|but|then|while|because|whereupon)\b))"
+)
 # a question put without its mark, as some authors write one: "Did Rosanna Spearman show you the
 # nightgown." An auxiliary, then who or what it asks about. A name or "the ..." only after an
 # auxiliary that opens no command and is no first name ("Do the work", "Have a seat", "May
