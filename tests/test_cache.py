@@ -77,8 +77,20 @@ def test_an_entry_unchanged_since_written_is_trusted_where_asked(tmp_path):
     assert read_entry(entry, trust_unchanged=True) == {"n": 5}
     assert read_entry(entry) is None and not entry.exists()  # the checksum finds it
     write_entry(entry, lambda d: (np.save(d / "x.npy", np.arange(5)), {"n": 5})[1])
+    stat = data.stat()
     data.write_bytes(bytes(changed))  # written again: its time moved, so its checksum is read
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # (a coarse clock may not move it)
     assert read_entry(entry, trust_unchanged=True) is None and not entry.exists()
+
+
+def test_a_whole_entry_whose_time_moved_is_read_once_and_stamped_again(tmp_path):
+    entry = tmp_path / "e"
+    write_entry(entry, lambda d: (np.save(d / "x.npy", np.arange(5)), {"n": 5})[1])
+    data = entry / "x.npy"
+    stat = data.stat()
+    os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # copied, say: same content
+    assert read_entry(entry, trust_unchanged=True) == {"n": 5}
+    assert json.loads((entry / "manifest.json").read_text())["files"]["x.npy"]["mtime_ns"] == stat.st_mtime_ns + 10**9
 
 
 def test_an_entry_written_before_times_were_kept_is_read_whole_once(tmp_path):

@@ -122,6 +122,9 @@ def test_a_question_put_without_its_mark_is_never_the_answer():
         "Do you know, my friend, she burnt the nightgown.",
         "Was there ever such a stained nightgown!",
         "'Is there a nightgown?' asked Betteredge, and she answered: 'I burnt the nightgown in the sands.",
+        "Do it at once, and bring the nightgown to the sands.",
+        "Would that I had never seen the stained nightgown.",
+        "“Why?” asked Cuff of Mr. Blake, and Rosanna hid the nightgown.",
     ):
         assert could_answer(asked, statement), statement
     paragraph = "Did Rosanna Spearman show you the nightgown. Rosanna hid the nightgown in the sands."

@@ -221,6 +221,32 @@ def test_prepared_files_are_what_llama_cpp_loads(tmp_path, monkeypatch):
     assert plain._files() == (model, lora) and "|prepared" not in plain.capabilities.identity
 
 
+def test_a_prepared_model_that_does_not_load_is_removed_and_the_shipped_files_run(tmp_path, monkeypatch, capsys):
+    from cwread.errors import ModelError
+
+    model, lora = tmp_path / "model.gguf", tmp_path / "lora.gguf"
+    model.write_bytes(b"GGUF")
+    lora.write_bytes(b"GGUF")
+    entry = tmp_path / "cache" / "models" / "abc"
+    entry.mkdir(parents=True)
+    made = entry / "model.gguf"
+    made.write_bytes(b"GGUF damaged, its size and time as written")
+    monkeypatch.setattr(embedded, "prepared_model", lambda m, a, say: embedded_prepared(made))
+
+    def load(path, n_ctx, threads, adapter=None):
+        if path == made:
+            raise ModelError(f"llama.cpp cannot load {path}: bad tensor data")
+        return ("server of", path, adapter)
+
+    monkeypatch.setattr(embedded, "shared_server", load)
+    backend = EmbeddedBackend(model, lora=lora, prepare=True)
+    assert backend._load() == ("server of", model, lora)
+    assert backend._files() == (model, lora) and backend.prepared is None
+    assert not entry.exists()  # prepared again next time
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and "does not load" in said[0] and "runs as shipped" in said[0]
+
+
 def embedded_prepared(path):
     from cwread.backends.prepared_gguf import PreparedModel
 

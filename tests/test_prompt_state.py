@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from cwread.backends import embedded
-from cwread.backends.prompt_state import PromptStates, prune, state_key
+from cwread.backends.prompt_state import PromptStates, loaded_identity, prune, state_key
 from cwread.cache import file_sha256
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,13 +26,15 @@ ASKED = "Why did the Giant build a high wall round his garden?"
 def test_a_state_is_keyed_by_what_it_was_computed_from(tmp_path):
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF" + bytes(60))
-    key = state_key("build 1", [model], 2048, "You are the Finder.")
-    assert key == state_key("build 1", [model], 2048, "You are the Finder.")
-    assert key != state_key("build 1", [model], 2048, "You are the Interpreter.")
-    assert key != state_key("build 2", [model], 2048, "You are the Finder.")
-    assert key != state_key("build 1", [model], 4096, "You are the Finder.")
+    loaded = loaded_identity("build 1", [model], 2048)  # taken when the server loads
+    key = state_key(loaded, "You are the Finder.")
+    assert key == state_key(loaded_identity("build 1", [model], 2048), "You are the Finder.")
+    assert key != state_key(loaded, "You are the Interpreter.")
+    assert key != state_key(loaded_identity("build 2", [model], 2048), "You are the Finder.")
+    assert key != state_key(loaded_identity("build 1", [model], 4096), "You are the Finder.")
     model.write_bytes(b"GGUF" + bytes(61))  # another model file at the same path
-    assert key != state_key("build 1", [model], 2048, "You are the Finder.")
+    assert key != state_key(loaded_identity("build 1", [model], 2048), "You are the Finder.")
+    assert key == state_key(loaded, "You are the Finder.")  # the loaded one's key stays its own
 
 
 def test_a_damaged_state_is_removed_and_a_whole_one_found(tmp_path):
@@ -48,17 +50,18 @@ def test_a_damaged_state_is_removed_and_a_whole_one_found(tmp_path):
 
 
 def test_a_state_that_cannot_be_restored_leaves_the_prompt_to_be_read(tmp_path):
-    # nothing listens on the discard port: the restore fails, and says only that it restored nothing
+    # nothing listens on the discard port: the restore fails, says only that it restored
+    # nothing, and the state goes (the call's own is kept in its place)
     state = tmp_path / "k2-x.bin"
     state.write_bytes(b"state")
     state.rename(tmp_path / f"k2-{file_sha256(state)[:16]}.bin")
     states = PromptStates(tmp_path, "http://127.0.0.1:9", "key")
     assert states.first
     assert states.before_first("k2") is False
+    assert list(tmp_path.iterdir()) == []
     assert not states.first and states.before_first("k2") is False  # the first call only
-    before = sorted(p.name for p in tmp_path.iterdir())
     states.keep("k3")  # nor can it be saved: nothing is left behind
-    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_least_recently_used_states_go_first(tmp_path):
@@ -70,6 +73,12 @@ def test_the_least_recently_used_states_go_first(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new-0.bin", "old-0.bin"]
     prune(tmp_path, most=250)  # within bounds: nothing more goes
     assert len(list(tmp_path.iterdir())) == 2
+    fresh, stale = tmp_path / "k.1.2.tmp", tmp_path / "k.3.4.tmp"  # saves in progress, or died
+    fresh.write_bytes(b"x")
+    stale.write_bytes(b"x")
+    os.utime(stale, (1_000_000, 1_000_000))
+    prune(tmp_path, most=250)
+    assert fresh.exists() and not stale.exists()
 
 
 def test_no_states_are_kept_where_the_cache_is_not(monkeypatch, cache_dir):
@@ -105,11 +114,17 @@ def test_the_next_process_reads_only_what_its_first_prompt_adds(cache_dir):
     score = again["answer_judgement"]["scores"][0]["score"]
     assert abs(score - first["answer_judgement"]["scores"][0]["score"]) < 0.25
     assert list((cache_dir / embedded.PROMPT_STATES).glob("*.bin")) == kept
+    assert kept[0].stat().st_mode & 0o077 == 0  # it holds the book's passages: the user's alone
+
+
+_KEPT_SERVERS = []  # a dropped llama.cpp server can hang the process at exit: never let go
 
 
 @pytest.mark.slow
 def test_the_loopback_port_answers_its_process_alone(tmp_path):
     loaded = embedded.new_server(embedded.default_gguf(), 512, 2, states=tmp_path)
+    _KEPT_SERVERS.append(loaded)
+    assert loaded.api_key not in repr(loaded)
     chunks: list = []
     loaded.server.handle_chat_completions(
         {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 2, "stream": True},

@@ -208,7 +208,7 @@ _SPEECH_VERB = (
 )
 _ASKED_THEN_HOW = re.compile(
     r"^[\s(]*[“\"‘'][^“”\"]*\?[”\"’']\s*(?:[\w.’'-]+\s+){0,3}?" + _SPEECH_VERB
-    + r"\b(?![^.!?]*(?:[;:]|\b(?:and|but|then|while|because|whereupon)\b))"
+    + r"\b(?!.*(?:[;:]|\b(?:and|but|then|while|because|whereupon|who|which)\b))"  # one sentence: to its end
 )
 # a question put without its mark, as some authors write one: "Did Rosanna Spearman show you the
 # nightgown." An auxiliary, then who or what it asks about. A name or "the ..." only after an
@@ -217,11 +217,12 @@ _ASKED_THEN_HOW = re.compile(
 # not an exclamation, nor an aside ("Do you know, my friend, I remembered ..."); one with a mark
 # in it is a question asked and answered in one sentence ("'Is there a raven?' ... 'I am that raven'")
 _PERSON = r"(?:I|you|he|she|it|we|they|there)\b"
+_ADDRESSED = r"(?:I|you|he|she|we|they)\b"  # not "Do it at once", "Have it your way"
 _ASKED_UNMARKED = re.compile(
     r"^[\"'“‘(\s]*(?:"
-    r"(?:Did|Does|Is|Are|Was|Has|Can|Could|Would)\s+"
+    r"(?:Did|Does|Is|Are|Was|Has|Can|Could|Would(?!\s+that\b))\s+"  # not a wish: "Would that I had"
     rf"(?:{_PERSON}|(?:the|a|an|this|that|these|those|my|your|his|her|its|our|their)\b|[A-Z][\w’'-]+\b)"
-    rf"|(?:Do|Have|May|Might|Will|Must|Shall)\s+{_PERSON}"
+    rf"|(?:Do|Have|May|Might|Will|Must|Shall)\s+{_ADDRESSED}"
     r")(?!\s*[,;—-]|\s+\w+\s*,)(?!.*!\s*[\"'”’]*\s*$)(?!.*\?)"  # not "Do you know, my friend, I ..."
 )
 

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -34,9 +34,9 @@ from cwread.backends import (
     within,
 )
 from cwread.backends.prepared_gguf import PREPARED_FORMAT, prepared_model
-from cwread.backends.prompt_state import PromptStates, state_key
+from cwread.backends.prompt_state import PromptStates, loaded_identity, state_key
 from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
-from cwread.cache import cache_kept, cache_root, file_sha256, notice
+from cwread.cache import cache_kept, cache_root, file_sha256, notice, remove_entry
 from cwread.environment import env_switch
 from cwread.errors import CwreadError, InputError, ModelError
 
@@ -188,18 +188,15 @@ def verify_gguf(path: Path, n_ctx: int, threads: int, lora: Path | None = None) 
 class LlamaServer:
     """A llama.cpp server in this process (`server`, called directly). It also listens on a
     loopback port, which answers its `api_key` alone: no other process can use the model;
-    `states` keeps its first prompt's state for the next process (None: not kept)."""
+    `states` keeps its first prompt's state for the next process (None: not kept), under
+    `identity`, what the model loaded was; `lock` is held by each call, whichever backend
+    makes it (a state kept must be the slot's own)."""
 
     server: object
-    api_key: str
+    api_key: str = field(repr=False)
     states: PromptStates | None
-    files: tuple[Path, ...]
-    n_ctx: int
-
-    def state_key(self, system: str) -> str:
-        import xllamacpp
-
-        return state_key(getattr(xllamacpp, "__version__", "?"), self.files, self.n_ctx, system)
+    identity: str
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
 def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, states: Path | None = None) -> LlamaServer:
@@ -230,6 +227,10 @@ def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, s
         adapter.path = str(lora)
         adapter.scale = 1.0
         params.lora_adapters = [adapter]
+    kept, identity = None, ""
+    if states is not None:  # what is loaded, as it is now (a file replaced later is another model)
+        with suppress(OSError):
+            identity = loaded_identity(getattr(xllamacpp, "__version__", "?"), [path, *([lora] if lora else [])], n_ctx)
     # the server's HTTP port (loopback, chosen by the system) takes this process's key alone
     api_key = secrets.token_hex(16)
     params.api_keys = [api_key]
@@ -240,8 +241,9 @@ def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, s
     except Exception as exc:
         what = f"{path} with the adapter {lora}" if lora else str(path)
         raise ModelError(f"llama.cpp cannot load {what}: {exc}") from exc
-    kept = PromptStates(states, server.listening_address, api_key) if states is not None and server.listening_address else None
-    return LlamaServer(server, api_key, kept, (path, *([lora] if lora else [])), n_ctx)
+    if identity and server.listening_address:
+        kept = PromptStates(states, server.listening_address, api_key)
+    return LlamaServer(server, api_key, kept, identity)
 
 
 def shared_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None) -> LlamaServer:
@@ -259,7 +261,7 @@ def _states_folder() -> Path | None:
         if not cache_kept():
             return None
         folder = cache_root() / PROMPT_STATES
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # states hold prompts: the book's passages
         return folder
     except (OSError, CwreadError):
         return None
@@ -271,7 +273,7 @@ def _state_of(loaded: LlamaServer, request: GenerationRequest) -> str | None:
     states, messages = loaded.states, request.messages
     if states is None or not states.first or not messages or messages[0][0] != "system":
         return None
-    return loaded.state_key(messages[0][1])
+    return state_key(loaded.identity, str(messages[0][1]))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -397,7 +399,7 @@ class EmbeddedBackend:
             chunks: list[dict] = []
             # loaded here, off the main thread: a Ctrl-C during llama.cpp's load could hang it
             loaded = self._load()
-            with self._lock:
+            with loaded.lock:
                 if stop.is_set() or cancel.is_set():  # interrupted while it waited for the model
                     return chunks
                 kept = _state_of(loaded, request)
@@ -451,9 +453,20 @@ class EmbeddedBackend:
         with suppress(Exception):  # the call that needs the model raises it, said as the call's fault
             self._load()
 
-    def _load(self):
+    def _load(self) -> LlamaServer:
         path, lora = self._files()
-        return shared_server(path, self.capabilities.context, self._threads, lora)
+        try:
+            return shared_server(path, self.capabilities.context, self._threads, lora)
+        except ModelError as exc:
+            if self.prepared is None:
+                raise
+            # a prepared file taken as whole by its size and time that llama.cpp cannot load:
+            # it is removed (prepared again next time) and the shipped files run
+            notice(f"warning: the embedded model prepared in the cache does not load ({_first_line(exc)}); it runs as shipped")
+        remove_entry(path.parent)
+        with self._lock:
+            self._runs, self.prepared = (self.path, self.lora), None
+        return shared_server(self.path, self.capabilities.context, self._threads, self.lora)
 
     def verify(self) -> str:
         """Load the model once to prove the file is whole (for `doctor`); a prepared one's

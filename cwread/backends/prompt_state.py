@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -28,18 +29,24 @@ from cwread.cache import file_sha256
 STATE_FORMAT = 1
 MAX_STATE_BYTES = 64 * 2**20  # a large model's long instructions are not worth a cache's space
 MAX_STATES_BYTES = 256 * 2**20  # all kept states; the least recently used go first
+STALE_SECONDS = 3600  # a temporary file this old belongs to no save in progress
 _SLOT = 0  # the in-process server has one slot
 
 
-def state_key(build: str, files: Sequence[Path], n_ctx: int, system: str) -> str:
-    """What a state depends on: the llama.cpp build, the files loaded (name, size, time), the
-    context size and the system message it starts with."""
+def loaded_identity(build: str, files: Sequence[Path], n_ctx: int) -> str:
+    """What a server's states depend on besides the prompt, taken when it loads (a file
+    replaced later must not file the old model's state under the new one): the llama.cpp
+    build, the files loaded (path, size, time) and the context size."""
     parts = [f"prompt-state {STATE_FORMAT}", build, str(n_ctx)]
     for path in files:
         stat = path.stat()
         parts.append(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}")
-    parts.append(system)
-    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:24]
+    return "\n".join(parts)
+
+
+def state_key(identity: str, system: str) -> str:
+    """The key of a state: its server's `loaded_identity` and the system message it starts with."""
+    return hashlib.sha256(f"{identity}\n{system}".encode()).hexdigest()[:24]
 
 
 class PromptStates:
@@ -70,7 +77,9 @@ class PromptStates:
                 return False
             try:
                 self._slot_action("restore", name)
-            except Exception:  # any fault: the call reads its prompt whole
+            except Exception:  # any fault: the call reads its prompt whole, and keeps its own
+                with suppress(OSError):
+                    (self.folder / name).unlink()
                 return False
             with suppress(OSError):  # used: the last to be pruned
                 os.utime(self.folder / name)
@@ -86,6 +95,7 @@ class PromptStates:
             try:
                 self._slot_action("save", temporary.name)
                 if temporary.stat().st_size <= MAX_STATE_BYTES:
+                    os.chmod(temporary, 0o600)  # it holds the prompt: the book's passages, the question
                     digest = file_sha256(temporary)[:16]
                     os.replace(temporary, self.folder / f"{key}-{digest}.bin")
                     prune(self.folder)
@@ -134,6 +144,10 @@ def prune(folder: Path, most: int = MAX_STATES_BYTES) -> None:
     """Remove the least recently used states of `folder` until they hold `most` bytes at most
     (states of models, builds or instructions no longer used would otherwise stay for good)."""
     kept = []
+    for path in folder.glob("*.tmp"):  # a save its process did not live to finish
+        with suppress(OSError):
+            if time.time() - path.stat().st_mtime > STALE_SECONDS:
+                path.unlink()
     for path in folder.glob("*.bin"):
         with suppress(OSError):
             stat = path.stat()
