@@ -17,6 +17,9 @@ calibration set and reads the tables:
         log-probability of its words, `answer_logprob` in the rows of a run with
         `--answer generative-or-extractive`), the extractive answer taken from a run of the
         same packets with `--answer extractive`.
+    python benchmarks/answer_support.py finder DATA ROWS EXTRACTIVE_ROWS [--threshold T]
+        the same table for the Finder adapter cwread ships, scoring (the question and the
+        answer, the answer's quotes) with its decision prompt (one short call an answer).
     python benchmarks/answer_support.py agreement DATA ROWS EXTRACTIVE_ROWS --gguf MODEL --out AGREED
         the same table for agreement: the model asked the question again with its own quotes
         alone as the evidence (one short call), its second answer's token-F1 with the first as
@@ -244,6 +247,29 @@ def judge_scores(data: str, rows_path: str, folder: Path) -> dict[str, float]:
     return dict(zip(ids, (float(s) for s in judge.score_pairs(pairs)), strict=True)) if pairs else {}
 
 
+def finder_scores(data: str, rows_path: str) -> dict[str, float]:
+    """Each readable model answer's support by the Finder adapter cwread ships (the embedded
+    default's, prepared for the CPU): its decision score, ln P(YES) - ln P(NO), with the
+    question and the answer as its question and the answer's quotes as its segment, one short
+    call an answer. Rows need `model_quotes`."""
+    from cwread.agents import finder
+    from cwread.agents.shared import yes_odds
+    from cwread.backends import embedded
+    from cwread.question import Question
+
+    shipped = embedded.shipped_finder()
+    backend = embedded.EmbeddedBackend(lora=shipped.path, trained=shipped.trained, prepare=True)
+    questions = {r.id: r.question for r in load_records(data)}
+    scores = {}
+    for row in answered_rows(rows_path, questions):
+        quotes = [(int(pid), text) for pid, text in row.get("model_quotes") or []]
+        if quotes:
+            asked = Question(f"{questions[row['id']]} {cut_repetition(row['model_answer'])}", "open")
+            request = finder.finder_request(asked, quotes[0][0], quotes[-1][0], "", paragraphs=quotes, decision_first=True)
+            scores[row["id"]] = yes_odds(backend.generate(request).label_logprobs)
+    return {k: v for k, v in scores.items() if v is not None}
+
+
 def reask_on_quotes(data: str, rows_path: str, gguf: str, out: Path, num_ctx: int = 4096) -> dict[str, float]:
     """Each readable model answer's agreement with itself: the Interpreter asked the same
     question with only its quotes as the evidence, the token-F1 of that answer with the first
@@ -331,6 +357,11 @@ def main() -> None:
     agree.add_argument("--gguf", required=True, help="the model that wrote the answers")
     agree.add_argument("--num-ctx", type=int, default=4096)
     agree.add_argument("--out", type=Path, required=True, help="the second answers (JSONL, resumable)")
+    found = sub.add_parser("finder")
+    found.add_argument("data", help="the eval records the rows are of")
+    found.add_argument("rows", help="rows of `cwread eval ... --answer generative-or-extractive` with model_quotes")
+    found.add_argument("extractive", help="rows of the same run with `--answer extractive`")
+    found.add_argument("--threshold", type=float, help="also the rule at this threshold (one chosen on another set)")
     judged = sub.add_parser("judge")
     judged.add_argument("data", help="the eval records the rows are of")
     judged.add_argument("rows", help="rows of `cwread eval ... --answer generative-or-extractive` with model_quotes")
@@ -338,11 +369,11 @@ def main() -> None:
     judged.add_argument("--judge", type=Path, required=True, help="the judge's folder (what `python -m training judge` exports)")
     judged.add_argument("--threshold", type=float, help="also the rule at this threshold (one chosen on another set)")
     args = parser.parse_args()
-    if args.command == "judge":
-        scores = judge_scores(args.data, args.rows, args.judge)
+    if args.command in ("judge", "finder"):
+        scores = judge_scores(args.data, args.rows, args.judge) if args.command == "judge" else finder_scores(args.data, args.rows)
         rows = [{**r, "score": scores.get(r["id"])} for r in confidence_rows(args.data, args.rows, args.extractive)]
         thresholds = tuple(sorted({*JUDGE_THRESHOLDS, *([args.threshold] if args.threshold is not None else [])}))
-        report(rows, "judge", thresholds, "+.1f", perfect=True, choose=JUDGE_THRESHOLDS)
+        report(rows, args.command, thresholds, "+.1f", perfect=True, choose=JUDGE_THRESHOLDS)
         return
     if args.command == "agreement":
         agreement = reask_on_quotes(args.data, args.rows, args.gguf, args.out, args.num_ctx)
