@@ -81,6 +81,21 @@ def test_the_least_recently_used_states_go_first(tmp_path):
     assert fresh.exists() and not stale.exists()
 
 
+def test_the_first_call_with_a_system_message_is_the_one_a_state_is_for(tmp_path):
+    from cwread.backends import GenerationRequest
+
+    states = PromptStates(tmp_path, "http://127.0.0.1:9", "key")
+    loaded = embedded.LlamaServer(server=None, api_key="key", states=states, identity="model 1")
+    asked = GenerationRequest(messages=(("system", "You are the Finder."), ("user", "Segment ...")))
+    key = embedded._state_of(loaded, asked)
+    assert key == state_key("model 1", "You are the Finder.")
+    assert embedded._state_of(loaded, GenerationRequest(messages=(("user", "Hello"),))) is None
+    states.before_first(key)  # the first call made: later ones share the live slot
+    assert embedded._state_of(loaded, asked) is None
+    unkept = embedded.LlamaServer(server=None, api_key="key", states=None, identity="")
+    assert embedded._state_of(unkept, asked) is None
+
+
 def test_no_states_are_kept_where_the_cache_is_not(monkeypatch, cache_dir):
     assert embedded._states_folder() == cache_dir / embedded.PROMPT_STATES
     monkeypatch.setattr(embedded, "cache_kept", lambda: False)
