@@ -44,6 +44,9 @@ def test_a_damaged_state_is_removed_and_a_whole_one_found(tmp_path):
     named = tmp_path / f"k1-{file_sha256(whole)[:16]}.bin"
     whole.rename(named)
     assert states.kept("k1") == named.name
+    other = tmp_path / "k1-zzzzzzzzzzzzzzzz.bin"  # a second process's, kept at the same time
+    other.write_bytes(b"its state")
+    assert states.kept("k1") == named.name and not other.exists()
     named.write_bytes(b"state, changed on disk")
     assert states.kept("k1") is None
     assert not named.exists()

@@ -106,16 +106,18 @@ class PromptStates:
                     temporary.unlink()
 
     def kept(self, key: str) -> str | None:
-        """The verified state file kept under `key`; a damaged one is removed."""
+        """The verified state file kept under `key`; a damaged one is removed, and so is a
+        second one (two processes that started together each kept theirs)."""
+        found = None
         for path in sorted(self.folder.glob(f"{key}-*.bin")):
-            try:
-                if file_sha256(path)[:16] == path.stem.rsplit("-", 1)[1]:
-                    return path.name
-            except OSError:
-                pass
+            if found is None:
+                with suppress(OSError):
+                    if file_sha256(path)[:16] == path.stem.rsplit("-", 1)[1]:
+                        found = path.name
+                        continue
             with suppress(OSError):
                 path.unlink()
-        return None
+        return found
 
     def _slot_action(self, action: str, filename: str) -> dict:
         """llama.cpp's slot save or restore, over the server's loopback port."""
