@@ -14,33 +14,18 @@ run read against those it took from a state.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-GIANT = REPO / "examples" / "the_selfish_giant.txt"
-MOONSTONE = REPO.parent / "shared" / "data" / "novels" / "the_moonstone.txt"
-ASKS = [
-    ("README example", GIANT, "Why did the Giant build a high wall round his garden?"),
-    ("Moonstone, 1st question", MOONSTONE, "Who took the Moonstone from Rachel's cabinet?"),
-    ("Moonstone, 2nd question", MOONSTONE, "Why did Rosanna Spearman hide the nightgown?"),
-]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from prepared_model import ASKS, GIANT, MOONSTONE, cwread, env_for
+
 PRIMER = (GIANT, "What did the children do when they came back to the garden?")  # keeps the state
-
-
-def cwread(args: list[str], cache: Path) -> tuple[float, dict]:
-    env = {**os.environ, "CWREAD_CACHE_DIR": str(cache), "CWREAD_BACKEND": "embedded"}
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "cwread", *args], capture_output=True, env=env, check=False, cwd=REPO)
-    wall = time.perf_counter() - t0
-    return wall, (json.loads(proc.stdout) if proc.stdout.strip().startswith(b"{") else {})
 
 
 def main() -> None:
@@ -51,9 +36,10 @@ def main() -> None:
     lines: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp)
-        cwread(["index", str(MOONSTONE)], cache)
-        cwread(["index", str(GIANT)], cache)
-        first, _ = cwread(["ask", str(PRIMER[0]), PRIMER[1], "--json"], cache)
+        env = env_for(cache, "prepared")  # the default: the model prepared for the CPU
+        cwread(["index", str(MOONSTONE)], env)
+        cwread(["index", str(GIANT)], env)
+        first, _ = cwread(["ask", str(PRIMER[0]), PRIMER[1], "--json"], env)
         kept = sorted((cache / "prompts").glob("*.bin"))
         lines += [
             f"The first run on a machine (the model prepared, the Finder's state kept: {len(kept)} file, "
@@ -73,7 +59,7 @@ def main() -> None:
                     shutil.rmtree(cache / "prompts", ignore_errors=True)
                     if form == "restored":
                         shutil.copytree(saved, cache / "prompts")
-                    wall, trace = cwread(["ask", str(book), question, "--json"], cache)
+                    wall, trace = cwread(["ask", str(book), question, "--json"], env)
                     walls.append(wall)
                     judge.append(trace.get("timings", {}).get("answer_judge", 0.0))
                     tokens = trace.get("tokens", {})

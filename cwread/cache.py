@@ -138,8 +138,8 @@ def read_entry(
             unchanged = trust_unchanged and stat.st_mtime_ns == expect.get("mtime_ns")
             if not unchanged and file_sha256(path) != expect["sha256"]:
                 raise ValueError(name)
-            if trust_unchanged and not unchanged:  # read whole: the next run reads its time alone
-                expect["mtime_ns"] = restamped = stat.st_mtime_ns  # (written before times were kept, or copied)
+            if trust_unchanged and not unchanged:  # written before times were kept, or copied
+                expect["mtime_ns"] = restamped = stat.st_mtime_ns
         meta = manifest.get("meta", {})
         if meta_check is not None and not meta_check(meta):
             raise ValueError("meta")
@@ -169,16 +169,13 @@ def _write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.tmp-", dir=entry.parent))
     try:
         meta = build(tmp)
-        for p in tmp.iterdir():  # on disk before the manifest that vouches for them
+        files = {}
+        for p in sorted(tmp.iterdir()):
             if p.is_file():
-                with open(p, "rb") as f:
+                with open(p, "rb") as f:  # on disk before the manifest that vouches for it
                     os.fsync(f.fileno())
-        # a rename keeps a file's modification time: read_entry's trust_unchanged compares it
-        files = {
-            p.name: {"size": p.stat().st_size, "mtime_ns": p.stat().st_mtime_ns, "sha256": file_sha256(p)}
-            for p in sorted(tmp.iterdir())
-            if p.is_file()
-        }
+                stat = p.stat()  # a rename keeps its modification time: read_entry's trust_unchanged compares it
+                files[p.name] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(p)}
         manifest = {"format": CACHE_FORMAT, "files": files, "meta": meta}
         with open(tmp / "manifest.json", "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1)

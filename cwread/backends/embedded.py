@@ -227,22 +227,20 @@ def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, s
         adapter.path = str(lora)
         adapter.scale = 1.0
         params.lora_adapters = [adapter]
-    kept, identity = None, ""
-    if states is not None:  # what is loaded, as it is now (a file replaced later is another model)
-        with suppress(OSError):
-            identity = loaded_identity(getattr(xllamacpp, "__version__", "?"), [path, *([lora] if lora else [])], n_ctx)
     # the server's HTTP port (loopback, chosen by the system) takes this process's key alone
     api_key = secrets.token_hex(16)
     params.api_keys = [api_key]
+    identity = ""
     if states is not None:
         params.slot_save_path = f"{states}{os.sep}"  # llama.cpp joins it to a file name as a string
+        with suppress(OSError):  # what is loaded, as it is now (a file replaced later is another model)
+            identity = loaded_identity(getattr(xllamacpp, "__version__", "?"), [path, *([lora] if lora else [])], n_ctx)
     try:
         server = xllamacpp.Server(params)
     except Exception as exc:
         what = f"{path} with the adapter {lora}" if lora else str(path)
         raise ModelError(f"llama.cpp cannot load {what}: {exc}") from exc
-    if identity and server.listening_address:
-        kept = PromptStates(states, server.listening_address, api_key)
+    kept = PromptStates(states, server.listening_address, api_key) if identity and server.listening_address else None
     return LlamaServer(server, api_key, kept, identity)
 
 
@@ -462,11 +460,16 @@ class EmbeddedBackend:
                 raise
             # a prepared file taken as whole by its size and time that llama.cpp cannot load:
             # it is removed (prepared again next time) and the shipped files run
-            notice(f"warning: the embedded model prepared in the cache does not load ({_first_line(exc)}); it runs as shipped")
-        remove_entry(path.parent)
+            remove_entry(path.parent)
+            path, lora = self._as_shipped(f"the embedded model prepared in the cache does not load ({_first_line(exc)})")
+        return shared_server(path, self.capabilities.context, self._threads, lora)
+
+    def _as_shipped(self, why: str) -> tuple[Path, Path | None]:
+        """Give up the prepared model for the shipped files, saying `why` in one line."""
+        notice(f"warning: {why}; it runs as shipped")
         with self._lock:
             self._runs, self.prepared = (self.path, self.lora), None
-        return shared_server(self.path, self.capabilities.context, self._threads, self.lora)
+            return self._runs
 
     def verify(self) -> str:
         """Load the model once to prove the file is whole (for `doctor`); a prepared one's
@@ -476,10 +479,7 @@ class EmbeddedBackend:
             try:
                 prepared_model(self.path, self.lora, self._announce or (lambda line: None), checksum=True)
             except Exception as exc:
-                notice(f"warning: the embedded model could not be prepared ({_first_line(exc)}); it runs as shipped")
-                with self._lock:
-                    self._runs, self.prepared = (self.path, self.lora), None
-                path, lora = self._files()
+                path, lora = self._as_shipped(f"the embedded model could not be prepared ({_first_line(exc)})")
         loads = verify_gguf(path, self.capabilities.context, self._threads, lora)
         if self.prepared is None:
             return loads
