@@ -14,6 +14,10 @@ cwread.packing.pack_segments under the record's B_c, as the default packs:
 - fused (w, k): reciprocal-rank fusion, 1/(k + rank place) + w/(k + judge place);
 - rank first (f): the rank's segments while they fill f of B_c, the judge's order after.
 Gold paragraphs in the packet, with the paired gain against the rank (records resampled whole).
+
+Then the judge as a served Finder's pre-filter (#55: the LLM reads fewer segments): the share of
+the gold read that stays in the segments kept when a served Finder skips the given share of
+them, the rest dropped by the rank's order (the last-ranked go) or by the judge's.
 """
 
 from __future__ import annotations
@@ -123,13 +127,47 @@ def table(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def prefilter_table(records: list[dict]) -> str:
+    """Gold kept in the segments a served Finder would still read, with a share of them skipped
+    by the rank's order, the judge's, or the two fused."""
+    lines = [
+        "| segments skipped | rank keeps % | judge (best paragraph) | judge (best window) | fused w 0.5, k 60 |",
+        "|---|---|---|---|---|",
+    ]
+    for skipped in (0.25, 0.5, 0.75, 0.9):
+        cells, rank_kept = [], []
+        for label, policy, score, extra in (
+            ("rank", "rank", "paragraph", {}),
+            ("judge", "judge", "paragraph", {}),
+            ("window", "judge", "window", {}),
+            ("fused", "fused", "paragraph", {"w": 0.5, "k": 60}),
+        ):
+            kept = []
+            for r in records:
+                read_gold = r["gold"] & {p for s in r["segments"] for p in s.ids}
+                order = order_of(r, policy, score, **extra)
+                keep = max(1, round(len(order) * (1 - skipped)))
+                still = {p for i in order[:keep] for p in r["segments"][i].ids}
+                kept.append((len(read_gold & still), len(read_gold)))
+            share = 100 * sum(k for k, _ in kept) / max(1, sum(g for _, g in kept))
+            if label == "rank":
+                rank_kept = kept
+                cells.append(f"{share:.1f}")
+                continue
+            gain, lo, hi = paired_gain([(k, b, g) for (k, g), (b, _) in zip(kept, rank_kept, strict=True)])
+            cells.append(f"{share:.1f} ({gain:+.1f} [{lo:+.1f}, {hi:+.1f}])")
+        lines.append(f"| {skipped:.0%} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--judge", required=True, help="a judge folder (what `python -m training judge` exports)")
     parser.add_argument("--out", help="write the table here too")
     options = parser.parse_args()
     random.seed(0)
-    text = table(scored_records(Judge(Path(options.judge))))
+    records = scored_records(Judge(Path(options.judge)))
+    text = table(records) + "\n\nAs a served Finder's pre-filter (gold read that stays read):\n\n" + prefilter_table(records)
     print(text)
     if options.out:
         Path(options.out).write_text(

@@ -88,13 +88,15 @@ def find(
     scores = paragraph_scores(index, build_queries(asked.text, question.options or None), retrieval)
     # "Who is X?": the paragraphs that describe X lead, or where none does, those that first name
     # X (the name alone finds the paragraphs that use it most, seldom the one that says who it is)
-    paragraphs = [(p.id, p.text) for p in document.paragraphs] if describe.asked(asked.text) else []
+    paragraphs = [(p.id, p.text) for p in document.paragraphs if not document.wrapping(p.id)] if describe.asked(asked.text) else []
     describing = describe.describing_paragraphs(asked.text, paragraphs) or describe.first_mentions(asked.text, paragraphs)
     if describing:
         top = float(scores.max()) if len(scores) else 0.0
         for place, pid in enumerate(describing):
             scores[pid - 1] = top + 1.0 - 0.01 * place
-    segments = build_segments(document.lengths, scores.tolist(), budget, [s.first for s in document.sources], document.story)
+    segments = build_segments(
+        document.lengths, scores.tolist(), budget, [s.first for s in document.sources], document.story, document.contents
+    )
     return FindResult(
         document=document,
         question=question,

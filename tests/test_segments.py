@@ -160,3 +160,17 @@ def test_a_fixed_preset_is_kept_as_it_is_and_says_so():
     assert broad.why == "the broad preset; set by you: p_w"
     with pytest.raises(TypeError, match="why"):  # what the budget says of itself is no setting
         make_budget(why="because")
+
+
+def test_a_paragraph_left_out_is_in_no_segment_and_bounds_those_beside_it():
+    """A table of contents (Document.contents) is never an anchor nor inside a segment: the
+    anchor beside it stops short of it, and the windows run on past it."""
+    n = 30
+    scores = [0.0] * n
+    scores[4] = 0.9  # id 5, the best: would be an anchor
+    scores[5] = 0.8  # id 6, beside it
+    segs = build_segments([100] * n, scores, budget(anchors=2, p_r=4), left_out={5, 20})
+    seen = sorted(pid for s in segs for pid in s.ids)
+    assert seen == [pid for pid in range(1, n + 1) if pid not in (5, 20)]
+    first = segs[0]
+    assert first.origin == "anchor" and first.anchors[0] == 6 and first.start == 6

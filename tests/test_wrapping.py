@@ -3,7 +3,7 @@ stable), never retrieved or quoted, and named as front or back matter by `show`.
 
 import json
 
-from cwread.book.model import story_bounds
+from cwread.book.model import lists_chapters, story_bounds
 from tests.conftest import run
 
 STORY = [
@@ -52,3 +52,34 @@ def test_a_library_search_never_hits_the_wrapping(capsys, tmp_path, cache_dir):
     assert code == 0, err
     hits = json.loads(out)["hits"]
     assert hits and all(5 <= h["paragraph"] <= 8 for h in hits)
+
+
+CONTENTS = (
+    "CHAPTER I. Martha Quill's Lamp CHAPTER II. The Silver Medal CHAPTER III. The Cat on the Brass "
+    "CHAPTER IV. The Storm"
+)
+
+
+def test_a_list_of_chapters_is_contents_and_a_story_that_names_one_is_not():
+    assert lists_chapters(CONTENTS)
+    assert lists_chapters("Phase the First: The Maiden Chapter I Chapter II Chapter III")
+    assert lists_chapters("PART I—The Tragedy Chapter I—The Warning Chapter II—Holmes")
+    assert not lists_chapters("In Chapter I she lit the lamp; in the next she did not.")
+    assert not lists_chapters("For my part I think it, and a letter I wrote said so, and the book I read.")
+
+
+def test_a_table_of_contents_is_never_retrieved_or_quoted_and_show_names_it(capsys, tmp_path, cache_dir, scripted):
+    """It names what the question asks about (Martha Quill, the silver medal) and says nothing of
+    it: the answer comes from the story."""
+    book = tmp_path / "lamp.txt"
+    book.write_text("\n\n".join([*STORY[:5], CONTENTS, *STORY[5:]]) + "\n", encoding="utf-8")
+    code, out, err = run(
+        capsys, "ask", str(book), "Who kept the silver medal?", "--backend", "scripted", "--answer", "extractive", "--json"
+    )
+    assert code == 0, err
+    trace = json.loads(out)
+    read = {pid for s in trace["finder"] for pid in range(s["start"], s["end"] + 1)} | {p["id"] for p in trace["packet"]}
+    assert read and 6 not in read and read <= set(range(5, 10))
+    assert trace["citations"] and 6 not in trace["citations"]
+    code, out, err = run(capsys, "show", str(book), "6", "--json")
+    assert code == 0 and json.loads(out)["paragraphs"][0]["wrapping"] == "contents"

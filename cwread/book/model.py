@@ -187,10 +187,25 @@ class Document:
         matter, numbered like the rest (ids stay stable) but never retrieved or quoted."""
         return story_bounds([p.text for p in self.paragraphs])
 
-    def wrapping(self, pid: int) -> str | None:
-        """"front matter" or "back matter" for a paragraph outside the story, else None."""
+    @cached_property
+    def contents(self) -> frozenset[int]:
+        """The ids of the story's paragraphs that list its chapters (a table of contents kept
+        as one paragraph: "CHAPTER I. Jonathan Harker's Journal CHAPTER II. ..."): they name
+        many characters and say nothing of them, so, like the wrapping, they are never
+        retrieved or quoted."""
         first, last = self.story
-        return "front matter" if pid < first else "back matter" if pid > last else None
+        return frozenset(p.id for p in self.paragraphs[first - 1 : last] if lists_chapters(p.text))
+
+    def wrapping(self, pid: int) -> str | None:
+        """"front matter" or "back matter" for a paragraph outside the story, "contents" for a
+        list of its chapters, else None: a paragraph with a wrapping is never retrieved or
+        quoted."""
+        first, last = self.story
+        if pid < first:
+            return "front matter"
+        if pid > last:
+            return "back matter"
+        return "contents" if pid in self.contents else None
 
     @cached_property
     def _firsts(self) -> list[int]:
@@ -318,6 +333,22 @@ _END = re.compile(r"^\W*\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG", re.I)
 _CREDIT = re.compile(r"^\W*(?:produced by|e-?text prepared by|this e-?(?:book|text) was produced)", re.I)
 _END_LINE = re.compile(r"^\W*end of (?:the )?project gutenberg", re.I)
 CREDIT_REACH = 3  # paragraphs inside a marker that may still be its credits
+
+
+# A chapter heading's word and number, capitalised as headings are ("CHAPTER IV", "Chapter 4",
+# "Phase the First", "Letter 2"; not "for my part I think"):
+# a paragraph naming three or more is a list of chapters. In 19 novels of Project Gutenberg it
+# finds 20 paragraphs (in 8 of them), each a table of contents, and none of a story.
+_CHAPTER_HEADING = re.compile(
+    r"\b(?:CHAPTER|Chapter|BOOK|Book|PART|Part|STAVE|Stave|LETTER|Letter|PHASE|Phase)\s*[-\u2014.:]?\s*"
+    r"(?:[IVXLC]+\b|\d+\b|(?:the\s+)?(?:FIRST|First|SECOND|Second|THIRD|Third|LAST|Last|ONE|One|TWO|Two|THREE|Three)\b)"
+)
+CONTENTS_HEADINGS = 3
+
+
+def lists_chapters(text: str) -> bool:
+    """Whether a paragraph is a list of chapter headings (a table of contents)."""
+    return len(_CHAPTER_HEADING.findall(text)) >= CONTENTS_HEADINGS
 
 
 def story_bounds(texts: Sequence[str]) -> tuple[int, int]:
