@@ -343,12 +343,14 @@ _CHAPTER_HEADING = re.compile(
     r"\b(?:CHAPTER|Chapter|BOOK|Book|PART|Part|STAVE|Stave|LETTER|Letter|PHASE|Phase)\s*[-\u2014.:]?\s*"
     r"(?:[IVXLC]+\b|\d+\b|(?:the\s+)?(?:FIRST|First|SECOND|Second|THIRD|Third|LAST|Last|ONE|One|TWO|Two|THREE|Three)\b)"
 )
+_HEADING_WORD = re.compile("CHAPTER|Chapter|BOOK|Book|PART|Part|STAVE|Stave|LETTER|Letter|PHASE|Phase")
 CONTENTS_HEADINGS = 3
 
 
 def lists_chapters(text: str) -> bool:
     """Whether a paragraph is a list of chapter headings (a table of contents)."""
-    return len(_CHAPTER_HEADING.findall(text)) >= CONTENTS_HEADINGS
+    # the heading words alone first: a novel's paragraphs in 3 ms, not 19
+    return len(_HEADING_WORD.findall(text)) >= CONTENTS_HEADINGS and len(_CHAPTER_HEADING.findall(text)) >= CONTENTS_HEADINGS
 
 
 def story_bounds(texts: Sequence[str]) -> tuple[int, int]:
