@@ -34,7 +34,7 @@ def test_static_embedder_equals_sentence_transformers_static_embedding(cache_dir
     from cwread.retrieval.embedders import load_static_minilm
 
     ours = load_static_minilm()
-    module = StaticEmbedding(ours.tokenizer, embedding_weights=torch.from_numpy(ours.weights.copy()))
+    module = StaticEmbedding(ours.tokenizer, embedding_weights=torch.from_numpy(ours.weights.astype(np.float32)))  # shipped as float16
     reference = SentenceTransformer(modules=[module], device="cpu")
     texts = ["The lamp went dark in the storm.", "Who kept the lighthouse?", "x" * 700 + " end"]
     expected = reference.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
@@ -219,3 +219,15 @@ def test_the_section_index_is_cached_and_rebuilt_when_damaged(story, cache_dir):
     (sections / "manifest.json").write_text("{", encoding="utf-8")
     index = open_index(doc, None)
     assert index.built == ["bm25"] and len(index.section_spans) >= 1
+
+
+def test_static_vectors_are_the_same_for_a_question_and_for_a_book(cache_dir):
+    """A question's rows are widened from float16 as taken, a book's from the table widened once:
+    the same vectors either way."""
+    from cwread.retrieval.embedders import WIDEN_ALL_TEXTS, load_static_minilm
+
+    e = load_static_minilm()
+    texts = [f"The keeper lit lamp number {i} before the storm reached the {i % 7}th rock." for i in range(WIDEN_ALL_TEXTS + 6)]
+    whole = e.encode(texts)
+    one_by_one = np.concatenate([e.encode([t]) for t in texts])
+    assert np.array_equal(whole, one_by_one)
