@@ -83,3 +83,23 @@ def test_a_table_of_contents_is_never_retrieved_or_quoted_and_show_names_it(caps
     assert trace["citations"] and 6 not in trace["citations"]
     code, out, err = run(capsys, "show", str(book), "6", "--json")
     assert code == 0 and json.loads(out)["paragraphs"][0]["wrapping"] == "contents"
+
+
+PROSE = "She trimmed the wick and wound the clock, as she had done every night for thirty years."
+
+
+def test_a_gutenberg_work_opens_at_its_first_chapter_where_prose_follows_the_heading():
+    """What comes before (title page, contents, an editor's preface naming every character) is
+    front matter; a contents entry (headings after it) is not the opening, nor is a heading
+    deep in the book, nor a text without Project Gutenberg's markers."""
+    head, tail = STORY[:3], STORY[9:]
+    body = [PROSE] * 100
+    front = ["THE LAMP", "Contents", "CHAPTER I. The Lamp", "CHAPTER II. The Medal", "PREFACE.", "Martha Quill is the best of heroines, the critic wrote."]
+    texts = [*head, *front, "CHAPTER I. The Lamp", PROSE, *body, *tail]
+    assert story_bounds(texts) == (len(head) + len(front) + 1, len(texts) - len(tail))
+    prologue = [*head, "THE LAMP", "PROLOGUE", "THE STORM (1799):", "I", "I write these lines from the rock, to my sister in Penzance.", *body, *tail]
+    assert story_bounds(prologue)[0] == len(head) + 2  # short prose after the heading still opens it
+    late = [*head, "THE LAMP", *body, "CHAPTER I. The Lamp", PROSE, *body, *tail]
+    assert story_bounds(late)[0] == len(head) + 1  # a first heading past the first tenth: the title stays
+    unwrapped = ["THE LAMP", "PREFACE.", PROSE, "CHAPTER I. The Lamp", PROSE, *body]
+    assert story_bounds(unwrapped) == (1, len(unwrapped))

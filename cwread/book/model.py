@@ -370,5 +370,46 @@ def story_bounds(texts: Sequence[str]) -> tuple[int, int]:
             last -= 1
     if first > last:  # markers with nothing between them: keep the whole text
         return (1, n) if n else (1, 0)
+    if starts:
+        first = _first_chapter(texts, first, last)
     return first + 1, last + 1
+
+
+# The heading that opens a work's first part: "CHAPTER I.", "Chapter 1", "PROLOGUE", "Stave One",
+# "Letter 1", "Book the First—Recalled to Life"
+_OPENING = re.compile(
+    r"^\W*(?:(?:CHAPTER|Chapter|CHAP\.|Chap\.|STAVE|Stave|LETTER|Letter|BOOK|Book|PART|Part|VOLUME|Volume)"
+    r"\s*[-\u2014.:]?\s*(?:I|1|ONE|One|FIRST|First|(?:the|THE)\s+(?:FIRST|First))\b|PROLOGUE\b|Prologue\b)"
+)
+_HEADING_LINE = re.compile(r"^\W*(?:" + _CHAPTER_HEADING.pattern + ")")
+OPENING_CHARS = 100  # a heading, its title at most
+OPENING_REACH = 0.1  # of the story's paragraphs: how far in the first chapter may open
+PROSE_AFTER = 8  # paragraphs after the heading (before the next) where its prose must begin
+
+
+def _first_chapter(texts: Sequence[str], first: int, last: int) -> int:
+    """The 0-based index at which a Project Gutenberg work's first chapter opens, where its
+    heading lies early on and a paragraph of prose follows it (a table of contents' entry has
+    headings after it): what comes before it (title page, dedication, contents, an editor's
+    preface that names every character) is front matter. `first` where there is no such
+    heading."""
+    reach = first + max(1, int(OPENING_REACH * (last - first + 1)))
+    for i in range(first, min(reach, last + 1)):
+        heading = texts[i]
+        if len(heading) > OPENING_CHARS or not _OPENING.match(heading):
+            continue
+        for following in texts[i + 1 : min(i + 1 + PROSE_AFTER, last + 1)]:
+            if _OPENING.match(following) or _HEADING_LINE.match(following):
+                break  # the next heading (a contents' next entry) came before any prose
+            if _is_prose(following):
+                return i
+    return first
+
+
+def _is_prose(text: str) -> bool:
+    """A sentence or more of prose, not a heading or a title: eight words or more, most of them
+    in lower case ("I address these lines—written in India—to my relatives in England.", not
+    "CHAPTER II. The Curse of the Baskervilles")."""
+    words = text.split()
+    return len(words) >= 8 and 2 * sum(w[:1].islower() for w in words) >= len(words) and not lists_chapters(text)
 
