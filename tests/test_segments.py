@@ -163,7 +163,7 @@ def test_a_fixed_preset_is_kept_as_it_is_and_says_so():
 
 
 def test_a_paragraph_left_out_is_in_no_segment_and_bounds_those_beside_it():
-    """A table of contents (Document.contents) is never an anchor nor inside a segment: the
+    """A table of contents (Document.asides) is never an anchor nor inside a segment: the
     anchor beside it stops short of it, and the windows run on past it."""
     n = 30
     scores = [0.0] * n

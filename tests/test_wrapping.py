@@ -3,7 +3,7 @@ stable), never retrieved or quoted, and named as front or back matter by `show`.
 
 import json
 
-from cwread.book.model import lists_chapters, story_bounds
+from cwread.book.model import illustration_ids, lists_chapters, story_bounds
 from tests.conftest import run
 
 STORY = [
@@ -103,3 +103,40 @@ def test_a_gutenberg_work_opens_at_its_first_chapter_where_prose_follows_the_hea
     assert story_bounds(late)[0] == len(head) + 1  # a first heading past the first tenth: the title stays
     unwrapped = ["THE LAMP", "PREFACE.", PROSE, "CHAPTER I. The Lamp", PROSE, *body]
     assert story_bounds(unwrapped) == (1, len(unwrapped))
+
+
+def test_an_illustrations_caption_is_an_aside_to_its_closing_bracket():
+    """Project Gutenberg's "[Illustration: ...]" repeats a line of the story with a page number:
+    never retrieved or quoted. Its caption may run on over paragraphs to its closing bracket; one
+    never closed marks its opening paragraph alone."""
+    texts = [
+        "[Illustration:",
+        "“He came down to see the place”",
+        "[_Copyright 1894 by George Allen._]]",
+        PROSE,
+        "[Illustration]",
+        PROSE,
+        "[Illustration: “I’m the tallest”]",
+        "[Illustration: a bracket never closed",
+        PROSE,
+        PROSE,
+        PROSE,
+        PROSE,
+        "The keeper wrote [in pencil] of an [Illustration] she had seen.",
+    ]
+    assert illustration_ids(texts, 1, len(texts)) == [1, 2, 3, 5, 7, 8]
+
+
+def test_a_caption_is_never_quoted_and_show_names_it(capsys, tmp_path, cache_dir, scripted):
+    book = tmp_path / "lamp.txt"
+    caption = ["[Illustration:", "“Martha Quill kept the silver medal”", "[_Copyright 1894._]]"]
+    book.write_text("\n\n".join([*STORY[:5], *caption, *STORY[5:]]) + "\n", encoding="utf-8")
+    code, out, err = run(
+        capsys, "ask", str(book), "Who kept the silver medal?", "--backend", "scripted", "--answer", "extractive", "--json"
+    )
+    assert code == 0, err
+    trace = json.loads(out)
+    read = {pid for s in trace["finder"] for pid in range(s["start"], s["end"] + 1)} | {p["id"] for p in trace["packet"]}
+    assert read and not read & {6, 7, 8} and trace["citations"] and not set(trace["citations"]) & {6, 7, 8}
+    code, out, err = run(capsys, "show", str(book), "6-9", "--json")
+    assert [p["wrapping"] for p in json.loads(out)["paragraphs"]] == ["illustration"] * 3 + [None]

@@ -188,24 +188,29 @@ class Document:
         return story_bounds([p.text for p in self.paragraphs])
 
     @cached_property
-    def contents(self) -> frozenset[int]:
-        """The ids of the story's paragraphs that list its chapters (a table of contents kept
-        as one paragraph: "CHAPTER I. Jonathan Harker's Journal CHAPTER II. ..."): they name
-        many characters and say nothing of them, so, like the wrapping, they are never
+    def asides(self) -> dict[int, str]:
+        """The story's paragraphs that are not its text, by id: "contents" for a table of
+        contents kept as one paragraph ("CHAPTER I. Jonathan Harker's Journal CHAPTER II. ..."),
+        which names many characters and says nothing of them, and "illustration" for an
+        illustration's caption ("[Illustration: “I hope Mr. Bingley will like it” ...]"), which
+        repeats a line of the story with a page number. Like the wrapping, they are never
         retrieved or quoted."""
         first, last = self.story
-        return frozenset(p.id for p in self.paragraphs[first - 1 : last] if lists_chapters(p.text))
+        texts = [p.text for p in self.paragraphs]
+        out = {pid: "illustration" for pid in illustration_ids(texts, first, last)}
+        out.update((p.id, "contents") for p in self.paragraphs[first - 1 : last] if lists_chapters(p.text))
+        return out
 
     def wrapping(self, pid: int) -> str | None:
-        """"front matter" or "back matter" for a paragraph outside the story, "contents" for a
-        list of its chapters, else None: a paragraph with a wrapping is never retrieved or
-        quoted."""
+        """"front matter" or "back matter" for a paragraph outside the story, "contents" or
+        "illustration" for one inside it that is not its text (`asides`), else None: a paragraph
+        with a wrapping is never retrieved or quoted."""
         first, last = self.story
         if pid < first:
             return "front matter"
         if pid > last:
             return "back matter"
-        return "contents" if pid in self.contents else None
+        return self.asides.get(pid)
 
     @cached_property
     def _firsts(self) -> list[int]:
@@ -345,6 +350,33 @@ _CHAPTER_HEADING = re.compile(
 )
 _HEADING_WORD = re.compile("CHAPTER|Chapter|BOOK|Book|PART|Part|STAVE|Stave|LETTER|Letter|PHASE|Phase")
 CONTENTS_HEADINGS = 3
+
+
+_ILLUSTRATION = re.compile(r"^\s*\[Illustration\b")
+CAPTION_PARAGRAPHS = 4  # an illustration's caption runs on over this many paragraphs at most
+
+
+def illustration_ids(texts: Sequence[str], first: int, last: int) -> list[int]:
+    """The 1-based ids, from `first` to `last`, of Project Gutenberg's illustration markup: a
+    paragraph that opens "[Illustration" and those its caption runs on over, to its closing
+    bracket ("[Illustration:" / "“He came down to see the place”" / "[_Copyright 1894 by George
+    Allen._]]"). A bracket not closed within CAPTION_PARAGRAPHS marks the opening one alone."""
+    out: list[int] = []
+    pid = first
+    while pid <= last:
+        if not _ILLUSTRATION.match(texts[pid - 1]):
+            pid += 1
+            continue
+        depth, end = 0, pid
+        for end in range(pid, min(pid + CAPTION_PARAGRAPHS, last + 1)):
+            depth += texts[end - 1].count("[") - texts[end - 1].count("]")
+            if depth <= 0:
+                break
+        if depth > 0:
+            end = pid
+        out.extend(range(pid, end + 1))
+        pid = end + 1
+    return out
 
 
 def lists_chapters(text: str) -> bool:

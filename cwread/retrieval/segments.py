@@ -160,7 +160,7 @@ def build_segments(
     (ascending), where segments end: none crosses from one file into the next; `story`: the
     first and last id of the work (Document.story): paragraphs outside it (a Project
     Gutenberg header and licence) are in no segment, nor are the ids `left_out` (a table of
-    contents, Document.contents)."""
+    contents or a caption, Document.asides)."""
     n = len(lengths)
     first, last = story or (1, n)
     left_out = frozenset(left_out)
