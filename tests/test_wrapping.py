@@ -140,3 +140,14 @@ def test_a_caption_is_never_quoted_and_show_names_it(capsys, tmp_path, cache_dir
     assert read and not read & {6, 7, 8} and trace["citations"] and not set(trace["citations"]) & {6, 7, 8}
     code, out, err = run(capsys, "show", str(book), "6-9", "--json")
     assert [p["wrapping"] for p in json.loads(out)["paragraphs"]] == ["illustration"] * 3 + [None]
+
+
+def test_what_reads_as_the_story_is_kept():
+    """A caption's paragraph that runs on into the story, prose naming three parts, and an opening
+    the author left unheaded before a first "LETTER I." are the story's."""
+    assert illustration_ids(["[Illustration: a map] Martha Quill kept the silver medal in a biscuit tin."], 1, 1) == []
+    assert not lists_chapters("The plan had three steps. Part One was the engine, Part Two the hull, and Part Three the crew.")
+    assert not lists_chapters("Book I of the Iliad, Book II and Book III were on the shelf, the tutor said.")
+    head, tail = STORY[:3], STORY[9:]
+    unheaded = [*head, "THE LAMP", *[PROSE] * 5, "LETTER I.", *[PROSE] * 100, *tail]
+    assert story_bounds(unheaded)[0] == len(head) + 1

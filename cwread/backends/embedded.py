@@ -219,7 +219,8 @@ def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, s
     # llama.cpp's fit_params probes a GPU's free memory with a trial load (dummy allocations) to
     # size the layers it takes: work for nothing where there is none, with the context cwread
     # gives. Off, the default model loads in 0.30 s against 0.45, the GIL held throughout
-    params.fit_params = _has_gpu(xllamacpp)
+    if hasattr(params, "fit_params"):  # builds before llama.cpp had it size nothing
+        params.fit_params = _has_gpu(xllamacpp)
     # A new prompt goes on in the slot's state only when it shares 90% of it; else that state is
     # kept in the host-memory prompt cache and the best match loaded from it. At llama.cpp's
     # 0.1, a Finder prompt sharing just the instructions with the last one went on in place,

@@ -354,6 +354,7 @@ CONTENTS_HEADINGS = 3
 
 _ILLUSTRATION = re.compile(r"^\s*\[Illustration\b")
 CAPTION_PARAGRAPHS = 4  # an illustration's caption runs on over this many paragraphs at most
+CAPTION_TAIL_WORDS = 3  # words after a caption's bracket that make its paragraph the story's
 
 
 def illustration_ids(texts: Sequence[str], first: int, last: int) -> list[int]:
@@ -367,22 +368,36 @@ def illustration_ids(texts: Sequence[str], first: int, last: int) -> list[int]:
         if not _ILLUSTRATION.match(texts[pid - 1]):
             pid += 1
             continue
-        depth, end = 0, pid
-        for end in range(pid, min(pid + CAPTION_PARAGRAPHS, last + 1)):
-            depth += texts[end - 1].count("[") - texts[end - 1].count("]")
-            if depth <= 0:
-                break
-        if depth > 0:
-            end = pid
-        out.extend(range(pid, end + 1))
+        end, after = _caption_end(texts, pid, min(pid + CAPTION_PARAGRAPHS - 1, last))
+        if end is None:  # never closed: the opening paragraph alone
+            end, after = pid, ""
+        if len(after.split()) < CAPTION_TAIL_WORDS:  # prose after the bracket is the story's
+            out.extend(range(pid, end + 1))
         pid = end + 1
     return out
+
+
+def _caption_end(texts: Sequence[str], pid: int, last: int) -> tuple[int | None, str]:
+    """The id of the paragraph where the caption opened at `pid` closes its bracket (None if not
+    by `last`), and what that paragraph holds after it."""
+    depth = 0
+    for end in range(pid, last + 1):
+        text = texts[end - 1]
+        for at, char in enumerate(text):
+            depth += (char == "[") - (char == "]")
+            if depth == 0 and char == "]":
+                return end, text[at + 1 :]
+    return None, ""
 
 
 def lists_chapters(text: str) -> bool:
     """Whether a paragraph is a list of chapter headings (a table of contents)."""
     # the heading words alone first: a novel's paragraphs in 3 ms, not 19
-    return len(_HEADING_WORD.findall(text)) >= CONTENTS_HEADINGS and len(_CHAPTER_HEADING.findall(text)) >= CONTENTS_HEADINGS
+    return (
+        len(_HEADING_WORD.findall(text)) >= CONTENTS_HEADINGS
+        and len(_CHAPTER_HEADING.findall(text)) >= CONTENTS_HEADINGS
+        and not _is_prose(text)  # "Part One was the engine, Part Two the hull, and Part Three the crew."
+    )
 
 
 def story_bounds(texts: Sequence[str]) -> tuple[int, int]:
@@ -414,6 +429,10 @@ _OPENING = re.compile(
     r"\s*[-\u2014.:]?\s*(?:I|1|ONE|One|FIRST|First|(?:the|THE)\s+(?:FIRST|First))\b|PROLOGUE\b|Prologue\b)"
 )
 _HEADING_LINE = re.compile(r"^\W*(?:" + _CHAPTER_HEADING.pattern + ")")
+_FRONT_MATTER = re.compile(
+    r"^\W*(?:(?:LIST OF |List of )?(?:CONTENTS|Contents|ILLUSTRATIONS|Illustrations)|PREFACE|Preface|INTRODUCTION|"
+    r"Introduction|FOREWORD|Foreword|DEDICATION|Dedication|(?:TRANSCRIBER|Transcriber)['\u2019]?s? (?:NOTE|Note))\b[^\n]{0,60}$"
+)
 OPENING_CHARS = 100  # a heading, its title at most
 OPENING_REACH = 0.1  # of the story's paragraphs: how far in the first chapter may open
 PROSE_AFTER = 8  # paragraphs after the heading (before the next) where its prose must begin
@@ -434,8 +453,17 @@ def _first_chapter(texts: Sequence[str], first: int, last: int) -> int:
             if _OPENING.match(following) or _HEADING_LINE.match(following):
                 break  # the next heading (a contents' next entry) came before any prose
             if _is_prose(following):
-                return i
+                return i if _front_matter(texts[first:i]) else first
     return first
+
+
+def _front_matter(texts: Sequence[str]) -> bool:
+    """Whether what comes before a work's first heading is front matter: no prose at all (a
+    title page), or a contents or a preface said to be one (a heading "Contents", "Preface",
+    ..., a list of chapters, or a contents' entry), not an opening the author left unheaded."""
+    return not any(_is_prose(t) for t in texts) or any(
+        _FRONT_MATTER.match(t) or lists_chapters(t) or _HEADING_LINE.match(t) for t in texts
+    )
 
 
 def _is_prose(text: str) -> bool:
@@ -443,5 +471,5 @@ def _is_prose(text: str) -> bool:
     in lower case ("I address these lines—written in India—to my relatives in England.", not
     "CHAPTER II. The Curse of the Baskervilles")."""
     words = text.split()
-    return len(words) >= 8 and 2 * sum(w[:1].islower() for w in words) >= len(words) and not lists_chapters(text)
+    return len(words) >= 8 and 2 * sum(w[:1].islower() for w in words) >= len(words)
 

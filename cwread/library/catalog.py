@@ -349,7 +349,7 @@ class Library:
             sources = tuple((s.name, s.first, s.last) for s in document.sources)
             kept = (
                 (p.id, p.page, p.text) for p in document.paragraphs if not document.wrapping(p.id)
-            )  # a Project Gutenberg header or licence, a table of contents, is no hit
+            )  # a Project Gutenberg header or licence, its front matter, contents or a caption, is no hit
             try:
                 store.put(HeldBook(book.name, _stamp_key(book), sources, len(document), book.about), kept)
             except sqlite3.Error as exc:

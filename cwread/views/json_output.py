@@ -77,7 +77,7 @@ def show_json(document: Document, paragraphs: list[Paragraph]) -> dict:
                 "block": p.block,
                 "line": p.line,
                 "text": p.text,
-                "wrapping": document.wrapping(p.id),  # "front matter", "back matter", "contents" or None
+                "wrapping": document.wrapping(p.id),  # "front matter", "back matter", "contents", "illustration" or None
             }
             for p in paragraphs
         ],

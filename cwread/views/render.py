@@ -242,7 +242,7 @@ def show_view(document: Document, paragraphs: list[Paragraph]) -> None:
     for p in paragraphs:
         line = _paragraph_line(document, p.id, p.text)
         wrapping = document.wrapping(p.id)
-        if wrapping:  # a Project Gutenberg header or licence, a table of contents: never retrieved or quoted
+        if wrapping:  # a Project Gutenberg header or licence, its front matter, contents or a caption: never retrieved or quoted
             line.append(f"  ({wrapping})", style="dim")
         out.print(line)
         out.print()
