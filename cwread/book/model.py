@@ -344,11 +344,12 @@ CREDIT_REACH = 3  # paragraphs inside a marker that may still be its credits
 # "Phase the First", "Letter 2"; not "for my part I think"):
 # a paragraph naming three or more is a list of chapters. In 19 novels of Project Gutenberg it
 # finds 20 paragraphs (in 8 of them), each a table of contents, and none of a story.
+_HEADING_WORDS = "CHAPTER|Chapter|BOOK|Book|PART|Part|STAVE|Stave|LETTER|Letter|PHASE|Phase"
 _CHAPTER_HEADING = re.compile(
-    r"\b(?:CHAPTER|Chapter|BOOK|Book|PART|Part|STAVE|Stave|LETTER|Letter|PHASE|Phase)\s*[-\u2014.:]?\s*"
+    rf"\b(?:{_HEADING_WORDS})\s*[-\u2014.:]?\s*"
     r"(?:[IVXLC]+\b|\d+\b|(?:the\s+)?(?:FIRST|First|SECOND|Second|THIRD|Third|LAST|Last|ONE|One|TWO|Two|THREE|Three)\b)"
 )
-_HEADING_WORD = re.compile("CHAPTER|Chapter|BOOK|Book|PART|Part|STAVE|Stave|LETTER|Letter|PHASE|Phase")
+_HEADING_WORD = re.compile(_HEADING_WORDS)
 CONTENTS_HEADINGS = 3
 
 

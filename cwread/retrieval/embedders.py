@@ -18,6 +18,7 @@ import gzip
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
@@ -68,20 +69,16 @@ class StaticEmbedder:
     def dims(self) -> int:
         return int(self.weights.shape[1])
 
+    @cached_property
     def _widened(self) -> np.ndarray:
-        if self.weights.dtype == np.float32:
-            return self.weights
-        widened = self.__dict__.get("_float32")
-        if widened is None:
-            widened = self.__dict__["_float32"] = self.weights.astype(np.float32)
-        return widened
+        return self.weights.astype(np.float32, copy=False)
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.weights.shape[1]), dtype=np.float32)
         # The weights ship as float16. A question's few rows are widened as they are taken; a
         # book's many, from the table widened once (0.05 s on 2 cores, which every question
         # paid when the table was widened at load). The same float32 rows either way.
-        table = self._widened() if len(texts) > WIDEN_ALL_TEXTS else self.weights
+        table = self._widened if len(texts) > WIDEN_ALL_TEXTS else self.weights
         batch = 512
         for start in range(0, len(texts), batch):
             encodings = self.tokenizer.encode_batch(texts[start : start + batch], add_special_tokens=False)
