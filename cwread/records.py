@@ -250,6 +250,8 @@ class ParagraphJudgement:
     calls: tuple[ModelCall, ...] = ()
     # candidates left unread once one scored finder.SURE (its choice could not change)
     unjudged: tuple[int, ...] = ()
+    # (paragraph id, start, end): the paragraphs judged by a part of them, its character offsets
+    windows: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def best(self) -> tuple[int, float] | None:

@@ -112,3 +112,50 @@ def test_a_paragraph_no_answer_could_be_drawn_from_is_no_candidate():
     found = candidate_paragraphs(question, evidence, None, 5)
     assert found == [3]
     assert best_answer(question, [evidence[2]], None, 1, spans=False)[0] == evidence[2][1]
+
+
+def test_a_long_paragraph_is_judged_by_its_sentences_around_the_one_most_like_the_question():
+    """judged_window: the whole of a short paragraph; of a long one, whole sentences around the
+    one that fits the question best, widened on both sides while they fit, never past `most`."""
+    from cwread.answer.extractive import judged_window
+
+    question = "Where did Martha hide the silver medal?"
+    short = "Martha hid the silver medal in the biscuit tin."
+    assert judged_window(question, short, None, 600) == (0, len(short))
+    filler = [f"The weather on day {n} was grey and the road was long." for n in range(12)]
+    sentences = [*filler[:6], "Martha hid the silver medal in the biscuit tin.", *filler[6:]]
+    text = " ".join(sentences)
+    start, end = judged_window(question, text, None, 200)
+    window = text[start:end]
+    assert "biscuit tin" in window and end - start <= 200
+    assert window.startswith("The weather") and window.endswith(".")  # whole sentences
+    before, after = text[:start], text[end:]
+    assert before.count("weather") >= 4 and after.count("weather") >= 4  # widened on both sides, not all
+    # a single sentence longer than `most` is read whole
+    one = "Martha hid the silver medal " + "very " * 30 + "carefully. It rained."
+    start, end = judged_window(question, one, None, 100)
+    assert start == 0 and one[start:end].endswith("carefully.")
+
+
+def test_a_long_candidate_is_judged_by_a_part_of_it_and_the_trace_says_which(capsys, tmp_path, cache_dir, scripted):
+    """The Finder reads a long paragraph's window (finder.JUDGED_CHARS), not the whole; the
+    answer still comes from the whole paragraph, and `answer_judgement` gives the part read."""
+    from cwread.agents.finder import JUDGED_CHARS
+
+    filler = " ".join(f"The weather on day {n} was grey, and the long road ran on past the mill." for n in range(20))
+    long_paragraph = f"{filler} Martha hid the silver medal in the biscuit tin. {filler}"
+    assert len(long_paragraph) > 2 * JUDGED_CHARS
+    book = tmp_path / "book.txt"
+    book.write_text(f"The house stood on a hill.\n\n{long_paragraph}\n\nThe end came in the spring.\n", encoding="utf-8")
+    scripted.finder = judging({"biscuit": 2.0})
+    scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
+    code, out, err = run(capsys, "ask", str(book), "Where did Martha hide the silver medal?", "--backend", "scripted", "--json")
+    assert code == 0, err
+    trace = json.loads(out)
+    (judged,) = [s for s in trace["answer_judgement"]["scores"] if s["id"] == 2]
+    start, end = judged["read"]
+    assert 0 < start < end < len(long_paragraph) and end - start <= JUDGED_CHARS
+    assert "biscuit tin" in long_paragraph[start:end]
+    read = [r.messages[-1][1] for r in scripted.finder.requests if "biscuit" in r.messages[-1][1]]
+    assert read and all(len(m) < len(long_paragraph) for m in read)  # the call held the window only
+    assert trace["citations"] == [2] and "biscuit tin" in trace["quotes"][0]["quote"]

@@ -297,6 +297,10 @@ class ScoringFinder(_ChatFinder):
 # candidate_paragraphs), about 0.5 s each on 2 cores: on the dev novels the first five held gold
 # for 41 of the 56 questions whose gold was in the packet, the first three for 34
 JUDGED_PARAGRAPHS = 5
+# The characters of a candidate paragraph the Finder reads (extractive.judged_window): on the
+# dev novels a fifth of the candidates are longer, and the longest questions read 4,500
+# characters of them
+JUDGED_CHARS = 600
 
 
 class ParagraphJudge:

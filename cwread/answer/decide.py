@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from cwread.agents.finder import JUDGED_PARAGRAPHS, ParagraphJudge
+from cwread.agents.finder import JUDGED_CHARS, JUDGED_PARAGRAPHS, ParagraphJudge
 from cwread.answer import describe, extractive, grounding, span_reader
 from cwread.answer.reader import AnswerReader
 from cwread.answer.support import check_support
@@ -111,7 +111,13 @@ def _extract(
         candidates = list(dict.fromkeys([*introduced, *ranked]))[:JUDGED_PARAGRAPHS]
         if candidates:
             text_of = dict((p[0], p[1]) for p in pool)
-            judgement = judge(question, [(pid, text_of[pid]) for pid in candidates])
+            # a long paragraph is judged by its sentences around the one most like the question:
+            # the Finder's time grows with what it reads (benchmarks/README.md, "The part of a
+            # paragraph the Finder judges")
+            windows = {pid: extractive.judged_window(question.text, text_of[pid], rank, JUDGED_CHARS) for pid in candidates}
+            judgement = judge(question, [(pid, text_of[pid][slice(*windows[pid])]) for pid in candidates])
+            cut = tuple((pid, *windows[pid]) for pid in candidates if windows[pid] != (0, len(text_of[pid])))
+            judgement = replace(judgement, windows=cut)
             pool = [p for p in pool if p[0] == judgement.chosen]
             # the Finder vouched for the paragraph: its answer sentence need share one of the
             # question's words, not two (fairytale dev token-F1 25.9 -> 27.7, abstained 11.5%

@@ -185,6 +185,32 @@ def candidate_paragraphs(question: str, evidence: Evidence, rank: Rank | None, m
     return [answerable[i][0] for i in order[:most]]
 
 
+def judged_window(question: str, text: str, rank: Rank | None, most: int) -> tuple[int, int]:
+    """The part of a candidate paragraph the Finder reads when it judges it, as character
+    offsets: the whole paragraph up to `most` characters, else the run of whole sentences
+    around the one `rank` puts first (by the question's words without one), widened a
+    sentence at a time on either side while it stays within `most`. A sentence longer than
+    `most` is read whole."""
+    if len(text) <= most:
+        return 0, len(text)
+    bounds = sentence_spans(text) or [(0, len(text))]
+    sentences = [text[start:end] for start, end in bounds]
+    if rank is not None:
+        scores = rank(question, sentences)
+    else:
+        asked = content_words(question)
+        scores = [len(asked & content_words(s)) for s in sentences]
+    first = last = max(range(len(bounds)), key=lambda i: (scores[i], -i))
+    widened = True
+    while widened:
+        widened = False
+        if first > 0 and bounds[last][1] - bounds[first - 1][0] <= most:
+            first, widened = first - 1, True
+        if last + 1 < len(bounds) and bounds[last + 1][1] - bounds[first][0] <= most:
+            last, widened = last + 1, True
+    return bounds[first][0], bounds[last][1]
+
+
 def _answerable(question: str, asked: set[str], sentence: str) -> bool:
     """Whether an answer can be drawn from `sentence` once the Finder vouched for its paragraph:
     it could answer, and shares one of the question's words (`asked`), as best_answer then

@@ -153,9 +153,15 @@ def judgement_json(doc, judgement: ParagraphJudgement | None) -> dict | None:
     """The trained Finder's scores of an extractive answer's candidate paragraphs (None: not judged)."""
     if judgement is None:
         return None
+    window = {pid: (start, end) for pid, start, end in judgement.windows}
     return {
         "threshold": judgement.threshold,
-        "scores": [{**ref_json(doc, pid), "score": round(score, 4)} for pid, score in judgement.scores],
+        # "read": the characters [start, end) of a long paragraph the Finder read (its sentences
+        # around the one most like the question); absent where it read the paragraph whole
+        "scores": [
+            {**ref_json(doc, pid), "score": round(score, 4), **({"read": list(window[pid])} if pid in window else {})}
+            for pid, score in judgement.scores
+        ],
         "chosen": None if judgement.chosen is None else id_json(doc, judgement.chosen),
         # candidates not judged: one before them scored sure (finder.SURE), so they could not change the choice
         "unjudged": [id_json(doc, pid) for pid in judgement.unjudged],
