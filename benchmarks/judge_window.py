@@ -88,7 +88,7 @@ def run_set(records: list[dict], chars: int) -> list[dict]:
         read = sum(windows.get(pid, len(text_of.get(pid, ""))) for pid, _ in judged.scores) if judged else 0
         refs = record.get("answers") or [record.get("answer") or ""]
         rows.append({
-            "candidates_gold": bool(judged and gold & {p for p, _ in judged.scores} | gold & set(judged.unjudged)),
+            "candidates_gold": bool(judged and gold & ({p for p, _ in judged.scores} | set(judged.unjudged))),
             "picked_gold": bool(judged and judged.best and judged.best[0] in gold),
             "chars": read,
             "seconds": trace.seconds.get("answer_judge", 0.0),

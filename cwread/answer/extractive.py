@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cwread.answer import grounding, span_reader
-from cwread.answer.grounding import Rank, content_words, ranked_sentences, weight_shares
+from cwread.answer.grounding import Rank, content_words, rank_scores, ranked_sentences, weight_shares
 from cwread.book import Document, Evidence
 from cwread.cache import cache_root, read_entry, remove_entry, write_entry
 from cwread.errors import CacheError
@@ -176,11 +176,7 @@ def candidate_paragraphs(question: str, evidence: Evidence, rank: Rank | None, m
     ]
     if not answerable:
         return []
-    texts = [text for _, text in answerable]
-    if rank is not None:
-        scores = rank(question, texts)
-    else:
-        scores = [len(asked & content_words(text)) for text in texts]
+    scores = rank_scores(question, [text for _, text in answerable], rank)
     order = sorted(range(len(answerable)), key=lambda i: (-scores[i], i))
     return [answerable[i][0] for i in order[:most]]
 
@@ -194,12 +190,7 @@ def judged_window(question: str, text: str, rank: Rank | None, most: int) -> tup
     if len(text) <= most:
         return 0, len(text)
     bounds = sentence_spans(text) or [(0, len(text))]
-    sentences = [text[start:end] for start, end in bounds]
-    if rank is not None:
-        scores = rank(question, sentences)
-    else:
-        asked = content_words(question)
-        scores = [len(asked & content_words(s)) for s in sentences]
+    scores = rank_scores(question, [text[start:end] for start, end in bounds], rank)
     first = last = max(range(len(bounds)), key=lambda i: (scores[i], -i))
     widened = True
     while widened:

@@ -227,6 +227,15 @@ _ASKED_UNMARKED = re.compile(
 )
 
 
+def rank_scores(question: str, texts: list[str], rank: Rank | None) -> list[float]:
+    """`rank`'s scores of `texts` for `question`; without one, how many of the question's
+    content words each holds."""
+    if rank is not None:
+        return rank(question, texts)
+    asked = content_words(question)
+    return [len(asked & content_words(text)) for text in texts]
+
+
 def ranked_sentences(
     question: str,
     evidence: Evidence,
