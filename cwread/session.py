@@ -125,7 +125,11 @@ class Session:
         index = self.index(embedder, progress)
         seconds = time.perf_counter() - t0
         found = pipeline.find(index, question, budget, retrieval, embedder, follows)
-        return replace(found, timings={"index": round(seconds, 4), **found.timings}, built=() if opened else tuple(index.built))
+        return replace(
+            found,
+            timings={"index": round(seconds, 4), **found.timings},
+            built=() if opened else tuple(index.built),
+        )
 
     def plan(
         self,
@@ -175,7 +179,8 @@ class Session:
         run = run or RunSettings()
         planned = self.plan(question, run, finder, notice)
         for backend in pipeline.backends_called(planned):
-            backend.warm(notice)  # an in-process model loads while the book is searched
+            # an in-process model loads while the book is searched
+            backend.warm(notice, decisions_only=pipeline.decisions_only(planned, backend))
         found = self.find(question, planned.plan.budget, run.retrieval, progress, follows)
         if notice:
             for line in small_model_notices(question, run.answering, planned):
@@ -201,7 +206,9 @@ class Conversation:
         return trace
 
 
-def small_model_notices(question: Question, answering: AnswerSettings, planned: pipeline.PlannedRun) -> list[str]:
+def small_model_notices(
+    question: Question, answering: AnswerSettings, planned: pipeline.PlannedRun
+) -> list[str]:
     """What a model too small to write or judge changes, said before the answer."""
     lines = []
     plan, selection = planned.plan, planned.backends

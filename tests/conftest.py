@@ -32,18 +32,27 @@ def prepared_models(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("prepared-models")
 
 
+@pytest.fixture(scope="session")
+def decision_models(tmp_path_factory) -> Path:
+    """One folder of the prepared models' decision graphs for the session (seconds to write)."""
+    return tmp_path_factory.mktemp("decision-models")
+
+
 @pytest.fixture
-def cache_dir(tmp_path_factory, monkeypatch, prepared_models) -> Path:
+def cache_dir(tmp_path_factory, monkeypatch, prepared_models, decision_models) -> Path:
     """A fresh, empty cache root for one test (the static embedder ships with cwread), sharing
-    the session's prepared models; beside the test's folder, not in it (a book may be that
-    folder)."""
+    the session's prepared models and their decision graphs; beside the test's folder, not in
+    it (a book may be that folder)."""
     root = tmp_path_factory.mktemp("cache")
     (root / "models").symlink_to(prepared_models, target_is_directory=True)
+    (root / "decisions").symlink_to(decision_models, target_is_directory=True)
     monkeypatch.setenv("CWREAD_CACHE_DIR", str(root))
     return root
 
 
-TINY_JUDGE = Path(__file__).parent / "data" / "judge-tiny"  # a random one-layer judge: the wiring, not the judgement
+TINY_JUDGE = (
+    Path(__file__).parent / "data" / "judge-tiny"
+)  # a random one-layer judge: the wiring, not the judgement
 
 
 @pytest.fixture
@@ -132,8 +141,22 @@ EVAL_RECORDS = [
         "answer": "B",
         "evidence": [2],
     },
-    {"id": "c1", "doc": "docs/s.txt", "kind": "claim", "question": "The medal was kept in a tin.", "answer": "TRUE", "pair": "p"},
-    {"id": "c2", "doc": "docs/s.txt", "kind": "claim", "question": "The medal was kept in a drawer.", "answer": "FALSE", "pair": "p"},
+    {
+        "id": "c1",
+        "doc": "docs/s.txt",
+        "kind": "claim",
+        "question": "The medal was kept in a tin.",
+        "answer": "TRUE",
+        "pair": "p",
+    },
+    {
+        "id": "c2",
+        "doc": "docs/s.txt",
+        "kind": "claim",
+        "question": "The medal was kept in a drawer.",
+        "answer": "FALSE",
+        "pair": "p",
+    },
     {
         "id": "o1",
         "doc": "docs/s.txt",
@@ -173,4 +196,3 @@ def loopback_server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterat
     finally:
         server.shutdown()
         server.server_close()
-

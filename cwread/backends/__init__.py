@@ -222,7 +222,9 @@ DEADLINE_GRACE = 1.0  # seconds past a call's timeout before its deadline ends t
 # The cancellation of the run this thread works for (an MCP client that cancels or goes away):
 # set, a model call being waited for ends at once with Interrupted, and an embedded generation
 # stops at its next token. Threads a run starts take it with them (contextvars.copy_context).
-_CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("cwread_cancel", default=None)
+_CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "cwread_cancel", default=None
+)
 
 
 @contextmanager
@@ -403,8 +405,9 @@ class Backend(Protocol):
         """What loading the model once says (for `doctor`); None where serving it is the check."""
         ...
 
-    def warm(self, notice: Callable[[str], None] | None = None) -> None:
+    def warm(self, notice: Callable[[str], None] | None = None, decisions_only: bool = False) -> None:
         """Start loading the model in the background where a call would wait for it (in-process),
         so that the first call waits less; nothing where a server holds it. `notice` hears
-        what takes seconds the first time (none: nothing said, as with --quiet)."""
+        what takes seconds the first time (none: nothing said, as with --quiet);
+        `decisions_only`: the run asks it for decisions alone (GenerationRequest.decision)."""
         ...

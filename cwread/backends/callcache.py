@@ -55,7 +55,9 @@ class CachedBackend:
         generation = self.inner.generate(request)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_file_atomic(path, json.dumps({k: v for k, v in asdict(generation).items() if k != "cached"}))
+            write_file_atomic(
+                path, json.dumps({k: v for k, v in asdict(generation).items() if k != "cached"})
+            )
         except OSError as exc:
             raise cache_write_error(exc, self.directory) from exc
         return generation
@@ -67,8 +69,8 @@ class CachedBackend:
     def verify(self) -> str | None:
         return self.inner.verify()
 
-    def warm(self, notice=None) -> None:
-        self.inner.warm(notice)
+    def warm(self, notice=None, decisions_only: bool = False) -> None:
+        self.inner.warm(notice, decisions_only)
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

@@ -33,6 +33,12 @@ from cwread.backends import (
     reply_scores,
     within,
 )
+from cwread.backends.onnx_decisions import (
+    DECISIONS_FORMAT,
+    DecisionScorer,
+    DecisionsUnavailable,
+    decision_model,
+)
 from cwread.backends.prepared_gguf import PREPARED_FORMAT, prepared_model
 from cwread.backends.prompt_state import PromptStates, loaded_identity, state_key
 from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
@@ -60,16 +66,23 @@ class EmbeddedSettings:
     # The default model and its shipped adapter run as prepared_gguf makes them (Q8_0, merged);
     # false (CWREAD_PREPARE_GGUF=0) runs the shipped files as they are, to compare or to debug.
     prepare: bool | None = None
+    # The prepared model's decisions (YES or NO, scored) run on ONNX Runtime (onnx_decisions.py);
+    # false (CWREAD_ONNX_DECISIONS=0) leaves them to llama.cpp.
+    decisions: bool | None = None
 
     def resolved(self) -> EmbeddedSettings:
         lora = self.finder_lora or os.environ.get("CWREAD_FINDER_LORA")
         prepare = self.prepare
         if prepare is None:
             prepare = env_switch("CWREAD_PREPARE_GGUF") is not False
+        decisions = self.decisions
+        if decisions is None:
+            decisions = env_switch("CWREAD_ONNX_DECISIONS") is not False
         return EmbeddedSettings(
             gguf=self.gguf or os.environ.get("CWREAD_GGUF") or None,
             finder_lora=NO_ADAPTER if lora and lora.lower() == NO_ADAPTER else lora or None,
             prepare=prepare,
+            decisions=decisions,
         )
 
     def refuse(self, backend: str) -> None:
@@ -108,7 +121,9 @@ def shipped_finder() -> ShippedFinder | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        notice(f"warning: the Finder adapter's manifest in {folder} is unreadable ({exc}); the Finder runs on the base model")
+        notice(
+            f"warning: the Finder adapter's manifest in {folder} is unreadable ({exc}); the Finder runs on the base model"
+        )
         return None
     try:
         adapter = folder / manifest["adapter"]["file"]
@@ -123,7 +138,9 @@ def shipped_finder() -> ShippedFinder | None:
             shipped=True,
         )
     except (KeyError, TypeError, ValueError) as exc:
-        notice(f"warning: the Finder adapter's manifest in {folder} lacks {exc}; the Finder runs on the base model")
+        notice(
+            f"warning: the Finder adapter's manifest in {folder} lacks {exc}; the Finder runs on the base model"
+        )
         return None
     try:
         model = default_gguf()
@@ -199,7 +216,9 @@ class LlamaServer:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
-def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, states: Path | None = None) -> LlamaServer:
+def new_server(
+    path: Path, n_ctx: int, threads: int, lora: Path | None = None, states: Path | None = None
+) -> LlamaServer:
     """A llama.cpp server in this process for the GGUF `path` (and a LoRA adapter GGUF);
     `states`: the folder its prompt states are kept in."""
     # Without PASSIVE, idle OpenMP threads spin and 2 busy cores ran 3x slower.
@@ -239,13 +258,19 @@ def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, s
     if states is not None:
         params.slot_save_path = f"{states}{os.sep}"  # llama.cpp joins it to a file name as a string
         with suppress(OSError):  # what is loaded, as it is now (a file replaced later is another model)
-            identity = loaded_identity(getattr(xllamacpp, "__version__", "?"), [path, *([lora] if lora else [])], n_ctx)
+            identity = loaded_identity(
+                getattr(xllamacpp, "__version__", "?"), [path, *([lora] if lora else [])], n_ctx
+            )
     try:
         server = xllamacpp.Server(params)
     except Exception as exc:
         what = f"{path} with the adapter {lora}" if lora else str(path)
         raise ModelError(f"llama.cpp cannot load {what}: {exc}") from exc
-    kept = PromptStates(states, server.listening_address, api_key) if identity and server.listening_address else None
+    kept = (
+        PromptStates(states, server.listening_address, api_key)
+        if identity and server.listening_address
+        else None
+    )
     return LlamaServer(server, api_key, kept, identity)
 
 
@@ -328,10 +353,12 @@ class EmbeddedBackend:
         lora: str | Path | None = None,
         trained: TrainedAdapter | None = None,
         prepare: bool = False,
+        decisions: bool = False,
     ) -> None:
         """`lora`: an adapter GGUF loaded on the model; `trained`: what it was trained for,
         where known (the shipped one's manifest); `prepare`: run (model, adapter) as
-        `prepared_gguf` makes them, for the default model, whose build is known."""
+        `prepared_gguf` makes them, for the default model, whose build is known; `decisions`:
+        and the prepared model's decisions on ONNX Runtime (onnx_decisions.py)."""
         path = Path(gguf).expanduser() if gguf else default_gguf()
         if not path.is_file():
             raise ModelError(f"GGUF model not found: {path}")
@@ -349,6 +376,9 @@ class EmbeddedBackend:
         # (where preparing then fails, the shipped files' calls are kept under this key: as close)
         if prepare:
             identity += f"|prepared{PREPARED_FORMAT}"
+        # its decisions' scores are ONNX Runtime's, within about 0.2 of llama.cpp's: cached apart
+        if prepare and decisions:
+            identity += f"|decisions{DECISIONS_FORMAT}"
         self.capabilities = Capabilities(
             context=num_ctx,
             parallel=1,  # one llama.cpp slot: parallel calls would only queue
@@ -366,6 +396,10 @@ class EmbeddedBackend:
         self._warming: threading.Thread | None = None
         self._warm_lock = threading.Lock()
         self._announce: Callable[[str], None] | None = None  # hears that the model is being prepared
+        self._decisions = prepare and decisions
+        self._scorer: DecisionScorer | None = None  # the decision model, once loaded
+        self._scorer_tried = False
+        self._scorer_lock = threading.Lock()
 
     def _files(self) -> tuple[Path, Path | None]:
         """The (model, adapter) llama.cpp loads: the prepared model where asked and it can be
@@ -379,11 +413,16 @@ class EmbeddedBackend:
                         made = prepared_model(self.path, self.lora, self._announce or (lambda line: None))
                         self._runs, self.prepared = (made.path, None), made.label
                     except Exception as exc:  # any fault: the shipped files run, as before
-                        notice(f"warning: the embedded model could not be prepared ({_first_line(exc)}); it runs as shipped")
+                        notice(
+                            f"warning: the embedded model could not be prepared ({_first_line(exc)}); it runs as shipped"
+                        )
             return self._runs
 
     def generate(self, request: GenerationRequest) -> Generation:
         decision = request.decision if request.label_scores else None
+        scorer = self._decision_scorer() if decision and self._decisions else None
+        if scorer is not None:
+            return _decide(scorer, request)
         messages = [*request.messages, ("assistant", decision.opens)] if decision else request.messages
         body: dict = {
             # a decision's frame is the turn's start (llama.cpp continues a last assistant
@@ -452,21 +491,46 @@ class EmbeddedBackend:
             **llamacpp_timings(reply.get("timings")),
         )
 
-    def warm(self, notice: Callable[[str], None] | None = None) -> None:
+    def warm(self, notice: Callable[[str], None] | None = None, decisions_only: bool = False) -> None:
         """Prepare and load the model on a thread of its own (once): llama.cpp's load, half a
-        second, then overlaps retrieval and packing, and the first call waits for what is left.
-        `notice` hears that the model is being prepared (seconds, once per machine); a failure
-        here is left to the call to raise."""
+        second, then overlaps retrieval and packing, and the first call waits for what is left;
+        `decisions_only` (no call but decisions is coming), the decision model alone where it
+        runs them. `notice` hears that the model is being prepared (seconds, once per
+        machine); a failure here is left to the call to raise."""
         with self._warm_lock:  # not the call lock: preparing holds that for seconds
             self._announce = notice or self._announce
             if self._warming is not None:
                 return
-            self._warming = threading.Thread(target=self._load_quietly, name="cwread-model-load", daemon=True)
+            target = self._decision_scorer if decisions_only and self._decisions else self._load_quietly
+            self._warming = threading.Thread(target=target, name="cwread-model-load", daemon=True)
         self._warming.start()
 
     def _load_quietly(self) -> None:
         with suppress(Exception):  # the call that needs the model raises it, said as the call's fault
             self._load()
+
+    def _decision_scorer(self) -> DecisionScorer | None:
+        """The decision model of the prepared model, written into the cache the first time (seconds,
+        once a machine) and loaded once; None where there is none (the model runs as shipped,
+        or it could not be written or loaded: said once, and llama.cpp decides)."""
+        with self._scorer_lock:
+            if not self._scorer_tried:
+                self._scorer_tried = True
+                path, lora = self._files()
+                if self.prepared is not None and lora is None:
+                    folder = None
+                    try:
+                        folder = decision_model(path, self._announce or (lambda line: None))
+                        self._scorer = DecisionScorer(folder, self._threads)
+                    except DecisionsUnavailable:  # a model this does not write: llama.cpp decides
+                        pass
+                    except Exception as exc:  # any fault: llama.cpp decides, as before
+                        if folder is not None:
+                            remove_entry(folder)  # written again next time
+                        notice(
+                            f"warning: the embedded model's decisions could not run on ONNX Runtime ({_first_line(exc)}); llama.cpp makes them"
+                        )
+            return self._scorer
 
     def _load(self) -> LlamaServer:
         path, lora = self._files()
@@ -478,7 +542,9 @@ class EmbeddedBackend:
             # a prepared file taken as whole by its size and time that llama.cpp cannot load:
             # it is removed (prepared again next time) and the shipped files run
             remove_entry(path.parent)
-            path, lora = self._as_shipped(f"the embedded model prepared in the cache does not load ({_first_line(exc)})")
+            path, lora = self._as_shipped(
+                f"the embedded model prepared in the cache does not load ({_first_line(exc)})"
+            )
         return shared_server(path, self.capabilities.context, self._threads, lora)
 
     def _as_shipped(self, why: str) -> tuple[Path, Path | None]:
@@ -496,17 +562,41 @@ class EmbeddedBackend:
             try:
                 prepared_model(self.path, self.lora, self._announce or (lambda line: None), checksum=True)
             except Exception as exc:
-                path, lora = self._as_shipped(f"the embedded model could not be prepared ({_first_line(exc)})")
+                path, lora = self._as_shipped(
+                    f"the embedded model could not be prepared ({_first_line(exc)})"
+                )
         loads = verify_gguf(path, self.capabilities.context, self._threads, lora)
         if self.prepared is None:
             return loads
         what = "Q8_0, the Finder adapter merged in" if lora is None and self.lora else "Q8_0"
-        return f"runs prepared for this CPU ({what}; CWREAD_PREPARE_GGUF=0 runs it as shipped): {path}, {loads}"
+        return (
+            f"runs prepared for this CPU ({what}; CWREAD_PREPARE_GGUF=0 runs it as shipped): {path}, {loads}"
+        )
 
     def count_tokens(self, text: str) -> int:
         from cwread.text.tokens import count_tokens
 
         return count_tokens(text)
+
+
+def _decide(scorer: DecisionScorer, request: GenerationRequest) -> Generation:
+    """A decision request answered by the decision model: its labels scored at the token after
+    the frame's opening, as llama.cpp's alternatives are read (label_logprobs), the reply put
+    together from the best label."""
+    decision = request.decision
+    top, prompt_tokens, seconds = scorer.top_tokens(request.messages, decision.opens)
+    tokens = [{"token": decision.opens, "logprob": 0.0}, {**top[0], "top_logprobs": top}]
+    scores = reply_scores(tokens, request)
+    best = max(scores["label_logprobs"], key=lambda item: item[1])[0]
+    return Generation(
+        text=decision.opens + best + decision.closes,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=1,
+        seconds=seconds,
+        prefill_tokens=prompt_tokens,
+        prefill_seconds=seconds,
+        **scores,
+    )
 
 
 def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
@@ -519,7 +609,9 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
     for role, ref in wanted.items():
         if ref.url:
             raise InputError(f"the embedded backend runs in-process: {ref.named()} names a server")
-        gguf = ref.model if ref.provider == "embedded" and ref.model else own.gguf  # a server's model name is not a file
+        gguf = (
+            ref.model if ref.provider == "embedded" and ref.model else own.gguf
+        )  # a server's model name is not a file
         lora, trained = None, None
         if role == "finder" and own.finder_lora not in (None, NO_ADAPTER):
             lora = own.finder_lora
@@ -530,7 +622,14 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
         if key not in built:
             # Only the default model and the shipped adapter are prepared: their build is known
             prepare = own.prepare and gguf is None and (lora is None or trained is not None)
-            built[key] = EmbeddedBackend(gguf, num_ctx=num_ctx, lora=lora, trained=trained, prepare=prepare)
+            built[key] = EmbeddedBackend(
+                gguf,
+                num_ctx=num_ctx,
+                lora=lora,
+                trained=trained,
+                prepare=prepare,
+                decisions=bool(own.decisions),
+            )
         backends[role] = built[key]
     names = ", ".join(f"{role.capitalize()} {backend.model}" for role, backend in backends.items())
     return Built(backends, f"embedded llama.cpp ({names})")

@@ -224,7 +224,7 @@ class OllamaBackend:
     def verify(self) -> None:
         return None  # Ollama listed the model: it serves it
 
-    def warm(self, notice=None) -> None:
+    def warm(self, notice=None, decisions_only: bool = False) -> None:
         return None  # Ollama loads the model on the first call, in its own process
 
     def count_tokens(self, text: str) -> int:
@@ -252,7 +252,9 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
         if backend.host not in served:
             served[backend.host] = backend.available_models()
         if backend.model not in served[backend.host]:
-            raise ModelError(f"Ollama at {backend.host} has no model {backend.model!r}: {modelfile_hint(backend.model)}")
+            raise ModelError(
+                f"Ollama at {backend.host} has no model {backend.model!r}: {modelfile_hint(backend.model)}"
+            )
         backends[role] = backend
     where = places_said({role: b.host for role, b in backends.items()})
     return Built(backends, f"ollama {where} ({models_said(backends)})")

@@ -95,7 +95,7 @@ class ScriptedBackend:
     def verify(self) -> None:
         return None
 
-    def warm(self, notice=None) -> None:
+    def warm(self, notice=None, decisions_only: bool = False) -> None:
         return None
 
     def count_tokens(self, text: str) -> int:
