@@ -121,9 +121,7 @@ def shipped_finder() -> ShippedFinder | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        notice(
-            f"warning: the Finder adapter's manifest in {folder} is unreadable ({exc}); the Finder runs on the base model"
-        )
+        notice(f"warning: the Finder adapter's manifest in {folder} is unreadable ({exc}); the Finder runs on the base model")
         return None
     try:
         adapter = folder / manifest["adapter"]["file"]
@@ -138,9 +136,7 @@ def shipped_finder() -> ShippedFinder | None:
             shipped=True,
         )
     except (KeyError, TypeError, ValueError) as exc:
-        notice(
-            f"warning: the Finder adapter's manifest in {folder} lacks {exc}; the Finder runs on the base model"
-        )
+        notice(f"warning: the Finder adapter's manifest in {folder} lacks {exc}; the Finder runs on the base model")
         return None
     try:
         model = default_gguf()
@@ -216,9 +212,7 @@ class LlamaServer:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
-def new_server(
-    path: Path, n_ctx: int, threads: int, lora: Path | None = None, states: Path | None = None
-) -> LlamaServer:
+def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, states: Path | None = None) -> LlamaServer:
     """A llama.cpp server in this process for the GGUF `path` (and a LoRA adapter GGUF);
     `states`: the folder its prompt states are kept in."""
     # Without PASSIVE, idle OpenMP threads spin and 2 busy cores ran 3x slower.
@@ -258,19 +252,13 @@ def new_server(
     if states is not None:
         params.slot_save_path = f"{states}{os.sep}"  # llama.cpp joins it to a file name as a string
         with suppress(OSError):  # what is loaded, as it is now (a file replaced later is another model)
-            identity = loaded_identity(
-                getattr(xllamacpp, "__version__", "?"), [path, *([lora] if lora else [])], n_ctx
-            )
+            identity = loaded_identity(getattr(xllamacpp, "__version__", "?"), [path, *([lora] if lora else [])], n_ctx)
     try:
         server = xllamacpp.Server(params)
     except Exception as exc:
         what = f"{path} with the adapter {lora}" if lora else str(path)
         raise ModelError(f"llama.cpp cannot load {what}: {exc}") from exc
-    kept = (
-        PromptStates(states, server.listening_address, api_key)
-        if identity and server.listening_address
-        else None
-    )
+    kept = PromptStates(states, server.listening_address, api_key) if identity and server.listening_address else None
     return LlamaServer(server, api_key, kept, identity)
 
 
@@ -413,9 +401,7 @@ class EmbeddedBackend:
                         made = prepared_model(self.path, self.lora, self._announce or (lambda line: None))
                         self._runs, self.prepared = (made.path, None), made.label
                     except Exception as exc:  # any fault: the shipped files run, as before
-                        notice(
-                            f"warning: the embedded model could not be prepared ({_first_line(exc)}); it runs as shipped"
-                        )
+                        notice(f"warning: the embedded model could not be prepared ({_first_line(exc)}); it runs as shipped")
             return self._runs
 
     def generate(self, request: GenerationRequest) -> Generation:
@@ -510,9 +496,10 @@ class EmbeddedBackend:
             self._load()
 
     def _decision_scorer(self) -> DecisionScorer | None:
-        """The decision model of the prepared model, written into the cache the first time (seconds,
-        once a machine) and loaded once; None where there is none (the model runs as shipped,
-        or it could not be written or loaded: said once, and llama.cpp decides)."""
+        """The decision model of the prepared model, written into the cache the first time
+        (seconds, once a machine) and loaded once; None where there is none (the model runs as
+        shipped or is not one onnx_decisions writes, or it could not be written or loaded: said
+        once, and llama.cpp decides)."""
         with self._scorer_lock:
             if not self._scorer_tried:
                 self._scorer_tried = True
@@ -528,7 +515,8 @@ class EmbeddedBackend:
                         if folder is not None:
                             remove_entry(folder)  # written again next time
                         notice(
-                            f"warning: the embedded model's decisions could not run on ONNX Runtime ({_first_line(exc)}); llama.cpp makes them"
+                            f"warning: the embedded model's decisions could not run on ONNX Runtime "
+                            f"({_first_line(exc)}); llama.cpp makes them"
                         )
             return self._scorer
 
@@ -542,9 +530,7 @@ class EmbeddedBackend:
             # a prepared file taken as whole by its size and time that llama.cpp cannot load:
             # it is removed (prepared again next time) and the shipped files run
             remove_entry(path.parent)
-            path, lora = self._as_shipped(
-                f"the embedded model prepared in the cache does not load ({_first_line(exc)})"
-            )
+            path, lora = self._as_shipped(f"the embedded model prepared in the cache does not load ({_first_line(exc)})")
         return shared_server(path, self.capabilities.context, self._threads, lora)
 
     def _as_shipped(self, why: str) -> tuple[Path, Path | None]:
@@ -562,16 +548,12 @@ class EmbeddedBackend:
             try:
                 prepared_model(self.path, self.lora, self._announce or (lambda line: None), checksum=True)
             except Exception as exc:
-                path, lora = self._as_shipped(
-                    f"the embedded model could not be prepared ({_first_line(exc)})"
-                )
+                path, lora = self._as_shipped(f"the embedded model could not be prepared ({_first_line(exc)})")
         loads = verify_gguf(path, self.capabilities.context, self._threads, lora)
         if self.prepared is None:
             return loads
         what = "Q8_0, the Finder adapter merged in" if lora is None and self.lora else "Q8_0"
-        return (
-            f"runs prepared for this CPU ({what}; CWREAD_PREPARE_GGUF=0 runs it as shipped): {path}, {loads}"
-        )
+        return f"runs prepared for this CPU ({what}; CWREAD_PREPARE_GGUF=0 runs it as shipped): {path}, {loads}"
 
     def count_tokens(self, text: str) -> int:
         from cwread.text.tokens import count_tokens
@@ -609,9 +591,7 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
     for role, ref in wanted.items():
         if ref.url:
             raise InputError(f"the embedded backend runs in-process: {ref.named()} names a server")
-        gguf = (
-            ref.model if ref.provider == "embedded" and ref.model else own.gguf
-        )  # a server's model name is not a file
+        gguf = ref.model if ref.provider == "embedded" and ref.model else own.gguf  # a server's model name is not a file
         lora, trained = None, None
         if role == "finder" and own.finder_lora not in (None, NO_ADAPTER):
             lora = own.finder_lora
@@ -623,12 +603,7 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
             # Only the default model and the shipped adapter are prepared: their build is known
             prepare = own.prepare and gguf is None and (lora is None or trained is not None)
             built[key] = EmbeddedBackend(
-                gguf,
-                num_ctx=num_ctx,
-                lora=lora,
-                trained=trained,
-                prepare=prepare,
-                decisions=bool(own.decisions),
+                gguf, num_ctx=num_ctx, lora=lora, trained=trained, prepare=prepare, decisions=bool(own.decisions)
             )
         backends[role] = built[key]
     names = ", ".join(f"{role.capitalize()} {backend.model}" for role, backend in backends.items())
