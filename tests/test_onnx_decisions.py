@@ -5,6 +5,7 @@ run without loading llama.cpp at all, and every fault left to llama.cpp with one
 import os
 import statistics
 
+import numpy as np
 import pytest
 
 from cwread import api
@@ -146,3 +147,59 @@ def test_a_damaged_decision_graph_is_one_line_and_llama_cpp_decides(cache_dir, m
     assert not folder.exists()  # written again next time
     backend = EmbeddedBackend(lora=embedded.shipped_finder().path, prepare=True, decisions=True)
     assert backend._decision_scorer() is not None
+
+
+@needs_model
+@pytest.mark.slow
+def test_doctor_says_where_the_decisions_run(capsys, cache_dir, monkeypatch):
+    monkeypatch.delenv("CWREAD_ONNX_DECISIONS", raising=False)
+    code, out, _ = run(capsys, "doctor", "--backend", "embedded")
+    assert code == 0 and "decisions (YES or NO, scored) run on ONNX Runtime" in " ".join(out.split())
+    monkeypatch.setenv("CWREAD_ONNX_DECISIONS", "0")
+    code, out, _ = run(capsys, "doctor", "--backend", "embedded")
+    assert code == 0 and "ONNX Runtime" not in out
+
+
+@needs_model
+@pytest.mark.slow
+def test_the_instructions_are_read_once_and_kept_for_the_next_process(cache_dir, tmp_path):
+    backend = EmbeddedBackend(lora=embedded.shipped_finder().path, prepare=True, decisions=True)
+    scorer = backend._decision_scorer()
+    request = _decision_prompts(1)[0]
+    states = tmp_path / "states"
+    assert scorer is not None
+    first = DecisionScorer(next((cache_dir / "decisions").iterdir()), 1, states)
+    whole = DecisionScorer(next((cache_dir / "decisions").iterdir()), 1)  # keeps nothing on disk
+    ours, _, _ = first.top_tokens(request.messages, request.decision.opens)
+    kept = list(states.glob("*.npy"))
+    assert len(kept) == 1 and kept[0].stat().st_mode & 0o077 == 0  # the user's alone
+    # the next process reads the start from the file, and scores as if it had read it whole
+    later = DecisionScorer(next((cache_dir / "decisions").iterdir()), 1, states)
+    computed = []
+    original = later.session.run
+    later.session.run = lambda names, feeds: computed.append(len(feeds["input_ids"])) or original(names, feeds)
+    again, count, _ = later.top_tokens(request.messages, request.decision.opens)
+    assert len(computed) == 1 and computed[0] < count  # only what follows the instructions
+    alone, _, _ = whole.top_tokens(request.messages, request.decision.opens)
+    assert [t["token"] for t in again[:5]] == [t["token"] for t in ours[:5]]
+    assert abs(again[0]["logprob"] - alone[0]["logprob"]) < 1e-3
+    # a damaged file is removed and the start read again
+    kept[0].write_bytes(b"not an array")
+    damaged = DecisionScorer(next((cache_dir / "decisions").iterdir()), 1, states)
+    fixed, _, _ = damaged.top_tokens(request.messages, request.decision.opens)
+    assert abs(fixed[0]["logprob"] - alone[0]["logprob"]) < 1e-3 and np.load(kept[0]).ndim == 4
+
+
+@needs_model
+@pytest.mark.slow
+def test_a_decision_that_fails_on_onnx_runtime_is_made_by_llama_cpp(cache_dir, monkeypatch, capsys):
+    monkeypatch.delenv("CWREAD_ONNX_DECISIONS", raising=False)
+
+    def fails(self, messages, opens):
+        raise RuntimeError("out of memory\nmore detail")
+
+    monkeypatch.setattr(DecisionScorer, "top_tokens", fails)
+    code, out, err = run(capsys, "ask", str(EXAMPLES / "the_selfish_giant.txt"), "Why did the Giant build a high wall round his garden?")
+    said = [line for line in err.splitlines() if "warning" in line and "ONNX Runtime" in line]
+    assert code == 0 and "wall" in out and "Traceback" not in err
+    assert len(said) == 1 and "out of memory" in said[0] and "llama.cpp makes them" in said[0]

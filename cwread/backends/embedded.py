@@ -52,6 +52,7 @@ _SERVERS: dict[tuple[str, int, str], LlamaServer] = {}
 _SERVERS_LOCK = threading.Lock()
 SLOT_PROMPT_SIMILARITY = 0.9
 PROMPT_STATES = "prompts"  # the cache's folder of kept prompt states (prompt_state.py)
+DECISION_STATES = "decision-states"  # the decision model's kept prompt starts (onnx_decisions.py)
 
 
 @dataclass(frozen=True)
@@ -408,7 +409,12 @@ class EmbeddedBackend:
         decision = request.decision if request.label_scores else None
         scorer = self._decision_scorer() if decision and self._decisions else None
         if scorer is not None:
-            return _decide(scorer, request)
+            try:
+                return _decide(scorer, request)
+            except Exception as exc:  # ONNX Runtime failed on a prompt: llama.cpp decides from here on
+                with self._scorer_lock:
+                    self._scorer = None
+                notice(f"warning: the embedded model's decisions failed on ONNX Runtime ({_first_line(exc)}); llama.cpp makes them")
         messages = [*request.messages, ("assistant", decision.opens)] if decision else request.messages
         body: dict = {
             # a decision's frame is the turn's start (llama.cpp continues a last assistant
@@ -487,13 +493,17 @@ class EmbeddedBackend:
             self._announce = notice or self._announce
             if self._warming is not None:
                 return
-            target = self._decision_scorer if decisions_only and self._decisions else self._load_quietly
-            self._warming = threading.Thread(target=target, name="cwread-model-load", daemon=True)
+            self._warming = threading.Thread(
+                target=self._load_quietly, args=(decisions_only,), name="cwread-model-load", daemon=True
+            )
         self._warming.start()
 
-    def _load_quietly(self) -> None:
+    def _load_quietly(self, decisions_only: bool = False) -> None:
         with suppress(Exception):  # the call that needs the model raises it, said as the call's fault
-            self._load()
+            if not (decisions_only and self._decisions):
+                self._load()
+            if self._decisions:
+                self._decision_scorer()
 
     def _decision_scorer(self) -> DecisionScorer | None:
         """The decision model of the prepared model, written into the cache the first time
@@ -508,7 +518,8 @@ class EmbeddedBackend:
                     folder = None
                     try:
                         folder = decision_model(path, self._announce or (lambda line: None))
-                        self._scorer = DecisionScorer(folder, self._threads)
+                        states = cache_root() / DECISION_STATES if cache_kept() else None
+                        self._scorer = DecisionScorer(folder, self._threads, states)
                     except DecisionsUnavailable:  # a model this does not write: llama.cpp decides
                         pass
                     except Exception as exc:  # any fault: llama.cpp decides, as before
@@ -553,7 +564,11 @@ class EmbeddedBackend:
         if self.prepared is None:
             return loads
         what = "Q8_0, the Finder adapter merged in" if lora is None and self.lora else "Q8_0"
-        return f"runs prepared for this CPU ({what}; CWREAD_PREPARE_GGUF=0 runs it as shipped): {path}, {loads}"
+        said = f"runs prepared for this CPU ({what}; CWREAD_PREPARE_GGUF=0 runs it as shipped): {path}, {loads}"
+        if self._decisions:
+            decides = "ONNX Runtime (int8)" if self._decision_scorer() is not None else "llama.cpp"
+            said += f"; its decisions (YES or NO, scored) run on {decides} (CWREAD_ONNX_DECISIONS=0: llama.cpp)"
+        return said
 
     def count_tokens(self, text: str) -> int:
         from cwread.text.tokens import count_tokens

@@ -23,7 +23,9 @@ model's decisions stay with llama.cpp. Tokens are those of the GGUF's own vocabu
 from __future__ import annotations
 
 import hashlib
+import io
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from cwread.backends.gguf_file import GGUF, GGUFError, read_gguf, to_floats
-from cwread.cache import cache_root, read_entry, write_entry
+from cwread.cache import cache_root, read_entry, write_entry, write_file_atomic
 
 DECISIONS_FORMAT = 1  # bump when the graph or its calibration changes: older entries are rebuilt
 MODEL_FILE = "decisions.onnx"
@@ -60,16 +62,13 @@ def template_digest(template: str) -> str:
     return hashlib.sha256(template.encode()).hexdigest()[:32]
 
 
-def render_chatml(messages: tuple[tuple[str, str], ...], opens: str) -> str:
+def render_chatml(messages: tuple[tuple[str, str], ...], opens: str | None) -> str:
     """The prompt llama.cpp renders from SmolLM2's template for `messages`, the assistant's
-    turn started with `opens` (a reply continued, as a decision's frame is)."""
-    parts = (
-        []
-        if messages and messages[0][0] == "system"
-        else [f"<|im_start|>system\n{CHATML_SYSTEM}<|im_end|>\n"]
-    )
+    turn started with `opens` (a reply continued, as a decision's frame is; None: not begun)."""
+    own_system = messages and messages[0][0] == "system"
+    parts = [] if own_system else [f"<|im_start|>system\n{CHATML_SYSTEM}<|im_end|>\n"]
     parts += [f"<|im_start|>{role}\n{content}<|im_end|>\n" for role, content in messages]
-    return "".join(parts) + "<|im_start|>assistant\n" + opens
+    return "".join(parts) + ("" if opens is None else "<|im_start|>assistant\n" + opens)
 
 
 @dataclass(frozen=True)
@@ -173,38 +172,49 @@ def _rope(x: np.ndarray, shape: _Shape) -> np.ndarray:
     return out
 
 
-def _input_maxima(
-    weights: dict[str, np.ndarray], shape: _Shape, prompts: list[np.ndarray]
-) -> list[dict[str, np.ndarray]]:
-    """Each layer's largest input, channel by channel, to its attention projections ("qkv"),
-    output projection ("o"), gate and up ("gu") and down projection ("down"), over `prompts`."""
-    seen = [dict.fromkeys(("qkv", "o", "gu", "down"), np.float32(0)) for _ in range(shape.layers)]
+def float_forward(
+    weights: dict[str, np.ndarray], shape: _Shape, ids: np.ndarray, seen: list[dict[str, np.ndarray]] | None = None
+) -> np.ndarray:
+    """The float model on the tokens `ids`, in numpy: the log-probabilities of the next token.
+    With `seen`, each layer's largest input so far, channel by channel, to its attention
+    projections ("qkv"), output projection ("o"), gate and up ("gu") and down projection
+    ("down") is updated in it. Calibration, and the reference benchmarks/onnx_decisions.py
+    measures both runtimes against."""
     emb = weights["token_embd.weight"]
     group = shape.heads // shape.kv_heads
+    n = len(ids)
+    x = emb[ids]
+    mask = np.triu(np.full((n, n), -np.inf, np.float32), 1)
+    for i in range(shape.layers):
+        w = _layer(weights, i)
+        h = _rms(x, w("attn_norm"), shape.eps)
+        q = _rope((h @ w("attn_q").T).reshape(n, shape.heads, -1), shape).transpose(1, 0, 2)
+        k = _rope((h @ w("attn_k").T).reshape(n, shape.kv_heads, -1), shape).transpose(1, 0, 2)
+        v = (h @ w("attn_v").T).reshape(n, shape.kv_heads, -1).transpose(1, 0, 2)
+        k, v = np.repeat(k, group, 0), np.repeat(v, group, 0)
+        s = q @ k.transpose(0, 2, 1) / math.sqrt(shape.head_dim) + mask
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s /= s.sum(-1, keepdims=True)
+        a = (s @ v).transpose(1, 0, 2).reshape(n, shape.hidden)
+        x = x + a @ w("attn_output").T
+        h2 = _rms(x, w("ffn_norm"), shape.eps)
+        gate = h2 @ w("ffn_gate").T
+        m = gate / (1 + np.exp(-gate)) * (h2 @ w("ffn_up").T)
+        x = x + m @ w("ffn_down").T
+        if seen is not None:
+            for key, value in (("qkv", h), ("o", a), ("gu", h2), ("down", m)):
+                seen[i][key] = np.maximum(seen[i][key], np.abs(value).max(0))
+    logits = emb @ _rms(x[-1], weights["output_norm.weight"], shape.eps)
+    top = logits.max()
+    return logits - (top + np.log(np.exp(logits - top).sum()))
+
+
+def _input_maxima(weights: dict[str, np.ndarray], shape: _Shape, prompts: list[np.ndarray]) -> list[dict[str, np.ndarray]]:
+    """Each layer's largest input, channel by channel, to each of its matrices over `prompts`
+    (float_forward's `seen`)."""
+    seen = [dict.fromkeys(("qkv", "o", "gu", "down"), np.float32(0)) for _ in range(shape.layers)]
     for ids in prompts:
-        n = len(ids)
-        x = emb[ids]
-        mask = np.triu(np.full((n, n), -np.inf, np.float32), 1)
-        for i in range(shape.layers):
-            w = _layer(weights, i)
-            h = _rms(x, w("attn_norm"), shape.eps)
-            seen[i]["qkv"] = np.maximum(seen[i]["qkv"], np.abs(h).max(0))
-            q = _rope((h @ w("attn_q").T).reshape(n, shape.heads, -1), shape).transpose(1, 0, 2)
-            k = _rope((h @ w("attn_k").T).reshape(n, shape.kv_heads, -1), shape).transpose(1, 0, 2)
-            v = (h @ w("attn_v").T).reshape(n, shape.kv_heads, -1).transpose(1, 0, 2)
-            k, v = np.repeat(k, group, 0), np.repeat(v, group, 0)
-            s = q @ k.transpose(0, 2, 1) / math.sqrt(shape.head_dim) + mask
-            s = np.exp(s - s.max(-1, keepdims=True))
-            s /= s.sum(-1, keepdims=True)
-            a = (s @ v).transpose(1, 0, 2).reshape(n, shape.hidden)
-            seen[i]["o"] = np.maximum(seen[i]["o"], np.abs(a).max(0))
-            x = x + a @ w("attn_output").T
-            h = _rms(x, w("ffn_norm"), shape.eps)
-            seen[i]["gu"] = np.maximum(seen[i]["gu"], np.abs(h).max(0))
-            gate = h @ w("ffn_gate").T
-            m = gate / (1 + np.exp(-gate)) * (h @ w("ffn_up").T)
-            seen[i]["down"] = np.maximum(seen[i]["down"], np.abs(m).max(0))
-            x = x + m @ w("ffn_down").T
+        float_forward(weights, shape, ids, seen)
     return seen
 
 
@@ -277,8 +287,11 @@ CALIBRATION = (
 
 
 def _graph(weights: dict[str, np.ndarray], shape: _Shape, float_parts: frozenset[str] = FLOAT_PARTS):
-    """The transformer as an ONNX graph: input_ids (n) -> the log-probabilities of the token
-    after the last (1, vocabulary). Matrices int8 a column each (DynamicQuantizeMatMul)."""
+    """The transformer as an ONNX graph: input_ids (n), and each layer's keys and values of the
+    tokens before them (past.I.key, past.I.value: kv heads, tokens, dim; 0 tokens at the start)
+    -> the log-probabilities of the token after the last (1, vocabulary), and every layer's
+    keys and values so far (present.I.key, present.I.value). Matrices int8 a column each
+    (DynamicQuantizeMatMul), those of `float_parts` in float."""
     from onnx import TensorProto, helper, numpy_helper
 
     nodes: list = []
@@ -317,42 +330,29 @@ def _graph(weights: dict[str, np.ndarray], shape: _Shape, float_parts: frozenset
         return op("Mul", [op("Div", [x, root]), const(name, weight.ravel().astype(np.float32))])
 
     dim = shape.head_dim
-    count = op("Shape", ["input_ids"])
-    n = op("Squeeze", [count])
-    positions = op("Range", [const("zero", np.int64(0)), n, const("one", np.int64(1))])
+    n = op("Squeeze", [op("Shape", ["input_ids"])])
+    # what came before: each layer's keys and values of the prompt's start (none: length 0)
+    before = op("Gather", [op("Shape", ["past.0.key"]), const("one", np.int64(1))])
+    positions = op("Range", [before, op("Add", [before, n]), const("one", np.int64(1))])
     angles = np.arange(MAX_POSITIONS)[:, None] * shape.rope_base ** (-np.arange(0, dim, 2) / dim)[None, :]
-    cos = op(
-        "Unsqueeze", [op("Gather", [const("cos", np.cos(angles).astype(np.float32)), positions]), axes(1, 3)]
-    )
-    sin = op(
-        "Unsqueeze", [op("Gather", [const("sin", np.sin(angles).astype(np.float32)), positions]), axes(1, 3)]
-    )
+    # llama.cpp's rotation of adjacent pairs, (a, b) -> (a cos - b sin, a sin + b cos), as
+    # x * C + swap(x) * S: C (cos, cos), S (-sin, sin) a pair each, swap a matrix that trades
+    # each pair's two values (strided slices cost 14% of a call)
+    pairs_cos = np.repeat(np.cos(angles), 2, axis=1)
+    pairs_sin = np.repeat(np.sin(angles), 2, axis=1) * np.tile([-1.0, 1.0], dim // 2)
+    turns = {}
+    for name, table in (("cos", pairs_cos), ("sin", pairs_sin)):
+        turns[name] = op("Unsqueeze", [op("Gather", [const(name, table.astype(np.float32)), positions]), axes(1)])
+    swap = np.kron(np.eye(dim // 2), np.array([[0.0, 1.0], [1.0, 0.0]])).astype(np.float32)
 
     def rope(x: str, heads: int) -> str:
-        pairs = op("Reshape", [x, const(f"pairs{heads}", np.array([0, heads, dim // 2, 2], np.int64))])
-        even = op(
-            "Slice",
-            [
-                pairs,
-                const("first", np.array([0], np.int64)),
-                const("second", np.array([1], np.int64)),
-                axes(-1),
-            ],
-        )
-        odd = op(
-            "Slice",
-            [
-                pairs,
-                const("second", np.array([1], np.int64)),
-                const("third", np.array([2], np.int64)),
-                axes(-1),
-            ],
-        )
-        turned = op("Concat", [op("Sub", [op("Mul", [even, cos]), op("Mul", [odd, sin])]),
-                               op("Add", [op("Mul", [even, sin]), op("Mul", [odd, cos])])], axis=-1)  # fmt: skip
-        return op("Reshape", [turned, const(f"heads{heads}", np.array([0, heads, dim], np.int64))])
+        x = op("Reshape", [x, const(f"heads{heads}", np.array([0, heads, dim], np.int64))])
+        swapped = op("MatMul", [x, const("swap", swap)])
+        return op("Add", [op("Mul", [x, turns["cos"]]), op("Mul", [swapped, turns["sin"]])])
 
-    later = op("Less", [op("Unsqueeze", [positions, axes(1)]), op("Unsqueeze", [positions, axes(0)])])
+    # a new token sees every key up to its own position
+    everything = op("Range", [const("zero", np.int64(0)), op("Add", [before, n]), const("one", np.int64(1))])
+    later = op("Less", [op("Unsqueeze", [positions, axes(1)]), op("Unsqueeze", [everything, axes(0)])])
     mask = op("Where", [later, const("masked", np.float32(-1e9)), const("open", np.float32(0.0))])
     # the embeddings a row each as int8 with its scale: gathered, then widened
     table = weights["token_embd.weight"]
@@ -361,37 +361,27 @@ def _graph(weights: dict[str, np.ndarray], shape: _Shape, float_parts: frozenset
     x = op("Mul", [op("Cast", [op("Gather", [const("embeddings", table_q), "input_ids"])], to=TensorProto.FLOAT),
                    op("Unsqueeze", [op("Gather", [const("embeddings.scale", row_scale.astype(np.float32)), "input_ids"]), axes(1)])])  # fmt: skip
     group = shape.heads // shape.kv_heads
+    kv_shape = const(f"heads{shape.kv_heads}", np.array([0, shape.kv_heads, dim], np.int64))
+    pasts, presents = [], []
     for i in range(shape.layers):
         w = _layer(weights, i)
         h = rms(x, w("attn_norm"), f"{i}.attn_norm")
         q = rope(linear(h, f"{i}.q", w("attn_q")), shape.heads)
-        k = rope(linear(h, f"{i}.k", w("attn_k")), shape.kv_heads)
-        v = op(
-            "Reshape",
-            [
-                linear(h, f"{i}.v", w("attn_v")),
-                const(f"heads{shape.kv_heads}", np.array([0, shape.kv_heads, dim], np.int64)),
-            ],
-        )
+        k = op("Transpose", [rope(linear(h, f"{i}.k", w("attn_k")), shape.kv_heads)], perm=[1, 0, 2])
+        v = op("Transpose", [op("Reshape", [linear(h, f"{i}.v", w("attn_v")), kv_shape])], perm=[1, 0, 2])
+        # (kv heads, positions, dim): the start's keys and values, then the new tokens'
+        k = op("Concat", [f"past.{i}.key", k], axis=1)
+        v = op("Concat", [f"past.{i}.value", v], axis=1)
+        pasts += [f"past.{i}.key", f"past.{i}.value"]
+        presents += [k, v]
         # query heads grouped by the key-value head they share: (kv, group, n, dim)
-        q = op(
-            "Reshape",
-            [
-                op("Transpose", [q], perm=[1, 0, 2]),
-                const("grouped", np.array([shape.kv_heads, group, -1, dim], np.int64)),
-            ],
-        )
-        k = op("Unsqueeze", [op("Transpose", [k], perm=[1, 2, 0]), axes(1)])
-        v = op("Unsqueeze", [op("Transpose", [v], perm=[1, 0, 2]), axes(1)])
-        scores = op(
-            "Add", [op("Mul", [op("MatMul", [q, k]), const("scale", np.float32(1 / math.sqrt(dim)))]), mask]
-        )
-        attended = op("MatMul", [op("Softmax", [scores], axis=-1), v])
+        grouped = const("grouped", np.array([shape.kv_heads, group, -1, dim], np.int64))
+        q = op("Reshape", [op("Transpose", [q], perm=[1, 0, 2]), grouped])
+        keys = op("Unsqueeze", [op("Transpose", [k], perm=[0, 2, 1]), axes(1)])
+        scaled = op("Mul", [op("MatMul", [q, keys]), const("scale", np.float32(1 / math.sqrt(dim)))])
+        attended = op("MatMul", [op("Softmax", [op("Add", [scaled, mask])], axis=-1), op("Unsqueeze", [v, axes(1)])])
         flat = op("Reshape", [attended, const("by_head", np.array([shape.heads, -1, dim], np.int64))])
-        flat = op(
-            "Reshape",
-            [op("Transpose", [flat], perm=[1, 0, 2]), const("rows", np.array([0, shape.hidden], np.int64))],
-        )
+        flat = op("Reshape", [op("Transpose", [flat], perm=[1, 0, 2]), const("rows", np.array([0, shape.hidden], np.int64))])
         x = op("Add", [x, linear(flat, f"{i}.o", w("attn_output"))])
         h = rms(x, w("ffn_norm"), f"{i}.ffn_norm")
         gate = linear(h, f"{i}.gate", w("ffn_gate"))
@@ -401,9 +391,16 @@ def _graph(weights: dict[str, np.ndarray], shape: _Shape, float_parts: frozenset
     last = op("Unsqueeze", [rms(last, weights["output_norm.weight"], "output_norm"), axes(0)])
     logits = linear(last, "output", table)  # the output matrix is the embeddings' (tied)
     nodes.append(helper.make_node("LogSoftmax", [logits], ["logprobs"], axis=-1))
+    for j, present in enumerate(presents):  # named as the inputs they become
+        nodes.append(helper.make_node("Identity", [present], ["present" + pasts[j][4:]]))
+    past_info = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [shape.kv_heads, "before", dim]) for name in pasts]
+    present_info = [
+        helper.make_tensor_value_info("present" + name[4:], TensorProto.FLOAT, [shape.kv_heads, "all", dim]) for name in pasts
+    ]
     graph = helper.make_graph(
-        nodes, "decisions", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["n"])],
-        [helper.make_tensor_value_info("logprobs", TensorProto.FLOAT, [1, "vocabulary"])], list(initializers.values()),
+        nodes, "decisions", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["n"]), *past_info],
+        [helper.make_tensor_value_info("logprobs", TensorProto.FLOAT, [1, "vocabulary"]), *present_info],
+        list(initializers.values()),
     )  # fmt: skip
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=9, producer_name="cwread")
@@ -446,15 +443,20 @@ def decision_model(gguf_path: Path, announce=lambda line: None) -> Path:
     entry = decision_entry(gguf_path)
     meta = read_entry(entry, lambda m: m.get("format") == DECISIONS_FORMAT, trust_unchanged=True)
     if meta is None:
-        announce("writing the embedded model's decisions for ONNX Runtime, once (about 8 s)")
+        announce("writing the embedded model's decisions for ONNX Runtime, once (about 5 s)")
         write_entry(entry, lambda tmp: write_decision_model(gguf_path, tmp))
     return entry
 
 
 class DecisionScorer:
-    """One decision model loaded: the log-probabilities of the token after a prompt."""
+    """One decision model loaded: the log-probabilities of the token after a prompt. The keys
+    and values of a prompt's start (every message but the last: the agent's instructions) are
+    kept for the next prompt that starts alike, so five judged paragraphs read the
+    instructions once."""
 
-    def __init__(self, folder: Path, threads: int) -> None:
+    def __init__(self, folder: Path, threads: int, states: Path | None = None) -> None:
+        """The decision model in `folder`, run on `threads`; `states`: a folder where the
+        keys and values of prompts' starts are kept for the next process (None: this one's)."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -468,30 +470,90 @@ class DecisionScorer:
         options.add_session_config_entry("session.disable_prepacking", "1")
         self.tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         try:
-            self.session = ort.InferenceSession(
-                str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"]
-            )
+            self.session = ort.InferenceSession(str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # a damaged file: ONNX Runtime's own error, in one line
-            raise GGUFError(
-                f"ONNX Runtime cannot load {folder / MODEL_FILE}: {str(exc).splitlines()[0]}"
-            ) from exc
+            raise GGUFError(f"ONNX Runtime cannot load {folder / MODEL_FILE}: {str(exc).splitlines()[0]}") from exc
+        self.pasts = [i.name for i in self.session.get_inputs() if i.name.startswith("past.")]
+        self.presents = ["present" + name[4:] for name in self.pasts]
+        heads, _, dim = self.session.get_inputs()[1].shape
+        self.nothing = np.zeros((heads, 0, dim), np.float32)
+        self.kept: tuple[tuple[int, ...], list[np.ndarray]] | None = None  # a start's tokens, its keys and values
+        self.model = folder.name
+        self.states = states
         self.lock = threading.Lock()
+
+    def _start(self, ids: tuple[int, ...]) -> list[np.ndarray]:
+        """The keys and values of the tokens `ids`: this process's, else those a process before
+        kept, else computed (and kept for the next prompt, and process, that starts so)."""
+        if self.kept is None or self.kept[0] != ids:
+            state = self._state_file(ids)
+            values = _read_state(state, len(self.pasts), self.nothing.shape, len(ids)) if state else None
+            if values is None:
+                feeds = {"input_ids": np.array(ids, np.int64), **dict.fromkeys(self.pasts, self.nothing)}
+                values = self.session.run(self.presents, feeds)
+                if state is not None:
+                    _keep_state(state, values)
+            self.kept = ids, values
+        return self.kept[1]
+
+    def _state_file(self, ids: tuple[int, ...]) -> Path | None:
+        if self.states is None:
+            return None
+        digest = hashlib.sha256(np.array(ids, np.int64).tobytes()).hexdigest()[:16]
+        return self.states / f"{self.model}-{digest}.npy"
 
     def top_tokens(self, messages: tuple[tuple[str, str], ...], opens: str) -> tuple[list[dict], int, float]:
         """The TOP_TOKENS likeliest next tokens after `messages` and the reply's `opens`, as
         OpenAI-style {"token", "logprob"} (llama.cpp's top_logprobs), the prompt's tokens and
         the seconds taken."""
         started = time.perf_counter()
-        ids = np.array(self.tokenizer.encode(render_chatml(messages, opens)).ids, np.int64)
+        ids = self.tokenizer.encode(render_chatml(messages, opens)).ids
+        head = self.tokenizer.encode(render_chatml(messages[:-1], None)).ids if len(messages) > 1 else []
+        if ids[: len(head)] != head or len(head) >= len(ids):  # tokens merged across the seam: read whole
+            head = []
         with self.lock:
-            logprobs = self.session.run(None, {"input_ids": ids})[0][0]
+            before = self._start(tuple(head)) if head else [self.nothing] * len(self.pasts)
+            feeds = {"input_ids": np.array(ids[len(head) :], np.int64), **dict(zip(self.pasts, before, strict=True))}
+            logprobs = self.session.run(["logprobs"], feeds)[0][0]
         top = np.argpartition(-logprobs, TOP_TOKENS)[:TOP_TOKENS]
         top = top[np.argsort(-logprobs[top])]
         tokens = [
-            {
-                "token": self.tokenizer.decode([int(t)], skip_special_tokens=False),
-                "logprob": float(logprobs[t]),
-            }
+            {"token": self.tokenizer.decode([int(t)], skip_special_tokens=False), "logprob": float(logprobs[t])}
             for t in top
         ]
         return tokens, len(ids), time.perf_counter() - started
+
+
+KEPT_STATES = 16  # prompt starts kept for later processes at most (each 5-9 MB), the oldest removed first
+
+
+def _read_state(path: Path, count: int, empty: tuple[int, ...], tokens: int) -> list[np.ndarray] | None:
+    """The keys and values kept in `path` (None: none, or not whole: it is removed)."""
+    try:
+        stacked = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        path.unlink(missing_ok=True)
+        return None
+    heads, _, dim = empty
+    if stacked.shape != (count, heads, tokens, dim) or stacked.dtype != np.float32:
+        path.unlink(missing_ok=True)
+        return None
+    os.utime(path)  # used: the last to go
+    return list(stacked)
+
+
+def _keep_state(path: Path, values: list[np.ndarray]) -> None:
+    """Keep `values` in `path` for later processes (atomically, the user's alone); a cache that
+    cannot take it is no fault: the next process computes them again."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.stack(values), allow_pickle=False)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_file_atomic(path, buffer.getvalue())
+        kept = sorted(path.parent.glob("*.npy"), key=lambda p: p.stat().st_mtime)
+        for old in kept[:-KEPT_STATES]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass
