@@ -1,10 +1,11 @@
 """How close the default model's decisions come on ONNX Runtime and on llama.cpp to the float
 model's, and how fast each reads (cwread/backends/onnx_decisions.py).
 
-The prepared model (the Finder adapter merged in) decides on Finder prompts built from
+The default model with the Finder adapter decides on Finder prompts built from
 paragraphs of the example novel (600 characters at most, as the Finder judges a candidate),
-each asked one of four questions. The float model is that GGUF's weights run in numpy
-(onnx_decisions.float_forward); the score is ln P(YES) - ln P(NO) at the reply's first token,
+each asked one of four questions. The float model is run in numpy
+(onnx_decisions.float_forward: the shipped weights, the adapter merged in; llama.cpp runs them
+prepared as Q8_0, ONNX Runtime as cwread writes them); the score is ln P(YES) - ln P(NO) at the reply's first token,
 read as cwread reads it (label_logprobs). llama.cpp reads each prompt whole (no prompt cache);
 ONNX Runtime as cwread runs it (the instructions' keys kept from the first prompt on).
 
@@ -25,7 +26,7 @@ import numpy as np
 
 from cwread.agents.finder import finder_request
 from cwread.backends import label_logprobs
-from cwread.backends.embedded import EmbeddedBackend, new_server, shipped_finder
+from cwread.backends.embedded import EmbeddedBackend, default_gguf, new_server, shipped_finder
 from cwread.backends.gguf_file import read_gguf
 from cwread.backends.onnx_decisions import (
     FLOAT_PARTS,
@@ -38,6 +39,7 @@ from cwread.backends.onnx_decisions import (
     render_chatml,
     write_decision_model,
 )
+from cwread.backends.prepared_gguf import lora_deltas
 from cwread.question import Question
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,15 +86,18 @@ def main() -> None:
     parser.add_argument("--out", help="also write the report here (Markdown)")
     args = parser.parse_args()
     threads = os.cpu_count() or 1
-    backend = EmbeddedBackend(lora=shipped_finder().path, prepare=True, decisions=False)
-    prepared, _ = backend._files()
-    gguf = read_gguf(prepared)
+    adapter = shipped_finder().path
+    backend = EmbeddedBackend(lora=adapter, prepare=True, decisions=False)
+    prepared, _ = backend._files()  # what llama.cpp runs: Q8_0, the adapter merged in
+    gguf = read_gguf(default_gguf())  # the float model: the shipped weights, the adapter merged in
     shape = _shape(gguf)
     weights, tokenizer = _weights(gguf, shape), _tokenizer(gguf)
+    for name, delta in lora_deltas(adapter).items():
+        weights[name] = weights[name] + delta
     asked = requests(args.prompts)
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
-        write_decision_model(prepared, Path(folder))
+        write_decision_model(default_gguf(), Path(folder), adapter)
         written = time.perf_counter() - started
         started = time.perf_counter()
         scorer = DecisionScorer(Path(folder), threads)

@@ -92,7 +92,7 @@ def test_scores_come_within_a_small_distance_of_llama_cpps_on_the_same_tokens(tm
     backend = EmbeddedBackend(lora=embedded.shipped_finder().path, prepare=True, decisions=True)
     prepared, _ = backend._files()
     assert backend.prepared == "q8_0+merged"
-    write_decision_model(prepared, tmp_path)
+    write_decision_model(embedded.default_gguf(), tmp_path, embedded.shipped_finder().path)
     scorer = DecisionScorer(tmp_path, os.cpu_count() or 1)
     server = new_server(prepared, 4096, os.cpu_count() or 1)
     gaps = []

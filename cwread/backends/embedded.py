@@ -506,20 +506,20 @@ class EmbeddedBackend:
                 self._decision_scorer()
 
     def _decision_scorer(self) -> DecisionScorer | None:
-        """The decision model of the prepared model, written into the cache the first time
-        (seconds, once a machine) and loaded once; None where there is none (the model runs as
-        shipped or is not one onnx_decisions writes, or it could not be written or loaded: said
-        once, and llama.cpp decides)."""
+        """The decision model of the model and its adapter, written into the cache the first
+        time (seconds, once a machine) and loaded once; None where there is none (a cache that
+        is not kept, a model onnx_decisions does not write, or one that could not be written or
+        loaded: said once; llama.cpp decides)."""
         with self._scorer_lock:
             if not self._scorer_tried:
                 self._scorer_tried = True
-                path, lora = self._files()
-                if self.prepared is not None and lora is None:
+                # written from the shipped files, the adapter merged in: a run that only decides
+                # never needs the model prepared for llama.cpp
+                if cache_kept():  # else written again on every run, for one
                     folder = None
                     try:
-                        folder = decision_model(path, self._announce or (lambda line: None))
-                        states = cache_root() / DECISION_STATES if cache_kept() else None
-                        self._scorer = DecisionScorer(folder, self._threads, states)
+                        folder = decision_model(self.path, self.lora, self._announce or (lambda line: None))
+                        self._scorer = DecisionScorer(folder, self._threads, cache_root() / DECISION_STATES)
                     except DecisionsUnavailable:  # a model this does not write: llama.cpp decides
                         pass
                     except Exception as exc:  # any fault: llama.cpp decides, as before

@@ -1,23 +1,28 @@
 """The default model's decisions (YES or NO, the score read at the label's first token) run with
-ONNX Runtime instead of llama.cpp: about five times the prompt speed on 2 cores.
+ONNX Runtime instead of llama.cpp: about four times the prompt speed on 2 cores.
 
 The xllamacpp wheel is built for AVX2 alone, and reads the Finder's prompts at about 200 tokens/s
 on 2 cores. ONNX Runtime picks its int8 kernels by what the CPU has (AVX-512 VNNI, AMX), and a
-decision needs one forward pass and no generation, so the prepared GGUF (cwread.backends.
-prepared_gguf: the Finder adapter merged in) is written once per machine as an ONNX graph of the
-same transformer, its matrices as int8 (benchmarks/README.md, "The Finder's decisions on ONNX
-Runtime").
+decision needs one forward pass and no generation. So the default model, with the Finder
+adapter merged in at llama.cpp's scale, is written once a machine as an ONNX graph of the same
+transformer, its matrices int8 a column each (benchmarks/README.md, "The Finder's decisions on
+ONNX Runtime").
 
 Activations are quantized a whole matrix at once (ONNX Runtime's DynamicQuantizeMatMul), which
-lost up to 3.4 of a score where a few channels run far larger than the rest. So each matrix's
-inputs are first evened out, channel by channel (SmoothQuant, Xiao et al. 2023, α 0.5): the
-largest input each channel sees on a calibration prompt, folded into the weights before and
-after it, so the model computes the same function. The scores then come within about 0.3 of
-the float model's, as close as llama.cpp's Q8_0 comes to the trained model.
+put scores up to 3.4 from the float model's: a few channels run far larger than the rest. So
+each matrix's inputs are first evened out, channel by channel (SmoothQuant, Xiao et al. 2023):
+the largest input each channel sees on two calibration prompts, folded into the weights before
+and after it, so the model computes the same function. The down projection's inputs defeat int8
+even so and it stays float. The scores then come within about 0.15-0.2 of the float model's on
+average, where llama.cpp's Q8_0 comes within 0.12.
+
+The keys and values of a prompt's start (the agent's instructions) are computed once and kept,
+for the next prompt and, on disk, for the next process: each call reads only its own part.
 
 Only the chat template the default model ships (ChatML, SmolLM2's) is rendered here; any other
 model's decisions stay with llama.cpp. Tokens are those of the GGUF's own vocabulary and merges
-(a byte-level BPE that splits digits one by one, llama.cpp's "smollm" pre-tokenizer).
+(a byte-level BPE that splits digits one by one, llama.cpp's "smollm" pre-tokenizer); a test
+holds them to llama.cpp's count on the same prompts.
 """
 
 from __future__ import annotations
@@ -34,14 +39,15 @@ from pathlib import Path
 import numpy as np
 
 from cwread.backends.gguf_file import GGUF, GGUFError, read_gguf, to_floats
-from cwread.cache import cache_root, read_entry, write_entry, write_file_atomic
+from cwread.backends.prepared_gguf import lora_deltas
+from cwread.cache import cache_root, file_sha256, read_entry, write_entry, write_file_atomic
 
 DECISIONS_FORMAT = 1  # bump when the graph or its calibration changes: older entries are rebuilt
 MODEL_FILE = "decisions.onnx"
 TOKENIZER_FILE = "tokenizer.json"
-SMOOTHING = 0.8  # SmoothQuant's α: 0.4-0.8 tried, 0.8 came closest (benchmarks/README.md)
-# matrices kept in float: the down projection's inputs defeat int8 even evened out (its
-# scores 0.19 from the float model's on average with it in int8 at α 0.5, 0.45 without smoothing)
+SMOOTHING = 0.8  # SmoothQuant's α: 0.3-0.8 tried, 0.8 came closest (benchmarks/README.md)
+# matrices kept in float: the down projection's inputs defeat int8 even evened out (scores 0.50
+# from the float model's on average with it in int8, 0.16 without)
 FLOAT_PARTS = frozenset({"down"})
 TOP_TOKENS = 200  # alternatives given at the decision, as llama.cpp is asked for (TOP_LOGPROBS)
 MAX_POSITIONS = 8192  # rotary angles tabled for prompts up to this long
@@ -406,45 +412,48 @@ def _graph(weights: dict[str, np.ndarray], shape: _Shape, float_parts: frozenset
     return helper.make_model(graph, opset_imports=opsets, ir_version=9, producer_name="cwread")
 
 
-def write_decision_model(gguf_path: Path, out: Path) -> dict:
-    """Write the ONNX graph of the llama GGUF at `gguf_path` and its tokenizer into the folder
-    `out`; the entry's meta. DecisionsUnavailable where the model is not one this writes."""
+def write_decision_model(model: Path, out: Path, adapter: Path | None = None) -> dict:
+    """Write the ONNX graph of the llama GGUF `model`, with the LoRA `adapter` merged in at
+    llama.cpp's scale, and its tokenizer into the folder `out`; the entry's meta.
+    DecisionsUnavailable where the model is not one this writes."""
     try:
         import onnx
     except ImportError:
         raise DecisionsUnavailable("the onnx package is not installed") from None
-    gguf = read_gguf(gguf_path)
+    gguf = read_gguf(model)
     template = gguf.value("tokenizer.chat_template") or ""
     if template_digest(template) not in KNOWN_TEMPLATES:
         raise DecisionsUnavailable("a chat template other than SmolLM2's")
     shape = _shape(gguf)
     tokenizer = _tokenizer(gguf)
     weights = _weights(gguf, shape)
-    prompts = [
-        np.array(tokenizer.encode(render_chatml(turns, "<answer>")).ids, np.int64) for turns in CALIBRATION
-    ]
+    for name, delta in (lora_deltas(adapter) if adapter else {}).items():
+        if name not in weights or weights[name].shape != delta.shape:
+            raise DecisionsUnavailable(f"the adapter changes {name}, which is not written here")
+        weights[name] = weights[name] + delta
+    prompts = [np.array(tokenizer.encode(render_chatml(turns, "<answer>")).ids, np.int64) for turns in CALIBRATION]
     _smooth(weights, shape, _input_maxima(weights, shape, prompts), SMOOTHING)
     onnx.save(_graph(weights, shape), str(out / MODEL_FILE))
     tokenizer.save(str(out / TOKENIZER_FILE))
-    return {"format": DECISIONS_FORMAT, "model": gguf_path.name, "label": "onnx-int8"}
+    return {"format": DECISIONS_FORMAT, "model": model.name, "adapter": adapter.name if adapter else None, "label": "onnx-int8"}
 
 
-def decision_entry(gguf_path: Path) -> Path:
-    """The cache entry of the decision model of the GGUF at `gguf_path` (by its place, size and
-    time: a prepared model built again gets a new one)."""
-    stat = gguf_path.stat()
-    key = f"{gguf_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}|{DECISIONS_FORMAT}"
+def decision_entry(model: Path, adapter: Path | None) -> Path:
+    """The cache entry of the decision model of (model, adapter): by the model's place, size and
+    time and the adapter's content, so a reinstall or a retrained adapter writes a new one."""
+    stat = model.stat()
+    key = f"{model.resolve()}:{stat.st_size}:{stat.st_mtime_ns}|{file_sha256(adapter) if adapter else ''}|{DECISIONS_FORMAT}"
     return cache_root() / "decisions" / hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
-def decision_model(gguf_path: Path, announce=lambda line: None) -> Path:
-    """The folder of the decision model of `gguf_path`, built into the cache when missing or
-    damaged (seconds, once a machine). Raises on any failure: the caller keeps llama.cpp."""
-    entry = decision_entry(gguf_path)
+def decision_model(model: Path, adapter: Path | None, announce=lambda line: None) -> Path:
+    """The folder of the decision model of (model, adapter), written into the cache when missing
+    or damaged (seconds, once a machine). Raises on any failure: the caller keeps llama.cpp."""
+    entry = decision_entry(model, adapter)
     meta = read_entry(entry, lambda m: m.get("format") == DECISIONS_FORMAT, trust_unchanged=True)
     if meta is None:
-        announce("writing the embedded model's decisions for ONNX Runtime, once (about 5 s)")
-        write_entry(entry, lambda tmp: write_decision_model(gguf_path, tmp))
+        announce("writing the embedded model's decisions for ONNX Runtime, once (about 7 s)")
+        write_entry(entry, lambda tmp: write_decision_model(model, tmp, adapter))
     return entry
 
 
