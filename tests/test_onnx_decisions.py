@@ -12,7 +12,13 @@ from cwread import api
 from cwread.agents.finder import finder_request
 from cwread.backends import embedded, label_logprobs
 from cwread.backends.embedded import EmbeddedBackend, EmbeddedSettings, new_server
-from cwread.backends.onnx_decisions import CHATML_SYSTEM, DecisionScorer, render_chatml, write_decision_model
+from cwread.backends.onnx_decisions import (
+    CHATML_SYSTEM,
+    DecisionScorer,
+    decision_entry,
+    render_chatml,
+    write_decision_model,
+)
 from cwread.question import Question
 from tests.conftest import EXAMPLES, default_model_installed, run
 
@@ -36,6 +42,11 @@ def test_the_switch_is_read_once_and_a_bad_value_is_an_input_error(monkeypatch, 
     monkeypatch.setenv("CWREAD_ONNX_DECISIONS", "perhaps")
     code, _, err = run(capsys, "ask", str(EXAMPLES / "the_selfish_giant.txt"), "Why?")
     assert code == 2 and "CWREAD_ONNX_DECISIONS" in err and "Traceback" not in err
+
+
+def _finder_graph():
+    """The cache entry of the Finder's decision graph (the base model's may be there too)."""
+    return decision_entry(embedded.default_gguf(), embedded.shipped_finder().path)
 
 
 def _decision_prompts(count: int) -> list:
@@ -122,7 +133,7 @@ def test_a_damaged_decision_graph_is_one_line_and_llama_cpp_decides(cache_dir, m
     monkeypatch.delenv("CWREAD_ONNX_DECISIONS", raising=False)
     backend = EmbeddedBackend(lora=embedded.shipped_finder().path, prepare=True, decisions=True)
     assert backend._decision_scorer() is not None  # written into the cache
-    folder = next((cache_dir / "decisions").iterdir())
+    folder = _finder_graph()
     graph = folder / "decisions.onnx"
     stat = graph.stat()
     graph.write_bytes(b"\0" * stat.st_size)  # the same size and time: taken as whole, then refused
@@ -159,13 +170,13 @@ def test_the_instructions_are_read_once_and_kept_for_the_next_process(cache_dir,
     request = _decision_prompts(1)[0]
     states = tmp_path / "states"
     assert scorer is not None
-    first = DecisionScorer(next((cache_dir / "decisions").iterdir()), 1, states)
-    whole = DecisionScorer(next((cache_dir / "decisions").iterdir()), 1)  # keeps nothing on disk
+    first = DecisionScorer(_finder_graph(), 1, states)
+    whole = DecisionScorer(_finder_graph(), 1)  # keeps nothing on disk
     ours, _, _ = first.top_tokens(request.messages, request.decision.opens)
     kept = list(states.glob("*.npy"))
     assert len(kept) == 1 and kept[0].stat().st_mode & 0o077 == 0  # the user's alone
     # the next process reads the start from the file, and scores as if it had read it whole
-    later = DecisionScorer(next((cache_dir / "decisions").iterdir()), 1, states)
+    later = DecisionScorer(_finder_graph(), 1, states)
     computed = []
     original = later.session.run
     later.session.run = lambda names, feeds: computed.append(len(feeds["input_ids"])) or original(names, feeds)
@@ -176,7 +187,7 @@ def test_the_instructions_are_read_once_and_kept_for_the_next_process(cache_dir,
     assert abs(again[0]["logprob"] - alone[0]["logprob"]) < 1e-3
     # a damaged file is removed and the start read again
     kept[0].write_bytes(b"not an array")
-    damaged = DecisionScorer(next((cache_dir / "decisions").iterdir()), 1, states)
+    damaged = DecisionScorer(_finder_graph(), 1, states)
     fixed, _, _ = damaged.top_tokens(request.messages, request.decision.opens)
     assert abs(fixed[0]["logprob"] - alone[0]["logprob"]) < 1e-3 and np.load(kept[0]).ndim == 4
 
