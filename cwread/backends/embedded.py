@@ -67,7 +67,7 @@ class EmbeddedSettings:
     # The default model and its shipped adapter run as prepared_gguf makes them (Q8_0, merged);
     # false (CWREAD_PREPARE_GGUF=0) runs the shipped files as they are, to compare or to debug.
     prepare: bool | None = None
-    # The prepared model's decisions (YES or NO, scored) run on ONNX Runtime (onnx_decisions.py);
+    # The prepared Finder's decisions (YES or NO, scored) run on ONNX Runtime (onnx_decisions.py);
     # false (CWREAD_ONNX_DECISIONS=0) leaves them to llama.cpp.
     decisions: bool | None = None
 
@@ -347,7 +347,7 @@ class EmbeddedBackend:
         """`lora`: an adapter GGUF loaded on the model; `trained`: what it was trained for,
         where known (the shipped one's manifest); `prepare`: run (model, adapter) as
         `prepared_gguf` makes them, for the default model, whose build is known; `decisions`:
-        and the prepared model's decisions on ONNX Runtime (onnx_decisions.py)."""
+        and, with an adapter (the Finder's), its decisions on ONNX Runtime (onnx_decisions.py)."""
         path = Path(gguf).expanduser() if gguf else default_gguf()
         if not path.is_file():
             raise ModelError(f"GGUF model not found: {path}")
@@ -365,8 +365,10 @@ class EmbeddedBackend:
         # (where preparing then fails, the shipped files' calls are kept under this key: as close)
         if prepare:
             identity += f"|prepared{PREPARED_FORMAT}"
-        # its decisions' scores are ONNX Runtime's, within about 0.2 of llama.cpp's: cached apart
-        if prepare and decisions:
+        # the Finder's decisions run on ONNX Runtime (measured there; the base model's stay on
+        # llama.cpp), their scores within about 0.2 of llama.cpp's: cached apart
+        decisions = prepare and decisions and self.lora is not None
+        if decisions:
             identity += f"|decisions{DECISIONS_FORMAT}"
         self.capabilities = Capabilities(
             context=num_ctx,
@@ -385,7 +387,7 @@ class EmbeddedBackend:
         self._warming: threading.Thread | None = None
         self._warm_lock = threading.Lock()
         self._announce: Callable[[str], None] | None = None  # hears that the model is being prepared
-        self._decisions = prepare and decisions
+        self._decisions = decisions
         self._scorer: DecisionScorer | None = None  # the decision model, once loaded
         self._scorer_tried = False
         self._scorer_lock = threading.Lock()
