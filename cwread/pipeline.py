@@ -129,8 +129,7 @@ def backends_called(planned: PlannedRun) -> list[Backend]:
     answer's paragraph, the Interpreter's where it is asked (each once)."""
     plan, chosen = planned.plan, planned.backends
     called = []
-    reads = plan.finder is not None and getattr(planned.finder, "backend", None) is not None  # not a judge without a model
-    if reads or plan.answer_threshold is not None:
+    if _finder_reads(planned) or plan.answer_threshold is not None:
         called.append(chosen.finder)
     if plan.interpreter:
         called.append(chosen.interpreter)
@@ -142,8 +141,12 @@ def decisions_only(planned: PlannedRun, backend: Backend) -> bool:
     Finder's, which judges an extractive answer's paragraph and reads no segment, and not the
     Interpreter's."""
     plan, chosen = planned.plan, planned.backends
-    reads = plan.finder is not None and getattr(planned.finder, "backend", None) is not None
-    return backend is chosen.finder and not reads and not (plan.interpreter and backend is chosen.interpreter)
+    return backend is chosen.finder and not _finder_reads(planned) and not (plan.interpreter and backend is chosen.interpreter)
+
+
+def _finder_reads(planned: PlannedRun) -> bool:
+    """Whether the plan's Finder reads segments with a model (not a judge without one)."""
+    return planned.plan.finder is not None and getattr(planned.finder, "backend", None) is not None
 
 
 def plan_run(

@@ -358,9 +358,10 @@ class EmbeddedBackend:
         adapter_name = trained.label if trained else self.lora.name if self.lora else ""
         self.model = path.name + (f"+{adapter_name}" if adapter_name else "")
         identity = f"{path.name}:{path.stat().st_size}"  # keys the call cache
+        # the adapter's content, read once: it keys the call cache and the decision model
+        self._lora_sha = file_sha256(self.lora) if self.lora is not None else None
         if self.lora is not None:  # by content: a retrained adapter must not hit old cached calls
-            digest = file_sha256(self.lora)[:16]
-            identity += f"+{self.lora.name}:{digest}"
+            identity += f"+{self.lora.name}:{self._lora_sha[:16]}"
         # prepared, its scores move by about 0.1 (benchmarks/README.md): its calls are cached apart
         # (where preparing then fails, the shipped files' calls are kept under this key: as close)
         if prepare:
@@ -520,7 +521,8 @@ class EmbeddedBackend:
                 if cache_kept():  # else written again on every run, for one
                     folder = None
                     try:
-                        folder = decision_model(self.path, self.lora, self._announce or (lambda line: None))
+                        announce = self._announce or (lambda line: None)
+                        folder = decision_model(self.path, self.lora, announce, self._lora_sha)
                         self._scorer = DecisionScorer(folder, self._threads, cache_root() / DECISION_STATES)
                     except DecisionsUnavailable:  # a model this does not write: llama.cpp decides
                         pass

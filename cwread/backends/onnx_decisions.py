@@ -166,10 +166,22 @@ def _rms(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * weight.ravel()
 
 
+def _angles(shape: _Shape, positions: int) -> np.ndarray:
+    """The rotary embedding's angles (positions, head_dim / 2): position × base^(-2j / dim)."""
+    dim = shape.head_dim
+    return np.arange(positions)[:, None] * shape.rope_base ** (-np.arange(0, dim, 2) / dim)[None, :]
+
+
+def _int8_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`matrix` as int8 a row each, symmetric: (values, each row's scale)."""
+    scale = np.abs(matrix).max(1) / 127.0
+    scale[scale == 0] = 1.0
+    return np.clip(np.round(matrix / scale[:, None]), -127, 127).astype(np.int8), scale.astype(np.float32)
+
+
 def _rope(x: np.ndarray, shape: _Shape) -> np.ndarray:
     """llama.cpp's rotary embedding of GGUF llama weights: adjacent pairs of each head rotated."""
-    n, dim = x.shape[0], shape.head_dim
-    angles = np.arange(n)[:, None] * shape.rope_base ** (-np.arange(0, dim, 2) / dim)[None, :]
+    angles = _angles(shape, x.shape[0])
     cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
     even, odd = x[..., 0::2], x[..., 1::2]
     out = np.empty_like(x)
@@ -292,12 +304,12 @@ CALIBRATION = (
 # --- the graph -----------------------------------------------------------------------------
 
 
-def _graph(weights: dict[str, np.ndarray], shape: _Shape, float_parts: frozenset[str] = FLOAT_PARTS):
+def _graph(weights: dict[str, np.ndarray], shape: _Shape):
     """The transformer as an ONNX graph: input_ids (n), and each layer's keys and values of the
     tokens before them (past.I.key, past.I.value: kv heads, tokens, dim; 0 tokens at the start)
     -> the log-probabilities of the token after the last (1, vocabulary), and every layer's
     keys and values so far (present.I.key, present.I.value). Matrices int8 a column each
-    (DynamicQuantizeMatMul), those of `float_parts` in float."""
+    (DynamicQuantizeMatMul), those of FLOAT_PARTS in float."""
     from onnx import TensorProto, helper, numpy_helper
 
     nodes: list = []
@@ -318,14 +330,12 @@ def _graph(weights: dict[str, np.ndarray], shape: _Shape, float_parts: frozenset
         return const("axes" + "_".join(map(str, values)), np.array(values, np.int64))
 
     def linear(x: str, name: str, matrix: np.ndarray) -> str:  # x @ matrix.T, int8 a column
-        if name.rsplit(".", 1)[-1] in float_parts:
+        if name.rsplit(".", 1)[-1] in FLOAT_PARTS:
             return op("MatMul", [x, const(name, np.ascontiguousarray(matrix.T.astype(np.float32)))])
-        scale = np.abs(matrix).max(1) / 127.0
-        scale[scale == 0] = 1.0
-        q = np.clip(np.round(matrix / scale[:, None]), -127, 127).astype(np.int8)
+        q, scale = _int8_rows(matrix)
         return op(
             "DynamicQuantizeMatMul",
-            [x, const(name, np.ascontiguousarray(q.T)), const(name + ".scale", scale.astype(np.float32)),
+            [x, const(name, np.ascontiguousarray(q.T)), const(name + ".scale", scale),
              const(name + ".zero", np.zeros(len(scale), np.int8))],
             domain="com.microsoft",
         )  # fmt: skip
@@ -340,7 +350,7 @@ def _graph(weights: dict[str, np.ndarray], shape: _Shape, float_parts: frozenset
     # what came before: each layer's keys and values of the prompt's start (none: length 0)
     before = op("Gather", [op("Shape", ["past.0.key"]), const("one", np.int64(1))])
     positions = op("Range", [before, op("Add", [before, n]), const("one", np.int64(1))])
-    angles = np.arange(MAX_POSITIONS)[:, None] * shape.rope_base ** (-np.arange(0, dim, 2) / dim)[None, :]
+    angles = _angles(shape, MAX_POSITIONS)
     # llama.cpp's rotation of adjacent pairs, (a, b) -> (a cos - b sin, a sin + b cos), as
     # x * C + swap(x) * S: C (cos, cos), S (-sin, sin) a pair each, swap a matrix that trades
     # each pair's two values (strided slices cost 14% of a call)
@@ -362,10 +372,9 @@ def _graph(weights: dict[str, np.ndarray], shape: _Shape, float_parts: frozenset
     mask = op("Where", [later, const("masked", np.float32(-1e9)), const("open", np.float32(0.0))])
     # the embeddings a row each as int8 with its scale: gathered, then widened
     table = weights["token_embd.weight"]
-    row_scale = np.maximum(np.abs(table).max(1), 1e-12) / 127.0
-    table_q = np.clip(np.round(table / row_scale[:, None]), -127, 127).astype(np.int8)
+    table_q, row_scale = _int8_rows(table)
     x = op("Mul", [op("Cast", [op("Gather", [const("embeddings", table_q), "input_ids"])], to=TensorProto.FLOAT),
-                   op("Unsqueeze", [op("Gather", [const("embeddings.scale", row_scale.astype(np.float32)), "input_ids"]), axes(1)])])  # fmt: skip
+                   op("Unsqueeze", [op("Gather", [const("embeddings.scale", row_scale), "input_ids"]), axes(1)])])  # fmt: skip
     group = shape.heads // shape.kv_heads
     kv_shape = const(f"heads{shape.kv_heads}", np.array([0, shape.kv_heads, dim], np.int64))
     pasts, presents = [], []
@@ -438,18 +447,20 @@ def write_decision_model(model: Path, out: Path, adapter: Path | None = None) ->
     return {"format": DECISIONS_FORMAT, "model": model.name, "adapter": adapter.name if adapter else None, "label": "onnx-int8"}
 
 
-def decision_entry(model: Path, adapter: Path | None) -> Path:
+def decision_entry(model: Path, adapter: Path | None, adapter_sha: str | None = None) -> Path:
     """The cache entry of the decision model of (model, adapter): by the model's place, size and
-    time and the adapter's content, so a reinstall or a retrained adapter writes a new one."""
+    time and the adapter's content (its sha256, `adapter_sha` where the caller has read it), so
+    a reinstall or a retrained adapter writes a new one."""
     stat = model.stat()
-    key = f"{model.resolve()}:{stat.st_size}:{stat.st_mtime_ns}|{file_sha256(adapter) if adapter else ''}|{DECISIONS_FORMAT}"
+    content = (adapter_sha or file_sha256(adapter)) if adapter else ""
+    key = f"{model.resolve()}:{stat.st_size}:{stat.st_mtime_ns}|{content}|{DECISIONS_FORMAT}"
     return cache_root() / "decisions" / hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
-def decision_model(model: Path, adapter: Path | None, announce=lambda line: None) -> Path:
+def decision_model(model: Path, adapter: Path | None, announce=lambda line: None, adapter_sha: str | None = None) -> Path:
     """The folder of the decision model of (model, adapter), written into the cache when missing
     or damaged (seconds, once a machine). Raises on any failure: the caller keeps llama.cpp."""
-    entry = decision_entry(model, adapter)
+    entry = decision_entry(model, adapter, adapter_sha)
     meta = read_entry(entry, lambda m: m.get("format") == DECISIONS_FORMAT, trust_unchanged=True)
     if meta is None:
         announce("writing the embedded model's decisions for ONNX Runtime, once (about 7 s)")
