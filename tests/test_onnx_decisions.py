@@ -44,6 +44,23 @@ def test_the_switch_is_read_once_and_a_bad_value_is_an_input_error(monkeypatch, 
     assert code == 2 and "CWREAD_ONNX_DECISIONS" in err and "Traceback" not in err
 
 
+def test_entries_an_earlier_format_wrote_are_removed_once_a_new_one_is_written(tmp_path):
+    """Each is a 236 MB entry no key leads to any more; the current format's entries, and one
+    another process is writing, stay."""
+    from cwread.backends.onnx_decisions import DECISIONS_FORMAT, _remove_older_formats
+    from cwread.cache import write_entry
+
+    def entry(name: str, format: int) -> None:
+        write_entry(tmp_path / name, lambda tmp: (tmp / "decisions.onnx").write_bytes(b"x") and {"format": format})
+
+    entry("old", DECISIONS_FORMAT - 1)
+    entry("current", DECISIONS_FORMAT)
+    (tmp_path / ".being-written.tmp-1").mkdir()
+    (tmp_path / "stray").mkdir()  # no manifest: not ours to judge
+    _remove_older_formats(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".being-written.tmp-1", "current", "stray"]
+
+
 def _finder_graph():
     """The cache entry of the Finder's decision graph (the base model's may be there too)."""
     return decision_entry(embedded.default_gguf(), embedded.shipped_finder().path)

@@ -1,8 +1,12 @@
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from cwread import api
 from cwread.book import document_from_bytes
+from cwread.cache import file_sha256
 from cwread.errors import InputError
 from cwread.question import parse_options
 from cwread.retrieval.fusion import build_queries, open_index, paragraph_scores, reciprocal_rank_fusion
@@ -219,6 +223,50 @@ def test_the_section_index_is_cached_and_rebuilt_when_damaged(story, cache_dir):
     (sections / "manifest.json").write_text("{", encoding="utf-8")
     index = open_index(doc, None)
     assert index.built == ["bm25"] and len(index.section_spans) >= 1
+
+
+def test_words_are_split_and_scored_as_bm25s_splits_and_scores_them(tmp_path):
+    """A question reads the saved index without bm25s (whose import is a third of a second):
+    the same tokens as bm25s.tokenize over a whole book, the same scores as bm25s's own."""
+    import bm25s
+
+    from cwread.retrieval import lexical
+    from cwread.text.words import STOPWORDS, stemmer
+
+    book = (Path(__file__).resolve().parent.parent / "examples" / "the_hound_of_the_baskervilles.txt").read_text(encoding="utf-8")
+    texts = [p for p in book.split("\n\n") if p.strip()] + ["", "a an the", "Ünïcode wörds, l'été 1889 x"]
+    tokens = lexical.tokenize(texts)
+    assert tokens == bm25s.tokenize(texts, stopwords=sorted(STOPWORDS), stemmer=stemmer(), return_ids=False, show_progress=False)
+    lexical.save_index(lexical.build_index(texts, tokens), tmp_path)
+    ours, theirs = lexical.load_index(tmp_path), bm25s.BM25.load(str(tmp_path))
+    rng = np.random.default_rng(0)
+    terms = sorted(ours.vocab_dict)
+    for size in (1, 2, 5, 12):
+        asked = [str(t) for t in rng.choice(terms, size)]
+        asked += asked[:1]  # a word asked twice counts twice
+        assert np.array_equal(ours.get_scores(asked), np.asarray(theirs.get_scores(asked), dtype=np.float32))
+    assert lexical.scores(ours, "Why did the hound howl on the moor?", len(texts)).argmax() == int(
+        np.argmax(theirs.get_scores([t for t in lexical.tokenize(["Why did the hound howl on the moor?"])[0] if t in theirs.vocab_dict]))
+    )
+
+
+def test_an_index_that_cannot_be_read_is_built_again(story, cache_dir):
+    """Whole by its checksums, yet not an index (arrays that disagree with the vocabulary, as a
+    bm25s of another layout could leave): built again, not a traceback."""
+    from cwread.retrieval.fusion import document_cache_dir
+
+    doc = api.open_document(str(story))
+    open_index(doc, None)
+    entry = next(document_cache_dir(doc).glob("bm25-v*"))
+    np.save(entry / "indptr.csc.index.npy", np.zeros(2, dtype=np.int32))
+    manifest = json.loads((entry / "manifest.json").read_text(encoding="utf-8"))
+    stat = (entry / "indptr.csc.index.npy").stat()
+    manifest["files"]["indptr.csc.index.npy"] = {
+        "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(entry / "indptr.csc.index.npy")
+    }
+    (entry / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    index = open_index(doc, None)
+    assert index.built == ["bm25"] and len(index.lexical.indptr) > 2
 
 
 def test_static_vectors_are_the_same_for_a_question_and_for_a_book(cache_dir):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import math
 import os
 import threading
@@ -40,10 +41,13 @@ import numpy as np
 
 from cwread.backends.gguf_file import GGUF, GGUFError, read_gguf, to_floats
 from cwread.backends.prepared_gguf import lora_deltas
-from cwread.cache import cache_root, file_sha256, read_entry, write_entry, write_file_atomic
+from cwread.cache import cache_root, file_sha256, read_entry, remove_entry, write_entry, write_file_atomic
 
-DECISIONS_FORMAT = 1  # bump when the graph or its calibration changes: older entries are rebuilt
+DECISIONS_FORMAT = 2  # bump when the graph or its calibration changes: older entries are rebuilt
 MODEL_FILE = "decisions.onnx"
+# The weights beside the graph, not inside it: ONNX Runtime maps them from disk rather than
+# parsing 236 MB of protobuf, 0.08 s to load against 0.23-0.48 s on 2 cores, on every process
+WEIGHTS_FILE = "decisions.weights"
 TOKENIZER_FILE = "tokenizer.json"
 SMOOTHING = 0.8  # SmoothQuant's α: 0.3-0.8 tried, 0.8 came closest (benchmarks/README.md)
 # matrices kept in float: the down projection's inputs defeat int8 even evened out (scores 0.50
@@ -442,7 +446,14 @@ def write_decision_model(model: Path, out: Path, adapter: Path | None = None) ->
         weights[name] = weights[name] + delta
     prompts = [np.array(tokenizer.encode(render_chatml(turns, "<answer>")).ids, np.int64) for turns in CALIBRATION]
     _smooth(weights, shape, _input_maxima(weights, shape, prompts), SMOOTHING)
-    onnx.save(_graph(weights, shape), str(out / MODEL_FILE))
+    onnx.save(
+        _graph(weights, shape),
+        str(out / MODEL_FILE),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=WEIGHTS_FILE,
+        size_threshold=1024,
+    )
     tokenizer.save(str(out / TOKENIZER_FILE))
     return {"format": DECISIONS_FORMAT, "model": model.name, "adapter": adapter.name if adapter else None, "label": "onnx-int8"}
 
@@ -465,7 +476,22 @@ def decision_model(model: Path, adapter: Path | None, announce=lambda line: None
     if meta is None:
         announce("writing the embedded model's decisions for ONNX Runtime, once (about 7 s)")
         write_entry(entry, lambda tmp: write_decision_model(model, tmp, adapter))
+        _remove_older_formats(entry.parent)
     return entry
+
+
+def _remove_older_formats(folder: Path) -> None:
+    """Remove the entries an earlier DECISIONS_FORMAT wrote (236 MB each): no key leads to them
+    any more."""
+    for other in folder.iterdir():
+        if other.name.startswith("."):  # another process's entry being written
+            continue
+        try:
+            meta = json.loads((other / "manifest.json").read_text(encoding="utf-8")).get("meta", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(meta, dict) and isinstance(meta.get("format"), int) and meta["format"] < DECISIONS_FORMAT:
+            remove_entry(other)
 
 
 class DecisionScorer:

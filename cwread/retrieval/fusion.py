@@ -52,12 +52,43 @@ def open_index(document: Document, embedder: Embedder | None, progress: Progress
     """Load the document's indexes from the cache, building (and caching) what is missing."""
     base = document_cache_dir(document)
     texts = [p.text for p in document.paragraphs]
-    n = len(texts)
     built: list[str] = []
 
     lex_dir = base / f"bm25-v{lexical.LEXICAL_VERSION}"
     sections_dir = base / f"sections-v{lexical.LEXICAL_VERSION}"
     spans = lexical.section_spans([len(t) for t in texts], [s.first for s in document.sources])
+    try:
+        lexical_index, sections = _lexical_indexes(lex_dir, sections_dir, texts, spans, progress, built)
+    except (OSError, ValueError, KeyError):  # whole on disk, yet not an index we can read: built again
+        remove_entry(lex_dir)
+        remove_entry(sections_dir)
+        lexical_index, sections = _lexical_indexes(lex_dir, sections_dir, texts, spans, progress, built)
+
+    dense = None
+    if embedder is not None:
+        if document.sources:  # each file's vectors cached by its own content
+            parts = [
+                (source.fingerprint, texts[source.first - 1 : source.last]) for source in document.sources
+            ]
+        else:
+            parts = [(document.fingerprint, texts)]
+        vectors, fresh = _dense_parts(parts, embedder, progress)
+        dense = vectors[0] if len(vectors) == 1 else np.concatenate(vectors)
+        if fresh:
+            built.append(f"dense ({fresh} of {len(parts)} files)" if document.sources else "dense")
+    return Index(document, lexical_index, sections, spans, dense, embedder, built)
+
+
+def _lexical_indexes(
+    lex_dir: Path,
+    sections_dir: Path,
+    texts: list[str],
+    spans: np.ndarray,
+    progress: Progress | None,
+    built: list[str],
+) -> tuple[lexical.StoredIndex, lexical.StoredIndex]:
+    """The paragraphs' and the sections' BM25 indexes, read from the cache or built there."""
+    n = len(texts)
     paragraphs_ok = read_entry(lex_dir, lambda m: m.get("paragraphs") == n) is not None
     sections_ok = read_entry(sections_dir, lambda m: m.get("spans") == spans.tolist()) is not None
     if not (paragraphs_ok and sections_ok):
@@ -80,22 +111,7 @@ def open_index(document: Document, embedder: Embedder | None, progress: Progress
         built.append("bm25")
         if progress:
             progress("bm25", n, n)
-    lexical_index = lexical.load_index(lex_dir)
-    sections = lexical.load_index(sections_dir)
-
-    dense = None
-    if embedder is not None:
-        if document.sources:  # each file's vectors cached by its own content
-            parts = [
-                (source.fingerprint, texts[source.first - 1 : source.last]) for source in document.sources
-            ]
-        else:
-            parts = [(document.fingerprint, texts)]
-        vectors, fresh = _dense_parts(parts, embedder, progress)
-        dense = vectors[0] if len(vectors) == 1 else np.concatenate(vectors)
-        if fresh:
-            built.append(f"dense ({fresh} of {len(parts)} files)" if document.sources else "dense")
-    return Index(document, lexical_index, sections, spans, dense, embedder, built)
+    return lexical.load_index(lex_dir), lexical.load_index(sections_dir)
 
 
 def _dense_parts(
