@@ -10,6 +10,7 @@ from cwread.cache import file_sha256
 from cwread.errors import InputError
 from cwread.question import parse_options
 from cwread.retrieval.fusion import build_queries, open_index, paragraph_scores, reciprocal_rank_fusion
+from tests.conftest import run
 
 
 def test_reciprocal_rank_fusion_sums_inverse_ranks():
@@ -267,6 +268,16 @@ def test_an_index_that_cannot_be_read_is_built_again(story, cache_dir):
     (entry / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     index = open_index(doc, None)
     assert index.built == ["bm25"] and len(index.lexical.indptr) > 2
+
+
+@pytest.mark.parametrize("text", ["...\n\n!!! ?\n", "The and of it.\n\nA to 7.\n"])
+def test_a_text_without_a_word_to_search_is_one_line_and_exit_2(text, tmp_path, cache_dir, capsys):
+    """bm25s cannot index it (it raised deep inside, an internal error, exit 70)."""
+    book = tmp_path / "book.txt"
+    book.write_text(text, encoding="utf-8")
+    code, _, err = run(capsys, "ask", str(book), "Who is here?")
+    assert code == 2 and "has no word to search" in err and "Traceback" not in err
+    assert len([line for line in err.splitlines() if "error" in line]) == 1
 
 
 def test_static_vectors_are_the_same_for_a_question_and_for_a_book(cache_dir):
