@@ -45,6 +45,7 @@ class ModelCall:
     # prompt tokens the server took from its prompt cache rather than reading them (where it
     # says how many it read: llama.cpp); 0 where it does not say
     prompt_cached: int = 0
+    runtime: str = ""  # what computed the last reply, where the backend has more than one way (Generation.runtime)
 
 
 NO_CALL = ModelCall()  # a verdict no model gave (training data, hand-made packets)

@@ -142,6 +142,7 @@ def test_the_default_ask_decides_on_onnx_runtime_and_never_loads_llama_cpp(cache
     judgement = trace.outcome.judgement
     assert trace.answer and judgement is not None and judgement.scores and not loaded
     assert all(call.prompt_tokens > 0 for call in judgement.calls)
+    assert {call.runtime for call in judgement.calls} == {embedded.ONNX_INT8}  # the trace says what decided
 
 
 @needs_model

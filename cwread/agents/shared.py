@@ -259,6 +259,7 @@ def call_agent(
         generation.label_logprobs,
         generation.answer_logprob,
         prompt_cached,
+        generation.runtime,
     )
     return parsed, call
 

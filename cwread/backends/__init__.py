@@ -135,6 +135,9 @@ class Generation:
     prefill_tokens: int = 0
     prefill_seconds: float = 0.0
     decode_seconds: float = 0.0
+    # what computed the reply inside a backend that has more than one way ("llama.cpp", "ONNX
+    # Runtime (int8)" for the embedded model's decisions); "" where the backend has one
+    runtime: str = ""
 
     def __post_init__(self) -> None:  # the call cache reads them back as JSON lists
         object.__setattr__(self, "label_logprobs", tuple((str(k), float(v)) for k, v in self.label_logprobs))

@@ -54,6 +54,10 @@ SLOT_PROMPT_SIMILARITY = 0.9
 PROMPT_STATES = "prompts"  # the cache's folder of kept prompt states (prompt_state.py)
 DECISION_STATES = "decision-states"  # the decision model's kept prompt starts (onnx_decisions.py)
 
+# what computes a reply (Generation.runtime): llama.cpp, or ONNX Runtime for the Finder's decisions
+LLAMA_CPP = "llama.cpp"
+ONNX_INT8 = "ONNX Runtime (int8)"
+
 
 @dataclass(frozen=True)
 class EmbeddedSettings:
@@ -484,6 +488,7 @@ class EmbeddedBackend:
             seconds=time.perf_counter() - t0,
             **reply_scores(tokens, request),
             **llamacpp_timings(reply.get("timings")),
+            runtime=LLAMA_CPP,
         )
 
     def warm(self, notice: Callable[[str], None] | None = None, decisions_only: bool = False) -> None:
@@ -570,7 +575,7 @@ class EmbeddedBackend:
         what = "Q8_0, the Finder adapter merged in" if lora is None and self.lora else "Q8_0"
         said = f"runs prepared for this CPU ({what}; CWREAD_PREPARE_GGUF=0 runs it as shipped): {path}, {loads}"
         if self._decisions:
-            decides = "ONNX Runtime (int8)" if self._decision_scorer() is not None else "llama.cpp"
+            decides = ONNX_INT8 if self._decision_scorer() is not None else LLAMA_CPP
             said += f"; its decisions (YES or NO, scored) run on {decides} (CWREAD_ONNX_DECISIONS=0: llama.cpp)"
         return said
 
@@ -597,6 +602,7 @@ def _decide(scorer: DecisionScorer, request: GenerationRequest) -> Generation:
         prefill_tokens=prompt_tokens,
         prefill_seconds=seconds,
         **scores,
+        runtime=ONNX_INT8,
     )
 
 

@@ -167,6 +167,8 @@ def judgement_json(doc, judgement: ParagraphJudgement | None) -> dict | None:
         "unjudged": [id_json(doc, pid) for pid in judgement.unjudged],
         "seconds": round(sum(c.seconds for c in judgement.calls), 3),
         "cached": all(c.cached for c in judgement.calls),
+        # what computed the scores, where the model has more than one way (the embedded one)
+        "runtime": sorted({c.runtime for c in judgement.calls if c.runtime}),
     }
 
 
@@ -303,6 +305,7 @@ def _verdict_json(doc: Document, v: Verdict) -> dict:
         **_reply_json(doc, v.reply),
         "kept_on_failure": v.kept_on_failure,
         "cached": v.reply.call.cached,
+        "runtime": v.reply.call.runtime or None,
     }
 
 
