@@ -46,12 +46,14 @@ FACTS: dict[str, ModelFact] = {
     ),
     READS_WHEN_ASKED: ModelFact(
         "with the Finder adapter cwread ships puts more gold first than the retriever but reads about "
-        "2 s a segment on 2 cores, too slow for every question for what it changes: it reads when asked",
+        "1-2 s a segment on 2 cores, too slow for every question for what it changes: it reads when asked",
         lambda capabilities: _small(capabilities) and capabilities.trained is not None and capabilities.trained.shipped,
         "gold first in 36 of 48 dev-novel questions against the rank's 28, +8 [+2, +15], "
         "benchmarks/results/lane-SUMMARY.md; reading with it moved token-F1 23.5 to 25.4 on 40 "
         "fairytale dev records, at 34 s a record, benchmarks/README.md; 32 segments of The Moonstone "
-        "in its 59 s read budget, 21 as shipped before it ran prepared for the CPU, benchmarks/README.md",
+        "in its 59 s read budget, 21 as shipped before it ran prepared for the CPU, benchmarks/README.md; "
+        "since its decisions run on ONNX Runtime, 0.9 s to judge a Moonstone segment and 3-4 s more to write "
+        "a kept one's clue on llama.cpp (28 s for 32 segments, none kept; 69 s for 33, 11 kept), benchmarks/README.md",
     ),
 }
 
