@@ -52,8 +52,8 @@ FACTS: dict[str, ModelFact] = {
         "benchmarks/results/lane-SUMMARY.md; reading with it moved token-F1 23.5 to 25.4 on 40 "
         "fairytale dev records, at 34 s a record, benchmarks/README.md; 32 segments of The Moonstone "
         "in its 59 s read budget, 21 as shipped before it ran prepared for the CPU, benchmarks/README.md; "
-        "since its decisions run on ONNX Runtime, 0.9 s to judge a Moonstone segment and 3-4 s more to write "
-        "a kept one's clue on llama.cpp (28 s for 32 segments, none kept; 69 s for 33, 11 kept), benchmarks/README.md",
+        "with its decisions off llama.cpp, 0.9 s to judge a Moonstone segment and 3-4 s more to write "
+        "a kept one's clue (28 s for 32 segments, none kept; 69 s for 33, 11 kept), benchmarks/README.md",
     ),
 }
 
