@@ -251,20 +251,23 @@ def test_words_are_split_and_scored_as_bm25s_splits_and_scores_them(tmp_path):
     )
 
 
-def test_an_index_that_cannot_be_read_is_built_again(story, cache_dir):
-    """Whole by its checksums, yet not an index (arrays that disagree with the vocabulary, as a
-    bm25s of another layout could leave): built again, not a traceback."""
+@pytest.mark.parametrize("name", ["indptr.csc.index.npy", "vocab.index.json", "params.index.json"])
+def test_an_index_that_cannot_be_read_is_built_again(name, story, cache_dir):
+    """Whole by its checksums, yet not an index (arrays that disagree with the vocabulary, a
+    vocabulary or parameters of another shape, as a bm25s of another layout could leave): built
+    again, not a traceback."""
     from cwread.retrieval.fusion import document_cache_dir
 
     doc = api.open_document(str(story))
     open_index(doc, None)
     entry = next(document_cache_dir(doc).glob("bm25-v*"))
-    np.save(entry / "indptr.csc.index.npy", np.zeros(2, dtype=np.int32))
+    if name.endswith(".npy"):
+        np.save(entry / name, np.zeros(2, dtype=np.int32))
+    else:
+        (entry / name).write_text(json.dumps(["not", "a", "mapping"]), encoding="utf-8")
     manifest = json.loads((entry / "manifest.json").read_text(encoding="utf-8"))
-    stat = (entry / "indptr.csc.index.npy").stat()
-    manifest["files"]["indptr.csc.index.npy"] = {
-        "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(entry / "indptr.csc.index.npy")
-    }
+    stat = (entry / name).stat()
+    manifest["files"][name] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(entry / name)}
     (entry / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     index = open_index(doc, None)
     assert index.built == ["bm25"] and len(index.lexical.indptr) > 2

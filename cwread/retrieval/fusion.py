@@ -59,7 +59,7 @@ def open_index(document: Document, embedder: Embedder | None, progress: Progress
     spans = lexical.section_spans([len(t) for t in texts], [s.first for s in document.sources])
     try:
         lexical_index, sections = _lexical_indexes(lex_dir, sections_dir, texts, spans, progress, built, document.path)
-    except (OSError, ValueError, KeyError):  # whole on disk, yet not an index we can read: built again
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # whole on disk, yet not an index we can read: built again
         remove_entry(lex_dir)
         remove_entry(sections_dir)
         lexical_index, sections = _lexical_indexes(lex_dir, sections_dir, texts, spans, progress, built, document.path)
