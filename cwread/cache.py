@@ -224,6 +224,21 @@ def remove_entry(entry: Path) -> None:
     _remove(entry)
 
 
+def remove_older_formats(folder: Path, current: int) -> None:
+    """Remove the entries of `folder` whose meta says an earlier "format" than `current`: once
+    the format is bumped no key leads to them. Entries being written (hidden temporaries) and
+    folders without a readable manifest are left alone."""
+    for other in folder.iterdir():
+        if other.name.startswith("."):  # another process's entry being written
+            continue
+        try:
+            meta = json.loads((other / "manifest.json").read_text(encoding="utf-8")).get("meta", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(meta, dict) and isinstance(meta.get("format"), int) and meta["format"] < current:
+            _remove(other)
+
+
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():  # a link is removed, never what it leads to
         shutil.rmtree(path, ignore_errors=True)

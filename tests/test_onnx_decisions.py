@@ -47,8 +47,8 @@ def test_the_switch_is_read_once_and_a_bad_value_is_an_input_error(monkeypatch, 
 def test_entries_an_earlier_format_wrote_are_removed_once_a_new_one_is_written(tmp_path):
     """Each is a 236 MB entry no key leads to any more; the current format's entries, and one
     another process is writing, stay."""
-    from cwread.backends.onnx_decisions import DECISIONS_FORMAT, _remove_older_formats
-    from cwread.cache import write_entry
+    from cwread.backends.onnx_decisions import DECISIONS_FORMAT
+    from cwread.cache import remove_older_formats, write_entry
 
     def entry(name: str, format: int) -> None:
         write_entry(tmp_path / name, lambda tmp: (tmp / "decisions.onnx").write_bytes(b"x") and {"format": format})
@@ -57,7 +57,7 @@ def test_entries_an_earlier_format_wrote_are_removed_once_a_new_one_is_written(t
     entry("current", DECISIONS_FORMAT)
     (tmp_path / ".being-written.tmp-1").mkdir()
     (tmp_path / "stray").mkdir()  # no manifest: not ours to judge
-    _remove_older_formats(tmp_path)
+    remove_older_formats(tmp_path, DECISIONS_FORMAT)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".being-written.tmp-1", "current", "stray"]
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import math
 import os
 import threading
@@ -41,7 +40,14 @@ import numpy as np
 
 from cwread.backends.gguf_file import GGUF, GGUFError, read_gguf, to_floats
 from cwread.backends.prepared_gguf import lora_deltas
-from cwread.cache import cache_root, file_sha256, read_entry, remove_entry, write_entry, write_file_atomic
+from cwread.cache import (
+    cache_root,
+    file_sha256,
+    read_entry,
+    remove_older_formats,
+    write_entry,
+    write_file_atomic,
+)
 
 DECISIONS_FORMAT = 2  # bump when the graph or its calibration changes: older entries are rebuilt
 MODEL_FILE = "decisions.onnx"
@@ -476,22 +482,8 @@ def decision_model(model: Path, adapter: Path | None, announce=lambda line: None
     if meta is None:
         announce("writing the embedded model's decisions for ONNX Runtime, once (about 7 s)")
         write_entry(entry, lambda tmp: write_decision_model(model, tmp, adapter))
-        _remove_older_formats(entry.parent)
+        remove_older_formats(entry.parent, DECISIONS_FORMAT)  # 236 MB each
     return entry
-
-
-def _remove_older_formats(folder: Path) -> None:
-    """Remove the entries an earlier DECISIONS_FORMAT wrote (236 MB each): no key leads to them
-    any more."""
-    for other in folder.iterdir():
-        if other.name.startswith("."):  # another process's entry being written
-            continue
-        try:
-            meta = json.loads((other / "manifest.json").read_text(encoding="utf-8")).get("meta", {})
-        except (OSError, ValueError, AttributeError):
-            continue
-        if isinstance(meta, dict) and isinstance(meta.get("format"), int) and meta["format"] < DECISIONS_FORMAT:
-            remove_entry(other)
 
 
 class DecisionScorer:
