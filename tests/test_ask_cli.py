@@ -486,6 +486,31 @@ def test_the_view_says_the_finder_was_skipped_and_why(capsys, story, cache_dir, 
     assert code == 2 and "--finder must be one of auto, judge, on, off" in err
 
 
+def test_a_finder_skipped_for_what_the_model_is_is_noted_once_on_a_machine(capsys, story, cache_dir, scripted):
+    scripted.finder.size = 135_000_000  # measured to keep nearly all: skipped on every question
+    args = ("ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--no-cache",
+            "--answer", "extractive")
+    code, out, err = run(capsys, *args)
+    note = [line for line in err.splitlines() if line.startswith("cwread: Finder skipped:")]
+    assert code == 0 and len(note) == 1 and "keeps nearly every segment" in note[0]
+    # the measurement it rests on is the trace's and doctor's to give, not the note's
+    assert "benchmarks/" not in note[0] and note[0].endswith("(--finder on runs it)")
+    code, out, err = run(capsys, *args)  # the same model again: the summary line says it, the note is not repeated
+    assert code == 0 and "Finder skipped:" not in err and "Finder skipped;" in out
+    code, out, _ = run(capsys, *args, "--json")
+    assert "benchmarks/results/" in json.loads(out)["skipped"]["finder"]  # the trace keeps it whole
+    code, _, err = run(capsys, *args, "--finder", "off")  # another reason is said
+    assert code == 0 and "Finder skipped: --finder off" in err
+
+
+def test_a_note_loses_only_the_parentheses_that_cite_a_measurement():
+    from cwread.views.render import without_measurements
+
+    why = "reads slowly (28 s for 32 segments (none kept), benchmarks/README.md); kept (--finder on runs it)"
+    assert without_measurements(why) == "reads slowly; kept (--finder on runs it)"
+    assert without_measurements("an open (benchmarks/ note") == "an open (benchmarks/ note"
+
+
 def test_an_extractive_question_the_text_does_not_touch_exits_4_without_claiming_evidence(
     capsys, story, cache_dir, scripted
 ):

@@ -130,6 +130,13 @@ def notice_once(line: str) -> None:
     """`notice`, but once on this machine (per cache folder) for the same line: which backend
     runs, and what a small model changes, are said the first time and when they change, not
     on every answer (the trace and `cwread doctor` always say them)."""
+    if _first_time_here(line):
+        notice(line)
+
+
+def _first_time_here(line: str) -> bool:
+    """Whether `line` is said for the first time on this machine (per cache folder); marks it
+    said."""
     import hashlib
 
     from cwread.cache import cache_root
@@ -137,12 +144,12 @@ def notice_once(line: str) -> None:
     try:
         seen = cache_root() / "notices" / hashlib.sha256(line.encode()).hexdigest()[:24]
         if seen.exists():
-            return
+            return False
         seen.parent.mkdir(parents=True, exist_ok=True)
         seen.touch()
     except (OSError, CwreadError):  # a cache that cannot keep it: said every time
         pass
-    notice(line)
+    return True
 
 
 _json_printed = False
@@ -350,7 +357,32 @@ def find_view(result: FindResult, limit: int) -> None:
 
 
 _NOTES_SAID: set[str] = set()  # the notes on skipped stages this run (a chat: every answer) has printed
-_MEASURED = re.compile(r" \([^()]*benchmarks/[^()]*\)")
+# stages skipped by what the model or the book is, the same for every question: their notes are
+# said once on a machine, as notice_once says which backend runs (the trace always says them)
+_SAID_ONCE_HERE = ("finder", "spans")
+
+
+def without_measurements(why: str) -> str:
+    """`why` without its parentheses that cite a measurement (" (... benchmarks/...)"), nested
+    parentheses and all: the trace and `cwread doctor` give those, not every answer's note."""
+    out, depth, start = [], 0, 0
+    for i, char in enumerate(why):
+        if char == "(":
+            if depth == 0:
+                out.append(why[start:i])
+                start = i
+            depth += 1
+        elif char == ")" and depth:
+            depth -= 1
+            if depth == 0:
+                group = why[start : i + 1]
+                if "benchmarks/" in group:
+                    out[-1] = out[-1].rstrip(" ")
+                else:
+                    out.append(group)
+                start = i + 1
+    out.append(why[start:])
+    return "".join(out)
 
 
 def _support_line(check: SupportCheck) -> str:
@@ -462,10 +494,11 @@ def answer_view(trace: Trace) -> None:
         if stage != "interpreter" or status != Status.NO_VERDICT:  # that one is said above
             label = {"reading": "Not read", "judging": "Not judged", "answer_judge": "No paragraph judged for the answer"}.get(stage, f"{stage.capitalize()} skipped")
             # the measurement a skip rests on is the trace's and doctor's to give, not every answer's
-            why = _MEASURED.sub("", why)
-            line = f"cwread: {label}: {printable(why)}"
-            if line not in _NOTES_SAID:  # a chat's next answer skips the same stage for the same reason
-                _NOTES_SAID.add(line)
+            line = f"cwread: {label}: {printable(without_measurements(why))}"
+            if line in _NOTES_SAID:  # a chat's next answer skips the same stage for the same reason
+                continue
+            _NOTES_SAID.add(line)
+            if stage not in _SAID_ONCE_HERE or _first_time_here(line):
                 notes.print(Text(line, style="dim"))
     kept = sum(v.kept for v in trace.verdicts)
     finder_line = (
