@@ -4,7 +4,8 @@ Every cache entry is a directory holding its files and a `manifest.json` written
 lists each file's size and sha256. An entry is used only when its manifest verifies; anything
 partial, corrupt or from another format version is removed and rebuilt, never trusted.
 An entry is built in a temporary sibling directory and renamed into place, so an interrupted
-run leaves no half-written entry behind.
+run leaves no half-written entry behind; the temporary of a run that was killed (no cleanup
+runs) is removed by the next write beside it, once it is old enough to be no live writer's.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -28,6 +30,7 @@ CACHE_FORMAT = 1
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 _SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
+STALE_TEMPORARY_SECONDS = 3600  # an entry's build takes seconds to minutes: one this old was killed
 _USABLE: dict[str, Path] = {}  # configured root -> the folder used (a temporary one if read-only)
 
 
@@ -188,10 +191,22 @@ def _write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
         except OSError:
             if not (entry / "manifest.json").is_file():
                 raise
+        remove_stale_temporaries(entry.parent)
         return meta
     finally:
         if tmp.exists():
             _remove(tmp)
+
+
+def remove_stale_temporaries(folder: Path, older_than: float = STALE_TEMPORARY_SECONDS) -> None:
+    """Remove the temporaries of entries in `folder` (".KEY.tmp-*") left by runs killed while
+    building them (a decision model's is 240 MB): those modified `older_than` seconds ago or
+    more, so another process's build in progress is left alone."""
+    now = time.time()
+    for tmp in folder.glob(".*.tmp-*"):
+        with suppress(OSError):
+            if now - tmp.lstat().st_mtime >= older_than:
+                _remove(tmp)
 
 
 def write_file_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:

@@ -47,6 +47,19 @@ def test_failed_build_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_killed_build_s_temporary_is_removed_by_a_later_write_once_stale(tmp_path):
+    # a run killed mid-build runs no cleanup: its temporary stays until a later write beside it
+    killed = tmp_path / ".old.tmp-abc123"
+    killed.mkdir()
+    (killed / "graph.onnx").write_bytes(b"half a model")
+    building = tmp_path / ".other.tmp-def456"  # another process's build, in progress now
+    building.mkdir()
+    hours_ago = killed.stat().st_mtime - 2 * 3600
+    os.utime(killed, (hours_ago, hours_ago))
+    write_entry(tmp_path / "e", lambda d: (d / "x.txt").write_text("x") and {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.tmp-def456", "e"]
+
+
 def test_corrupt_or_partial_entries_are_removed(tmp_path):
     entry = tmp_path / "e"
     write_entry(entry, lambda d: (np.save(d / "x.npy", np.arange(5)), {})[1])
