@@ -56,7 +56,7 @@ def test_a_killed_build_s_temporary_is_removed_by_a_later_write_once_stale(tmp_p
     building.mkdir()
     hours_ago = killed.stat().st_mtime - 2 * 3600
     os.utime(killed, (hours_ago, hours_ago))
-    write_entry(tmp_path / "e", lambda d: (d / "x.txt").write_text("x") and {})
+    write_entry(tmp_path / "e", lambda d: ((d / "x.txt").write_text("x"), {})[1])
     assert sorted(p.name for p in tmp_path.iterdir()) == [".other.tmp-def456", "e"]
 
 
