@@ -30,7 +30,8 @@ CACHE_FORMAT = 1
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 _SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
-STALE_TEMPORARY_SECONDS = 3600  # an entry's build takes seconds to minutes: one this old was killed
+# a write takes seconds to minutes: a temporary this old was left by a run killed while writing
+STALE_TEMPORARY_SECONDS = 3600
 _USABLE: dict[str, Path] = {}  # configured root -> the folder used (a temporary one if read-only)
 
 

@@ -24,12 +24,11 @@ from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 
-from cwread.cache import file_sha256
+from cwread.cache import STALE_TEMPORARY_SECONDS, file_sha256
 
 STATE_FORMAT = 1
 MAX_STATE_BYTES = 64 * 2**20  # a large model's long instructions are not worth a cache's space
 MAX_STATES_BYTES = 256 * 2**20  # all kept states; the least recently used go first
-STALE_SECONDS = 3600  # a temporary file this old belongs to no save in progress
 _SLOT = 0  # the in-process server has one slot
 
 
@@ -148,7 +147,7 @@ def prune(folder: Path, most: int = MAX_STATES_BYTES) -> None:
     kept = []
     for path in folder.glob("*.tmp"):  # a save its process did not live to finish
         with suppress(OSError):
-            if time.time() - path.stat().st_mtime > STALE_SECONDS:
+            if time.time() - path.stat().st_mtime > STALE_TEMPORARY_SECONDS:
                 path.unlink()
     for path in folder.glob("*.bin"):
         with suppress(OSError):
