@@ -61,7 +61,7 @@ from cwread.records import (
 )
 from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
-from cwread.retrieval.segments import Budget, build_segments
+from cwread.retrieval.segments import NOVEL_PARAGRAPHS, Budget, build_segments
 
 
 def as_asked(question: Question, follows: Turn | None) -> Question:
@@ -189,8 +189,13 @@ def plan_run(
     verdict = answering.judge_anyway or not small
     if question.is_open:
         mode = open_answer_mode(answering, interpreter)
-        if mode == AnswerMode.EXTRACTIVE and answering.answer_mode == AUTO and not verdict and asks_yes_or_no(question):
+        chosen = mode == AnswerMode.EXTRACTIVE and answering.answer_mode == AUTO
+        if chosen and not verdict and asks_yes_or_no(question):
             mode = AnswerMode.EVIDENCE_ONLY  # a claim put as a question: no sentence is its yes or no
+        elif chosen and small and paragraphs is not None and paragraphs > NOVEL_PARAGRAPHS:
+            # no model here reads a novel: its extractive answers quoted the answer too seldom to
+            # be shown (benchmarks/README.md, "Passages on novels"), so it gets where the book answers
+            mode = AnswerMode.PASSAGES
     else:  # a label is the model's verdict, or none from a model that judges at chance
         mode = AnswerMode.GENERATIVE if verdict else AnswerMode.EVIDENCE_ONLY
     skipped = None if finder is not None or packet_given else finder_skip_reason(finding.use, backends.finder)
@@ -198,7 +203,9 @@ def plan_run(
         skipped = f"{judge_missing}; every segment read is taken as kept, by the retriever's rank"
     evidence = PacketSource.GIVEN if packet_given else PacketSource.ALL_READ if skipped else PacketSource.FINDER
     judge = reader.reply if evidence == PacketSource.FINDER else None
-    asked = mode != AnswerMode.EVIDENCE_ONLY and not (question.is_open and mode == AnswerMode.EXTRACTIVE)
+    asked = mode not in (AnswerMode.EVIDENCE_ONLY, AnswerMode.PASSAGES) and not (
+        question.is_open and mode == AnswerMode.EXTRACTIVE
+    )
     self_check, self_check_skipped = self_check_decision(question, answering.self_check)
     if self_check and small and answering.self_check is None:  # a verdict judged anyway is bounded to one pass
         self_check, self_check_skipped = False, CHANCE_CHECK_SKIPPED
@@ -208,7 +215,8 @@ def plan_run(
     answer_threshold = None
     if trained is not None:  # the judge is a trained Finder; its threshold as asked, else its own
         answer_threshold = answering.answer_threshold if answering.answer_threshold is not None else trained.answer_threshold
-    judged = question.is_open and mode == AnswerMode.EXTRACTIVE and not packet_given and answer_threshold is not None
+    # the passages of a novel are ordered by the same judgement
+    judged = question.is_open and mode in (AnswerMode.EXTRACTIVE, AnswerMode.PASSAGES) and not packet_given and answer_threshold is not None
     support, threshold = _support_method(answering, interpreter, question, small) if asked else (None, None)
     answer_reader, reader_missing = None, None
     if question.is_open and mode == AnswerMode.EXTRACTIVE and not packet_given and answering.reader == AUTO:
@@ -231,7 +239,7 @@ def plan_run(
         budget=budget,
         support=support,
         support_threshold=threshold,
-        extract=extractive.extract_kind(paragraphs) if question.is_open else None,
+        extract=extractive.extract_kind(paragraphs) if question.is_open and mode != AnswerMode.PASSAGES else None,
         self_check_skipped=self_check_skipped if asked else None,
         judge_unavailable=judge_missing,
         answer_threshold=answer_threshold if judged else None,

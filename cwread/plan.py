@@ -15,12 +15,17 @@ class AnswerMode(StrEnum):
     """How an answer is given. The first three are the choices for an open question:
     generative-or-extractive is the model's words if its quotes cover them, else the
     best-fitting sentence (auto's choice for a model that writes); evidence-only asks no
-    verdict of a model that judges at chance and shows only the best evidence."""
+    verdict of a model that judges at chance and shows only the best evidence; passages gives
+    an open question on a novel no extractive answer where no model reads (the book's own
+    description of a name excepted), only the passages that fit it best, each with its
+    chapter: there the extractive answer quoted the answer too seldom to be shown
+    (benchmarks/README.md, "Passages on novels")."""
 
     GENERATIVE = "generative"
     EXTRACTIVE = "extractive"
     GENERATIVE_OR_EXTRACTIVE = "generative-or-extractive"
     EVIDENCE_ONLY = "evidence-only"
+    PASSAGES = "passages"
 
 
 ANSWER_CHOICES = (AnswerMode.GENERATIVE, AnswerMode.EXTRACTIVE, AnswerMode.GENERATIVE_OR_EXTRACTIVE)

@@ -6,6 +6,7 @@ same objects. Only data and what follows directly from it; no model calls, no te
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -184,6 +185,7 @@ class Status(StrEnum):
     ANSWERED = "answered"
     NO_VERDICT = "no-verdict"
     NOT_DETERMINED = "not-determined"
+    PASSAGES = "passages"
     UNPARSEABLE = "unparseable"
 
 
@@ -197,6 +199,9 @@ JUDGE_ANYWAY_HINT = "pass --judge-anyway"  # the CLI's way; an MCP client's is a
 _SERVE_OR_ANYWAY = f"the best evidence is shown. Serve a model that reads (cwread doctor says how), or {JUDGE_ANYWAY_HINT}"
 NO_VERDICT = f"{UNJUDGED}; {_SERVE_OR_ANYWAY}"
 YES_OR_NO_NO_VERDICT = f"{YES_OR_NO_UNJUDGED}; {_SERVE_OR_ANYWAY} for the sentence that fits best"
+# a novel's open question on a model too small to read: where the book answers it, not a guess
+UNREAD = "no model here reads a novel's passages for an answer"
+PASSAGES_SHOWN = "the passages that fit the question best are shown: read them"
 
 
 @dataclass(frozen=True)
@@ -315,19 +320,20 @@ class Outcome:
     description: Description | None = None  # a "Who is X?" answered by the packet's description of X
     reading: AnswerReading | None = None  # the answer reader's, of the paragraph an extractive answer comes from
 
-    def no_sentence_why(self) -> str:
+    def no_sentence_why(self, label: Callable[[int], str] = str) -> str:
         """Why an extractive answer was withheld: no sentence shared enough of the question,
-        or the Finder judged none of the best-fitting paragraphs to hold the answer."""
+        or the Finder judged none of the best-fitting paragraphs to hold the answer (each
+        paragraph named by `label`: Document.label, "ch03:12" in a book of several files)."""
         judged, read = self.judgement, self.reading
         if read is not None and not read.sure:
             return (
-                f"the answer reader found no answer in [{read.paragraph}] "
+                f"the answer reader found no answer in [{label(read.paragraph)}] "
                 f"({read.score:+.2f}, under {read.threshold:+.2f})"
             )
         if judged is None or judged.best is None:
             return NO_SENTENCE
         if judged.chosen is not None:  # the paragraph was judged to hold it, yet no sentence of it fits
-            return f"no sentence of the paragraph the Finder chose ([{judged.chosen}], {judged.best[1]:+.2f}) fits the question"
+            return f"no sentence of the paragraph the Finder chose ([{label(judged.chosen)}], {judged.best[1]:+.2f}) fits the question"
         return (
             f"the Finder found none of the {len(judged.scores)} best-fitting paragraphs to hold it "
             f"(best {judged.best[1]:+.2f}, under {judged.threshold:+.2f})"
@@ -335,9 +341,9 @@ class Outcome:
 
     @property
     def withheld(self) -> bool:
-        """No answer is given by choice (not determined, or no verdict): the best evidence
-        stands in its place."""
-        return self.status in (Status.NOT_DETERMINED, Status.NO_VERDICT)
+        """No answer is given by choice (not determined, no verdict, or passages): the best
+        evidence stands in its place."""
+        return self.status in (Status.NOT_DETERMINED, Status.NO_VERDICT, Status.PASSAGES)
 
     @property
     def shown(self) -> Shown | None:
@@ -433,12 +439,14 @@ class Trace:
             return f"no verdict: {NO_VERDICT}"
         if status == Status.NOT_DETERMINED:
             if outcome.mode == AnswerMode.EXTRACTIVE:
-                why = outcome.no_sentence_why()
+                why = outcome.no_sentence_why(self.document.label)
             else:
                 why = f"the quotes do not support the model's answer {outcome.model_answer!r}" + (
                     f" ({outcome.check.why})" if outcome.check else ""
                 )
             return f"{NOT_DETERMINED}: {why}{'; the best evidence is shown' if outcome.quotes else ''}"
+        if status == Status.PASSAGES:
+            return f"{UNREAD}; {PASSAGES_SHOWN}" if outcome.quotes else f"{UNREAD}, and no passage read fits the question"
         if status == Status.UNPARSEABLE:
             return f"no parseable answer after a retry ({self.final.problem if self.final else 'no reply'})"
         return None

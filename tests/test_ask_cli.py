@@ -496,7 +496,7 @@ def test_a_finder_skipped_for_what_the_model_is_is_noted_once_on_a_machine(capsy
     # the measurement it rests on is the trace's and doctor's to give, not the note's
     assert "benchmarks/" not in note[0] and note[0].endswith("(--finder on runs it)")
     code, out, err = run(capsys, *args)  # the same model again: the summary line says it, the note is not repeated
-    assert code == 0 and "Finder skipped:" not in err and "Finder skipped;" in out
+    assert code == 0 and "Finder skipped:" not in err and "no segment judged (every one read kept);" in out
     code, out, _ = run(capsys, *args, "--json")
     assert "benchmarks/results/" in json.loads(out)["skipped"]["finder"]  # the trace keeps it whole
     code, _, err = run(capsys, *args, "--finder", "off")  # another reason is said

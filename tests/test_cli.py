@@ -31,7 +31,8 @@ def test_show_json(capsys, story):
     assert code == 0
     assert data["document"]["paragraphs"] == 6 and len(data["document"]["sha256"]) == 64
     assert data["paragraphs"] == [
-        {"id": 3, "source": None, "paragraph": 3, "block": 3, "line": 6, "text": data["paragraphs"][0]["text"], "wrapping": None}
+        {"id": 3, "source": None, "paragraph": 3, "chapter": "THE LIGHTHOUSE KEEPER", "block": 3, "line": 6,
+         "text": data["paragraphs"][0]["text"], "wrapping": None}
     ]
     assert data["paragraphs"][0]["text"].startswith("Every Sunday the supply boat")
 

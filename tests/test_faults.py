@@ -247,7 +247,8 @@ def test_doctor_without_ollama_names_the_host_and_how_to_get_models(capsys, cach
     flat = " ".join(out.split())
     assert code == 0
     assert "no Ollama server answers at http://127.0.0.1:9" in flat
-    assert "tiny" in flat
+    assert "it cannot read a novel for an answer" in flat
+    assert "Serve a model that reads: Ollama" in flat and "cwread mcp --root DIR" in flat  # the two routes
     for command in (
         "cwread modelfiles --out modelfiles",
         "ollama pull qwen3:4b-instruct",

@@ -48,7 +48,7 @@ LAYERS = [
     ["cwread.text.sentences"],
     ["cwread.text.words"],
     # the book package's modules call each other (its format registry reads the model back)
-    ["cwread.book", "cwread.book.load", "cwread.book.calibre", "cwread.book.folder", "cwread.book.formats", "cwread.book.formats.base", "cwread.book.formats.text", "cwread.book.formats.html", "cwread.book.formats.epub", "cwread.book.formats.pdf", "cwread.book.model", "cwread.book.decoding", "cwread.book.paragraphs"],
+    ["cwread.book", "cwread.book.load", "cwread.book.calibre", "cwread.book.folder", "cwread.book.formats", "cwread.book.formats.base", "cwread.book.formats.text", "cwread.book.formats.html", "cwread.book.formats.epub", "cwread.book.formats.pdf", "cwread.book.model", "cwread.book.chapters", "cwread.book.decoding", "cwread.book.paragraphs"],
     ["cwread.views.output_files"],
     ["cwread.cache", "cwread.environment", "cwread.agents.modelfiles"],
     # the stages' packages hold only their docstrings

@@ -12,7 +12,7 @@ from cwread.answer.support import check_support
 from cwread.book import Evidence
 from cwread.plan import AnswerMode, Extract
 from cwread.question import Question
-from cwread.records import AgentCall, Outcome, Packet, Quote, Status, SupportCheck
+from cwread.records import AgentCall, Outcome, Packet, ParagraphJudgement, Quote, Status, SupportCheck
 from cwread.text.sentences import sentence_spans
 
 
@@ -63,6 +63,8 @@ def decide(
     if mode == AnswerMode.EVIDENCE_ONLY:  # options and claims of a model that judges at chance
         evidence = _best_evidence(question, None, grounds)
         return Outcome(Status.NO_VERDICT, None, None, AnswerMode.EVIDENCE_ONLY, False, evidence)
+    if question.is_open and mode == AnswerMode.PASSAGES:
+        return _passages(question, grounds, judge)
     if question.is_open and mode == AnswerMode.EXTRACTIVE:
         return _extract(question, grounds, final, extract, judge)
     fallback = mode == AnswerMode.GENERATIVE_OR_EXTRACTIVE
@@ -105,19 +107,8 @@ def _extract(
     needed = grounding.answer_support_needed(question.text)
     judgement = None
     if judge is not None:
-        # "Who is X?" with nothing to describe X: where the book first names X is judged first
-        introduced = describe.first_mentions(question.text, pool)
-        ranked = extractive.candidate_paragraphs(question.text, pool, rank, JUDGED_PARAGRAPHS)
-        candidates = list(dict.fromkeys([*introduced, *ranked]))[:JUDGED_PARAGRAPHS]
-        if candidates:
-            text_of = dict((p[0], p[1]) for p in pool)
-            # a long paragraph is judged by its sentences around the one most like the question:
-            # the Finder's time grows with what it reads (benchmarks/README.md, "The part of a
-            # paragraph the Finder judges")
-            windows = {pid: extractive.judged_window(question.text, text_of[pid], rank, JUDGED_CHARS) for pid in candidates}
-            judgement = judge(question, [(pid, text_of[pid][slice(*windows[pid])]) for pid in candidates])
-            cut = tuple((pid, *windows[pid]) for pid in candidates if windows[pid] != (0, len(text_of[pid])))
-            judgement = replace(judgement, windows=cut)
+        _, judgement = _judged_candidates(question, pool, rank, judge)
+        if judgement is not None:
             pool = [p for p in pool if p[0] == judgement.chosen]
             # the Finder vouched for the paragraph: its answer sentence need share one of the
             # question's words, not two (fairytale dev token-F1 25.9 -> 27.7, abstained 11.5%
@@ -155,6 +146,62 @@ def _extract(
     return Outcome(
         Status.ANSWERED, text, model_answer, AnswerMode.EXTRACTIVE, True, (quote,), judgement=judgement, reading=reading
     )
+
+
+def _candidates(question: Question, pool, rank) -> tuple[list[int], dict[int, tuple[int, int]]]:
+    """The paragraphs of `pool` an answer could come from, best first (JUDGED_PARAGRAPHS at
+    most; for "Who is X?", where the book first names X before them), each with the part of it
+    that is judged and shown: a long paragraph by its sentences around the one most like the
+    question, since the Finder's time grows with what it reads (benchmarks/README.md, "The part
+    of a paragraph the Finder judges")."""
+    introduced = describe.first_mentions(question.text, pool)
+    ranked = extractive.candidate_paragraphs(question.text, pool, rank, JUDGED_PARAGRAPHS)
+    candidates = list(dict.fromkeys([*introduced, *ranked]))[:JUDGED_PARAGRAPHS]
+    text_of = {p[0]: p[1] for p in pool}
+    windows = {pid: extractive.judged_window(question.text, text_of[pid], rank, JUDGED_CHARS) for pid in candidates}
+    return candidates, windows
+
+
+def _judged_candidates(
+    question: Question, pool, rank, judge: ParagraphJudge
+) -> tuple[dict[int, tuple[int, int]], ParagraphJudgement | None]:
+    """The candidates' windows (see `_candidates`) and the Finder's judgement of them (None
+    where there is none to judge)."""
+    candidates, windows = _candidates(question, pool, rank)
+    if not candidates:
+        return windows, None
+    text_of = {p[0]: p[1] for p in pool}
+    judgement = judge(question, [(pid, text_of[pid][slice(*windows[pid])]) for pid in candidates])
+    cut = tuple((pid, *windows[pid]) for pid in candidates if windows[pid] != (0, len(text_of[pid])))
+    return windows, replace(judgement, windows=cut)
+
+
+def _passages(question: Question, grounds: Grounds, judge: ParagraphJudge | None) -> Outcome:
+    """Where the book answers `question`, for a reader to read (AnswerMode.PASSAGES): the
+    candidate paragraphs of the packet, each its part that fits (see `_candidates`), in the
+    order the Finder scores them where it judged (its score for holding the answer; those it
+    left unread after a sure one follow in the ranker's order), else the ranker's. "Who is
+    X?" is still answered by the book's own description of X where it gives one (measured as
+    precise: benchmarks/README.md, "Who is X?")."""
+    pool = grounds.packet.evidence()
+    said = describe.described(question.text, pool)
+    if said is not None:
+        text, quote, description = said
+        return Outcome(Status.ANSWERED, text, None, AnswerMode.EXTRACTIVE, True, (quote,), description=description)
+    judgement = None
+    if judge is not None:
+        windows, judgement = _judged_candidates(question, pool, grounds.rank, judge)
+    else:
+        _, windows = _candidates(question, pool, grounds.rank)
+    order = list(windows)
+    if judgement is not None:
+        score = dict(judgement.scores)
+        order.sort(key=lambda pid: -score[pid] if pid in score else float("inf"))  # stable: the rank's order after
+    text_of = {p[0]: p[1] for p in pool}
+    passages = tuple(Quote(pid, text_of[pid][slice(*windows[pid])], *windows[pid]) for pid in order)
+    if not passages:  # no paragraph holds a sentence that shares the question's words
+        passages = _best_evidence(question, None, grounds)
+    return Outcome(Status.PASSAGES, None, None, AnswerMode.PASSAGES, False, passages, judgement=judgement)
 
 
 # Why and how: the reader's words lose to the reason rule and the span reader within the same

@@ -91,6 +91,15 @@ def serving_notes(selection: Selection) -> list[str]:
     return provider.notes(selection.finder) if provider else []
 
 
+# The two ways to a reader where no model here can read a book, one line each: said by the view
+# of an answer no model read, by `doctor` and by the README
+READER_ROUTES = (
+    "Serve a model that reads: Ollama (qwen3:4b-instruct fits about 4 GB of GPU memory, qwen3:8b "
+    "about 8 GB; `cwread doctor` gives the commands) or any OpenAI-compatible server (--base-url).",
+    "Or read through an AI assistant: `cwread mcp --root DIR` lets it find, show and search your books.",
+)
+
+
 def model_advice(selection: Selection | None) -> list[str]:
     """How to get models that read, when `ask` would run on the tiny embedded one (or none)."""
     from cwread.agents.modelfiles import setup_commands
@@ -98,9 +107,8 @@ def model_advice(selection: Selection | None) -> list[str]:
     if selection is not None and selection.finder.name != "embedded":
         return []
     return [
-        "The embedded model (SmolLM2-135M) is tiny: it finds and quotes evidence but cannot "
-        "write answers. For answers, serve a model that reads with Ollama:",
+        "The embedded model (SmolLM2-135M) finds and quotes evidence; it cannot read a novel for an answer.",
+        *READER_ROUTES,
+        "Ollama's commands:",
         *[f"  {command}" for command in setup_commands()],
-        "or give --base-url (OPENAI_BASE_URL) of an OpenAI-compatible server "
-        "(llama.cpp's llama-server, vLLM, LM Studio).",
     ]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
+from cwread.book.chapters import Chapter, find_chapters
 from cwread.errors import InputError
 
 
@@ -211,6 +212,23 @@ class Document:
         if pid > last:
             return "back matter"
         return self.asides.get(pid)
+
+    @cached_property
+    def chapters(self) -> tuple[Chapter, ...]:
+        """The chapters the text heads, in order (cwread.book.chapters): none in a text without
+        headings."""
+        texts = [p.text for p in self.paragraphs]
+        return find_chapters(texts, self.story, self._firsts, frozenset(self.asides))
+
+    def chapter(self, pid: int) -> Chapter | None:
+        """The chapter paragraph `pid` is in: the last heading at or before it in its own file
+        (None before the first, outside the story, or in a file that heads none)."""
+        firsts = [c.first for c in self.chapters]
+        at = bisect.bisect_right(firsts, pid) - 1
+        if at < 0 or self.wrapping(pid) in ("front matter", "back matter"):
+            return None
+        found = self.chapters[at]
+        return found if self.source(pid) == self.source(found.first) else None
 
     @cached_property
     def _firsts(self) -> list[int]:

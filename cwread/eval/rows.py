@@ -93,7 +93,7 @@ def trace_fields(trace: Trace) -> dict:
     check = outcome.check
     answer = json_output.answer_json(trace)  # the fields every JSON writer shares, as they give them
     return {
-        **{key: answer[key] for key in ("answer", "model_answer", "supported", "abstained", "answer_kind", "citations")},
+        **{key: answer[key] for key in ("answer", "status", "model_answer", "supported", "abstained", "answer_kind", "citations")},
         # the final reply's quotes, verbatim, as [paragraph, text]: what a support check reads
         "model_quotes": [[trace.document.public_id(q.id), q.text] for q in final.reply.quotes] if final else [],
         # a readable result of the answering step: the model's reply, an extracted sentence, or

@@ -59,9 +59,16 @@ def id_json(document: Document, pid: int) -> int | str:
 
 def ref_json(document: Document, pid: int) -> dict:
     """Where paragraph `pid` is: its `id` as cited, its `source` (None in a single file), its
-    `paragraph` number in that source, and the `page` it starts on in a book with pages."""
+    `paragraph` number in that source, the `chapter` the text heads it under (None: none;
+    cwread.book.chapters), and the `page` it starts on in a book with pages."""
     source, number = document.ref(pid)
-    place = {"id": id_json(document, pid), "source": source, "paragraph": number}
+    chapter = document.chapter(pid)
+    place = {
+        "id": id_json(document, pid),
+        "source": source,
+        "paragraph": number,
+        "chapter": chapter.title if chapter is not None else None,
+    }
     page = document.page(pid)
     return place if page is None else {**place, "page": page}
 

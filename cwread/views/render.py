@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cwread.agents.finder import JudgeFinder
+from cwread.backends.select import READER_ROUTES
 from cwread.book import Document, Paragraph
 from cwread.errors import CwreadError, OutputError
 from cwread.library.catalog import Found
@@ -28,6 +29,7 @@ from cwread.records import (
     NO_SENTENCE,
     NOT_DETERMINED,
     SURE,
+    UNREAD,
     DoctorReport,
     FindResult,
     IndexReport,
@@ -445,10 +447,18 @@ def answer_view(trace: Trace) -> None:
         head.append("no verdict", style="bold yellow")
         read = ": read the evidence below" if outcome.quotes else "; no passage read shares a word with what was asked"
         head.append(f"\n{trace.skipped.get('interpreter', '')}{read}.", style="dim")
+    elif status == Status.PASSAGES:
+        head.append("none given", style="bold yellow")
+        judged = outcome.judgement is not None and outcome.judgement.scores
+        order = "in the order the Finder judged them to hold the answer" if judged else "best-fitting first"
+        where = f"below is where the book answers it, {order}" if outcome.quotes else "no passage read fits the question"
+        head.append(f"\n{UNREAD[0].upper()}{UNREAD[1:]}: {where}.", style="dim")
+        for route in READER_ROUTES:
+            head.append(f"\n{route}", style="dim")
     elif status == Status.NOT_DETERMINED:
         head.append(NOT_DETERMINED, style="bold yellow")
         if outcome.mode == AnswerMode.EXTRACTIVE:
-            why = outcome.no_sentence_why()
+            why = outcome.no_sentence_why(doc.label)
             head.append(f"\n{why[0].upper()}{why[1:]}{' to answer it' if why == NO_SENTENCE else ''}.", style="dim")
     else:
         head.append("(none)", style="bold red")
@@ -471,7 +481,9 @@ def answer_view(trace: Trace) -> None:
     out.print(
         _panel(out, head, title=Text(f"{title}: {one_line(question.text)}", overflow="ellipsis", no_wrap=True), title_align="left", border_style="green")
     )
-    if outcome.quotes:
+    if status == Status.PASSAGES:
+        _passages_view(out, trace)
+    elif outcome.quotes:
         heading = "Evidence" if outcome.supported else "Best evidence (not an answer: read it)"
         out.print(Text(heading, style="bold"))
         by_paragraph: dict[int, list[tuple[int, int]]] = {}
@@ -502,7 +514,7 @@ def answer_view(trace: Trace) -> None:
                 notes.print(Text(line, style="dim"))
     kept = sum(v.kept for v in trace.verdicts)
     finder_line = (
-        "Finder skipped"
+        "no segment judged (every one read kept)"
         if "finder" in trace.skipped
         else f"{'Judge' if trace.plan and trace.plan.finder == JudgeFinder.reply else 'Finder'} kept {kept} of {len(trace.verdicts)} segments"
     )
@@ -520,6 +532,25 @@ def answer_view(trace: Trace) -> None:
             style="dim",
         )
     )
+
+
+def _passages_view(out: Console, trace: Trace) -> None:
+    """Where the book answers a question no model read for an answer: each passage headed by
+    its rank, id and chapter (and page), then its text, "…" where it is a part of its paragraph."""
+    doc = trace.document
+    for rank, quote in enumerate(trace.outcome.quotes, start=1):
+        chapter = doc.chapter(quote.id)
+        page = doc.page(quote.id)
+        head = Text()
+        head.append(f"#{rank} [{doc.label(quote.id)}]", style="bold cyan")
+        head.append(
+            (f"  {printable(chapter.title)}" if chapter is not None else "") + (f"  p. {page}" if page is not None else ""),
+            style="cyan",
+        )
+        out.print(head)
+        whole = len(doc.paragraph(quote.id).text)
+        out.print(Text(("… " if quote.start > 0 else "") + printable(quote.text) + (" …" if quote.end < whole else "")))
+        out.print()
 
 
 def index_view(document: Document, report: IndexReport) -> None:
