@@ -65,7 +65,8 @@ class AnswerForm:
     them, the parser reads them back); `normalise`: a reply's answer → its label (None:
     unusable); `answer_words`: an answer as the support check reads it; `about`: what a label
     says, whose words its quotes must carry; `self_checked`: τ(q) always names it; `verdict`:
-    the answer is a verdict (TRUE or FALSE), and `false_label` the one a script exits 1 on."""
+    the answer is a verdict (TRUE or FALSE), and `false_label` the one a script exits 1 on;
+    `title`: what a view heads such a question with (the kind itself where none is given)."""
 
     kind: str
     block: Callable[[Question], str]
@@ -78,6 +79,7 @@ class AnswerForm:
     self_checked: bool = False
     verdict: bool = False
     false_label: str | None = None
+    title: str | None = None
 
 
 FORMS: dict[str, AnswerForm] = {}
@@ -127,6 +129,7 @@ register(
         normalise=normalise_letter,
         answer_words=lambda question, answer: f"Answer: ({answer}) {question.options.get(answer, '')}".rstrip(),
         about=lambda question, label: question.options.get(label, ""),
+        title="multiple choice",
     )
 )
 register(
@@ -142,6 +145,7 @@ register(
         self_checked=True,
         verdict=True,
         false_label="FALSE",
+        title="claim",
     )
 )
 register(
@@ -150,6 +154,7 @@ register(
         block=_question_block,
         hint="a short answer in a few words or one sentence",
         labels=lambda question: None,
+        title="question",
     )
 )
 

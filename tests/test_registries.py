@@ -155,3 +155,10 @@ def test_a_kind_asked_without_what_it_needs_is_one_line(capsys, story, cache_dir
     assert code == 2 and 'needs its options: -o "A=text"' in err and len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "ask", str(story), "The lamp went dark.", "--kind", "claim", "-o", "A=x", "-o", "B=y")
     assert code == 2 and "a claim takes no options" in err
+
+
+def test_a_registered_kind_is_shown_in_the_terminal_view_under_its_kind(capsys, story, cache_dir, yes_no_kind, scripted):
+    scripted.interpreter.enqueue('<reason>[5] "she kept in a biscuit tin"</reason><answer>no.</answer>')
+    asked = ["ask", str(story), "Did she keep the medal in a drawer?", "--kind", "yes-no", "--backend", "scripted"]
+    code, out, _ = run(capsys, *asked, "--answer", "generative", "--finder", "off", "--no-cache")
+    assert code == 1 and "yes-no: Did she keep the medal in a drawer?" in out and "Answer: NO" in out

@@ -447,6 +447,8 @@ def answer_view(trace: Trace) -> None:
         head.append("no verdict", style="bold yellow")
         read = ": read the evidence below" if outcome.quotes else "; no passage read shares a word with what was asked"
         head.append(f"\n{trace.skipped.get('interpreter', '')}{read}.", style="dim")
+        for route in READER_ROUTES:
+            head.append(f"\n{route}", style="dim")
     elif status == Status.PASSAGES:
         head.append("none given", style="bold yellow")
         judged = outcome.judgement is not None and outcome.judgement.scores
@@ -477,7 +479,7 @@ def answer_view(trace: Trace) -> None:
             )
         else:
             head.append("\nNo quote from the text backs this answer: treat it as a guess.", style="yellow")
-    title = {"mcq": "multiple choice", "claim": "claim", "open": "question"}[question.kind]
+    title = question.form.title or question.kind  # a registered kind's own words
     out.print(
         _panel(out, head, title=Text(f"{title}: {one_line(question.text)}", overflow="ellipsis", no_wrap=True), title_align="left", border_style="green")
     )

@@ -1,0 +1,142 @@
+"""What the default shows where no model reads: on a novel, the passages that fit the question,
+each with its id and chapter (exit 4), never an extractive guess; on a short text, the answer.
+Through the real CLI, on the scripted backend made as small as the embedded default."""
+
+import json
+import random
+
+import pytest
+
+from cwread.book import load_document
+from cwread.book.chapters import is_heading
+from tests.conftest import run
+
+ROMAN = ["I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII"]
+TITLES = ["THE HARBOUR", "THE STORM", "THE LETTERS", "THE FAIR", "THE FOUNDRY", "THE MILL",
+          "THE CHAPEL", "THE WINTER", "THE TRIAL", "THE ROAD", "THE RETURN", "THE LAMP"]  # fmt: skip
+NAMES = ["Martha", "Tobias", "Agnes", "Silas", "Hester", "Ezra", "Judith", "Abel"]
+PLACES = ["the quay", "the market", "the mill pond", "the orchard", "the ferry", "the inn", "the church"]
+DOINGS = ["mended the nets", "counted the sacks of flour", "argued about the price of lamp oil",
+          "walked along the cliff path", "sang an old song", "wrote a long letter home",
+          "watched the gulls", "swept the yard", "carried water from the well"]  # fmt: skip
+ANSWER = "Silas hid the brass key under the third stone of the chapel wall, where nobody would look."
+
+
+@pytest.fixture
+def novel(tmp_path):
+    """A novel of 12 chapters and about 1,250 paragraphs (over NOVEL_PARAGRAPHS), with one
+    paragraph that says where the key was hidden, in chapter VII."""
+    rng = random.Random(7)
+    parts = ["THE KEEPER'S YEAR", "A Novel"]
+    for number, (roman, title) in enumerate(zip(ROMAN, TITLES, strict=True), start=1):
+        parts.append(f"CHAPTER {roman}. {title}")
+        for i in range(104):
+            if number == 7 and i == 50:
+                parts.append(ANSWER)
+                continue
+            who, other = rng.sample(NAMES, 2)
+            parts.append(
+                f"{who} {rng.choice(DOINGS)} at {rng.choice(PLACES)} while {other} {rng.choice(DOINGS)}, "
+                f"and the day went on as days do at {rng.choice(PLACES)}."
+            )
+    path = tmp_path / "keeper.txt"
+    path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def small_model(scripted):
+    """The scripted backend as small as the embedded default: it judges at chance and cannot write."""
+    scripted.finder.size = scripted.interpreter.size = 135_000_000
+    return scripted
+
+
+def test_chapters_are_found_from_the_headings(novel):
+    document = load_document(str(novel))
+    assert len(document) > 1000
+    assert [c.title for c in document.chapters][:2] == ["THE KEEPER'S YEAR", "CHAPTER I. THE HARBOUR"]
+    answer = next(p.id for p in document.paragraphs if p.text == ANSWER)
+    assert document.chapter(answer).title == "CHAPTER VII. THE CHAPEL"
+    assert document.chapter(1).title == "THE KEEPER'S YEAR"
+
+
+@pytest.mark.parametrize(
+    ("line", "heading"),
+    [
+        ("Chapter 7. The Stapletons of Merripit House", True),
+        ("XXIII", True),
+        ("12.", True),
+        ("THE SELFISH GIANT", True),
+        ("PROLOGUE", True),
+        ("01", False),  # an image's number
+        ("THE END", False),
+        ("HELP! HELP!", False),  # a shout ends a sentence
+        ("Martha kept the lighthouse for thirty years.", False),
+    ],
+)
+def test_what_reads_as_a_heading(line, heading):
+    assert is_heading(line) is heading
+
+
+def test_a_novel_gets_the_passages_with_their_chapters_and_exit_4(capsys, novel, cache_dir, small_model):
+    code, out, err = run(
+        capsys, "ask", str(novel), "Where did Silas hide the brass key?", "--backend", "scripted", "--width", "200"
+    )
+    assert code == 4
+    assert "Answer: none given" in out and "no model here reads a novel's passages" in out.lower()
+    # the two routes to a reader, one line each
+    assert "Serve a model that reads: Ollama" in out and "cwread mcp --root DIR" in out
+    document = load_document(str(novel))
+    answer = next(p.id for p in document.paragraphs if p.text == ANSWER)
+    assert f"#1 [{answer}]  CHAPTER VII. THE CHAPEL" in out and ANSWER in out
+    assert "words quoted from the text" not in out  # no answer dressed as one
+    assert "no model here reads a novel's passages" in err  # the failure line
+
+
+def test_a_novels_passages_in_json(capsys, novel, cache_dir, small_model):
+    code, out, _ = run(
+        capsys, "ask", str(novel), "Where did Silas hide the brass key?", "--backend", "scripted", "--json"
+    )
+    trace = json.loads(out)
+    assert code == 4
+    assert trace["status"] == "passages" and trace["answer_mode"] == "passages"
+    assert trace["answer"] is None and trace["answer_kind"] is None and trace["abstained"] is True
+    first = trace["quotes"][0]
+    assert first["chapter"] == "CHAPTER VII. THE CHAPEL" and first["quote"] == ANSWER
+    assert 1 < len(trace["quotes"]) <= 5
+    assert trace["plan"]["answer_mode"] == "passages" and trace["plan"]["interpreter"] is False
+
+
+def test_asked_for_it_a_novel_still_gets_the_extractive_answer(capsys, novel, cache_dir, small_model):
+    code, out, _ = run(
+        capsys, "ask", str(novel), "Where did Silas hide the brass key?", "--backend", "scripted", "--json",
+        "--answer", "extractive",
+    )  # fmt: skip
+    trace = json.loads(out)
+    assert code == 0 and trace["status"] == "answered" and trace["answer_kind"] == "quoted-words"
+
+
+def test_a_short_text_is_answered_by_the_default(capsys, story, cache_dir, small_model):
+    code, out, _ = run(capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--json")
+    trace = json.loads(out)
+    assert code == 0 and trace["status"] == "answered" and trace["answer_mode"] == "extractive"
+    assert "medal" in trace["answer"] and trace["citations"] == [5]
+
+
+def test_a_folders_citations_name_their_file(capsys, tmp_path, cache_dir, small_model):
+    folder = tmp_path / "books"
+    folder.mkdir()
+    (folder / "harbour.txt").write_text(
+        "The harbour was quiet in the mornings.\n\nBoats came in at noon with their catch.\n", encoding="utf-8"
+    )
+    (folder / "lighthouse.txt").write_text(
+        "Martha kept the lighthouse for thirty years.\n\n"
+        "The fishermen of the harbour later gave her a silver medal, which she kept in a tin.\n",
+        encoding="utf-8",
+    )
+    code, out, _ = run(capsys, "ask", str(folder), "What did the fishermen give Martha?", "--backend", "scripted", "--json")
+    trace = json.loads(out)
+    assert code == 0 and trace["citations"] == ["lighthouse:2"]
+    assert all(q["id"] == "lighthouse:2" and q["source"] == "lighthouse" for q in trace["quotes"])
+    code, out, _ = run(capsys, "ask", str(folder), "What did the fishermen give Martha?", "--backend", "scripted")
+    assert code == 0 and "[lighthouse:2]" in out and "[4]" not in out
