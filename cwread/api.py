@@ -30,7 +30,7 @@ from cwread.backends.select import (
 )
 from cwread.book import Document, Paragraph, load_document
 from cwread.errors import ModelError
-from cwread.library.catalog import Found, Library
+from cwread.library.catalog import Chapter, Found, Library, contents_of
 from cwread.plan import AnswerSettings, FinderSettings, Plan, RunSettings
 from cwread.progress import Progress
 from cwread.question import Question, make_question
@@ -88,6 +88,12 @@ def open_document(path: str, encoding: str | None = None) -> Document:
     """Read a book (a text, HTML, EPUB or PDF file, a folder of them, or "-" for stdin) into
     numbered paragraphs."""
     return load_document(path, encoding=encoding)
+
+
+def contents(document: Document) -> list[Chapter]:
+    """A book's contents: the chapters its text heads, within each of its files, each with its
+    paragraph range (cwread.library.catalog.contents_of)."""
+    return contents_of(document)
 
 
 def show(document: Document, spec: str, notes: list[str] | None = None) -> list[Paragraph]:

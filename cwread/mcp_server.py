@@ -166,7 +166,10 @@ def answer_text(trace: Trace) -> str:
     lines = [head]
     if trace.outcome.quotes:
         lines.append(f"Quotes ({BOOKS_WORDS}):")
-        lines += [f'[{trace.document.label(q.id)}] "{q.text}"' for q in trace.outcome.quotes]
+        document = trace.document
+        for q in trace.outcome.quotes:
+            chapter = document.chapter(q.id)
+            lines.append(f'[{document.label(q.id)}]{f" ({chapter.title})" if chapter else ""} "{q.text}"')
     return "\n".join(lines)
 
 
@@ -331,9 +334,10 @@ def build_server(settings: ServerSettings) -> MCPServer:
         return await off_thread(work)
 
     @server.tool(
-        description="A book's table of contents: each source (a folder's file, an EPUB's chapter) with "
-        "its paragraph range as show takes it, its pages where it has them, and its first paragraph "
-        "as its heading; a single file is one entry.",
+        description="A book's table of contents: each chapter its text heads ('CHAPTER IV', 'XXIII', a "
+        "title in capitals), within each source (a folder's file, an EPUB's chapter), with its paragraph "
+        "range as show takes it, its pages where it has them, and its heading; a part with no heading "
+        "is headed by its first paragraph.",
         annotations=read_only,
     )
     async def contents(book: BookArg) -> CallToolResult:
@@ -344,15 +348,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 "kind": entry.format,
                 **json_output.about_json(entry.about),
                 "paragraphs": len(document),
-                "contents": [
-                    {
-                        "source": c.name,
-                        "paragraphs": c.span,
-                        "pages": list(c.pages) if c.pages else None,
-                        "heading": c.heading,
-                    }
-                    for c in chapters
-                ],
+                "contents": [json_output.chapter_json(c) for c in chapters],
             }
             text = "\n".join(f"{c['paragraphs']}: {c['heading']}" for c in data["contents"])
             return result(data, (json_output.about_line(entry.about).strip() + "\n" if entry.about else "") + text)

@@ -1,4 +1,4 @@
-"""The commands around the reading ones: index, doctor, modelfiles, eval, search and mcp."""
+"""The commands around the reading ones: index, contents, doctor, modelfiles, eval, search and mcp."""
 
 from __future__ import annotations
 
@@ -45,6 +45,22 @@ def index(
         render.print_json(json_output.index_json(document, report))
     else:
         render.index_view(document, report)
+
+
+@app.command()
+@output_options
+def contents(book: Book, output: Any = None, debug: DebugFlag = False) -> None:
+    """List a book's chapters, each with its paragraph range as `show` takes it (chapters found from
+    the text's headings, within each file of a folder or EPUB)."""
+    from cwread import api
+    from cwread.views import json_output, render
+
+    document = open_document(book, output)
+    chapters = api.contents(document)
+    if output.json_out:
+        render.print_json(json_output.contents_json(document, chapters))
+    else:
+        render.contents_view(chapters)
 
 
 @app.command()

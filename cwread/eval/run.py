@@ -165,11 +165,11 @@ def evaluate(
     if any(METHODS[m].needs_model for m in methods):
         selection = select(options.session.backends, options.session.use_cache, notice)
     finding = options.finding or FinderSettings()
-    # open answers are given one way for every method: as the plan of an open question has it
-    mode = pipeline.open_answer_mode(options.answering, selection.interpreter) if selection else AnswerMode.GENERATIVE
-    ctx = EvalContext(
-        selection, budget, options.session.embedder, options.permute_options, replace(options.answering, answer_mode=mode), finding
-    )
+    # open answers are given as `ask` gives them: each plan resolves "auto" for its question and
+    # book (a novel's passages on a model too small to read; cwread.pipeline.plan_run)
+    answering = options.answering if selection else replace(options.answering, answer_mode=AnswerMode.GENERATIVE)
+    mode = pipeline.open_answer_mode(answering, selection.interpreter) if selection else AnswerMode.GENERATIVE
+    ctx = EvalContext(selection, budget, options.session.embedder, options.permute_options, answering, finding)
     out_path = Path(options.out) if options.out else None
     done: list[dict] = []
     try:
@@ -192,6 +192,7 @@ def evaluate(
         f"{'' if finding.use == FinderUse.AUTO else f', Finder {finding.use}'}), "
         f"embedder {options.session.embedder}"
         f"{', permuted options' if options.permute_options else ''}, {mode} open answers"
+        f"{' (passages on a novel)' if mode == AnswerMode.EXTRACTIVE and answering.answer_mode == AUTO else ''}"
         f"{_support_settings(options.answering)}, {len(records)} records",
     }
     if options.report:

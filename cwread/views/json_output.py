@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 from cwread import __version__
 from cwread.book import Document, Paragraph
-from cwread.library.catalog import Found, Hit
+from cwread.library.catalog import Chapter, Found, Hit
 from cwread.plan import Plan
 from cwread.records import (
     AgentCall,
@@ -71,6 +71,24 @@ def ref_json(document: Document, pid: int) -> dict:
     }
     page = document.page(pid)
     return place if page is None else {**place, "page": page}
+
+
+def chapter_json(chapter: Chapter) -> dict:
+    """A contents entry: its source, its paragraphs as `show` takes them, its pages and heading."""
+    return {
+        "source": chapter.name,
+        "paragraphs": chapter.span,
+        "first": chapter.first,
+        "last": chapter.last,
+        "pages": list(chapter.pages) if chapter.pages else None,
+        "heading": chapter.heading,
+        "wrapping": chapter.wrapping,
+    }
+
+
+def contents_json(document: Document, chapters: list[Chapter]) -> dict:
+    """`cwread contents --json`: the book and its contents."""
+    return {"version": TRACE_VERSION, "document": document_json(document), "contents": [chapter_json(c) for c in chapters]}
 
 
 def show_json(document: Document, paragraphs: list[Paragraph]) -> dict:

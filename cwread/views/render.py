@@ -22,7 +22,7 @@ from cwread.agents.finder import JudgeFinder
 from cwread.backends.select import READER_ROUTES
 from cwread.book import Document, Paragraph
 from cwread.errors import CwreadError, OutputError
-from cwread.library.catalog import Found
+from cwread.library.catalog import Chapter, Found
 from cwread.plan import AnswerMode, SupportMethod
 from cwread.progress import Progress
 from cwread.records import (
@@ -553,6 +553,21 @@ def _passages_view(out: Console, trace: Trace) -> None:
         whole = len(doc.paragraph(quote.id).text)
         out.print(Text(("… " if quote.start > 0 else "") + printable(quote.text) + (" …" if quote.end < whole else "")))
         out.print()
+
+
+def contents_view(chapters: list[Chapter]) -> None:
+    """A book's contents, a line an entry: its paragraphs as `show` takes them, then its heading."""
+    out = stdout(lines=True)
+    for chapter in chapters:
+        line = Text()
+        line.append(chapter.span, style="bold cyan")
+        if chapter.pages:
+            first, last = chapter.pages
+            line.append(f"  p. {first}" + (f"-{last}" if last != first else ""), style="dim")
+        line.append(f"  {printable(chapter.heading)}")
+        if chapter.wrapping:
+            line.append(f"  ({chapter.wrapping})", style="dim")
+        out.print(line)
 
 
 def index_view(document: Document, report: IndexReport) -> None:
