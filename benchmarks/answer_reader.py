@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from answer_threshold import rows_of
+from answer_threshold import EXTRACTIVE, rows_of
 from extractive_dev import SETS, open_records
 
 from cwread.eval.metrics import bootstrap_interval
@@ -73,9 +73,9 @@ def main() -> None:
         for name, source in SETS.items():
             records = work / f"{name}-open.jsonl"
             open_records(source, records)
-            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", "--finder-lora", "none", "--answer-reader", "off", reuse=args.reuse)
-            before = rows_of(records, work / f"{name}-before.rows.jsonl", "--answer-reader", "off", reuse=args.reuse)
-            read = rows_of(records, work / f"{name}-reader.rows.jsonl", "--reader-threshold", NEVER, reuse=args.reuse)
+            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", *EXTRACTIVE, "--finder-lora", "none", "--answer-reader", "off", reuse=args.reuse)
+            before = rows_of(records, work / f"{name}-before.rows.jsonl", *EXTRACTIVE, "--answer-reader", "off", reuse=args.reuse)
+            read = rows_of(records, work / f"{name}-reader.rows.jsonl", *EXTRACTIVE, "--reader-threshold", NEVER, reuse=args.reuse)
             runs[name] = (base, before, read)
         pooled = tuple({f"{n}/{k}": r for n in NOVELS for k, r in runs[n][i].items()} for i in range(3))
         print("| set | open | answers | abstained % | gold-quoted % of shown | F1 over shown | F1 over all | F1 − before [95%] |")

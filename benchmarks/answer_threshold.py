@@ -28,6 +28,8 @@ from extractive_dev import SETS, open_records
 
 from cwread.eval.metrics import bootstrap_interval
 
+# the extractive answer on every set (on a novel the default now shows passages: passages.py)
+EXTRACTIVE = ("--answer", "extractive")
 NEVER = "-1000"  # --answer-threshold under any score: the Finder's choice is always shown
 
 
@@ -83,8 +85,8 @@ def main() -> None:
             records = work / f"{name}-open.jsonl"
             open_records(source, records)
             # the answer reader off in both: this curve is the Finder's (benchmarks/answer_reader.py has the reader's)
-            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", "--finder-lora", "none", "--answer-reader", "off", reuse=args.reuse_ranker)
-            judged = rows_of(records, work / f"{name}-judged.rows.jsonl", "--answer-threshold", NEVER, "--answer-reader", "off")
+            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", *EXTRACTIVE, "--finder-lora", "none", "--answer-reader", "off", reuse=args.reuse_ranker)
+            judged = rows_of(records, work / f"{name}-judged.rows.jsonl", *EXTRACTIVE, "--answer-threshold", NEVER, "--answer-reader", "off")
             gold = sum(1 for r in base.values() if r.get("cited_gold") and r["answer"] is not None)
             answered = sum(1 for r in base.values() if r["answer"] is not None)
             print(

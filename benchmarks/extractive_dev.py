@@ -52,7 +52,8 @@ def evaluate(checkout: Path, records: Path, rows: Path) -> dict[str, dict]:
     rows.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     subprocess.run(
-        [sys.executable, "-c", "from cwread.cli import entry; entry()", "eval", str(records), "-m", "pipeline", "--out", str(rows)],
+        [sys.executable, "-c", "from cwread.cli import entry; entry()", "eval", str(records), "-m", "pipeline", "--out", str(rows),
+         "--answer", "extractive"],  # on a novel the default now shows passages (passages.py)
         cwd=checkout, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     return {r["id"]: r for r in map(json.loads, rows.read_text(encoding="utf-8").splitlines())}
