@@ -144,9 +144,25 @@ def test_the_chat_transcript_in_the_docs_is_what_chat_prints(cache_dir):
         [sys.executable, "-m", "cwread", "chat", str(EXAMPLES / "the_selfish_giant.txt"), "--width", "80"],
         input="\n".join(asked) + "\n", capture_output=True, text=True, env=env, cwd=REPO, timeout=300, check=False,
     )
-    printed = {line.rstrip() for line in proc.stdout.splitlines()}
+    printed = [line.rstrip() for line in proc.stdout.splitlines()]
     shown = [line.rstrip() for line in block.splitlines() if line.strip() and not line.startswith("cwread> ")]
-    assert len(asked) == 2 and [line for line in shown if line not in printed] == [], proc.stdout
+    assert len(asked) == 2 and [line for line in shown if not _printed_alike(line, printed)] == [], proc.stdout
+
+
+# A model's score computed with int8 kernels depends on the CPU's instructions: the Finder's
+# +2.09 of the docs' transcript (AVX2) is +1.86 on an AVX-512 machine, every time
+SCORE = re.compile(r"[+-]\d+\.\d\d")
+SCORE_TOLERANCE = 0.5
+
+
+def _printed_alike(line: str, printed: list[str]) -> bool:
+    """`line` is among `printed`, its scores within SCORE_TOLERANCE of theirs."""
+    for other in printed:
+        if SCORE.sub("SCORE", line) == SCORE.sub("SCORE", other):
+            pairs = zip(SCORE.findall(line), SCORE.findall(other), strict=True)
+            if all(abs(float(a) - float(b)) <= SCORE_TOLERANCE for a, b in pairs):
+                return True
+    return False
 
 
 def test_example_verify_claims(cache_dir):

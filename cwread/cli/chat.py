@@ -19,6 +19,7 @@ from cwread.cache import cache_root
 from cwread.cli.exits import answer_exit, error_exit
 from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError
+from cwread.records import JUDGE_ANYWAY_HINT
 from cwread.plan import RunSettings
 from cwread.session import Conversation, Session
 from cwread.views import json_output, render
@@ -53,9 +54,9 @@ class Chat:
         return self.run.output.json_out
 
     def main(self, interactive: bool) -> int:
-        """Read questions until the end of input; the exit status of the last answer (`ask`'s
-        and `verify`'s), or, reading a script, the exit code of its last line's failure (the one
-        exit map, cwread.cli.exits; at a prompt an error is said there, and leaving is no error)."""
+        """Read questions until the end of input: 0, or, reading a script, the exit code of its
+        last line's failure (the one exit map, cwread.cli.exits; at a prompt an error is said
+        there, and leaving is no error). An answer's own exit (`ask`'s) is in its trace."""
         if self.run.trace is not None:  # checked before any work: every trace is appended there
             check_output_path(self.run.trace, "--trace")
         last = 0
@@ -71,10 +72,9 @@ class Chat:
                     continue
                 if text in ("/quit", "/exit"):
                     break
-                try:
-                    last = (
-                        self.command(text) if text.startswith("/") else self.answer(api.make_question(text))
-                    )
+                try:  # an answer's exit is in its trace (JSON Lines: "exit"): leaving a chat is 0 unless it failed
+                    self.command(text) if text.startswith("/") else self.answer(api.make_question(text))
+                    last = 0
                 except KeyboardInterrupt:  # the answer in progress, not the session
                     INTERRUPTED.clear()  # the next question's calls are waited for again
                     render.notice("interrupted; ask again, or Ctrl-D to end")
@@ -108,8 +108,8 @@ class Chat:
                     f"a follow-up of question {trace.follows.number}: {one_line(trace.follows.question)}"
                 )
             render.answer_view(trace)
-            if trace.failure() is not None:
-                render.notice(one_line(trace.failure()))
+            if trace.failure() is not None:  # a flag cannot be typed at the prompt: a chat starts with it
+                render.notice(one_line(trace.failure().replace(JUDGE_ANYWAY_HINT, "start the chat with --judge-anyway")))
         return code
 
     def command(self, text: str) -> int:
