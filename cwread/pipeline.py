@@ -95,7 +95,7 @@ def find(
         for place, pid in enumerate(describing):
             scores[pid - 1] = top + 1.0 - 0.01 * place
     segments = build_segments(
-        document.lengths, scores.tolist(), budget, [s.first for s in document.sources], document.story, document.asides
+        document.lengths, scores.tolist(), budget, [s.first for s in document.sources], left_out=document.unread
     )
     return FindResult(
         document=document,

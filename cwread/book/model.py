@@ -182,11 +182,23 @@ class Document:
         return [len(p.text) for p in self.paragraphs]
 
     @cached_property
-    def story(self) -> tuple[int, int]:
-        """The first and last id of the work itself: a Project Gutenberg text's header, licence
-        and credits before its START marker and after its END marker are front and back
-        matter, numbered like the rest (ids stay stable) but never retrieved or quoted."""
-        return story_bounds([p.text for p in self.paragraphs])
+    def stories(self) -> tuple[tuple[int, int], ...]:
+        """The first and last id of the work itself in each file (one for a single file): a
+        Project Gutenberg text's header, licence and credits before its START marker and after
+        its END marker are front and back matter, numbered like the rest (ids stay stable) but
+        never retrieved or quoted. Each file of a folder is its own work, with its own."""
+        texts = [p.text for p in self.paragraphs]
+        out = []
+        for first, last in [(s.first, s.last) for s in self.sources] or [(1, len(texts))]:
+            start, end = story_bounds(texts[first - 1 : last])
+            out.append((first + start - 1, first + end - 1))
+        return tuple(out)
+
+    def story(self, pid: int) -> tuple[int, int]:
+        """The first and last id of the work paragraph `pid` is in (see `stories`)."""
+        if not self.sources:
+            return self.stories[0]
+        return self.stories[max(bisect.bisect_right(self._firsts, pid) - 1, 0)]
 
     @cached_property
     def asides(self) -> dict[int, str]:
@@ -196,17 +208,18 @@ class Document:
         illustration's caption ("[Illustration: “I hope Mr. Bingley will like it” ...]"), which
         repeats a line of the story with a page number. Like the wrapping, they are never
         retrieved or quoted."""
-        first, last = self.story
         texts = [p.text for p in self.paragraphs]
-        out = {pid: "illustration" for pid in illustration_ids(texts, first, last)}
-        out.update((p.id, "contents") for p in self.paragraphs[first - 1 : last] if lists_chapters(p.text))
+        out: dict[int, str] = {}
+        for first, last in self.stories:
+            out.update((pid, "illustration") for pid in illustration_ids(texts, first, last))
+            out.update((p.id, "contents") for p in self.paragraphs[first - 1 : last] if lists_chapters(p.text))
         return out
 
     def wrapping(self, pid: int) -> str | None:
-        """"front matter" or "back matter" for a paragraph outside the story, "contents" or
+        """"front matter" or "back matter" for a paragraph outside its file's story, "contents" or
         "illustration" for one inside it that is not its text (`asides`), else None: a paragraph
         with a wrapping is never retrieved or quoted."""
-        first, last = self.story
+        first, last = self.story(pid)
         if pid < first:
             return "front matter"
         if pid > last:
@@ -214,11 +227,26 @@ class Document:
         return self.asides.get(pid)
 
     @cached_property
+    def unread(self) -> frozenset[int]:
+        """The ids of every paragraph with a wrapping: never retrieved or quoted."""
+        outside = (
+            pid
+            for (first, last), (start, end) in zip(self._file_spans, self.stories, strict=True)
+            for pid in (*range(first, start), *range(end + 1, last + 1))
+        )
+        return frozenset((*outside, *self.asides))
+
+    @cached_property
     def chapters(self) -> tuple[Chapter, ...]:
         """The chapters the text heads, in order (cwread.book.chapters): none in a text without
         headings."""
         texts = [p.text for p in self.paragraphs]
-        return find_chapters(texts, self.story, self._firsts, frozenset(self.asides))
+        skip = frozenset(self.asides)
+        return tuple(c for story in self.stories for c in find_chapters(texts, story, self._firsts, skip))
+
+    @cached_property
+    def _file_spans(self) -> list[tuple[int, int]]:
+        return [(s.first, s.last) for s in self.sources] or [(1, len(self.paragraphs))]
 
     def chapter(self, pid: int) -> Chapter | None:
         """The chapter paragraph `pid` is in: the last heading at or before it in its own file

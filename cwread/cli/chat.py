@@ -19,8 +19,8 @@ from cwread.cache import cache_root
 from cwread.cli.exits import answer_exit, error_exit
 from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError
-from cwread.records import JUDGE_ANYWAY_HINT
 from cwread.plan import RunSettings
+from cwread.records import JUDGE_ANYWAY_HINT
 from cwread.session import Conversation, Session
 from cwread.views import json_output, render
 from cwread.views.output_files import append_output_file, check_output_path, write_output_file

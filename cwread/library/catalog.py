@@ -70,15 +70,15 @@ class Chapter:
     span: str
     pages: tuple[int, int] | None
     heading: str
-    wrapping: str | None = None  # "front matter" or "back matter": outside the story (Document.story)
+    wrapping: str | None = None  # "front matter" or "back matter": outside its file's story (Document.stories)
 
 
 def contents_of(document: Document) -> list[Chapter]:
     """A book's contents: its sources, each cut at the chapters its text heads (see Chapter)."""
     spans = [(s.name, s.first, s.last) for s in document.sources] or [(None, 1, len(document))]
-    story_first, story_last = document.story
     chapters = []
     for source, first, last in spans:
+        story_first, story_last = document.story(first)
         headed = [c for c in document.chapters if first <= c.first <= last]
         # a part starts at the file's first paragraph, the story's, each heading, and after the story
         starts = {first: None, **{c.first: c.title for c in headed}}
