@@ -27,7 +27,7 @@ from typing import Protocol
 from cwread.errors import CacheError
 from cwread.text.words import STOPWORDS
 
-STORE_VERSION = 2  # of the schema, the tokenizer and what is a hit (2: no contents, front matter or captions): another opens a new file
+STORE_VERSION = 3  # of the schema, the tokenizer and what is a hit (2: no contents, front matter or captions; 3: a folder's files each with their own): another opens a new file
 ROWS_PER_BOOK = 2**24  # paragraph ids a book may hold (a 16M-paragraph book is far past any)
 BUSY_SECONDS = 60.0  # how long a writer waits for another process's transaction
 _WORD = re.compile(r"\w\w+")
