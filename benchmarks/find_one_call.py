@@ -1,0 +1,102 @@
+"""One default `find` in a pipe, as a reader (an AI assistant) first calls it, on every dev novel
+question: is a gold paragraph printed, how many characters, the widest line. This checkout, and
+with `--before REV` that revision's (a git worktree), paired.
+
+A paragraph counts as printed when its id opens a line of the output as `[N]` (inside a box's
+border too), with at least its first 60 characters on the screen after it.
+
+    python benchmarks/find_one_call.py [--before REV] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from extractive_dev import REPO, SETS, open_record_list
+
+NOVELS = ("novelqa", "hound", "moonstone")
+PRINTED = re.compile(r"^\W*\[(\d+)\]")
+
+
+def find_output(checkout: Path, book: str, question: str) -> str:
+    """What `cwread find BOOK QUESTION` prints into a pipe, run from `checkout`'s source."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    env.pop("CWREAD_WIDTH", None)
+    done = subprocess.run(
+        [sys.executable, "-c", "from cwread.cli import entry; entry()", "find", book, question],
+        cwd=checkout, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"find failed on {question!r}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def printed_ids(output: str) -> set[int]:
+    return {int(m.group(1)) for line in output.splitlines() if (m := PRINTED.match(line))}
+
+
+def measure(checkout: Path) -> list[dict]:
+    rows = []
+    for name in NOVELS:
+        for record in open_record_list(SETS[name]):
+            output = find_output(checkout, record["doc"], record["question"])
+            gold = set(record.get("evidence") or [])
+            rows.append(
+                {
+                    "set": name,
+                    "id": record["id"],
+                    "gold_printed": bool(gold & printed_ids(output)),
+                    "chars": len(output),
+                    "widest": max((len(line) for line in output.splitlines()), default=0),
+                }
+            )
+    return rows
+
+
+def summary(label: str, rows: list[dict]) -> list[str]:
+    lines = []
+    for name in (*NOVELS, "all"):
+        part = [r for r in rows if name in ("all", r["set"])]
+        gold = sum(r["gold_printed"] for r in part)
+        lines.append(
+            f"| {label} | {name} | {len(part)} | {gold} ({100 * gold / len(part):.0f}%) | "
+            f"{statistics.median(r['chars'] for r in part):,.0f} | {max(r['chars'] for r in part):,} | "
+            f"{max(r['widest'] for r in part):,} |"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default=None, help="a revision to measure as well, paired")
+    parser.add_argument("--out", type=Path, default=None, help="write the rows here (JSON Lines)")
+    args = parser.parse_args()
+    runs = {"now": measure(REPO)}
+    if args.before:
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = Path(tmp) / "before"
+            subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.before], cwd=REPO, check=True, capture_output=True)
+            try:
+                runs = {"before": measure(tree), **runs}
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False, capture_output=True)
+    print("| run | set | questions | gold printed | median characters | most characters | widest line |")
+    print("|---|---|---|---|---|---|---|")
+    for label, rows in runs.items():
+        print("\n".join(summary(label, rows)))
+    if args.out:
+        args.out.write_text("".join(json.dumps({"run": k, **r}) + "\n" for k, rows in runs.items() for r in rows))
+
+
+if __name__ == "__main__":
+    main()
