@@ -90,6 +90,13 @@ def open_document(path: str, encoding: str | None = None) -> Document:
     return load_document(path, encoding=encoding)
 
 
+def absent_words(document: Document, text: str) -> list[str]:
+    """The content words of `text` that no paragraph of `document` holds (say them otherwise)."""
+    from cwread.answer.extractive import absent_words as absent
+
+    return absent(document, text)
+
+
 def contents(document: Document) -> list[Chapter]:
     """A book's contents: the chapters its text heads, within each of its files, each with its
     paragraph range (cwread.library.catalog.contents_of)."""

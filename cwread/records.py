@@ -179,8 +179,9 @@ class FindResult:
 class Status(StrEnum):
     """Whether cwread stands behind an answer, the one field the view, the exit code, chat
     and MCP read: answered; no verdict (options or a claim a model judges at chance: only
-    the best evidence); not determined from the text (the quotes do not back an answer); or
-    no readable reply."""
+    the best evidence); not determined from the text (the quotes do not back an answer);
+    passages (a novel's open question where no model reads: where the book answers it); or no
+    readable reply."""
 
     ANSWERED = "answered"
     NO_VERDICT = "no-verdict"

@@ -69,10 +69,11 @@ def test_find_json_is_pure_and_complete(capsys, story, cache_dir):
     assert "[5]" in segs[0]["text"]
 
 
-def test_find_rich_view(capsys, story, cache_dir):
+def test_find_into_a_pipe_is_plain_text(capsys, story, cache_dir):
     code, out, _ = run(capsys, "find", str(story), "Who slept on the lamp?", "--limit", "1")
     assert code == 0
-    assert "anchor" in out and "[6]" in out and "Admiral" in out
+    assert "#1 [" in out and "THE LIGHTHOUSE KEEPER" in out and "[6] Her cat, a grey tom called Admiral" in out
+    assert not set("╭╮╰╯│─") & set(out) and "score" not in out
 
 
 def test_find_budget_flags(capsys, story, cache_dir):

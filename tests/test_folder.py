@@ -234,7 +234,7 @@ def test_a_large_files_parse_is_cached_by_its_bytes_and_rebuilt_when_damaged(tmp
 
 def test_the_find_view_titles_each_segment_by_file(capsys, novel, cache_dir):
     code, out, _ = run(capsys, "find", str(novel), "What did the fishermen give her?", "--width", "120")
-    assert code == 0 and "anchor [ch10:1-3]" in out and "[ch10:2] The fishermen" in out
+    assert code == 0 and "#1 [ch10:1-3]" in out and "[ch10:2] The fishermen" in out
 
 
 def test_a_label_written_in_the_book_is_defused_before_a_model_sees_it():

@@ -40,6 +40,7 @@ from cwread.records import Quote
 from cwread.retrieval.embedders import Embedder
 from cwread.retrieval.segments import NOVEL_PARAGRAPHS
 from cwread.text.sentences import sentence_spans
+from cwread.text.words import STOPWORDS, WORD, word_stems
 
 SIMILARITY_WEIGHT = 0.5
 _WHY = re.compile(r"\bwhy\b", re.I)
@@ -60,6 +61,20 @@ def book_idf(document: Document) -> dict[str, float]:
         counts.update(_word_counts(fingerprint, paragraphs))
     n = len(document.paragraphs)
     return {w: math.log((n + 1) / (c + 0.5)) for w, c in counts.items()}
+
+
+def absent_words(document: Document, text: str) -> list[str]:
+    """The content words of `text` (a question) that no paragraph of the book holds, in order,
+    each once ("automobile" where the book says "motor"): a reader knows to say it otherwise."""
+    held = book_idf(document)
+    out: list[str] = []
+    for word in WORD.findall(text):
+        lower = word.lower()
+        if lower in STOPWORDS or len(lower) < 3 or lower.isdigit() or lower in out:
+            continue
+        if word_stems([lower])[0] not in held:
+            out.append(lower)
+    return out
 
 
 WORDS_VERSION = 1  # of content_words: its counts are cached under it

@@ -52,6 +52,8 @@ def _click_types(name: str) -> tuple[type[BaseException], ...]:
 
 # ---- commands ----------------------------------------------------------------------------
 
+FIND_CHARS = 15_000  # find's plain text by default: the anchor segments that fit best, not all
+
 
 @app.command()
 @output_options
@@ -100,6 +102,24 @@ def find(
             help="Segments to print, 0 for all.  [default: the anchor segments]", show_default=False
         ),
     ] = None,
+    max_chars: Annotated[
+        int | None,
+        typer.Option(
+            "--max-chars",
+            min=0,
+            help=f"Print whole passages, best first, up to this many characters, then one line naming "
+            f"those left out; 0: no bound.  [default: {FIND_CHARS:,} as plain text, none in boxes]",
+            show_default=False,
+        ),
+    ] = None,
+    plain: Annotated[
+        bool,
+        typer.Option(
+            "--plain",
+            help="Plain text (no boxes, wrapped at --width), as into a pipe or file, on a terminal too.",
+            metavar="",
+        ),
+    ] = False,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
@@ -122,6 +142,9 @@ def find(
     shown = len(result.anchor_segments) if limit is None else limit
     if output.json_out:
         render.print_json(json_output.find_json(result, shown))
+    elif plain or not render.stdout().is_terminal:  # a reader in a pipe: bounded plain text
+        bound = FIND_CHARS if max_chars is None else (max_chars or None)
+        render.find_text_view(result, shown, bound, api.absent_words(document, asked.text))
     else:
         render.find_view(result, shown)
 
