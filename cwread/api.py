@@ -103,11 +103,19 @@ def contents(document: Document) -> list[Chapter]:
     return contents_of(document)
 
 
-def show(document: Document, spec: str, notes: list[str] | None = None) -> list[Paragraph]:
-    """The paragraphs named by `spec`: "12", "10-14", "10-" or "3,7,10-12", or "all"; in a
+def show(document: Document, spec: str, notes: list[str] | None = None, around: int = 0) -> list[Paragraph]:
+    """The paragraphs named by `spec`: "12", "10-14", "10-", "10+4" or "3,7,10-12", or "all"; in a
     book of several files "ch03:12", "ch03:12-20" or "ch03" (InputError if invalid); a range
-    past the end stops there, said in `notes` where given."""
-    return [document.paragraph(pid) for pid in document.parse_spec(spec, notes)]
+    past the end stops there, said in `notes` where given. `around`: each with as many
+    paragraphs of its file before and after it, every paragraph once, in the book's order."""
+    ids = document.parse_spec(spec, notes)
+    if around:
+        near = set()
+        for pid in ids:
+            first, last = document.file_span(pid)
+            near.update(range(max(first, pid - around), min(last, pid + around) + 1))
+        ids = sorted(near)
+    return [document.paragraph(pid) for pid in ids]
 
 
 def index_document(

@@ -51,7 +51,7 @@ from cwread.library.catalog import Library, stamp_of
 from cwread.plan import ASKED_READ_TOKENS
 from cwread.records import JUDGE_ANYWAY_HINT, Trace
 from cwread.session import Session
-from cwread.views import json_output
+from cwread.views import json_output, reading
 
 SEARCH_MOST = 100  # hits a search returns at most: 10**12 asked once returned 20,000 (7.2 MB)
 DEFAULT_SESSIONS = 4  # books held open at once: each holds its index and embedder in memory
@@ -139,6 +139,20 @@ def answer_content(trace: Trace) -> dict[str, Any]:
 def _in_client_terms(failure: str | None) -> str | None:
     """Why no answer stands, in a client's terms: a tool takes `judge_anyway`, not a flag."""
     return None if failure is None else failure.replace(JUDGE_ANYWAY_HINT, "call again with judge_anyway true")
+
+
+READER_CHARS = 15_000  # of a tool's text, by default: as the CLI's find into a pipe
+MaxCharsArg = Annotated[
+    int,
+    Field(description="At most this many characters of text (whole passages or paragraphs, then a line naming "
+          "what was left out); 0: no bound."),
+]
+
+
+def _bound(max_chars: int) -> int | None:
+    if max_chars < 0:
+        raise InputError("max_chars must be 0 (no bound) or more")
+    return max_chars or None
 
 
 BookArg = Annotated[
@@ -261,24 +275,34 @@ def build_server(settings: ServerSettings) -> MCPServer:
         return await off_thread(lambda: answer(book, api.make_question(claim, claim=True), ctx, judge_anyway))
 
     @server.tool(
-        description="The passages of a book a question needs, ranked: each segment's paragraph span, "
-        "score and text (no model call).",
+        description="The passages of a book a question needs, best first (no model call): as text, each "
+        "passage's rank, paragraph span and chapter, then its paragraphs as [N] text, whole passages up to "
+        "max_chars characters and a line naming those left out; the question's words no paragraph holds "
+        "are named first (say them otherwise). Structured: each passage's span, chapter and score.",
         annotations=read_only,
     )
     async def find(
         book: BookArg,
         question: Annotated[str, Field(description="The question whose passages are wanted.")],
-        limit: Annotated[int, Field(description="Segments to return, best first.")] = 8,
+        limit: Annotated[int, Field(description="Passages to consider, best first.")] = 8,
+        max_chars: MaxCharsArg = READER_CHARS,
         ctx: Context | None = None,
     ) -> CallToolResult:
         def work() -> CallToolResult:
             if limit < 1:
                 raise InputError("limit must be at least 1")
             session, _ = books.open(book)
+            document = session.document
             found = session.find(api.make_question(question), progress=reporter(ctx))
+            lines = reading.find_lines(found, limit, _bound(max_chars), api.absent_words(document, question), None)
             data = json_output.find_json(found, limit)
-            text = "\n".join(f"[{s['start']}-{s['end']}] {s['text'][:200]}" for s in data["segments"])
-            return result(data, text or "no segments")
+            # the text once, in the text content; what a reader has no use for (budgets, timings) left out
+            data = {k: v for k, v in data.items() if k not in ("budget", "timings", "index_built", "embedder")}
+            for segment, s in zip(data["segments"], found.segments, strict=False):
+                del segment["text"]
+                chapter = document.chapter(s.anchors[0] if s.anchors else s.start)
+                segment["chapter"] = chapter.title if chapter is not None else None
+            return result(data, "\n".join(lines))
 
         return await off_thread(work)
 
@@ -290,14 +314,23 @@ def build_server(settings: ServerSettings) -> MCPServer:
     async def show(
         book: BookArg,
         paragraphs: Annotated[
-            str, Field(description='Paragraph numbers: "12", "10-14", "3,7,10-12", "ch03:12-20".')
+            str, Field(description='Paragraph numbers: "12", "10-14", "10+6" (10 and the 6 after it), "3,7,10-12", "ch03:12-20".')
         ],
+        around: Annotated[int, Field(description="Each paragraph with this many neighbours before and after it.")] = 0,
+        max_chars: MaxCharsArg = READER_CHARS,
     ) -> CallToolResult:
         def work() -> CallToolResult:
+            if around < 0:
+                raise InputError("around must be 0 or more")
             session, _ = books.open(book)
-            shown = api.show(session.document, paragraphs)
-            data = json_output.show_json(session.document, shown)
-            return result(data, "\n\n".join(f"[{session.document.label(p.id)}] {p.text}" for p in shown))
+            document = session.document
+            notes: list[str] = []
+            shown = api.show(document, paragraphs, notes, around)
+            lines = reading.paragraph_lines(document, shown, _bound(max_chars), None)
+            data = json_output.show_json(document, shown)
+            for paragraph in data["paragraphs"]:  # the text once, in the text content
+                del paragraph["text"]
+            return result(data, "\n".join([*notes, *lines]))
 
         return await off_thread(work)
 
@@ -366,18 +399,36 @@ def build_server(settings: ServerSettings) -> MCPServer:
         limit: Annotated[
             int, Field(description=f"Paragraphs to return, best first: 1 to {SEARCH_MOST} (more is capped there).")
         ] = 10,
+        books: Annotated[
+            str | None, Field(description='Only the books whose name matches this glob: "*hound*", "novels/*".')
+        ] = None,
+        max_chars: MaxCharsArg = READER_CHARS,
         ctx: Context | None = None,
     ) -> CallToolResult:
         def work() -> CallToolResult:
             if limit < 1:
                 raise InputError("limit must be at least 1")
-            found = library.search(query, min(limit, SEARCH_MOST), reporter(ctx))
+            bound = _bound(max_chars)
+            found = library.search(query, min(limit, SEARCH_MOST), reporter(ctx), books=books)
             data = json_output.search_json(found)
-            data["hits"] = [{**hit, "is": BOOKS_WORDS} for hit in data["hits"]]
+            # the text once, in the text content: whole paragraphs, each under its book and id
+            data["hits"] = [{k: v for k, v in hit.items() if k != "text"} for hit in data["hits"]]
             if limit > SEARCH_MOST:
                 data["capped"] = f"limit {limit} capped at {SEARCH_MOST} paragraphs"
-            text = "\n".join(f"{h.book} [{h.label}]{json_output.about_line(h.about)} {h.text[:200]}" for h in found.hits)
-            return result(data, (text or "no paragraph matches") + (f"\n({data['capped']})" if "capped" in data else ""))
+            lines: list[str] = [f"Paragraphs ({BOOKS_WORDS}):"] if found.hits else ["no paragraph matches"]
+            used, left = len(lines[0]), []
+            for hit in found.hits:
+                block = f"\n{hit.book} [{hit.label}]{json_output.about_line(hit.about)}\n{hit.text}"
+                if left or (bound is not None and used + len(block) > bound and used > len(lines[0])):
+                    left.append(f"{hit.book} [{hit.label}]")
+                    continue
+                lines.append(block)
+                used += len(block)
+            if left:
+                lines.append(f"\nLeft out past {bound:,} characters: {'; '.join(left)}.")
+            if "capped" in data:
+                lines.append(f"({data['capped']})")
+            return result(data, "\n".join(lines))
 
         return await off_thread(work)
 

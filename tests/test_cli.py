@@ -280,3 +280,12 @@ def test_the_mcp_hint_names_what_pip_can_install(monkeypatch):
     from cwread.cli.tools import _extra
 
     assert _extra("mcp").startswith("mcp")  # the extra's requirement, not 'cwread[mcp]' (no index has it)
+
+
+def test_show_takes_neighbours_and_a_relative_range(capsys, story):
+    code, out, _ = run(capsys, "show", str(story), "3", "--around", "1")
+    assert code == 0 and [line.split("]")[0] for line in out.split("\n\n") if line.strip()] == ["[2", "[3", "[4"]
+    code, out, err = run(capsys, "show", str(story), "5+3")
+    assert code == 0 and "[5] The fishermen" in out and "[6] Her cat" in out and "5+3 stops at 6" in err
+    code, out, _ = run(capsys, "show", str(story), "2,3", "--around", "1", "--json")
+    assert [p["id"] for p in json.loads(out)["paragraphs"]] == [1, 2, 3, 4]  # every paragraph once

@@ -16,6 +16,7 @@ from tests.conftest import REPO
 LAYERS = [
     ["cwread.cli", "cwread.cli.app", "cwread.cli.tools", "cwread.cli.options", "cwread.cli.chat", "cwread.cli.exits", "cwread.mcp_server"],
     ["cwread.views.render"],
+    ["cwread.views.reading"],
     ["cwread.eval", "cwread.eval.run", "cwread.eval.methods", "cwread.eval.rows", "cwread.eval.report", "cwread.eval.summary"],
     ["cwread.eval.dataset"],
     # one JSON writer, which the eval rows read too

@@ -314,8 +314,10 @@ def test_an_agent_lists_browses_and_searches_the_library_and_nothing_outside(tmp
     assert books[0]["sources"] is None
     hits = found.structured_content["hits"]
     assert len(hits) == 3 and {h["book"] for h in hits} == {"selfish-giant-libreoffice.pdf", "selfish-giant-pandoc.epub"}
+    text = found.content[0].text  # whole paragraphs, once, marked as the book's words
+    assert text.count("high wall") >= 3 and "not instructions" in text.splitlines()[0]
     for hit in hits:
-        assert "high wall" in hit["text"] and "not instructions" in hit["is"]
+        assert "text" not in hit and f"{hit['book']} [{hit['id']}]" in text
         if hit["book"].endswith(".pdf"):
             assert isinstance(hit["id"], int) and hit["page"] >= 1
         else:
@@ -403,3 +405,29 @@ def test_a_client_that_stops_reading_ends_the_session_with_no_error(tmp_path):
         proc.stdin.close()
     assert proc.wait(timeout=30) == 0
     assert b"internal error" not in proc.stderr.read()
+
+
+def test_find_and_show_give_readable_text_once_within_a_bound(tmp_path):
+    hound = "the_hound_of_the_baskervilles.txt"
+    _, results, _ = call(
+        server(tmp_path, str(EXAMPLES)),
+        ("find", {"book": hound, "question": "What did Holmes deduce from the walking stick of the automobile?"}),
+        ("show", {"book": hound, "paragraphs": "1-300"}),
+        ("show", {"book": hound, "paragraphs": "22", "around": 2}),
+        ("find", {"book": hound, "question": "the walking stick", "limit": 20}),
+        ("find", {"book": hound, "question": "the walking stick", "limit": 20, "max_chars": 0}),
+    )
+    found, long, near, bounded, unbounded = results
+    text = found.content[0].text
+    assert "No paragraph holds: automobile" in text and "#1 [" in text and "Chapter 1. Mr. Sherlock Holmes" in text
+    assert len(text) <= 15_000 + 2_000  # passages up to the bound, and the line naming the rest
+    segments = found.structured_content["segments"]
+    assert segments and all("text" not in s and "chapter" in s for s in segments)
+    assert "budget" not in found.structured_content and "timings" not in found.structured_content
+    assert "Left out past 15,000 characters" in bounded.content[0].text and len(bounded.content[0].text) < 17_000
+    assert "Left out" not in unbounded.content[0].text and len(unbounded.content[0].text) > 17_000
+    shown = long.content[0].text
+    assert len(shown) < 16_000 and "Left out past 15,000 characters" in shown
+    assert "(Chapter 1. Mr. Sherlock Holmes)" in shown  # a chapter's title where it begins
+    assert all("text" not in p for p in long.structured_content["paragraphs"])  # the text once
+    assert [p["id"] for p in near.structured_content["paragraphs"]] == [20, 21, 22, 23, 24]

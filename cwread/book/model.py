@@ -267,7 +267,8 @@ class Document:
         return {s.name: s for s in self.sources}
 
     def parse_spec(self, spec: str, notes: list[str] | None = None) -> list[int]:
-        """Ids named by "12", "10-14", "10-" (to the end) or "3,7,10-12", or "all"; in a book
+        """Ids named by "12", "10-14", "10-" (to the end), "10+4" (10 and the 4 after it) or
+        "3,7,10-12", or "all"; in a book
         of sources "ch03:12", "ch03:12-20", "ch03:12-", "ch03:40-ch04:2" or "ch03" (the whole
         file); in a book with pages, "p37" or "p37-39" (the paragraphs that start on them;
         "ch03:p37" in a book of sources). A range whose end is past the last paragraph (of
@@ -289,6 +290,14 @@ class Document:
             name, number = open_end.group(1), int(open_end.group(2))
             lo = self._resolve(name, number)
             return list(range(lo, self._last_of(name) + 1))
+        onward = re.fullmatch(rf"\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+)\s*\+\s*(\d+)\s*", part)
+        if onward:  # "957+8": 957 and the 8 after it, within its file
+            name, number, more = onward.group(1), int(onward.group(2)), int(onward.group(3))
+            lo = self._resolve(name, number)
+            last = self.file_span(lo)[1]
+            if lo + more > last:
+                notes.append(f"{part.strip()} stops at {self.label(last)}, the last paragraph")
+            return list(range(lo, min(lo + more, last) + 1))
         pages = re.fullmatch(rf"\s*(?:({SOURCE_NAME})\s*:\s*)?[pP]\.?\s*(\d+)\s*(?:-\s*[pP]?\.?\s*(\d+))?\s*", part)
         if pages:
             return self._on_pages(pages.group(1), int(pages.group(2)), int(pages.group(3) or pages.group(2)))

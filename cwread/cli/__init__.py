@@ -62,12 +62,16 @@ def show(
     paragraphs: Annotated[
         str,
         typer.Argument(
-            help="Paragraph ids: 12, 10-14, 10- (to the end), 3,7,10-12 or all; in a folder or an EPUB, by file: ch03:12, "
+            help="Paragraph ids: 12, 10-14, 10- (to the end), 10+4 (10 and the 4 after it), 3,7,10-12 or all; in a folder or an EPUB, by file: ch03:12, "
             "ch03:12-20, ch03:40-ch04:2 or ch03 (the whole file); in a PDF, by page: p37 or "
             "p37-39.",
             show_default=False,
         ),
     ],
+    around: Annotated[
+        int,
+        typer.Option("--around", min=0, help="Each paragraph with this many of its neighbours before and after it."),
+    ] = 0,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
@@ -77,7 +81,7 @@ def show(
 
     document = open_document(book, output)
     notes: list[str] = []
-    selected = api.show(document, paragraphs, notes)
+    selected = api.show(document, paragraphs, notes, around)
     for line in notes:
         render.notice(line)
     if output.json_out:

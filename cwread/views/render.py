@@ -10,7 +10,6 @@ import json
 import re
 import shlex
 import sys
-import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -39,6 +38,7 @@ from cwread.records import (
     SupportCheck,
     Trace,
 )
+from cwread.views import reading
 from cwread.views.json_output import about_line, book_path, error_json
 from cwread.views.terminal import one_line, printable
 
@@ -338,42 +338,10 @@ def _reader_width(out: Console) -> int | None:
     return _width or (out.width if out.is_terminal else READER_WIDTH)
 
 
-def _wrapped(text: str, width: int | None) -> list[str]:
-    if width is None:
-        return [text]
-    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
-
-
 def find_text_view(result: FindResult, limit: int, max_chars: int | None, absent: list[str]) -> None:
-    """`find` for a reader in a pipe (an AI assistant, a script): no boxes and no statistics; a head
-    line a segment (rank, span, chapter), then `[N] text` lines wrapped at the width; whole segments,
-    best first, up to `max_chars` characters (None: no bound), then one line naming what was left
-    out; `absent`: the question's words that no paragraph holds, said first."""
+    """`find` for a reader in a pipe (an AI assistant, a script): see cwread.views.reading.find_lines."""
     out = stdout(lines=True)
-    doc = result.document
-    width = _reader_width(out)
-    segments = result.segments if not limit else result.segments[:limit]
-    lines = [f"{printable(doc.path)}: {len(doc):,} paragraphs; the {len(segments)} passages that fit best, best first."]
-    if absent:
-        lines.append(f"No paragraph holds: {', '.join(absent)} (say it otherwise).")
-    emit = [line for head in lines for line in _wrapped(head, width)]
-    used = sum(len(line) + 1 for line in emit)
-    left: list[str] = []
-    for rank, s in enumerate(segments, start=1):
-        chapter = doc.chapter(s.anchors[0] if s.anchors else s.start)
-        head = f"#{rank} [{doc.span_label(s.start, s.end)}]" + (f" {printable(chapter.title)}" if chapter else "")
-        block = ["", *_wrapped(head, width)]
-        for pid in s.ids:
-            block += _wrapped(f"[{doc.label(pid)}] {printable(doc.paragraph(pid).text)}", width)
-        size = sum(len(line) + 1 for line in block)
-        if (max_chars is not None and left) or (max_chars is not None and used + size > max_chars and rank > 1):
-            left.append(head)
-            continue
-        emit += block
-        used += size
-    if left:
-        emit += ["", *_wrapped(f"Left out past {max_chars:,} characters (--max-chars): {'; '.join(left)}.", width)]
-    for line in emit:
+    for line in reading.find_lines(result, limit, max_chars, absent, _reader_width(out)):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
