@@ -168,9 +168,21 @@ def write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
         raise cache_write_error(exc, entry.parent) from exc
 
 
+# The temporaries being built now, in any thread: a process that ends while a daemon thread
+# still builds one (its main thread failed, say on a full disk) removes them at exit
+_BUILDING: set[Path] = set()
+
+
+@atexit.register
+def _remove_unfinished() -> None:
+    for tmp in list(_BUILDING):
+        _remove(tmp)
+
+
 def _write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.tmp-", dir=entry.parent))
+    _BUILDING.add(tmp)
     try:
         meta = build(tmp)
         files = {}
@@ -195,6 +207,7 @@ def _write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
         remove_stale_temporaries(entry.parent)
         return meta
     finally:
+        _BUILDING.discard(tmp)
         if tmp.exists():
             _remove(tmp)
 

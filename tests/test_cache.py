@@ -167,3 +167,56 @@ def test_tiktoken_cache_is_seeded_offline_and_verified(tmp_path, monkeypatch):
     seeded = folder / hashlib.sha1(blobpath.encode()).hexdigest()
     assert hashlib.sha256(seeded.read_bytes()).hexdigest() == expected
     assert [p.name for p in folder.iterdir()] == [seeded.name]
+
+
+def test_a_build_cut_off_by_the_process_ending_leaves_no_temporary(tmp_path):
+    """A daemon thread still building an entry when the main thread ends (its own write failed on
+    a full disk, say): the temporary is removed at exit, not left for an hour."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        f"""
+        import threading, time
+        from pathlib import Path
+        from cwread.cache import write_entry
+
+        def build(tmp):
+            (tmp / "part").write_bytes(b"x" * 1000)
+            time.sleep(60)
+            return {{}}
+
+        threading.Thread(target=write_entry, args=(Path({str(tmp_path / "entry")!r}), build), daemon=True).start()
+        time.sleep(0.5)
+        raise SystemExit(3)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 3, done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_a_full_disk_is_one_line_and_leaves_no_temporary(tmp_path, monkeypatch):
+    """The cache on a 64 KB filesystem (a tmpfs, where this machine lets root mount one)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import EXAMPLES
+
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(tiny)], capture_output=True, check=False).returncode:
+        pytest.skip("no tmpfs can be mounted here")
+    try:
+        env = {**os.environ, "CWREAD_CACHE_DIR": str(tiny / "cache"), "OLLAMA_HOST": "http://127.0.0.1:9"}
+        env.pop("CWREAD_BACKEND", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "cwread", "ask", str(EXAMPLES / "the_selfish_giant.txt"), "Why did the Giant build a wall?"],
+            capture_output=True, text=True, env=env, timeout=300, check=False,
+        )  # fmt: skip
+        assert done.returncode == 3 and "no space left for the cache" in done.stderr
+        assert "Traceback" not in done.stderr
+        assert [p for p in tiny.rglob("*") if ".tmp-" in p.name] == []
+    finally:
+        subprocess.run(["umount", str(tiny)], check=False)

@@ -293,3 +293,21 @@ def test_static_vectors_are_the_same_for_a_question_and_for_a_book(cache_dir):
     whole = e.encode(texts)
     one_by_one = np.concatenate([e.encode([t]) for t in texts])
     assert np.array_equal(whole, one_by_one)
+
+
+def test_a_number_in_the_question_finds_the_paragraph_that_names_it(capsys, tmp_path, cache_dir):
+    """Numbers of any length are words, in the index and in the question (#79: a question on
+    milestone 5005 of 9,997 cited milestone 500)."""
+    import json
+
+    from tests.conftest import run
+
+    book = tmp_path / "milestones.txt"
+    book.write_text(
+        "\n\n".join(f"Chapter {i}\n\nThe travellers passed milestone number {i} on the old road." for i in range(1, 6001)),
+        encoding="utf-8",
+    )
+    for number in (5, 50, 500, 5005):
+        code, out, _ = run(capsys, "find", str(book), f"Which chapter tells of milestone number {number}?", "--json")
+        first = json.loads(out)["segments"][0]
+        assert code == 0 and f"milestone number {number} on" in first["text"], (number, first["text"])
