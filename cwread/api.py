@@ -176,12 +176,13 @@ def search_library(
     *,
     books: str | None = None,
     context: int = 0,
+    notice: Callable[[str], None] | None = None,
 ) -> Found:
     """The `limit` paragraphs (0: every match) of the books under `roots` that best match
     `query` (BM25, no model call), best first; the library's index built if missing or
     stale. `books`: a glob of the books' names to search; `context`: paragraphs shown around
     each hit."""
-    return Library(roots).search(query, limit, progress, books=books, context=context)
+    return Library(roots, notice).search(query, limit, progress, books=books, context=context)
 
 
 def _reader_note() -> str:

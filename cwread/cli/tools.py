@@ -195,7 +195,9 @@ def search(
 
     render.set_width(output.width)
     with render.progress() as progress:
-        found = api.search_library((Path(library),), query, limit, progress, books=books, context=context)
+        found = api.search_library(
+            (Path(library),), query, limit, progress, books=books, context=context, notice=render.notice
+        )
     if output.json_out:
         render.print_json(json_output.search_json(found, library))
     else:

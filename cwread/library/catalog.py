@@ -23,6 +23,7 @@ import json
 import os
 import sqlite3
 import stat
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -147,7 +148,8 @@ class Found:
 class Library:
     """The books under `roots` (see the module's docstring)."""
 
-    def __init__(self, roots: tuple[Path, ...]) -> None:
+    def __init__(self, roots: tuple[Path, ...], notice: Callable[[str], None] | None = None) -> None:
+        """`notice`: where to say a line about the index (a damaged one built again)."""
         if not roots:
             raise InputError("a library needs at least one folder")
         for root in roots:
@@ -157,6 +159,7 @@ class Library:
         self.left_out: list[str] = []  # the last listing's entries that are no book it holds ("name: why")
         self.unread: list[str] = []  # the last sync's books that could not be read ("name: why")
         self._store: SqliteStore | None = None
+        self._notice = notice
 
     def books(self) -> list[Book]:
         """Every book under the roots, by root then name (`left_out` says which links were
@@ -300,11 +303,17 @@ class Library:
         chosen = None
         if books is not None:
             chosen = [name for name, book in held.items() if _matches(books, name, book.about)]
-        stored = store.search(query, limit, chosen)
+            if not chosen:
+                raise InputError(f"no book of the library matches {books!r} (list_books names them)")
+        try:
+            stored = store.search(query, limit, chosen)
+            arounds = {(h.book, h.id): store.around(h.book, h.id, context) if context else [] for h in stored}
+        except sqlite3.Error as exc:
+            raise CacheError(f"the library's index cannot be read: {exc}") from None
         hits = []
         for hit in stored:
             book = held[hit.book]
-            around = store.around(hit.book, hit.id, context) if context else []
+            around = arounds[(hit.book, hit.id)]
             hits.append(
                 Hit(
                     hit.book,
@@ -339,7 +348,7 @@ class Library:
             key = hashlib.sha256(json.dumps([str(r) for r in self.roots]).encode()).hexdigest()[:32]
             folder = cache_root() / "library"
             _sweep_old_indexes(folder)
-            self._store = open_store(folder / f"index-v{STORE_VERSION}-{key}.sqlite")
+            self._store = open_store(folder / f"index-v{STORE_VERSION}-{key}.sqlite", self._notice)
         return self._store
 
     def sync(self, progress: Progress | None = None) -> tuple[SqliteStore, dict[str, HeldBook], bool]:
@@ -356,8 +365,11 @@ class Library:
         except (CacheError, sqlite3.Error) as exc:
             raise CacheError(f"the library's index cannot be read or written: {exc}") from None
         listed = {b.name for b in books}
-        for name in set(held) - listed:
-            store.drop(name)
+        try:
+            for name in set(held) - listed:
+                store.drop(name)
+        except sqlite3.Error as exc:
+            raise CacheError(f"the library's index cannot be written: {exc}") from None
         stale = [b for b in books if b.name not in held or held[b.name].stamp != _stamp_key(b)]
         self.unread = []
         for number, book in enumerate(stale):
@@ -367,7 +379,8 @@ class Library:
                 document = self.open(book)
             except InputError as exc:
                 self.unread.append(f"{book.name}: {exc}")
-                store.drop(book.name)
+                with suppress(sqlite3.Error):  # a book that cannot be read is no hit; the next sync drops it else
+                    store.drop(book.name)
                 continue
             sources = tuple((s.name, s.first, s.last) for s in document.sources)
             kept = (
@@ -380,7 +393,10 @@ class Library:
         if progress and stale:
             progress("reading books", len(stale), len(stale))
         if stale or set(held) - listed:  # what it holds now, read again only where it changed
-            held = store.held()
+            try:
+                held = store.held()
+            except sqlite3.Error as exc:
+                raise CacheError(f"the library's index cannot be read: {exc}") from None
         if not held:
             why = f": {'; '.join(self.unread[:3])}" if self.unread else ""
             raise InputError(f"no book of the library could be read{why}")

@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,38 +93,64 @@ def match_expression(query: str) -> str | None:
 
 
 class SqliteStore:
-    """ParagraphStore in an SQLite file with FTS5 (see the module's docstring)."""
+    """ParagraphStore in an SQLite file with FTS5 (see the module's docstring). Each thread
+    has a connection of its own (a server's calls run on several): a transaction is a
+    connection's, so two threads never share one."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._local = threading.local()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = self._connect()
-        except (OSError, sqlite3.Error) as exc:
+        except OSError as exc:
             raise CacheError(f"cannot open the library's index {path}: {exc}") from None
+        self._local.db = self._connect()  # the first connection makes the schema, or finds the file damaged
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = self._connect()
+        return db
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
+        try:
+            db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise CacheError(f"cannot open the library's index {self.path}: {exc}") from None
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS books (id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, "
-                "stamp TEXT NOT NULL, sources TEXT NOT NULL, paragraphs INTEGER NOT NULL, about TEXT NOT NULL)"
-            )
-            db.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS paragraphs USING fts5("
-                "text, page UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')"
-            )
+            # the schema in a write transaction: processes opening a new file at once queue here,
+            # rather than fail at CREATE and take the file for damaged
+            with _transaction(db):
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS books (id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, "
+                    "stamp TEXT NOT NULL, sources TEXT NOT NULL, paragraphs INTEGER NOT NULL, about TEXT NOT NULL)"
+                )
+                db.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS paragraphs USING fts5("
+                    "text, page UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2')"
+                )
             db.execute("SELECT count(*) FROM books").fetchone()  # a file that is no database fails here
+        except sqlite3.OperationalError as exc:
+            db.close()
+            if _DAMAGE.search(str(exc)):
+                raise Damaged(str(self.path)) from None
+            # busy past BUSY_SECONDS, a read-only folder: no damage, so the file is kept
+            raise CacheError(f"cannot open the library's index {self.path}: {exc}") from None
         except sqlite3.DatabaseError:
             db.close()
-            raise
+            raise Damaged(str(self.path)) from None
         return db
 
     def close(self) -> None:
-        with suppress(sqlite3.Error):
-            self._db.close()
+        """Close this thread's connection (another thread's closes with its thread)."""
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            self._local.db = None
+            with suppress(sqlite3.Error):
+                db.close()
 
     def held(self) -> dict[str, HeldBook]:
         rows = self._db.execute("SELECT name, stamp, sources, paragraphs, about FROM books").fetchall()
@@ -226,16 +253,31 @@ class _transaction:
                 self.db.execute("ROLLBACK")
 
 
-def open_store(path: Path) -> SqliteStore:
-    """The store at `path`; a file that is not a readable store is moved aside and made anew
-    (an index is rebuilt, never trusted when damaged)."""
+class Damaged(Exception):
+    """The store's file is not an SQLite database, or a damaged one."""
+
+
+# what SQLite says of a file that is not its own, or is damaged (sqlite3.DatabaseError, or an
+# OperationalError for a file whose schema is not this store's)
+_DAMAGE = re.compile(r"not a database|malformed|corrupt|no such table|no such module|vtable constructor", re.I)
+
+
+def open_store(path: Path, notice: Callable[[str], None] | None = None) -> SqliteStore:
+    """The store at `path`; a file that is not a readable store is removed and made anew, said
+    in one line to `notice` (an index is rebuilt, never trusted when damaged). A store that is
+    busy or cannot be written is a CacheError, never taken for damaged."""
     try:
         return SqliteStore(path)
-    except CacheError:
+    except Damaged:
+        if notice is not None:
+            notice(f"the library's index {path} was damaged: building it again")
         for suffix in ("", "-wal", "-shm"):
             with suppress(OSError):
                 Path(f"{path}{suffix}").unlink()
-        return SqliteStore(path)
+        try:
+            return SqliteStore(path)
+        except Damaged:
+            raise CacheError(f"the library's index {path} cannot be made anew") from None
 
 
 __all__ = ["HeldBook", "ParagraphStore", "SqliteStore", "StoredHit", "match_expression", "open_store", "query_words"]
