@@ -289,3 +289,13 @@ def test_show_takes_neighbours_and_a_relative_range(capsys, story):
     assert code == 0 and "[5] The fishermen" in out and "[6] Her cat" in out and "5+3 stops at 6" in err
     code, out, _ = run(capsys, "show", str(story), "2,3", "--around", "1", "--json")
     assert [p["id"] for p in json.loads(out)["paragraphs"]] == [1, 2, 3, 4]  # every paragraph once
+
+
+def test_ask_help_puts_the_common_options_first_and_groups_the_rest(capsys):
+    code, out, _ = run(capsys, "ask", "--help")
+    lines = out.splitlines()
+    where = {flag: next(i for i, line in enumerate(lines) if f"{flag} " in line) for flag in ("--json", "--width", "--b-c", "--gguf")}
+    assert code == 0 and where["--json"] < 80 and where["--width"] < 80  # one screen
+    panels = [line for line in lines if line.startswith("╭─ ")]
+    assert [p.split("─ ")[1].split(" ─")[0] for p in panels][:3] == ["Arguments", "Options", "How much is read (the paper's budgets)"]
+    assert where["--b-c"] > where["--width"] and where["--gguf"] > where["--b-c"]

@@ -248,6 +248,7 @@ def test_doctor_without_ollama_names_the_host_and_how_to_get_models(capsys, cach
     assert code == 0
     assert "no Ollama server answers at http://127.0.0.1:9" in flat
     assert "it cannot read a novel for an answer" in flat
+    assert "benchmarks/" not in flat and len(out.splitlines()) <= 30  # what runs, in a screen: the JSON has the figures
     assert "Serve a model that reads: Ollama" in flat and "cwread mcp --root DIR" in flat  # the two routes
     for command in (
         "cwread modelfiles --out modelfiles",

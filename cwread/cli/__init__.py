@@ -203,11 +203,12 @@ def ask(
     Free-form without options, multiple choice with -o "A=..." -o "B=...". Retrieval finds the
     segments the question needs and their evidence is packed in story order. With a served
     model that reads, the Finder judges each segment first and the Interpreter answers from the
-    packet only. On the embedded default (no server) the answer is the packet's sentence that
-    fits best, from the paragraph the trained Finder judges to hold it; options and claims get
-    no verdict (--finder on and --judge-anyway ask it all the same). Exit 4 if the text does not
-    determine an answer (the best evidence is shown) or no reply could be parsed; exit 1 for
-    a verdict its kind calls false (a registered kind's; `verify` for claims).
+    packet only. On the embedded default (no server) a short text's answer is its sentence that
+    fits best, from the paragraph the trained Finder judges to hold it; a novel gets no answer but
+    the passages that fit best, each with its chapter (exit 4); options and claims get no verdict
+    (--judge-anyway asks it all the same). Exit 4 if the text does not determine an answer (the
+    best evidence is shown) or no reply could be parsed; exit 1 for a verdict its kind calls false
+    (a registered kind's; `verify` for claims).
     """
     return answer_exit(_answer(book, asked, asking))
 

@@ -6,9 +6,11 @@ groups (budget, Finder, backend, answer) as decorators that build the core's `Bu
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import math
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
@@ -110,7 +112,8 @@ AnswerModeOpt = Annotated[
         help="Open questions: generative (the model's words, shown only if its quotes cover them), "
         "extractive (the best-fitting quoted sentence), generative-or-extractive (the model's words, "
         "else that sentence), or auto (extractive for a model too small to write, such as the "
-        f"embedded default, else generative-or-extractive). One of: {_listed((*ANSWER_CHOICES, 'auto'))}.",
+        "embedded default, which on a novel gives the passages that fit instead of a guess; else "
+        f"generative-or-extractive). One of: {_listed((*ANSWER_CHOICES, 'auto'))}.",
     ),
 ]
 
@@ -260,6 +263,20 @@ SERVING_OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 
 
+def _in_panel(options: dict[str, tuple[Any, Any]], panel: str) -> dict[str, tuple[Any, Any]]:
+    """`options` listed under their own heading in --help (the common ones stay first, under
+    "Options"): each option's typer info copied, so an annotation shared elsewhere keeps its own."""
+    out = {}
+    for key, (annotation, default) in options.items():
+        kind, *extras = typing.get_args(annotation)
+        extras = [copy.copy(e) if isinstance(e, typer.models.OptionInfo) else e for e in extras]
+        for extra in extras:
+            if isinstance(extra, typer.models.OptionInfo):
+                extra.rich_help_panel = panel
+        out[key] = (Annotated[(kind, *extras)], default)
+    return out
+
+
 def _option_group(name: str, options: dict[str, tuple[Any, Any]], build: Callable[..., Any]):
     """A decorator that puts `options` (parameter → (annotation, default)) in a command's
     signature where its `name` parameter stands, and passes `build(**their values)` as `name`:
@@ -320,6 +337,12 @@ def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **v
     return api.BackendSettings(num_ctx=num_ctx, workers=workers, timeout=timeout, own=backend_sections(own), **values)
 
 
+# the options a newcomer seldom needs, each group under its heading in --help
+BUDGET_OPTIONS = _in_panel(BUDGET_OPTIONS, "How much is read (the paper's budgets)")
+FINDER_OPTIONS = _in_panel(FINDER_OPTIONS, "The Finder")
+BACKEND_OPTIONS = _in_panel(BACKEND_OPTIONS, "Backends and models")
+SERVER_OPTIONS = _in_panel(SERVER_OPTIONS, "Backends and models")
+SERVING_OPTIONS = _in_panel(SERVING_OPTIONS, "Backends and models")
 budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
 # eval reads without a token cap unless asked; ask and verify as every question asked (plan.ASKED_READ_TOKENS)
 eval_finder_options = _option_group("finding", FINDER_OPTIONS, _finding)
@@ -441,6 +464,10 @@ def _model_run(
     return ModelRun(embedder, not no_cache, answering)
 
 
+MODEL_RUN_OPTIONS = {
+    **{k: v for k, v in MODEL_RUN_OPTIONS.items() if k == "answer"},
+    **_in_panel({k: v for k, v in MODEL_RUN_OPTIONS.items() if k != "answer"}, "How answers are checked"),
+}
 model_run_options = _option_group("run", MODEL_RUN_OPTIONS, _model_run)
 
 

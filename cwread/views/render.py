@@ -604,8 +604,8 @@ def doctor_view(report: DoctorReport) -> None:
         out.print(Text.assemble(ok, " ", one_line(report.why or "")))
     else:
         out.print(Text.assemble(missing, " ", one_line(report.backend_error or "")))
-    for note in report.notes:
-        out.print(Text(f"note {one_line(note)}"))
+    for note in report.notes:  # what runs, without the measurements it rests on (the JSON keeps them)
+        out.print(Text(f"note {one_line(without_measurements(note))}"))
     out.print(
         Text.assemble(
             ok if report.embedder_built else missing,
