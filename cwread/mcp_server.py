@@ -286,6 +286,11 @@ def build_server(settings: ServerSettings) -> MCPServer:
         question: Annotated[str, Field(description="The question whose passages are wanted.")],
         limit: Annotated[int, Field(description="Passages to consider, best first.")] = 8,
         max_chars: MaxCharsArg = READER_CHARS,
+        compact: Annotated[
+            bool,
+            Field(description="A map instead: one line a candidate paragraph (its rank, id, chapter and the "
+                  "sentence sharing most of the question's words, marked *so*), `limit` lines; then show the ones to read."),
+        ] = False,
         ctx: Context | None = None,
     ) -> CallToolResult:
         def work() -> CallToolResult:
@@ -294,7 +299,10 @@ def build_server(settings: ServerSettings) -> MCPServer:
             session, _ = books.open(book)
             document = session.document
             found = session.find(api.make_question(question), progress=reporter(ctx))
-            lines = reading.find_lines(found, limit, _bound(max_chars), api.absent_words(document, question), None)
+            absent = api.absent_words(document, question)
+            if compact:
+                return result({"book": book, "question": question}, "\n".join(reading.map_lines(found, limit, absent, None)))
+            lines = reading.find_lines(found, limit, _bound(max_chars), absent, None)
             data = json_output.find_json(found, limit)
             # the text once, in the text content; what a reader has no use for (budgets, timings) left out
             data = {k: v for k, v in data.items() if k not in ("budget", "timings", "index_built", "embedder")}

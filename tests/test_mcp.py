@@ -416,8 +416,12 @@ def test_find_and_show_give_readable_text_once_within_a_bound(tmp_path):
         ("show", {"book": hound, "paragraphs": "22", "around": 2}),
         ("find", {"book": hound, "question": "the walking stick", "limit": 20}),
         ("find", {"book": hound, "question": "the walking stick", "limit": 20, "max_chars": 0}),
+        ("find", {"book": hound, "question": "the walking stick", "limit": 10, "compact": True}),
     )
-    found, long, near, bounded, unbounded = results
+    found, long, near, bounded, unbounded, compact = results
+    listed = compact.content[0].text.splitlines()
+    assert len(listed) == 11 and all(line.startswith(f"#{i} [") for i, line in enumerate(listed[1:], start=1))
+    assert "*stick*" in compact.content[0].text and len(compact.content[0].text) < 2_500
     text = found.content[0].text
     assert "No paragraph holds: automobile" in text and "#1 [" in text and "Chapter 1. Mr. Sherlock Holmes" in text
     assert len(text) <= 15_000 + 2_000  # passages up to the bound, and the line naming the rest

@@ -53,6 +53,7 @@ def _click_types(name: str) -> tuple[type[BaseException], ...]:
 # ---- commands ----------------------------------------------------------------------------
 
 FIND_CHARS = 15_000  # find's plain text by default: the anchor segments that fit best, not all
+MAP_CANDIDATES = 25  # lines of find --map: about 3,000 characters to pick from
 
 
 @app.command()
@@ -116,6 +117,15 @@ def find(
             show_default=False,
         ),
     ] = None,
+    compact: Annotated[
+        bool,
+        typer.Option(
+            "--map",
+            help=f"One line a candidate paragraph: its rank, id, chapter and the sentence that shares most of "
+            f"the question's words, those marked *so* ({MAP_CANDIDATES} lines, or --limit): pick, then show.",
+            metavar="",
+        ),
+    ] = False,
     plain: Annotated[
         bool,
         typer.Option(
@@ -144,7 +154,9 @@ def find(
         settings = api.Settings(api.SessionSettings(embedder), api.RunSettings(budget, retrieval))
         result = api.find(document, asked, settings, progress=progress)
     shown = len(result.anchor_segments) if limit is None else limit
-    if output.json_out:
+    if compact and not output.json_out:
+        render.map_view(result, limit or MAP_CANDIDATES, api.absent_words(document, asked.text))
+    elif output.json_out:
         render.print_json(json_output.find_json(result, shown))
     elif plain or not render.stdout().is_terminal:  # a reader in a pipe: bounded plain text
         bound = FIND_CHARS if max_chars is None else (max_chars or None)

@@ -7,7 +7,10 @@ from __future__ import annotations
 import textwrap
 
 from cwread.book import Document, Paragraph
+from cwread.book.chapters import is_heading
 from cwread.records import FindResult
+from cwread.text.sentences import sentence_spans
+from cwread.text.words import STOPWORDS, WORD, word_stems
 from cwread.views.terminal import printable
 
 
@@ -76,3 +79,44 @@ def paragraph_lines(document: Document, paragraphs: list[Paragraph], max_chars: 
         span = document.span_label(left[0].id, left[-1].id) if len(left) > 1 else document.label(left[0].id)
         out += ["", *wrapped(f"Left out past {max_chars:,} characters: {len(left)} paragraphs, {span}.", width)]
     return out
+
+
+MAP_LINE_CHARS = 220  # of a candidate's line: its id, chapter and best-matching sentence
+
+
+def map_lines(result: FindResult, count: int, absent: list[str], width: int | None) -> list[str]:
+    """A map of the candidates, one line each, for a reader to pick from and `show`: the `count`
+    paragraphs the retrieval ranks best (outside front and back matter), each with its rank, id,
+    chapter and the sentence of it that shares most of the question's words, those words marked
+    *so*; `absent`: the question's words that no paragraph holds, said first."""
+    doc = result.document
+    asked = set(word_stems([w for w in map(str.lower, WORD.findall(result.question.text)) if w not in STOPWORDS]))
+    scores = result.paragraph_scores
+    ranked = sorted(
+        (pid for pid in range(1, len(scores) + 1) if not doc.wrapping(pid) and not is_heading(doc.paragraph(pid).text)),
+        key=lambda pid: -scores[pid - 1],
+    )
+    heads = [f"{printable(doc.path)}: {len(doc):,} paragraphs; the {min(count, len(ranked))} that fit best, best first (show N for one whole)."]
+    if absent:
+        heads.append(f"No paragraph holds: {', '.join(absent)} (say it otherwise).")
+    out = [line for head in heads for line in wrapped(head, width)]
+    for rank, pid in enumerate(ranked[:count], start=1):
+        text = doc.paragraph(pid).text
+        spans = sentence_spans(text) or [(0, len(text))]
+        best = max(spans, key=lambda span: len(_stems(text[slice(*span)]) & asked))
+        sentence = " ".join(_marked(text[slice(*best)], asked).split())
+        chapter = doc.chapter(pid)
+        line = f"#{rank} [{doc.label(pid)}]" + (f" ({printable(chapter.title)})" if chapter else "") + f" {printable(sentence)}"
+        if len(line) > MAP_LINE_CHARS:
+            line = line[: MAP_LINE_CHARS - 1].rstrip() + "…"
+        out += wrapped(line, width)
+    return out
+
+
+def _stems(text: str) -> set[str]:
+    return set(word_stems([w.lower() for w in WORD.findall(text)]))
+
+
+def _marked(text: str, asked: set[str]) -> str:
+    """`text` with each word whose stem the question holds marked *so*."""
+    return WORD.sub(lambda m: f"*{m.group(0)}*" if word_stems([m.group(0).lower()])[0] in asked else m.group(0), text)

@@ -345,6 +345,13 @@ def find_text_view(result: FindResult, limit: int, max_chars: int | None, absent
         out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
+def map_view(result: FindResult, count: int, absent: list[str]) -> None:
+    """`find --map`: see cwread.views.reading.map_lines."""
+    out = stdout(lines=True)
+    for line in reading.map_lines(result, count, absent, _reader_width(out)):
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
 def find_view(result: FindResult, limit: int) -> None:
     out = stdout()
     doc = result.document
