@@ -14,7 +14,6 @@ scores 0); and, where passages stand in for an answer, how often a gold paragrap
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
 from pathlib import Path
@@ -24,6 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from answer_threshold import rows_of
 from extractive_dev import SETS, open_records
 
+from cwread.eval.metrics import wilson_interval
+
 CONFIGS = {
     "ranker alone (no model)": ("--finder-lora", "none", "--answer-reader", "off", "--answer", "extractive"),
     "extractive everywhere (before)": ("--answer", "extractive"),
@@ -31,20 +32,10 @@ CONFIGS = {
 }
 
 
-def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95% Wilson score interval of hits/n."""
-    if n == 0:
-        return 0.0, 1.0
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def share(hits: int, n: int) -> str:
     if n == 0:
         return "– (0 shown)"
-    low, high = wilson(hits, n)
+    low, high = wilson_interval(hits, n)
     return f"{100 * hits / n:.1f}% ({hits}/{n}) [{100 * low:.0f}-{100 * high:.0f}]"
 
 
