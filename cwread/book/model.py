@@ -458,7 +458,7 @@ def lists_chapters(text: str) -> bool:
 
 def story_bounds(texts: Sequence[str]) -> tuple[int, int]:
     """(first, last) 1-based ids of the work within a Project Gutenberg wrapping (see
-    Document.story); the whole text when it has no markers."""
+    Document.stories); the whole text when it has no markers."""
     n = len(texts)
     starts = [i for i, t in enumerate(texts) if _START.match(t)]
     ends = [i for i, t in enumerate(texts) if _END.match(t)]

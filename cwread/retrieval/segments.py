@@ -152,20 +152,17 @@ def build_segments(
     scores: list[float],
     budget: Budget,
     file_starts: Sequence[int] = (),
-    story: tuple[int, int] | None = None,
     left_out: Collection[int] = (),
 ) -> list[Segment]:
     """Ranked segments covering every paragraph of the story once. `lengths[i]`/`scores[i]`
     are for id i+1; `file_starts`: the first id of each file of a book of several
-    (ascending), where segments end: none crosses from one file into the next; `story`: the
-    first and last id of the work (Document.story): paragraphs outside it (a Project
-    Gutenberg header and licence) are in no segment, nor are the ids `left_out` (a table of
-    contents or a caption, Document.asides)."""
+    (ascending), where segments end: none crosses from one file into the next; the ids
+    `left_out` are in no segment (what is not the story: each file's Project Gutenberg header
+    and licence, a table of contents, a caption; Document.unread)."""
     n = len(lengths)
-    first, last = story or (1, n)
     left_out = frozenset(left_out)
     # a paragraph left out bounds the segments beside it, as a file's end does
-    bounds = (first, last + 1, *left_out, *(pid + 1 for pid in left_out))
+    bounds = (*left_out, *(pid + 1 for pid in left_out))
     starts = sorted({1, *(f for f in file_starts if f > 1), *(b for b in bounds if 1 < b <= n)})
 
     def file_of(pid: int) -> tuple[int, int]:
@@ -176,7 +173,7 @@ def build_segments(
         return []
     if len(scores) != n:
         raise ValueError("lengths and scores differ in length")
-    inside = [i for i in range(n) if first <= i + 1 <= last and i + 1 not in left_out]
+    inside = [i for i in range(n) if i + 1 not in left_out]
     order = sorted(inside, key=lambda i: (-scores[i], i))
     anchor_ids = sorted(i + 1 for i in order[: min(budget.anchors, len(inside))])
 
@@ -201,7 +198,7 @@ def build_segments(
         if a > merged_end:
             spans.append(Segment(merged_end + 1, end, "anchor", span.score, (a,)))
 
-    covered = [not first <= pid <= last or pid in left_out for pid in range(n + 1)]  # in no segment
+    covered = [pid == 0 or pid in left_out for pid in range(n + 1)]  # in no segment
     for s in spans:
         for pid in s.ids:
             covered[pid] = True
