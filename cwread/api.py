@@ -144,11 +144,15 @@ def find(
     settings: Settings | None = None,
     *,
     progress: Progress | None = None,
+    also: str = "",
 ) -> FindResult:
     """Retrieve and segment, in one call: Session.find on a session opened with `settings`,
-    by its run's budget and retrieval ("fused", "bm25" or "dense")."""
+    by its run's budget and retrieval ("fused", "bm25" or "dense"); `also`: words a reader
+    adds to the lexical side."""
     settings = settings or Settings()
-    return Session(document, settings.session).find(question, settings.run.budget, settings.run.retrieval, progress)
+    return Session(document, settings.session).find(
+        question, settings.run.budget, settings.run.retrieval, progress, also=also
+    )
 
 
 def ask(

@@ -291,6 +291,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
             Field(description="A map instead: one line a candidate paragraph (its rank, id, chapter and the "
                   "sentence sharing most of the question's words, marked *so*), `limit` lines; then show the ones to read."),
         ] = False,
+        also: Annotated[
+            str, Field(description="Words to look for beside the question's: the book's own words for what it says otherwise.")
+        ] = "",
         ctx: Context | None = None,
     ) -> CallToolResult:
         def work() -> CallToolResult:
@@ -298,7 +301,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 raise InputError("limit must be at least 1")
             session, _ = books.open(book)
             document = session.document
-            found = session.find(api.make_question(question), progress=reporter(ctx))
+            found = session.find(api.make_question(question), progress=reporter(ctx), also=also)
             absent = api.absent_words(document, question)
             if compact:
                 return result({"book": book, "question": question}, "\n".join(reading.map_lines(found, limit, absent, None)))

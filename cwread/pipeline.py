@@ -77,15 +77,16 @@ def find(
     retrieval: str,
     embedder: str,
     follows: Turn | None = None,
+    also: str = "",
 ) -> FindResult:
     """The retrieval stage: every paragraph of the indexed book lands in one segment, ranked
     by `index`'s scores for the question (`retrieval`: "fused", "bm25" or "dense"; `embedder`
-    names the dense model); a follow-up is retrieved with the question of the turn it
-    `follows` joined to it."""
+    names the dense model; `also`: words added to its lexical side); a follow-up is retrieved
+    with the question of the turn it `follows` joined to it."""
     t0 = time.perf_counter()
     document = index.document
     asked = as_asked(question, follows)
-    scores = paragraph_scores(index, build_queries(asked.text, question.options or None), retrieval)
+    scores = paragraph_scores(index, build_queries(asked.text, question.options or None), retrieval, also)
     # "Who is X?": the paragraphs that describe X lead, or where none does, those that first name
     # X (the name alone finds the paragraphs that use it most, seldom the one that says who it is)
     paragraphs = [(p.id, p.text) for p in document.paragraphs if not document.wrapping(p.id)] if describe.asked(asked.text) else []

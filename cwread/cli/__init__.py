@@ -117,6 +117,15 @@ def find(
             show_default=False,
         ),
     ] = None,
+    also: Annotated[
+        str,
+        typer.Option(
+            "--also",
+            help='Words to look for beside the question\'s (the book\'s own for what it says otherwise: "motor garage"); '
+            "the dense ranking keeps the question's.",
+            show_default=False,
+        ),
+    ] = "",
     compact: Annotated[
         bool,
         typer.Option(
@@ -152,7 +161,7 @@ def find(
     document = open_document(book, output)
     with render.progress() as progress:
         settings = api.Settings(api.SessionSettings(embedder), api.RunSettings(budget, retrieval))
-        result = api.find(document, asked, settings, progress=progress)
+        result = api.find(document, asked, settings, progress=progress, also=also)
     shown = len(result.anchor_segments) if limit is None else limit
     if compact and not output.json_out:
         render.map_view(result, limit or MAP_CANDIDATES, api.absent_words(document, asked.text))

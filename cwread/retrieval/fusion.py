@@ -228,22 +228,25 @@ def check_method(method: str) -> str:
     return method
 
 
-def paragraph_scores(index: Index, queries: list[str], method: str = "fused") -> np.ndarray:
+def paragraph_scores(index: Index, queries: list[str], method: str = "fused", also: str = "") -> np.ndarray:
     """A fused relevance score per paragraph (index i is paragraph id i+1); `method` is one of
-    METHODS (see `check_method` and the module doc)."""
+    METHODS (see `check_method` and the module doc); `also`: words a reader adds to the lexical
+    side (the book's own words for what the question says otherwise), the dense side keeping
+    the question's."""
     n = len(index.document)
     use_dense = method in ("fused", "dense") and index.dense is not None
     if method == "dense" and not use_dense:
         raise InputError("dense retrieval needs an embedder; drop --embedder none")
     rankings: list[np.ndarray] = []
     weights: list[float] = []
+    lexical_queries = [f"{q} {also}" for q in queries] if also.strip() else queries
     if method == "bm25":
-        for q in queries:
+        for q in lexical_queries:
             rankings.append(_ranking(lexical.scores(index.lexical, q, n), positive_only=True))
             weights.append(1.0)
     if method == "fused":
         file_starts = [s.first for s in index.document.sources]
-        for q in queries:
+        for q in lexical_queries:
             context = lexical.context_scores(index.lexical, q, n, file_starts)
             sections = lexical.section_scores(index.sections, index.section_spans, q, n)
             rankings += [_ranking(context, positive_only=True), _ranking(sections, positive_only=True)]
