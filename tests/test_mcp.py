@@ -435,3 +435,38 @@ def test_find_and_show_give_readable_text_once_within_a_bound(tmp_path):
     assert "(Chapter 1. Mr. Sherlock Holmes)" in shown  # a chapter's title where it begins
     assert all("text" not in p for p in long.structured_content["paragraphs"])  # the text once
     assert [p["id"] for p in near.structured_content["paragraphs"]] == [20, 21, 22, 23, 24]
+
+
+def test_a_search_cancelled_mid_build_leaves_the_index_whole(tmp_path):
+    """The client cancels a first search at its first progress notification (the index half
+    built): the next search answers right, with no transaction left open (#79)."""
+    import anyio
+
+    root = tmp_path / "shelf"
+    root.mkdir()
+    paragraphs = (EXAMPLES / "the_hound_of_the_baskervilles.txt").read_text(encoding="utf-8").split("\n\n")[:400]
+    for i in range(1, 25):
+        text = [*paragraphs[:200], f"The word of this copy is zyzzyva{i}.", *paragraphs[200:]]
+        (root / f"hound{i}.txt").write_text("\n\n".join(text), encoding="utf-8")
+
+    async def go():
+        async with Client(server(tmp_path, str(root)), read_timeout_seconds=120) as client:
+            heard = anyio.Event()
+
+            async def progress(done, total, message):
+                heard.set()
+
+            async with anyio.create_task_group() as group:
+
+                async def first():
+                    await client.call_tool("search", {"query": "zyzzyva3"}, progress_callback=progress)
+
+                group.start_soon(first)
+                with anyio.fail_after(60):
+                    await heard.wait()
+                group.cancel_scope.cancel()  # the SDK tells the server
+            return [await client.call_tool("search", {"query": f"zyzzyva{i}"}) for i in (17, 3)]
+
+    for number, result in zip((17, 3), asyncio.run(go()), strict=True):
+        assert not result.is_error, result.content[0].text
+        assert [h["book"] for h in result.structured_content["hits"]] == [f"hound{number}.txt"]
