@@ -81,7 +81,7 @@ def paragraph_lines(document: Document, paragraphs: list[Paragraph], max_chars: 
     return out
 
 
-MAP_LINE_CHARS = 220  # of a candidate's line: its id, chapter and best-matching sentence
+MAP_LINE_CHARS = 320  # of a candidate's line: its id, chapter and best-matching sentence (most whole)
 
 
 def map_lines(result: FindResult, count: int, absent: list[str], width: int | None) -> list[str]:
@@ -107,8 +107,8 @@ def map_lines(result: FindResult, count: int, absent: list[str], width: int | No
         sentence = " ".join(_marked(text[slice(*best)], asked).split())
         chapter = doc.chapter(pid)
         line = f"#{rank} [{doc.label(pid)}]" + (f" ({printable(chapter.title)})" if chapter else "") + f" {printable(sentence)}"
-        if len(line) > MAP_LINE_CHARS:
-            line = line[: MAP_LINE_CHARS - 1].rstrip() + "…"
+        if len(line) > MAP_LINE_CHARS:  # cut at a word, not inside one
+            line = line[: MAP_LINE_CHARS - 1].rsplit(" ", 1)[0].rstrip() + " …"
         out += wrapped(line, width)
     return out
 
