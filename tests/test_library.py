@@ -257,3 +257,14 @@ def test_what_earlier_versions_kept_is_swept_and_the_index_kept(library, cache_d
     left = sorted(p.name for p in (cache_dir / "library").iterdir())
     assert all(name.startswith(f"index-v{STORE_VERSION}-") for name in left)
     assert lib.store().path.name in left
+
+
+def test_search_into_a_pipe_prints_whole_paragraphs(capsys, tmp_path, cache_dir):
+    from tests.conftest import run
+
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    long = " ".join(["The keeper walked the long gallery and counted the lamps one by one."] * 25)
+    (shelf / "keeper.txt").write_text(f"{long} At the far end hung the zyzzyva lantern.\n", encoding="utf-8")
+    code, out, _ = run(capsys, "search", str(shelf), "zyzzyva")
+    assert code == 0 and "hung the zyzzyva lantern." in out  # past the 600 characters a terminal shows

@@ -258,7 +258,7 @@ def show_view(document: Document, paragraphs: list[Paragraph]) -> None:
         out.print()
 
 
-SEARCH_TEXT_CHARS = 600  # of a hit's paragraph shown (a context paragraph's: half)
+SEARCH_TEXT_CHARS = 600  # of a hit's paragraph shown on a terminal (a context paragraph's: half)
 
 
 def search_view(found: Found, root: str = ".") -> None:
@@ -275,6 +275,9 @@ def search_view(found: Found, root: str = ".") -> None:
         )
     )
     matched = _matcher(found.query) if out.is_terminal else None
+    # a terminal scans hits cut short; a reader in a pipe gets whole paragraphs (a hit cut
+    # before its matched clause was no use to an assistant)
+    most = SEARCH_TEXT_CHARS if out.is_terminal else 1_000_000
     for hit in found.hits:
         out.print()
         head = Text()
@@ -285,10 +288,10 @@ def search_view(found: Found, root: str = ".") -> None:
         )
         out.print(head)
         for label, text in hit.before:
-            out.print(_search_text(label, text, SEARCH_TEXT_CHARS // 2, matched, "dim"))
-        out.print(_search_text(hit.label if hit.before or hit.after else "", hit.text, SEARCH_TEXT_CHARS, matched))
+            out.print(_search_text(label, text, most // 2, matched, "dim"))
+        out.print(_search_text(hit.label if hit.before or hit.after else "", hit.text, most, matched))
         for label, text in hit.after:
-            out.print(_search_text(label, text, SEARCH_TEXT_CHARS // 2, matched, "dim"))
+            out.print(_search_text(label, text, most // 2, matched, "dim"))
     for line in found.skipped[:5]:
         notice(f"not searched: {line}")
 
