@@ -55,14 +55,25 @@ def is_heading(text: str) -> bool:
 
 
 def find_chapters(
-    texts: Sequence[str], story: tuple[int, int], file_firsts: Sequence[int] = (), skip: frozenset[int] = frozenset()
+    texts: Sequence[str],
+    stories: Sequence[tuple[int, int]],
+    file_firsts: Sequence[int] = (),
+    skip: frozenset[int] = frozenset(),
 ) -> tuple[Chapter, ...]:
     """The chapters of a book whose paragraphs are `texts` (ids from 1), headings looked for
-    within its `story` (first, last ids) only, leaving out the ids in `skip` (a table of
-    contents, a caption). A run of headings in a row is one chapter; a file's first id (in
-    `file_firsts`) ends a run."""
-    first, last = story
+    within its `stories` (first and last ids, one a file) only, leaving out the ids in `skip`
+    (a table of contents, a caption). A run of headings in a row is one chapter; a file's first
+    id (in `file_firsts`) ends a run."""
     starts = set(file_firsts)
+    out: list[Chapter] = []
+    for first, last in stories:
+        out += _story_chapters(texts, first, last, starts, skip)
+    return tuple(out)
+
+
+def _story_chapters(
+    texts: Sequence[str], first: int, last: int, starts: set[int], skip: frozenset[int]
+) -> list[Chapter]:
     out: list[Chapter] = []
     run: list[int] = []
 
@@ -80,4 +91,4 @@ def find_chapters(
         if pid not in skip and is_heading(texts[pid - 1]):
             run.append(pid)
     close()
-    return tuple(out)
+    return out

@@ -241,8 +241,11 @@ class Document:
         """The chapters the text heads, in order (cwread.book.chapters): none in a text without
         headings."""
         texts = [p.text for p in self.paragraphs]
-        skip = frozenset(self.asides)
-        return tuple(c for story in self.stories for c in find_chapters(texts, story, self._firsts, skip))
+        return find_chapters(texts, self.stories, self._firsts, frozenset(self.asides))
+
+    @cached_property
+    def _chapter_firsts(self) -> list[int]:
+        return [c.first for c in self.chapters]
 
     @cached_property
     def _file_spans(self) -> list[tuple[int, int]]:
@@ -251,8 +254,7 @@ class Document:
     def chapter(self, pid: int) -> Chapter | None:
         """The chapter paragraph `pid` is in: the last heading at or before it in its own file
         (None before the first, outside the story, or in a file that heads none)."""
-        firsts = [c.first for c in self.chapters]
-        at = bisect.bisect_right(firsts, pid) - 1
+        at = bisect.bisect_right(self._chapter_firsts, pid) - 1
         if at < 0 or self.wrapping(pid) in ("front matter", "back matter"):
             return None
         found = self.chapters[at]
