@@ -508,9 +508,17 @@ def answer_view(trace: Trace) -> None:
         else:
             head.append("\nNo quote from the text backs this answer: treat it as a guess.", style="yellow")
     title = question.form.title or question.kind  # a registered kind's own words
-    out.print(
-        _panel(out, head, title=Text(f"{title}: {one_line(question.text)}", overflow="ellipsis", no_wrap=True), title_align="left", border_style="green")
-    )
+    if out.is_terminal:
+        out.print(
+            _panel(out, head, title=Text(f"{title}: {one_line(question.text)}", overflow="ellipsis", no_wrap=True), title_align="left", border_style="green")
+        )
+    else:  # a reader in a pipe: no box padded to the longest line; a line a paragraph (--width wraps)
+        plain = stdout(lines=True)
+        width = _width or None
+        for line in [f"{title}: {one_line(question.text)}", *head.plain.splitlines()]:
+            for part in reading.wrapped(line, width):
+                plain.print(part, highlight=False, markup=False, soft_wrap=True)
+        plain.print()
     if status == Status.PASSAGES:
         _passages_view(out, trace)
     elif outcome.quotes:
@@ -529,7 +537,7 @@ def answer_view(trace: Trace) -> None:
                 line.stylize("bold reverse", len(tag) + start, len(tag) + end)
             if pid not in packed:  # best evidence may come from what was read beyond the packet
                 line.append("  (read, not in the packet)", style="dim")
-            out.print(line)
+            _print_wrapped(out, line)
             out.print()
     notes = stderr()  # what the pipeline left out is a note on the run, not part of the answer
     for stage, why in trace.skipped.items():
@@ -551,7 +559,8 @@ def answer_view(trace: Trace) -> None:
     tokens = trace.tokens()
     checked = "self-checked" if trace.self_check else "no self-check"
     forged = sum(len(c.reply.forged) for c in trace.agent_calls)
-    out.print(
+    _print_wrapped(
+        out,
         Text(
             f"{finder_line}; packet {len(trace.packet.items)} "
             f"paragraphs ({', '.join(map(doc.label, trace.packet.ids[:12]))}{'…' if len(trace.packet.items) > 12 else ''})"
@@ -560,8 +569,20 @@ def answer_view(trace: Trace) -> None:
             f"{f'{forged} quote(s) not in the text dropped; ' if forged else ''}"
             f"{tokens['prompt']} prompt tokens; {trace.timings.get('total', 0):.1f} s",
             style="dim",
-        )
+        ),
     )
+
+
+def _print_wrapped(out: Console, text: Text) -> None:
+    """`text` on a terminal as Rich wraps it; into a pipe as plain lines, a line a paragraph (so
+    grep finds a sentence), wrapped only at --width."""
+    if out.is_terminal:
+        out.print(text)
+        return
+    plain = stdout(lines=True)
+    for line in text.plain.splitlines() or [""]:
+        for part in reading.wrapped(line, _width or None):
+            plain.print(part, highlight=False, markup=False, soft_wrap=True)
 
 
 def _passages_view(out: Console, trace: Trace) -> None:
@@ -577,9 +598,9 @@ def _passages_view(out: Console, trace: Trace) -> None:
             (f"  {printable(chapter.title)}" if chapter is not None else "") + (f"  p. {page}" if page is not None else ""),
             style="cyan",
         )
-        out.print(head)
+        _print_wrapped(out, head)
         whole = len(doc.paragraph(quote.id).text)
-        out.print(Text(("… " if quote.start > 0 else "") + printable(quote.text) + (" …" if quote.end < whole else "")))
+        _print_wrapped(out, Text(("… " if quote.start > 0 else "") + printable(quote.text) + (" …" if quote.end < whole else "")))
         out.print()
 
 
