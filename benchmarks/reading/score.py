@@ -9,6 +9,7 @@ cwread printed to it, from the wrapper's log (not from what the reader says of i
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import statistics
 import sys
@@ -21,7 +22,9 @@ from cwread.eval.metrics import wilson_interval
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """The records of a JSON Lines file, gzipped or not (the logs kept in results/ are)."""
+    text = gzip.decompress(path.read_bytes()).decode("utf-8") if path.suffix == ".gz" else path.read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def main() -> None:
