@@ -9,7 +9,7 @@ import textwrap
 from cwread.book import Document, Paragraph
 from cwread.book.chapters import is_heading
 from cwread.records import FindResult
-from cwread.text.sentences import sentence_spans
+from cwread.text.sentences import sentences
 from cwread.text.words import STOPWORDS, WORD, word_stems
 from cwread.views.terminal import printable
 
@@ -102,13 +102,21 @@ def map_lines(result: FindResult, count: int, absent: list[str], width: int | No
     out = [line for head in heads for line in wrapped(head, width)]
     for rank, pid in enumerate(ranked[:count], start=1):
         text = doc.paragraph(pid).text
-        spans = sentence_spans(text) or [(0, len(text))]
+        # whole sentences, not the clauses a quote is cut to: a reader judged a clause too little
+        # ("came back to her in her *new* *home*," with the answer in the clause after it)
+        spans = sentences(text) or ((0, len(text)),)
         best = max(spans, key=lambda span: len(_stems(text[slice(*span)]) & asked))
         sentence = " ".join(_marked(text[slice(*best)], asked).split())
         chapter = doc.chapter(pid)
-        line = f"#{rank} [{doc.label(pid)}]" + (f" ({printable(chapter.title)})" if chapter else "") + f" {printable(sentence)}"
-        if len(line) > MAP_LINE_CHARS:  # cut at a word, not inside one
-            line = line[: MAP_LINE_CHARS - 1].rsplit(" ", 1)[0].rstrip() + " …"
+        head = f"#{rank} [{doc.label(pid)}]" + (f" ({printable(chapter.title)})" if chapter else "")
+        room = MAP_LINE_CHARS - len(head) - 1
+        if len(sentence) > room:  # a window that holds the first marked word, cut at words
+            mark = max(sentence.find("*"), 0)
+            start = max(0, min(mark - room // 4, len(sentence) - room))
+            start = sentence.find(" ", start) + 1 if start else 0
+            window = sentence[start : start + room - 4].rsplit(" ", 1)[0]
+            sentence = ("… " if start else "") + window + " …"
+        line = f"{head} {printable(sentence)}"
         out += wrapped(line, width)
     return out
 
