@@ -311,7 +311,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             data = {k: v for k, v in data.items() if k not in ("budget", "timings", "index_built", "embedder")}
             for segment, s in zip(data["segments"], found.segments, strict=False):
                 del segment["text"]
-                chapter = document.chapter(s.anchors[0] if s.anchors else s.start)
+                chapter = reading.segment_chapter(document, s)
                 segment["chapter"] = chapter.title if chapter is not None else None
             return result(data, "\n".join(lines))
 
@@ -426,17 +426,8 @@ def build_server(settings: ServerSettings) -> MCPServer:
             data["hits"] = [{k: v for k, v in hit.items() if k != "text"} for hit in data["hits"]]
             if limit > SEARCH_MOST:
                 data["capped"] = f"limit {limit} capped at {SEARCH_MOST} paragraphs"
-            lines: list[str] = [f"Paragraphs ({BOOKS_WORDS}):"] if found.hits else ["no paragraph matches"]
-            used, left = len(lines[0]), []
-            for hit in found.hits:
-                block = f"\n{hit.book} [{hit.label}]{json_output.about_line(hit.about)}\n{hit.text}"
-                if left or (bound is not None and used + len(block) > bound and used > len(lines[0])):
-                    left.append(f"{hit.book} [{hit.label}]")
-                    continue
-                lines.append(block)
-                used += len(block)
-            if left:
-                lines.append(f"\nLeft out past {bound:,} characters: {'; '.join(left)}.")
+            head = f"Paragraphs ({BOOKS_WORDS}):" if found.hits else "no paragraph matches"
+            lines = [head, *reading.search_lines(found.hits, bound, len(head) + 1)]
             if "capped" in data:
                 lines.append(f"({data['capped']})")
             return result(data, "\n".join(lines))

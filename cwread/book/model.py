@@ -189,7 +189,7 @@ class Document:
         never retrieved or quoted. Each file of a folder is its own work, with its own."""
         texts = [p.text for p in self.paragraphs]
         out = []
-        for first, last in [(s.first, s.last) for s in self.sources] or [(1, len(texts))]:
+        for first, last in self._file_spans:
             start, end = story_bounds(texts[first - 1 : last])
             out.append((first + start - 1, first + end - 1))
         return tuple(out)

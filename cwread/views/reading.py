@@ -5,12 +5,16 @@ one is given, within a character budget that ends with one line naming what was 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable, Sequence
 
 from cwread.book import Document, Paragraph
-from cwread.book.chapters import is_heading
+from cwread.book.chapters import Chapter, is_heading
+from cwread.library.catalog import Hit
 from cwread.records import FindResult
+from cwread.retrieval.segments import Segment
 from cwread.text.sentences import sentences
 from cwread.text.words import STOPWORDS, WORD, word_stems
+from cwread.views.json_output import about_line
 from cwread.views.terminal import printable
 
 
@@ -23,6 +27,26 @@ def wrapped(text: str, width: int | None) -> list[str]:
 
 def _size(lines: list[str]) -> int:
     return sum(len(line) + 1 for line in lines)
+
+
+def _within(blocks: Iterable[list[str]], max_chars: int | None, used: int = 0) -> tuple[list[str], list[int]]:
+    """Whole blocks of lines, in order, while they fit in `max_chars` characters (None: no bound)
+    beside the `used` ones before them, the first always; once one is left out, so are the rest.
+    The lines kept, and the indexes of the blocks left out."""
+    kept: list[str] = []
+    left: list[int] = []
+    for index, block in enumerate(blocks):
+        if left or (max_chars is not None and kept and used + _size(block) > max_chars):
+            left.append(index)
+            continue
+        kept += block
+        used += _size(block)
+    return kept, left
+
+
+def segment_chapter(document: Document, segment: Segment) -> Chapter | None:
+    """The chapter a passage is in: its first anchor's, else its first paragraph's."""
+    return document.chapter(segment.anchors[0] if segment.anchors else segment.start)
 
 
 def find_lines(
@@ -38,46 +62,52 @@ def find_lines(
     if absent:
         heads.append(f"No paragraph holds: {', '.join(absent)} (say it otherwise).")
     out = [line for head in heads for line in wrapped(head, width)]
-    used = _size(out)
-    left: list[str] = []
+    titles, blocks = [], []
     for rank, s in enumerate(segments, start=1):
-        chapter = doc.chapter(s.anchors[0] if s.anchors else s.start)
-        head = f"#{rank} [{doc.span_label(s.start, s.end)}]" + (f" {printable(chapter.title)}" if chapter else "")
-        block = ["", *wrapped(head, width)]
-        for pid in s.ids:
-            block += wrapped(f"[{doc.label(pid)}] {printable(doc.paragraph(pid).text)}", width)
-        if left or (max_chars is not None and used + _size(block) > max_chars and rank > 1):
-            left.append(head)  # whole passages in rank order: once one is left out, so are the rest
-            continue
-        out += block
-        used += _size(block)
+        chapter = segment_chapter(doc, s)
+        titles.append(f"#{rank} [{doc.span_label(s.start, s.end)}]" + (f" {printable(chapter.title)}" if chapter else ""))
+        blocks.append(
+            ["", *wrapped(titles[-1], width)]
+            + [line for pid in s.ids for line in wrapped(f"[{doc.label(pid)}] {printable(doc.paragraph(pid).text)}", width)]
+        )
+    kept, left = _within(blocks, max_chars, _size(out))  # whole passages in rank order
+    out += kept
     if left:
-        out += ["", *wrapped(f"Left out past {max_chars:,} characters (--max-chars): {'; '.join(left)}.", width)]
+        named = "; ".join(titles[i] for i in left)
+        out += ["", *wrapped(f"Left out past {max_chars:,} characters (--max-chars): {named}.", width)]
     return out
 
 
 def paragraph_lines(document: Document, paragraphs: list[Paragraph], max_chars: int | None, width: int | None) -> list[str]:
     """Paragraphs as `[N] text`, a blank line between, each under its chapter where that changes,
     up to `max_chars` characters (the first always), then one line naming those left out."""
-    out: list[str] = []
-    used, chapter = 0, None
-    left: list[Paragraph] = []
+    blocks: list[list[str]] = []
+    chapter = None
     for p in paragraphs:
-        block = [] if not out else [""]
+        block = [""] if blocks else []
         now = document.chapter(p.id)
         if now is not None and now != chapter:
             block += wrapped(f"({printable(now.title)})", width)
         wrapping = document.wrapping(p.id)
         block += wrapped(f"[{document.label(p.id)}] {printable(p.text)}" + (f"  ({wrapping})" if wrapping else ""), width)
-        if left or (max_chars is not None and out and used + _size(block) > max_chars):
-            left.append(p)
-            continue
-        out += block
-        used += _size(block)
+        blocks.append(block)
         chapter = now
+    out, left = _within(blocks, max_chars)
     if left:
-        span = document.span_label(left[0].id, left[-1].id) if len(left) > 1 else document.label(left[0].id)
+        first, last = paragraphs[left[0]].id, paragraphs[left[-1]].id
+        span = document.span_label(first, last) if len(left) > 1 else document.label(first)
         out += ["", *wrapped(f"Left out past {max_chars:,} characters: {len(left)} paragraphs, {span}.", width)]
+    return out
+
+
+def search_lines(hits: Sequence[Hit], max_chars: int | None, used: int = 0) -> list[str]:
+    """A library search's hits, each its book and id, then its whole paragraph, up to `max_chars`
+    characters beside the `used` ones before them (the first always), then one line naming those
+    left out."""
+    heads = [f"{hit.book} [{hit.label}]{about_line(hit.about)}" for hit in hits]
+    out, left = _within((["", head, hit.text] for head, hit in zip(heads, hits, strict=True)), max_chars, used)
+    if left:
+        out += ["", f"Left out past {max_chars:,} characters: {'; '.join(heads[i] for i in left)}."]
     return out
 
 

@@ -512,13 +512,10 @@ def answer_view(trace: Trace) -> None:
         out.print(
             _panel(out, head, title=Text(f"{title}: {one_line(question.text)}", overflow="ellipsis", no_wrap=True), title_align="left", border_style="green")
         )
-    else:  # a reader in a pipe: no box padded to the longest line; a line a paragraph (--width wraps)
-        plain = stdout(lines=True)
-        width = _width or None
-        for line in [f"{title}: {one_line(question.text)}", *head.plain.splitlines()]:
-            for part in reading.wrapped(line, width):
-                plain.print(part, highlight=False, markup=False, soft_wrap=True)
-        plain.print()
+    else:  # a reader in a pipe: no box padded to the longest line
+        _print_wrapped(out, Text(f"{title}: {one_line(question.text)}"))
+        _print_wrapped(out, head)
+        out.print()
     if status == Status.PASSAGES:
         _passages_view(out, trace)
     elif outcome.quotes:
