@@ -35,6 +35,7 @@ from cwread.plan import AnswerSettings, FinderSettings, Plan, RunSettings
 from cwread.progress import Progress
 from cwread.question import Question, make_question
 from cwread.records import DoctorReport, FindResult, IndexReport, Trace
+from cwread.retrieval.cast import Cast, CastMember, book_cast
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
 from cwread.retrieval.fusion import open_index
 from cwread.retrieval.segments import Budget, make_budget
@@ -57,6 +58,7 @@ __all__ = [
     "Settings",
     "Trace",
     "ask",
+    "cast",
     "doctor",
     "find",
     "index_document",
@@ -103,6 +105,14 @@ def contents(document: Document) -> list[Chapter]:
     return contents_of(document)
 
 
+def cast(document: Document, query: str = "") -> tuple[Cast, list[CastMember]]:
+    """A book's cast (cwread.retrieval.cast: the people and places its text names, their forms,
+    descriptions and mentions, built once and cached), and its members `query` names or
+    describes, best first (no query: all, the most mentioned first)."""
+    whole = book_cast(document)
+    return whole, (whole.lookup(query) if query.strip() else list(whole.members))
+
+
 def show(document: Document, spec: str, notes: list[str] | None = None, around: int = 0) -> list[Paragraph]:
     """The paragraphs named by `spec`: "12", "10-14", "10-", "10+4" or "3,7,10-12", or "all"; in a
     book of several files "ch03:12", "ch03:12-20" or "ch03" (InputError if invalid); a range
@@ -129,6 +139,7 @@ def index_document(
     t0 = time.perf_counter()
     index = open_index(document, load_embedder(embedder), progress)
     book_idf(document)
+    book_cast(document)
     return IndexReport(
         paragraphs=len(document),
         built=tuple(index.built),
@@ -218,7 +229,9 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
         if pipeline.finder_skip_reason("auto", selection.finder) is None:  # else no Finder call is made
             notes.append(reading_note(selection.finder))
         for backend in {id(b): b for b in (selection.finder, selection.interpreter)}.values():
-            notes += [f"{backend.model}: {FACTS[fact].says} ({FACTS[fact].measured})" for fact in facts_of(backend)]
+            notes += [
+                f"{backend.model}: {FACTS[fact].says} ({FACTS[fact].measured})" for fact in facts_of(backend)
+            ]
             verdict = backend.verify()  # a truncated GGUF passes every check but loading it
             if verdict is not None:
                 notes.append(f"{backend.model}: {verdict}")

@@ -138,14 +138,19 @@ def answer_content(trace: Trace) -> dict[str, Any]:
 
 def _in_client_terms(failure: str | None) -> str | None:
     """Why no answer stands, in a client's terms: a tool takes `judge_anyway`, not a flag."""
-    return None if failure is None else failure.replace(JUDGE_ANYWAY_HINT, "call again with judge_anyway true")
+    return (
+        None if failure is None else failure.replace(JUDGE_ANYWAY_HINT, "call again with judge_anyway true")
+    )
 
 
+MENTIONS_LISTED = 20  # of a cast member's mentions, in the structured content
 READER_CHARS = 15_000  # of a tool's text, by default: as the CLI's find into a pipe
 MaxCharsArg = Annotated[
     int,
-    Field(description="At most this many characters of text (whole passages or paragraphs, then a line naming "
-          "what was left out); 0: no bound."),
+    Field(
+        description="At most this many characters of text (whole passages or paragraphs, then a line naming "
+        "what was left out); 0: no bound."
+    ),
 ]
 
 
@@ -204,7 +209,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
         try:
             return work()
         except CwreadError as exc:  # the CLI's JSON error, and its one line as the text
-            return result(json_output.error_json(error_exit(exc), exc.kind, str(exc)), f"{exc.kind}: {exc}", error=True)
+            return result(
+                json_output.error_json(error_exit(exc), exc.kind, str(exc)), f"{exc.kind}: {exc}", error=True
+            )
         except Exception as exc:  # a bug of ours: still one line for the agent
             raise ToolError(f"internal: {type(exc).__name__}: {exc}") from None
 
@@ -238,7 +245,8 @@ def build_server(settings: ServerSettings) -> MCPServer:
         session, lock = books.open(book)
         with lock:
             run = api.RunSettings(
-                finding=api.FinderSettings(read_tokens=ASKED_READ_TOKENS), answering=api.AnswerSettings(judge_anyway=judge_anyway)
+                finding=api.FinderSettings(read_tokens=ASKED_READ_TOKENS),
+                answering=api.AnswerSettings(judge_anyway=judge_anyway),
             )
             trace = session.ask(question, run, progress=reporter(ctx))
         return result(answer_content(trace), answer_text(trace))
@@ -288,11 +296,16 @@ def build_server(settings: ServerSettings) -> MCPServer:
         max_chars: MaxCharsArg = READER_CHARS,
         compact: Annotated[
             bool,
-            Field(description="A map instead: one line a candidate paragraph (its rank, id, chapter and the "
-                  "sentence sharing most of the question's words, marked *so*), `limit` lines; then show the ones to read."),
+            Field(
+                description="A map instead: one line a candidate paragraph (its rank, id, chapter and the "
+                "sentence sharing most of the question's words, marked *so*), `limit` lines; then show the ones to read."
+            ),
         ] = False,
         also: Annotated[
-            str, Field(description="Words to look for beside the question's: the book's own words for what it says otherwise.")
+            str,
+            Field(
+                description="Words to look for beside the question's: the book's own words for what it says otherwise."
+            ),
         ] = "",
         ctx: Context | None = None,
     ) -> CallToolResult:
@@ -304,16 +317,59 @@ def build_server(settings: ServerSettings) -> MCPServer:
             found = session.find(api.make_question(question), progress=reporter(ctx), also=also)
             absent = api.absent_words(document, question)
             if compact:
-                return result({"book": book, "question": question}, "\n".join(reading.map_lines(found, limit, absent, None)))
+                return result(
+                    {"book": book, "question": question},
+                    "\n".join(reading.map_lines(found, limit, absent, None)),
+                )
             lines = reading.find_lines(found, limit, _bound(max_chars), absent, None)
             data = json_output.find_json(found, limit)
             # the text once, in the text content; what a reader has no use for (budgets, timings) left out
-            data = {k: v for k, v in data.items() if k not in ("budget", "timings", "index_built", "embedder")}
+            data = {
+                k: v for k, v in data.items() if k not in ("budget", "timings", "index_built", "embedder")
+            }
             for segment, s in zip(data["segments"], found.segments, strict=False):
                 del segment["text"]
                 chapter = reading.segment_chapter(document, s)
                 segment["chapter"] = chapter.title if chapter is not None else None
             return result(data, "\n".join(lines))
+
+        return await off_thread(work)
+
+    @server.tool(
+        description="The people and places a book names, from its text alone (no model call): each one's "
+        "name, kind, forms, the descriptions the text sets beside the name ('Stapleton, the naturalist') with "
+        "their paragraphs, and its first mention; given a name or a description ('the lawyer'), those it "
+        "matches, each with the names it meets most often and where. Use it when a question calls someone by "
+        "a role or relation: find looks for the name then.",
+        annotations=read_only,
+    )
+    async def cast(
+        book: BookArg,
+        query: Annotated[
+            str, Field(description="A name or a description; empty: the most mentioned members.")
+        ] = "",
+        limit: Annotated[int, Field(description="Members to return, best first.")] = reading.CAST_LISTED,
+        max_chars: MaxCharsArg = READER_CHARS,
+    ) -> CallToolResult:
+        def work() -> CallToolResult:
+            if limit < 1:
+                raise InputError("limit must be at least 1")
+            session, _ = books.open(book)
+            document = session.document
+            whole, members = api.cast(document, query)
+            members = members[:limit]
+            data = json_output.cast_json(document, members, query)
+            for member in data["members"]:  # ids a reader follows: the first few, and how many
+                member["mentioned"] = len(member["mentions"])
+                member["mentions"] = member["mentions"][:MENTIONS_LISTED]
+            data = {k: v for k, v in data.items() if k not in ("version", "cwread", "document")}
+            text = "\n".join(
+                reading.cast_lines(document, whole, members, bool(query.strip()), _bound(max_chars), None)
+            )
+            return result(
+                {"book": book, **data},
+                text or f"no one in the book's cast is named or described by {query!r}",
+            )
 
         return await off_thread(work)
 
@@ -325,9 +381,14 @@ def build_server(settings: ServerSettings) -> MCPServer:
     async def show(
         book: BookArg,
         paragraphs: Annotated[
-            str, Field(description='Paragraph numbers: "12", "10-14", "10+6" (10 and the 6 after it), "3,7,10-12", "ch03:12-20".')
+            str,
+            Field(
+                description='Paragraph numbers: "12", "10-14", "10+6" (10 and the 6 after it), "3,7,10-12", "ch03:12-20".'
+            ),
         ],
-        around: Annotated[int, Field(description="Each paragraph with this many neighbours before and after it.")] = 0,
+        around: Annotated[
+            int, Field(description="Each paragraph with this many neighbours before and after it.")
+        ] = 0,
         max_chars: MaxCharsArg = READER_CHARS,
     ) -> CallToolResult:
         def work() -> CallToolResult:
@@ -372,7 +433,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
                     for b in listed
                 ]
             }
-            text = "\n".join(f"{b.name} ({b.format}, {b.size:,} bytes){json_output.about_line(b.about)}" for b in listed)
+            text = "\n".join(
+                f"{b.name} ({b.format}, {b.size:,} bytes){json_output.about_line(b.about)}" for b in listed
+            )
             return result(data, text or "no books under the roots")
 
         return await off_thread(work)
@@ -395,7 +458,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 "contents": [json_output.chapter_json(c) for c in chapters],
             }
             text = "\n".join(f"{c['paragraphs']}: {c['heading']}" for c in data["contents"])
-            return result(data, (json_output.about_line(entry.about).strip() + "\n" if entry.about else "") + text)
+            return result(
+                data, (json_output.about_line(entry.about).strip() + "\n" if entry.about else "") + text
+            )
 
         return await off_thread(work)
 
@@ -408,10 +473,14 @@ def build_server(settings: ServerSettings) -> MCPServer:
     async def search(
         query: Annotated[str, Field(description="The words to look for.")],
         limit: Annotated[
-            int, Field(description=f"Paragraphs to return, best first: 1 to {SEARCH_MOST} (more is capped there).")
+            int,
+            Field(
+                description=f"Paragraphs to return, best first: 1 to {SEARCH_MOST} (more is capped there)."
+            ),
         ] = 10,
         books: Annotated[
-            str | None, Field(description='Only the books whose name matches this glob: "*hound*", "novels/*".')
+            str | None,
+            Field(description='Only the books whose name matches this glob: "*hound*", "novels/*".'),
         ] = None,
         max_chars: MaxCharsArg = READER_CHARS,
         ctx: Context | None = None,
@@ -448,7 +517,9 @@ def screen_line(line: str) -> tuple[str | None, JSONRPCError | None]:
     try:
         message = json.loads(line)
     except ValueError:
-        return None, JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message="Parse error: not JSON"))
+        return None, JSONRPCError(
+            jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message="Parse error: not JSON")
+        )
     if _has_surrogate(message):
         message = _without_surrogates(message)
         line = json.dumps(message, ensure_ascii=False)
@@ -458,7 +529,9 @@ def screen_line(line: str) -> tuple[str | None, JSONRPCError | None]:
         request_id = message.get("id") if isinstance(message, dict) else None
         if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
             request_id = None
-        error = ErrorData(code=INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message MCP reads")
+        error = ErrorData(
+            code=INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message MCP reads"
+        )
         return None, JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
     return line, None
 

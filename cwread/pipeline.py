@@ -59,6 +59,7 @@ from cwread.records import (
     Unread,
     Verdict,
 )
+from cwread.retrieval.cast import book_cast
 from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
 from cwread.retrieval.segments import NOVEL_PARAGRAPHS, Budget, build_segments
@@ -86,17 +87,31 @@ def find(
     t0 = time.perf_counter()
     document = index.document
     asked = as_asked(question, follows)
-    scores = paragraph_scores(index, build_queries(asked.text, question.options or None), retrieval, also)
+    # a description the book sets beside a name ("the naturalist") looks for the name too: the
+    # answer's paragraphs use the name
+    named = tuple(book_cast(document).named_in(asked.text))
+    lexical = " ".join([also, *(n.member.words for n in named)]).strip()
+    scores = paragraph_scores(index, build_queries(asked.text, question.options or None), retrieval, lexical)
     # "Who is X?": the paragraphs that describe X lead, or where none does, those that first name
     # X (the name alone finds the paragraphs that use it most, seldom the one that says who it is)
-    paragraphs = [(p.id, p.text) for p in document.paragraphs if not document.wrapping(p.id)] if describe.asked(asked.text) else []
-    describing = describe.describing_paragraphs(asked.text, paragraphs) or describe.first_mentions(asked.text, paragraphs)
+    paragraphs = (
+        [(p.id, p.text) for p in document.paragraphs if not document.wrapping(p.id)]
+        if describe.asked(asked.text)
+        else []
+    )
+    describing = describe.describing_paragraphs(asked.text, paragraphs) or describe.first_mentions(
+        asked.text, paragraphs
+    )
     if describing:
         top = float(scores.max()) if len(scores) else 0.0
         for place, pid in enumerate(describing):
             scores[pid - 1] = top + 1.0 - 0.01 * place
     segments = build_segments(
-        document.lengths, scores.tolist(), budget, [s.first for s in document.sources], left_out=document.unread
+        document.lengths,
+        scores.tolist(),
+        budget,
+        [s.first for s in document.sources],
+        left_out=document.unread,
     )
     return FindResult(
         document=document,
@@ -107,6 +122,7 @@ def find(
         segments=tuple(segments),
         paragraph_scores=tuple(scores.tolist()),
         timings={"retrieve": round(time.perf_counter() - t0, 4)},
+        named=named,
     )
 
 
@@ -142,7 +158,11 @@ def decisions_only(planned: PlannedRun, backend: Backend) -> bool:
     Finder's, which judges an extractive answer's paragraph and reads no segment, and not the
     Interpreter's."""
     plan, chosen = planned.plan, planned.backends
-    return backend is chosen.finder and not _finder_reads(planned) and not (plan.interpreter and backend is chosen.interpreter)
+    return (
+        backend is chosen.finder
+        and not _finder_reads(planned)
+        and not (plan.interpreter and backend is chosen.interpreter)
+    )
 
 
 def _finder_reads(planned: PlannedRun) -> bool:
@@ -184,7 +204,9 @@ def plan_run(
         except JudgeUnavailable as e:  # the rank fills the packet, as with no Finder, and the trace says so
             judge_missing = str(e)
     # the model Finder, built even where it will not read: a setting it cannot run is told before any work
-    reader = finder or make_finder(replace(finding, use=FinderUse.ON) if finding.use == FinderUse.JUDGE else finding, backends.finder)
+    reader = finder or make_finder(
+        replace(finding, use=FinderUse.ON) if finding.use == FinderUse.JUDGE else finding, backends.finder
+    )
     interpreter = backends.interpreter
     small = holds(JUDGES_AT_CHANCE, interpreter)
     verdict = answering.judge_anyway or not small
@@ -202,22 +224,33 @@ def plan_run(
     skipped = None if finder is not None or packet_given else finder_skip_reason(finding.use, backends.finder)
     if judge_missing:
         skipped = f"{judge_missing}; every segment read is taken as kept, by the retriever's rank"
-    evidence = PacketSource.GIVEN if packet_given else PacketSource.ALL_READ if skipped else PacketSource.FINDER
+    evidence = (
+        PacketSource.GIVEN if packet_given else PacketSource.ALL_READ if skipped else PacketSource.FINDER
+    )
     judge = reader.reply if evidence == PacketSource.FINDER else None
     asked = mode not in (AnswerMode.EVIDENCE_ONLY, AnswerMode.PASSAGES) and not (
         question.is_open and mode == AnswerMode.EXTRACTIVE
     )
     self_check, self_check_skipped = self_check_decision(question, answering.self_check)
-    if self_check and small and answering.self_check is None:  # a verdict judged anyway is bounded to one pass
+    if (
+        self_check and small and answering.self_check is None
+    ):  # a verdict judged anyway is bounded to one pass
         self_check, self_check_skipped = False, CHANCE_CHECK_SKIPPED
     # the trained Finder picks the paragraph an extractive answer comes from, or none: on the dev
     # sets it chose gold more often than the sentence ranker (benchmarks/README.md, "Answers")
     trained = backends.finder.capabilities.trained
     answer_threshold = None
     if trained is not None:  # the judge is a trained Finder; its threshold as asked, else its own
-        answer_threshold = answering.answer_threshold if answering.answer_threshold is not None else trained.answer_threshold
+        answer_threshold = (
+            answering.answer_threshold if answering.answer_threshold is not None else trained.answer_threshold
+        )
     # the passages of a novel are ordered by the same judgement
-    judged = question.is_open and mode in (AnswerMode.EXTRACTIVE, AnswerMode.PASSAGES) and not packet_given and answer_threshold is not None
+    judged = (
+        question.is_open
+        and mode in (AnswerMode.EXTRACTIVE, AnswerMode.PASSAGES)
+        and not packet_given
+        and answer_threshold is not None
+    )
     support, threshold = _support_method(answering, interpreter, question, small) if asked else (None, None)
     answer_reader, reader_missing = None, None
     if question.is_open and mode == AnswerMode.EXTRACTIVE and not packet_given and answering.reader == AUTO:
@@ -240,7 +273,9 @@ def plan_run(
         budget=budget,
         support=support,
         support_threshold=threshold,
-        extract=extractive.extract_kind(paragraphs) if question.is_open and mode != AnswerMode.PASSAGES else None,
+        extract=extractive.extract_kind(paragraphs)
+        if question.is_open and mode != AnswerMode.PASSAGES
+        else None,
         self_check_skipped=self_check_skipped if asked else None,
         judge_unavailable=judge_missing,
         answer_threshold=answer_threshold if judged else None,
@@ -335,14 +370,22 @@ def run(
         if planned.finder.ranks and plan.evidence == PacketSource.FINDER:
             packet = pack_ranked_segments(found.document, judged.kept, found.budget, fits)
         else:  # N_E bounds the segments a Finder chose; with none to filter, B_c alone bounds the packet
-            packet = pack(found.document, list(judged.kept), found.budget, fits, limit_segments=plan.evidence == PacketSource.FINDER)
+            packet = pack(
+                found.document,
+                list(judged.kept),
+                found.budget,
+                fits,
+                limit_segments=plan.evidence == PacketSource.FINDER,
+            )
     first, checked = _interpret(plan, interpreter, question, packet, progress, seconds, follows)
     final = checked if checked is not None and checked.answer is not None else first
     t1 = time.perf_counter()
     support = _check_support(plan, interpreter, question, final, packet, progress, rank.weights)
     seconds["support_check"] = round(time.perf_counter() - t1, 3)
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != PacketSource.GIVEN else None
-    judge = ParagraphJudge(selection.finder, plan.answer_threshold) if plan.answer_threshold is not None else None
+    judge = (
+        ParagraphJudge(selection.finder, plan.answer_threshold) if plan.answer_threshold is not None else None
+    )
     t2 = time.perf_counter()
     outcome = decide(
         as_asked(question, follows),  # answered, and its answer judged, as it was retrieved
@@ -365,7 +408,10 @@ def run(
         packet=packet,
         interpreter=first,
         self_check=checked,
-        models={"finder": getattr(planned.finder, "label", None) or label(selection.finder), "interpreter": label(interpreter)},
+        models={
+            "finder": getattr(planned.finder, "label", None) or label(selection.finder),
+            "interpreter": label(interpreter),
+        },
         seconds=seconds,
         outcome=outcome,
         skipped=_skipped(plan, found, judged, outcome),
@@ -384,7 +430,14 @@ def _finder_stage(found: FindResult, plan: Plan, finder: Finder, progress: Progr
         return FinderStage((), None, tuple(Verdict(s, "YES") for s in found.read))
     budget = reading_budget(plan.read_tokens, finder)
     verdicts = read_segments(
-        finder, found.document, found.read, found.question, budget, plan.keep_threshold, progress, found.paragraph_scores
+        finder,
+        found.document,
+        found.read,
+        found.question,
+        budget,
+        plan.keep_threshold,
+        progress,
+        found.paragraph_scores,
     )
     unread = None
     if budget is not None and len(verdicts) < len(found.read):
@@ -392,7 +445,9 @@ def _finder_stage(found: FindResult, plan: Plan, finder: Finder, progress: Progr
     return FinderStage(verdicts, unread, packing_order(finder, verdicts))
 
 
-def pack_ranked_segments(document: Document, ranked: tuple[Verdict, ...], budget: Budget, fits=None) -> Packet:
+def pack_ranked_segments(
+    document: Document, ranked: tuple[Verdict, ...], budget: Budget, fits=None
+) -> Packet:
     """The packet of a Finder whose scores rank (the judge): its kept segments whole, best
     first, then the rest it scored, best first, while B_c lasts (recall first: packet recall
     +3.4 points on the Hound, +2.8 on the Moonstone, Styles unchanged). Whole segments,
@@ -454,7 +509,9 @@ def _check_support(
         progress("support check", 0, 1)
     text = shown_text(question, final.answer)
     if plan.support == SupportMethod.MODEL and plan.support_threshold is not None:
-        return check_support(interpreter, question, text, final, packet.evidence(), plan.support_threshold, weights)
+        return check_support(
+            interpreter, question, text, final, packet.evidence(), plan.support_threshold, weights
+        )
     if plan.support == SupportMethod.CONFIDENCE and plan.support_threshold is not None:
         return check_confidence(question, text, final, plan.support_threshold)
     return check_support(None, question, text, final, packet.evidence(), weights=weights)
@@ -487,11 +544,17 @@ def _skipped(plan: Plan, found: FindResult, judged: FinderStage, outcome: Outcom
         skipped["interpreter"] = YES_OR_NO_UNJUDGED if found.question.is_open else UNJUDGED
     if plan.self_check_skipped:
         skipped["self-check"] = plan.self_check_skipped
-    if plan.extract == Extract.SENTENCE and plan.answer_mode != AnswerMode.GENERATIVE:  # else no words of the book are given
+    if (
+        plan.extract == Extract.SENTENCE and plan.answer_mode != AnswerMode.GENERATIVE
+    ):  # else no words of the book are given
         why = extractive.whole_sentence_why(len(found.document.paragraphs))
         if why is not None and outcome.description is None:
             skipped["spans"] = why
-    elif outcome.mode == AnswerMode.EXTRACTIVE and outcome.description is None and describe.asked(found.question.text):
+    elif (
+        outcome.mode == AnswerMode.EXTRACTIVE
+        and outcome.description is None
+        and describe.asked(found.question.text)
+    ):
         skipped["spans"] = "who someone is is told by a sentence, not cut to a span"
     return skipped
 

@@ -127,7 +127,9 @@ register(
         labels=lambda question: list(question.options or "ABCD"),
         spellings=lambda labels: [s for label in labels for s in (label, f"({label})", label.lower())],
         normalise=normalise_letter,
-        answer_words=lambda question, answer: f"Answer: ({answer}) {question.options.get(answer, '')}".rstrip(),
+        answer_words=lambda question, answer: (
+            f"Answer: ({answer}) {question.options.get(answer, '')}".rstrip()
+        ),
         about=lambda question, label: question.options.get(label, ""),
         title="multiple choice",
     )
@@ -140,8 +142,9 @@ register(
         labels=lambda question: ["TRUE", "FALSE"],
         spellings=lambda labels: ["TRUE", "FALSE", "True", "False", "true", "false"],
         normalise=normalise_true_false,
-        answer_words=lambda question, answer: f"Answer: {answer}: "
-        + ("the claim holds" if answer == "TRUE" else "the claim does not hold"),
+        answer_words=lambda question, answer: (
+            f"Answer: {answer}: " + ("the claim holds" if answer == "TRUE" else "the claim does not hold")
+        ),
         self_checked=True,
         verdict=True,
         false_label="FALSE",
@@ -193,7 +196,11 @@ _UNDECODED = re.compile("[\ud800-\udfff]")
 
 
 def make_question(
-    text: str, options: list[str] | dict[str, str] | None = None, *, claim: bool = False, kind: str | None = None
+    text: str,
+    options: list[str] | dict[str, str] | None = None,
+    *,
+    claim: bool = False,
+    kind: str | None = None,
 ) -> Question:
     """A validated Question: "claim" to verify, "mcq" with options ("A=text" strings or a
     dict), a registered `kind`'s, else "open". InputError for an empty text or bad options."""

@@ -13,6 +13,7 @@ from enum import StrEnum
 from cwread.book import Document, Passage
 from cwread.plan import AnswerMode, Plan
 from cwread.question import Question
+from cwread.retrieval.cast import Named
 from cwread.retrieval.segments import Budget, Segment
 
 
@@ -46,7 +47,9 @@ class ModelCall:
     # prompt tokens the server took from its prompt cache rather than reading them (where it
     # says how many it read: llama.cpp); 0 where it does not say
     prompt_cached: int = 0
-    runtime: str = ""  # what computed the last reply, where the backend has more than one way (Generation.runtime)
+    runtime: str = (
+        ""  # what computed the last reply, where the backend has more than one way (Generation.runtime)
+    )
 
 
 NO_CALL = ModelCall()  # a verdict no model gave (training data, hand-made packets)
@@ -160,6 +163,8 @@ class FindResult:
     # index parts built for this question rather than read from the cache ("bm25", "dense
     # (1 of 200 files)"); empty when the book's indexes were ready
     built: tuple[str, ...] = ()
+    # the question's descriptions the book's cast took for names, looked for too
+    named: tuple[Named, ...] = ()
 
     @property
     def anchors(self) -> list[int]:
@@ -195,9 +200,13 @@ NOT_DETERMINED = "not determined from the text"
 NO_SENTENCE = "no sentence of the packet shares enough of the question"
 UNJUDGED = "the model judges options and claims at chance, so it is not asked"
 # a yes-or-no question is a claim put as a question: no sentence of the book is its answer
-YES_OR_NO_UNJUDGED = "a yes-or-no question is a claim, and the model judges claims at chance, so it is not asked"
+YES_OR_NO_UNJUDGED = (
+    "a yes-or-no question is a claim, and the model judges claims at chance, so it is not asked"
+)
 JUDGE_ANYWAY_HINT = "pass --judge-anyway"  # the CLI's way; an MCP client's is a tool argument
-_SERVE_OR_ANYWAY = f"the best evidence is shown. Serve a model that reads (cwread doctor says how), or {JUDGE_ANYWAY_HINT}"
+_SERVE_OR_ANYWAY = (
+    f"the best evidence is shown. Serve a model that reads (cwread doctor says how), or {JUDGE_ANYWAY_HINT}"
+)
 NO_VERDICT = f"{UNJUDGED}; {_SERVE_OR_ANYWAY}"
 YES_OR_NO_NO_VERDICT = f"{YES_OR_NO_UNJUDGED}; {_SERVE_OR_ANYWAY} for the sentence that fits best"
 # a novel's open question on a model too small to read: where the book answers it, not a guess
@@ -319,7 +328,9 @@ class Outcome:
     check: SupportCheck | None = None  # of the model's answer, shown or withheld
     judgement: ParagraphJudgement | None = None  # of an extractive answer's paragraphs, where judged
     description: Description | None = None  # a "Who is X?" answered by the packet's description of X
-    reading: AnswerReading | None = None  # the answer reader's, of the paragraph an extractive answer comes from
+    reading: AnswerReading | None = (
+        None  # the answer reader's, of the paragraph an extractive answer comes from
+    )
 
     def no_sentence_why(self, label: Callable[[int], str] = str) -> str:
         """Why an extractive answer was withheld: no sentence shared enough of the question,
@@ -447,7 +458,11 @@ class Trace:
                 )
             return f"{NOT_DETERMINED}: {why}{'; the best evidence is shown' if outcome.quotes else ''}"
         if status == Status.PASSAGES:
-            return f"{UNREAD}; {PASSAGES_SHOWN}" if outcome.quotes else f"{UNREAD}, and no passage read fits the question"
+            return (
+                f"{UNREAD}; {PASSAGES_SHOWN}"
+                if outcome.quotes
+                else f"{UNREAD}, and no passage read fits the question"
+            )
         if status == Status.UNPARSEABLE:
             return f"no parseable answer after a retry ({self.final.problem if self.final else 'no reply'})"
         return None
@@ -484,7 +499,12 @@ class Trace:
         check = self.outcome.check
         support = [check.call] if check is not None and check.call is not None else []
         judged = list(self.outcome.judgement.calls) if self.outcome.judgement is not None else []
-        return [v.reply.call for v in self.verdicts] + [c.reply.call for c in self.agent_calls] + support + judged
+        return (
+            [v.reply.call for v in self.verdicts]
+            + [c.reply.call for c in self.agent_calls]
+            + support
+            + judged
+        )
 
     def tokens(self) -> dict[str, int]:
         calls = self.model_calls

@@ -127,7 +127,11 @@ class Session:
         index = self.index(embedder, progress)
         seconds = time.perf_counter() - t0
         found = pipeline.find(index, question, budget, retrieval, embedder, follows, also)
-        return replace(found, timings={"index": round(seconds, 4), **found.timings}, built=() if opened else tuple(index.built))
+        return replace(
+            found,
+            timings={"index": round(seconds, 4), **found.timings},
+            built=() if opened else tuple(index.built),
+        )
 
     def plan(
         self,
@@ -204,7 +208,9 @@ class Conversation:
         return trace
 
 
-def small_model_notices(question: Question, answering: AnswerSettings, planned: pipeline.PlannedRun) -> list[str]:
+def small_model_notices(
+    question: Question, answering: AnswerSettings, planned: pipeline.PlannedRun
+) -> list[str]:
     """What a model too small to write or judge changes, said before the answer."""
     lines = []
     plan, selection = planned.plan, planned.backends

@@ -31,8 +31,16 @@ def test_show_json(capsys, story):
     assert code == 0
     assert data["document"]["paragraphs"] == 6 and len(data["document"]["sha256"]) == 64
     assert data["paragraphs"] == [
-        {"id": 3, "source": None, "paragraph": 3, "chapter": "THE LIGHTHOUSE KEEPER", "block": 3, "line": 6,
-         "text": data["paragraphs"][0]["text"], "wrapping": None}
+        {
+            "id": 3,
+            "source": None,
+            "paragraph": 3,
+            "chapter": "THE LIGHTHOUSE KEEPER",
+            "block": 3,
+            "line": 6,
+            "text": data["paragraphs"][0]["text"],
+            "wrapping": None,
+        }
     ]
     assert data["paragraphs"][0]["text"].startswith("Every Sunday the supply boat")
 
@@ -72,7 +80,9 @@ def test_find_json_is_pure_and_complete(capsys, story, cache_dir):
 def test_find_into_a_pipe_is_plain_text(capsys, story, cache_dir):
     code, out, _ = run(capsys, "find", str(story), "Who slept on the lamp?", "--limit", "1")
     assert code == 0
-    assert "#1 [" in out and "THE LIGHTHOUSE KEEPER" in out and "[6] Her cat, a grey tom called Admiral" in out
+    assert (
+        "#1 [" in out and "THE LIGHTHOUSE KEEPER" in out and "[6] Her cat, a grey tom called Admiral" in out
+    )
     assert not set("╭╮╰╯│─") & set(out) and "score" not in out
 
 
@@ -170,7 +180,10 @@ def test_missing_embedding_model_is_exit_2_and_a_broken_one_exit_3(capsys, story
     assert code == 2 and "no such folder" in err and "Traceback" not in err  # a bad path: input
     monkeypatch.setenv("HF_HOME", str(cache_dir / "hf"))
     code, _, err = run(capsys, "find", str(story), "q", "--embedder", "no-such-cached-model")
-    assert code == 2 and "not a shipped embedder, a local folder, or a model already in the local model cache" in err
+    assert (
+        code == 2
+        and "not a shipped embedder, a local folder, or a model already in the local model cache" in err
+    )
     # a name the local model cache holds, but broken: the loader's failure is a model error
     (cache_dir / "hf" / "hub" / "models--sentence-transformers--broken" / "snapshots").mkdir(parents=True)
     code, _, err = run(capsys, "find", str(story), "q", "--embedder", "broken")
@@ -284,7 +297,11 @@ def test_the_mcp_hint_names_what_pip_can_install(monkeypatch):
 
 def test_show_takes_neighbours_and_a_relative_range(capsys, story):
     code, out, _ = run(capsys, "show", str(story), "3", "--around", "1")
-    assert code == 0 and [line.split("]")[0] for line in out.split("\n\n") if line.strip()] == ["[2", "[3", "[4"]
+    assert code == 0 and [line.split("]")[0] for line in out.split("\n\n") if line.strip()] == [
+        "[2",
+        "[3",
+        "[4",
+    ]
     code, out, err = run(capsys, "show", str(story), "5+3")
     assert code == 0 and "[5] The fishermen" in out and "[6] Her cat" in out and "5+3 stops at 6" in err
     code, out, _ = run(capsys, "show", str(story), "2,3", "--around", "1", "--json")
@@ -294,8 +311,15 @@ def test_show_takes_neighbours_and_a_relative_range(capsys, story):
 def test_ask_help_puts_the_common_options_first_and_groups_the_rest(capsys):
     code, out, _ = run(capsys, "ask", "--help")
     lines = out.splitlines()
-    where = {flag: next(i for i, line in enumerate(lines) if f"{flag} " in line) for flag in ("--json", "--width", "--b-c", "--gguf")}
+    where = {
+        flag: next(i for i, line in enumerate(lines) if f"{flag} " in line)
+        for flag in ("--json", "--width", "--b-c", "--gguf")
+    }
     assert code == 0 and where["--json"] < 80 and where["--width"] < 80  # one screen
     panels = [line for line in lines if line.startswith("╭─ ")]
-    assert [p.split("─ ")[1].split(" ─")[0] for p in panels][:3] == ["Arguments", "Options", "How much is read (the paper's budgets)"]
+    assert [p.split("─ ")[1].split(" ─")[0] for p in panels][:3] == [
+        "Arguments",
+        "Options",
+        "How much is read (the paper's budgets)",
+    ]
     assert where["--b-c"] > where["--width"] and where["--gguf"] > where["--b-c"]

@@ -40,19 +40,32 @@ def test_the_questions_words_the_book_does_not_hold_are_named(capsys, novel, cac
 
 
 def test_the_map_is_one_line_a_candidate_with_the_questions_words_marked(capsys, novel, cache_dir):  # noqa: F811
-    code, out, _ = run(capsys, "find", str(novel), "Where did Silas hide the brass key?", "--map", "--width", "0")
+    code, out, _ = run(
+        capsys, "find", str(novel), "Where did Silas hide the brass key?", "--map", "--width", "0"
+    )
     lines = out.splitlines()
     assert code == 0 and len(lines) == 1 + 25
     assert lines[1].startswith("#1 [") and "(CHAPTER VII. THE CHAPEL)" in lines[1]
     assert "*Silas* *hid* the *brass* *key*" in lines[1]  # the answer's line first, its words marked
     assert all(re.match(r"#\d+ \[\d+\] ", line) for line in lines[1:])
     assert not any("CHAPTER" in line.split(")")[-1] for line in lines[1:])  # a heading is no candidate
-    code, out, _ = run(capsys, "find", str(novel), "Where did Silas hide the brass key?", "--map", "--limit", "5")
+    code, out, _ = run(
+        capsys, "find", str(novel), "Where did Silas hide the brass key?", "--map", "--limit", "5"
+    )
     assert code == 0 and len([line for line in out.splitlines() if line.startswith("#")]) == 5
 
 
 def test_also_adds_the_books_own_words_to_the_lexical_side(capsys, novel, cache_dir):  # noqa: F811
-    asked = ("find", str(novel), "Where did the man conceal the metal object?", "--map", "--limit", "3", "--width", "0")
+    asked = (
+        "find",
+        str(novel),
+        "Where did the man conceal the metal object?",
+        "--map",
+        "--limit",
+        "3",
+        "--width",
+        "0",
+    )
     code, before, _ = run(capsys, *asked)
     assert code == 0 and "No paragraph holds: man, conceal, metal, object" in before
     code, after, _ = run(capsys, *asked, "--also", "brass key")

@@ -14,10 +14,25 @@ from pathlib import Path
 from tests.conftest import REPO
 
 LAYERS = [
-    ["cwread.cli", "cwread.cli.app", "cwread.cli.tools", "cwread.cli.options", "cwread.cli.chat", "cwread.cli.exits", "cwread.mcp_server"],
+    [
+        "cwread.cli",
+        "cwread.cli.app",
+        "cwread.cli.tools",
+        "cwread.cli.options",
+        "cwread.cli.chat",
+        "cwread.cli.exits",
+        "cwread.mcp_server",
+    ],
     ["cwread.views.render"],
     ["cwread.views.reading"],
-    ["cwread.eval", "cwread.eval.run", "cwread.eval.methods", "cwread.eval.rows", "cwread.eval.report", "cwread.eval.summary"],
+    [
+        "cwread.eval",
+        "cwread.eval.run",
+        "cwread.eval.methods",
+        "cwread.eval.rows",
+        "cwread.eval.report",
+        "cwread.eval.summary",
+    ],
     ["cwread.eval.dataset"],
     # one JSON writer, which the eval rows read too
     ["cwread.views.json_output"],
@@ -26,7 +41,17 @@ LAYERS = [
     ["cwread.pipeline"],
     ["cwread.answer.decide"],
     ["cwread.agents.finder", "cwread.agents.interpreter", "cwread.answer.support"],
-    ["cwread.agents.shared", "cwread.packing", "cwread.answer.grounding", "cwread.answer.extractive", "cwread.answer.describe", "cwread.answer.span_reader", "cwread.answer.reader", "cwread.agents.reading_budget", "cwread.agents.judge"],
+    [
+        "cwread.agents.shared",
+        "cwread.packing",
+        "cwread.answer.grounding",
+        "cwread.answer.extractive",
+        "cwread.answer.describe",
+        "cwread.answer.span_reader",
+        "cwread.answer.reader",
+        "cwread.agents.reading_budget",
+        "cwread.agents.judge",
+    ],
     ["cwread.settings"],
     ["cwread.records", "cwread.agents.model_facts"],
     ["cwread.plan", "cwread.question"],
@@ -45,15 +70,48 @@ LAYERS = [
     ["cwread.library.catalog"],
     ["cwread.library.store"],
     ["cwread.retrieval.fusion"],
-    ["cwread.retrieval.segments", "cwread.retrieval.embedders", "cwread.retrieval.lexical", "cwread.eval.metrics"],
-    ["cwread.text.sentences"],
+    [
+        "cwread.retrieval.segments",
+        "cwread.retrieval.cast",
+        "cwread.retrieval.embedders",
+        "cwread.retrieval.lexical",
+        "cwread.eval.metrics",
+    ],
+    ["cwread.text.sentences", "cwread.text.descriptions"],
     ["cwread.text.words"],
     # the book package's modules call each other (its format registry reads the model back)
-    ["cwread.book", "cwread.book.load", "cwread.book.calibre", "cwread.book.folder", "cwread.book.formats", "cwread.book.formats.base", "cwread.book.formats.text", "cwread.book.formats.html", "cwread.book.formats.epub", "cwread.book.formats.pdf", "cwread.book.model", "cwread.book.chapters", "cwread.book.decoding", "cwread.book.paragraphs"],
+    [
+        "cwread.book",
+        "cwread.book.load",
+        "cwread.book.calibre",
+        "cwread.book.folder",
+        "cwread.book.formats",
+        "cwread.book.formats.base",
+        "cwread.book.formats.text",
+        "cwread.book.formats.html",
+        "cwread.book.formats.epub",
+        "cwread.book.formats.pdf",
+        "cwread.book.model",
+        "cwread.book.chapters",
+        "cwread.book.decoding",
+        "cwread.book.paragraphs",
+    ],
     ["cwread.views.output_files"],
     ["cwread.cache", "cwread.environment", "cwread.agents.modelfiles"],
     # the stages' packages hold only their docstrings
-    ["cwread.errors", "cwread.views.terminal", "cwread.progress", "cwread", "cwread.data", "cwread.retrieval", "cwread.agents", "cwread.answer", "cwread.text", "cwread.library", "cwread.views"],
+    [
+        "cwread.errors",
+        "cwread.views.terminal",
+        "cwread.progress",
+        "cwread",
+        "cwread.data",
+        "cwread.retrieval",
+        "cwread.agents",
+        "cwread.answer",
+        "cwread.text",
+        "cwread.library",
+        "cwread.views",
+    ],
 ]
 RANK = {module: i for i, layer in enumerate(LAYERS) for module in layer}
 # the registries' packages: a new format or backend is one module, its layer its package's
@@ -75,7 +133,11 @@ def imported(path: Path) -> set[str]:
     """Every cwread module `path` imports (a `from m import x` counts as m, and m.x if a module)."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("cwread", "training"):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.split(".")[0] in ("cwread", "training")
+        ):
             names.add(node.module)
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
@@ -125,13 +187,27 @@ def test_the_pipeline_compares_no_mode_strings():
         f"line {node.lineno}: {ast.unparse(node)}"
         for node in ast.walk(tree)
         if isinstance(node, ast.Compare)
-        and any(isinstance(side, ast.Constant) and isinstance(side.value, str) for side in [node.left, *node.comparators])
+        and any(
+            isinstance(side, ast.Constant) and isinstance(side.value, str)
+            for side in [node.left, *node.comparators]
+        )
     ]
     assert compared == []
 
 
 # the fields that hold a mode, a source, a status or a kind (cwread.plan, cwread.records)
-MODE_FIELDS = {"answer_mode", "mode", "evidence", "extract", "support", "status", "use", "reply", "finder", "shown"}
+MODE_FIELDS = {
+    "answer_mode",
+    "mode",
+    "evidence",
+    "extract",
+    "support",
+    "status",
+    "use",
+    "reply",
+    "finder",
+    "shown",
+}
 
 
 def _strings(node: ast.AST) -> list[str]:

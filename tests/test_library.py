@@ -23,7 +23,9 @@ def library(tmp_path):
     shutil.copy(EXAMPLES / "the_selfish_giant.txt", root / "giant.txt")
     shutil.copy(DATA / "selfish-giant-libreoffice.pdf", root / "giant.pdf")
     (root / "letters" / "1851.txt").write_text("Dear brother, the lamp oil came late.\n", encoding="utf-8")
-    (root / "letters" / "1852.txt").write_text("The foundry closed; I walked home by the wall.\n", encoding="utf-8")
+    (root / "letters" / "1852.txt").write_text(
+        "The foundry closed; I walked home by the wall.\n", encoding="utf-8"
+    )
     (root / "notes.docx").write_bytes(b"PK\x03\x04 not a book")
     (root / ".draft.txt").write_text("A hidden draft about the giant's wall.\n", encoding="utf-8")
     secret = tmp_path / "secret.txt"
@@ -33,7 +35,9 @@ def library(tmp_path):
 
 
 def test_search_ranks_the_paragraphs_of_every_book(capsys, library, cache_dir):
-    code, out, err = run(capsys, "search", str(library), "the giant built a high wall", "--json", "--limit", "4")
+    code, out, err = run(
+        capsys, "search", str(library), "the giant built a high wall", "--json", "--limit", "4"
+    )
     found = json.loads(out)
     assert code == 0 and found["books"] == 3 and found["index_built"] is True
     hits = found["hits"]
@@ -56,7 +60,9 @@ def test_a_changed_book_rebuilds_the_index_and_reads_only_that_book(capsys, libr
 
     pages = pdf._pages
     monkeypatch.setattr(pdf, "_pages", lambda data, name: read.append(name) or pages(data, name))
-    (library / "letters" / "1851.txt").write_text("Dear brother, the lighthouse wall fell.\n", encoding="utf-8")
+    (library / "letters" / "1851.txt").write_text(
+        "Dear brother, the lighthouse wall fell.\n", encoding="utf-8"
+    )
     found = Library((library,)).search("lighthouse wall")
     assert found.built and found.hits[0].book == "letters" and found.hits[0].label == "1851:1"
     assert read == []  # the PDF's reading came from the cache
@@ -124,7 +130,11 @@ def test_matched_words_are_highlighted_on_a_terminal_only(capsys, library, cache
 
 def test_contents_give_each_source_its_range_heading_and_pages(library, cache_dir):
     lib = Library((library,))
-    assert [(b.name, b.format) for b in lib.books()] == [("giant.pdf", "pdf"), ("giant.txt", "text"), ("letters", "folder")]
+    assert [(b.name, b.format) for b in lib.books()] == [
+        ("giant.pdf", "pdf"),
+        ("giant.txt", "text"),
+        ("letters", "folder"),
+    ]
     _, _, chapters = lib.contents("letters")
     assert [(c.name, c.span, c.heading) for c in chapters] == [
         ("1851", "1851:1", "Dear brother, the lamp oil came late."),
@@ -181,7 +191,9 @@ def test_two_searches_building_at_once_both_answer(library, cache_dir):
 
     env = {**os.environ, "CWREAD_CACHE_DIR": str(cache_dir)}
     command = [sys.executable, "-m", "cwread", "search", str(library), "giant wall", "--json"]
-    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for _ in range(2)]
+    procs = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for _ in range(2)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
     hits = [[(h["book"], h["id"]) for h in json.loads(out)["hits"]] for out, _ in outs]
@@ -219,15 +231,26 @@ def calibre_library(tmp_path):
 def test_a_calibre_library_is_one_book_a_folder_with_its_opf(capsys, calibre_library, cache_dir):
     lib = Library((calibre_library,))
     books = {b.name: b for b in lib.books()}
-    assert set(books) == {"Mary Keeper/Letters from the Lighthouse (2)", "Oscar Wilde/The Selfish Giant (1)", "Unknown Hand/A Note (3)"}
+    assert set(books) == {
+        "Mary Keeper/Letters from the Lighthouse (2)",
+        "Oscar Wilde/The Selfish Giant (1)",
+        "Unknown Hand/A Note (3)",
+    }
     giant = books["Oscar Wilde/The Selfish Giant (1)"]
     assert giant.format == "epub" and giant.path.suffix == ".epub"  # EPUB over the text beside it
-    assert giant.about == {"title": "The Selfish Giant", "author": "Oscar Wilde", "series": None, "note": None}
+    assert giant.about == {
+        "title": "The Selfish Giant",
+        "author": "Oscar Wilde",
+        "series": None,
+        "note": None,
+    }
     assert books["Mary Keeper/Letters from the Lighthouse (2)"].about["series"] == "Coast Letters #2"
     code, out, _ = run(capsys, "search", str(calibre_library), "lighthouse keeper", "--json")
     hit = json.loads(out)["hits"][0]
     assert code == 0 and hit["title"] == "Letters from the Lighthouse" and hit["author"] == "Mary Keeper"
-    code, out, _ = run(capsys, "search", str(calibre_library), "garden wall", "--books", "oscar wilde", "--limit", "1")
+    code, out, _ = run(
+        capsys, "search", str(calibre_library), "garden wall", "--books", "oscar wilde", "--limit", "1"
+    )
     assert code == 0 and "(The Selfish Giant, Oscar Wilde)" in out
     path, label = out.strip().split("\n\n")[1].splitlines()[0].split("  ")[0].rsplit(" ", 1)
     code, shown, _ = run(capsys, "show", path.strip("'"), label)  # the head pastes into show
@@ -235,7 +258,9 @@ def test_a_calibre_library_is_one_book_a_folder_with_its_opf(capsys, calibre_lib
 
 
 def test_a_calibre_book_whose_opf_is_missing_or_damaged_is_named_by_its_folders(calibre_library, cache_dir):
-    (calibre_library / "Unknown Hand" / "A Note (3)" / "metadata.opf").write_text("<package><metadata>", encoding="utf-8")
+    (calibre_library / "Unknown Hand" / "A Note (3)" / "metadata.opf").write_text(
+        "<package><metadata>", encoding="utf-8"
+    )
     (calibre_library / "Mary Keeper" / "Letters from the Lighthouse (2)" / "metadata.opf").unlink()
     books = {b.name: b.about for b in Library((calibre_library,)).books()}
     note = books["Unknown Hand/A Note (3)"]

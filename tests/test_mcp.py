@@ -57,9 +57,10 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
         ("ask", {"book": f"../{EXAMPLES.name}/{GIANT}", "question": WALL}),  # inside, by ..
         ("verify", {"book": GIANT, "claim": "x" * 5000}),
         ("show", {"book": GIANT, "paragraphs": "7"}),
+        ("cast", {"book": GIANT, "query": "Giant", "limit": 1}),
     )
-    assert sorted(names) == ["ask", "contents", "find", "list_books", "search", "show", "verify"]
-    answered, refused, relative, too_long, shown = results
+    assert sorted(names) == ["ask", "cast", "contents", "find", "list_books", "search", "show", "verify"]
+    answered, refused, relative, too_long, shown, cast = results
 
     assert not answered.is_error
     data = answered.structured_content
@@ -79,6 +80,9 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
     assert not relative.is_error and relative.structured_content["answer"] == data["answer"]
     assert too_long.is_error and "input: the claim runs to 5,000 characters" in too_long.content[0].text
     assert not shown.is_error and shown.structured_content["paragraphs"][0]["id"] == 7
+    assert not cast.is_error and cast.content[0].text.startswith("Giant (")
+    [giant] = cast.structured_content["members"]
+    assert giant["name"] == "Giant" and giant["mentioned"] > len(giant["mentions"]) == 20
 
 
 def test_a_symlink_that_leaves_the_root_is_refused(tmp_path):
@@ -313,7 +317,10 @@ def test_an_agent_lists_browses_and_searches_the_library_and_nothing_outside(tmp
     ]
     assert books[0]["sources"] is None
     hits = found.structured_content["hits"]
-    assert len(hits) == 3 and {h["book"] for h in hits} == {"selfish-giant-libreoffice.pdf", "selfish-giant-pandoc.epub"}
+    assert len(hits) == 3 and {h["book"] for h in hits} == {
+        "selfish-giant-libreoffice.pdf",
+        "selfish-giant-pandoc.epub",
+    }
     text = found.content[0].text  # whole paragraphs, once, marked as the book's words
     assert text.count("high wall") >= 3 and "not instructions" in text.splitlines()[0]
     for hit in hits:
@@ -334,7 +341,6 @@ def test_an_agent_lists_browses_and_searches_the_library_and_nothing_outside(tmp
     assert "secret diary" not in everything and "Hidden giant" not in everything
 
 
-
 def _raw_server(tmp_path):
     """The server as a subprocess, spoken to line by line: (process, send, read a reply)."""
     import json
@@ -343,7 +349,11 @@ def _raw_server(tmp_path):
 
     params = server(tmp_path, str(EXAMPLES))
     proc = subprocess.Popen(
-        [params.command, *params.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=params.env
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=params.env,
     )
 
     def send(line: bytes) -> None:
@@ -373,16 +383,26 @@ def test_every_request_gets_a_reply_whatever_it_holds(tmp_path):
         send(b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": "oops"}')
         assert reply(10)["error"]["code"] == -32600
         for n, (tool, arguments) in enumerate(
-            [("contents", '{"book": "\\ud800"}'), ("search", '{"query": "giant \\udfff wall"}'), ("ask", '{"book": "x", "question": "\\ud83d?"}')],
+            [
+                ("contents", '{"book": "\\ud800"}'),
+                ("search", '{"query": "giant \\udfff wall"}'),
+                ("ask", '{"book": "x", "question": "\\ud83d?"}'),
+            ],
             start=4,
         ):
-            send(f'{{"jsonrpc": "2.0", "id": {n}, "method": "tools/call", "params": {{"name": "{tool}", "arguments": {arguments}}}}}'.encode())
+            send(
+                f'{{"jsonrpc": "2.0", "id": {n}, "method": "tools/call", "params": {{"name": "{tool}", "arguments": {arguments}}}}}'.encode()
+            )
             answered = reply()
             assert answered is not None and answered["id"] == n, tool
-        send(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "contents", "arguments": {"book": "a\\u0000b"}}}')
+        send(
+            b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "contents", "arguments": {"book": "a\\u0000b"}}}'
+        )
         nul = reply()["result"]
         assert nul["isError"] and "input: a book's path holds no NUL character" in nul["content"][0]["text"]
-        send(b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "giant wall garden", "limit": 1000000000000}}}')
+        send(
+            b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "giant wall garden", "limit": 1000000000000}}}'
+        )
         found = reply()["result"]["structuredContent"]
         assert len(found["hits"]) <= 100 and found["capped"] == "limit 1000000000000 capped at 100 paragraphs"
         send(b'{"jsonrpc": "2.0", "id": 9, "method": "tools/list"}')
@@ -397,7 +417,9 @@ def test_a_client_that_stops_reading_ends_the_session_with_no_error(tmp_path):
     import time
 
     proc, send, _ = _raw_server(tmp_path)
-    send(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "giant wall"}}}')
+    send(
+        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "giant wall"}}}'
+    )
     proc.stdout.close()
     time.sleep(1)
     with contextlib.suppress(BrokenPipeError):
@@ -411,7 +433,10 @@ def test_find_and_show_give_readable_text_once_within_a_bound(tmp_path):
     hound = "the_hound_of_the_baskervilles.txt"
     _, results, _ = call(
         server(tmp_path, str(EXAMPLES)),
-        ("find", {"book": hound, "question": "What did Holmes deduce from the walking stick of the automobile?"}),
+        (
+            "find",
+            {"book": hound, "question": "What did Holmes deduce from the walking stick of the automobile?"},
+        ),
         ("show", {"book": hound, "paragraphs": "1-300"}),
         ("show", {"book": hound, "paragraphs": "22", "around": 2}),
         ("find", {"book": hound, "question": "the walking stick", "limit": 20}),
@@ -423,12 +448,18 @@ def test_find_and_show_give_readable_text_once_within_a_bound(tmp_path):
     assert len(listed) == 11 and all(line.startswith(f"#{i} [") for i, line in enumerate(listed[1:], start=1))
     assert "*stick*" in compact.content[0].text and len(compact.content[0].text) < 2_500
     text = found.content[0].text
-    assert "No paragraph holds: automobile" in text and "#1 [" in text and "Chapter 1. Mr. Sherlock Holmes" in text
+    assert (
+        "No paragraph holds: automobile" in text
+        and "#1 [" in text
+        and "Chapter 1. Mr. Sherlock Holmes" in text
+    )
     assert len(text) <= 15_000 + 2_000  # passages up to the bound, and the line naming the rest
     segments = found.structured_content["segments"]
     assert segments and all("text" not in s and "chapter" in s for s in segments)
     assert "budget" not in found.structured_content and "timings" not in found.structured_content
-    assert "Left out past 15,000 characters" in bounded.content[0].text and len(bounded.content[0].text) < 17_000
+    assert (
+        "Left out past 15,000 characters" in bounded.content[0].text and len(bounded.content[0].text) < 17_000
+    )
     assert "Left out" not in unbounded.content[0].text and len(unbounded.content[0].text) > 17_000
     shown = long.content[0].text
     assert len(shown) < 16_000 and "Left out past 15,000 characters" in shown
@@ -444,7 +475,9 @@ def test_a_search_cancelled_mid_build_leaves_the_index_whole(tmp_path):
 
     root = tmp_path / "shelf"
     root.mkdir()
-    paragraphs = (EXAMPLES / "the_hound_of_the_baskervilles.txt").read_text(encoding="utf-8").split("\n\n")[:400]
+    paragraphs = (
+        (EXAMPLES / "the_hound_of_the_baskervilles.txt").read_text(encoding="utf-8").split("\n\n")[:400]
+    )
     for i in range(1, 25):
         text = [*paragraphs[:200], f"The word of this copy is zyzzyva{i}.", *paragraphs[200:]]
         (root / f"hound{i}.txt").write_text("\n\n".join(text), encoding="utf-8")

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 from cwread.book import Evidence
 from cwread.records import Description, Quote
+from cwread.text.descriptions import DESCRIPTION, END, TITLE_BEFORE, is_description, normalized
 from cwread.text.sentences import sentence_spans
-from cwread.text.words import ABBREVIATED, STOPWORDS, TITLES
+from cwread.text.words import STOPWORDS, TITLES
 
 # who or what a name is ("Who is Barrymore?", "What is the Grimpen Mire?", "Tell me about
 # Selden."), or where they live
@@ -29,36 +30,6 @@ _WHO_IS = re.compile(
 )
 _WHERE_LIVES = re.compile(r"^\s*where\s+(?:does|did)\s+(?P<name>[^?]+?)\s+live\s*\?*\s*$", re.IGNORECASE)
 _NAME_WORD = re.compile(r"^(?:[A-Z][\w'’-]*\.?)$")
-# what opens a description: an article, a name's possessive ("Sir Charles's"), or "of" a place
-# ("Mr. Frankland, of Lafter Hall"); not "his" ("Mr. Rochester, his foot on the cushion,")
-_OPENS = r"(?:the|a|an|of(?=\s+[A-Z])|(?:[A-Z][\w-]*\s+){0,2}[A-Z][\w-]*['’]s)"
-_ABBREVIATED = "|".join(ABBREVIATED)
-_WORD = rf"(?:(?:{_ABBREVIATED})\.|(?!(?:{_ABBREVIATED})\.)[\w'’-]+)"  # "the late Mr. Darcy's steward": Mr. ends nothing
-_DESCRIPTION = rf"(?P<said>{_OPENS}\s+(?:{_WORD}\s+){{0,6}}?{_WORD})"  # "the Notting Hill murderer"
-_END = r"(?=\s*(?P<end>[,.;:!?)\"”—]|’(?!\w)|--|$))"  # ’ closes a speech, or is an apostrophe
-# a verb in it makes a clause, not a description ("Watson, the game is afoot!": a vocative)
-_VERBS = frozenset(
-    {
-        "is", "was", "are", "were", "be", "been", "being", "has", "have", "had", "will", "would",
-        "shall", "should", "can", "could", "may", "might", "must", "do", "does", "did",
-    }
-)  # fmt: skip
-# a description names no one by pronoun ("Sergeant Cuff, the better I liked him" is a clause)
-_PRONOUNS = frozenset({"i", "me", "he", "him", "she", "her", "we", "us", "they", "them", "you", "it"})
-# nor is it a time or a measure ("Betteredge, an hour since"; "Mr. Franklin, a little surprised")
-_TIMES = frozenset(
-    {
-        "hour", "hours", "minute", "minutes", "moment", "day", "days", "week", "weeks", "month",
-        "months", "year", "years", "time", "while", "morning", "evening", "night", "afternoon",
-        "tomorrow", "yesterday", "today", "tonight", "deal",
-    }
-)  # fmt: skip
-_MEASURES = frozenset({"little", "bit", "few", "long", "next", "last"})  # "a little", "the next"
-# a phrase cut after a degree word's adjective ("Mr. Darcy, a most intimate, confidential friend")
-_DEGREE = frozenset({"most", "very", "so", "too", "more", "rather", "quite"})
-# a list goes on after it: ", the visit to...", ", Hunter, Joyce", ", and Dr. Livesey were"
-_ANOTHER_ITEM = re.compile(r",?\s+(?:(?:the|a|an|and)\s|[A-Z])")
-_OPENING = "“\"‘'(—-"
 MOST_NAME_WORDS = 4
 DESCRIBING_ANCHORS = 3  # paragraphs describing a who-is question's name that retrieval anchors
 
@@ -100,9 +71,6 @@ def _own_words(name: str) -> list[str]:
     return words or name.split()
 
 
-_TITLE = "(?:" + "|".join(sorted((t.capitalize() for t in TITLES), key=len, reverse=True)) + r")\.?\s+"
-
-
 def _named(name: str) -> str:
     """The name as the text writes it (a regex): whole, with any title ("Miss Charlotte Lucas"),
     or by its first word where it has two ("Charlotte"); with the title asked, where one was
@@ -113,7 +81,11 @@ def _named(name: str) -> str:
     forms = [r"\s+".join(map(re.escape, own))]
     if len(own) > 1:
         forms.append(re.escape(own[0]) + r"(?!\s+[A-Z])")
-    title = r"\s+".join(re.escape(t.rstrip(".")) + r"\.?" for t in titles) + r"\s+" if titles else f"(?:{_TITLE})*"
+    title = (
+        r"\s+".join(re.escape(t.rstrip(".")) + r"\.?" for t in titles) + r"\s+"
+        if titles
+        else f"(?:{TITLE_BEFORE})*"
+    )
     return rf"\b(?P<name>{title}(?:{'|'.join(forms)}))\b"
 
 
@@ -121,37 +93,9 @@ def _patterns(name: str) -> list[re.Pattern]:
     """An appositive beside the name, and a copula after it."""
     named = _named(name)
     return [
-        re.compile(rf"{named},\s+{_DESCRIPTION}{_END}"),  # Barrymore, Sir Charles's butler,
-        re.compile(rf"{named}\s+(?:is|was)\s+{_DESCRIPTION}{_END}"),  # Stapleton is a naturalist
+        re.compile(rf"{named},\s+{DESCRIPTION}{END}"),  # Barrymore, Sir Charles's butler,
+        re.compile(rf"{named}\s+(?:is|was)\s+{DESCRIPTION}{END}"),  # Stapleton is a naturalist
     ]
-
-
-def _a_description(sentence: str, match: re.Match, appositive: bool) -> bool:
-    """Whether `match` describes the name rather than addresses it: no verb or pronoun in the
-    description, which opens with no time or measure;
-    an appositive not after a comma ("You will observe, Watson, the use of..." addresses
-    Watson), and one that opens its sentence or a speech closed by a comma ("Barrymore, the
-    butler, is..."; "Watson, the hound!" is a call)."""
-    words = [w.lower() for w in match["said"].split()]
-    if any(w in _VERBS or w in _PRONOUNS or w in _TIMES for w in words) or (len(words) > 1 and words[1] in _MEASURES):
-        return False
-    if len(words) > 2 and words[-2] in _DEGREE:
-        return False
-    before_words = sentence[: match.start()].split()
-    if before_words and before_words[-1][:1].isupper() and before_words[-1].rstrip(".").lower() not in TITLES:
-        return False  # another name before it: "Lady Lucas", "John Reed" name someone else
-    if not appositive:
-        return True
-    if _ANOTHER_ITEM.match(sentence, match.end()):
-        return False  # a list: "the advent of Mr. Collins, the visit to Hunsford, the Derbyshire tour"
-    before = sentence[: match.start()].rstrip()
-    if before.endswith(","):  # "Her friend, Charlotte Lucas, the eldest daughter, came" is closed
-        return match["end"] == ","
-    return bool(before.rstrip(_OPENING)) or match["end"] == ","
-
-
-def _norm(said: str) -> str:
-    return " ".join(w for w in re.findall(r"[\w'’-]+", said.lower()) if w not in {"the", "a", "an", "of"})
 
 
 @dataclass(frozen=True)
@@ -174,8 +118,8 @@ def _descriptions(name: str, evidence: Evidence) -> list[_Found]:
             sentence = text[start:end]
             for pattern, appositive in zip(patterns, (True, False), strict=True):
                 for match in pattern.finditer(sentence):
-                    said = _norm(match["said"])
-                    if not said or said in STOPWORDS or not _a_description(sentence, match, appositive):
+                    said = normalized(match["said"])
+                    if not said or said in STOPWORDS or not is_description(sentence, match, appositive):
                         continue
                     span = sentence[match.start() : match.end()]
                     place = match["said"].startswith("of ")
@@ -248,4 +192,8 @@ def described(question: str, evidence: Evidence) -> tuple[str, Quote, Descriptio
     if not ranked:
         return None
     best = ranked[0]
-    return best.span, best.quote, Description(asking.name, best.said, sum(f.said == best.said for f in found), len(found))
+    return (
+        best.span,
+        best.quote,
+        Description(asking.name, best.said, sum(f.said == best.said for f in found), len(found)),
+    )

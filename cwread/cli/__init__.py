@@ -71,7 +71,9 @@ def show(
     ],
     around: Annotated[
         int,
-        typer.Option("--around", min=0, help="Each paragraph with this many of its neighbours before and after it."),
+        typer.Option(
+            "--around", min=0, help="Each paragraph with this many of its neighbours before and after it."
+        ),
     ] = 0,
     output: Any = None,
     debug: DebugFlag = False,
@@ -121,7 +123,7 @@ def find(
         str,
         typer.Option(
             "--also",
-            help='Words to look for beside the question\'s (the book\'s own for what it says otherwise: "motor garage"); '
+            help="Words to look for beside the question's (the book's own for what it says otherwise: \"motor garage\"); "
             "the dense ranking keeps the question's.",
             show_default=False,
         ),
@@ -278,7 +280,9 @@ def chat(
     document = open_document(book, run.output)
     settings = asking.settings()
     session = api.open(document, settings)
-    session.selection(None if run.output.json_out else _notice())  # a missing server is told before any question
+    session.selection(
+        None if run.output.json_out else _notice()
+    )  # a missing server is told before any question
     interactive = sys.stdin.isatty() and not run.output.json_out
     return Chat(session, run, settings.run).main(interactive)
 

@@ -54,7 +54,8 @@ Book = Annotated[
 ]
 QuestionArg = Annotated[str, typer.Argument(help="The question.", show_default=False)]
 JsonFlag = Annotated[
-    bool, typer.Option("--json", help="Print exactly one JSON document on stdout; all else on stderr.", metavar="")
+    bool,
+    typer.Option("--json", help="Print exactly one JSON document on stdout; all else on stderr.", metavar=""),
 ]
 EncodingOpt = Annotated[
     str | None,
@@ -330,11 +331,16 @@ def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **v
         if not sep or not key.strip():
             raise InputError(f"--backend-option takes KEY=VALUE, not {item!r}")
         own[key.strip()] = value
-    for flag, key in SHORTCUTS.items():  # a shortcut flag given wins over the same key given with --backend-option
+    for (
+        flag,
+        key,
+    ) in SHORTCUTS.items():  # a shortcut flag given wins over the same key given with --backend-option
         value = values.pop(flag, None)
         if value is not None:
             own[key] = value
-    return api.BackendSettings(num_ctx=num_ctx, workers=workers, timeout=timeout, own=backend_sections(own), **values)
+    return api.BackendSettings(
+        num_ctx=num_ctx, workers=workers, timeout=timeout, own=backend_sections(own), **values
+    )
 
 
 # the options a newcomer seldom needs, each group under its heading in --help

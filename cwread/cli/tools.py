@@ -24,6 +24,7 @@ from cwread.cli.options import (
 from cwread.errors import InputError, ModelError
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
 from cwread.settings import SessionSettings
+from cwread.views.reading import CAST_LISTED
 
 
 @app.command()
@@ -63,6 +64,65 @@ def contents(book: Book, output: Any = None, debug: DebugFlag = False) -> None:
         render.contents_view(chapters)
 
 
+CAST_CHARS = 15_000  # printed by `cast`, as `find` prints
+
+
+@app.command()
+@output_options
+def cast(
+    book: Book,
+    query: Annotated[
+        str,
+        typer.Argument(
+            help='A name ("Stapleton") or a description ("the naturalist"): the people it names or describes.',
+            show_default=False,
+        ),
+    ] = "",
+    limit: Annotated[
+        int,
+        typer.Option(
+            help=f"Members to list, the most mentioned first (0: all); {CAST_LISTED} without a query.",
+            show_default=False,
+        ),
+    ] = -1,
+    max_chars: Annotated[
+        int,
+        typer.Option(
+            "--max-chars",
+            min=0,
+            help="Print whole members up to this many characters, then one line naming those left out; 0: no bound.",
+        ),
+    ] = CAST_CHARS,
+    output: Any = None,
+    debug: DebugFlag = False,
+) -> None:
+    """List the people and places a book names, from its text alone: each one's forms, the
+    descriptions the text sets beside the name ("Stapleton, the naturalist") with their
+    paragraphs, and where it is first mentioned; with a name or description, those it matches,
+    and the names each meets most often, with where. `find` and `ask` look for the name of
+    someone a question calls by such a description."""
+    from cwread import api
+    from cwread.views import json_output, render
+
+    if limit < -1:
+        raise InputError("--limit must be 0 (all) or a positive number")
+    document = open_document(book, output)
+    whole, members = api.cast(document, query)
+    count = (0 if query.strip() else CAST_LISTED) if limit == -1 else limit
+    members = members[:count] if count else members
+    if output.json_out:
+        render.print_json(json_output.cast_json(document, members, query))
+        return
+    if not members:
+        render.notice(
+            f"no one in the book's cast is named or described by {query!r}"
+            if query.strip()
+            else "the book names no one twice"
+        )
+        raise typer.Exit(4)
+    render.cast_view(document, whole, members, bool(query.strip()), max_chars or None)
+
+
 @app.command()
 @model_options
 def doctor(
@@ -86,7 +146,9 @@ def doctor(
 @app.command()
 def modelfiles(
     out: Annotated[str, typer.Option("--out", help="Folder to write the Modelfiles into.")] = "modelfiles",
-    force: Annotated[bool, typer.Option("--force", help="Replace different files of the same name.", metavar="")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace different files of the same name.", metavar="")
+    ] = False,
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
@@ -165,9 +227,12 @@ def search(
         ),
     ],
     query: Annotated[str, typer.Argument(help="The words to look for.", show_default=False)],
-    limit: Annotated[int, typer.Option(help="Paragraphs to print, best first; 0: every one that matches.")] = 10,
+    limit: Annotated[
+        int, typer.Option(help="Paragraphs to print, best first; 0: every one that matches.")
+    ] = 10,
     context: Annotated[
-        int, typer.Option("--context", "-C", help="Paragraphs of the book to print before and after each hit.")
+        int,
+        typer.Option("--context", "-C", help="Paragraphs of the book to print before and after each hit."),
     ] = 0,
     books: Annotated[
         str | None,
@@ -216,7 +281,9 @@ def mcp(
         ),
     ] = None,
     embedder: EmbedderOpt = DEFAULT_EMBEDDER,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.", metavar="")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Bypass the model-call cache.", metavar="")
+    ] = False,
     sessions: Annotated[
         int, typer.Option("--sessions", help="Books held open at once (least recently used closed first).")
     ] = 4,
@@ -233,9 +300,15 @@ def mcp(
     try:
         from cwread.mcp_server import ServerSettings, serve
     except ImportError as exc:
-        raise InputError(f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install '{_extra('mcp')}'") from None
+        raise InputError(
+            f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install '{_extra('mcp')}'"
+        ) from None
     roots = tuple(Path(r) for r in (root or ["."]))
-    serve(ServerSettings(roots, SessionSettings(embedder, settings, use_cache=not no_cache), max_sessions=sessions))
+    serve(
+        ServerSettings(
+            roots, SessionSettings(embedder, settings, use_cache=not no_cache), max_sessions=sessions
+        )
+    )
 
 
 def _extra(name: str) -> str:
@@ -248,4 +321,3 @@ def _extra(name: str) -> str:
     except PackageNotFoundError:
         wanted = []
     return " ".join(wanted) or f"cwread[{name}]"
-

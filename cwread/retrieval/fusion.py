@@ -58,11 +58,21 @@ def open_index(document: Document, embedder: Embedder | None, progress: Progress
     sections_dir = base / f"sections-v{lexical.LEXICAL_VERSION}"
     spans = lexical.section_spans([len(t) for t in texts], [s.first for s in document.sources])
     try:
-        lexical_index, sections = _lexical_indexes(lex_dir, sections_dir, texts, spans, progress, built, document.path)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # whole on disk, yet not an index we can read: built again
+        lexical_index, sections = _lexical_indexes(
+            lex_dir, sections_dir, texts, spans, progress, built, document.path
+        )
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+    ):  # whole on disk, yet not an index we can read: built again
         remove_entry(lex_dir)
         remove_entry(sections_dir)
-        lexical_index, sections = _lexical_indexes(lex_dir, sections_dir, texts, spans, progress, built, document.path)
+        lexical_index, sections = _lexical_indexes(
+            lex_dir, sections_dir, texts, spans, progress, built, document.path
+        )
 
     dense = None
     if embedder is not None:
@@ -99,7 +109,7 @@ def _lexical_indexes(
         if not any(tokens):  # bm25s cannot index a text without a word, and nothing could be found
             raise InputError(
                 f"{path} has no word to search: only punctuation, numbers of one digit, single letters "
-                "or words as common as \"the\""
+                'or words as common as "the"'
             )
 
         def build_lexical(tmp: Path) -> dict:

@@ -6,6 +6,7 @@ the eval harness and other tools read these documents.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 
 from cwread import __version__
@@ -26,6 +27,7 @@ from cwread.records import (
     Trace,
     Verdict,
 )
+from cwread.retrieval.cast import CastMember, Named
 from cwread.retrieval.segments import Segment
 from cwread.views.terminal import redact_credentials
 
@@ -88,7 +90,11 @@ def chapter_json(chapter: Chapter) -> dict:
 
 def contents_json(document: Document, chapters: list[Chapter]) -> dict:
     """`cwread contents --json`: the book and its contents."""
-    return {"version": TRACE_VERSION, "document": document_json(document), "contents": [chapter_json(c) for c in chapters]}
+    return {
+        "version": TRACE_VERSION,
+        "document": document_json(document),
+        "contents": [chapter_json(c) for c in chapters],
+    }
 
 
 def show_json(document: Document, paragraphs: list[Paragraph]) -> dict:
@@ -102,7 +108,9 @@ def show_json(document: Document, paragraphs: list[Paragraph]) -> dict:
                 "block": p.block,
                 "line": p.line,
                 "text": p.text,
-                "wrapping": document.wrapping(p.id),  # "front matter", "back matter", "contents", "illustration" or None
+                "wrapping": document.wrapping(
+                    p.id
+                ),  # "front matter", "back matter", "contents", "illustration" or None
             }
             for p in paragraphs
         ],
@@ -158,6 +166,7 @@ def find_json(result: FindResult, limit: int | None) -> dict:
         "budget": asdict(result.budget),
         "anchors": [id_json(doc, a) for a in result.anchors],
         "index_built": list(result.built),
+        "named": named_json(doc, result.named),
         "total_segments": len(result.segments),
         "segments": [
             {
@@ -184,7 +193,11 @@ def judgement_json(doc, judgement: ParagraphJudgement | None) -> dict | None:
         # "read": the characters [start, end) of a long paragraph the Finder read (its sentences
         # around the one most like the question); absent where it read the paragraph whole
         "scores": [
-            {**ref_json(doc, pid), "score": round(score, 4), **({"read": list(window[pid])} if pid in window else {})}
+            {
+                **ref_json(doc, pid),
+                "score": round(score, 4),
+                **({"read": list(window[pid])} if pid in window else {}),
+            }
             for pid, score in judgement.scores
         ],
         "chosen": None if judgement.chosen is None else id_json(doc, judgement.chosen),
@@ -246,13 +259,18 @@ def answer_json(trace: Trace) -> dict:
             for q, quote in zip(quotes_json(doc, outcome.quotes), outcome.quotes, strict=True)
         ],
         "citations": [id_json(doc, pid) for pid in trace.citations],
-        "cited_paragraphs": [{**ref_json(doc, pid), "text": doc.paragraph(pid).text} for pid in trace.citations],
+        "cited_paragraphs": [
+            {**ref_json(doc, pid), "text": doc.paragraph(pid).text} for pid in trace.citations
+        ],
     }
 
 
 def error_json(code: int, kind: str, message: str) -> dict:
     """A failure as every JSON writer gives it (the CLI, chat's JSON lines, MCP's tool errors)."""
-    return {"version": TRACE_VERSION, "error": {"code": code, "kind": kind, "message": redact_credentials(message)}}
+    return {
+        "version": TRACE_VERSION,
+        "error": {"code": code, "kind": kind, "message": redact_credentials(message)},
+    }
 
 
 def ask_json(trace: Trace) -> dict:
@@ -298,6 +316,7 @@ def ask_json(trace: Trace) -> dict:
         },
         "segments_total": len(trace.segments),
         "index_built": list(trace.found.built),
+        "named": named_json(doc, trace.found.named),
         "budget": asdict(trace.budget),
         "method": trace.found.method,
         "embedder": trace.found.embedder,
@@ -305,6 +324,47 @@ def ask_json(trace: Trace) -> dict:
         "tokens": trace.tokens(),
         "timings": trace.timings,
     }
+
+
+def cast_json(document: Document, members: Sequence[CastMember], query: str) -> dict:
+    """The `cwread cast --json` document: the members asked for (all without a query), each with
+    its forms, descriptions (where said) and the paragraphs mentioning it."""
+    return {
+        "version": TRACE_VERSION,
+        "cwread": __version__,
+        "document": document_json(document),
+        "query": query or None,
+        "members": [
+            {
+                "name": m.name,
+                "kind": m.kind,
+                "forms": list(m.forms),
+                "first": id_json(document, m.mentions[0]),
+                "chapter": (c.title if (c := document.chapter(m.mentions[0])) else None),
+                "mentions": [id_json(document, pid) for pid in m.mentions],
+                "descriptions": [
+                    {"description": d.said, "said": d.span, "at": id_json(document, d.pid), "times": d.times}
+                    for d in m.descriptions
+                ],
+            }
+            for m in members
+        ],
+    }
+
+
+def named_json(document: Document, named: Sequence[Named]) -> list[dict]:
+    """The question's descriptions the book's cast took for names (looked for too), each with
+    where the book says so."""
+    return [
+        {
+            "description": n.description.said,
+            "name": n.member.name,
+            "words": n.member.words,
+            "said": n.description.span,
+            "at": id_json(document, n.description.pid),
+        }
+        for n in named
+    ]
 
 
 def plan_json(plan: Plan | None) -> dict | None:
@@ -409,6 +469,7 @@ def hit_json(hit: Hit, root: str | None = None) -> dict:
         place["page"] = hit.page
     context = {}
     if hit.before or hit.after:
+
         def ref(label: str) -> int | str:  # as the hit's own id: a number in a single file
             return int(label) if label.isdigit() else label
 
@@ -452,4 +513,3 @@ def search_json(found: Found, root: str | None = None) -> dict:
         "index_built": found.built,
         "hits": [hit_json(hit, root) for hit in found.hits],
     }
-

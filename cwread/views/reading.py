@@ -11,6 +11,7 @@ from cwread.book import Document, Paragraph
 from cwread.book.chapters import Chapter, is_heading
 from cwread.library.catalog import Hit
 from cwread.records import FindResult
+from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.segments import Segment
 from cwread.text.sentences import sentences
 from cwread.text.words import STOPWORDS, WORD, word_stems
@@ -58,17 +59,25 @@ def find_lines(
     question's words that no paragraph holds, said first."""
     doc = result.document
     segments = result.segments if not limit else result.segments[:limit]
-    heads = [f"{printable(doc.path)}: {len(doc):,} paragraphs; the {len(segments)} passages that fit best, best first."]
-    if absent:
-        heads.append(f"No paragraph holds: {', '.join(absent)} (say it otherwise).")
+    heads = [
+        f"{printable(doc.path)}: {len(doc):,} paragraphs; the {len(segments)} passages that fit best, best first."
+    ]
+    heads += question_notes(result, absent)
     out = [line for head in heads for line in wrapped(head, width)]
     titles, blocks = [], []
     for rank, s in enumerate(segments, start=1):
         chapter = segment_chapter(doc, s)
-        titles.append(f"#{rank} [{doc.span_label(s.start, s.end)}]" + (f" {printable(chapter.title)}" if chapter else ""))
+        titles.append(
+            f"#{rank} [{doc.span_label(s.start, s.end)}]"
+            + (f" {printable(chapter.title)}" if chapter else "")
+        )
         blocks.append(
             ["", *wrapped(titles[-1], width)]
-            + [line for pid in s.ids for line in wrapped(f"[{doc.label(pid)}] {printable(doc.paragraph(pid).text)}", width)]
+            + [
+                line
+                for pid in s.ids
+                for line in wrapped(f"[{doc.label(pid)}] {printable(doc.paragraph(pid).text)}", width)
+            ]
         )
     kept, left = _within(blocks, max_chars, _size(out))  # whole passages in rank order
     out += kept
@@ -78,7 +87,9 @@ def find_lines(
     return out
 
 
-def paragraph_lines(document: Document, paragraphs: list[Paragraph], max_chars: int | None, width: int | None) -> list[str]:
+def paragraph_lines(
+    document: Document, paragraphs: list[Paragraph], max_chars: int | None, width: int | None
+) -> list[str]:
     """Paragraphs as `[N] text`, a blank line between, each under its chapter where that changes,
     up to `max_chars` characters (the first always), then one line naming those left out."""
     blocks: list[list[str]] = []
@@ -89,14 +100,19 @@ def paragraph_lines(document: Document, paragraphs: list[Paragraph], max_chars: 
         if now is not None and now != chapter:
             block += wrapped(f"({printable(now.title)})", width)
         wrapping = document.wrapping(p.id)
-        block += wrapped(f"[{document.label(p.id)}] {printable(p.text)}" + (f"  ({wrapping})" if wrapping else ""), width)
+        block += wrapped(
+            f"[{document.label(p.id)}] {printable(p.text)}" + (f"  ({wrapping})" if wrapping else ""), width
+        )
         blocks.append(block)
         chapter = now
     out, left = _within(blocks, max_chars)
     if left:
         first, last = paragraphs[left[0]].id, paragraphs[left[-1]].id
         span = document.span_label(first, last) if len(left) > 1 else document.label(first)
-        out += ["", *wrapped(f"Left out past {max_chars:,} characters: {len(left)} paragraphs, {span}.", width)]
+        out += [
+            "",
+            *wrapped(f"Left out past {max_chars:,} characters: {len(left)} paragraphs, {span}.", width),
+        ]
     return out
 
 
@@ -105,10 +121,25 @@ def search_lines(hits: Sequence[Hit], max_chars: int | None, used: int = 0) -> l
     characters beside the `used` ones before them (the first always), then one line naming those
     left out."""
     heads = [f"{hit.book} [{hit.label}]{about_line(hit.about)}" for hit in hits]
-    out, left = _within((["", head, hit.text] for head, hit in zip(heads, hits, strict=True)), max_chars, used)
+    out, left = _within(
+        (["", head, hit.text] for head, hit in zip(heads, hits, strict=True)), max_chars, used
+    )
     if left:
         out += ["", f"Left out past {max_chars:,} characters: {'; '.join(heads[i] for i in left)}."]
     return out
+
+
+def question_notes(result: FindResult, absent: list[str]) -> list[str]:
+    """What the reader should know of how the question was read: its words no paragraph holds
+    (`absent`), and the descriptions the book's cast took for names, with where the book says so."""
+    doc = result.document
+    notes = [f"No paragraph holds: {', '.join(absent)} (say it otherwise)."] if absent else []
+    for n in result.named:
+        notes.append(
+            f'Looked for {printable(n.member.words)} too: the book says "{printable(n.description.span)}" '
+            f"[{doc.label(n.description.pid)}]."
+        )
+    return notes
 
 
 MAP_LINE_CHARS = 320  # of a candidate's line: its id, chapter and best-matching sentence (most whole)
@@ -120,15 +151,22 @@ def map_lines(result: FindResult, count: int, absent: list[str], width: int | No
     chapter and the sentence of it that shares most of the question's words, those words marked
     *so*; `absent`: the question's words that no paragraph holds, said first."""
     doc = result.document
-    asked = set(word_stems([w for w in map(str.lower, WORD.findall(result.question.text)) if w not in STOPWORDS]))
+    asked = set(
+        word_stems([w for w in map(str.lower, WORD.findall(result.question.text)) if w not in STOPWORDS])
+    )
     scores = result.paragraph_scores
     ranked = sorted(
-        (pid for pid in range(1, len(scores) + 1) if not doc.wrapping(pid) and not is_heading(doc.paragraph(pid).text)),
+        (
+            pid
+            for pid in range(1, len(scores) + 1)
+            if not doc.wrapping(pid) and not is_heading(doc.paragraph(pid).text)
+        ),
         key=lambda pid: -scores[pid - 1],
     )
-    heads = [f"{printable(doc.path)}: {len(doc):,} paragraphs; the {min(count, len(ranked))} that fit best, best first (show N for one whole)."]
-    if absent:
-        heads.append(f"No paragraph holds: {', '.join(absent)} (say it otherwise).")
+    heads = [
+        f"{printable(doc.path)}: {len(doc):,} paragraphs; the {min(count, len(ranked))} that fit best, best first (show N for one whole)."
+    ]
+    heads += question_notes(result, absent)
     out = [line for head in heads for line in wrapped(head, width)]
     for rank, pid in enumerate(ranked[:count], start=1):
         text = doc.paragraph(pid).text
@@ -157,4 +195,53 @@ def _stems(text: str) -> set[str]:
 
 def _marked(text: str, asked: set[str]) -> str:
     """`text` with each word whose stem the question holds marked *so*."""
-    return WORD.sub(lambda m: f"*{m.group(0)}*" if word_stems([m.group(0).lower()])[0] in asked else m.group(0), text)
+    return WORD.sub(
+        lambda m: f"*{m.group(0)}*" if word_stems([m.group(0).lower()])[0] in asked else m.group(0), text
+    )
+
+
+CAST_LISTED = 30  # members `cast` lists with no name asked
+MEETS = 5  # the names a member is most often mentioned with, shown when it is asked for
+
+
+def cast_lines(
+    document: Document,
+    cast: Cast,
+    members: list[CastMember],
+    detailed: bool,
+    max_chars: int | None,
+    width: int | None,
+) -> list[str]:
+    """The book's cast as a reader reads it: a line a member (its name, kind, how many
+    paragraphs mention it and the first, its other forms), then the descriptions the text sets
+    beside it, each with its paragraph; `detailed` (a name or description asked): also the names
+    it is most often mentioned with, and where. Whole members up to `max_chars`, then one line
+    naming those left out."""
+    blocks, names = [], []
+    for member in members:
+        first = member.mentions[0]
+        chapter = document.chapter(first)
+        where = f"first [{document.label(first)}]" + (f" {chapter.title}" if chapter else "")
+        others = [f for f in member.forms if f != member.name]
+        head = f"{member.name} ({member.kind}; {len(member.mentions):,} paragraphs, {where})"
+        block = ["", *wrapped(head + (f"; also {', '.join(others[:6])}" if others else ""), width)]
+        for d in member.descriptions:
+            block += wrapped(
+                f'  "{d.span}" [{document.label(d.pid)}]'
+                + (f" (said {d.times} times)" if d.times > 1 else ""),
+                width,
+            )
+        if detailed:
+            for other, shared in cast.meetings(member)[:MEETS]:
+                ids = ", ".join(document.label(pid) for pid in shared[:4])
+                block += wrapped(
+                    f"  with {other.name} in {len(shared)} paragraphs: [{ids}]"
+                    + (" ..." if len(shared) > 4 else ""),
+                    width,
+                )
+        blocks.append([printable(line) for line in block])
+        names.append(member.name)
+    out, left = _within(blocks, max_chars)
+    if left:
+        out += ["", f"Left out past {max_chars:,} characters: {', '.join(names[i] for i in left)}."]
+    return out[1:] if out and out[0] == "" else out

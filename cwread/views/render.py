@@ -38,6 +38,7 @@ from cwread.records import (
     SupportCheck,
     Trace,
 )
+from cwread.retrieval.cast import Cast, CastMember
 from cwread.views import reading
 from cwread.views.json_output import about_line, book_path, error_json
 from cwread.views.terminal import one_line, printable
@@ -283,7 +284,9 @@ def search_view(found: Found, root: str = ".") -> None:
         head = Text()
         head.append(f"{shlex.quote(printable(book_path(root, hit.book)))} {hit.label}", style="bold cyan")
         head.append(
-            (f"  p. {hit.page}" if hit.page is not None else "") + f"  score {hit.score:.2f}" + printable(about_line(hit.about)),
+            (f"  p. {hit.page}" if hit.page is not None else "")
+            + f"  score {hit.score:.2f}"
+            + printable(about_line(hit.about)),
             style="dim",
         )
         out.print(head)
@@ -348,6 +351,15 @@ def find_text_view(result: FindResult, limit: int, max_chars: int | None, absent
         out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
+def cast_view(
+    document: Document, cast: Cast, members: list[CastMember], detailed: bool, max_chars: int | None
+) -> None:
+    """`cast`: see cwread.views.reading.cast_lines."""
+    out = stdout(lines=True)
+    for line in reading.cast_lines(document, cast, members, detailed, max_chars, _reader_width(out)):
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
 def map_view(result: FindResult, count: int, absent: list[str]) -> None:
     """`find --map`: see cwread.views.reading.map_lines."""
     out = stdout(lines=True)
@@ -382,7 +394,13 @@ def find_view(result: FindResult, limit: int) -> None:
         # a Text, not markup: "[ch03:1-5]" would be read as a style tag and vanish
         title = Text(f"#{rank} {s.origin} [{doc.span_label(s.start, s.end)}]  score {s.score:.4f}")
         out.print(
-            _panel(out, body, title=title, title_align="left", border_style="cyan" if s.origin == "anchor" else "dim")
+            _panel(
+                out,
+                body,
+                title=title,
+                title_align="left",
+                border_style="cyan" if s.origin == "anchor" else "dim",
+            )
         )
 
 
@@ -422,7 +440,9 @@ def _support_line(check: SupportCheck) -> str:
         "model": "checked by the model against its quotes",
         "confidence": "checked against its quotes and the model's confidence",
     }.get(check.method, "checked word by word against its quotes")
-    if check.weight_share is not None and check.method == SupportMethod.WORDS:  # a label: its why says it whole
+    if (
+        check.weight_share is not None and check.method == SupportMethod.WORDS
+    ):  # a label: its why says it whole
         return printable(check.why)
     return f"{how}: {printable(check.why)}"
 
@@ -448,7 +468,11 @@ def answer_view(trace: Trace) -> None:
                 said = outcome.description
                 head.append(
                     f"\nHow the text describes {printable(said.name)}, beside the name ("
-                    + ("the packet's only description" if said.descriptions == 1 else f"{said.times} of the {said.descriptions} descriptions the packet gives")
+                    + (
+                        "the packet's only description"
+                        if said.descriptions == 1
+                        else f"{said.times} of the {said.descriptions} descriptions the packet gives"
+                    )
                     + "); no model asked.",
                     style="dim",
                 )
@@ -469,11 +493,17 @@ def answer_view(trace: Trace) -> None:
                     style="dim",
                 )
         elif outcome.check is not None and outcome.supported:
-            whose = {"mcq": "The model's choice", "claim": "The model's verdict"}.get(question.kind, "The model's words")
+            whose = {"mcq": "The model's choice", "claim": "The model's verdict"}.get(
+                question.kind, "The model's words"
+            )
             head.append(f"\n{whose}; {_support_line(outcome.check)}.", style="dim")
     elif status == Status.NO_VERDICT:
         head.append("no verdict", style="bold yellow")
-        read = ": read the evidence below" if outcome.quotes else "; no passage read shares a word with what was asked"
+        read = (
+            ": read the evidence below"
+            if outcome.quotes
+            else "; no passage read shares a word with what was asked"
+        )
         head.append(f"\n{trace.skipped.get('interpreter', '')}{read}.", style="dim")
         for route in READER_ROUTES:
             head.append(f"\n{route}", style="dim")
@@ -481,7 +511,11 @@ def answer_view(trace: Trace) -> None:
         head.append("none given", style="bold yellow")
         judged = outcome.judgement is not None and outcome.judgement.scores
         order = "in the order the Finder judged them to hold the answer" if judged else "best-fitting first"
-        where = f"below is where the book answers it, {order}" if outcome.quotes else "no passage read fits the question"
+        where = (
+            f"below is where the book answers it, {order}"
+            if outcome.quotes
+            else "no passage read fits the question"
+        )
         head.append(f"\n{UNREAD[0].upper()}{UNREAD[1:]}: {where}.", style="dim")
         for route in READER_ROUTES:
             head.append(f"\n{route}", style="dim")
@@ -489,7 +523,9 @@ def answer_view(trace: Trace) -> None:
         head.append(NOT_DETERMINED, style="bold yellow")
         if outcome.mode == AnswerMode.EXTRACTIVE:
             why = outcome.no_sentence_why(doc.label)
-            head.append(f"\n{why[0].upper()}{why[1:]}{' to answer it' if why == NO_SENTENCE else ''}.", style="dim")
+            head.append(
+                f"\n{why[0].upper()}{why[1:]}{' to answer it' if why == NO_SENTENCE else ''}.", style="dim"
+            )
     else:
         head.append("(none)", style="bold red")
     # a model answer beside a quoted sentence or none at all: its quotes did not support it
@@ -510,7 +546,13 @@ def answer_view(trace: Trace) -> None:
     title = question.form.title or question.kind  # a registered kind's own words
     if out.is_terminal:
         out.print(
-            _panel(out, head, title=Text(f"{title}: {one_line(question.text)}", overflow="ellipsis", no_wrap=True), title_align="left", border_style="green")
+            _panel(
+                out,
+                head,
+                title=Text(f"{title}: {one_line(question.text)}", overflow="ellipsis", no_wrap=True),
+                title_align="left",
+                border_style="green",
+            )
         )
     else:  # a reader in a pipe: no box padded to the longest line
         _print_wrapped(out, Text(f"{title}: {one_line(question.text)}"))
@@ -539,7 +581,11 @@ def answer_view(trace: Trace) -> None:
     notes = stderr()  # what the pipeline left out is a note on the run, not part of the answer
     for stage, why in trace.skipped.items():
         if stage != "interpreter" or status != Status.NO_VERDICT:  # that one is said above
-            label = {"reading": "Not read", "judging": "Not judged", "answer_judge": "No paragraph judged for the answer"}.get(stage, f"{stage.capitalize()} skipped")
+            label = {
+                "reading": "Not read",
+                "judging": "Not judged",
+                "answer_judge": "No paragraph judged for the answer",
+            }.get(stage, f"{stage.capitalize()} skipped")
             # the measurement a skip rests on is the trace's and doctor's to give, not every answer's
             line = f"cwread: {label}: {printable(without_measurements(why))}"
             if line in _NOTES_SAID:  # a chat's next answer skips the same stage for the same reason
@@ -592,12 +638,20 @@ def _passages_view(out: Console, trace: Trace) -> None:
         head = Text()
         head.append(f"#{rank} [{doc.label(quote.id)}]", style="bold cyan")
         head.append(
-            (f"  {printable(chapter.title)}" if chapter is not None else "") + (f"  p. {page}" if page is not None else ""),
+            (f"  {printable(chapter.title)}" if chapter is not None else "")
+            + (f"  p. {page}" if page is not None else ""),
             style="cyan",
         )
         _print_wrapped(out, head)
         whole = len(doc.paragraph(quote.id).text)
-        _print_wrapped(out, Text(("… " if quote.start > 0 else "") + printable(quote.text) + (" …" if quote.end < whole else "")))
+        _print_wrapped(
+            out,
+            Text(
+                ("… " if quote.start > 0 else "")
+                + printable(quote.text)
+                + (" …" if quote.end < whole else "")
+            ),
+        )
         out.print()
 
 

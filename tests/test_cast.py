@@ -1,0 +1,78 @@
+"""The book's cast (cwread.retrieval.cast) on a story written for the test, through the real CLI:
+a name's forms gathered, a woman's title kept apart, the descriptions set beside a name, a
+sentence's first word no name, and a question that calls someone by a description looking for
+the name."""
+
+from __future__ import annotations
+
+import json
+
+from cwread.retrieval.cast import build_cast
+from tests.conftest import run
+
+STORY = [
+    "CHAPTER I",
+    "Sir Henry Wilde came home to Ashby Hall in the spring, and Mr. Payne, the family lawyer, met him at the gate.",
+    "Then Sir Henry asked for the keys. Payne gave them without a word.",
+    "Mrs. Wilde, his aunt, had kept the house for twenty years. Mrs. Wilde did not like Payne.",
+    "Wilde walked the grounds with Payne that afternoon.",
+    "CHAPTER II",
+    "In the morning Sir Henry rode to the village. Payne stayed behind at Ashby Hall.",
+    "The old man burned a bundle of letters in the kitchen grate before anyone was awake. Payne watched the smoke go up.",
+    "Mrs. Wilde found the ashes at noon and said nothing to Sir Henry.",
+    "Then came the rain.",
+]
+
+
+def test_the_cast_gathers_forms_keeps_titles_apart_and_reads_descriptions():
+    cast = build_cast(STORY)
+    names = {m.name: m for m in cast.members}
+    henry = names["Sir Henry Wilde"]
+    assert {"Sir Henry", "Sir Henry Wilde"} <= set(henry.forms) and henry.kind == "person"
+    assert "Mrs. Wilde" in names and "Mrs. Wilde" not in henry.forms  # his aunt, not he
+    payne = next(m for m in cast.members if "Payne" in m.forms)
+    assert [d.said for d in payne.descriptions] == ["family lawyer"]
+    assert payne.descriptions[0].span == "Mr. Payne, the family lawyer" and payne.descriptions[0].pid == 2
+    assert [d.said for d in names["Mrs. Wilde"].descriptions] == ["his aunt"]
+    assert not any(m.name in ("Then", "CHAPTER") for m in cast.members)  # a sentence's first word, a heading
+    assert names["Ashby Hall"].kind == "place"
+    [named] = cast.named_in("What did the lawyer burn?")
+    assert named.member is payne
+    assert cast.named_in("What did Payne, the lawyer, burn?") == []  # named already
+    assert cast.lookup("the aunt")[0].name == "Mrs. Wilde" and cast.lookup("Henry")[0] is henry
+
+
+def test_cast_and_find_through_the_cli(capsys, tmp_path):
+    book = tmp_path / "wilde.txt"
+    book.write_text("\n\n".join(STORY) + "\n", encoding="utf-8")
+
+    code, out, _ = run(capsys, "cast", str(book))
+    assert code == 0 and out.startswith("Payne (person; 6 paragraphs, first [2] CHAPTER I); also Mr. Payne\n")
+    assert '  "Mr. Payne, the family lawyer" [2]' in out and "CHAPTER I" in out
+
+    code, out, _ = run(capsys, "cast", str(book), "the lawyer")
+    assert code == 0 and out.startswith("Payne (person;") and "with Sir Henry Wilde in " in out
+
+    code, out, err = run(capsys, "cast", str(book), "the gardener")
+    assert code == 4 and out == "" and "no one in the book's cast" in err
+
+    code, out, _ = run(capsys, "cast", str(book), "--json", "--limit", "1")
+    data = json.loads(out)
+    assert [m["name"] for m in data["members"]] == ["Payne"]
+    assert data["members"][0]["first"] == 2 and data["members"][0]["chapter"] == "CHAPTER I"
+
+    # the lawyer is Payne: the paragraph that names him (not "lawyer") is found, and the reader told why
+    code, out, _ = run(capsys, "find", str(book), "Why did the lawyer burn the letters?", "--plain")
+    assert code == 0 and 'Looked for Payne too: the book says "Mr. Payne, the family lawyer" [2].' in out
+    code, out, _ = run(capsys, "find", str(book), "Why did the lawyer burn the letters?", "--json")
+    data = json.loads(out)
+    assert data["named"] == [
+        {
+            "description": "family lawyer",
+            "name": "Payne",
+            "words": "Payne",
+            "said": "Mr. Payne, the family lawyer",
+            "at": 2,
+        }
+    ]
+    assert data["segments"][0]["start"] <= 8 <= data["segments"][0]["end"]
