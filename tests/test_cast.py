@@ -31,7 +31,7 @@ def test_the_cast_gathers_forms_keeps_titles_apart_and_reads_descriptions():
     assert {"Sir Henry", "Sir Henry Wilde"} <= set(henry.forms) and henry.kind == "person"
     assert "Mrs. Wilde" in names and "Mrs. Wilde" not in henry.forms  # his aunt, not he
     payne = next(m for m in cast.members if "Payne" in m.forms)
-    assert [d.said for d in payne.descriptions] == ["family lawyer"]
+    assert [d.said for d in payne.descriptions] == ["the family lawyer"]
     assert payne.descriptions[0].span == "Mr. Payne, the family lawyer" and payne.descriptions[0].pid == 2
     assert [d.said for d in names["Mrs. Wilde"].descriptions] == ["his aunt"]
     assert not any(m.name in ("Then", "CHAPTER") for m in cast.members)  # a sentence's first word, a heading
@@ -68,7 +68,7 @@ def test_cast_and_find_through_the_cli(capsys, tmp_path):
     data = json.loads(out)
     assert data["named"] == [
         {
-            "description": "family lawyer",
+            "description": "the family lawyer",
             "name": "Payne",
             "words": "Payne",
             "said": "Mr. Payne, the family lawyer",

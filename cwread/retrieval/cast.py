@@ -34,7 +34,7 @@ from cwread.text.descriptions import (
 )
 from cwread.text.words import STOPWORDS, TITLES, WORD, word_stems
 
-CAST_VERSION = 1  # of the cached cast: a change to how it is built bumps it
+CAST_VERSION = 2  # of the cached cast: a change to how it is built bumps it
 
 FEMALE_TITLES = frozenset(
     {"mrs", "miss", "ms", "madam", "madame", "mme", "mlle", "lady", "queen", "princess"}
@@ -96,8 +96,8 @@ _DESCRIBING = (
 
 @dataclass(frozen=True)
 class Description:
-    """What the text sets beside a name: its words as said (`said`, "the naturalist"), the
-    sentence's span that says it, where (`pid`), and how often the book says it."""
+    """What the text sets beside a name: its words as first said (`said`, "the naturalist"),
+    the sentence's span that says it, where (`pid`), and how often the book says it."""
 
     said: str
     span: str
@@ -176,8 +176,10 @@ class Cast:
 
     def named_in(self, question: str) -> list[Named]:
         """The members a question calls by a description and not by name ("the naturalist"
-        for Stapleton): a description whose last word (its head: "naturalist", "lawyer") is in
-        the question, of one member only, or matching more of its words than any other's."""
+        for Stapleton): a description whose head ("naturalist", "lawyer", "brother") is in the
+        question, a relation's with its every other word ("the younger brother of Sir Charles",
+        not "his brother"), of one member only or matching more of its words than any other's.
+        A place beside a name ("of Merripit House") says where, not who."""
         lowered = {w.lower() for w in WORD.findall(question)}
         stems = set(word_stems([w for w in lowered if w not in STOPWORDS]))
         best: dict[str, tuple[float, int, CastMember, Description]] = {}
@@ -186,10 +188,12 @@ class Cast:
             if any(w.lower() in lowered for w in member.words.split()):
                 continue  # named already
             for d in member.descriptions:
-                words = _content(d.said)
-                if not words or word_stems([words[-1]])[0] not in stems:
+                head = description_head(d.said)
+                if head is None or word_stems([head])[0] not in stems:
                     continue
-                head, score = words[-1], _overlap(d.said, stems)
+                score = _overlap(d.said, stems)
+                if head in KIN and score < 1.0 and len(_content(d.said)) > 1:
+                    continue  # "the farmer's wife" is not whoever's wife a question asks of
                 key = (score, d.times)
                 held = best.get(head)
                 if held is None or key > held[:2]:
@@ -202,6 +206,68 @@ class Cast:
             if head not in tied:
                 out.setdefault(id(member), Named(member, d))
         return list(out.values())
+
+
+# who someone is to another: such a description names someone only with its every word
+KIN = frozenset(
+    {
+        "mother", "father", "son", "daughter", "brother", "sister", "aunt", "uncle", "cousin",
+        "nephew", "niece", "husband", "wife", "grandfather", "grandmother", "grandson",
+        "granddaughter", "friend", "widow", "child", "parents", "children", "sweetheart", "lover",
+        "fiance", "fiancé", "fiancée", "sons", "daughters", "brothers", "sisters", "friends",
+    }
+)  # fmt: skip
+# where a description's head ends: a preposition or a relative ("the man who escaped")
+_PREPOSITIONS = frozenset(
+    {
+        "of",
+        "at",
+        "in",
+        "from",
+        "to",
+        "with",
+        "for",
+        "on",
+        "near",
+        "by",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "that",
+    }
+)
+# heads that say nothing of whom ("the man", "a fellow")
+_GENERIC = frozenset(
+    {
+        "man",
+        "woman",
+        "men",
+        "women",
+        "one",
+        "fellow",
+        "person",
+        "gentleman",
+        "lady",
+        "girl",
+        "boy",
+        "creature",
+        "people",
+    }
+)
+
+
+def description_head(said: str) -> str | None:
+    """The noun a description is about: its last word before a preposition ("banker" of "the
+    banker at Frizinghall", "brother" of "the younger brother of Sir Charles"), a possessive's
+    owner passed ("butler" of "Sir Charles's butler"); None for a place ("of Lafter Hall")."""
+    words = [w.strip('.,;:!?"“”‘’()').lower() for w in said.split()]  # "kitchen-maid" whole: no maid
+    if not words or words[0] in _PREPOSITIONS:
+        return None
+    cut = next((i for i, w in enumerate(words) if w in _PREPOSITIONS), len(words))
+    kept = [w for w in words[:cut] if w and w not in STOPWORDS]
+    head = kept[-1] if kept else None
+    return None if head is None or head in _GENERIC or head.endswith(("'s", "’s")) else head
 
 
 def _content(said: str) -> list[str]:
@@ -506,15 +572,16 @@ def _described(members: list[CastMember], read: list[tuple[int, str]]) -> list[C
                 if not said or said in STOPWORDS:
                     continue
                 entry = found[member.name].setdefault(
-                    said, [sentence[match.start() : match.end()], pid, 0, False]
+                    said,
+                    [sentence[match.start() : match.end()], pid, 0, False, " ".join(match["said"].split())],
                 )
                 entry[2] += 1
                 entry[3] = entry[3] or appositive
     out = []
     for member in members:
         kept = [
-            Description(said, span, pid, times)
-            for said, (span, pid, times, appositive) in found.get(member.name, {}).items()
+            Description(words, span, pid, times)
+            for span, pid, times, appositive, words in found.get(member.name, {}).values()
             if appositive or times > 1
         ]
         kept.sort(key=lambda d: (-d.times, d.pid))
