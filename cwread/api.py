@@ -29,7 +29,7 @@ from cwread.backends.select import (
     serving_notes,
 )
 from cwread.book import Document, Paragraph, load_document
-from cwread.errors import ModelError
+from cwread.errors import InputError, ModelError
 from cwread.library.catalog import Chapter, Found, Library, contents_of
 from cwread.plan import AnswerSettings, FinderSettings, Plan, RunSettings
 from cwread.progress import Progress
@@ -113,6 +113,27 @@ def cast(document: Document, query: str = "") -> tuple[Cast, list[CastMember]]:
     return whole, (whole.lookup(query) if query.strip() else list(whole.members))
 
 
+def paragraph_id(document: Document, label: str) -> int:
+    """The id of the one paragraph `label` names ("957", "ch03:12"); InputError otherwise."""
+    ids = document.parse_spec(label)
+    if len(ids) != 1:
+        raise InputError(f"{label!r} names {len(ids)} paragraphs; give one (as show takes it: 957, ch03:12)")
+    return ids[0]
+
+
+EXPANSIONS = ("replies", "scene")  # besides a number of paragraphs each way
+
+
+def expansion(value: str | None) -> int | str | None:
+    """How a reader asked a passage widened: "replies", "scene", or a number of paragraphs on
+    each side (cwread.views.reading.printed_span); InputError otherwise."""
+    if value is None or value in EXPANSIONS:
+        return value
+    if value.isdigit():
+        return int(value)
+    raise InputError(f"--expand takes replies, scene or a number of paragraphs, not {value!r}")
+
+
 def show(document: Document, spec: str, notes: list[str] | None = None, around: int = 0) -> list[Paragraph]:
     """The paragraphs named by `spec`: "12", "10-14", "10-", "10+4" or "3,7,10-12", or "all"; in a
     book of several files "ch03:12", "ch03:12-20" or "ch03" (InputError if invalid); a range
@@ -156,13 +177,14 @@ def find(
     *,
     progress: Progress | None = None,
     also: str = "",
+    near: int | None = None,
 ) -> FindResult:
     """Retrieve and segment, in one call: Session.find on a session opened with `settings`,
     by its run's budget and retrieval ("fused", "bm25" or "dense"); `also`: words a reader
-    adds to the lexical side."""
+    adds to the lexical side; `near`: a paragraph id whose neighbourhood ranks first."""
     settings = settings or Settings()
     return Session(document, settings.session).find(
-        question, settings.run.budget, settings.run.retrieval, progress, also=also
+        question, settings.run.budget, settings.run.retrieval, progress, also=also, near=near
     )
 
 

@@ -307,21 +307,36 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 description="Words to look for beside the question's: the book's own words for what it says otherwise."
             ),
         ] = "",
+        expand: Annotated[
+            str | None,
+            Field(
+                description="Widen each passage: 'replies' (the speech after a passage ending in dialogue), "
+                "'scene' (to its heading or break) or a number of paragraphs each side."
+            ),
+        ] = None,
+        near: Annotated[
+            str | None,
+            Field(
+                description="A paragraph found already ('957', 'ch03:12'): the passages within 100 of it first."
+            ),
+        ] = None,
         ctx: Context | None = None,
     ) -> CallToolResult:
         def work() -> CallToolResult:
             if limit < 1:
                 raise InputError("limit must be at least 1")
+            widen = api.expansion(expand)
             session, _ = books.open(book)
             document = session.document
-            found = session.find(api.make_question(question), progress=reporter(ctx), also=also)
+            around = api.paragraph_id(document, near) if near is not None else None
+            found = session.find(api.make_question(question), progress=reporter(ctx), also=also, near=around)
             absent = api.absent_words(document, question)
             if compact:
                 return result(
                     {"book": book, "question": question},
                     "\n".join(reading.map_lines(found, limit, absent, None)),
                 )
-            lines = reading.find_lines(found, limit, _bound(max_chars), absent, None)
+            lines = reading.find_lines(found, limit, _bound(max_chars), absent, None, widen)
             data = json_output.find_json(found, limit)
             # the text once, in the text content; what a reader has no use for (budgets, timings) left out
             data = {

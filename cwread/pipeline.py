@@ -64,6 +64,8 @@ from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
 from cwread.retrieval.segments import NOVEL_PARAGRAPHS, Budget, build_segments
 
+NEAR_SPAN = 100  # paragraphs each way of a reader's `near` paragraph that rank first (a scene or two)
+
 
 def as_asked(question: Question, follows: Turn | None) -> Question:
     """The question as retrieval and the answer read it: a follow-up ("why did she hide it?"
@@ -79,11 +81,13 @@ def find(
     embedder: str,
     follows: Turn | None = None,
     also: str = "",
+    near: int | None = None,
 ) -> FindResult:
     """The retrieval stage: every paragraph of the indexed book lands in one segment, ranked
     by `index`'s scores for the question (`retrieval`: "fused", "bm25" or "dense"; `embedder`
     names the dense model; `also`: words added to its lexical side); a follow-up is retrieved
-    with the question of the turn it `follows` joined to it."""
+    with the question of the turn it `follows` joined to it. `near`: a paragraph the reader
+    found already: those within NEAR_SPAN of it, in its file, rank first (in their own order)."""
     t0 = time.perf_counter()
     document = index.document
     asked = as_asked(question, follows)

@@ -111,13 +111,15 @@ class Session:
         follows: Turn | None = None,
         context_tokens: int | None = None,
         also: str = "",
+        near: int | None = None,
     ) -> FindResult:
         """Retrieve and segment: every paragraph lands in one ranked segment. `retrieval` ranks
         paragraphs by "fused" (BM25 with context, by section and the dense embedder, by
         reciprocal rank), "bm25" or "dense"; a follow-up is retrieved with the question of the
         turn it `follows` joined to it. The budget is fitted to the book (and to an Interpreter
         of `context_tokens`, where known): `budget_for`. `also`: words a reader adds to the
-        lexical side (cwread.retrieval.fusion.paragraph_scores)."""
+        lexical side (cwread.retrieval.fusion.paragraph_scores); `near`: a paragraph id whose
+        neighbourhood ranks first (pipeline.NEAR_SPAN paragraphs each way)."""
         check_method(retrieval)
         budget = self.budget_for(budget, context_tokens)
         embedder = self.embedder_for(retrieval)
@@ -126,7 +128,7 @@ class Session:
             opened = embedder in self._indexes
         index = self.index(embedder, progress)
         seconds = time.perf_counter() - t0
-        found = pipeline.find(index, question, budget, retrieval, embedder, follows, also)
+        found = pipeline.find(index, question, budget, retrieval, embedder, follows, also, near)
         return replace(
             found,
             timings={"index": round(seconds, 4), **found.timings},

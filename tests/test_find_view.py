@@ -71,3 +71,60 @@ def test_also_adds_the_books_own_words_to_the_lexical_side(capsys, novel, cache_
     code, after, _ = run(capsys, *asked, "--also", "brass key")
     first = next(line for line in after.splitlines() if line.startswith("#1 "))
     assert code == 0 and ANSWER[:30] in first
+
+
+MILL = [
+    "CHAPTER I",
+    "Anna walked to the mill in the rain.",
+    "“Where is the key to the granary?” she asked the miller.",
+    "“Under a stone by the door,” said the miller.",
+    "“Which stone?”",
+    "“The grey one with the crack.”",
+    "She thanked him and went home along the river.",
+    "* * *",
+    "The storm came later that week, and the river rose.",
+    "The granary flooded before anyone could open it.",
+    "CHAPTER II",
+    "In the spring the miller sold the mill.",
+]
+
+
+def test_expand_widens_a_passage_to_the_replies_the_scene_or_n_each_side(tmp_path):
+    from cwread.book import load_document
+    from cwread.retrieval.segments import Segment
+    from cwread.views.reading import printed_span
+
+    book = tmp_path / "mill.txt"
+    book.write_text("\n\n".join(MILL) + "\n", encoding="utf-8")
+    doc = load_document(str(book))
+    asked = Segment(2, 4, "anchor", 1.0, (3,))
+    assert printed_span(doc, asked) == (2, 4)
+    assert printed_span(doc, asked, "replies") == (2, 6)  # the speech that follows, not the narration after
+    assert printed_span(doc, Segment(9, 10, "anchor", 1.0, (9,)), "scene") == (
+        9,
+        10,
+    )  # a break before, a heading after
+    assert printed_span(doc, asked, "scene") == (2, 7)
+    assert printed_span(doc, asked, 1) == (1, 5)
+
+
+def test_expand_and_near_through_the_cli(capsys, tmp_path):
+    book = tmp_path / "mill.txt"
+    book.write_text("\n\n".join(MILL) + "\n", encoding="utf-8")
+    code, out, _ = run(
+        capsys, "find", str(book), "Where was the key to the granary?", "--expand", "scene", "--limit", "1"
+    )
+    assert code == 0 and "[6] “The grey one with the crack.”" in out
+    code, _, err = run(capsys, "find", str(book), "Where was the key?", "--expand", "chapter")
+    assert code == 2 and "--expand takes replies, scene or a number" in err
+
+    filler = [f"Day {i}: the weather was mild and the fields were quiet." for i in range(1, 301)]
+    filler[19] = filler[279] = "The lighthouse keeper's daughter rowed out to the wreck."
+    far = tmp_path / "days.txt"
+    far.write_text("\n\n".join(filler) + "\n", encoding="utf-8")
+    code, out, _ = run(
+        capsys, "find", str(far), "Who rowed out to the wreck?", "--near", "260", "--limit", "1"
+    )
+    assert code == 0 and "[280] The lighthouse keeper's daughter" in out and "[20]" not in out
+    code, _, err = run(capsys, "find", str(far), "Who rowed out?", "--near", "3-9")
+    assert code == 2 and "names 7 paragraphs; give one" in err

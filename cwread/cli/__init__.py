@@ -128,6 +128,23 @@ def find(
             show_default=False,
         ),
     ] = "",
+    expand: Annotated[
+        str | None,
+        typer.Option(
+            "--expand",
+            help="Widen each passage printed: replies (the speech that follows a passage ending in dialogue), "
+            "scene (to the scene's heading or break), or N paragraphs each side.",
+            show_default=False,
+        ),
+    ] = None,
+    near: Annotated[
+        str | None,
+        typer.Option(
+            "--near",
+            help="A paragraph you found already (as show takes it): the passages within 100 paragraphs of it first.",
+            show_default=False,
+        ),
+    ] = None,
     compact: Annotated[
         bool,
         typer.Option(
@@ -160,10 +177,12 @@ def find(
 
     if limit is not None and limit < 0:
         raise InputError("--limit must be 0 (all) or a positive number")
+    widen = api.expansion(expand)
     document = open_document(book, output)
+    around = api.paragraph_id(document, near) if near is not None else None
     with render.progress() as progress:
         settings = api.Settings(api.SessionSettings(embedder), api.RunSettings(budget, retrieval))
-        result = api.find(document, asked, settings, progress=progress, also=also)
+        result = api.find(document, asked, settings, progress=progress, also=also, near=around)
     shown = len(result.anchor_segments) if limit is None else limit
     if compact and not output.json_out:
         render.map_view(result, limit or MAP_CANDIDATES, api.absent_words(document, asked.text))
@@ -171,9 +190,9 @@ def find(
         render.print_json(json_output.find_json(result, shown))
     elif plain or not render.stdout().is_terminal:  # a reader in a pipe: bounded plain text
         bound = FIND_CHARS if max_chars is None else (max_chars or None)
-        render.find_text_view(result, shown, bound, api.absent_words(document, asked.text))
+        render.find_text_view(result, shown, bound, api.absent_words(document, asked.text), widen)
     else:
-        render.find_view(result, shown)
+        render.find_view(result, shown, widen)
 
 
 def _answer(book: str, asked, asking: Asking, quiet: bool = False):

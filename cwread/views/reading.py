@@ -50,13 +50,67 @@ def segment_chapter(document: Document, segment: Segment) -> Chapter | None:
     return document.chapter(segment.anchors[0] if segment.anchors else segment.start)
 
 
+REPLIES = 3  # paragraphs of dialogue printed after a passage that ends in dialogue
+SCENE_PARAGRAPHS = 40  # of a passage widened to its scene, at most (centred on the passage)
+_SPEAKS = ("“", '"', "‘", "'")
+
+
+def _speech(text: str) -> bool:
+    return text.lstrip(" _*([").startswith(_SPEAKS)
+
+
+def scene_break(text: str) -> bool:
+    """Whether a paragraph bounds a scene: a chapter heading, or a line with no letters ("* * *")."""
+    return is_heading(text) or not any(c.isalpha() for c in text)
+
+
+def printed_span(document: Document, segment: Segment, expand: int | str | None = None) -> tuple[int, int]:
+    """The paragraphs a reader is shown for a passage: the passage, widened by `expand`:
+    "replies", the speech that follows a passage ending in dialogue (up to REPLIES paragraphs:
+    the answer is often the next speaker's line); a number, as many paragraphs on each side;
+    "scene", out to the scene's bounds (a heading or a break line, SCENE_PARAGRAPHS at most).
+    Never past the passage's file or story. (By default none: on the dev novels' first calls
+    the replies printed no more gold and 1,300 more characters; see benchmarks/README.md.)"""
+    first, last = document.story(segment.start)
+    start, end = segment.start, segment.end
+    if expand is None:
+        return start, end
+    if expand == "replies":
+        while end < last and end - segment.end < REPLIES and _speech(document.paragraph(end).text):
+            if not _speech(document.paragraph(end + 1).text):
+                break
+            end += 1
+    elif expand == "scene":
+        while (
+            start > first
+            and not scene_break(document.paragraph(start - 1).text)
+            and segment.end - start < SCENE_PARAGRAPHS // 2
+        ):
+            start -= 1
+        while (
+            end < last
+            and not scene_break(document.paragraph(end + 1).text)
+            and end - start < SCENE_PARAGRAPHS
+        ):
+            end += 1
+    else:
+        start, end = max(first, start - int(expand)), min(last, end + int(expand))
+    return start, end
+
+
 def find_lines(
-    result: FindResult, limit: int, max_chars: int | None, absent: list[str], width: int | None
+    result: FindResult,
+    limit: int,
+    max_chars: int | None,
+    absent: list[str],
+    width: int | None,
+    expand: int | str | None = None,
 ) -> list[str]:
     """`find`'s passages as a reader reads them: a head line a passage (its rank, span and
-    chapter), then its paragraphs; whole passages, best first (the first `limit`, 0: all), up to
-    `max_chars` characters (None: no bound), then one line naming those left out; `absent`: the
-    question's words that no paragraph holds, said first."""
+    chapter), then its paragraphs, widened as `expand` says (`printed_span`), each paragraph
+    printed once; whole passages, best first (the first `limit`, 0: all), up to `max_chars`
+    characters (None: no bound), then one line naming those left out; `absent`: the question's
+    words that no paragraph holds, said first."""
     doc = result.document
     segments = result.segments if not limit else result.segments[:limit]
     heads = [
@@ -65,17 +119,23 @@ def find_lines(
     heads += question_notes(result, absent)
     out = [line for head in heads for line in wrapped(head, width)]
     titles, blocks = [], []
+    taken: set[int] = set()
     for rank, s in enumerate(segments, start=1):
+        start, end = printed_span(doc, s, expand)
+        ids = [pid for pid in range(start, end + 1) if pid not in taken]
+        if not ids:
+            continue  # all shown with a passage before it
+        taken.update(ids)
         chapter = segment_chapter(doc, s)
         titles.append(
-            f"#{rank} [{doc.span_label(s.start, s.end)}]"
+            f"#{rank} [{doc.span_label(ids[0], ids[-1])}]"
             + (f" {printable(chapter.title)}" if chapter else "")
         )
         blocks.append(
             ["", *wrapped(titles[-1], width)]
             + [
                 line
-                for pid in s.ids
+                for pid in ids
                 for line in wrapped(f"[{doc.label(pid)}] {printable(doc.paragraph(pid).text)}", width)
             ]
         )

@@ -344,10 +344,12 @@ def _reader_width(out: Console) -> int | None:
     return _width or (out.width if out.is_terminal else READER_WIDTH)
 
 
-def find_text_view(result: FindResult, limit: int, max_chars: int | None, absent: list[str]) -> None:
+def find_text_view(
+    result: FindResult, limit: int, max_chars: int | None, absent: list[str], expand: int | str | None = None
+) -> None:
     """`find` for a reader in a pipe (an AI assistant, a script): see cwread.views.reading.find_lines."""
     out = stdout(lines=True)
-    for line in reading.find_lines(result, limit, max_chars, absent, _reader_width(out)):
+    for line in reading.find_lines(result, limit, max_chars, absent, _reader_width(out), expand):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
@@ -367,7 +369,7 @@ def map_view(result: FindResult, count: int, absent: list[str]) -> None:
         out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def find_view(result: FindResult, limit: int) -> None:
+def find_view(result: FindResult, limit: int, expand: int | str | None = None) -> None:
     out = stdout()
     doc = result.document
     segments = result.segments if not limit else result.segments[:limit]
@@ -382,17 +384,25 @@ def find_view(result: FindResult, limit: int) -> None:
             (f"anchors {', '.join(map(doc.label, result.anchors))}", "dim"),
         )
     )
+    for note in reading.question_notes(result, []):
+        out.print(Text(note, style="dim"))
+    taken: set[int] = set()
     for rank, s in enumerate(segments, start=1):
+        start, end = reading.printed_span(doc, s, expand)
+        ids = [pid for pid in range(start, end + 1) if pid not in taken]
+        if not ids:
+            continue
+        taken.update(ids)
         body = Text()
-        for pid in s.ids:
+        for pid in ids:
             p = doc.paragraph(pid)
             style = "bold" if pid in s.anchors else ""
             body.append(_tag(doc, pid), style="bold cyan")
             body.append(printable(p.text), style=style)
-            if pid != s.end:
+            if pid != ids[-1]:
                 body.append("\n\n")
         # a Text, not markup: "[ch03:1-5]" would be read as a style tag and vanish
-        title = Text(f"#{rank} {s.origin} [{doc.span_label(s.start, s.end)}]  score {s.score:.4f}")
+        title = Text(f"#{rank} {s.origin} [{doc.span_label(ids[0], ids[-1])}]  score {s.score:.4f}")
         out.print(
             _panel(
                 out,
