@@ -21,6 +21,7 @@ from cwread.errors import CacheError, InputError
 from cwread.progress import Progress
 from cwread.retrieval import lexical
 from cwread.retrieval.embedders import Embedder
+from cwread.text.words import STOPWORDS, WORD
 
 RRF_K = 60
 METHODS = ("fused", "bm25", "dense")
@@ -205,11 +206,33 @@ def _slug(text: str) -> str:
 
 
 def build_queries(question: str, options: dict[str, str] | None = None) -> list[str]:
-    """The question, and for multiple choice also the question joined with each option."""
+    """The question, and for multiple choice also the question joined with each option; an
+    open question of two parts ("..., and later ...") also each part alone, so that each has
+    its passages among the anchors (the whole question ranks by the words of both)."""
     queries = [question]
     for text in (options or {}).values():
         queries.append(f"{question} {text}")
+    if not options:
+        parts = question_parts(question)
+        queries += parts if len(parts) > 1 else []
     return queries
+
+
+_PART_BREAK = re.compile(
+    r"\s*(?:;|,\s+and\s+(?:then\s+|later\s+|afterwards\s+)?|\s+and\s+(?:later|then|afterwards)\s+)", re.I
+)
+PART_WORDS = 2  # content words a part needs to be asked alone ("..., and why?" is no part)
+
+
+def question_parts(question: str) -> list[str]:
+    """The parts of a question asked in two ("Who took the letter, and why was it never sent?"),
+    each with PART_WORDS content words or more; one part where it has no such break."""
+    parts = [p.strip(" ,;?") for p in _PART_BREAK.split(question)]
+    if len(parts) < 2 or any(
+        sum(w.lower() not in STOPWORDS for w in WORD.findall(p)) < PART_WORDS for p in parts
+    ):
+        return [question]
+    return parts
 
 
 def reciprocal_rank_fusion(
