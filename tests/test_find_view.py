@@ -128,3 +128,40 @@ def test_expand_and_near_through_the_cli(capsys, tmp_path):
     assert code == 0 and "[280] The lighthouse keeper's daughter" in out and "[20]" not in out
     code, _, err = run(capsys, "find", str(far), "Who rowed out?", "--near", "3-9")
     assert code == 2 and "names 7 paragraphs; give one" in err
+
+
+def test_passages_of_one_scene_print_together_in_story_order(tmp_path):
+    from dataclasses import replace
+
+    from cwread import api
+    from cwread.retrieval.segments import Segment
+    from cwread.views.reading import find_lines
+
+    book = tmp_path / "mill.txt"
+    book.write_text("\n\n".join(MILL) + "\n", encoding="utf-8")
+    doc = api.open_document(str(book))
+    found = api.find(doc, api.make_question("Where was the key?"))
+    ranked = (
+        Segment(5, 6, "anchor", 3.0, (5,)),
+        Segment(9, 10, "anchor", 2.0, (9,)),
+        Segment(2, 3, "anchor", 1.0, (2,)),
+    )
+    lines = find_lines(replace(found, segments=ranked), 0, None, [], 100)
+    heads = [line for line in lines if line.startswith("#")]
+    # #3 sits a paragraph before #1 in the same scene: printed with it, in order, the gap filled;
+    # #2 is past the break ("* * *"): its own passage
+    assert heads == ["#1+#3 [2-6] CHAPTER I", "#2 [9-10] CHAPTER I"]
+    ids = [line.split("]")[0] for line in lines if line.startswith("[")]
+    assert ids == ["[2", "[3", "[4", "[5", "[6", "[9", "[10"]
+
+
+def test_a_question_of_two_parts_is_also_asked_part_by_part():
+    from cwread.retrieval.fusion import build_queries, question_parts
+
+    asked = "Who held on to the farewell letter, and why was it never sent on to him?"
+    assert question_parts(asked) == ["Who held on to the farewell letter", "why was it never sent on to him"]
+    assert build_queries(asked) == [asked, *question_parts(asked)]
+    assert question_parts("Who ground the cup to powder, and why?") == [
+        "Who ground the cup to powder, and why?"
+    ]
+    assert build_queries(asked, {"A": "Betty"}) == [asked, f"{asked} Betty"]  # options: no parts

@@ -406,7 +406,7 @@ def test_every_request_gets_a_reply_whatever_it_holds(tmp_path):
         found = reply()["result"]["structuredContent"]
         assert len(found["hits"]) <= 100 and found["capped"] == "limit 1000000000000 capped at 100 paragraphs"
         send(b'{"jsonrpc": "2.0", "id": 9, "method": "tools/list"}')
-        assert len(reply()["result"]["tools"]) == 7
+        assert len(reply()["result"]["tools"]) == 8
     finally:
         proc.kill()
         proc.wait()

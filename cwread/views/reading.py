@@ -98,6 +98,33 @@ def printed_span(document: Document, segment: Segment, expand: int | str | None 
     return start, end
 
 
+SCENE_GAP = 2  # paragraphs between two passages printed as one scene
+
+
+def _same_scene(document: Document, shown: list[int], ids: list[int]) -> bool:
+    """Whether passage `ids` sits within SCENE_GAP paragraphs of the `shown` ones, in their
+    chapter and file, with no scene break between."""
+    if ids[0] > shown[-1] + SCENE_GAP + 1 or ids[-1] < shown[0] - SCENE_GAP - 1:
+        return False
+    if document.chapter(ids[0]) != document.chapter(shown[0]) or document.file_span(
+        ids[0]
+    ) != document.file_span(shown[0]):
+        return False
+    low, high = (shown[-1], ids[0]) if ids[0] > shown[-1] else (ids[-1], shown[0])
+    return not any(scene_break(document.paragraph(pid).text) for pid in range(low + 1, high))
+
+
+def _spans_label(document: Document, ids: list[int]) -> str:
+    """Ids as runs: "954-960, 963-965"."""
+    runs: list[list[int]] = []
+    for pid in ids:
+        if runs and pid == runs[-1][-1] + 1:
+            runs[-1].append(pid)
+        else:
+            runs.append([pid])
+    return ", ".join(document.span_label(r[0], r[-1]) for r in runs)
+
+
 def find_lines(
     result: FindResult,
     limit: int,
@@ -118,7 +145,7 @@ def find_lines(
     ]
     heads += question_notes(result, absent)
     out = [line for head in heads for line in wrapped(head, width)]
-    titles, blocks = [], []
+    groups: list[tuple[list[int], list[int]]] = []  # (ranks, ids): passages of one scene together
     taken: set[int] = set()
     for rank, s in enumerate(segments, start=1):
         start, end = printed_span(doc, s, expand)
@@ -126,9 +153,20 @@ def find_lines(
         if not ids:
             continue  # all shown with a passage before it
         taken.update(ids)
-        chapter = segment_chapter(doc, s)
+        near = next((g for g in groups if _same_scene(doc, g[1], ids)), None)
+        if near is None:
+            groups.append(([rank], ids))
+        else:  # beside a passage printed before: with it, in the story's order, the gap filled
+            near[0].append(rank)
+            joined = sorted(near[1] + ids)
+            gap = [pid for pid in range(joined[0], joined[-1] + 1) if pid not in taken]
+            taken.update(gap)
+            near[1][:] = sorted(joined + gap)
+    titles, blocks = [], []
+    for ranks, ids in groups:
+        chapter = doc.chapter(ids[0])
         titles.append(
-            f"#{rank} [{doc.span_label(ids[0], ids[-1])}]"
+            f"{'+'.join(f'#{r}' for r in ranks)} [{_spans_label(doc, ids)}]"
             + (f" {printable(chapter.title)}" if chapter else "")
         )
         blocks.append(
