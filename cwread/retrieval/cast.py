@@ -462,21 +462,27 @@ def _grouped(
     owners: dict[tuple[tuple[str, ...], bool], list[int]] = {}  # a form's members (indexes into heads)
     heads: list[_Form] = []
     holding: dict[str, set[int]] = defaultdict(set)  # a word -> the heads whose name holds it
+    joined: dict[int, set[str]] = defaultdict(set)  # a head -> the sexes its joined forms' titles say
     for form in order:
         within = (
             set.intersection(*(holding[w] for w in form.key))
             if all(w in holding for w in form.key)
             else set()
         )
-        holders = sorted(i for i in within if _may_join(form, heads[i]) and not _placed(heads[i]))
+        holders = sorted(i for i in within if _may_join(form, heads[i], joined[i]) and not _placed(heads[i]))
         if len(form.key) > 1 and len(holders) > 1:
             holders = holders[:1]
         if holders:
             owners[(form.key, form.female)] = holders
+            for i in holders:  # "Miss Lloyd" joined: "Mr. Sherman" (her father) may not
+                joined[i] |= {"female"} if form.female else {"male"} if form.male else set()
         else:
             owners[(form.key, form.female)] = [len(heads)]
-            for w in form.key:
-                holding[w].add(len(heads))
+            if (
+                len(form.key) <= 2 or form.times >= MIN_MENTIONS
+            ):  # "Prince Hero Keith MacIntyre" once: no one's
+                for w in form.key:
+                    holding[w].add(len(heads))
             heads.append(form)
     mentions: dict[int, set[int]] = defaultdict(set)
     member_forms: dict[int, Counter] = defaultdict(Counter)
@@ -522,13 +528,22 @@ def _grouped(
     return Cast(tuple(_described(members, read)))
 
 
-def _may_join(form: _Form, head: _Form) -> bool:
+def _may_join(form: _Form, head: _Form, joined: set[str]) -> bool:
     """Whether `form` may be a form of `head`'s name: the same woman's title or none, or "Miss
     Rachel" of a full name no man's title is given ("Rachel Verinder"; "Lady Verinder" is her
-    mother, "Mrs. Barrymore" not Barrymore)."""
+    mother, "Mrs. Barrymore" not Barrymore); never a man's title where a woman's joined it
+    (`joined`: what the titles of the forms joined so far say), nor the other way round."""
+    if form.male and (head.female or "female" in joined):
+        return False
     if form.female == head.female:
         return True
-    return form.female == "miss" and not head.female and len(head.key) > 1 and not head.male
+    return (
+        form.female == "miss"
+        and not head.female
+        and len(head.key) > 1
+        and not head.male
+        and "male" not in joined
+    )
 
 
 def _placed(form: _Form) -> bool:

@@ -34,7 +34,7 @@ _TIMES = frozenset(
         "tomorrow", "yesterday", "today", "tonight", "deal",
     }
 )  # fmt: skip
-_MEASURES = frozenset({"little", "bit", "few", "long", "next", "last"})  # "a little", "the next"
+_MEASURES = frozenset({"little", "bit", "trifle", "few", "long", "next", "last"})  # "a little", "the next"
 # a phrase cut after a degree word's adjective ("Mr. Darcy, a most intimate, confidential friend")
 _DEGREE = frozenset({"most", "very", "so", "too", "more", "rather", "quite"})
 # a list goes on after it: ", the visit to...", ", Hunter, Joyce", ", and Dr. Livesey were"
