@@ -283,7 +283,7 @@ def test_help_names_every_format_and_every_mcp_tool(capsys):
     server = build_server(ServerSettings((Path("."),), api.SessionSettings("minilm-static")))
     tools = [t.name for t in asyncio.run(server.list_tools())]
     code, out, _ = run(capsys, "mcp", "--help")
-    assert code == 0 and len(tools) == 7 and all(name in out for name in tools)
+    assert code == 0 and len(tools) == 8 and all(name in out for name in tools)
     readme, mcp_page = (REPO / "README.md").read_text(), (REPO / "docs" / "chat-and-mcp.md").read_text()
     assert all(f"`{name}`" in readme and f"`{name}`" in mcp_page for name in tools)
     assert all(kind in " ".join(readme.split()) for kind in ("text, HTML, EPUB or PDF",))

@@ -1,4 +1,4 @@
-"""The commands around the reading ones: index, contents, doctor, modelfiles, eval, search and mcp."""
+"""The commands around the reading ones: index, contents, cast, doctor, modelfiles, eval, search and mcp."""
 
 from __future__ import annotations
 
@@ -290,7 +290,7 @@ def mcp(
     settings: Any = None,
     debug: DebugFlag = False,
 ) -> None:
-    """Serve cwread's tools (ask, verify, find, show, list_books, contents, search) to an MCP client over stdio.
+    """Serve cwread's tools (ask, verify, find, show, list_books, contents, cast, search) to an MCP client over stdio.
 
     For a client's configuration: `{"command": "cwread", "args": ["mcp", "--root", "/path/to/books"]}`.
     Books stay open across calls; every quote returned is verified to be in its paragraph.
