@@ -31,9 +31,10 @@ from cwread.backends.select import (
 from cwread.book import Document, Paragraph, load_document
 from cwread.errors import InputError, ModelError
 from cwread.library.catalog import Chapter, Found, Library, contents_of
+from cwread.library_question import MOST_BOOKS, LibraryFound, find_in_library, session_opener
 from cwread.plan import AnswerSettings, FinderSettings, Plan, RunSettings
 from cwread.progress import Progress
-from cwread.question import Question, make_question
+from cwread.question import NO_HINTS, Hints, Question, make_question
 from cwread.records import DoctorReport, FindResult, IndexReport, Trace
 from cwread.retrieval.cast import Cast, CastMember, book_cast
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
@@ -49,6 +50,7 @@ __all__ = [
     "Document",
     "FindResult",
     "FinderSettings",
+    "Hints",
     "Plan",
     "Question",
     "RunSettings",
@@ -61,6 +63,7 @@ __all__ = [
     "cast",
     "doctor",
     "find",
+    "find_library",
     "index_document",
     "make_budget",
     "make_question",
@@ -176,15 +179,41 @@ def find(
     settings: Settings | None = None,
     *,
     progress: Progress | None = None,
-    also: str = "",
-    near: int | None = None,
+    hints: Hints = NO_HINTS,
 ) -> FindResult:
     """Retrieve and segment, in one call: Session.find on a session opened with `settings`,
-    by its run's budget and retrieval ("fused", "bm25" or "dense"); `also`: words a reader
-    adds to the lexical side; `near`: a paragraph id whose neighbourhood ranks first."""
+    by its run's budget and retrieval ("fused", "bm25" or "dense"), with what the reader adds
+    (`hints`: words for the lexical side, a paragraph whose neighbourhood ranks first)."""
     settings = settings or Settings()
     return Session(document, settings.session).find(
-        question, settings.run.budget, settings.run.retrieval, progress, also=also, near=near
+        question, settings.run.budget, settings.run.retrieval, progress, hints=hints
+    )
+
+
+def find_library(
+    roots: tuple[Path, ...],
+    question: Question,
+    settings: Settings | None = None,
+    *,
+    progress: Progress | None = None,
+    notice: Callable[[str], None] | None = None,
+    hints: Hints = NO_HINTS,
+    most_books: int = MOST_BOOKS,
+) -> LibraryFound:
+    """A question over the library under `roots`: the books its index matches best (at most
+    `most_books`) searched as `find` searches one, their passages ranked together
+    (cwread.library_question). Each book's indexes are built when first needed and kept."""
+    settings = settings or Settings()
+    library = Library(roots, notice)
+    return find_in_library(
+        library,
+        question,
+        session_opener(library, settings.session),
+        settings.run.budget,
+        settings.run.retrieval,
+        progress,
+        hints=hints,
+        most_books=most_books,
     )
 
 

@@ -329,7 +329,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
             session, _ = books.open(book)
             document = session.document
             around = api.paragraph_id(document, near) if near is not None else None
-            found = session.find(api.make_question(question), progress=reporter(ctx), also=also, near=around)
+            found = session.find(
+                api.make_question(question), progress=reporter(ctx), hints=api.Hints(also, around)
+            )
             absent = api.absent_words(document, question)
             if compact:
                 return result(
@@ -344,7 +346,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             }
             for segment, s in zip(data["segments"], found.segments, strict=False):
                 del segment["text"]
-                chapter = reading.segment_chapter(document, s)
+                chapter = reading.segment_chapter(document, s, found.paragraph_scores)
                 segment["chapter"] = chapter.title if chapter is not None else None
             return result(data, "\n".join(lines))
 

@@ -45,7 +45,7 @@ from cwread.plan import (
     SupportMethod,
 )
 from cwread.progress import Progress
-from cwread.question import Question, asks_yes_or_no
+from cwread.question import NO_HINTS, Hints, Question, asks_yes_or_no
 from cwread.records import (
     UNJUDGED,
     YES_OR_NO_UNJUDGED,
@@ -80,21 +80,21 @@ def find(
     retrieval: str,
     embedder: str,
     follows: Turn | None = None,
-    also: str = "",
-    near: int | None = None,
+    hints: Hints = NO_HINTS,
 ) -> FindResult:
     """The retrieval stage: every paragraph of the indexed book lands in one segment, ranked
     by `index`'s scores for the question (`retrieval`: "fused", "bm25" or "dense"; `embedder`
-    names the dense model; `also`: words added to its lexical side); a follow-up is retrieved
-    with the question of the turn it `follows` joined to it. `near`: a paragraph the reader
-    found already: those within NEAR_SPAN of it, in its file, rank first (in their own order)."""
+    names the dense model); a follow-up is retrieved with the question of the turn it `follows`
+    joined to it. `hints`: the reader's words added to the lexical side (`also`), and a
+    paragraph found already (`near`): those within NEAR_SPAN of it, in its file, rank first
+    (in their own order)."""
     t0 = time.perf_counter()
     document = index.document
     asked = as_asked(question, follows)
     # a description the book sets beside a name ("the naturalist") looks for the name too: the
     # answer's paragraphs use the name
     named = tuple(book_cast(document).named_in(asked.text))
-    lexical = " ".join([also, *(n.member.words for n in named)]).strip()
+    lexical = " ".join([hints.also, *(n.member.words for n in named)]).strip()
     scores = paragraph_scores(index, build_queries(asked.text, question.options or None), retrieval, lexical)
     # "Who is X?": the paragraphs that describe X lead, or where none does, those that first name
     # X (the name alone finds the paragraphs that use it most, seldom the one that says who it is)
@@ -110,6 +110,10 @@ def find(
         top = float(scores.max()) if len(scores) else 0.0
         for place, pid in enumerate(describing):
             scores[pid - 1] = top + 1.0 - 0.01 * place
+    if hints.near is not None:  # the reader's place first, in the order the question ranks it
+        first, last = document.file_span(hints.near)
+        lift = (float(scores.max()) if len(scores) else 0.0) + 1.0
+        scores[max(first, hints.near - NEAR_SPAN) - 1 : min(last, hints.near + NEAR_SPAN)] += lift
     segments = build_segments(
         document.lengths,
         scores.tolist(),

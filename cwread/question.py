@@ -27,6 +27,19 @@ MAX_QUESTION_CHARS = 4000  # a question with its options: about 1,000 tokens of 
 
 
 @dataclass(frozen=True)
+class Hints:
+    """What a reader adds to a question for retrieval: `also`, words to look for beside the
+    question's (the book's own for what it says otherwise, "motor garage"); `near`, the id of a
+    paragraph found already, whose neighbourhood ranks first."""
+
+    also: str = ""
+    near: int | None = None
+
+
+NO_HINTS = Hints()
+
+
+@dataclass(frozen=True)
 class Question:
     """What is asked: free text ("open"), options to choose from ("mcq"), a claim to judge, or
     a registered kind's question.

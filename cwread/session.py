@@ -22,7 +22,7 @@ from cwread.backends.select import Selection, select, with_call_cache
 from cwread.book import Document
 from cwread.plan import AUTO, AnswerMode, AnswerSettings, RunSettings
 from cwread.progress import Progress
-from cwread.question import Question, leans_on_previous
+from cwread.question import NO_HINTS, Hints, Question, leans_on_previous
 from cwread.records import FindResult, Trace, Turn
 from cwread.retrieval.embedders import Embedder, load_embedder
 from cwread.retrieval.fusion import Index, check_method, open_index
@@ -110,16 +110,14 @@ class Session:
         progress: Progress | None = None,
         follows: Turn | None = None,
         context_tokens: int | None = None,
-        also: str = "",
-        near: int | None = None,
+        hints: Hints = NO_HINTS,
     ) -> FindResult:
         """Retrieve and segment: every paragraph lands in one ranked segment. `retrieval` ranks
         paragraphs by "fused" (BM25 with context, by section and the dense embedder, by
         reciprocal rank), "bm25" or "dense"; a follow-up is retrieved with the question of the
         turn it `follows` joined to it. The budget is fitted to the book (and to an Interpreter
-        of `context_tokens`, where known): `budget_for`. `also`: words a reader adds to the
-        lexical side (cwread.retrieval.fusion.paragraph_scores); `near`: a paragraph id whose
-        neighbourhood ranks first (pipeline.NEAR_SPAN paragraphs each way)."""
+        of `context_tokens`, where known): `budget_for`. `hints`: what the reader adds (words
+        for the lexical side, a paragraph whose neighbourhood ranks first: pipeline.find)."""
         check_method(retrieval)
         budget = self.budget_for(budget, context_tokens)
         embedder = self.embedder_for(retrieval)
@@ -128,7 +126,7 @@ class Session:
             opened = embedder in self._indexes
         index = self.index(embedder, progress)
         seconds = time.perf_counter() - t0
-        found = pipeline.find(index, question, budget, retrieval, embedder, follows, also, near)
+        found = pipeline.find(index, question, budget, retrieval, embedder, follows, hints)
         return replace(
             found,
             timings={"index": round(seconds, 4), **found.timings},

@@ -119,13 +119,17 @@ def test_expand_and_near_through_the_cli(capsys, tmp_path):
     assert code == 2 and "--expand takes replies, scene or a number" in err
 
     filler = [f"Day {i}: the weather was mild and the fields were quiet." for i in range(1, 301)]
-    filler[19] = filler[279] = "The lighthouse keeper's daughter rowed out to the wreck."
+    filler[19] = "The lighthouse keeper's daughter rowed out to the wreck: who else rowed out to a wreck?"
+    filler[279] = "The lighthouse keeper's daughter rowed out to the wreck."
     far = tmp_path / "days.txt"
     far.write_text("\n\n".join(filler) + "\n", encoding="utf-8")
-    code, out, _ = run(
-        capsys, "find", str(far), "Who rowed out to the wreck?", "--near", "260", "--limit", "1"
-    )
+    asked = ("find", str(far), "Who rowed out to the wreck?", "--limit")
+    code, out, _ = run(capsys, *asked, "1")
+    assert code == 0 and "[20] The lighthouse keeper's daughter" in out and "[280]" not in out
+    code, out, _ = run(capsys, *asked, "1", "--near", "260")
     assert code == 0 and "[280] The lighthouse keeper's daughter" in out and "[20]" not in out
+    code, out, _ = run(capsys, *asked, "3", "--near", "260", "--map")
+    assert code == 0 and "#1 [280]" in out  # the map ranks as the passages do
     code, _, err = run(capsys, "find", str(far), "Who rowed out?", "--near", "3-9")
     assert code == 2 and "names 7 paragraphs; give one" in err
 

@@ -37,6 +37,8 @@ LAYERS = [
     # one JSON writer, which the eval rows read too
     ["cwread.views.json_output"],
     ["cwread.api"],
+    # a question over a library: candidate books, each through its own session
+    ["cwread.library_question"],
     ["cwread.session"],
     ["cwread.pipeline"],
     ["cwread.answer.decide"],

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -19,6 +20,9 @@ import typer
 from cwread.cli.app import app, open_document
 from cwread.cli.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, answer_exit, error_exit
 from cwread.cli.options import (
+    FIND_CHARS,
+    LIBRARY_PASSAGES,
+    MAP_CANDIDATES,
     Asking,
     Book,
     DebugFlag,
@@ -26,6 +30,7 @@ from cwread.cli.options import (
     RetrievalOpt,
     asking_options,
     budget_options,
+    find_options,
     output_options,
     question_options,
 )
@@ -51,9 +56,6 @@ def _click_types(name: str) -> tuple[type[BaseException], ...]:
 
 
 # ---- commands ----------------------------------------------------------------------------
-
-FIND_CHARS = 15_000  # find's plain text by default: the anchor segments that fit best, not all
-MAP_CANDIDATES = 25  # lines of find --map: about 3,000 characters to pick from
 
 
 @app.command()
@@ -96,6 +98,7 @@ def show(
 @app.command()
 @question_options
 @budget_options
+@find_options
 @output_options
 def find(
     book: Book,
@@ -103,65 +106,7 @@ def find(
     budget: Any = None,
     retrieval: RetrievalOpt = "fused",
     embedder: EmbedderOpt = DEFAULT_EMBEDDER,
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            help="Segments to print, 0 for all.  [default: the anchor segments]", show_default=False
-        ),
-    ] = None,
-    max_chars: Annotated[
-        int | None,
-        typer.Option(
-            "--max-chars",
-            min=0,
-            help=f"Print whole passages, best first, up to this many characters, then one line naming "
-            f"those left out; 0: no bound.  [default: {FIND_CHARS:,} as plain text, none in boxes]",
-            show_default=False,
-        ),
-    ] = None,
-    also: Annotated[
-        str,
-        typer.Option(
-            "--also",
-            help="Words to look for beside the question's (the book's own for what it says otherwise: \"motor garage\"); "
-            "the dense ranking keeps the question's.",
-            show_default=False,
-        ),
-    ] = "",
-    expand: Annotated[
-        str | None,
-        typer.Option(
-            "--expand",
-            help="Widen each passage printed: replies (the speech that follows a passage ending in dialogue), "
-            "scene (to the scene's heading or break), or N paragraphs each side.",
-            show_default=False,
-        ),
-    ] = None,
-    near: Annotated[
-        str | None,
-        typer.Option(
-            "--near",
-            help="A paragraph you found already (as show takes it): the passages within 100 paragraphs of it first.",
-            show_default=False,
-        ),
-    ] = None,
-    compact: Annotated[
-        bool,
-        typer.Option(
-            "--map",
-            help=f"One line a candidate paragraph: its rank, id, chapter and the sentence that shares most of "
-            f"the question's words, those marked *so* ({MAP_CANDIDATES} lines, or --limit): pick, then show.",
-            metavar="",
-        ),
-    ] = False,
-    plain: Annotated[
-        bool,
-        typer.Option(
-            "--plain",
-            help="Plain text (no boxes, wrapped at --width), as into a pipe or file, on a terminal too.",
-            metavar="",
-        ),
-    ] = False,
+    shape: Any = None,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
@@ -175,24 +120,66 @@ def find(
     from cwread import api
     from cwread.views import json_output, render
 
-    if limit is not None and limit < 0:
-        raise InputError("--limit must be 0 (all) or a positive number")
-    widen = api.expansion(expand)
+    if shape.library:
+        _find_library(book, asked, ModelChoice(embedder, budget, retrieval), shape, output)
+        return
     document = open_document(book, output)
-    around = api.paragraph_id(document, near) if near is not None else None
+    hints = api.Hints(shape.also, api.paragraph_id(document, shape.near) if shape.near is not None else None)
     with render.progress() as progress:
         settings = api.Settings(api.SessionSettings(embedder), api.RunSettings(budget, retrieval))
-        result = api.find(document, asked, settings, progress=progress, also=also, near=around)
+        result = api.find(document, asked, settings, progress=progress, hints=hints)
+    limit = shape.limit
     shown = len(result.anchor_segments) if limit is None else limit
-    if compact and not output.json_out:
+    if shape.compact and not output.json_out:
         render.map_view(result, limit or MAP_CANDIDATES, api.absent_words(document, asked.text))
     elif output.json_out:
         render.print_json(json_output.find_json(result, shown))
-    elif plain or not render.stdout().is_terminal:  # a reader in a pipe: bounded plain text
-        bound = FIND_CHARS if max_chars is None else (max_chars or None)
-        render.find_text_view(result, shown, bound, api.absent_words(document, asked.text), widen)
+    elif shape.plain or not render.stdout().is_terminal:  # a reader in a pipe: bounded plain text
+        bound = FIND_CHARS if shape.max_chars is None else (shape.max_chars or None)
+        render.find_text_view(result, shown, bound, api.absent_words(document, asked.text), shape.expand)
     else:
-        render.find_view(result, shown, widen)
+        render.find_view(result, shown, shape.expand)
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """How `find` ranks: the dense model, the budget and the retrieval method."""
+
+    embedder: str
+    budget: Any
+    retrieval: str
+
+
+def _find_library(book: str, asked, choice: ModelChoice, shape, output) -> None:
+    """`find --library`: a question over a library's books (cwread.library_question)."""
+    from cwread import api
+    from cwread.library_question import library_roots
+    from cwread.views import json_output, render
+
+    if shape.near is not None:
+        raise InputError("--near names a paragraph of one book; with --library give none")
+    roots = library_roots(book)
+    render.set_width(output.width)
+    with render.progress() as progress:
+        settings = api.Settings(
+            api.SessionSettings(choice.embedder), api.RunSettings(choice.budget, choice.retrieval)
+        )
+        found = api.find_library(
+            roots,
+            asked,
+            settings,
+            progress=progress,
+            notice=render.notice,
+            hints=api.Hints(shape.also),
+            most_books=shape.books_opened,
+        )
+    if output.json_out:
+        render.print_json(json_output.library_find_json(found, shape.limit or 0))
+        return
+    bound = FIND_CHARS if shape.max_chars is None else (shape.max_chars or None)
+    render.library_find_view(found, shape.limit if shape.limit is not None else LIBRARY_PASSAGES, bound)
+    if not found.candidates:
+        raise typer.Exit(4)
 
 
 def _answer(book: str, asked, asking: Asking, quiet: bool = False):

@@ -23,6 +23,7 @@ from cwread.backends.select import PROVIDERS
 from cwread.book.formats import format_names
 from cwread.errors import InputError
 from cwread.eval.methods import METHODS as EVAL_METHODS
+from cwread.library_question import MOST_BOOKS
 from cwread.plan import (
     ANSWER_CHOICES,
     ASKED_READ_TOKENS,
@@ -574,3 +575,140 @@ def _asking(**values) -> Asking:
 asking_options = _option_group(
     "asking", {**BUDGET_OPTIONS, **_ASK_FINDER_OPTIONS, **_BACKEND_ALL, **ANSWER_OPTIONS}, _asking
 )
+
+
+FIND_CHARS = 15_000  # find's plain text by default: the anchor segments that fit best, not all
+MAP_CANDIDATES = 25  # lines of find --map: about 3,000 characters to pick from
+LIBRARY_PASSAGES = 12  # passages find --library prints at most (within --max-chars): from several books
+
+
+@dataclass(frozen=True)
+class FindShape:
+    """What `find` is asked beyond the question: where to look (`also`, words beside the
+    question's; `near`, a paragraph as `show` takes it; `library`, a folder of books, at most
+    `books_opened` searched) and how to print (`limit` passages, `max_chars`, `expand`, the
+    `compact` map, `plain` text)."""
+
+    limit: int | None
+    max_chars: int | None
+    also: str
+    expand: int | str | None
+    near: str | None
+    library: bool
+    books_opened: int
+    compact: bool
+    plain: bool
+
+
+def _find_shape(**values) -> FindShape:
+    from cwread import api
+
+    if values["limit"] is not None and values["limit"] < 0:
+        raise InputError("--limit must be 0 (all) or a positive number")
+    return FindShape(**{**values, "expand": api.expansion(values["expand"])})
+
+
+FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "limit": (
+        Annotated[
+            int | None,
+            typer.Option(
+                help="Segments to print, 0 for all.  [default: the anchor segments]", show_default=False
+            ),
+        ],
+        None,
+    ),
+    "max_chars": (
+        Annotated[
+            int | None,
+            typer.Option(
+                "--max-chars",
+                min=0,
+                help=f"Print whole passages, best first, up to this many characters, then one line naming "
+                f"those left out; 0: no bound.  [default: {FIND_CHARS:,} as plain text, none in boxes]",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    "also": (
+        Annotated[
+            str,
+            typer.Option(
+                "--also",
+                help="Words to look for beside the question's (the book's own for what it says otherwise: \"motor garage\"); "
+                "the dense ranking keeps the question's.",
+                show_default=False,
+            ),
+        ],
+        "",
+    ),
+    "expand": (
+        Annotated[
+            str | None,
+            typer.Option(
+                "--expand",
+                help="Widen each passage printed: replies (the speech that follows a passage ending in dialogue), "
+                "scene (to the scene's heading or break), or N paragraphs each side.",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    "near": (
+        Annotated[
+            str | None,
+            typer.Option(
+                "--near",
+                help="A paragraph you found already (as show takes it): the passages within 100 paragraphs of it first.",
+                show_default=False,
+            ),
+        ],
+        None,
+    ),
+    "library": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--library",
+                help="BOOK is a library (a folder of books, or a Calibre library): search the books its index "
+                "matches best, at most --books-opened, each as one book, their passages ranked together.",
+                metavar="",
+            ),
+        ],
+        False,
+    ),
+    "books_opened": (
+        Annotated[
+            int,
+            typer.Option(
+                "--books-opened", min=1, help="With --library: the candidate books searched at most."
+            ),
+        ],
+        MOST_BOOKS,
+    ),
+    "compact": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--map",
+                help=f"One line a candidate paragraph: its rank, id, chapter and the sentence that shares most of "
+                f"the question's words, those marked *so* ({MAP_CANDIDATES} lines, or --limit): pick, then show.",
+                metavar="",
+            ),
+        ],
+        False,
+    ),
+    "plain": (
+        Annotated[
+            bool,
+            typer.Option(
+                "--plain",
+                help="Plain text (no boxes, wrapped at --width), as into a pipe or file, on a terminal too.",
+                metavar="",
+            ),
+        ],
+        False,
+    ),
+}
+find_options = _option_group("shape", FIND_OPTIONS, _find_shape)

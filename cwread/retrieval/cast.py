@@ -86,6 +86,10 @@ _APPOSITIVE = re.compile(rf"(?<![\w'’])(?=[A-Z]){_NAME},\s+{DESCRIPTION}{END}"
 _COPULA = re.compile(rf"(?<![\w'’])(?=[A-Z]){_NAME}\s+(?:is|was)\s+{DESCRIPTION}{END}")
 _HAS_RELATION = re.compile(rf"(?<![\w'’])(?=[A-Z]){_NAME},\s+{RELATION}{END}")  # Mrs. Lennox, her aunt,
 _RELATION_OF = re.compile(rf"(?<![\w'’]){RELATION},\s+{_NAME}\b")  # my lawyer, Mr. Smith
+_NAMED_THEN = re.compile(
+    rf"(?<![\w'’])(?=[A-Z]){_NAME}(?:,\s+|\s+(?:is|was)\s+)(?=the\b|a\b|an\b|of\b|his\b|her\b|my\b|our\b|their\b|your\b|[A-Z])"
+)
+_NAMED_PATTERNS = ((_APPOSITIVE, True), (_COPULA, False), (_HAS_RELATION, True))
 _DESCRIBING = (
     (_APPOSITIVE, True),
     (_COPULA, False),
@@ -567,15 +571,19 @@ def _described(members: list[CastMember], read: list[tuple[int, str]]) -> list[C
         if not _MAY_DESCRIBE.search(text):
             continue  # most paragraphs: split into sentences only where a description may be
         spans = None
-        for pattern, appositive in _DESCRIBING:
-            for found_at in pattern.finditer(text):
-                member = by_form.get(_form_key(found_at["name"]))
-                if member is None:
-                    continue
-                spans = spans or _sentences(text)  # the sentence it is in, matched again there
-                start, end = next(((a, b) for a, b in spans if a <= found_at.start() < b), (0, len(text)))
-                sentence = text[start:end]
-                match = pattern.match(sentence, found_at.start() - start)
+        # where a name is followed by ", the", " was a"...: one scan finds the places every
+        # pattern that opens with a name could match, each then tried there in its sentence
+        places = [(m.start(), m["name"], _NAMED_PATTERNS) for m in _NAMED_THEN.finditer(text)]
+        places += [(m.start(), m["name"], ((_RELATION_OF, True),)) for m in _RELATION_OF.finditer(text)]
+        for at, name, patterns in places:
+            member = by_form.get(_form_key(name))
+            if member is None:
+                continue
+            spans = spans or _sentences(text)  # the sentence it is in, matched again there
+            start, end = next(((a, b) for a, b in spans if a <= at < b), (0, len(text)))
+            sentence = text[start:end]
+            for pattern, appositive in patterns:
+                match = pattern.match(sentence, at - start)
                 if match is None:
                     continue
                 if pattern is _APPOSITIVE or pattern is _COPULA:

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from cwread import __version__
 from cwread.book import Document, Paragraph
 from cwread.library.catalog import Chapter, Found, Hit
+from cwread.library_question import LibraryFound
 from cwread.plan import Plan
 from cwread.records import (
     AgentCall,
@@ -323,6 +324,59 @@ def ask_json(trace: Trace) -> dict:
         "models": trace.models,
         "tokens": trace.tokens(),
         "timings": trace.timings,
+    }
+
+
+def library_find_json(found: LibraryFound, limit: int | None) -> dict:
+    """`cwread find LIBRARY QUESTION --library --json`: the books searched (why: their share of
+    the library's best-matching paragraphs; what was built for them, and how long each took)
+    and the passages ranked together, the first `limit` with their text, each with its book."""
+    shown = found.passages if not limit else found.passages[:limit]
+    out_passages = []
+    for rank, p in enumerate(shown, start=1):
+        candidate = found.candidates[p.book]
+        doc = candidate.found.document
+        best = max(
+            p.segment.anchors, key=lambda a: candidate.found.paragraph_scores[a - 1], default=p.segment.start
+        )
+        chapter = doc.chapter(best)
+        out_passages.append(
+            {
+                "rank": rank,
+                "book": candidate.name,
+                **segment_json(doc, p.segment),
+                "chapter": chapter.title if chapter else None,
+                "page": doc.page(p.segment.start),
+                "score": round(p.score, 6),
+                "anchors": [id_json(doc, a) for a in p.segment.anchors],
+                "text": doc.span_text(p.segment.start, p.segment.end),
+            }
+        )
+    return {
+        "version": TRACE_VERSION,
+        "cwread": __version__,
+        "library": list(found.roots),
+        "question": found.question.text,
+        "books": found.books,
+        "books_matching": found.matching,
+        "library_index_built": found.index_built,
+        "searched": [
+            {
+                "book": c.name,
+                **about_json(c.about),
+                "score": round(c.score, 4),
+                "best_hits": c.hits,
+                "paragraphs": len(c.found.document),
+                "seconds": c.seconds,
+                "index_built": list(c.built),
+                "named": named_json(c.found.document, c.found.named),
+            }
+            for c in found.candidates
+        ],
+        "skipped": list(found.skipped),
+        "total_passages": len(found.passages),
+        "passages": out_passages,
+        "timings": found.timings,
     }
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from cwread.book import Document, Paragraph
 from cwread.book.chapters import Chapter, is_heading
 from cwread.library.catalog import Hit
+from cwread.library_question import LibraryFound
 from cwread.records import FindResult
 from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.segments import Segment
@@ -45,9 +46,13 @@ def _within(blocks: Iterable[list[str]], max_chars: int | None, used: int = 0) -
     return kept, left
 
 
-def segment_chapter(document: Document, segment: Segment) -> Chapter | None:
-    """The chapter a passage is in: its first anchor's, else its first paragraph's."""
-    return document.chapter(segment.anchors[0] if segment.anchors else segment.start)
+def segment_chapter(document: Document, segment: Segment, scores: Sequence[float] = ()) -> Chapter | None:
+    """The chapter a passage is in: its best anchor's (by `scores`, one a paragraph, where
+    given; else its first anchor's), else its first paragraph's."""
+    if not segment.anchors:
+        return document.chapter(segment.start)
+    best = max(segment.anchors, key=lambda a: scores[a - 1]) if scores else segment.anchors[0]
+    return document.chapter(best)
 
 
 REPLIES = 3  # paragraphs of dialogue printed after a passage that ends in dialogue
@@ -146,6 +151,7 @@ def find_lines(
     heads += question_notes(result, absent)
     out = [line for head in heads for line in wrapped(head, width)]
     groups: list[tuple[list[int], list[int]]] = []  # (ranks, ids): passages of one scene together
+    chapters: list[Chapter | None] = []  # of each group: its first passage's
     taken: set[int] = set()
     for rank, s in enumerate(segments, start=1):
         start, end = printed_span(doc, s, expand)
@@ -156,6 +162,7 @@ def find_lines(
         near = next((g for g in groups if _same_scene(doc, g[1], ids)), None)
         if near is None:
             groups.append(([rank], ids))
+            chapters.append(segment_chapter(doc, s, result.paragraph_scores))
         else:  # beside a passage printed before: with it, in the story's order, the gap filled
             near[0].append(rank)
             joined = sorted(near[1] + ids)
@@ -163,8 +170,7 @@ def find_lines(
             taken.update(gap)
             near[1][:] = sorted(joined + gap)
     titles, blocks = [], []
-    for ranks, ids in groups:
-        chapter = doc.chapter(ids[0])
+    for (ranks, ids), chapter in zip(groups, chapters, strict=True):
         titles.append(
             f"{'+'.join(f'#{r}' for r in ranks)} [{_spans_label(doc, ids)}]"
             + (f" {printable(chapter.title)}" if chapter else "")
@@ -343,3 +349,60 @@ def cast_lines(
     if left:
         out += ["", f"Left out past {max_chars:,} characters: {', '.join(names[i] for i in left)}."]
     return out[1:] if out and out[0] == "" else out
+
+
+def library_find_lines(
+    found: LibraryFound, limit: int, max_chars: int | None, width: int | None
+) -> list[str]:
+    """A question over a library as a reader reads it: which books were searched and why, then
+    the passages of those books best first (the first `limit`, 0: all), each headed by its rank,
+    book (its name as `show` takes it, and its title where its catalogue gives one), span and
+    chapter; whole passages up to `max_chars`, then one line naming those left out."""
+    shelf = ", ".join(found.roots)
+    if not found.candidates:
+        return wrapped(
+            f"{shelf}: {found.books:,} books; none holds the question's words (say it otherwise).", width
+        )
+    searched = "; ".join(
+        f"{printable(c.name)}{_titled(c.about)} ({c.hits} of the best-matching paragraphs)"
+        for c in found.candidates
+    )
+    heads = [
+        f"{shelf}: {found.books:,} books, {found.matching:,} holding the question's words; searched the "
+        f"{len(found.candidates)} that hold them most: {searched}. Passages best first; show BOOK N for more."
+    ]
+    for c in found.candidates:
+        heads += [f"{printable(c.name)}: {note}" for note in question_notes(c.found, [])]
+    out = [line for head in heads for line in wrapped(head, width)]
+    passages = found.passages if not limit else found.passages[:limit]
+    titles, blocks = [], []
+    for rank, p in enumerate(passages, start=1):
+        candidate = found.candidates[p.book]
+        doc, s = candidate.found.document, p.segment
+        chapter = segment_chapter(doc, s, candidate.found.paragraph_scores)
+        titles.append(
+            f"#{rank} {printable(candidate.name)} [{doc.span_label(s.start, s.end)}]"
+            + (f" {printable(chapter.title)}" if chapter else "")
+        )
+        blocks.append(
+            ["", *wrapped(titles[-1], width)]
+            + [
+                line
+                for pid in s.ids
+                for line in wrapped(f"[{doc.label(pid)}] {printable(doc.paragraph(pid).text)}", width)
+            ]
+        )
+    kept, left = _within(blocks, max_chars, _size(out))
+    out += kept
+    if left:
+        named = "; ".join(titles[i] for i in left)
+        out += ["", *wrapped(f"Left out past {max_chars:,} characters (--max-chars): {named}.", width)]
+    return out
+
+
+def _titled(about: dict) -> str:
+    """("Title", Author) where a book's catalogue names them, else nothing."""
+    title, author = about.get("title"), about.get("author")
+    if not title:
+        return ""
+    return f' ("{printable(title)}"' + (f", {printable(author)})" if author else ")")

@@ -46,6 +46,7 @@ from cwread.views.terminal import one_line, printable
 _STAGES = {
     "bm25": "Building the lexical index",
     "reading books": "Reading the books of the library",
+    "candidate books": "Searching the books that match best",
     "embed": "Embedding paragraphs",
     "finder": "Finder reading segments",
     "interpreter": "Interpreter answering",
@@ -350,6 +351,13 @@ def find_text_view(
     """`find` for a reader in a pipe (an AI assistant, a script): see cwread.views.reading.find_lines."""
     out = stdout(lines=True)
     for line in reading.find_lines(result, limit, max_chars, absent, _reader_width(out), expand):
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def library_find_view(found, limit: int, max_chars: int | None) -> None:
+    """`find --library`: see cwread.views.reading.library_find_lines."""
+    out = stdout(lines=True)
+    for line in reading.library_find_lines(found, limit, max_chars, _reader_width(out)):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 

@@ -1,0 +1,173 @@
+"""A question over a whole library: the passages that answer it, from whichever books hold them.
+
+A library may hold hundreds of books; reading each as `find` reads one (its lexical and dense
+indexes, built on first use) would cost what the library costs. So the library's own index
+(SQLite FTS5, BM25 over every paragraph of every book, kept up to date one book at a time)
+chooses the candidate books first: the books whose paragraphs match the question's words best,
+each scored by its CANDIDATE_HITS best hits. Only those books (MOST_BOOKS at most) are opened
+and searched as one book is (fused lexical and dense retrieval, segments), their indexes built
+when first needed and kept (the per-book cache). Their passages are ranked together: within a
+book by its own retrieval, across books by the book's share of the library's matches, so a
+question costs about what one book's question costs once its candidate books are indexed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cwread.errors import InputError
+from cwread.library.catalog import Library
+from cwread.progress import Progress
+from cwread.question import NO_HINTS, Hints, Question
+from cwread.records import FindResult
+from cwread.retrieval.segments import Budget, Segment
+from cwread.session import Session
+from cwread.settings import SessionSettings
+
+MOST_BOOKS = 3  # candidate books opened and searched for one question
+LIBRARY_HITS = 300  # paragraphs the library's index ranks for a question, to choose books from
+CANDIDATE_HITS = 3  # a book's best hits summed: its score as a candidate
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A book the library's index chose for a question: its name (as `list_books` and `show`
+    take it), what its catalogue says of it, its score (the BM25 of its best CANDIDATE_HITS
+    paragraphs, summed), how many of the library's best hits it holds, and its own retrieval,
+    with the seconds it took and the index parts built for it."""
+
+    name: str
+    about: dict
+    score: float
+    hits: int
+    found: FindResult
+    seconds: float
+    built: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LibraryPassage:
+    """A passage of a candidate book (`book`: its index among the candidates) with its score
+    across the library: its score in its book's ranking, as a share of that book's best,
+    times the book's share of the best candidate's score."""
+
+    book: int
+    segment: Segment
+    score: float
+
+
+@dataclass(frozen=True)
+class LibraryFound:
+    """A question over a library: the candidate books opened (best first), the books the
+    library holds and how many of them match the question's words at all, and the passages
+    of the candidates ranked together."""
+
+    question: Question
+    roots: tuple[str, ...]
+    candidates: tuple[Candidate, ...]
+    passages: tuple[LibraryPassage, ...]
+    books: int
+    matching: int
+    index_built: bool  # the library's index was built or brought up to date for this question
+    skipped: tuple[str, ...] = ()
+    timings: dict[str, float] = field(default_factory=dict, hash=False)
+
+
+def find_in_library(
+    library: Library,
+    question: Question,
+    opener: Callable[[str], Session],
+    budget: Budget | None = None,
+    retrieval: str = "fused",
+    progress: Progress | None = None,
+    *,
+    books: str | None = None,
+    hints: Hints = NO_HINTS,
+    most_books: int = MOST_BOOKS,
+) -> LibraryFound:
+    """The passages of `library` that answer `question`: candidate books chosen by the
+    library's index (the `books` glob: among those only), each opened by `opener` (a book's
+    name -> its reading session: the caller's pool, or a new one) and searched as one book is
+    (`budget`, `retrieval`, the reader's words in `hints`), their passages ranked together (see the module's doc)."""
+    if most_books < 1:
+        raise InputError("--books-opened must be at least 1")
+    t0 = time.perf_counter()
+    if hints.near is not None:
+        raise InputError("--near names a paragraph of one book; a library question takes none")
+    hits = library.search(f"{question.text} {hints.also}".strip(), LIBRARY_HITS, progress, books=books)
+    by_book: dict[str, list[float]] = {}
+    for hit in hits.hits:
+        by_book.setdefault(hit.book, []).append(hit.score)
+    scored = sorted(
+        ((sum(sorted(s, reverse=True)[:CANDIDATE_HITS]), name) for name, s in by_book.items()), reverse=True
+    )
+    timings = {"library_search": round(time.perf_counter() - t0, 4)}
+    candidates: list[Candidate] = []
+    about = {hit.book: hit.about for hit in hits.hits}
+    chosen = scored[:most_books]
+    for done, (score, name) in enumerate(chosen):
+        t1 = time.perf_counter()
+        if progress is not None:
+            progress("candidate books", done, len(chosen))
+        session = opener(name)
+        found = session.find(question, budget, retrieval, progress, hints=hints)
+        candidates.append(
+            Candidate(
+                name,
+                about.get(name, {}),
+                score,
+                len(by_book[name]),
+                found,
+                round(time.perf_counter() - t1, 4),
+                found.built,
+            )
+        )
+    if progress is not None and chosen:
+        progress("candidate books", len(chosen), len(chosen))
+    timings["books"] = round(time.perf_counter() - t0 - timings["library_search"], 4)
+    return LibraryFound(
+        question=question,
+        roots=tuple(str(r) for r in library.roots),
+        candidates=tuple(candidates),
+        passages=tuple(_ranked(candidates)),
+        books=hits.books,
+        matching=len(by_book),
+        index_built=hits.built,
+        skipped=hits.skipped,
+        timings=timings,
+    )
+
+
+def _ranked(candidates: list[Candidate]) -> list[LibraryPassage]:
+    """The candidates' anchor passages ranked together (see LibraryPassage)."""
+    if not candidates:
+        return []
+    best = candidates[0].score or 1.0
+    out = []
+    for i, candidate in enumerate(candidates):
+        anchors = candidate.found.anchor_segments or candidate.found.segments[:1]
+        top = max((s.score for s in anchors), default=0.0) or 1.0
+        out += [LibraryPassage(i, s, (s.score / top) * (candidate.score / best)) for s in anchors]
+    out.sort(key=lambda p: (-p.score, p.book, p.segment.start))
+    return out
+
+
+def session_opener(library: Library, settings: SessionSettings) -> Callable[[str], Session]:
+    """Open a library's book by name as a new reading session (the CLI's: one question, then
+    gone; the MCP server keeps its own pool)."""
+
+    def opener(name: str) -> Session:
+        return Session(library.open(library.book(name)), settings)
+
+    return opener
+
+
+def library_roots(path: str) -> tuple[Path, ...]:
+    """The library a command names: one folder (InputError for anything else)."""
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        raise InputError(f"{path}: a library is a folder of books (or a Calibre library); no such folder")
+    return (root,)
