@@ -48,6 +48,7 @@ from cwread.book.formats import format_names
 from cwread.cli.exits import error_exit
 from cwread.errors import CwreadError, InputError
 from cwread.library.catalog import Library, stamp_of
+from cwread.library_question import find_in_library
 from cwread.plan import ASKED_READ_TOKENS
 from cwread.records import JUDGE_ANYWAY_HINT, Trace
 from cwread.session import Session
@@ -282,16 +283,43 @@ def build_server(settings: ServerSettings) -> MCPServer:
     ) -> CallToolResult:
         return await off_thread(lambda: answer(book, api.make_question(claim, claim=True), ctx, judge_anyway))
 
+    def library_find(
+        question: str, limit: int, max_chars: int, also: str, near: str | None, ctx
+    ) -> CallToolResult:
+        """find with no book: a question over the whole library (cwread.library_question)."""
+        if near is not None:
+            raise InputError("near names a paragraph of one book; give the book too")
+        found = find_in_library(
+            books.library,
+            api.make_question(question),
+            lambda name: books.open(name)[0],
+            progress=reporter(ctx),
+            hints=api.Hints(also),
+        )
+        data = json_output.library_find_json(found, limit)
+        data = {k: v for k, v in data.items() if k not in ("version", "cwread", "timings")}
+        for passage in data["passages"]:
+            del passage["text"]  # the text once, in the text content
+        return result(data, "\n".join(reading.library_find_lines(found, limit, _bound(max_chars), None)))
+
     @server.tool(
-        description="The passages of a book a question needs, best first (no model call): as text, each "
+        description="The passages of a book (or, with no book, of the whole library) a question needs, best "
+        "first (no model call): as text, each "
         "passage's rank, paragraph span and chapter, then its paragraphs as [N] text, whole passages up to "
         "max_chars characters and a line naming those left out; the question's words no paragraph holds "
         "are named first (say them otherwise). Structured: each passage's span, chapter and score.",
         annotations=read_only,
     )
     async def find(
-        book: BookArg,
         question: Annotated[str, Field(description="The question whose passages are wanted.")],
+        book: Annotated[
+            str,
+            Field(
+                description="The book, as list_books names it; empty: the whole library (the books whose "
+                "paragraphs match the question best are searched, at most 3, their passages ranked together, "
+                "each headed by its book)."
+            ),
+        ] = "",
         limit: Annotated[int, Field(description="Passages to consider, best first.")] = 8,
         max_chars: MaxCharsArg = READER_CHARS,
         compact: Annotated[
@@ -326,6 +354,8 @@ def build_server(settings: ServerSettings) -> MCPServer:
             if limit < 1:
                 raise InputError("limit must be at least 1")
             widen = api.expansion(expand)
+            if not book.strip():
+                return library_find(question, limit, max_chars, also, near, ctx)
             session, _ = books.open(book)
             document = session.document
             around = api.paragraph_id(document, near) if near is not None else None

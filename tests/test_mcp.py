@@ -58,9 +58,10 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
         ("verify", {"book": GIANT, "claim": "x" * 5000}),
         ("show", {"book": GIANT, "paragraphs": "7"}),
         ("cast", {"book": GIANT, "query": "Giant", "limit": 1}),
+        ("find", {"question": WALL, "limit": 2}),  # no book: the whole library
     )
     assert sorted(names) == ["ask", "cast", "contents", "find", "list_books", "search", "show", "verify"]
-    answered, refused, relative, too_long, shown, cast = results
+    answered, refused, relative, too_long, shown, cast, shelf = results
 
     assert not answered.is_error
     data = answered.structured_content
@@ -83,6 +84,9 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
     assert not cast.is_error and cast.content[0].text.startswith("Giant (")
     [giant] = cast.structured_content["members"]
     assert giant["name"] == "Giant" and giant["mentioned"] > len(giant["mentions"]) == 20
+    assert not shelf.is_error and shelf.structured_content["searched"][0]["book"] == GIANT
+    assert shelf.content[0].text.count("\n#") <= 2 and f"#1 {GIANT} [" in shelf.content[0].text
+    assert all("text" not in p for p in shelf.structured_content["passages"])
 
 
 def test_a_symlink_that_leaves_the_root_is_refused(tmp_path):
