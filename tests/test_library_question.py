@@ -123,3 +123,13 @@ def test_ctrl_c_while_a_candidate_book_is_indexed_is_one_line_and_the_next_quest
     monkeypatch.setattr(Library, "open", opened)
     code, out, _ = run(capsys, "find", str(shelf), QUESTION, "--library")
     assert code == 0 and "Ailsa rowed" in out
+
+
+def test_ask_on_a_library_answers_from_the_book_whose_passages_fit_best(capsys, shelf, cache_dir):
+    code, out, err = run(capsys, "ask", str(shelf), QUESTION, "--library", "--json")
+    data = json.loads(out)
+    assert "answering from lighthouse.txt, whose passages fit best" in err
+    assert data["document"]["path"].endswith("lighthouse.txt") and code in (0, 4)
+    assert all(q["paragraph"] <= len(LIGHTHOUSE) for q in data["quotes"])
+    code, out, err = run(capsys, "ask", str(shelf), "zeppelin quartermaster?", "--library")
+    assert code == 4 and "holds the question's words" in err

@@ -13,6 +13,7 @@ import os
 import sys
 from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -225,6 +226,15 @@ def ask(
     book: Book,
     asked: Any = None,
     asking: Any = None,
+    library: Annotated[
+        bool,
+        typer.Option(
+            "--library",
+            help="BOOK is a library (a folder of books, or a Calibre library): answer from the book whose "
+            "passages fit the question best, of those its index matches best (as find --library).",
+            metavar="",
+        ),
+    ] = False,
     debug: DebugFlag = False,
 ) -> int:
     """Answer a question about a text, citing the paragraphs it rests on.
@@ -239,7 +249,35 @@ def ask(
     best evidence is shown) or no reply could be parsed; exit 1 for a verdict its kind calls false
     (a registered kind's; `verify` for claims).
     """
+    if library:
+        book = _library_book(book, asked, asking)
     return answer_exit(_answer(book, asked, asking))
+
+
+def _library_book(library: str, asked, asking: Asking) -> str:
+    """`ask --library`: the path of the book whose passages fit `asked` best among the library's
+    candidate books (said on stderr, with the others searched); exit 4 where no book holds the
+    question's words."""
+    from cwread import api
+    from cwread.library_question import library_roots
+    from cwread.views import render
+
+    roots = library_roots(library)
+    with render.progress() as progress:
+        settings = api.Settings(
+            api.SessionSettings(asking.run.model.embedder),
+            api.RunSettings(asking.budget, asking.run.retrieval),
+        )
+        found = api.find_library(roots, asked, settings, progress=progress, notice=render.notice)
+    if not found.passages:
+        raise AnswerError(f"no book of {library} holds the question's words (say it otherwise)")
+    best = found.candidates[found.passages[0].book]
+    others = [c.name for c in found.candidates if c is not best]
+    render.notice(
+        f"answering from {best.name}, whose passages fit best"
+        + (f" (also searched: {', '.join(others)})" if others else "")
+    )
+    return str(Path(library) / best.name)
 
 
 @app.command()
