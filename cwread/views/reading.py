@@ -130,6 +130,14 @@ def _spans_label(document: Document, ids: list[int]) -> str:
     return ", ".join(document.span_label(r[0], r[-1]) for r in runs)
 
 
+def _passage_block(document: Document, title: str, ids: Iterable[int], width: int | None) -> list[str]:
+    """A passage as printed: a blank line, its head line, then each paragraph as `[N] text`."""
+    lines = ["", *wrapped(title, width)]
+    for pid in ids:
+        lines += wrapped(f"[{document.label(pid)}] {printable(document.paragraph(pid).text)}", width)
+    return lines
+
+
 def find_lines(
     result: FindResult,
     limit: int,
@@ -169,20 +177,12 @@ def find_lines(
             gap = [pid for pid in range(joined[0], joined[-1] + 1) if pid not in taken]
             taken.update(gap)
             near[1][:] = sorted(joined + gap)
-    titles, blocks = [], []
-    for (ranks, ids), chapter in zip(groups, chapters, strict=True):
-        titles.append(
-            f"{'+'.join(f'#{r}' for r in ranks)} [{_spans_label(doc, ids)}]"
-            + (f" {printable(chapter.title)}" if chapter else "")
-        )
-        blocks.append(
-            ["", *wrapped(titles[-1], width)]
-            + [
-                line
-                for pid in ids
-                for line in wrapped(f"[{doc.label(pid)}] {printable(doc.paragraph(pid).text)}", width)
-            ]
-        )
+    titles = [
+        f"{'+'.join(f'#{r}' for r in ranks)} [{_spans_label(doc, ids)}]"
+        + (f" {printable(chapter.title)}" if chapter else "")
+        for (ranks, ids), chapter in zip(groups, chapters, strict=True)
+    ]
+    blocks = [_passage_block(doc, title, ids, width) for title, (_, ids) in zip(titles, groups, strict=True)]
     kept, left = _within(blocks, max_chars, _size(out))  # whole passages in rank order
     out += kept
     if left:
@@ -384,14 +384,7 @@ def library_find_lines(
             f"#{rank} {printable(candidate.name)} [{doc.span_label(s.start, s.end)}]"
             + (f" {printable(chapter.title)}" if chapter else "")
         )
-        blocks.append(
-            ["", *wrapped(titles[-1], width)]
-            + [
-                line
-                for pid in s.ids
-                for line in wrapped(f"[{doc.label(pid)}] {printable(doc.paragraph(pid).text)}", width)
-            ]
-        )
+        blocks.append(_passage_block(doc, titles[-1], s.ids, width))
     kept, left = _within(blocks, max_chars, _size(out))
     out += kept
     if left:
