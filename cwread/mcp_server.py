@@ -253,14 +253,21 @@ def build_server(settings: ServerSettings) -> MCPServer:
         return result(answer_content(trace), answer_text(trace))
 
     @server.tool(
-        description="Answer a question about a book with quotes from it: free-form, or multiple choice "
-        'with options ["A=text", "B=text", ...]. The answer is null when the text does not determine '
-        "one (the best evidence is quoted instead). Quotes are verified to be in the paragraph named.",
+        description="Answer a question about a book (or, with no book, about the library's book whose passages "
+        'fit it best) with quotes from it: free-form, or multiple choice with options ["A=text", "B=text", ...]. '
+        "The answer is null when the text does not determine one (the best evidence is quoted instead). "
+        "Quotes are verified to be in the paragraph named.",
         annotations=read_only,
     )
     async def ask(
-        book: BookArg,
         question: Annotated[str, Field(description="The question, in plain words.")],
+        book: Annotated[
+            str,
+            Field(
+                description="The book, as list_books names it; empty: the book of the whole library whose "
+                "passages fit the question best (as find with no book chooses it; named in the reply)."
+            ),
+        ] = "",
         options: Annotated[
             list[str] | None,
             Field(description='Options of a multiple-choice question: ["A=text", "B=text"].'),
@@ -268,7 +275,17 @@ def build_server(settings: ServerSettings) -> MCPServer:
         judge_anyway: JudgeArg = False,
         ctx: Context | None = None,
     ) -> CallToolResult:
-        return await off_thread(lambda: answer(book, api.make_question(question, options), ctx, judge_anyway))
+        asked = api.make_question(question, options)
+        return await off_thread(lambda: answer(book or best_book(asked, ctx), asked, ctx, judge_anyway))
+
+    def best_book(question, ctx) -> str:
+        """The book of the library whose passages fit `question` best (cwread.library_question)."""
+        found = find_in_library(
+            books.library, question, lambda name: books.open(name)[0], progress=reporter(ctx)
+        )
+        if not found.passages:
+            raise InputError("no book of the library holds the question's words (say it otherwise)")
+        return found.candidates[found.passages[0].book].name
 
     @server.tool(
         description="Judge a claim TRUE or FALSE from a book, with the quotes it rests on; verdict null "

@@ -59,9 +59,10 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
         ("show", {"book": GIANT, "paragraphs": "7"}),
         ("cast", {"book": GIANT, "query": "Giant", "limit": 1}),
         ("find", {"question": WALL, "limit": 2}),  # no book: the whole library
+        ("ask", {"question": WALL}),  # no book: the library's book that fits best
     )
     assert sorted(names) == ["ask", "cast", "contents", "find", "list_books", "search", "show", "verify"]
-    answered, refused, relative, too_long, shown, cast, shelf = results
+    answered, refused, relative, too_long, shown, cast, shelf, shelf_answer = results
 
     assert not answered.is_error
     data = answered.structured_content
@@ -87,6 +88,8 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
     assert not shelf.is_error and shelf.structured_content["searched"][0]["book"] == GIANT
     assert shelf.content[0].text.count("\n#") <= 2 and f"#1 {GIANT} [" in shelf.content[0].text
     assert all("text" not in p for p in shelf.structured_content["passages"])
+    assert not shelf_answer.is_error and shelf_answer.structured_content["document"]["path"].endswith(GIANT)
+    assert shelf_answer.structured_content["answer"] == data["answer"]
 
 
 def test_a_symlink_that_leaves_the_root_is_refused(tmp_path):
