@@ -301,7 +301,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
         return await off_thread(lambda: answer(book, api.make_question(claim, claim=True), ctx, judge_anyway))
 
     def library_find(
-        question: str, limit: int, max_chars: int, also: str, near: str | None, ctx
+        question: str, limit: int, max_chars: int, hints, near: str | None, widen, ctx
     ) -> CallToolResult:
         """find with no book: a question over the whole library (cwread.library_question)."""
         if near is not None:
@@ -311,13 +311,15 @@ def build_server(settings: ServerSettings) -> MCPServer:
             api.make_question(question),
             lambda name: books.open(name)[0],
             progress=reporter(ctx),
-            hints=api.Hints(also),
+            hints=hints,
         )
         data = json_output.library_find_json(found, limit)
         data = {k: v for k, v in data.items() if k not in ("version", "cwread", "timings")}
         for passage in data["passages"]:
             del passage["text"]  # the text once, in the text content
-        return result(data, "\n".join(reading.library_find_lines(found, limit, _bound(max_chars), None)))
+        return result(
+            data, "\n".join(reading.library_find_lines(found, limit, _bound(max_chars), None, widen))
+        )
 
     @server.tool(
         description="The passages of a book (or, with no book, of the whole library) a question needs, best "
@@ -372,7 +374,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 raise InputError("limit must be at least 1")
             widen = api.expansion(expand)
             if not book.strip():
-                return library_find(question, limit, max_chars, also, near, ctx)
+                return library_find(question, limit, max_chars, api.Hints(also), near, widen, ctx)
             session, _ = books.open(book)
             document = session.document
             around = api.paragraph_id(document, near) if near is not None else None

@@ -5,6 +5,7 @@ come back with their book, chapter and paragraph ids. Through the real CLI."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -70,6 +71,12 @@ def test_the_answer_comes_from_the_book_that_holds_it_with_its_chapter(capsys, s
     assert first["chapter"] == "CHAPTER II" and "Ailsa rowed" in first["text"]
     assert all(p["book"] in {c["book"] for c in data["searched"]} for p in data["passages"])
     assert len(data["searched"]) <= 3 and "index_built" in data["searched"][0]
+
+    spans = []
+    for widen in ([], ["--expand", "1"]):
+        code, out, _ = run(capsys, "find", str(shelf), QUESTION, "--library", "--limit", "1", *widen)
+        spans.append([int(n) for n in re.search(r"#1 lighthouse\.txt \[(\d+)-(\d+)\]", out).groups()])
+    assert spans[1] == [spans[0][0] - 1, spans[0][1] + 1]  # a paragraph more on each side
 
     code, out, _ = run(capsys, "find", str(shelf), QUESTION, "--library", "--books-opened", "1", "--json")
     assert [c["book"] for c in json.loads(out)["searched"]] == ["lighthouse.txt"]

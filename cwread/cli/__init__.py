@@ -178,7 +178,9 @@ def _find_library(book: str, asked, choice: ModelChoice, shape, output) -> None:
         render.print_json(json_output.library_find_json(found, shape.limit or 0))
         return
     bound = FIND_CHARS if shape.max_chars is None else (shape.max_chars or None)
-    render.library_find_view(found, shape.limit if shape.limit is not None else LIBRARY_PASSAGES, bound)
+    render.library_find_view(
+        found, shape.limit if shape.limit is not None else LIBRARY_PASSAGES, bound, shape.expand
+    )
     if not found.candidates:
         raise typer.Exit(4)
 

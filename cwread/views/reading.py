@@ -352,12 +352,13 @@ def cast_lines(
 
 
 def library_find_lines(
-    found: LibraryFound, limit: int, max_chars: int | None, width: int | None
+    found: LibraryFound, limit: int, max_chars: int | None, width: int | None, expand: int | str | None = None
 ) -> list[str]:
     """A question over a library as a reader reads it: which books were searched and why, then
     the passages of those books best first (the first `limit`, 0: all), each headed by its rank,
     book (its name as `show` takes it, and its title where its catalogue gives one), span and
-    chapter; whole passages up to `max_chars`, then one line naming those left out."""
+    chapter, widened as `expand` says (`printed_span`), each paragraph once; whole passages up
+    to `max_chars`, then one line naming those left out."""
     shelf = ", ".join(found.roots)
     if not found.candidates:
         return wrapped(
@@ -376,15 +377,21 @@ def library_find_lines(
     out = [line for head in heads for line in wrapped(head, width)]
     passages = found.passages if not limit else found.passages[:limit]
     titles, blocks = [], []
+    taken: set[tuple[int, int]] = set()  # (book, paragraph) printed
     for rank, p in enumerate(passages, start=1):
         candidate = found.candidates[p.book]
         doc, s = candidate.found.document, p.segment
+        start, end = printed_span(doc, s, expand)
+        ids = [pid for pid in range(start, end + 1) if (p.book, pid) not in taken]
+        if not ids:
+            continue
+        taken.update((p.book, pid) for pid in ids)
         chapter = segment_chapter(doc, s, candidate.found.paragraph_scores)
         titles.append(
-            f"#{rank} {printable(candidate.name)} [{doc.span_label(s.start, s.end)}]"
+            f"#{rank} {printable(candidate.name)} [{_spans_label(doc, ids)}]"
             + (f" {printable(chapter.title)}" if chapter else "")
         )
-        blocks.append(_passage_block(doc, titles[-1], s.ids, width))
+        blocks.append(_passage_block(doc, titles[-1], ids, width))
     kept, left = _within(blocks, max_chars, _size(out))
     out += kept
     if left:

@@ -354,10 +354,10 @@ def find_text_view(
         out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def library_find_view(found, limit: int, max_chars: int | None) -> None:
+def library_find_view(found, limit: int, max_chars: int | None, expand: int | str | None = None) -> None:
     """`find --library`: see cwread.views.reading.library_find_lines."""
     out = stdout(lines=True)
-    for line in reading.library_find_lines(found, limit, max_chars, _reader_width(out)):
+    for line in reading.library_find_lines(found, limit, max_chars, _reader_width(out), expand):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
