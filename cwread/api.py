@@ -33,6 +33,7 @@ from cwread.errors import InputError, ModelError
 from cwread.library.catalog import Chapter, Found, Library, contents_of
 from cwread.library_question import MOST_BOOKS, LibraryFound, find_in_library, session_opener
 from cwread.plan import AnswerSettings, FinderSettings, Plan, RunSettings
+from cwread.plugins import load_plugins
 from cwread.progress import Progress
 from cwread.question import NO_HINTS, Hints, Question, make_question
 from cwread.records import DoctorReport, FindResult, IndexReport, Trace
@@ -42,6 +43,8 @@ from cwread.retrieval.fusion import open_index
 from cwread.retrieval.segments import Budget, make_budget
 from cwread.session import Session
 from cwread.settings import SessionSettings, Settings
+
+load_plugins()  # formats, backends and kinds other packages add (cwread.plugins)
 
 __all__ = [
     "AnswerSettings",
@@ -289,6 +292,9 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
     except ModelError as exc:  # an input error (a bad setting) still propagates: exit 2
         error = str(exc)
     notes.append(_reader_note())
+    plugins = load_plugins()
+    if plugins:
+        notes.append(f"plug-ins: {', '.join(plugins)}")
     return DoctorReport(
         cache=str(cache_root()),
         finder=finder,

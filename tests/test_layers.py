@@ -54,7 +54,7 @@ LAYERS = [
         "cwread.agents.reading_budget",
         "cwread.agents.judge",
     ],
-    ["cwread.settings"],
+    ["cwread.settings", "cwread.plugins"],
     ["cwread.records", "cwread.agents.model_facts"],
     ["cwread.plan", "cwread.question"],
     [

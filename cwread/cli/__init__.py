@@ -18,9 +18,12 @@ from typing import Annotated, Any
 
 import typer
 
-from cwread.cli.app import app, open_document
-from cwread.cli.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, answer_exit, error_exit
-from cwread.cli.options import (
+from cwread.plugins import load_plugins
+
+load_plugins()  # before the options read the registries for their choices and help
+from cwread.cli.app import app, open_document  # noqa: E402
+from cwread.cli.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, answer_exit, error_exit  # noqa: E402
+from cwread.cli.options import (  # noqa: E402
     FIND_CHARS,
     LIBRARY_PASSAGES,
     MAP_CANDIDATES,
@@ -35,14 +38,14 @@ from cwread.cli.options import (
     output_options,
     question_options,
 )
-from cwread.errors import (
+from cwread.errors import (  # noqa: E402
     AnswerError,
     CwreadError,
     InputError,
     Interrupted,
     OutputError,
 )
-from cwread.retrieval.embedders import DEFAULT_EMBEDDER
+from cwread.retrieval.embedders import DEFAULT_EMBEDDER  # noqa: E402
 
 
 def _click_types(name: str) -> tuple[type[BaseException], ...]:

@@ -1,0 +1,63 @@
+"""Plug-ins from outside: a format, a backend or a question kind that another package adds,
+found by its Python entry points, as pip installs them. A package declares, in its
+pyproject.toml:
+
+    [project.entry-points."cwread.formats"]
+    toy = "cwread_toy:READER"          # a cwread.book.formats.Reader
+
+    [project.entry-points."cwread.backends"]
+    toy = "cwread_toy:PROVIDER"        # a cwread.backends.provider.Provider
+
+    [project.entry-points."cwread.kinds"]
+    toy = "cwread_toy:FORM"            # a cwread.question.AnswerForm
+
+and each is registered as cwread's own are (`register` of its registry), before the CLI builds its
+help and before `cwread.api` answers anything, so a plug-in's format is read everywhere a book is,
+its backend is chosen by `--backend`, and its kind is asked with `--kind`. A plug-in that cannot be
+loaded, or is not what its group holds, is left out with one line on stderr; cwread goes on.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+GROUPS = ("cwread.formats", "cwread.backends", "cwread.kinds")
+_loaded: list[str] | None = None
+
+
+def _say(message: str) -> None:
+    print(f"cwread: {message}", file=sys.stderr)
+
+
+def load_plugins(notice: Callable[[str], None] = _say) -> list[str]:
+    """Register every installed plug-in (once a process); the names loaded, "group:name"."""
+    global _loaded
+    if _loaded is not None:
+        return list(_loaded)
+    from cwread import question
+    from cwread.backends import provider
+    from cwread.book import formats
+
+    registries = {
+        "cwread.formats": (formats.register, formats.Reader),
+        "cwread.backends": (provider.register, provider.Provider),
+        "cwread.kinds": (question.register, question.AnswerForm),
+    }
+    _loaded = []
+    for group, (register, kind) in registries.items():
+        for point in entry_points(group=group):
+            try:
+                found = point.load()
+            except Exception as exc:  # a broken plug-in must not stop cwread
+                notice(
+                    f"plug-in {point.name} ({point.value}) could not be loaded: {type(exc).__name__}: {exc}"
+                )
+                continue
+            if not isinstance(found, kind):
+                notice(f"plug-in {point.name} ({point.value}) is no {kind.__name__}; left out")
+                continue
+            register(found)
+            _loaded.append(f"{group}:{point.name}")
+    return list(_loaded)
