@@ -166,7 +166,6 @@ def index_document(
     t0 = time.perf_counter()
     index = open_index(document, load_embedder(embedder), progress)
     book_idf(document)
-    book_cast(document)
     return IndexReport(
         paragraphs=len(document),
         built=tuple(index.built),

@@ -59,7 +59,7 @@ from cwread.records import (
     Unread,
     Verdict,
 )
-from cwread.retrieval.cast import book_cast
+from cwread.retrieval.cast import named_in_book
 from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
 from cwread.retrieval.segments import NOVEL_PARAGRAPHS, Budget, build_segments
@@ -93,7 +93,7 @@ def find(
     asked = as_asked(question, follows)
     # a description the book sets beside a name ("the naturalist") looks for the name too: the
     # answer's paragraphs use the name
-    named = tuple(book_cast(document).named_in(asked.text))
+    named = tuple(named_in_book(document, asked.text))
     lexical = " ".join([hints.also, *(n.member.words for n in named)]).strip()
     scores = paragraph_scores(index, build_queries(asked.text, question.options or None), retrieval, lexical)
     # "Who is X?": the paragraphs that describe X lead, or where none does, those that first name

@@ -21,6 +21,7 @@ STORY = [
     "The old man burned a bundle of letters in the kitchen grate before anyone was awake. Payne watched the smoke go up.",
     "Mrs. Wilde found the ashes at noon and said nothing to Sir Henry.",
     "Then came the rain.",
+    "This was a strange thing about the keys, and I was his friend, the only one.",
 ]
 
 
@@ -69,10 +70,20 @@ def test_cast_and_find_through_the_cli(capsys, tmp_path):
     assert data["named"] == [
         {
             "description": "the family lawyer",
-            "name": "Payne",
+            "name": "Mr. Payne",
             "words": "Payne",
             "said": "Mr. Payne, the family lawyer",
             "at": 2,
         }
     ]
     assert data["segments"][0]["start"] <= 8 <= data["segments"][0]["end"]
+
+    # a question's description read from the paragraphs that hold its words, no whole cast built;
+    # words that open a sentence ("This", "I") name no one
+    from cwread import api
+    from cwread.retrieval.cast import named_in_book
+
+    doc = api.open_document(str(book))
+    assert [n.member.words for n in named_in_book(doc, "Why did the lawyer burn the letters?")] == ["Payne"]
+    assert named_in_book(doc, "What was the strange thing about the keys?") == []
+    assert named_in_book(doc, "Who was his only friend?") == []

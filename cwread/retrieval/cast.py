@@ -555,65 +555,122 @@ def _placed(form: _Form) -> bool:
 
 
 def _described(members: list[CastMember], read: list[tuple[int, str]]) -> list[CastMember]:
-    """The members with the descriptions the text sets beside their names: an appositive, or
-    a copula said more than once (describe's rule: "Arthur was the first" says what someone
-    was at a moment)."""
+    """The members with the descriptions the text sets beside their names (`_kept`)."""
     by_form: dict[tuple[str, ...], CastMember] = {}
     for member in reversed(members):  # the most mentioned member wins a form two share
         for form in member.forms:
             by_form[_form_key(form)] = member
-    found: dict[str, dict[str, list]] = defaultdict(
-        dict
-    )  # member's name -> said -> [span, pid, times, appositive]
+    found: dict[str, dict[str, list]] = defaultdict(dict)  # a member's name -> its descriptions (_tally)
     for pid, text in read:
-        if "," not in text and " is " not in text and " was " not in text:  # no description possible
+        for name, said, span, appositive in _descriptions_in(text, lambda name: _form_key(name) in by_form):
+            _tally(found[by_form[_form_key(name)].name], said, span, pid, appositive)
+    return [
+        CastMember(member.name, member.kind, member.forms, member.mentions, _kept(found.get(member.name, {})))
+        for member in members
+    ]
+
+
+def _tally(found: dict[str, list], said: str, span: str, pid: int, appositive: bool) -> None:
+    """Count one saying of a description in `found` (its words without articles -> [the span
+    first said, its paragraph, times said, said as an appositive, its words as first said])."""
+    entry = found.setdefault(normalized(said), [span, pid, 0, False, said])
+    entry[2] += 1
+    entry[3] = entry[3] or appositive
+
+
+def _kept(found: dict[str, list]) -> tuple[Description, ...]:
+    """The descriptions tallied that say who someone is, said most often first: an appositive,
+    or a copula said more than once (describe's rule: "Arthur was the first" says what someone
+    was at a moment)."""
+    kept = [
+        Description(said, span, pid, times)
+        for span, pid, times, appositive, said in found.values()
+        if appositive or times > 1
+    ]
+    kept.sort(key=lambda d: (-d.times, d.pid))
+    return tuple(kept[:MOST_DESCRIPTIONS])
+
+
+def _descriptions_in(text: str, wanted=lambda name: True):
+    """(name as written, description as said, the span that says it, whether an appositive) of
+    each description of a `wanted` name in a paragraph."""
+    if "," not in text and " is " not in text and " was " not in text:  # no description possible
+        return
+    if not _MAY_DESCRIBE.search(text):
+        return  # most paragraphs: split into sentences only where a description may be
+    spans = None
+    # where a name is followed by ", the", " was a"...: one scan finds the places every pattern
+    # that opens with a name could match, each then tried there in its sentence
+    places = [(m.start(), m["name"], _NAMED_PATTERNS) for m in _NAMED_THEN.finditer(text)]
+    places += [(m.start(), m["name"], ((_RELATION_OF, True),)) for m in _RELATION_OF.finditer(text)]
+    for at, name, patterns in places:
+        if not wanted(name):
             continue
-        if not _MAY_DESCRIBE.search(text):
-            continue  # most paragraphs: split into sentences only where a description may be
-        spans = None
-        # where a name is followed by ", the", " was a"...: one scan finds the places every
-        # pattern that opens with a name could match, each then tried there in its sentence
-        places = [(m.start(), m["name"], _NAMED_PATTERNS) for m in _NAMED_THEN.finditer(text)]
-        places += [(m.start(), m["name"], ((_RELATION_OF, True),)) for m in _RELATION_OF.finditer(text)]
-        for at, name, patterns in places:
-            member = by_form.get(_form_key(name))
-            if member is None:
+        spans = spans or _sentences(text)  # the sentence it is in, matched again there
+        start, end = next(((a, b) for a, b in spans if a <= at < b), (0, len(text)))
+        sentence = text[start:end]
+        for pattern, appositive in patterns:
+            match = pattern.match(sentence, at - start)
+            if match is None:
                 continue
-            spans = spans or _sentences(text)  # the sentence it is in, matched again there
-            start, end = next(((a, b) for a, b in spans if a <= at < b), (0, len(text)))
-            sentence = text[start:end]
-            for pattern, appositive in patterns:
-                match = pattern.match(sentence, at - start)
-                if match is None:
+            if pattern is _APPOSITIVE or pattern is _COPULA:
+                if not is_description(sentence, match, appositive):
                     continue
-                if pattern is _APPOSITIVE or pattern is _COPULA:
-                    if not is_description(sentence, match, appositive):
-                        continue
-                elif not is_relation(match["said"]):
-                    continue
-                said = normalized(match["said"])
-                if not said or said in STOPWORDS:
-                    continue
-                entry = found[member.name].setdefault(
-                    said,
-                    [sentence[match.start() : match.end()], pid, 0, False, " ".join(match["said"].split())],
-                )
-                entry[2] += 1
-                entry[3] = entry[3] or appositive
-    out = []
-    for member in members:
-        kept = [
-            Description(words, span, pid, times)
-            for span, pid, times, appositive, words in found.get(member.name, {}).values()
-            if appositive or times > 1
+            elif not is_relation(match["said"]):
+                continue
+            said = " ".join(match["said"].split())
+            if normalized(said) and normalized(said) not in STOPWORDS:
+                yield match["name"], said, sentence[match.start() : match.end()], appositive
+
+
+def named_in_book(document: Document, question: str) -> list[Named]:
+    """Whom a question calls by a description (Cast.named_in), read from the paragraphs that
+    hold one of the question's words alone: each name described there is a member, so no cast
+    of the whole book is built (a question costs a scan of the book's text for its words, and
+    the book's indexing nothing)."""
+    stems = {
+        s
+        for s in word_stems([w.lower() for w in WORD.findall(question)])
+        if s not in STOPWORDS and len(s) > 2
+    }
+    if not stems:
+        return []
+    found: dict[tuple[str, ...], tuple[str, dict[str, list]]] = {}
+    for pid, text, lowered in _story(document):
+        if not any(stem in lowered for stem in stems):
+            continue
+        for name, said, span, appositive in _descriptions_in(text, _a_name):
+            _, tally = found.setdefault(_form_key(name), (name, {}))
+            _tally(tally, said, span, pid, appositive)
+    members = [CastMember(name, "name", (name,), (), _kept(tally)) for name, tally in found.values()]
+    return Cast(tuple(m for m in members if m.descriptions)).named_in(question)
+
+
+_STORIES: dict[str, list[tuple[int, str, str]]] = {}  # by fingerprint: a session asks again
+
+
+def _story(document: Document) -> list[tuple[int, str, str]]:
+    """The paragraphs a cast is read from, each with its text in lower case: the story's,
+    headings left out (held for the next question of the same book)."""
+    held = _STORIES.get(document.fingerprint)
+    if held is None:
+        if len(_STORIES) >= HELD_CASTS:
+            _STORIES.pop(next(iter(_STORIES)))
+        skip = document.unread
+        held = _STORIES[document.fingerprint] = [
+            (p.id, p.text, p.text.lower())
+            for p in document.paragraphs
+            if p.id not in skip and not is_heading(p.text)
         ]
-        kept.sort(key=lambda d: (-d.times, d.pid))
-        out.append(
-            CastMember(
-                member.name, member.kind, member.forms, member.mentions, tuple(kept[:MOST_DESCRIPTIONS])
-            )
-        )
-    return out
+    return held
+
+
+def _a_name(name: str) -> bool:
+    """Whether words before a description name someone: a word of them no function word ("I",
+    "This" open sentences)."""
+    return any(
+        w.lower().rstrip(".") not in STOPWORDS and w.lower().rstrip(".") not in TITLES for w in name.split()
+    )
 
 
 _SENTENCE_END = re.compile(r"[.!?][”’\"')\]]*\s+")
