@@ -1,9 +1,10 @@
-"""The book's cast: the people and places its text names, found from the text alone at index
-time (no model, on the CPU): each one's forms ("Sir Henry Baskerville", "Sir Henry",
-"Baskerville"), the descriptions the text sets beside a name ("Stapleton, the naturalist";
-"Barrymore, the butler"), and the paragraphs that mention it. A question that calls someone
-by a description ("what did the naturalist catch?") has the name added to the lexical side of
-retrieval: the answer's paragraphs use the name, not the description.
+"""The book's cast: the people and places its text names, found from the text alone (no model,
+on the CPU) when first asked for, then cached: each one's forms ("Sir Henry Baskerville", "Sir
+Henry", "Baskerville"), the descriptions the text sets beside a name ("Stapleton, the
+naturalist"; "Barrymore, the butler"), and the paragraphs that mention it. A question that calls
+someone by a description ("what did the naturalist catch?") has the name added to the lexical
+side of retrieval (the answer's paragraphs use the name, not the description), read from the
+paragraphs that hold the question's words alone (`named_in_book`), with no whole cast built.
 
 A name is a run of capitalized words inside a sentence, at least one of which the book writes
 capitalized nearly always (a word that opens a sentence counts only where the book capitalizes
