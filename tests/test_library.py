@@ -293,3 +293,14 @@ def test_search_into_a_pipe_prints_whole_paragraphs(capsys, tmp_path, cache_dir)
     (shelf / "keeper.txt").write_text(f"{long} At the far end hung the zyzzyva lantern.\n", encoding="utf-8")
     code, out, _ = run(capsys, "search", str(shelf), "zyzzyva")
     assert code == 0 and "hung the zyzzyva lantern." in out  # past the 600 characters a terminal shows
+
+
+def test_search_on_one_book_file_searches_that_book_alone(capsys, library, cache_dir):
+    book = library / "giant.txt"  # the PDF beside it holds the same words
+    code, out, _ = run(capsys, "search", str(book), "wall", "--limit", "0", "--json")
+    hits = json.loads(out)["hits"]
+    assert code == 0 and hits and {h["book"] for h in hits} == {"giant.txt"}
+    code, out, _ = run(capsys, "search", str(book), "wall", "--limit", "1")
+    assert code == 0 and f"{library}/giant.txt " in out.replace("'", "")
+    code, _, err = run(capsys, "search", str(book), "wall", "--books", "*")
+    assert code == 2 and "give the folder, not a book" in err

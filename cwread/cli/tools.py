@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 from typing import Annotated, Any
 
 import typer
@@ -222,7 +223,7 @@ def search(
         str,
         typer.Argument(
             help=f"A folder of books: each file ({format_names()}) and each folder in it is a book "
-            "(or a Calibre library: each book's folder).",
+            "(or a Calibre library: each book's folder); or one book's file, searched alone.",
             show_default=False,
         ),
     ],
@@ -258,15 +259,20 @@ def search(
     from cwread import api
     from cwread.views import json_output, render
 
+    root = Path(library)
+    if root.is_file():  # one book: its folder's index, this book alone
+        if books is not None:
+            raise InputError("--books chooses among a folder's books; give the folder, not a book")
+        root, books = root.parent, glob.escape(root.name)
     render.set_width(output.width)
     with render.progress() as progress:
         found = api.search_library(
-            (Path(library),), query, limit, progress, books=books, context=context, notice=render.notice
+            (root,), query, limit, progress, books=books, context=context, notice=render.notice
         )
     if output.json_out:
-        render.print_json(json_output.search_json(found, library))
+        render.print_json(json_output.search_json(found, str(root)))
     else:
-        render.search_view(found, library)
+        render.search_view(found, str(root))
 
 
 @app.command()
