@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from extractive_dev import SETS, open_record_list
 
 from cwread.book import load_document
-from cwread.retrieval.cast import build_cast, named_in_book
+from cwread.retrieval.cast import named_in_book
+from cwread.retrieval.cast_build import build_cast
 from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import open_index
 

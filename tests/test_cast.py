@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from cwread.retrieval.cast import build_cast
+from cwread.retrieval.cast_build import build_cast
 from tests.conftest import run
 
 STORY = [

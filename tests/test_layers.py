@@ -75,6 +75,7 @@ LAYERS = [
     [
         "cwread.retrieval.segments",
         "cwread.retrieval.cast",
+        "cwread.retrieval.cast_build",
         "cwread.retrieval.embedders",
         "cwread.retrieval.lexical",
         "cwread.eval.metrics",

@@ -7,6 +7,7 @@ book's cast read descriptions with these patterns.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 
 from cwread.text.words import ABBREVIATED, STOPWORDS, TITLES
 
@@ -105,3 +106,76 @@ def is_relation(said: str) -> bool:
     if not words or any(w in STOPWORDS or w in _VERBS or w in _TIMES or w in _MEASURES for w in words):
         return False
     return words[-1] in RELATIONS
+
+
+# what every description pattern holds: a cheap test that spares most paragraphs their sentences
+_MAY_DESCRIBE = re.compile(
+    r"\w,\s+(?:the|a|an|of|his|her|my|our|their|your|[A-Z][\w-]*['’]s)\s|\s(?:is|was)\s+(?:the|a|an|of)\s"
+    r"|(?:his|her|my|our|their|your)\s+[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*){0,2},\s+[A-Z]"
+)
+_NAME = rf"(?P<name>(?:{TITLE_BEFORE})*[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*){{0,3}})"
+_APPOSITIVE = re.compile(rf"(?<![\w'’])(?=[A-Z]){_NAME},\s+{DESCRIPTION}{END}")
+_COPULA = re.compile(rf"(?<![\w'’])(?=[A-Z]){_NAME}\s+(?:is|was)\s+{DESCRIPTION}{END}")
+_HAS_RELATION = re.compile(rf"(?<![\w'’])(?=[A-Z]){_NAME},\s+{RELATION}{END}")  # Mrs. Lennox, her aunt,
+_RELATION_OF = re.compile(rf"(?<![\w'’]){RELATION},\s+{_NAME}\b")  # my lawyer, Mr. Smith
+_NAMED_THEN = re.compile(
+    rf"(?<![\w'’])(?=[A-Z]){_NAME}(?:,\s+|\s+(?:is|was)\s+)(?=the\b|a\b|an\b|of\b|his\b|her\b|my\b|our\b|their\b|your\b|[A-Z])"
+)
+_NAMED_PATTERNS = ((_APPOSITIVE, True), (_COPULA, False), (_HAS_RELATION, True))
+
+
+def descriptions_in(
+    text: str, wanted: Callable[[str], bool] = lambda name: True
+) -> Iterator[tuple[str, str, str, bool]]:
+    """(name as written, description as said, the span that says it, whether an appositive) of
+    each description of a `wanted` name in a paragraph."""
+    if "," not in text and " is " not in text and " was " not in text:  # no description possible
+        return
+    if not _MAY_DESCRIBE.search(text):
+        return  # most paragraphs: split into sentences only where a description may be
+    spans = None
+    # where a name is followed by ", the", " was a"...: one scan finds the places every pattern
+    # that opens with a name could match, each then tried there in its sentence
+    places = [(m.start(), m["name"], _NAMED_PATTERNS) for m in _NAMED_THEN.finditer(text)]
+    places += [(m.start(), m["name"], ((_RELATION_OF, True),)) for m in _RELATION_OF.finditer(text)]
+    for at, name, patterns in places:
+        if not wanted(name):
+            continue
+        spans = spans or _sentences(text)  # the sentence it is in, matched again there
+        start, end = next(((a, b) for a, b in spans if a <= at < b), (0, len(text)))
+        sentence = text[start:end]
+        for pattern, appositive in patterns:
+            match = pattern.match(sentence, at - start)
+            if match is None:
+                continue
+            if pattern is _APPOSITIVE or pattern is _COPULA:
+                if not is_description(sentence, match, appositive):
+                    continue
+            elif not is_relation(match["said"]):
+                continue
+            said = " ".join(match["said"].split())
+            if normalized(said) and normalized(said) not in STOPWORDS:
+                yield match["name"], said, sentence[match.start() : match.end()], appositive
+
+
+_SENTENCE_END = re.compile(r"[.!?][”’\"')\]]*\s+")
+
+
+def _sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of a paragraph, cut after ".", "!" or "?" (not a title's full
+    stop): a description's sentence, without the sentence splitter's cost."""
+    spans, start = [], 0
+    for end in _SENTENCE_END.finditer(text):
+        if text[end.start()] == "." and last_word(text, end.start()).lower() in TITLES:
+            continue
+        spans.append((start, end.end()))
+        start = end.end()
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans
+
+
+def last_word(text: str, at: int) -> str:
+    """The word that ends before `at` in `text` ("" where none)."""
+    words = text[max(0, at - 16) : at].split()
+    return words[-1] if words else ""

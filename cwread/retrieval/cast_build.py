@@ -1,0 +1,332 @@
+"""Building a book's cast from its text (see cwread.retrieval.cast): names are runs of
+capitalized words, gathered into members by their forms, each with its mentions and the
+descriptions set beside it."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cwread.book.chapters import is_heading
+from cwread.retrieval.cast import (
+    FEMALE_TITLES,
+    MIN_MENTIONS,
+    Cast,
+    CastMember,
+    _bare,
+    _form_key,
+    _kept,
+    _possessive,
+    _tally,
+)
+from cwread.text.descriptions import descriptions_in, last_word
+from cwread.text.words import STOPWORDS, TITLES
+
+# capitalized by custom, not as a name
+_NOT_NAMES = frozenset(
+    {
+        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january",
+        "february", "march", "april", "may", "june", "july", "august", "september", "october",
+        "november", "december", "god", "heaven", "heavens", "christmas", "easter", "english",
+        "french", "german", "american", "british", "scotch", "irish", "italian", "spanish",
+        "christian", "oh", "ah", "yes", "no", "mamma", "papa", "dear", "good", "well", "chapter",
+    }
+)  # fmt: skip
+_PLACE_WORDS = frozenset(
+    {
+        "street", "hall", "house", "road", "lane", "square", "park", "court", "castle", "moor",
+        "mire", "tor", "church", "abbey", "station", "hotel", "inn", "manor", "river", "lake",
+        "mount", "island", "bay", "hill", "farm", "cottage", "place", "terrace", "gardens",
+        "bridge", "town", "city", "village", "county", "valley", "harbour", "harbor", "creek",
+        "falls", "fort", "point", "hospital", "college", "school", "club", "wood", "woods",
+    }
+)  # fmt: skip
+_SPEECH = frozenset(
+    {
+        "said", "says", "cried", "asked", "answered", "replied", "remarked", "whispered",
+        "exclaimed", "shouted", "continued", "added", "returned", "observed", "murmured",
+    }
+)  # fmt: skip
+_PLACE_BEFORE = frozenset({"in", "at", "into", "near", "towards", "toward", "through"})
+_MALE_TITLES = frozenset({"mr", "sir", "lord", "king", "prince", "monsieur", "messrs", "esq"})
+NAME_SHARE = 0.8  # of a word's uses written capitalized for it to be a name's
+
+# capitalized words in a row, one space apart ("Paris--the" is two words, the dash no space)
+_CAPITALIZED = r"[A-Z](?:[A-Za-z'’]|-(?=[A-Za-z]))*\.?"
+_RUN = re.compile(rf"(?<![\w'’-]){_CAPITALIZED}(?: {_CAPITALIZED})*")
+_LOWER = re.compile(r"(?<![\w'’])[a-z][a-z'’-]*")
+_OPENERS = "“\"‘'(—-_[ "
+_PUNCTUATION = "“”‘’\"'.,;:!?()[]—-_"
+
+
+@dataclass
+class _Form:
+    key: tuple[str, ...]  # its words, titles left out
+    female: str  # a woman's title as the key keeps it ("miss", "mrs"), else ""
+    times: int = 0
+    titles: Counter = None  # type: ignore[assignment]
+    person: int = 0  # uses that say a person: a title, a verb of speech beside it
+    place: int = 0  # uses after "in", "at", "near"...
+    male: bool = False  # given a man's title ("Mr.", "Sir")
+
+    def __post_init__(self) -> None:
+        self.titles = Counter()
+
+    @property
+    def shown(self) -> str:
+        title = self.titles.most_common(1)[0][0] if self.titles else ""
+        return f"{title} {' '.join(self.key)}".strip()
+
+
+def build_cast(texts: Sequence[str], skip: frozenset[int] = frozenset()) -> Cast:
+    """The cast of a book whose paragraphs are `texts` (ids from 1), leaving out the ids in
+    `skip` (front and back matter) and headings."""
+    read = [(pid, text) for pid, text in enumerate(texts, 1) if pid not in skip and not is_heading(text)]
+    lower: Counter[str] = Counter()
+    capital: Counter[str] = Counter()
+    runs: list[
+        tuple[int, list[str], bool, str, str]
+    ] = []  # pid, words, opens a sentence, word before, word after
+    for pid, text in read:
+        lower.update(_LOWER.findall(text))
+        runs += _runs(pid, text, capital)
+    name_words = {
+        w
+        for w, n in capital.items()
+        if n >= MIN_MENTIONS and n >= NAME_SHARE * (n + lower[w.lower()]) and _may_name(w)
+    }
+    forms: dict[tuple[tuple[str, ...], bool], _Form] = {}
+    uses: list[tuple[int, tuple[tuple[str, ...], bool], str]] = []  # pid, form, as written
+    for pid, words, opens, before, after in runs:
+        found = _name_in(words, opens, name_words)
+        if found is None:
+            continue
+        titles, key = found
+        female = next((t.lower().rstrip(".") for t in titles if t.lower().rstrip(".") in FEMALE_TITLES), "")
+        form = forms.setdefault((key, female), _Form(key, female))
+        form.times += 1
+        form.male = form.male or any(t.lower().rstrip(".") in _MALE_TITLES for t in titles)
+        if titles:
+            form.titles[" ".join(titles)] += 1
+        form.person += (
+            any(t.lower() not in ("st", "st.") for t in titles) or before in _SPEECH or after in _SPEECH
+        )
+        form.place += before in _PLACE_BEFORE
+        uses.append((pid, (key, female), " ".join((*titles, *key))))
+    return _grouped(forms, uses, read)
+
+
+def _runs(pid: int, text: str, capital: Counter[str]) -> list[tuple[int, list[str], bool, str, str]]:
+    """The runs of capitalized words in a paragraph, each with whether it opens a sentence (or a
+    speech), and the words beside it; `capital` counts the words written so inside a sentence.
+    Regular expressions, not a sentence splitter: a novel's cast is built in a fraction of its
+    index's time."""
+    out = []
+    for run in _RUN.finditer(text):
+        words = run.group().split(" ")
+        if len(words) == 1 and words[0].lower() in STOPWORDS:
+            continue  # "The", "He", "I": most runs, and none a name
+        opens = _opens(text, run.start())
+        start = run.start()
+        while words:  # a run ends at a full stop that ends a sentence and at a possessive
+            cut = next(
+                (
+                    k
+                    for k, w in enumerate(words[:-1])
+                    if _possessive(w) or (w.endswith(".") and w[:-1].lower() not in TITLES)
+                ),
+                len(words) - 1,
+            )
+            part, words = words[: cut + 1], words[cut + 1 :]
+            ends_sentence = part[-1].endswith(".") and part[-1][:-1].lower() not in TITLES
+            part = [w for w in part if not _shouted(w)]
+            if part:
+                for k, word in enumerate(part):
+                    if not (k == 0 and opens):
+                        capital[_bare(word)] += 1
+                end = start + len(" ".join(part))
+                before = text[max(0, start - 24) : start].split()
+                after = text[end : end + 24].split()
+                out.append(
+                    (
+                        pid,
+                        part,
+                        opens,
+                        before[-1].strip(_PUNCTUATION).lower() if before else "",
+                        after[0].strip(_PUNCTUATION).lower() if after else "",
+                    )
+                )
+                start = end + 1
+            opens = ends_sentence
+    return out
+
+
+def _opens(text: str, at: int) -> bool:
+    """Whether the word at `at` opens a sentence or a speech: the paragraph's first, after a
+    sentence's end (not a title's full stop) or an opening quote, dash or colon."""
+    before = text[max(0, at - 40) : at].rstrip()
+    if not before:
+        return True
+    if before[-1] in _OPENERS or before[-1] == ":":
+        return True
+    closed = before.rstrip("”’\"')]")
+    if closed[-1:] in ("!", "?"):
+        return True
+    return closed[-1:] == "." and last_word(closed, len(closed) - 1).lower() not in TITLES
+
+
+def _shouted(word: str) -> bool:
+    return len(word) > 1 and word.rstrip(".").isupper()
+
+
+def _may_name(word: str) -> bool:
+    low = word.lower()
+    return (
+        len(word) > 1
+        and not low.startswith(("i'", "i’"))
+        and low not in STOPWORDS
+        and low not in TITLES
+        and low not in _NOT_NAMES
+    )
+
+
+def _name_in(words: list[str], opens: bool, name_words: set[str]) -> tuple[list[str], tuple[str, ...]] | None:
+    """A run's titles and its name's words, or None where it holds no name: the words that
+    open a sentence and are no name's ("Then Holmes") and function words are dropped."""
+    bare = [_bare(w) for w in words]
+    start = 0
+    if opens:
+        while start < len(bare) and bare[start] not in name_words and bare[start].lower() not in TITLES:
+            start += 1
+    titles: list[str] = []
+    while start < len(bare) and bare[start].lower() in TITLES:
+        titles.append(words[start])  # as written: "Mr.", "Sir"
+        start += 1
+    end = len(bare)
+    while start < end and bare[start] not in name_words:
+        start += 1  # "November Katrine"
+    while end > start and bare[end - 1] not in name_words and bare[end - 1].lower() not in _PLACE_WORDS:
+        end -= 1  # "Mr. Ravenel Dangerously Ill", a headline
+    key = tuple(bare[start:end])
+    if not key or not any(w in name_words for w in key) or any(w.lower() in STOPWORDS for w in key):
+        return None
+    if len(key) > 4:
+        return None  # a title of a work, a heading in a sentence: no name
+    return titles, key
+
+
+def _grouped(
+    forms: dict[tuple[tuple[str, ...], bool], _Form],
+    uses: list[tuple[int, tuple[tuple[str, ...], bool], str]],
+    read: list[tuple[int, str]],
+) -> Cast:
+    """Forms gathered into members (see the module's docstring), with their mentions and
+    descriptions."""
+    order = sorted(forms.values(), key=lambda f: (-len(f.key), -f.times, f.key))
+    owners: dict[tuple[tuple[str, ...], bool], list[int]] = {}  # a form's members (indexes into heads)
+    heads: list[_Form] = []
+    holding: dict[str, set[int]] = defaultdict(set)  # a word -> the heads whose name holds it
+    joined: dict[int, set[str]] = defaultdict(set)  # a head -> the sexes its joined forms' titles say
+    for form in order:
+        within = (
+            set.intersection(*(holding[w] for w in form.key))
+            if all(w in holding for w in form.key)
+            else set()
+        )
+        holders = sorted(i for i in within if _may_join(form, heads[i], joined[i]) and not _placed(heads[i]))
+        if len(form.key) > 1 and len(holders) > 1:
+            holders = holders[:1]
+        if holders:
+            owners[(form.key, form.female)] = holders
+            for i in holders:  # "Miss Lloyd" joined: "Mr. Sherman" (her father) may not
+                joined[i] |= {"female"} if form.female else {"male"} if form.male else set()
+        else:
+            owners[(form.key, form.female)] = [len(heads)]
+            if (
+                len(form.key) <= 2 or form.times >= MIN_MENTIONS
+            ):  # "Prince Hero Keith MacIntyre" once: no one's
+                for w in form.key:
+                    holding[w].add(len(heads))
+            heads.append(form)
+    mentions: dict[int, set[int]] = defaultdict(set)
+    member_forms: dict[int, Counter] = defaultdict(Counter)
+    last_full: dict[int, int] = {}  # member -> the last use of its own name in full
+    for at, (pid, key, written) in enumerate(uses):
+        holders = owners[key]
+        if len(holders) == 1:
+            member = holders[0]
+        else:
+            member = max(holders, key=lambda i: (last_full.get(i, -1), heads[i].times))
+        if key == (heads[member].key, heads[member].female):
+            last_full[member] = at
+        mentions[member].add(pid)
+        member_forms[member][written] += 1
+    person: Counter[int] = Counter()
+    place: Counter[int] = Counter()
+    for key, holders in owners.items():
+        for i in holders:
+            person[i] += forms[key].person
+            place[i] += forms[key].place
+    members = []
+    for i, head in enumerate(heads):
+        if len(mentions[i]) < MIN_MENTIONS:
+            continue
+        if _placed(head):
+            kind = "place"
+        elif person[i] and 2 * person[i] >= place[i]:
+            kind = "person"
+        elif place[i] >= MIN_MENTIONS:
+            kind = "place"
+        else:
+            kind = "name"
+        shown = [f for f, _ in member_forms[i].most_common()]
+        name = max(
+            shown,
+            key=lambda f: (
+                len([w for w in f.split() if w.lower().rstrip(".") not in TITLES]),
+                member_forms[i][f],
+            ),
+        )
+        members.append(CastMember(name, kind, tuple(shown), tuple(sorted(mentions[i]))))
+    members.sort(key=lambda m: (-len(m.mentions), m.name))
+    return Cast(tuple(_described(members, read)))
+
+
+def _may_join(form: _Form, head: _Form, joined: set[str]) -> bool:
+    """Whether `form` may be a form of `head`'s name: the same woman's title or none, or "Miss
+    Rachel" of a full name no man's title is given ("Rachel Verinder"; "Lady Verinder" is her
+    mother, "Mrs. Barrymore" not Barrymore); never a man's title where a woman's joined it
+    (`joined`: what the titles of the forms joined so far say), nor the other way round."""
+    if form.male and (head.female or "female" in joined):
+        return False
+    if form.female == head.female:
+        return True
+    return (
+        form.female == "miss"
+        and not head.female
+        and len(head.key) > 1
+        and not head.male
+        and "male" not in joined
+    )
+
+
+def _placed(form: _Form) -> bool:
+    return form.key[-1].lower() in _PLACE_WORDS
+
+
+def _described(members: list[CastMember], read: list[tuple[int, str]]) -> list[CastMember]:
+    """The members with the descriptions the text sets beside their names (`_kept`)."""
+    by_form: dict[tuple[str, ...], CastMember] = {}
+    for member in reversed(members):  # the most mentioned member wins a form two share
+        for form in member.forms:
+            by_form[_form_key(form)] = member
+    found: dict[str, dict[str, list]] = defaultdict(dict)  # a member's name -> its descriptions (_tally)
+    for pid, text in read:
+        for name, said, span, appositive in descriptions_in(text, lambda name: _form_key(name) in by_form):
+            _tally(found[by_form[_form_key(name)].name], said, span, pid, appositive)
+    return [
+        CastMember(member.name, member.kind, member.forms, member.mentions, _kept(found.get(member.name, {})))
+        for member in members
+    ]
