@@ -39,9 +39,7 @@ def shown_f1(row: dict, threshold: float | None) -> float | None:
     return row["f1"]
 
 
-def line(
-    name: str, rows: dict[str, dict], before: dict[str, dict], label: str, threshold: float | None
-) -> str:
+def line(name: str, rows: dict[str, dict], before: dict[str, dict], label: str, threshold: float | None) -> str:
     f1 = {k: shown_f1(r, threshold) for k, r in rows.items()}
     shown = [k for k, v in f1.items() if v is not None]
     gold = sum(1 for k in shown if rows[k].get("cited_gold"))
@@ -65,12 +63,8 @@ def fixed(name: str, rows: dict[str, dict], before: dict[str, dict], label: str)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help="keep the rows here")
-    parser.add_argument(
-        "--reuse", action="store_true", help="read the rows kept in --out rather than run again"
-    )
-    parser.add_argument(
-        "--thresholds", type=float, nargs="*", default=[-7.0, -6.0, -5.0, -4.0, -3.0, -2.0, 0.0]
-    )
+    parser.add_argument("--reuse", action="store_true", help="read the rows kept in --out rather than run again")
+    parser.add_argument("--thresholds", type=float, nargs="*", default=[-7.0, -6.0, -5.0, -4.0, -3.0, -2.0, 0.0])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = args.out or Path(tmp)
@@ -79,51 +73,18 @@ def main() -> None:
         for name, source in SETS.items():
             records = work / f"{name}-open.jsonl"
             open_records(source, records)
-            base = rows_of(
-                records,
-                work / f"{name}-ranker.rows.jsonl",
-                *EXTRACTIVE,
-                "--finder-lora",
-                "none",
-                "--answer-reader",
-                "off",
-                reuse=args.reuse,
-            )
-            before = rows_of(
-                records,
-                work / f"{name}-before.rows.jsonl",
-                *EXTRACTIVE,
-                "--answer-reader",
-                "off",
-                reuse=args.reuse,
-            )
-            read = rows_of(
-                records,
-                work / f"{name}-reader.rows.jsonl",
-                *EXTRACTIVE,
-                "--reader-threshold",
-                NEVER,
-                reuse=args.reuse,
-            )
+            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", *EXTRACTIVE, "--finder-lora", "none", "--answer-reader", "off", reuse=args.reuse)
+            before = rows_of(records, work / f"{name}-before.rows.jsonl", *EXTRACTIVE, "--answer-reader", "off", reuse=args.reuse)
+            read = rows_of(records, work / f"{name}-reader.rows.jsonl", *EXTRACTIVE, "--reader-threshold", NEVER, reuse=args.reuse)
             runs[name] = (base, before, read)
         pooled = tuple({f"{n}/{k}": r for n in NOVELS for k, r in runs[n][i].items()} for i in range(3))
-        print(
-            "| set | open | answers | abstained % | gold-quoted % of shown | F1 over shown | F1 over all | F1 − before [95%] |"
-        )
+        print("| set | open | answers | abstained % | gold-quoted % of shown | F1 over shown | F1 over all | F1 − before [95%] |")
         print("|---|---|---|---|---|---|---|---|")
         for name, (base, before, read) in [*runs.items(), ("novels together", pooled)]:
             print(fixed(name, base, before, "ranker alone (no model)"))
             print(fixed(name, before, before, "before (Finder's paragraph, ranker's sentence)"))
             for threshold in [None, *args.thresholds]:
-                print(
-                    line(
-                        name,
-                        read,
-                        before,
-                        f"reader, withheld under {'−∞' if threshold is None else f'{threshold:+.1f}'}",
-                        threshold,
-                    )
-                )
+                print(line(name, read, before, f"reader, withheld under {'−∞' if threshold is None else f'{threshold:+.1f}'}", threshold))
 
 
 if __name__ == "__main__":

@@ -265,9 +265,7 @@ def finder_scores(data: str, rows_path: str) -> dict[str, float]:
         quotes = [(int(pid), text) for pid, text in row.get("model_quotes") or []]
         if quotes:
             asked = Question(f"{questions[row['id']]} {cut_repetition(row['model_answer'])}", "open")
-            request = finder.finder_request(
-                asked, quotes[0][0], quotes[-1][0], "", paragraphs=quotes, decision_first=True
-            )
+            request = finder.finder_request(asked, quotes[0][0], quotes[-1][0], "", paragraphs=quotes, decision_first=True)
             scores[row["id"]] = yes_odds(backend.generate(request).label_logprobs)
     return {k: v for k, v in scores.items() if v is not None}
 
@@ -326,9 +324,7 @@ def report(
         rules[f"words, or {signal} >= {t:{spec}}"] = [words_or_score(r, t) for r in rows]
     rules["all shown"] = [True] * len(rows)
     if perfect:  # what no check can beat: every right answer shown, every contradicted one withheld
-        rules["a perfect check (reads the references: an upper bound)"] = [
-            r["model_f1"] >= CONTRADICTED for r in rows
-        ]
+        rules["a perfect check (reads the references: an upper bound)"] = [r["model_f1"] >= CONTRADICTED for r in rows]
     print(table(rows, rules))
     print()
     print(separation(rows))
@@ -352,78 +348,41 @@ def main() -> None:
     tab.add_argument("--words", help="rows of the same run before the check: word containment decided")
     conf = sub.add_parser("confidence")
     conf.add_argument("data", help="the eval records the rows are of")
-    conf.add_argument(
-        "rows", help="rows of `cwread eval ... --answer generative-or-extractive` (answer_logprob)"
-    )
+    conf.add_argument("rows", help="rows of `cwread eval ... --answer generative-or-extractive` (answer_logprob)")
     conf.add_argument("extractive", help="rows of the same run with `--answer extractive`")
     agree = sub.add_parser("agreement")
     agree.add_argument("data", help="the eval records the rows are of")
-    agree.add_argument(
-        "rows", help="rows of `cwread eval ... --answer generative-or-extractive` with model_quotes"
-    )
+    agree.add_argument("rows", help="rows of `cwread eval ... --answer generative-or-extractive` with model_quotes")
     agree.add_argument("extractive", help="rows of the same run with `--answer extractive`")
     agree.add_argument("--gguf", required=True, help="the model that wrote the answers")
     agree.add_argument("--num-ctx", type=int, default=4096)
     agree.add_argument("--out", type=Path, required=True, help="the second answers (JSONL, resumable)")
     found = sub.add_parser("finder")
     found.add_argument("data", help="the eval records the rows are of")
-    found.add_argument(
-        "rows", help="rows of `cwread eval ... --answer generative-or-extractive` with model_quotes"
-    )
+    found.add_argument("rows", help="rows of `cwread eval ... --answer generative-or-extractive` with model_quotes")
     found.add_argument("extractive", help="rows of the same run with `--answer extractive`")
-    found.add_argument(
-        "--threshold", type=float, help="also the rule at this threshold (one chosen on another set)"
-    )
+    found.add_argument("--threshold", type=float, help="also the rule at this threshold (one chosen on another set)")
     judged = sub.add_parser("judge")
     judged.add_argument("data", help="the eval records the rows are of")
-    judged.add_argument(
-        "rows", help="rows of `cwread eval ... --answer generative-or-extractive` with model_quotes"
-    )
+    judged.add_argument("rows", help="rows of `cwread eval ... --answer generative-or-extractive` with model_quotes")
     judged.add_argument("extractive", help="rows of the same run with `--answer extractive`")
-    judged.add_argument(
-        "--judge",
-        type=Path,
-        required=True,
-        help="the judge's folder (what `python -m training judge` exports)",
-    )
-    judged.add_argument(
-        "--threshold", type=float, help="also the rule at this threshold (one chosen on another set)"
-    )
+    judged.add_argument("--judge", type=Path, required=True, help="the judge's folder (what `python -m training judge` exports)")
+    judged.add_argument("--threshold", type=float, help="also the rule at this threshold (one chosen on another set)")
     args = parser.parse_args()
     if args.command in ("judge", "finder"):
-        scores = (
-            judge_scores(args.data, args.rows, args.judge)
-            if args.command == "judge"
-            else finder_scores(args.data, args.rows)
-        )
-        rows = [
-            {**r, "score": scores.get(r["id"])}
-            for r in confidence_rows(args.data, args.rows, args.extractive)
-        ]
-        thresholds = tuple(
-            sorted({*JUDGE_THRESHOLDS, *([args.threshold] if args.threshold is not None else [])})
-        )
+        scores = judge_scores(args.data, args.rows, args.judge) if args.command == "judge" else finder_scores(args.data, args.rows)
+        rows = [{**r, "score": scores.get(r["id"])} for r in confidence_rows(args.data, args.rows, args.extractive)]
+        thresholds = tuple(sorted({*JUDGE_THRESHOLDS, *([args.threshold] if args.threshold is not None else [])}))
         report(rows, args.command, thresholds, "+.1f", perfect=True, choose=JUDGE_THRESHOLDS)
         return
     if args.command == "agreement":
         agreement = reask_on_quotes(args.data, args.rows, args.gguf, args.out, args.num_ctx)
-        rows = [
-            {**r, "score": agreement.get(r["id"])}
-            for r in confidence_rows(args.data, args.rows, args.extractive)
-        ]
+        rows = [{**r, "score": agreement.get(r["id"])} for r in confidence_rows(args.data, args.rows, args.extractive)]
         report(rows, "agreement", AGREEMENT_THRESHOLDS, ".1f")
         return
     if args.command == "confidence":
         rows = confidence_rows(args.data, args.rows, args.extractive)
-        report(
-            rows,
-            "confidence",
-            CONFIDENCE_THRESHOLDS,
-            "+.1f",
-            alone=True,
-            perfect=True,
-            choose=CONFIDENCE_THRESHOLDS,
-        )
+        report(rows, "confidence", CONFIDENCE_THRESHOLDS, "+.1f", alone=True, perfect=True, choose=CONFIDENCE_THRESHOLDS)
         return
     if args.command == "data":
         print(build_data(args.out, args.stories, args.per_story), "records in", args.out / "train.jsonl")

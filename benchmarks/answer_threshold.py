@@ -40,10 +40,7 @@ def rows_of(records: Path, out: Path, *flags: str, reuse: bool = False) -> dict[
     env = {**os.environ, "OLLAMA_HOST": "http://127.0.0.1:9"}  # the embedded default, whatever serves here
     subprocess.run(
         [sys.executable, "-m", "cwread", "eval", str(records), "-m", "pipeline", "--out", str(out), *flags],
-        check=True,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     return {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
 
@@ -76,41 +73,20 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="keep the rows here")
     parser.add_argument("--thresholds", type=float, nargs="*", default=[-2.5, -2.0, -1.5, -1.0, -0.5, 0.0])
     parser.add_argument(
-        "--reuse-ranker",
-        action="store_true",
-        help="read the ranker-alone rows kept in --out (it calls no model)",
+        "--reuse-ranker", action="store_true", help="read the ranker-alone rows kept in --out (it calls no model)"
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = args.out or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        print(
-            "| set | open | threshold | abstained % | gold-quoted % of shown | F1 over all | F1 − ranker alone [95%] |"
-        )
+        print("| set | open | threshold | abstained % | gold-quoted % of shown | F1 over all | F1 − ranker alone [95%] |")
         print("|---|---|---|---|---|---|---|")
         for name, source in SETS.items():
             records = work / f"{name}-open.jsonl"
             open_records(source, records)
             # the answer reader off in both: this curve is the Finder's (benchmarks/answer_reader.py has the reader's)
-            base = rows_of(
-                records,
-                work / f"{name}-ranker.rows.jsonl",
-                *EXTRACTIVE,
-                "--finder-lora",
-                "none",
-                "--answer-reader",
-                "off",
-                reuse=args.reuse_ranker,
-            )
-            judged = rows_of(
-                records,
-                work / f"{name}-judged.rows.jsonl",
-                *EXTRACTIVE,
-                "--answer-threshold",
-                NEVER,
-                "--answer-reader",
-                "off",
-            )
+            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", *EXTRACTIVE, "--finder-lora", "none", "--answer-reader", "off", reuse=args.reuse_ranker)
+            judged = rows_of(records, work / f"{name}-judged.rows.jsonl", *EXTRACTIVE, "--answer-threshold", NEVER, "--answer-reader", "off")
             gold = sum(1 for r in base.values() if r.get("cited_gold") and r["answer"] is not None)
             answered = sum(1 for r in base.values() if r["answer"] is not None)
             print(

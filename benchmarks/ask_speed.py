@@ -33,30 +33,14 @@ BEFORE = ["--finder", "on", "--judge-anyway", "--read-tokens", "none"]
 def cases(gguf: str | None) -> list[tuple[str, list[str], bool]]:
     """(label, CLI arguments, whether the index is built beforehand)."""
     found = [
-        (
-            "README example",
-            ["ask", str(GIANT), "Why did the Giant build a high wall round his garden?"],
-            False,
-        ),
+        ("README example", ["ask", str(GIANT), "Why did the Giant build a high wall round his garden?"], False),
         ("README book, a claim", ["verify", str(GIANT), "The Giant built a wall round his garden."], True),
-        (
-            "Moonstone, 1st question",
-            ["ask", str(MOONSTONE), "Who took the Moonstone from Rachel's cabinet?"],
-            True,
-        ),
-        (
-            "Moonstone, 2nd question",
-            ["ask", str(MOONSTONE), "Why did Rosanna Spearman hide the nightgown?"],
-            True,
-        ),
+        ("Moonstone, 1st question", ["ask", str(MOONSTONE), "Who took the Moonstone from Rachel's cabinet?"], True),
+        ("Moonstone, 2nd question", ["ask", str(MOONSTONE), "Why did Rosanna Spearman hide the nightgown?"], True),
     ]
     if gguf:
         found.append(
-            (
-                "Moonstone, 1.5B",
-                ["ask", str(MOONSTONE), "Who took the Moonstone from Rachel's cabinet?", "--gguf", gguf],
-                True,
-            )
+            ("Moonstone, 1.5B", ["ask", str(MOONSTONE), "Who took the Moonstone from Rachel's cabinet?", "--gguf", gguf], True)
         )
     return found
 
@@ -87,11 +71,8 @@ def measure(label: str, args: list[str], indexed: bool, extra: list[str]) -> dic
         cache = Path(tmp)
         if indexed:  # the index is built once per book; this measures the question
             subprocess.run(
-                [sys.executable, "-m", "cwread", "index", args[1]],
-                capture_output=True,
-                check=True,
-                env={**os.environ, "CWREAD_CACHE_DIR": str(cache)},
-                cwd=REPO,
+                [sys.executable, "-m", "cwread", "index", args[1]], capture_output=True, check=True,
+                env={**os.environ, "CWREAD_CACHE_DIR": str(cache)}, cwd=REPO,
             )
         return {"case": label, **run([*args, *extra], cache)}
 
@@ -111,9 +92,7 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for label, args, indexed in cases(options.gguf):
-        rows = {
-            name: measure(label, args, indexed, extra) for name, extra in (("before", BEFORE), ("after", []))
-        }
+        rows = {name: measure(label, args, indexed, extra) for name, extra in (("before", BEFORE), ("after", []))}
         for name, row in rows.items():
             answer = (row["answer"] or "none")[:40]
             lines.append(

@@ -24,10 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from prepared_model import ASKS, GIANT, MOONSTONE, cwread, env_for
 
-PRIMER = (
-    GIANT,
-    "What did the children do when they came back to the garden?",
-)  # builds, keeps llama.cpp's state
+PRIMER = (GIANT, "What did the children do when they came back to the garden?")  # builds, keeps llama.cpp's state
 RUNTIMES = (("llama.cpp", "0"), ("ONNX Runtime", "1"))
 
 
@@ -59,11 +56,7 @@ def main() -> None:
                     judge.append(trace.get("timings", {}).get("answer_judge", 0.0))
                 answers[name] = (trace.get("answer"), trace.get("citations"))
                 calls = len((trace.get("answer_judgement") or {}).get("scores") or [])
-                same = (
-                    ""
-                    if name == RUNTIMES[0][0]
-                    else ("yes" if answers[name] == answers[RUNTIMES[0][0]] else "no")
-                )
+                same = "" if name == RUNTIMES[0][0] else ("yes" if answers[name] == answers[RUNTIMES[0][0]] else "no")
                 lines.append(
                     f"| {label} | {name} | {statistics.median(walls):.2f} | {statistics.median(judge):.2f} | {calls} | "
                     f"{trace.get('tokens', {}).get('prompt', 0)} | {same} |"

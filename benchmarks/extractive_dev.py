@@ -52,24 +52,9 @@ def evaluate(checkout: Path, records: Path, rows: Path) -> dict[str, dict]:
     rows.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from cwread.cli import entry; entry()",
-            "eval",
-            str(records),
-            "-m",
-            "pipeline",
-            "--out",
-            str(rows),
-            "--answer",
-            "extractive",
-        ],  # on a novel the default now shows passages (passages.py)
-        cwd=checkout,
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        [sys.executable, "-c", "from cwread.cli import entry; entry()", "eval", str(records), "-m", "pipeline", "--out", str(rows),
+         "--answer", "extractive"],  # on a novel the default now shows passages (passages.py)
+        cwd=checkout, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     return {r["id"]: r for r in map(json.loads, rows.read_text(encoding="utf-8").splitlines())}
 
@@ -91,12 +76,7 @@ def main() -> None:
         work = args.out or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         before = Path(tmp) / "before"
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", str(before), args.before],
-            cwd=REPO,
-            check=True,
-            capture_output=True,
-        )
+        subprocess.run(["git", "worktree", "add", "--detach", str(before), args.before], cwd=REPO, check=True, capture_output=True)
         try:
             print(
                 "| set | open | F1 before | F1 after | paired difference | abstained % before | gold-quoted % of shown before "
@@ -117,12 +97,7 @@ def main() -> None:
                     f"{mean(diff):+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] | {shown(was)} | {shown(now)} |"
                 )
         finally:
-            subprocess.run(
-                ["git", "worktree", "remove", "--force", str(before)],
-                cwd=REPO,
-                capture_output=True,
-                check=False,
-            )
+            subprocess.run(["git", "worktree", "remove", "--force", str(before)], cwd=REPO, capture_output=True, check=False)
 
 
 if __name__ == "__main__":

@@ -85,29 +85,17 @@ def main() -> None:
     if args.before:
         with tempfile.TemporaryDirectory() as tmp:
             tree = Path(tmp) / "before"
-            subprocess.run(
-                ["git", "worktree", "add", "--detach", str(tree), args.before],
-                cwd=REPO,
-                check=True,
-                capture_output=True,
-            )
+            subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.before], cwd=REPO, check=True, capture_output=True)
             try:
                 runs = {"before": measure(tree), **runs}
             finally:
-                subprocess.run(
-                    ["git", "worktree", "remove", "--force", str(tree)],
-                    cwd=REPO,
-                    check=False,
-                    capture_output=True,
-                )
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False, capture_output=True)
     print("| run | set | questions | gold printed | median characters | most characters | widest line |")
     print("|---|---|---|---|---|---|---|")
     for label, rows in runs.items():
         print("\n".join(summary(label, rows)))
     if args.out:
-        args.out.write_text(
-            "".join(json.dumps({"run": k, **r}) + "\n" for k, rows in runs.items() for r in rows)
-        )
+        args.out.write_text("".join(json.dumps({"run": k, **r}) + "\n" for k, rows in runs.items() for r in rows))
 
 
 if __name__ == "__main__":

@@ -47,17 +47,9 @@ def judge(backend, case) -> dict:
     text = document.span_text(segment.start, segment.end)
     out = {}
     for name, request in (
-        (
-            "quote-first",
-            finder_request(record.question, segment.start, segment.end, text, paragraphs=paragraphs),
-        ),
+        ("quote-first", finder_request(record.question, segment.start, segment.end, text, paragraphs=paragraphs)),
         ("no-grammar", None),
-        (
-            "decision-first",
-            finder_request(
-                record.question, segment.start, segment.end, text, paragraphs=paragraphs, decision_first=True
-            ),
-        ),
+        ("decision-first", finder_request(record.question, segment.start, segment.end, text, paragraphs=paragraphs, decision_first=True)),
     ):
         if request is None:
             request = replace(out["quote-first"]["request"], grammar=None)
@@ -111,9 +103,7 @@ def report(model: str, rows: list[dict]) -> list[str]:
         )
     with_g = [r["quote-first"] for r in rows]
     without = [r["no-grammar"] for r in rows]
-    per = [
-        sum(c["decode"] for c in cs) / max(1, sum(c["decode_tokens"] for c in cs)) for cs in (with_g, without)
-    ]
+    per = [sum(c["decode"] for c in cs) / max(1, sum(c["decode_tokens"] for c in cs)) for cs in (with_g, without)]
     grammar = (per[0] - per[1]) * mean(c["decode_tokens"] for c in with_g)
     grammar += mean(c["other"] for c in with_g) - mean(c["other"] for c in without)
     share = grammar / mean(c["seconds"] for c in with_g) if with_g else 0.0
@@ -127,12 +117,8 @@ def report(model: str, rows: list[dict]) -> list[str]:
         f"labels: decision-first agrees with quote-first on {agree}/{len(rows)}; YES {yes[0]} quote-first, "
         f"{yes[1]} decision-first"
     )
-    ratio = mean(r["quote-first"]["seconds"] for r in rows) / max(
-        1e-9, mean(r["decision-first"]["seconds"] for r in rows)
-    )
-    lines.append(
-        f"decision-first is {ratio:.2f}x as fast as quote-first per segment (quotes written for its YES only)"
-    )
+    ratio = mean(r["quote-first"]["seconds"] for r in rows) / max(1e-9, mean(r["decision-first"]["seconds"] for r in rows))
+    lines.append(f"decision-first is {ratio:.2f}x as fast as quote-first per segment (quotes written for its YES only)")
     return lines
 
 

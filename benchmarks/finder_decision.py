@@ -25,7 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def label_first_tokens(tokenizer, label: str) -> list[int]:
     """Ids of the vocabulary's tokens that are non-empty prefixes of `label`."""
-    return sorted(i for i in range(len(tokenizer)) if (t := tokenizer.decode([i])) and label.startswith(t))
+    return sorted(
+        i for i in range(len(tokenizer)) if (t := tokenizer.decode([i])) and label.startswith(t)
+    )
 
 
 def held_out(rows: list[dict], seed: int, max_prompt_chars: int | None, warm_start: int) -> list[dict]:

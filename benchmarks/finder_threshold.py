@@ -157,10 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
     halves = folds(rows)
     print(f"# Keep threshold for {args.rows.name}\n")
-    for title, fuse in (
-        ("the Finder's score", False),
-        ("the score plus the rank's prior log-odds of gold", True),
-    ):
+    for title, fuse in (("the Finder's score", False), ("the score plus the rank's prior log-odds of gold", True)):
         print(f"## {title}: picked on one half (YES-recall ≥ {args.recall:.2f}), scored on the other\n")
         print(HEADER)
         held_rows: list[dict] = []

@@ -63,17 +63,10 @@ def main() -> None:
                     walls.append(wall)
                     judge.append(trace.get("timings", {}).get("answer_judge", 0.0))
                     tokens = trace.get("tokens", {})
-                    read, cached = (
-                        tokens.get("prompt", 0) - tokens.get("prompt_cached", 0),
-                        tokens.get("prompt_cached", 0),
-                    )
+                    read, cached = tokens.get("prompt", 0) - tokens.get("prompt_cached", 0), tokens.get("prompt_cached", 0)
                     calls = len((trace.get("answer_judgement") or {}).get("scores") or [])
                     answers[form] = (trace.get("answer"), trace.get("citations"))
-                same = (
-                    ""
-                    if form == "read whole"
-                    else ("yes" if answers["restored"] == answers["read whole"] else "no")
-                )
+                same = "" if form == "read whole" else ("yes" if answers["restored"] == answers["read whole"] else "no")
                 lines.append(
                     f"| {label} | {form} | {statistics.median(walls):.2f} | {statistics.median(judge):.2f} | {calls} | "
                     f"{read} / {cached} | {same} |"
@@ -84,8 +77,7 @@ def main() -> None:
     print(text)
     if options.out:
         Path(options.out).write_text(
-            f"python benchmarks/first_call.py --repeats {options.repeats} ({os.cpu_count()} CPU cores)\n\n{text}",
-            encoding="utf-8",
+            f"python benchmarks/first_call.py --repeats {options.repeats} ({os.cpu_count()} CPU cores)\n\n{text}", encoding="utf-8"
         )
 
 

@@ -68,9 +68,7 @@ def make_folder(folder: Path, files: int, total_bytes: int) -> None:
 
 def step(args: list[str], env: dict) -> tuple[float, float, str]:
     """(seconds, peak MB, stdout) of one cwread command in a fresh process."""
-    proc = subprocess.run(
-        [sys.executable, "-c", RUN, *args], capture_output=True, text=True, env=env, check=False
-    )
+    proc = subprocess.run([sys.executable, "-c", RUN, *args], capture_output=True, text=True, env=env, check=False)
     marker = [line for line in proc.stderr.splitlines() if line.startswith("@@ ")]
     if not marker:
         raise SystemExit(f"{' '.join(args)} failed: {proc.stderr.strip()[-400:]}")
@@ -91,11 +89,7 @@ def main() -> int:
         folder.mkdir()
         make_folder(folder, args.files, int(args.mb * 1e6))
         size = sum(p.stat().st_size for p in folder.iterdir())
-        env = {
-            **os.environ,
-            "CWREAD_CACHE_DIR": str(Path(work) / "cache"),
-            "CWREAD_MAX_BYTES": str(size + 1_000_000),
-        }
+        env = {**os.environ, "CWREAD_CACHE_DIR": str(Path(work) / "cache"), "CWREAD_MAX_BYTES": str(size + 1_000_000)}
         lines = [
             f"python benchmarks/folder_scale.py --files {args.files} --mb {args.mb:g} ({platform.machine()}, "
             f"{os.cpu_count()} CPUs, Python {platform.python_version()}; each step a fresh cwread process, "
@@ -117,9 +111,7 @@ def main() -> int:
                 else f"answer {str(data['answer'])[:60]!r}, cited {data['citations']}; index built "
                 f"{', '.join(data['index_built']) or 'nothing'}"
             )
-            lines.append(
-                f"| {name} | {seconds:.1f} | {time.perf_counter() - t0:.1f} | {peak:,.0f} | {what} |"
-            )
+            lines.append(f"| {name} | {seconds:.1f} | {time.perf_counter() - t0:.1f} | {peak:,.0f} | {what} |")
             print(lines[-1], file=sys.stderr)
             return data
 

@@ -32,9 +32,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--book", default=str(MOONSTONE))
     parser.add_argument("--gguf", help="the model (default: the embedded SmolLM2-135M)")
-    parser.add_argument(
-        "--base-url", help="an OpenAI-compatible server instead (llama-server: serve_gguf.py)"
-    )
+    parser.add_argument("--base-url", help="an OpenAI-compatible server instead (llama-server: serve_gguf.py)")
     parser.add_argument("--read", type=int, default=6, help="segments each question's Finder reads")
     parser.add_argument("--out", help="also write the table here")
     args = parser.parse_args()
@@ -67,11 +65,8 @@ def main() -> int:
         print("the follow-up was not taken for one", file=sys.stderr)
         return 1
     read_first = {(v.segment.start, v.segment.end): v.reply.call for v in first.verdicts}
-    both = [
-        (v.segment, read_first[(v.segment.start, v.segment.end)], v.reply.call)
-        for v in second.verdicts
-        if (v.segment.start, v.segment.end) in read_first
-    ]
+    both = [(v.segment, read_first[(v.segment.start, v.segment.end)], v.reply.call) for v in second.verdicts
+            if (v.segment.start, v.segment.end) in read_first]
     model = second.models["finder"]
     lines = [
         f"python benchmarks/follow_up_cache.py --read {args.read}{' --gguf ' + Path(args.gguf).name if args.gguf else ''}"
@@ -91,9 +86,7 @@ def main() -> int:
         total_first, total_second = total_first + pa, total_second + pb
         lines.append(
             f"| {segment.start}-{segment.end} | {a.prompt_tokens} / {b.prompt_tokens} | {pa} / {pb} | "
-            f"{pb / pa:.2f} |"
-            if pa
-            else f"| {segment.start}-{segment.end} | {a.prompt_tokens} / {b.prompt_tokens} | {pa} / {pb} | - |"
+            f"{pb / pa:.2f} |" if pa else f"| {segment.start}-{segment.end} | {a.prompt_tokens} / {b.prompt_tokens} | {pa} / {pb} | - |"
         )
     ratio = total_second / total_first if total_first else float("nan")
     lines += [

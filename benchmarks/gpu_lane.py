@@ -291,9 +291,7 @@ def build_kit(args: argparse.Namespace) -> int:
             "the dev segments: fairytale dev (every segment the pipeline reads) and the dev novel "
             f"(the first {NOVEL_DEV_SEGMENTS} a question reads)"
         )
-        rows = data.finder_dev_set(
-            spread(source / "fairytale" / "fairytale.jsonl", args.dev_records), name="fairytale"
-        )
+        rows = data.finder_dev_set(spread(source / "fairytale" / "fairytale.jsonl", args.dev_records), name="fairytale")
         rows += data.finder_dev_set(
             spread(source / "novelqa" / "novelqa.jsonl", args.dev_records),
             name="novelqa",
@@ -589,10 +587,7 @@ def _with_budget(call: dict, budget_left: float | None) -> dict:
     if budget_left is None:
         return call
     if call.get("call", 1) == 1:
-        return {
-            **call,
-            "command": re.sub(r"--budget-s \d+", f"--budget-s {budget_left:.0f}", call["command"]),
-        }
+        return {**call, "command": re.sub(r"--budget-s \d+", f"--budget-s {budget_left:.0f}", call["command"])}
     return {**call, "command": call["command"] + f" --budget-left {budget_left:.0f}"}
 
 
@@ -809,11 +804,7 @@ def install(machine: Machine) -> dict:
         preflight["import_error"] = found.stderr.strip().splitlines()[-1:]
         status = "failed"
     stop = cannot_train(preflight, machine.state["timing"])
-    return {
-        "status": "failed" if stop else status,
-        "preflight": preflight,
-        **({"stop": stop} if stop else {}),
-    }
+    return {"status": "failed" if stop else status, "preflight": preflight, **({"stop": stop} if stop else {})}
 
 
 def cannot_train(preflight: dict, timing: str) -> str | None:
@@ -1072,8 +1063,7 @@ def rehearse(args: argparse.Namespace) -> int:
     b_transfers = [
         c["call"]
         for c in plan["calls"]
-        if c["carry"]
-        and plan["phases"]["a"]["transfer_calls"] <= c["call"] <= plan["phases"]["b"]["transfer_calls"]
+        if c["carry"] and plan["phases"]["a"]["transfer_calls"] <= c["call"] <= plan["phases"]["b"]["transfer_calls"]
     ]
     lose_after = b_transfers[0] if len(b_transfers) > 1 else None
     returned: list[dict] = []

@@ -48,31 +48,12 @@ def main() -> None:
         env = {**os.environ, "CWREAD_CACHE_DIR": str(work / "cache")}
         trees = [("this checkout", REPO)]
         if args.before:
-            subprocess.run(
-                ["git", "worktree", "add", "--detach", str(work / "before"), args.before],
-                cwd=REPO,
-                check=True,
-                capture_output=True,
-            )
+            subprocess.run(["git", "worktree", "add", "--detach", str(work / "before"), args.before], cwd=REPO, check=True, capture_output=True)
             trees.insert(0, (f"before ({args.before})", work / "before"))
         cases = [
-            (
-                f"PDF bomb: {bomb.stat().st_size / 2**20:.1f} MB inflating to {args.bomb_mib} MiB, `show`",
-                ["show", str(bomb), "1"],
-            ),
-            (
-                f"a {args.reply_mib} MiB chat reply, `ask --timeout 10`",
-                [
-                    "ask",
-                    str(REPO / "examples" / "the_selfish_giant.txt"),
-                    "Why did the Giant build a wall?",
-                    "--base-url",
-                    url,
-                    "--timeout",
-                    "10",
-                    "--no-cache",
-                ],
-            ),
+            (f"PDF bomb: {bomb.stat().st_size / 2**20:.1f} MB inflating to {args.bomb_mib} MiB, `show`", ["show", str(bomb), "1"]),
+            (f"a {args.reply_mib} MiB chat reply, `ask --timeout 10`",
+             ["ask", str(REPO / "examples" / "the_selfish_giant.txt"), "Why did the Giant build a wall?", "--base-url", url, "--timeout", "10", "--no-cache"]),
         ]
         print("| case | tree | exit | seconds | peak MiB | last line |")
         print("|---|---|---|---|---|---|")
@@ -81,15 +62,10 @@ def main() -> None:
                 for name, tree in trees:
                     # each measurement in a fresh child of a fresh process: RUSAGE_CHILDREN's peak is the largest so far
                     code, seconds, peak, last = measure_fresh(tree, cli, env)
-                    print(
-                        f"| {case} | {name} | {code} | {seconds:.1f} | {peak:.0f} | {last[:110]} |",
-                        flush=True,
-                    )
+                    print(f"| {case} | {name} | {code} | {seconds:.1f} | {peak:.0f} | {last[:110]} |", flush=True)
         finally:
             if args.before:
-                subprocess.run(
-                    ["git", "worktree", "remove", "--force", str(work / "before")], cwd=REPO, check=False
-                )
+                subprocess.run(["git", "worktree", "remove", "--force", str(work / "before")], cwd=REPO, check=False)
 
 
 def measure_fresh(tree: Path, cli: list[str], env: dict) -> tuple[int, float, float, str]:
@@ -103,12 +79,7 @@ def measure_fresh(tree: Path, cli: list[str], env: dict) -> tuple[int, float, fl
     )
     proc = subprocess.run(
         [sys.executable, "-c", wrapper, sys.executable, "-m", "cwread", *cli],
-        cwd=tree,
-        env={**env, "PYTHONPATH": str(tree)},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
+        cwd=tree, env={**env, "PYTHONPATH": str(tree)}, capture_output=True, text=True, timeout=900, check=True,
     )
     code, seconds, peak, last = json.loads(proc.stdout)
     return code, seconds, peak, last

@@ -61,9 +61,7 @@ def scored_records(judge: Judge) -> list[dict]:
             found = session.find(record.question)
             asked = " ".join([record.question.text, *record.question.options.values()])
             ids = list(dict.fromkeys(p for s in found.read for p in s.ids))
-            by_paragraph = dict(
-                zip(ids, judge.score(asked, [document.paragraph(p).text for p in ids]).tolist(), strict=True)
-            )
+            by_paragraph = dict(zip(ids, judge.score(asked, [document.paragraph(p).text for p in ids]).tolist(), strict=True))
             joined = ["\n".join(document.paragraph(p).text for p in s.ids) for s in found.read]
             out.append(
                 {
@@ -111,9 +109,7 @@ def table(records: list[dict]) -> str:
     for score, said in (("paragraph", "best paragraph"), ("window", "best window")):
         rows.append((f"judge alone, {said}", "judge", score, {}))
         rows += [(f"fused w {w}, k {k}, {said}", "fused", score, {"w": w, "k": k}) for w, k in FUSED]
-    rows += [
-        (f"rank first ({f:.0%} of B_c), best paragraph", "first", "paragraph", {"f": f}) for f in RANK_FIRST
-    ]
+    rows += [(f"rank first ({f:.0%} of B_c), best paragraph", "first", "paragraph", {"f": f}) for f in RANK_FIRST]
     names = list(SETS)
     lines = [
         "| packed by | " + " | ".join(f"{n} %" for n in names) + " | novels together − rank (paired 95%) |",
@@ -126,9 +122,7 @@ def table(records: list[dict]) -> str:
         for n in names:
             mine = [(h, len(r["gold"])) for h, r in zip(got, records, strict=True) if r["set"] == n]
             cells.append(f"{100 * sum(h for h, _ in mine) / sum(g for _, g in mine):.1f}")
-        gain, lo, hi = paired_gain(
-            [(h, b, len(r["gold"])) for h, b, r in zip(got, rank_hits, records, strict=True)]
-        )
+        gain, lo, hi = paired_gain([(h, b, len(r["gold"])) for h, b, r in zip(got, rank_hits, records, strict=True)])
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {gain:+.1f} [{lo:+.1f}, {hi:+.1f}] |")
     return "\n".join(lines)
 
@@ -168,18 +162,12 @@ def prefilter_table(records: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--judge", required=True, help="a judge folder (what `python -m training judge` exports)"
-    )
+    parser.add_argument("--judge", required=True, help="a judge folder (what `python -m training judge` exports)")
     parser.add_argument("--out", help="write the table here too")
     options = parser.parse_args()
     random.seed(0)
     records = scored_records(Judge(Path(options.judge)))
-    text = (
-        table(records)
-        + "\n\nAs a served Finder's pre-filter (gold read that stays read):\n\n"
-        + prefilter_table(records)
-    )
+    text = table(records) + "\n\nAs a served Finder's pre-filter (gold read that stays read):\n\n" + prefilter_table(records)
     print(text)
     if options.out:
         Path(options.out).write_text(

@@ -18,9 +18,7 @@ from cwread.eval.metrics import ratio_interval
 from cwread.eval.run import read_rows
 
 
-def paired_gain(
-    pairs: list[tuple[int, int, int]], rounds: int = 2000, seed: int = 0
-) -> tuple[float, float, float]:
+def paired_gain(pairs: list[tuple[int, int, int]], rounds: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     """(gain, low, high) in points of recall: Σ(judge − rank hits)/Σgold over (judge hits, rank
     hits, gold) per record, records resampled whole."""
     rng = random.Random(seed)
@@ -47,18 +45,9 @@ def _paired(rows: list[dict]) -> tuple[list[tuple[int, int, int]], list[tuple[in
     the mean packet sizes, rank / judge."""
     by = {(r["id"], r["method"]): r for r in rows if r.get("evidence_gold")}
     ids = sorted({i for i, m in by if m == "judge" and (i, "retrieval") in by})
-    pairs = [
-        (
-            by[i, "judge"]["evidence_packet_hits"],
-            by[i, "retrieval"]["evidence_packet_hits"],
-            by[i, "judge"]["evidence_gold"],
-        )
-        for i in ids
-    ]
+    pairs = [(by[i, "judge"]["evidence_packet_hits"], by[i, "retrieval"]["evidence_packet_hits"], by[i, "judge"]["evidence_gold"]) for i in ids]
     read = [(by[i, "judge"]["evidence_read_hits"], by[i, "judge"]["evidence_gold"]) for i in ids]
-    size = {
-        m: sum(by[i, m]["packet_paragraphs"] for i in ids) / max(1, len(ids)) for m in ("retrieval", "judge")
-    }
+    size = {m: sum(by[i, m]["packet_paragraphs"] for i in ids) / max(1, len(ids)) for m in ("retrieval", "judge")}
     return pairs, read, f"{size['retrieval']:.0f} / {size['judge']:.0f}"
 
 

@@ -26,9 +26,7 @@ def main() -> None:
     parser.add_argument("book")
     parser.add_argument("questions", help="JSONL records (their `question` is asked; answers unused)")
     parser.add_argument("--limit", type=int, default=10)
-    parser.add_argument(
-        "--words", type=int, default=None, help="the judge's word budget (default: finder.JUDGE_WORDS)"
-    )
+    parser.add_argument("--words", type=int, default=None, help="the judge's word budget (default: finder.JUDGE_WORDS)")
     args = parser.parse_args()
     if args.words:
         finder.JUDGE_WORDS = args.words
@@ -37,9 +35,7 @@ def main() -> None:
     session = api.open(args.book)
     session.index()
     run = RunSettings(finding=FinderSettings(use=FinderUse.JUDGE))
-    session.ask(
-        api.make_question(records[0]["question"]), run
-    )  # the judge loaded, the book's sentences ranked
+    session.ask(api.make_question(records[0]["question"]), run)  # the judge loaded, the book's sentences ranked
     totals, judge_seconds = [], []
     for record in records:
         if record.get("kind", "open") != "open":

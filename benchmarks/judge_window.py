@@ -105,23 +105,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
     parser.add_argument("--extra", type=Path, help="another records file, its documents' paths absolute")
-    parser.add_argument(
-        "--generated", type=Path, metavar="BOOKS_DIR", help="add the generated questions (module doc)"
-    )
+    parser.add_argument("--generated", type=Path, metavar="BOOKS_DIR", help="add the generated questions (module doc)")
     options = parser.parse_args()
     sources = {name: SETS[name] for name in options.sets}
     if options.extra:
         sources[options.extra.stem] = options.extra
     if options.generated:
         sources["generated (16 other novels)"] = generated_records(options.generated)
-    print(
-        f"judged window: {decide.JUDGED_CHARS} characters (finder.JUDGED_CHARS); 2 cores, calls not cached\n"
-    )
-    print(
-        "| set | questions | gold among the candidates | gold picked: whole / window, window − whole [95%] "
-        "| characters read a question: whole / window (mean, p90) | judge s a question: whole / window (mean, p90) "
-        "| token-F1 over all: whole / window |"
-    )
+    print(f"judged window: {decide.JUDGED_CHARS} characters (finder.JUDGED_CHARS); 2 cores, calls not cached\n")
+    print("| set | questions | gold among the candidates | gold picked: whole / window, window − whole [95%] "
+          "| characters read a question: whole / window (mean, p90) | judge s a question: whole / window (mean, p90) "
+          "| token-F1 over all: whole / window |")
     print("|---|---|---|---|---|---|---|")
     window = decide.JUDGED_CHARS
     for name, source in sources.items():

@@ -115,9 +115,7 @@ def table(name: str, found: dict[str, list[Scored]]) -> str:
         "",
         "| rule | " + " | ".join(f"{k} passing % (n={len(found[k])})" for k in kinds) + " |",
         "|---|" + "---|" * len(kinds),
-        "| one shared content word (before) | "
-        + " | ".join(share([s for _, _, s in found[k]]) for k in kinds)
-        + " |",
+        "| one shared content word (before) | " + " | ".join(share([s for _, _, s in found[k]]) for k in kinds) + " |",
     ]
     for threshold in THRESHOLDS:
         cells = [share([score >= threshold for score, _, _ in found[k]]) for k in kinds]

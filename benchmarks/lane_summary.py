@@ -133,10 +133,7 @@ def ships_at_k(rows: list[dict]) -> tuple[bool, list[str]]:
             fairytale = compare_at_k(sets["fairytale"], k)
             lost = [
                 what
-                for key, what in (
-                    ("minus_untrained", "the untrained Finder"),
-                    ("minus_rank", "the retriever's ranking"),
-                )
+                for key, what in (("minus_untrained", "the untrained Finder"), ("minus_rank", "the retriever's ranking"))
                 if fairytale[f"{key}_ci"] and fairytale[f"{key}_ci"][1] < 0
             ]
             if lost:
@@ -234,11 +231,7 @@ def finder_lines(out: Path, report: dict) -> tuple[list[str], dict | None]:
 
 def _set_lines(name: str, rows: list[dict], report: dict) -> tuple[list[str], dict | None]:
     segments = sum(len(r["gold"]) for r in rows)
-    what = (
-        "every segment the pipeline reads"
-        if name == "fairytale"
-        else "a question's first segments in reading order"
-    )
+    what = "every segment the pipeline reads" if name == "fairytale" else "a question's first segments in reading order"
     lines = [
         "",
         f"{DEV_SETS.get(name, name).capitalize()}: {len(rows)} records, {segments} segments ({what}), "
@@ -247,10 +240,7 @@ def _set_lines(name: str, rows: list[dict], report: dict) -> tuple[list[str], di
     ]
     scored = "trained" in rows[0]
     if scored:
-        lines += [
-            "| k | trained | untrained | rank | trained - untrained [95%] | trained - rank [95%] |",
-            "|---|---|---|---|---|---|",
-        ]
+        lines += ["| k | trained | untrained | rank | trained - untrained [95%] | trained - rank [95%] |", "|---|---|---|---|---|---|"]
     else:
         lines += ["| k | untrained | rank |", "|---|---|---|"]
     for k in TOP_K:

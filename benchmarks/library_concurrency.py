@@ -41,9 +41,7 @@ def processes(folder: Path, books: int, count: int) -> tuple[int, float]:
     right = 0
     for number, proc in running:
         out, _ = proc.communicate()
-        right += proc.returncode == 0 and [h["book"] for h in json.loads(out)["hits"]] == [
-            f"hound{number}.txt"
-        ]
+        right += proc.returncode == 0 and [h["book"] for h in json.loads(out)["hits"]] == [f"hound{number}.txt"]
     return right, time.perf_counter() - start
 
 
@@ -57,9 +55,7 @@ def threads(folder: Path, books: int, count: int) -> tuple[int, float]:
     def go(i: int) -> None:
         number = i % books + 1
         try:
-            right.append(
-                [h.book for h in library.search(f"zyzzyva{number}", 5).hits] == [f"hound{number}.txt"]
-            )
+            right.append([h.book for h in library.search(f"zyzzyva{number}", 5).hits] == [f"hound{number}.txt"])
         except Exception:  # a failure is a wrong answer
             right.append(False)
 
@@ -82,13 +78,9 @@ def main() -> None:
         folder = Path(tmp)
         shelf(folder, args.books)
         right, seconds = processes(folder, args.books, args.processes)
-        print(
-            f"{args.processes} processes at once on a new library of {args.books} books: {right} of {args.processes} right, {seconds:.1f} s"
-        )
+        print(f"{args.processes} processes at once on a new library of {args.books} books: {right} of {args.processes} right, {seconds:.1f} s")
         right, seconds = threads(folder, args.books, args.threads)
-        print(
-            f"{args.threads} threads at once on a new library of {args.books} books: {right} of {args.threads} right, {seconds:.1f} s"
-        )
+        print(f"{args.threads} threads at once on a new library of {args.books} books: {right} of {args.threads} right, {seconds:.1f} s")
 
 
 if __name__ == "__main__":

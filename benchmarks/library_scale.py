@@ -44,11 +44,7 @@ def cwread(tree: Path, cache: Path, *args: str) -> tuple[float, float, str]:
     env = {**os.environ, "CWREAD_CACHE_DIR": str(cache), "PYTHONPATH": str(tree)}
     proc = subprocess.run(
         [sys.executable, "-c", WRAPPER, sys.executable, "-m", "cwread", *args],
-        cwd=tree,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
+        cwd=tree, env=env, capture_output=True, text=True, check=True,
     )
     code, seconds, peak, out, err = json.loads(proc.stdout)
     if code != 0:
@@ -58,9 +54,7 @@ def cwread(tree: Path, cache: Path, *args: str) -> tuple[float, float, str]:
 
 def generate(root: Path, books: int, megabytes: int) -> int:
     sources = [p.read_text(encoding="utf-8-sig") for p in sorted((DATA / "novels").glob("*.txt"))]
-    sources += [
-        p.read_text(encoding="utf-8-sig") for p in sorted((DATA / "fairytale" / "docs").glob("*.txt"))
-    ]
+    sources += [p.read_text(encoding="utf-8-sig") for p in sorted((DATA / "fairytale" / "docs").glob("*.txt"))]
     blocks = [b for text in sources for b in text.split("\n\n") if b.strip()]
     per_book = megabytes * 2**20 // books
     rng = random.Random(7)
@@ -79,9 +73,7 @@ def generate(root: Path, books: int, megabytes: int) -> int:
 
 
 def worktree(rev: str, where: Path) -> Path:
-    subprocess.run(
-        ["git", "worktree", "add", "--detach", str(where), rev], cwd=REPO, check=True, capture_output=True
-    )
+    subprocess.run(["git", "worktree", "add", "--detach", str(where), rev], cwd=REPO, check=True, capture_output=True)
     return where
 
 
@@ -89,9 +81,7 @@ def scale(books: int, megabytes: int, before: str | None) -> None:
     with tempfile.TemporaryDirectory(dir=REPO.parent) as tmp:
         work = Path(tmp)
         total = generate(work / "library", books, megabytes)
-        trees = [("this checkout", REPO)] + (
-            [(f"before ({before})", worktree(before, work / "before"))] if before else []
-        )
+        trees = [("this checkout", REPO)] + ([(f"before ({before})", worktree(before, work / "before"))] if before else [])
         query = "the doctor examined the footprints near the gate"
         print(f"{books} books, {total / 1e6:.0f} MB\n")
         print("| tree | step | seconds | peak MiB |")
@@ -101,7 +91,6 @@ def scale(books: int, megabytes: int, before: str | None) -> None:
                 library = work / f"library-{len(name)}"
                 shutil.copytree(work / "library", library)
                 cache = work / f"cache-{len(name)}"
-
                 def search(tree=tree, cache=cache, library=library):
                     return cwread(tree, cache, "search", str(library), query)
 
@@ -110,9 +99,7 @@ def scale(books: int, megabytes: int, before: str | None) -> None:
 
                 def changed(search=search, library=library):
                     path = library / "book0007.txt"
-                    path.write_text(
-                        path.read_text(encoding="utf-8") + "\n\nA new last paragraph.\n", encoding="utf-8"
-                    )
+                    path.write_text(path.read_text(encoding="utf-8") + "\n\nA new last paragraph.\n", encoding="utf-8")
                     return search()
 
                 def added_and_removed(search=search, library=library):
@@ -131,20 +118,14 @@ def scale(books: int, megabytes: int, before: str | None) -> None:
                     print(f"| {name} | {step} | {seconds:.2f} | {peak:.0f} |", flush=True)
         finally:
             if before:
-                subprocess.run(
-                    ["git", "worktree", "remove", "--force", str(work / "before")], cwd=REPO, check=False
-                )
+                subprocess.run(["git", "worktree", "remove", "--force", str(work / "before")], cwd=REPO, check=False)
 
 
 def dev_questions() -> list[tuple[str, str, set[int]]]:
     """(book file name, question, gold paragraph ids) of the dev sets with gold evidence."""
     rows = []
-    for records in [
-        DATA / "novelqa" / "novelqa.jsonl",
-        REPO / "benchmarks" / "data" / "hound.jsonl",
-        REPO / "benchmarks" / "data" / "moonstone.jsonl",
-        DATA / "fairytale" / "fairytale.jsonl",
-    ]:
+    for records in [DATA / "novelqa" / "novelqa.jsonl", REPO / "benchmarks" / "data" / "hound.jsonl",
+                    REPO / "benchmarks" / "data" / "moonstone.jsonl", DATA / "fairytale" / "fairytale.jsonl"]:
         for line in records.read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             if record.get("evidence") and record.get("question"):
@@ -161,15 +142,7 @@ def quality(before: str) -> None:
         library = work / "library"
         library.mkdir()
         for name in {q[0] for q in questions}:
-            found = [
-                p
-                for p in [
-                    DATA / "novels" / name,
-                    DATA / "fairytale" / "docs" / name,
-                    REPO / "examples" / name,
-                ]
-                if p.is_file()
-            ]
+            found = [p for p in [DATA / "novels" / name, DATA / "fairytale" / "docs" / name, REPO / "examples" / name] if p.is_file()]
             shutil.copy(found[0], library / name)
         script = (
             "import json, sys\nfrom pathlib import Path\nfrom cwread.library.catalog import Library\n"
@@ -184,32 +157,17 @@ def quality(before: str) -> None:
         trees = [("this checkout", REPO), (f"before ({before})", worktree(before, work / "before"))]
         try:
             for name, tree in trees:
-                env = {
-                    **os.environ,
-                    "CWREAD_CACHE_DIR": str(work / f"cache-{len(name)}"),
-                    "PYTHONPATH": str(tree),
-                }
-                proc = subprocess.run(
-                    [sys.executable, "-c", script, str(library)],
-                    input=asked,
-                    cwd=tree,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
+                env = {**os.environ, "CWREAD_CACHE_DIR": str(work / f"cache-{len(name)}"), "PYTHONPATH": str(tree)}
+                proc = subprocess.run([sys.executable, "-c", script, str(library)], input=asked, cwd=tree, env=env,
+                                      capture_output=True, text=True, check=True)
                 hits = json.loads(proc.stdout)
                 ranks[name] = [
                     next((i for i, (book, pid) in enumerate(found) if book == q[0] and pid in q[2]), None)
                     for q, found in zip(questions, hits, strict=True)
                 ]
         finally:
-            subprocess.run(
-                ["git", "worktree", "remove", "--force", str(work / "before")], cwd=REPO, check=False
-            )
-        print(
-            f"{len(questions)} dev questions with gold paragraphs, over {len(list(library.iterdir()))} books\n"
-        )
+            subprocess.run(["git", "worktree", "remove", "--force", str(work / "before")], cwd=REPO, check=False)
+        print(f"{len(questions)} dev questions with gold paragraphs, over {len(list(library.iterdir()))} books\n")
         print("| gold among the first | " + " | ".join(name for name, _ in trees) + " | difference [95%] |")
         print("|---|---|---|---|")
         now, was = ranks[trees[0][0]], ranks[trees[1][0]]
@@ -217,10 +175,8 @@ def quality(before: str) -> None:
             a = [1.0 if r is not None and r < k else 0.0 for r in now]
             b = [1.0 if r is not None and r < k else 0.0 for r in was]
             low, high = bootstrap_interval([x - y for x, y in zip(a, b, strict=True)])
-            print(
-                f"| {k} | {100 * sum(a) / len(a):.1f}% | {100 * sum(b) / len(b):.1f}% | "
-                f"{100 * (sum(a) - sum(b)) / len(a):+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] |"
-            )
+            print(f"| {k} | {100 * sum(a) / len(a):.1f}% | {100 * sum(b) / len(b):.1f}% | "
+                  f"{100 * (sum(a) - sum(b)) / len(a):+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] |")
 
 
 def main() -> None:

@@ -44,12 +44,7 @@ from cwread.question import Question
 
 REPO = Path(__file__).resolve().parent.parent
 BOOK = REPO / "examples" / "the_hound_of_the_baskervilles.txt"
-ASKED = (
-    "Who killed Sir Charles?",
-    "Why did the man hide the letter?",
-    "What did Holmes find on the moor?",
-    "Where was the dog kept?",
-)
+ASKED = ("Who killed Sir Charles?", "Why did the man hide the letter?", "What did Holmes find on the moor?", "Where was the dog kept?")
 LABELS = ("YES", "NO")
 
 
@@ -68,21 +63,14 @@ def score(tokens: list[dict], opens: str) -> float:
 
 
 def llama_cpp(server, request) -> tuple[float, int, float]:
-    messages = [{"role": r, "content": c} for r, c in request.messages] + [
-        {"role": "assistant", "content": request.decision.opens}
-    ]
+    messages = [{"role": r, "content": c} for r, c in request.messages] + [{"role": "assistant", "content": request.decision.opens}]
     body = {"messages": messages, "max_tokens": 1, "temperature": 0, "cache_prompt": False, "stream": True,
             "stream_options": {"include_usage": True}, "logprobs": True, "top_logprobs": 200, "grammar": request.decision.grammar}  # fmt: skip
     chunks: list[dict] = []
     started = time.perf_counter()
     server.server.handle_chat_completions(body, lambda chunk: chunks.append(chunk) or False)
     seconds = time.perf_counter() - started
-    tokens = [
-        t
-        for c in chunks
-        for ch in c.get("choices") or []
-        for t in ((ch.get("logprobs") or {}).get("content") or [])
-    ]
+    tokens = [t for c in chunks for ch in c.get("choices") or [] for t in ((ch.get("logprobs") or {}).get("content") or [])]
     count = [c["usage"]["prompt_tokens"] for c in chunks if c.get("usage")][-1]
     return score(tokens, request.decision.opens), count, seconds
 
@@ -117,18 +105,10 @@ def main() -> None:
         server = new_server(prepared, 4096, threads)
         truth, onnx, llama, onnx_s, llama_s, counts = [], [], [], [], [], []
         for request in asked:
-            ids = np.array(
-                tokenizer.encode(render_chatml(request.messages, request.decision.opens)).ids, np.int64
-            )
+            ids = np.array(tokenizer.encode(render_chatml(request.messages, request.decision.opens)).ids, np.int64)
             logprobs = float_forward(weights, shape, ids)
             order = np.argsort(-logprobs)[:200]
-            best = [
-                {
-                    "token": tokenizer.decode([int(t)], skip_special_tokens=False),
-                    "logprob": float(logprobs[t]),
-                }
-                for t in order
-            ]
+            best = [{"token": tokenizer.decode([int(t)], skip_special_tokens=False), "logprob": float(logprobs[t])} for t in order]
             truth.append(score([{**best[0], "top_logprobs": best}], request.decision.opens))
             top, count, seconds = scorer.top_tokens(request.messages, request.decision.opens)
             onnx.append(score([{**top[0], "top_logprobs": top}], request.decision.opens))

@@ -48,9 +48,7 @@ def best_scores(session, rank, judge, asked: str) -> tuple[float, float]:
     text_of = dict(evidence)
     ranked = rank(asked, [text_of[pid] for pid in candidates])
     if isinstance(judge, ParagraphJudge):
-        scores = [
-            judge(question, [(pid, text_of[pid])]).best for pid in candidates
-        ]  # one at a time: no early stop
+        scores = [judge(question, [(pid, text_of[pid])]).best for pid in candidates]  # one at a time: no early stop
         return max(s[1] for s in scores if s is not None), max(ranked)
     return float(max(judge.score(asked, [text_of[pid] for pid in candidates]))), max(ranked)
 
@@ -60,9 +58,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="records of each set at most (0: all)")
     parser.add_argument("--out", type=Path)
     parser.add_argument(
-        "--judge",
-        type=Path,
-        help="score with the MiniLM judge in this folder (cwread.agents.judge) rather than the Finder adapter",
+        "--judge", type=Path, help="score with the MiniLM judge in this folder (cwread.agents.judge) rather than the Finder adapter"
     )
     args = parser.parse_args()
     if args.judge is not None:
@@ -87,28 +83,16 @@ def main() -> None:
                 sessions[path] = (session, extractive.sentence_ranker(session.document, None))
             session, rank = sessions[path]
             if record["kind"] == "mcq":
-                scored = {
-                    key: best_scores(session, rank, judge, f"{record['question']} {text}")
-                    for key, text in record["options"].items()
-                }
+                scored = {key: best_scores(session, rank, judge, f"{record['question']} {text}") for key, text in record["options"].items()}
                 row = {
-                    "id": record["id"],
-                    "kind": "mcq",
-                    "gold": record["answer"],
-                    "finder": max(scored, key=lambda k: scored[k][0]),
-                    "rank": max(scored, key=lambda k: scored[k][1]),
+                    "id": record["id"], "kind": "mcq", "gold": record["answer"],
+                    "finder": max(scored, key=lambda k: scored[k][0]), "rank": max(scored, key=lambda k: scored[k][1]),
                     "scores": {k: v[0] for k, v in scored.items()},
                 }
             else:
                 finder_score, _ = best_scores(session, rank, judge, record["question"])
-                row = {
-                    "id": record["id"],
-                    "kind": "claim",
-                    "gold": record["answer"],
-                    "finder": "TRUE" if finder_score > claim_at else "FALSE",
-                    "rank": "TRUE",
-                    "scores": {"best": finder_score},
-                }
+                row = {"id": record["id"], "kind": "claim", "gold": record["answer"], "finder": "TRUE" if finder_score > claim_at else "FALSE",
+                       "rank": "TRUE", "scores": {"best": finder_score}}
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
     if args.out:

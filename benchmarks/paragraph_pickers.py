@@ -54,9 +54,7 @@ def picks(record: dict, session, judge, reader) -> dict:
     row["finder"] = judgement.chosen if judgement else None
     if judge is not None and candidates:
         # the candidates are packet paragraphs: one scoring of the packet serves both
-        scored = dict(
-            zip(row["packet"], judge.score(question.text, list(text_of.values())).tolist(), strict=True)
-        )
+        scored = dict(zip(row["packet"], judge.score(question.text, list(text_of.values())).tolist(), strict=True))
         row["judge"] = max(candidates, key=lambda p: scored[p])
         row["judge_order"] = sorted(row["packet"], key=lambda p: -scored[p])
     if candidates:

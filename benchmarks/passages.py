@@ -55,9 +55,7 @@ def line(name: str, label: str, rows: dict[str, dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help="keep the rows here")
-    parser.add_argument(
-        "--reuse", action="store_true", help="read the rows kept in --out rather than run again"
-    )
+    parser.add_argument("--reuse", action="store_true", help="read the rows kept in --out rather than run again")
     args = parser.parse_args()
     print(
         "| set | questions | configuration | shown | gold quoted among shown [95%] | wrong shown | "

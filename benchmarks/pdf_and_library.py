@@ -51,9 +51,7 @@ def plain(text: str) -> str:
 
 
 def pdf_rows(novels: list[Path]) -> None:
-    print(
-        "| novel | pages | paragraphs (text / PDF) | same paragraphs | index .txt (s) | index .pdf (s) | ratio |"
-    )
+    print("| novel | pages | paragraphs (text / PDF) | same paragraphs | index .txt (s) | index .pdf (s) | ratio |")
     print("|---|---|---|---|---|---|---|")
     for novel in novels:
         with tempfile.TemporaryDirectory() as tmp:

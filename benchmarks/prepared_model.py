@@ -57,19 +57,13 @@ print(json.dumps({"prepared": backend.prepared, "tokens": statistics.median(toke
 
 
 def env_for(cache: Path, form: str) -> dict:
-    return {
-        **os.environ,
-        "CWREAD_CACHE_DIR": str(cache),
-        "CWREAD_BACKEND": "embedded",
-        "CWREAD_PREPARE_GGUF": "1" if form == "prepared" else "0",
-    }
+    return {**os.environ, "CWREAD_CACHE_DIR": str(cache), "CWREAD_BACKEND": "embedded",
+            "CWREAD_PREPARE_GGUF": "1" if form == "prepared" else "0"}
 
 
 def cwread(args: list[str], env: dict) -> tuple[float, dict]:
     t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "cwread", *args], capture_output=True, env=env, check=False, cwd=REPO
-    )
+    proc = subprocess.run([sys.executable, "-m", "cwread", *args], capture_output=True, env=env, check=False, cwd=REPO)
     wall = time.perf_counter() - t0
     return wall, (json.loads(proc.stdout) if proc.stdout.strip().startswith(b"{") else {})
 
@@ -97,29 +91,17 @@ def main() -> None:
             "",
         ]
         # 2. reading
-        probes = json.dumps(
-            [[str(GIANT), ASKS[0][2], [3, 7, 9, 16, 18, 20]], [str(MOONSTONE), ASKS[2][2], [400, 1200, 2400]]]
-        )
+        probes = json.dumps([[str(GIANT), ASKS[0][2], [3, 7, 9, 16, 18, 20]], [str(MOONSTONE), ASKS[2][2], [400, 1200, 2400]]])
         lines += ["| form | prompt tokens (median) | prompt tokens/s (median) |", "|---|---|---|"]
         for form in FORMS:
-            proc = subprocess.run(
-                [sys.executable, "-c", RATE_PROBE, form, probes],
-                capture_output=True,
-                text=True,
-                env=env_for(cache, form),
-                check=True,
-                cwd=REPO,
-            )
+            proc = subprocess.run([sys.executable, "-c", RATE_PROBE, form, probes], capture_output=True, text=True,
+                                  env=env_for(cache, form), check=True, cwd=REPO)
             rate = json.loads(proc.stdout.strip().splitlines()[-1])
             label = f"prepared ({rate['prepared']})" if form == "prepared" else "as shipped (Q4_1 + LoRA)"
             lines.append(f"| {label} | {rate['tokens']:.0f} | {rate['rate']:.0f} |")
         print("\n".join(lines), flush=True)
         # 3. end to end
-        lines += [
-            "",
-            "| question | form | wall s (median) | answer judge s | model calls | same answer |",
-            "|---|---|---|---|---|---|",
-        ]
+        lines += ["", "| question | form | wall s (median) | answer judge s | model calls | same answer |", "|---|---|---|---|---|---|"]
         for label, book, question in ASKS:
             answers = {}
             for form in FORMS:
@@ -131,14 +113,8 @@ def main() -> None:
                     judge.append(trace.get("timings", {}).get("answer_judge", 0.0))
                     calls = len((trace.get("answer_judgement") or {}).get("scores") or [])
                     answers[form] = (trace.get("answer"), trace.get("citations"))
-                same = (
-                    ""
-                    if form == "shipped"
-                    else ("yes" if answers["prepared"] == answers["shipped"] else "no")
-                )
-                lines.append(
-                    f"| {label} | {form} | {statistics.median(walls):.2f} | {statistics.median(judge):.2f} | {calls} | {same} |"
-                )
+                same = "" if form == "shipped" else ("yes" if answers["prepared"] == answers["shipped"] else "no")
+                lines.append(f"| {label} | {form} | {statistics.median(walls):.2f} | {statistics.median(judge):.2f} | {calls} | {same} |")
                 print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     if options.out:

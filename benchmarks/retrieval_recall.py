@@ -48,11 +48,7 @@ def main() -> None:
             path = str((data.parent / r["doc"]).resolve())
             doc = docs.get(path) or docs.setdefault(path, api.open_document(path))
             question = api.make_question(r["question"], r.get("options") if r["kind"] == "mcq" else None)
-            result = api.find(
-                doc,
-                question,
-                api.Settings(api.SessionSettings(args.embedder), api.RunSettings(budget, method)),
-            )
+            result = api.find(doc, question, api.Settings(api.SessionSettings(args.embedder), api.RunSettings(budget, method)))
             anchors = [s for s in result.segments if s.origin == "anchor"]
             read = result.segments[: budget.read]
             hits_a = sum(any(pid in s for s in anchors) for pid in r["evidence"])

@@ -84,9 +84,7 @@ def main() -> int:
                 [sys.executable, "-c", INDEX, str(path)], capture_output=True, text=True, env=env, check=False
             )
             if proc.returncode != 0:
-                lines.append(
-                    f"| {label} | {path.stat().st_size / 1e6:.0f} | failed: {proc.stderr.strip()[-200:]} | | |"
-                )
+                lines.append(f"| {label} | {path.stat().st_size / 1e6:.0f} | failed: {proc.stderr.strip()[-200:]} | | |")
                 continue
             paragraphs, seconds, peak_kb = proc.stdout.split()
             lines.append(

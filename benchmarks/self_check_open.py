@@ -71,9 +71,7 @@ def line(name: str, result: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("triples", nargs="+", help="DATA ROWS_WITH ROWS_WITHOUT, repeated")
-    parser.add_argument(
-        "--kind", choices=("open", "claim", "mcq"), default="open", help="the questions compared"
-    )
+    parser.add_argument("--kind", choices=("open", "claim", "mcq"), default="open", help="the questions compared")
     args = parser.parse_args()
     if len(args.triples) % 3:
         parser.error("give DATA ROWS_WITH ROWS_WITHOUT, repeated")
@@ -82,16 +80,12 @@ def main() -> None:
         for i in range(0, len(args.triples), 3)
     ]
     measure = "token-F1" if args.kind == "open" else "accuracy"
-    print(
-        f"| set | {args.kind} questions | self-checked | answers changed | {measure} with - without, points [95%] | model calls with / without |"
-    )
+    print(f"| set | {args.kind} questions | self-checked | answers changed | {measure} with - without, points [95%] | model calls with / without |")
     print("|---|---|---|---|---|---|")
     for name, result in results:
         print(line(name, result))
     if len(results) > 1:
-        pooled = {
-            key: sum((r[key] for _, r in results), [] if key == "differences" else 0) for key in results[0][1]
-        }
+        pooled = {key: sum((r[key] for _, r in results), [] if key == "differences" else 0) for key in results[0][1]}
         print(line("pooled", pooled))
 
 

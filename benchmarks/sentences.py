@@ -61,10 +61,7 @@ def main() -> None:
     megabytes = sum(len(t.encode()) for t in paragraphs) / 1e6
     print(f"{len(rows)} passages; speed over {len(paragraphs):,} paragraphs ({megabytes:.1f} MB)")
     print(f"{'segmenter':28s} {'exact %':>8s} {'P':>6s} {'R':>6s} {'F1':>6s} {'MB/s':>6s}")
-    for name, split in (
-        ("regex (before)", old_sentences),
-        ("Punkt + 2 rules (now)", text_sentences.sentences),
-    ):
+    for name, split in (("regex (before)", old_sentences), ("Punkt + 2 rules (now)", text_sentences.sentences)):
         tp = fp = fn = exact = 0
         for r in rows:
             got, want = boundaries(r["text"], split(r["text"])), gold_boundaries(r["sentences"])

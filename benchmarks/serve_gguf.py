@@ -31,9 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         help="llama-server's -sps: below it a slot's state goes to the prompt cache and the best match "
         "is loaded (0.9: a follow-up takes segments read before from the cache; llama.cpp's default 0.1)",
     )
-    parser.add_argument(
-        "--lora", type=Path, help="a LoRA adapter GGUF applied to every call (llama-server --lora)"
-    )
+    parser.add_argument("--lora", type=Path, help="a LoRA adapter GGUF applied to every call (llama-server --lora)")
     args = parser.parse_args(argv)
     for path in (args.gguf, args.lora):
         if path is not None and not path.is_file():

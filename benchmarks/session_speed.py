@@ -35,16 +35,8 @@ QUESTIONS: list[tuple[str, list[str] | None, bool]] = [
     ("Who are the three Indians following the Diamond?", None, False),
     ("What book does Gabriel Betteredge read for advice?", None, False),
     ("How did Colonel Herncastle get the Diamond?", None, False),
-    (
-        "Where did Rosanna Spearman hide the box?",
-        ["A=in the Shivering Sand", "B=in the garden", "C=in the library"],
-        False,
-    ),
-    (
-        "Who painted the door of Rachel's sitting-room?",
-        ["A=Franklin Blake and Rachel", "B=Betteredge", "C=Godfrey"],
-        False,
-    ),
+    ("Where did Rosanna Spearman hide the box?", ["A=in the Shivering Sand", "B=in the garden", "C=in the library"], False),
+    ("Who painted the door of Rachel's sitting-room?", ["A=Franklin Blake and Rachel", "B=Betteredge", "C=Godfrey"], False),
     ("Franklin Blake took the Diamond while under the influence of opium.", None, True),
 ]
 
@@ -66,9 +58,7 @@ def main() -> int:
         api.index_document(api.open_document(args.book))  # both runs start from a built index
 
         def one_call(question):
-            return api.ask(
-                api.open_document(args.book), question, api.Settings(api.SessionSettings(backends=settings))
-            )
+            return api.ask(api.open_document(args.book), question, api.Settings(api.SessionSettings(backends=settings)))
 
         t0 = time.perf_counter()
         single = [(q, _timed(one_call, q)) for q in questions]
@@ -89,9 +79,7 @@ def main() -> int:
         equal = (a.answer, a.citations, a.outcome.mode) == (b.answer, b.citations, b.outcome.mode)
         same = same and equal
         shown = (b.answer or b.outcome.mode)[:40].replace("|", "/")
-        lines.append(
-            f"| {i} | {q.text[:50]} | {sa:.2f} | {sb:.2f} | {'yes' if equal else 'NO'} | {shown} {b.citations} |"
-        )
+        lines.append(f"| {i} | {q.text[:50]} | {sa:.2f} | {sb:.2f} | {'yes' if equal else 'NO'} | {shown} {b.citations} |")
     total_single, total_session = t1 - t0, t2 - t1
     lines += [
         "",

@@ -56,9 +56,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=HERE / "data" / "who_is.jsonl")
     args = parser.parse_args()
     os.environ["OLLAMA_HOST"] = "http://127.0.0.1:9"  # the embedded default, whatever serves here
-    records = [
-        json.loads(line) for line in args.data.read_text(encoding="utf-8").splitlines() if line.strip()
-    ]
+    records = [json.loads(line) for line in args.data.read_text(encoding="utf-8").splitlines() if line.strip()]
     now = answers(records, args.books)
     with (
         mock.patch.object(describe, "described", lambda *a, **k: None),
@@ -70,27 +68,13 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for record, (old, _), (new, said) in zip(records, before, now, strict=True):
         cells = [f"{'✓' if right(a, record['accept']) else '✗'} {(a or '(none)')[:70]!r}" for a in (old, new)]
-        print(
-            f"| {record['book'].split('_')[0]} | {record['name']} | {cells[0]} | {cells[1]} | {'yes' if said else ''} |"
-        )
+        print(f"| {record['book'].split('_')[0]} | {record['name']} | {cells[0]} | {cells[1]} | {'yes' if said else ''} |")
     n = len(records)
     print()
-    print(
-        "right before:",
-        share(sum(right(a, r["accept"]) for r, (a, _) in zip(records, before, strict=True)), n),
-    )
-    print(
-        "right now:   ", share(sum(right(a, r["accept"]) for r, (a, _) in zip(records, now, strict=True)), n)
-    )
+    print("right before:", share(sum(right(a, r["accept"]) for r, (a, _) in zip(records, before, strict=True)), n))
+    print("right now:   ", share(sum(right(a, r["accept"]) for r, (a, _) in zip(records, now, strict=True)), n))
     described = [(r, a) for r, (a, said) in zip(records, now, strict=True) if said]
-    print(
-        "from a description:",
-        len(described),
-        "of",
-        n,
-        "; right:",
-        share(sum(right(a, r["accept"]) for r, a in described), max(1, len(described))),
-    )
+    print("from a description:", len(described), "of", n, "; right:", share(sum(right(a, r["accept"]) for r, a in described), max(1, len(described))))
 
 
 if __name__ == "__main__":

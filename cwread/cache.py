@@ -88,9 +88,7 @@ def _usable(root: Path) -> Path:
             raise CacheError(f"the cache folder {root} cannot be used: {exc.strerror or exc}") from None
     temporary = Path(tempfile.mkdtemp(prefix="cwread-cache-"))
     atexit.register(shutil.rmtree, temporary, True)
-    notice(
-        f"warning: the cache folder {root} is read-only; running without a cache (set CWREAD_CACHE_DIR to keep one)"
-    )
+    notice(f"warning: the cache folder {root} is read-only; running without a cache (set CWREAD_CACHE_DIR to keep one)")
     return temporary
 
 
@@ -192,9 +190,7 @@ def _write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
             if p.is_file():
                 with open(p, "rb") as f:  # on disk before the manifest that vouches for it
                     os.fsync(f.fileno())
-                stat = (
-                    p.stat()
-                )  # a rename keeps its modification time: read_entry's trust_unchanged compares it
+                stat = p.stat()  # a rename keeps its modification time: read_entry's trust_unchanged compares it
                 files[p.name] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(p)}
         manifest = {"format": CACHE_FORMAT, "files": files, "meta": meta}
         with open(tmp / "manifest.json", "w", encoding="utf-8") as f:

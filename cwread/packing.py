@@ -133,8 +133,7 @@ def packet_of(document: Document, ids: list[int]) -> Packet:
     """A packet of exactly these paragraphs, in story order, with no Finder reasons."""
     return Packet(
         items=tuple(
-            PacketItem(pid, document.paragraph(pid).text, "", label=_label(document, pid))
-            for pid in sorted(ids)
+            PacketItem(pid, document.paragraph(pid).text, "", label=_label(document, pid)) for pid in sorted(ids)
         )
     )
 

@@ -96,9 +96,7 @@ READER_CHOICES = (AUTO, "off")  # the answer reader: the one installed, or none
 
 def _check_threshold(value: object, name: str) -> None:
     """InputError unless a score threshold is None or a finite number."""
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-    ):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)):
         raise InputError(f"the {name} threshold must be a finite number, not {value!r}")
 
 
@@ -133,9 +131,7 @@ class AnswerSettings:
                 f"unknown answer mode {self.answer_mode!r}; choose one of: {', '.join((*ANSWER_CHOICES, AUTO))}"
             )
         if self.reader not in READER_CHOICES:
-            raise InputError(
-                f"unknown answer reader {self.reader!r}; choose one of: {', '.join(READER_CHOICES)}"
-            )
+            raise InputError(f"unknown answer reader {self.reader!r}; choose one of: {', '.join(READER_CHOICES)}")
         _check_threshold(self.reader_threshold, "reader")
         _check_threshold(self.support_threshold, "support")
         _check_threshold(self.confidence_threshold, "confidence")

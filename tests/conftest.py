@@ -61,9 +61,7 @@ def cache_dir(tmp_path_factory, monkeypatch, prepared_models, decision_models) -
     return root
 
 
-TINY_JUDGE = (
-    Path(__file__).parent / "data" / "judge-tiny"
-)  # a random one-layer judge: the wiring, not the judgement
+TINY_JUDGE = Path(__file__).parent / "data" / "judge-tiny"  # a random one-layer judge: the wiring, not the judgement
 
 
 @pytest.fixture
@@ -152,22 +150,8 @@ EVAL_RECORDS = [
         "answer": "B",
         "evidence": [2],
     },
-    {
-        "id": "c1",
-        "doc": "docs/s.txt",
-        "kind": "claim",
-        "question": "The medal was kept in a tin.",
-        "answer": "TRUE",
-        "pair": "p",
-    },
-    {
-        "id": "c2",
-        "doc": "docs/s.txt",
-        "kind": "claim",
-        "question": "The medal was kept in a drawer.",
-        "answer": "FALSE",
-        "pair": "p",
-    },
+    {"id": "c1", "doc": "docs/s.txt", "kind": "claim", "question": "The medal was kept in a tin.", "answer": "TRUE", "pair": "p"},
+    {"id": "c2", "doc": "docs/s.txt", "kind": "claim", "question": "The medal was kept in a drawer.", "answer": "FALSE", "pair": "p"},
     {
         "id": "o1",
         "doc": "docs/s.txt",
@@ -207,3 +191,4 @@ def loopback_server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterat
     finally:
         server.shutdown()
         server.server_close()
+

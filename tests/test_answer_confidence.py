@@ -25,12 +25,7 @@ def test_the_mean_is_over_the_answers_tokens_alone():
 
 
 def test_a_json_answer_ends_at_its_closing_quote():
-    tokens = [
-        entry('{"quotes": [], "answer": "', -1.0),
-        entry("A", -0.5),
-        entry(" medal", -1.5),
-        entry('"}', -4.0),
-    ]
+    tokens = [entry('{"quotes": [], "answer": "', -1.0), entry("A", -0.5), entry(' medal', -1.5), entry('"}', -4.0)]
     assert answer_logprob(tokens) == pytest.approx(-1.0)
 
 
@@ -45,9 +40,7 @@ def test_the_call_cache_keeps_the_confidence_and_old_keys(tmp_path):
     assert "answer_confidence" not in plain.cache_key_fields()  # calls cached before still hit
     asked = GenerationRequest(messages=(("user", "hi"),), answer_confidence=True)
     assert asked.cache_key_fields()["answer_confidence"] is True
-    cached = CachedBackend(
-        ScriptedBackend([Generation("<answer>x</answer>", answer_logprob=-0.25)]), tmp_path
-    )
+    cached = CachedBackend(ScriptedBackend([Generation("<answer>x</answer>", answer_logprob=-0.25)]), tmp_path)
     first = cached.generate(asked)
     again = cached.generate(asked)
     assert again.cached and again.answer_logprob == first.answer_logprob == -0.25
@@ -69,19 +62,9 @@ def test_an_open_answer_carries_its_confidence_to_the_trace(capsys, story, cache
 def test_a_claim_asks_for_no_confidence(capsys, story, cache_dir, scripted):
     scripted.interpreter = ScriptedBackend(default=confident)
     code = main(
-        [
-            "verify",
-            str(story),
-            "Martha won a silver medal.",
-            "--backend",
-            "scripted",
-            "--judge-anyway",
-            "--json",
-        ]
+        ["verify", str(story), "Martha won a silver medal.", "--backend", "scripted", "--judge-anyway", "--json"]
     )
     out, err = capsys.readouterr()
     assert code in (0, 1), err
     assert json.loads(out)["interpreter"]["answer_logprob"] is None
-    assert scripted.interpreter.requests and not any(
-        r.answer_confidence for r in scripted.interpreter.requests
-    )
+    assert scripted.interpreter.requests and not any(r.answer_confidence for r in scripted.interpreter.requests)

@@ -9,9 +9,7 @@ from cwread.backends import Generation, GenerationRequest, TrainedAdapter
 from cwread.backends.scripted import ScriptedBackend
 from tests.conftest import run
 
-TRAINED = TrainedAdapter(
-    "finder-test@1", "decision-first", keep_threshold=-0.5, answer_threshold=-1.0, shipped=True
-)
+TRAINED = TrainedAdapter("finder-test@1", "decision-first", keep_threshold=-0.5, answer_threshold=-1.0, shipped=True)
 SMALL = 135_000_000  # a model too small to write: open answers are extractive
 
 
@@ -21,10 +19,7 @@ def judging(scores: dict[str, float]):
     def reply(request: GenerationRequest) -> Generation:
         segment = request.messages[-1][1].split("Question:")[0].lower()
         score = next((v for word, v in scores.items() if word in segment), -3.0)
-        return Generation(
-            "<answer>YES</answer>" if score >= 0 else "<answer>NO</answer>",
-            label_logprobs=(("YES", score), ("NO", 0.0)),
-        )
+        return Generation("<answer>YES</answer>" if score >= 0 else "<answer>NO</answer>", label_logprobs=(("YES", score), ("NO", 0.0)))
 
     return ScriptedBackend(default=reply, model="finder", size=SMALL, trained=TRAINED, logprobs=True)
 
@@ -32,15 +27,7 @@ def judging(scores: dict[str, float]):
 def test_the_answer_comes_from_the_paragraph_the_finder_scores_best(capsys, story, cache_dir, scripted):
     scripted.finder = judging({"biscuit": 2.0, "medal": -0.5})
     scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
-    code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did Martha keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--json",
-    )
+    code, out, err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted", "--json")
     assert code == 0, err
     trace = json.loads(out)
     judged = trace["answer_judgement"]
@@ -52,27 +39,15 @@ def test_the_answer_comes_from_the_paragraph_the_finder_scores_best(capsys, stor
     assert "answer_judge" in trace["timings"]
 
 
-def test_below_the_threshold_there_is_no_answer_and_the_evidence_is_labelled(
-    capsys, story, cache_dir, scripted
-):
+def test_below_the_threshold_there_is_no_answer_and_the_evidence_is_labelled(capsys, story, cache_dir, scripted):
     scripted.finder = judging({})  # every paragraph -3.0, under -1.0
     scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
-    code, out, _err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did Martha keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--json",
-    )
+    code, out, _err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted", "--json")
     assert code == 4
     trace = json.loads(out)
     assert trace["answer"] is None and trace["abstained"] and trace["status"] == "not-determined"
     assert trace["answer_judgement"]["chosen"] is None and trace["quotes"]  # best evidence still shown
-    code, out, _err = run(
-        capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted"
-    )
+    code, out, _err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted")
     assert code == 4
     assert "Best evidence (not an answer" in out and "none of the" in out and "under -1.00" in out
 
@@ -80,32 +55,14 @@ def test_below_the_threshold_there_is_no_answer_and_the_evidence_is_labelled(
 def test_without_a_trained_adapter_nothing_is_judged(capsys, story, cache_dir, scripted):
     scripted.finder = ScriptedBackend(default="<answer>YES</answer>", model="finder", size=SMALL)
     scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
-    code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did Martha keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--json",
-    )
+    code, out, err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted", "--json")
     assert code == 0, err
     assert json.loads(out)["answer_judgement"] is None and scripted.finder.requests == []
     # an adapter with no answer threshold judges no answer either
     untested = TrainedAdapter("finder-test@0", "decision-first", keep_threshold=-0.5, shipped=True)
-    scripted.finder = ScriptedBackend(
-        default="<answer>YES</answer>", model="finder", size=SMALL, trained=untested
-    )
+    scripted.finder = ScriptedBackend(default="<answer>YES</answer>", model="finder", size=SMALL, trained=untested)
     scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
-    code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did Martha keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--json",
-    )
+    code, out, err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted", "--json")
     assert code == 0, err
     trace = json.loads(out)
     assert trace["answer_judgement"] is None and trace["plan"]["answer_threshold"] is None
@@ -119,26 +76,14 @@ def test_judging_stops_at_a_paragraph_it_is_sure_of_and_says_so(capsys, story, c
 
     scripted.finder = judging({"medal": SURE + 1.0})
     scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
-    code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did Martha keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--json",
-    )
+    code, out, err = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted", "--json")
     judged = json.loads(out)["answer_judgement"]
     first = judged["scores"][0]
     assert code == 0, err
     assert len(judged["scores"]) == len(scripted.finder.requests) and judged["unjudged"]
     assert first["score"] >= SURE and judged["chosen"] == first["id"]
-    code, out, _ = run(
-        capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted"
-    )
-    assert f"{len(judged['unjudged'])} more left unread once it scored +0" in " ".join(
-        out.replace("│", " ").split()
-    )
+    code, out, _ = run(capsys, "ask", str(story), "Where did Martha keep the silver medal?", "--backend", "scripted")
+    assert f"{len(judged['unjudged'])} more left unread once it scored +0" in " ".join(out.replace("│", " ").split())
 
 
 def test_candidates_are_paragraphs_ranked_whole_and_never_only_a_restatement():
@@ -163,11 +108,7 @@ def test_a_paragraph_no_answer_could_be_drawn_from_is_no_candidate():
     from cwread.answer.extractive import best_answer, candidate_paragraphs
 
     question = "Who is Barrymore?"
-    evidence = [
-        (1, "“Ha! Where is Barrymore?”"),
-        (2, "The weather was fine."),
-        (3, "Barrymore is the butler of the Hall."),
-    ]
+    evidence = [(1, "“Ha! Where is Barrymore?”"), (2, "The weather was fine."), (3, "Barrymore is the butler of the Hall.")]
     found = candidate_paragraphs(question, evidence, None, 5)
     assert found == [3]
     assert best_answer(question, [evidence[2]], None, 1, spans=False)[0] == evidence[2][1]
@@ -196,27 +137,19 @@ def test_a_long_paragraph_is_judged_by_its_sentences_around_the_one_most_like_th
     assert start == 0 and one[start:end].endswith("carefully.")
 
 
-def test_a_long_candidate_is_judged_by_a_part_of_it_and_the_trace_says_which(
-    capsys, tmp_path, cache_dir, scripted
-):
+def test_a_long_candidate_is_judged_by_a_part_of_it_and_the_trace_says_which(capsys, tmp_path, cache_dir, scripted):
     """The Finder reads a long paragraph's window (finder.JUDGED_CHARS), not the whole; the
     answer still comes from the whole paragraph, and `answer_judgement` gives the part read."""
     from cwread.agents.finder import JUDGED_CHARS
 
-    filler = " ".join(
-        f"The weather on day {n} was grey, and the long road ran on past the mill." for n in range(20)
-    )
+    filler = " ".join(f"The weather on day {n} was grey, and the long road ran on past the mill." for n in range(20))
     long_paragraph = f"{filler} Martha hid the silver medal in the biscuit tin. {filler}"
     assert len(long_paragraph) > 2 * JUDGED_CHARS
     book = tmp_path / "book.txt"
-    book.write_text(
-        f"The house stood on a hill.\n\n{long_paragraph}\n\nThe end came in the spring.\n", encoding="utf-8"
-    )
+    book.write_text(f"The house stood on a hill.\n\n{long_paragraph}\n\nThe end came in the spring.\n", encoding="utf-8")
     scripted.finder = judging({"biscuit": 2.0})
     scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)
-    code, out, err = run(
-        capsys, "ask", str(book), "Where did Martha hide the silver medal?", "--backend", "scripted", "--json"
-    )
+    code, out, err = run(capsys, "ask", str(book), "Where did Martha hide the silver medal?", "--backend", "scripted", "--json")
     assert code == 0, err
     trace = json.loads(out)
     (judged,) = [s for s in trace["answer_judgement"]["scores"] if s["id"] == 2]

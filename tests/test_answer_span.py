@@ -40,9 +40,7 @@ def _texts(question: str, sentence: str) -> dict[str, str]:
 
 
 def test_a_title_neither_ends_a_clause_nor_is_cut_from_its_name():
-    sentence = (
-        "It is understood that the next of kin is Mr. Henry Baskerville, the son of his younger brother."
-    )
+    sentence = "It is understood that the next of kin is Mr. Henry Baskerville, the son of his younger brother."
     found = _texts("Who is the next of kin?", sentence)
     assert "Mr. Henry Baskerville" in found
     assert not any(text.endswith(("Mr", "Mr.")) for text in found)
@@ -59,10 +57,7 @@ def test_every_span_is_in_its_sentence_and_says_something_the_question_does_not(
         text = sentence[s.start : s.end]
         if s.kind != "sentence":  # the sentence is quoted whole; a part is cut at words
             assert text == text.strip(" ,.")
-            assert any(
-                w.lower() not in {"down", "at", "the", "water's", "edge", "assipattle", "find"}
-                for w in text.split()
-            )
+            assert any(w.lower() not in {"down", "at", "the", "water's", "edge", "assipattle", "find"} for w in text.split())
     assert "the King's boat" in {sentence[s.start : s.end] for s in found}
 
 
@@ -87,17 +82,9 @@ def test_a_where_question_is_answered_with_the_place_not_the_sentence():
     found = extractive.best_answer("Where did she keep the silver medal?", [(5, sentence)], rank=None)
     assert found is not None
     text, quote = found
-    assert (
-        quote.text == sentence
-        and text in sentence
-        and "biscuit tin" in text
-        and len(text) < len(sentence) / 2
-    )
+    assert quote.text == sentence and text in sentence and "biscuit tin" in text and len(text) < len(sentence) / 2
     # without spans the sentence, as before
-    assert (
-        extractive.best_answer("Where did she keep the silver medal?", [(5, sentence)], None, spans=False)[0]
-        == sentence
-    )
+    assert extractive.best_answer("Where did she keep the silver medal?", [(5, sentence)], None, spans=False)[0] == sentence
 
 
 def test_a_why_question_keeps_its_reason_rule():
@@ -110,24 +97,11 @@ def test_a_novel_gets_the_sentence_and_the_trace_says_why(capsys, tmp_path, cach
     filler = [f"Day {i} passed quietly at the mill by the river." for i in range(1, 1001)]
     book = tmp_path / "novel.txt"
     book.write_text(
-        "\n\n".join(
-            [
-                "The fishermen of the harbour gave her a silver medal, which she kept in a biscuit tin under her bed.",
-                *filler,
-            ]
-        ),
+        "\n\n".join(["The fishermen of the harbour gave her a silver medal, which she kept in a biscuit tin under her bed.", *filler]),
         encoding="utf-8",
     )
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(book),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--answer",
-        "extractive",
-        "--json",
+        capsys, "ask", str(book), "Where did she keep the silver medal?", "--backend", "scripted", "--answer", "extractive", "--json"
     )
     trace = json.loads(out)
     assert code == 0 and trace["plan"]["extract"] == "sentence"
@@ -137,15 +111,7 @@ def test_a_novel_gets_the_sentence_and_the_trace_says_why(capsys, tmp_path, cach
     short = tmp_path / "short.txt"
     short.write_text("\n\n".join(book.read_text(encoding="utf-8").split("\n\n")[:20]), encoding="utf-8")
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(short),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--answer",
-        "extractive",
-        "--json",
+        capsys, "ask", str(short), "Where did she keep the silver medal?", "--backend", "scripted", "--answer", "extractive", "--json"
     )
     trace = json.loads(out)
     assert code == 0 and trace["plan"]["extract"] == "span" and "spans" not in trace["skipped"]
@@ -153,16 +119,7 @@ def test_a_novel_gets_the_sentence_and_the_trace_says_why(capsys, tmp_path, cach
 
 
 def test_the_view_says_the_answer_is_words_quoted_from_the_text(capsys, story, cache_dir, scripted):
-    code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--answer",
-        "extractive",
-    )
+    code, out, _ = run(capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted", "--answer", "extractive")
     assert code == 0 and "(words quoted from the text)" in " ".join(out.split())
 
 
@@ -180,22 +137,8 @@ def test_the_fit_puts_its_weight_on_the_feature_that_marks_the_best_span():
 
 
 def test_the_next_of_kin_is_a_name_not_a_sentence_cut_at_its_title(capsys, cache_dir, scripted, monkeypatch):
-    text = (
-        b"It is understood that the next of kin is Mr. Henry Baskerville, the son of his younger brother.\n"
-    )
-    code, out, err = run(
-        capsys,
-        "ask",
-        "-",
-        "Who is the next of kin?",
-        "--backend",
-        "scripted",
-        "--answer",
-        "extractive",
-        "--json",
-        stdin=text,
-        monkeypatch=monkeypatch,
-    )
+    text = b"It is understood that the next of kin is Mr. Henry Baskerville, the son of his younger brother.\n"
+    code, out, err = run(capsys, "ask", "-", "Who is the next of kin?", "--backend", "scripted", "--answer", "extractive", "--json", stdin=text, monkeypatch=monkeypatch)
     trace = json.loads(out)
     assert code == 0, err
     assert trace["answer"] == "Mr. Henry Baskerville" and trace["answer_kind"] == "quoted-words"

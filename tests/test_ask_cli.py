@@ -9,9 +9,7 @@ from tests.conftest import run
 
 
 def test_ask_json_trace_has_every_field(capsys, story, cache_dir, scripted):
-    scripted.interpreter.enqueue(
-        '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."</reason><answer>A</answer>'
-    )
+    scripted.interpreter.enqueue("<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>A</answer>")
     code, out, err = run(
         capsys,
         "ask",
@@ -54,9 +52,7 @@ def test_ask_json_trace_has_every_field(capsys, story, cache_dir, scripted):
 
 
 def test_ask_rich_view_quotes_cited_paragraphs(capsys, story, cache_dir, scripted):
-    scripted.interpreter.enqueue(
-        '<reason>[6] "Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp housing."</reason><answer>Admiral</answer>'
-    )
+    scripted.interpreter.enqueue("<reason>[6] \"Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp housing.\"</reason><answer>Admiral</answer>")
     code, out, _ = run(
         capsys, "ask", str(story), "What was the cat called?", "--backend", "scripted", "--no-cache"
     )
@@ -65,9 +61,7 @@ def test_ask_rich_view_quotes_cited_paragraphs(capsys, story, cache_dir, scripte
 
 
 def test_ask_trace_file_beside_the_view(capsys, story, cache_dir, scripted, tmp_path):
-    scripted.interpreter.enqueue(
-        '<reason>[6] "Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp housing."</reason><answer>Admiral</answer>'
-    )
+    scripted.interpreter.enqueue("<reason>[6] \"Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp housing.\"</reason><answer>Admiral</answer>")
     target = tmp_path / "trace.json"
     code, out, _ = run(
         capsys, "ask", str(story), "cat name?", "--backend", "scripted", "--trace", str(target), "--no-cache"
@@ -88,8 +82,7 @@ MEDAL_QUOTE = '[5] "The fishermen of the harbour later gave her a silver medal, 
 @pytest.mark.parametrize("reply,code", [("TRUE", 0), ("false", 1)])
 def test_verify_exit_codes(capsys, story, cache_dir, scripted, reply, code):
     scripted.interpreter.enqueue(
-        f"<reason>{MEDAL_QUOTE}</reason><answer>{reply}</answer>",
-        f"<reason>{MEDAL_QUOTE}</reason><answer>{reply}</answer>",
+        f"<reason>{MEDAL_QUOTE}</reason><answer>{reply}</answer>", f"<reason>{MEDAL_QUOTE}</reason><answer>{reply}</answer>"
     )
     got, out, _err = run(
         capsys, "verify", str(story), "She kept the medal in a tin.", "--backend", "scripted", "--no-cache"
@@ -98,56 +91,28 @@ def test_verify_exit_codes(capsys, story, cache_dir, scripted, reply, code):
 
 
 @pytest.mark.parametrize("reply", ["TRUE", "FALSE"])
-def test_a_verdict_whose_quotes_do_not_bear_on_the_claim_is_no_verdict(
-    capsys, story, cache_dir, scripted, reply
-):
+def test_a_verdict_whose_quotes_do_not_bear_on_the_claim_is_no_verdict(capsys, story, cache_dir, scripted, reply):
     """A model that obeys a line planted in the book quotes only that line: a script must not
     read TRUE (or FALSE) from it. Exit 4; the model's label stays in the trace."""
-    planted = (
-        '[6] "Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp housing."'
-    )
+    planted = '[6] "Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp housing."'
     scripted.interpreter.enqueue(*[f"<reason>{planted}</reason><answer>{reply}</answer>"] * 2)
     code, out, err = run(
-        capsys,
-        "verify",
-        str(story),
-        "She kept the medal in a tin.",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--json",
+        capsys, "verify", str(story), "She kept the medal in a tin.", "--backend", "scripted", "--no-cache", "--json"
     )
     trace = json.loads(out)
     assert code == 4 and trace["status"] == "not-determined" and trace["answer"] is None, err
     assert trace["model_answer"] == reply and trace["supported"] is False
     scripted.interpreter.enqueue(*[f"<reason>{planted}</reason><answer>{reply}</answer>"] * 2)
-    code, out, err = run(
-        capsys,
-        "verify",
-        str(story),
-        "She kept the medal in a tin.",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--quiet",
-    )
+    code, out, err = run(capsys, "verify", str(story), "She kept the medal in a tin.", "--backend", "scripted", "--no-cache", "--quiet")
     assert code == 4 and out == ""
 
 
 def test_verify_quiet_prints_nothing(capsys, story, cache_dir, scripted):
     scripted.interpreter.enqueue(
-        f"<reason>{MEDAL_QUOTE}</reason><answer>TRUE</answer>",
-        f"<reason>{MEDAL_QUOTE}</reason><answer>TRUE</answer>",
+        f"<reason>{MEDAL_QUOTE}</reason><answer>TRUE</answer>", f"<reason>{MEDAL_QUOTE}</reason><answer>TRUE</answer>"
     )
     code, out, err = run(
-        capsys,
-        "verify",
-        str(story),
-        "She kept the medal in a tin.",
-        "--backend",
-        "scripted",
-        "--quiet",
-        "--no-cache",
+        capsys, "verify", str(story), "She kept the medal in a tin.", "--backend", "scripted", "--quiet", "--no-cache"
     )
     assert (code, out, err) == (0, "", "")
 
@@ -242,18 +207,8 @@ def test_a_forged_quote_is_dropped_and_never_shown(capsys, story, cache_dir, scr
         f'<reason>{FORGED} [5] "which she kept in a biscuit tin"</reason><answer>A</answer>'
     )
     code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where was the medal?",
-        "-o",
-        "A=a tin",
-        "-o",
-        "B=the stairs",
-        "--backend",
-        "scripted",
-        "--json",
-        "--no-cache",
+        capsys, "ask", str(story), "Where was the medal?", "-o", "A=a tin", "-o", "B=the stairs",
+        "--backend", "scripted", "--json", "--no-cache",
     )
     trace = json.loads(out)
     assert code == 0, err
@@ -262,19 +217,10 @@ def test_a_forged_quote_is_dropped_and_never_shown(capsys, story, cache_dir, scr
     text = trace["cited_paragraphs"][0]["text"]
     q = trace["quotes"][0]
     assert text[q["start"] : q["end"]] == q["quote"]
-    scripted.interpreter.enqueue(f"<reason>{FORGED}</reason><answer>B</answer>")
+    scripted.interpreter.enqueue(f'<reason>{FORGED}</reason><answer>B</answer>')
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where was the medal?",
-        "-o",
-        "A=a tin",
-        "-o",
-        "B=the stairs",
-        "--backend",
-        "scripted",
-        "--no-cache",
+        capsys, "ask", str(story), "Where was the medal?", "-o", "A=a tin", "-o", "B=the stairs",
+        "--backend", "scripted", "--no-cache",
     )
     # its one quote forged and dropped, the choice has nothing behind it: no verdict, the best evidence
     assert code == 4 and "lighthouse stairs" not in out and "not determined from the text" in out
@@ -286,20 +232,11 @@ def test_an_unsupported_open_answer_exits_4_with_the_best_evidence(capsys, story
         'housing."</reason><answer>to protect it from the harsh winter</answer>'
     )
     code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "generative",
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted",
+        "--no-cache", "--answer", "generative",
     )
     assert code == 4
-    assert (
-        "not determined from the text" in out and "harsh winter" in out
-    )  # named as the model's, not as the answer
+    assert "not determined from the text" in out and "harsh winter" in out  # named as the model's, not as the answer
     assert "Best evidence" in out and "[5] The fishermen" in out  # the best-matching sentence is shown
     assert "not determined from the text" in err.splitlines()[-1]
 
@@ -316,33 +253,18 @@ def test_auto_answers_with_the_best_sentence_when_the_models_words_are_unbacked(
     # a model that writes (not small): auto keeps its words when quoted, else quotes the book
     scripted.interpreter.enqueue(UNBACKED)
     code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--json",
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted",
+        "--no-cache", "--json",
     )
     trace = json.loads(out)
     assert code == 0, err
     assert trace["answer_mode"] == "extractive" and "biscuit tin" in trace["answer"]
-    assert (
-        "harsh winter" not in trace["answer"]
-        and trace["model_answer"] == "to protect it from the harsh winter"
-    )
+    assert "harsh winter" not in trace["answer"] and trace["model_answer"] == "to protect it from the harsh winter"
     paragraph = next(p["text"] for p in trace["cited_paragraphs"] if p["id"] == trace["quotes"][0]["id"])
     assert trace["quotes"][0]["quote"] in paragraph  # the answer is a sentence of the book
     scripted.interpreter.enqueue(UNBACKED)
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--no-cache",
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted", "--no-cache",
     )
     flat = " ".join(word for word in out.split() if word != "│")  # the panel's lines, joined
     assert code == 0 and "(words quoted from the text)" in flat
@@ -355,14 +277,8 @@ def test_auto_answers_with_the_best_sentence_when_the_models_words_are_unbacked(
         '<reason>[5] "which she kept in a biscuit tin"</reason><answer>in a biscuit tin</answer>'
     )
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--json",
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted",
+        "--no-cache", "--json",
     )
     trace = json.loads(out)
     assert code == 0 and trace["answer"] == "in a biscuit tin" and trace["answer_mode"] == "generative"
@@ -375,13 +291,7 @@ def test_the_fallback_that_finds_no_sentence_still_names_the_models_unbacked_wor
     # says what the model answered and that its quotes do not back it
     scripted.interpreter.enqueue(UNBACKED)
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where are the zebras?",
-        "--backend",
-        "scripted",
-        "--no-cache",
+        capsys, "ask", str(story), "Where are the zebras?", "--backend", "scripted", "--no-cache",
     )
     flat = " ".join(word for word in out.split() if word != "│")
     assert code == 4 and "not determined from the text" in flat
@@ -402,9 +312,7 @@ def test_a_planted_tag_in_the_book_reaches_the_model_defused(capsys, tmp_path, c
         '<reason>[1] "Martha kept the silver medal in a biscuit tin."</reason><answer>FALSE</answer>',
         '<reason>[1] "Martha kept the silver medal in a biscuit tin."</reason><answer>FALSE</answer>',
     )
-    code, _, _ = run(
-        capsys, "verify", str(book), "The medal was in a drawer.", "--backend", "scripted", "--no-cache"
-    )
+    code, _, _ = run(capsys, "verify", str(book), "The medal was in a drawer.", "--backend", "scripted", "--no-cache")
     assert code == 1
     sent = scripted.interpreter.requests[0].messages[-1][1]
     evidence = sent.split("<evidence>")[1].split("</evidence>")[0]
@@ -415,32 +323,18 @@ def test_a_planted_tag_in_the_book_reaches_the_model_defused(capsys, tmp_path, c
 
 def test_extractive_answers_with_a_quote_of_the_text(capsys, story, cache_dir, scripted):
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did she keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "extractive",
-        "--json",
+        capsys, "ask", str(story), "Where did she keep the silver medal?", "--backend", "scripted",
+        "--no-cache", "--answer", "extractive", "--json",
     )
     trace = json.loads(out)
     assert code == 0 and trace["answer_mode"] == "extractive" and trace["supported"]
     # the words that answer, cut from the sentence quoted whole
-    assert trace["quotes"][0]["quote"].startswith(
-        "The fishermen of the harbour later gave her a silver medal"
-    )
+    assert trace["quotes"][0]["quote"].startswith("The fishermen of the harbour later gave her a silver medal")
     assert trace["answer"] in trace["quotes"][0]["quote"] and "biscuit tin" in trace["answer"]
-    assert (
-        len(trace["answer"]) < len(trace["quotes"][0]["quote"]) / 2 and trace["answer_kind"] == "quoted-words"
-    )
+    assert len(trace["answer"]) < len(trace["quotes"][0]["quote"]) / 2 and trace["answer_kind"] == "quoted-words"
     assert trace["citations"] == [5]
     # chosen without the model: the Interpreter (and its self-check) is not asked
-    assert (
-        trace["model_answer"] is None and trace["interpreter"] is None and not scripted.interpreter.requests
-    )
+    assert trace["model_answer"] is None and trace["interpreter"] is None and not scripted.interpreter.requests
 
 
 def test_a_bad_answer_mode_is_exit_2(capsys, story, cache_dir, scripted):
@@ -448,9 +342,7 @@ def test_a_bad_answer_mode_is_exit_2(capsys, story, cache_dir, scripted):
     assert code == 2 and "unknown answer mode" in err
 
 
-def test_extractive_why_answer_gives_the_reason_and_quotes_its_sentence(
-    capsys, tmp_path, cache_dir, scripted
-):
+def test_extractive_why_answer_gives_the_reason_and_quotes_its_sentence(capsys, tmp_path, cache_dir, scripted):
     book = tmp_path / "giant.txt"
     book.write_text(
         "THE GARDEN\n\nThe Giant came back from visiting his friend.\n\n"
@@ -460,18 +352,8 @@ def test_extractive_why_answer_gives_the_reason_and_quotes_its_sentence(
         encoding="utf-8",
     )
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(book),
-        "Why did the Giant build a high wall round the garden?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "extractive",
-        "--self-check",
-        "off",
-        "--json",
+        capsys, "ask", str(book), "Why did the Giant build a high wall round the garden?", "--backend",
+        "scripted", "--no-cache", "--answer", "extractive", "--self-check", "off", "--json",
     )
     trace = json.loads(out)
     assert code == 0 and trace["answer"] == "because he wanted it all for himself."
@@ -489,16 +371,8 @@ def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story
             '<reason>[5] "The fishermen of the harbour later gave her a silver medal"</reason><answer>TRUE</answer>'
         )
         return run(
-            capsys,
-            "verify",
-            str(story),
-            "The fishermen gave her a medal.",
-            "--backend",
-            "scripted",
-            "--no-cache",
-            "--self-check",
-            "off",
-            *extra,
+            capsys, "verify", str(story), "The fishermen gave her a medal.", "--backend", "scripted",
+            "--no-cache", "--self-check", "off", *extra,
         )
 
     asked = len(scripted.interpreter.requests)
@@ -514,15 +388,9 @@ def test_a_model_too_small_to_judge_gives_no_verdict_only_evidence(capsys, story
     scripted.interpreter._queue.clear()
 
     # nothing to read: the view does not point at evidence that is not there
-    code, out, _ = run(
-        capsys, "verify", str(story), "Zebras quarrelled.", "--backend", "scripted", "--no-cache"
-    )
+    code, out, _ = run(capsys, "verify", str(story), "Zebras quarrelled.", "--backend", "scripted", "--no-cache")
     flat = " ".join(w for w in out.split() if w != "│")
-    assert (
-        code == 4
-        and "no passage read shares a word with what was asked" in flat
-        and "evidence below" not in flat
-    )
+    assert code == 4 and "no passage read shares a word with what was asked" in flat and "evidence below" not in flat
     code, out, err = verify(True, "--judge-anyway")  # today's behaviour, with its warning
     assert code == 0 and "TRUE" in out
     assert "too small to judge options or claims: its verdict is near chance" in err
@@ -544,96 +412,47 @@ def test_a_claim_judged_anyway_by_a_model_at_chance_is_read_once(capsys, story, 
         scripted.interpreter.enqueue(reply)
         asked = len(scripted.interpreter.requests)
         code, out, err = run(
-            capsys,
-            "verify",
-            str(story),
-            "The fishermen gave her a medal.",
-            "--backend",
-            "scripted",
-            "--no-cache",
-            "--judge-anyway",
-            "--json",
-            *extra,
+            capsys, "verify", str(story), "The fishermen gave her a medal.", "--backend", "scripted",
+            "--no-cache", "--judge-anyway", "--json", *extra,
         )
         scripted.interpreter._queue.clear()
         return code, json.loads(out), err, len(scripted.interpreter.requests) - asked
 
     code, trace, err, calls = verify()
     assert code == 0 and calls == 1 and not trace["self_check"]["triggered"]
-    assert (
-        "judges at chance" in trace["skipped"]["self-check"]
-        and "reads the packet (up to" in err
-        and "once" in err
-    )
+    assert "judges at chance" in trace["skipped"]["self-check"] and "reads the packet (up to" in err and "once" in err
     code, trace, err, calls = verify("--self-check", "on")
     assert code == 0 and calls == 2 and "twice, with its self-check" in err
 
 
-def test_a_yes_or_no_question_gets_no_sentence_for_an_answer_from_a_small_model(
-    capsys, story, cache_dir, scripted
-):
-    """ "Did Martha keep the medal?" is a claim put as a question: a model that judges at chance
+def test_a_yes_or_no_question_gets_no_sentence_for_an_answer_from_a_small_model(capsys, story, cache_dir, scripted):
+    """"Did Martha keep the medal?" is a claim put as a question: a model that judges at chance
     gives it no verdict, only the best evidence (exit 4), where a sentence of the book would
     have been shown as its answer; --answer extractive or --judge-anyway give the sentence, a question
     offering a choice is answered as any other, and a model that reads is asked."""
     scripted.interpreter.size = 135_000_000
-    code, out, _err = run(
-        capsys, "ask", str(story), "Did Martha keep the silver medal?", "--backend", "scripted", "--json"
-    )
+    code, out, _err = run(capsys, "ask", str(story), "Did Martha keep the silver medal?", "--backend", "scripted", "--json")
     trace = json.loads(out)
     assert code == 4 and trace["status"] == "no-verdict" and trace["answer"] is None and trace["quotes"]
-    assert (
-        "yes-or-no question is a claim" in trace["skipped"]["interpreter"]
-        and "--judge-anyway" in trace["failure"]
-    )
+    assert "yes-or-no question is a claim" in trace["skipped"]["interpreter"] and "--judge-anyway" in trace["failure"]
     for anyway in (["--answer", "extractive"], ["--judge-anyway"]):
-        code, out, _ = run(
-            capsys,
-            "ask",
-            str(story),
-            "Did Martha keep the silver medal?",
-            "--backend",
-            "scripted",
-            *anyway,
-            "--json",
-        )
+        code, out, _ = run(capsys, "ask", str(story), "Did Martha keep the silver medal?", "--backend", "scripted", *anyway, "--json")
         assert code == 0 and json.loads(out)["answer_kind"] == "quoted-words", anyway
     # a choice is a question like any other: answered, here by the ranker's sentence (the reader off)
     code, out, _ = run(capsys, "ask", str(story), "Was the medal in the tin or the drawer?", "--backend", "scripted",
                        "--answer-reader", "off", "--json")  # fmt: skip
     assert code == 0 and json.loads(out)["answer_kind"] == "quoted-words"
     scripted.interpreter.size = None  # a model that reads answers in its own words
-    scripted.interpreter.enqueue(
-        '<reason>[5] "The fishermen of the harbour later gave her a silver medal"</reason><answer>Yes</answer>'
-    )
-    code, out, _ = run(
-        capsys,
-        "ask",
-        str(story),
-        "Did Martha keep the silver medal?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--json",
-    )
+    scripted.interpreter.enqueue('<reason>[5] "The fishermen of the harbour later gave her a silver medal"</reason><answer>Yes</answer>')
+    code, out, _ = run(capsys, "ask", str(story), "Did Martha keep the silver medal?", "--backend", "scripted", "--no-cache", "--json")
     assert json.loads(out)["answer_mode"] != "evidence-only" and scripted.interpreter.requests
 
 
 def test_a_small_model_gives_options_no_verdict_in_the_json_trace(capsys, story, cache_dir, scripted):
     scripted.interpreter.size = 135_000_000
     code, out, _err = run(
-        capsys,
-        "ask",
-        str(story),
-        "What did the fishermen give her?",
-        "-o",
-        "A=a medal",
-        "-o",
-        "B=a boat",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--json",
+        capsys, "ask", str(story), "What did the fishermen give her?", "-o", "A=a medal", "-o", "B=a boat",
+        "--backend", "scripted", "--no-cache", "--json",
     )
     trace = json.loads(out)
     assert code == 4 and trace["answer"] is None and trace["answer_mode"] == "evidence-only"
@@ -643,17 +462,8 @@ def test_a_small_model_gives_options_no_verdict_in_the_json_trace(capsys, story,
 
 def test_a_finder_measured_to_keep_everything_is_not_called(capsys, story, cache_dir, scripted):
     scripted.finder.size = 135_000_000  # the embedded default's measured fact: keeps nearly all
-    args = (
-        "ask",
-        str(story),
-        "What did the fishermen give her?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "extractive",
-        "--json",
-    )
+    args = ("ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--no-cache",
+            "--answer", "extractive", "--json")
     code, out, _err = run(capsys, *args)
     trace = json.loads(out)
     assert code == 0 and scripted.finder.requests == []
@@ -666,51 +476,26 @@ def test_a_finder_measured_to_keep_everything_is_not_called(capsys, story, cache
 
 def test_the_view_says_the_finder_was_skipped_and_why(capsys, story, cache_dir, scripted):
     code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "What did the fishermen give her?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "extractive",
-        "--finder",
-        "off",
+        capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--no-cache",
+        "--answer", "extractive", "--finder", "off",
     )
     assert code == 0 and scripted.finder.requests == []
     # a note on the run goes to stderr: stdout holds the answer view alone
-    assert (
-        "Finder skipped: --finder off" in err
-        and "Finder skipped: --finder off" not in out
-        and "no model call" in out
-    )
+    assert "Finder skipped: --finder off" in err and "Finder skipped: --finder off" not in out and "no model call" in out
     code, _, err = run(capsys, "ask", str(story), "Who?", "--backend", "scripted", "--finder", "sometimes")
     assert code == 2 and "--finder must be one of auto, judge, on, off" in err
 
 
-def test_a_finder_skipped_for_what_the_model_is_is_noted_once_on_a_machine(
-    capsys, story, cache_dir, scripted
-):
+def test_a_finder_skipped_for_what_the_model_is_is_noted_once_on_a_machine(capsys, story, cache_dir, scripted):
     scripted.finder.size = 135_000_000  # measured to keep nearly all: skipped on every question
-    args = (
-        "ask",
-        str(story),
-        "What did the fishermen give her?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "extractive",
-    )
+    args = ("ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--no-cache",
+            "--answer", "extractive")
     code, out, err = run(capsys, *args)
     note = [line for line in err.splitlines() if line.startswith("cwread: Finder skipped:")]
     assert code == 0 and len(note) == 1 and "keeps nearly every segment" in note[0]
     # the measurement it rests on is the trace's and doctor's to give, not the note's
     assert "benchmarks/" not in note[0] and note[0].endswith("(--finder on runs it)")
-    code, out, err = run(
-        capsys, *args
-    )  # the same model again: the summary line says it, the note is not repeated
+    code, out, err = run(capsys, *args)  # the same model again: the summary line says it, the note is not repeated
     assert code == 0 and "Finder skipped:" not in err and "no segment judged (every one read kept);" in out
     code, out, _ = run(capsys, *args, "--json")
     assert "benchmarks/results/" in json.loads(out)["skipped"]["finder"]  # the trace keeps it whole
@@ -730,15 +515,8 @@ def test_an_extractive_question_the_text_does_not_touch_exits_4_without_claiming
     capsys, story, cache_dir, scripted
 ):
     code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Which spaceship did the astronaut pilot?",
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--answer",
-        "extractive",
+        capsys, "ask", str(story), "Which spaceship did the astronaut pilot?", "--backend", "scripted",
+        "--no-cache", "--answer", "extractive",
     )
     assert code == 4 and "not determined from the text" in out
     assert "not determined from the text: no sentence of the packet" in err
@@ -749,25 +527,16 @@ LONG = "Why did the fishermen of the harbour give Martha Quill a silver medal, a
 
 
 def test_a_view_into_a_pipe_is_never_wrapped_and_width_wraps_it(capsys, story, cache_dir, scripted):
-    scripted.interpreter.enqueue(
-        *[f"<reason>{MEDAL_QUOTE}</reason><answer>In a biscuit tin under her bed.</answer>"] * 3
-    )
+    scripted.interpreter.enqueue(*[f"<reason>{MEDAL_QUOTE}</reason><answer>In a biscuit tin under her bed.</answer>"] * 3)
     for extra in ((), ("--width", "0")):
         code, out, err = run(capsys, "ask", str(story), LONG, "--backend", "scripted", "--no-cache", *extra)
         assert code == 0, err
         assert LONG in out  # the title whole, on one line
-        assert any(
-            "silver medal, which she kept in a biscuit tin under her bed." in line
-            for line in out.splitlines()
-        )
-    code, out, err = run(
-        capsys, "ask", str(story), LONG, "--backend", "scripted", "--no-cache", "--width", "60"
-    )
+        assert any("silver medal, which she kept in a biscuit tin under her bed." in line for line in out.splitlines())
+    code, out, err = run(capsys, "ask", str(story), LONG, "--backend", "scripted", "--no-cache", "--width", "60")
     assert code == 0 and max(map(len, out.splitlines())) <= 60
     assert not set("╭╮╰╯│─") & set(out)  # no box in a pipe: the title wraps whole
-    assert " ".join(" ".join(out.splitlines()[:4]).split()).startswith(
-        f"question: {' '.join(LONG.split())[:40]}"
-    )
+    assert " ".join(" ".join(out.splitlines()[:4]).split()).startswith(f"question: {' '.join(LONG.split())[:40]}")
 
 
 def test_search_takes_width(capsys, tmp_path, cache_dir):

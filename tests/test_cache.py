@@ -103,10 +103,7 @@ def test_a_whole_entry_whose_time_moved_is_read_once_and_stamped_again(tmp_path)
     stat = data.stat()
     os.utime(data, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # copied, say: same content
     assert read_entry(entry, trust_unchanged=True) == {"n": 5}
-    assert (
-        json.loads((entry / "manifest.json").read_text())["files"]["x.npy"]["mtime_ns"]
-        == stat.st_mtime_ns + 10**9
-    )
+    assert json.loads((entry / "manifest.json").read_text())["files"]["x.npy"]["mtime_ns"] == stat.st_mtime_ns + 10**9
 
 
 def test_an_entry_written_before_times_were_kept_is_read_whole_once(tmp_path):
@@ -195,9 +192,7 @@ def test_a_build_cut_off_by_the_process_ending_leaves_no_temporary(tmp_path):
         raise SystemExit(3)
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
-    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 3, done.stderr
     assert [p.name for p in tmp_path.iterdir()] == []
 
@@ -211,9 +206,7 @@ def test_a_full_disk_is_one_line_and_leaves_no_temporary(tmp_path, monkeypatch):
 
     tiny = tmp_path / "tiny"
     tiny.mkdir()
-    if subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(tiny)], capture_output=True, check=False
-    ).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(tiny)], capture_output=True, check=False).returncode:
         pytest.skip("no tmpfs can be mounted here")
     try:
         env = {**os.environ, "CWREAD_CACHE_DIR": str(tiny / "cache"), "OLLAMA_HOST": "http://127.0.0.1:9"}

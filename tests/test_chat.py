@@ -15,9 +15,7 @@ from tests.scripted_replies import smart_interpreter
 GIANT = str(EXAMPLES / "the_selfish_giant.txt")
 
 
-def chat(
-    capsys, monkeypatch, scripted, story, lines: bytes, *args: str, size: int | None = None
-) -> tuple[int, str, str]:
+def chat(capsys, monkeypatch, scripted, story, lines: bytes, *args: str, size: int | None = None) -> tuple[int, str, str]:
     """`cwread chat` in-process on the scripted backends, `lines` on its standard input (`size`:
     the Interpreter's parameters, as small as the embedded default's to judge at chance)."""
     from cwread.backends.scripted import ScriptedBackend
@@ -169,20 +167,14 @@ def test_json_lines_every_line_in_gives_one_json_line_out(
     assert unknown["error"]["kind"] == "input"
 
 
-def test_a_stage_note_is_said_once_a_chat_not_after_every_answer(
-    capsys, story, cache_dir, scripted, monkeypatch
-):
+def test_a_stage_note_is_said_once_a_chat_not_after_every_answer(capsys, story, cache_dir, scripted, monkeypatch):
     lines = b"What did the fishermen give her?\nWho slept on the lamp?\n"
     code, out, err = chat(capsys, monkeypatch, scripted, story, lines, "--finder", "off")
     assert code == 0 and out.count("Answer:") == 2 and err.count("Finder skipped: --finder off") == 1
 
 
-def test_leaving_a_chat_whose_last_answer_gave_no_verdict_is_exit_0(
-    capsys, story, cache_dir, scripted, monkeypatch
-):
+def test_leaving_a_chat_whose_last_answer_gave_no_verdict_is_exit_0(capsys, story, cache_dir, scripted, monkeypatch):
     lines = b"/verify She kept the medal in a drawer.\n"
-    code, out, err = chat(
-        capsys, monkeypatch, scripted, story, lines, size=135_000_000
-    )  # judges claims at chance
+    code, out, err = chat(capsys, monkeypatch, scripted, story, lines, size=135_000_000)  # judges claims at chance
     assert code == 0 and "no verdict" in out
     assert "start the chat with --judge-anyway" in err and "pass --judge-anyway" not in err

@@ -65,12 +65,8 @@ def test_a_pdfs_contents_give_its_pages(capsys):
 def test_a_folders_files_are_cut_at_their_own_headings(capsys, tmp_path):
     folder = tmp_path / "books"
     folder.mkdir()
-    (folder / "a.txt").write_text(
-        "CHAPTER I\n\nThe harbour was quiet in the mornings.\n\nCHAPTER II\n\nBoats came in.\n"
-    )
-    (folder / "b.txt").write_text(
-        "Martha kept the lighthouse for thirty years.\n\nThe fishermen gave her a medal.\n"
-    )
+    (folder / "a.txt").write_text("CHAPTER I\n\nThe harbour was quiet in the mornings.\n\nCHAPTER II\n\nBoats came in.\n")
+    (folder / "b.txt").write_text("Martha kept the lighthouse for thirty years.\n\nThe fishermen gave her a medal.\n")
     code, entries, _ = contents(capsys, folder)
     assert code == 0
     assert [(e["paragraphs"], e["heading"]) for e in entries] == [

@@ -42,10 +42,7 @@ def test_only_a_name_is_asked_about():
 
 
 def test_where_someone_lives_is_the_place_beside_the_name():
-    evidence = [
-        (1, "Mr. Frankland, the old man with the telescope, laughed."),
-        (2, "It was Mr. Frankland, of Lafter Hall, who wrote."),
-    ]
+    evidence = [(1, "Mr. Frankland, the old man with the telescope, laughed."), (2, "It was Mr. Frankland, of Lafter Hall, who wrote.")]
     assert described("Who is Frankland?", evidence)[0] == "Mr. Frankland, the old man with the telescope"
     assert described("Where does Frankland live?", evidence)[0] == "Mr. Frankland, of Lafter Hall"
     assert described("Where does Frankland live?", evidence[:1]) is None
@@ -60,9 +57,9 @@ def test_the_description_said_most_often_wins_and_a_call_or_an_address_is_none()
     address = [(1, '"Barrymore, the lamp!" said Holmes.')]
     assert described("Who is Barrymore?", address) is None  # a call ends in "!", not a comma
     assert described("Who is Holmes?", [(1, "Holmes, the game is afoot.")]) is None  # a verb: a clause
-    assert described(
-        "Who is Frankland?", [(1, "There is Mr. Frankland, of Lafter Hall, who is also unknown.")]
-    )[0] == ("Mr. Frankland, of Lafter Hall")
+    assert described("Who is Frankland?", [(1, "There is Mr. Frankland, of Lafter Hall, who is also unknown.")])[0] == (
+        "Mr. Frankland, of Lafter Hall"
+    )
     for said in (
         "Betteredge, an hour since, came.",
         "Mr. Franklin, a little surprised, rose.",
@@ -74,28 +71,16 @@ def test_the_description_said_most_often_wins_and_a_call_or_an_address_is_none()
         assert described(f"Who is {name}?", [(1, said)]) is None, said  # a time, a measure, a clause
     listed = [(1, "All the passages, the advent of Mr. Collins, the visit to Hunsford, the tour, fit in.")]
     assert described("Who is Mr. Collins?", listed) is None  # an item of a list, not his description
-    assert (
-        described("Who is Madame Defarge?", [(1, "Defarge, the wine-seller, nodded.")]) is None
-    )  # her husband
-    assert (
-        described(
-            "Who is Captain Smollett?", [(1, "There were Captain Smollett, the squire, Hunter, and I.")]
-        )
-        is None
-    )
-    assert (
-        described("Who is Captain Smollett?", [(1, "Captain Smollett, the squire, and Dr. Livesey talked.")])
-        is None
-    )
+    assert described("Who is Madame Defarge?", [(1, "Defarge, the wine-seller, nodded.")]) is None  # her husband
+    assert described("Who is Captain Smollett?", [(1, "There were Captain Smollett, the squire, Hunter, and I.")]) is None
+    assert described("Who is Captain Smollett?", [(1, "Captain Smollett, the squire, and Dr. Livesey talked.")]) is None
     once = [(1, "Arthur was the first to rise."), (2, "Lady Holmwood, the widow, smiled.")]
     assert described("Who is Arthur Holmwood?", once) is None  # a copula said once; another Holmwood
     twice = [*once, (3, "At dawn Arthur was the first to rise.")]
     assert described("Who is Arthur Holmwood?", twice)[2].said == "first to rise"
 
 
-def test_a_who_is_question_is_answered_by_its_description_through_the_cli(
-    capsys, tmp_path, cache_dir, scripted
-):
+def test_a_who_is_question_is_answered_by_its_description_through_the_cli(capsys, tmp_path, cache_dir, scripted):
     book = tmp_path / "manor.txt"
     book.write_text(MANOR, encoding="utf-8")
     scripted.finder = judging({"surprised": 2.0})  # the Finder would choose the sentence most like a who-is
@@ -124,24 +109,19 @@ def test_the_readme_who_is_example_on_the_novel(capsys, cache_dir, scripted):
     trace = json.loads(out)
     assert "naturalist" in trace["answer"] and trace["description"]["said"] == "naturalist"
     quote = trace["quotes"][0]
-    assert (
-        api.open_document(str(book)).paragraph(quote["id"]).text[quote["start"] : quote["end"]]
-        == quote["quote"]
-    )
+    assert api.open_document(str(book)).paragraph(quote["id"]).text[quote["start"] : quote["end"]] == quote["quote"]
     assert quote["id"] in [p["id"] for p in trace["packet"]]
 
 
-def test_where_nothing_describes_a_name_its_first_mentions_are_judged_first(
-    capsys, tmp_path, cache_dir, scripted
-):
+def test_where_nothing_describes_a_name_its_first_mentions_are_judged_first(capsys, tmp_path, cache_dir, scripted):
     """No description of Jaggers: the paragraphs that first name him (not a heading) lead the
     Finder's candidates, and its pick answers."""
     book = tmp_path / "office.txt"
     book.write_text(
         "Mr. Jaggers's Office\n\n"
-        '"My name is Jaggers, and I am a lawyer in London. I am pretty well known."\n\n'
+        "\"My name is Jaggers, and I am a lawyer in London. I am pretty well known.\"\n\n"
         "The clerk waited while the rain fell on the roofs of the long street outside.\n\n"
-        '"Yes, Mr. Jaggers," said the clerk, and Jaggers went out into the rain again at once.\n\n'
+        "\"Yes, Mr. Jaggers,\" said the clerk, and Jaggers went out into the rain again at once.\n\n"
         "Jaggers came back late that night and Jaggers sat down and Jaggers read Jaggers's letters.\n",
         encoding="utf-8",
     )

@@ -50,9 +50,7 @@ def make_epub(path, *, opf=None, extra=(), chapters=None, mimetype_first=True):
         z.writestr("META-INF/container.xml", CONTAINER)
         z.writestr("OEBPS/content.opf", opf or OPF.format(doctype="", title="The Keeper"))
         z.writestr("OEBPS/nav.xhtml", "<html><body><nav>Contents</nav></body></html>")
-        for name, body in (
-            chapters or {"OEBPS/text/chapter1.xhtml": CHAPTER1, "OEBPS/text/chapter 2.xhtml": CHAPTER2}
-        ).items():
+        for name, body in (chapters or {"OEBPS/text/chapter1.xhtml": CHAPTER1, "OEBPS/text/chapter 2.xhtml": CHAPTER2}).items():
             z.writestr(name, body, compress_type=zipfile.ZIP_DEFLATED)
         for name, body in extra:
             z.writestr(name, body, compress_type=zipfile.ZIP_DEFLATED)
@@ -87,15 +85,7 @@ def test_a_question_on_an_epub_quotes_its_paragraphs(capsys, tmp_path, cache_dir
     scripted.interpreter = ScriptedBackend(default=smart_interpreter)
     book = make_epub(tmp_path / "keeper.epub")
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(book),
-        "What was the cat called?",
-        "--backend",
-        "scripted",
-        "--finder",
-        "off",
-        "--json",
+        capsys, "ask", str(book), "What was the cat called?", "--backend", "scripted", "--finder", "off", "--json"
     )
     trace = json.loads(out)
     assert code == 0 and trace["answer"] == "Admiral" and trace["citations"] == ["chapter_2:2"]
@@ -142,9 +132,7 @@ def test_a_hostile_epub_is_refused_in_one_line(capsys, tmp_path, cache_dir, monk
         )
         make_epub(book, extra=[("META-INF/encryption.xml", encryption)])
     else:
-        make_epub(
-            book, chapters={"OEBPS/text/chapter1.xhtml": "<html><body><script>x</script></body></html>"}
-        )
+        make_epub(book, chapters={"OEBPS/text/chapter1.xhtml": "<html><body><script>x</script></body></html>"})
     files_before = set(tmp_path.rglob("*"))
     code, _, err = run(capsys, "show", str(book), "1")
     assert code == 2 and err.count("\n") == 1 and message in err, err
@@ -173,14 +161,7 @@ def test_a_sphinx_page_reads_without_its_navigation(capsys):
     assert texts[0] == "1. Whetting Your Appetite"  # no "¶" beside it
     assert texts[1].startswith("If you do much work on computers")
     every = html_text(page.read_text(encoding="utf-8"))
-    for chrome in (
-        "Navigation",
-        "modules |",
-        "previous |",
-        "Table of Contents",
-        "Quick search",
-        "Show Source",
-    ):
+    for chrome in ("Navigation", "modules |", "previous |", "Table of Contents", "Quick search", "Show Source"):
         assert chrome not in every
     assert "Copyright" not in every and "¶" not in every
     assert every.split("\n\n")[-1].startswith("The rest of the tutorial")  # the last paragraph is text
@@ -190,7 +171,7 @@ def test_page_numbers_labels_and_navigation_by_role_are_left_out():
     markup = (
         '<html><body><nav epub:type="toc"><ol><li>Chapter 1</li></ol></nav>'
         '<div role="navigation"><a>next</a></div>'
-        '<p>The ship sailed<span class="pagenum"><a id="Page_844">844</a></span> at dawn.</p>'
+        "<p>The ship sailed<span class=\"pagenum\"><a id=\"Page_844\">844</a></span> at dawn.</p>"
         '<div epub:type="pagebreak" title="845">845</div>'
         '<p class="MsoNormal">Kept <span class="label-free">text</span>.</p>'
         '<aside class="footnote"><span class="label">[1]</span><p>A note.</p></aside>'

@@ -60,9 +60,7 @@ def test_ask_json_with_the_real_model(capsys, story, cache_dir, no_ollama):
 def test_llama_cpp_gives_an_open_answers_confidence(capsys, story, cache_dir, no_ollama):
     """The mean log-probability of the answer's tokens comes back from the real model; a model
     this small is held to its quotes all the same (its confidence is not trusted)."""
-    code = main(
-        ["ask", str(story), "What did the fishermen give Martha?", "--answer", "generative", "--json"]
-    )
+    code = main(["ask", str(story), "What did the fishermen give Martha?", "--answer", "generative", "--json"])
     out, err = capsys.readouterr()
     assert code in (0, 4), err
     trace = json.loads(out)
@@ -114,12 +112,7 @@ def run_example(name: str, cache: Path, *args: str) -> subprocess.CompletedProce
     env = dict(os.environ, CWREAD_CACHE_DIR=str(cache), OLLAMA_HOST="http://127.0.0.1:9")
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     return subprocess.run(
-        ["bash", str(EXAMPLES / name), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        check=False,
+        ["bash", str(EXAMPLES / name), *args], capture_output=True, text=True, env=env, timeout=900, check=False
     )
 
 
@@ -134,19 +127,9 @@ def test_example_ask(cache_dir):
 def test_example_ask_takes_options(cache_dir):
     """The README's multiple-choice use, through examples/ask.sh: the default gives options no
     verdict (exit 4) and shows the best evidence."""
-    proc = run_example(
-        "ask.sh",
-        cache_dir,
-        "the_selfish_giant.txt",
-        "Who knocked down the wall?",
-        "A=the Giant",
-        "B=the children",
-    )
+    proc = run_example("ask.sh", cache_dir, "the_selfish_giant.txt", "Who knocked down the wall?", "A=the Giant", "B=the children")
     assert proc.returncode == 4, proc.stderr
-    assert (
-        "multiple choice: Who knocked down the wall?" in proc.stdout
-        and "knocked down the wall" in proc.stdout
-    )
+    assert "multiple choice: Who knocked down the wall?" in proc.stdout and "knocked down the wall" in proc.stdout
 
 
 def test_the_chat_transcript_in_the_docs_is_what_chat_prints(cache_dir):
@@ -159,19 +142,11 @@ def test_the_chat_transcript_in_the_docs_is_what_chat_prints(cache_dir):
     env.pop("CWREAD_BACKEND", None)
     proc = subprocess.run(
         [sys.executable, "-m", "cwread", "chat", str(EXAMPLES / "the_selfish_giant.txt"), "--width", "80"],
-        input="\n".join(asked) + "\n",
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=300,
-        check=False,
+        input="\n".join(asked) + "\n", capture_output=True, text=True, env=env, cwd=REPO, timeout=300, check=False,
     )
     printed = [line.rstrip() for line in proc.stdout.splitlines()]
     shown = [line.rstrip() for line in block.splitlines() if line.strip() and not line.startswith("cwread> ")]
-    assert len(asked) == 2 and [line for line in shown if not _printed_alike(line, printed)] == [], (
-        proc.stdout
-    )
+    assert len(asked) == 2 and [line for line in shown if not _printed_alike(line, printed)] == [], proc.stdout
 
 
 # A model's score computed with int8 kernels depends on the CPU's instructions: the Finder's
@@ -237,9 +212,7 @@ def giant_as(kind: str, tmp_path: Path) -> Path:
 
     chapters = {
         name: "<html><body>" + "".join(f"<p>{escape(p)}</p>" for p in half.split("\n\n")) + "</body></html>"
-        for name, half in zip(
-            ("OEBPS/text/chapter1.xhtml", "OEBPS/text/chapter 2.xhtml"), halves, strict=True
-        )
+        for name, half in zip(("OEBPS/text/chapter1.xhtml", "OEBPS/text/chapter 2.xhtml"), halves, strict=True)
     }
     return make_epub(tmp_path / "giant.epub", chapters=chapters)
 
@@ -251,9 +224,7 @@ def test_every_example_runs_on_a_folder_and_an_epub(cache_dir, tmp_path, kind):
     assert asked.returncode in (0, 4), asked.stderr
     assert "Answer:" in asked.stdout and "allow nobody to play in it but" in asked.stdout
     claims = tmp_path / "claims.txt"
-    claims.write_text(
-        "The Giant built a high wall round his garden.\nThe Giant had no garden.\n", encoding="utf-8"
-    )
+    claims.write_text("The Giant built a high wall round his garden.\nThe Giant had no garden.\n", encoding="utf-8")
     verified = run_example("verify_claims.sh", cache_dir, str(book), str(claims))
     assert verified.returncode == 0, verified.stderr
     assert verified.stdout.strip().splitlines()[-1].startswith("supported ")
@@ -284,14 +255,20 @@ def test_finder_lora_gets_its_own_backend(tmp_path, monkeypatch):
         BackendSettings(backend="embedded", own=(EmbeddedSettings(finder_lora=str(adapter)),))
     )
     assert retrained.finder.capabilities.identity != chosen.finder.capabilities.identity
-    plain = select_backends(BackendSettings(backend="embedded", own=(EmbeddedSettings(finder_lora="none"),)))
+    plain = select_backends(
+        BackendSettings(backend="embedded", own=(EmbeddedSettings(finder_lora="none"),))
+    )
     assert plain.finder is plain.interpreter and plain.finder.lora is None
     from cwread.errors import InputError
 
     with pytest.raises(InputError, match="embedded backend"):
-        select_backends(BackendSettings(backend="ollama", own=(EmbeddedSettings(finder_lora=str(adapter)),)))
+        select_backends(
+            BackendSettings(backend="ollama", own=(EmbeddedSettings(finder_lora=str(adapter)),))
+        )
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
-    auto = select_backends(BackendSettings(backend="auto", own=(EmbeddedSettings(finder_lora=str(adapter)),)))
+    auto = select_backends(
+        BackendSettings(backend="auto", own=(EmbeddedSettings(finder_lora=str(adapter)),))
+    )
     assert auto.finder.lora == adapter
     with pytest.raises(ModelError, match="LoRA adapter not found"):
         select_backends(
@@ -307,10 +284,7 @@ def test_a_follow_up_reads_a_segment_read_before_from_llama_cpps_prompt_cache(st
     from cwread import api
     from cwread.session import Conversation
 
-    book = api.open(
-        str(story),
-        api.Settings(api.SessionSettings(backends=api.BackendSettings(backend="embedded"), use_cache=False)),
-    )
+    book = api.open(str(story), api.Settings(api.SessionSettings(backends=api.BackendSettings(backend="embedded"), use_cache=False)))
     conversation = Conversation(book)
     run = api.RunSettings(
         budget=api.make_budget(read=2),
@@ -321,11 +295,7 @@ def test_a_follow_up_reads_a_segment_read_before_from_llama_cpps_prompt_cache(st
     second = conversation.ask(api.make_question("Where did she keep it?"), run)
     assert second.follows is not None
     shared = {(v.segment.start, v.segment.end): v.reply.call for v in first.verdicts}
-    both = [
-        (shared[key], v.reply.call)
-        for v in second.verdicts
-        if (key := (v.segment.start, v.segment.end)) in shared
-    ]
+    both = [(shared[key], v.reply.call) for v in second.verdicts if (key := (v.segment.start, v.segment.end)) in shared]
     assert both, "the follow-up read none of the first question's segments"
     for before, after in both:
         read_before = before.prompt_tokens - before.prompt_cached
@@ -389,19 +359,14 @@ def test_ctrl_c_during_an_embedded_generation_exits_130_at_once(tmp_path):
 
 
 def test_a_follow_up_is_answered_with_the_words_it_leans_on(cache_dir):
-    """ "and why did he do it?" names nothing: its answer is found, and judged, with the words of
+    """"and why did he do it?" names nothing: its answer is found, and judged, with the words of
     the question before it, as it was retrieved (it used to be 'not determined', no evidence)."""
     env = dict(os.environ, CWREAD_CACHE_DIR=str(cache_dir), OLLAMA_HOST="http://127.0.0.1:9")
     env.pop("CWREAD_BACKEND", None)
     proc = subprocess.run(
         [sys.executable, "-m", "cwread", "chat", str(EXAMPLES / "the_selfish_giant.txt"), "--json"],
         input="Who built a wall round the garden?\nand why did he do it?\n",
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=300,
-        check=False,
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=300, check=False,
     )
     _first, follow_up = (json.loads(line) for line in proc.stdout.splitlines())
     assert follow_up["question"] == "and why did he do it?" and follow_up["follows"]

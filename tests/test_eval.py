@@ -138,9 +138,7 @@ def test_every_method_runs_and_scores(tmp_path, ctx, method, eval_data, request)
         if method == "extractive":
             assert rows[3]["answer"] == "Her cat Admiral slept on the lamp."
         else:  # the words the span reader cuts from it, as the pipeline answers in a short text
-            assert (
-                "Admiral" in rows[3]["answer"] and rows[3]["answer"] in "Her cat Admiral slept on the lamp."
-            )
+            assert "Admiral" in rows[3]["answer"] and rows[3]["answer"] in "Her cat Admiral slept on the lamp."
         assert rows[3]["supported"]
         assert rows[3]["quotes_verbatim"] == rows[3]["quotes_shown"] == 1 and rows[3]["model_calls"] == 0
         return
@@ -423,20 +421,7 @@ def test_eval_cli_json_report_and_out(capsys, tmp_path, cache_dir, scripted, eva
     assert summary["methods"]["retrieval"]["evidence_recall"]["anchor"] == 1.0
     assert "# cwread eval" in report.read_text() and "threshold" not in report.read_text()
     # the support check's thresholds as asked are in the header, beside the rows that used them
-    code = main(
-        [
-            "eval",
-            data,
-            "-m",
-            "retrieval",
-            "--min-confidence",
-            "-0.4",
-            "--support-threshold",
-            "1.5",
-            "--report",
-            str(report),
-        ]
-    )
+    code = main(["eval", data, "-m", "retrieval", "--min-confidence", "-0.4", "--support-threshold", "1.5", "--report", str(report)])
     assert code == 0 and "support threshold 1.5, min confidence -0.4" in report.read_text()
     capsys.readouterr()
     code = main(["eval", data, "-m", "nonsense"])

@@ -74,26 +74,15 @@ def test_the_extracted_sentence_comes_from_the_packet_alone():
     packet = Packet(items=(PacketItem(1, "The Giant had a garden.", ""),))
     outcome = decide(question, _final([]), Grounds(packet), "extractive")
     assert outcome.text is None and outcome.withheld
-    packet = Packet(
-        items=(
-            PacketItem(1, "The Giant had a garden.", ""),
-            PacketItem(4, "So he built a wall of stone.", ""),
-        )
-    )
+    packet = Packet(items=(PacketItem(1, "The Giant had a garden.", ""), PacketItem(4, "So he built a wall of stone.", "")))
     outcome = decide(question, _final([]), Grounds(packet), "extractive")
-    assert outcome.text == "So he built a wall of stone." and {q.id for q in outcome.quotes} <= set(
-        packet.ids
-    )
+    assert outcome.text == "So he built a wall of stone." and {q.id for q in outcome.quotes} <= set(packet.ids)
 
 
 def test_a_question_is_never_the_answer():
     question = Question("Who is Selden?", "open")
-    paragraph = (
-        "“But about this stranger,” said I. “What did Selden say?” Selden is the Notting Hill murderer."
-    )
-    outcome = decide(
-        question, _final([]), Grounds(Packet(items=(PacketItem(9, paragraph, ""),))), "extractive"
-    )
+    paragraph = "“But about this stranger,” said I. “What did Selden say?” Selden is the Notting Hill murderer."
+    outcome = decide(question, _final([]), Grounds(Packet(items=(PacketItem(9, paragraph, ""),))), "extractive")
     assert outcome.quotes[0].text == "Selden is the Notting Hill murderer." and "?" not in outcome.text
 
 
@@ -103,20 +92,11 @@ def test_a_question_spoken_and_its_speech_tag_is_never_the_answer():
 
     assert not could_answer("Who is Rosanna?", "“Where is Rosanna Spearman?” asked Sergeant Cuff.")
     assert not could_answer("Who is Ben Gunn?", "“Is this Ben Gunn a man?” he asked.")
-    assert could_answer(
-        "Who told him?", '"What?" he said, and then Barrymore told him the whole truth about the convict.'
-    )
+    assert could_answer("Who told him?", '"What?" he said, and then Barrymore told him the whole truth about the convict.')
     # who asked it and how is no answer either, unless a new clause follows
-    assert not could_answer(
-        "Whom does Poirot unmask?", "“What?” cried Poirot, in apparently lively astonishment."
-    )
-    assert not could_answer(
-        "Where is Blake?",
-        "“Where is he now?” she asked, giving free expression to her interest in Mr. Blake.",
-    )
-    assert could_answer(
-        "Who was it?", "“Was it you?” asked the Sergeant; and Rosanna owned that she had hidden it."
-    )
+    assert not could_answer("Whom does Poirot unmask?", "“What?” cried Poirot, in apparently lively astonishment.")
+    assert not could_answer("Where is Blake?", "“Where is he now?” she asked, giving free expression to her interest in Mr. Blake.")
+    assert could_answer("Who was it?", "“Was it you?” asked the Sergeant; and Rosanna owned that she had hidden it.")
 
 
 def test_a_question_put_without_its_mark_is_never_the_answer():
@@ -148,28 +128,16 @@ def test_a_question_put_without_its_mark_is_never_the_answer():
     ):
         assert could_answer(asked, statement), statement
     paragraph = "Did Rosanna Spearman show you the nightgown. Rosanna hid the nightgown in the sands."
-    outcome = decide(
-        Question(asked, "open"),
-        _final([]),
-        Grounds(Packet(items=(PacketItem(7, paragraph, ""),))),
-        "extractive",
-    )
+    outcome = decide(Question(asked, "open"), _final([]), Grounds(Packet(items=(PacketItem(7, paragraph, ""),))), "extractive")
     assert outcome.text == "Rosanna hid the nightgown in the sands."
 
 
 def test_a_sentence_that_only_restates_the_question_is_never_the_answer():
     question = Question("Who killed Sir Charles Baskerville?", "open")
     restating = "Sir Charles Baskerville was killed."
-    outcome = decide(
-        question, _final([]), Grounds(Packet(items=(PacketItem(3, restating, ""),))), "extractive"
-    )
+    outcome = decide(question, _final([]), Grounds(Packet(items=(PacketItem(3, restating, ""),))), "extractive")
     assert outcome.text is None and outcome.withheld
-    packet = Packet(
-        items=(
-            PacketItem(3, restating, ""),
-            PacketItem(5, "Stapleton's hound killed Sir Charles Baskerville.", ""),
-        )
-    )
+    packet = Packet(items=(PacketItem(3, restating, ""), PacketItem(5, "Stapleton's hound killed Sir Charles Baskerville.", "")))
     outcome = decide(question, _final([]), Grounds(packet), "extractive")
     assert outcome.quotes[0].id == 5
 
@@ -215,15 +183,10 @@ def test_for_as_a_preposition_is_no_reason():
 def test_a_consequence_comes_with_the_sentence_before_it_where_the_cause_stands():
     paragraph = "The Giant came home. He wanted the garden for himself alone. So he built a wall."
     question = Question("Why did the Giant build a wall?", "open")
-    outcome = decide(
-        question, _final([]), Grounds(Packet(items=(PacketItem(7, paragraph, ""),))), "extractive"
-    )
+    outcome = decide(question, _final([]), Grounds(Packet(items=(PacketItem(7, paragraph, ""),))), "extractive")
     assert outcome.text == "He wanted the garden for himself alone. So he built a wall."
     (quote,) = outcome.quotes
     assert paragraph[quote.start : quote.end] == outcome.text and quote.id == 7
     # not a why-question: a sentence that only restates the question says nothing of when
     what = Question("When did the Giant build a wall?", "open")
-    assert (
-        decide(what, _final([]), Grounds(Packet(items=(PacketItem(7, paragraph, ""),))), "extractive").text
-        is None
-    )
+    assert decide(what, _final([]), Grounds(Packet(items=(PacketItem(7, paragraph, ""),))), "extractive").text is None

@@ -224,9 +224,7 @@ def test_shell_completion_is_offered_and_completes(capsys, tmp_path):
     assert done.returncode == 0 and done.stdout.split() == ["show"]
 
 
-@pytest.mark.parametrize(
-    "command", ["show", "find", "ask", "verify", "index", "doctor", "eval", "modelfiles"]
-)
+@pytest.mark.parametrize("command", ["show", "find", "ask", "verify", "index", "doctor", "eval", "modelfiles"])
 def test_help_reads_cleanly_at_80_columns(capsys, monkeypatch, command):
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = run(capsys, command, "--help")
@@ -250,9 +248,7 @@ def test_doctor_without_ollama_names_the_host_and_how_to_get_models(capsys, cach
     assert code == 0
     assert "no Ollama server answers at http://127.0.0.1:9" in flat
     assert "it cannot read a novel for an answer" in flat
-    assert (
-        "benchmarks/" not in flat and len(out.splitlines()) <= 30
-    )  # what runs, in a screen: the JSON has the figures
+    assert "benchmarks/" not in flat and len(out.splitlines()) <= 30  # what runs, in a screen: the JSON has the figures
     assert "Serve a model that reads: Ollama" in flat and "cwread mcp --root DIR" in flat  # the two routes
     for command in (
         "cwread modelfiles --out modelfiles",
@@ -341,9 +337,7 @@ class _HangingServer:
                 pass
 
             def do_GET(self):
-                body = json.dumps(
-                    {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "test"}]}
-                )
+                body = json.dumps({"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "test"}]})
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -390,9 +384,7 @@ def test_ctrl_c_while_a_server_hangs_exits_130_at_once(story, cache_dir, hanging
     import time
 
     args = ["ask", str(story), "Who kept the lighthouse?", "--base-url", hanging_server.url, "--no-cache"]
-    proc = _cli(
-        *args, *(["--json"] if json_out else []), env={**os.environ, "CWREAD_CACHE_DIR": str(cache_dir)}
-    )
+    proc = _cli(*args, *(["--json"] if json_out else []), env={**os.environ, "CWREAD_CACHE_DIR": str(cache_dir)})
     deadline = time.monotonic() + 30
     while hanging_server.calls == 0 and time.monotonic() < deadline:  # the Finder's calls are out
         time.sleep(0.1)
@@ -458,17 +450,8 @@ def test_ctrl_c_while_a_server_never_answers_its_probe_exits_130_at_once(
 
 def test_a_server_that_hangs_is_one_line_naming_it_and_the_timeout(capsys, story, cache_dir, hanging_server):
     code, _out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Who kept the lighthouse?",
-        "--base-url",
-        hanging_server.url,
-        "--timeout",
-        "0.5",
-        "--no-cache",
-        "--workers",
-        "1",
+        capsys, "ask", str(story), "Who kept the lighthouse?", "--base-url", hanging_server.url,
+        "--timeout", "0.5", "--no-cache", "--workers", "1",
     )
     assert code == 3
     errors = [line for line in err.splitlines() if line.startswith("cwread: error:")]
@@ -547,9 +530,7 @@ def test_a_full_stdout_is_one_line_exit_3(story, json_out):
             check=False,
         )
     assert proc.returncode == 3
-    assert proc.stderr.decode().splitlines() == [
-        "cwread: error: cannot write the output: No space left on device"
-    ]
+    assert proc.stderr.decode().splitlines() == ["cwread: error: cannot write the output: No space left on device"]
 
 
 def test_a_forced_encoding_still_refuses_binary_looking_text(capsys, tmp_path):
@@ -563,9 +544,7 @@ def test_a_forced_encoding_still_refuses_binary_looking_text(capsys, tmp_path):
 def test_one_invalid_byte_keeps_utf8_and_says_so(capsys, tmp_path):
     book = tmp_path / "bad.txt"
     padding = "\n\nThe river ran past the mill all summer long." * 20
-    book.write_bytes(
-        "“Hello,” she said. Café.\n\nSecond one.".encode() + b" Bad \xff byte." + padding.encode()
-    )
+    book.write_bytes("“Hello,” she said. Café.\n\nSecond one.".encode() + b" Bad \xff byte." + padding.encode())
     code, out, err = run(capsys, "show", str(book), "1-2")
     assert code == 0
     assert "“Hello,” she said. Café." in out and "Bad \ufffd byte." in out
@@ -585,14 +564,7 @@ def test_a_cp1252_text_is_still_read_as_cp1252(capsys, tmp_path):
 
 def test_output_paths_are_checked_before_any_model_call(capsys, story, cache_dir, scripted, tmp_path):
     code, _out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Who kept it?",
-        "--backend",
-        "scripted",
-        "--trace",
-        str(tmp_path / "no/such/t.json"),
+        capsys, "ask", str(story), "Who kept it?", "--backend", "scripted", "--trace", str(tmp_path / "no/such/t.json")
     )
     assert code == 2 and "does not exist" in err and "--trace" in err
     assert scripted.finder.requests == [] and scripted.interpreter.requests == []
@@ -630,18 +602,14 @@ def test_eval_output_in_a_read_only_folder_is_refused(capsys, tmp_path, monkeypa
     assert code == 2 and "is read-only" in err
 
 
-def test_trace_onto_an_existing_file_replaces_it_keeping_its_mode(
-    capsys, story, cache_dir, scripted, tmp_path
-):
+def test_trace_onto_an_existing_file_replaces_it_keeping_its_mode(capsys, story, cache_dir, scripted, tmp_path):
     from tests.scripted_replies import smart_interpreter
 
     scripted.interpreter._default = smart_interpreter
     target = tmp_path / "t.json"
     target.write_text("old")
     target.chmod(0o644)
-    code, _, err = run(
-        capsys, "ask", str(story), "What was the cat called?", "--backend", "scripted", "--trace", str(target)
-    )
+    code, _, err = run(capsys, "ask", str(story), "What was the cat called?", "--backend", "scripted", "--trace", str(target))
     assert code == 0, err
     assert json.loads(target.read_text())["question"] == "What was the cat called?"
     assert target.stat().st_mode & 0o777 == 0o644
@@ -668,10 +636,7 @@ def test_bad_eval_records_are_one_line_naming_file_line_and_field(capsys, story,
 
 def test_a_latin1_eval_file_is_one_line(capsys, story, tmp_path):
     data = tmp_path / "d.jsonl"
-    line = json.dumps(
-        {"id": "é", "doc": str(story), "kind": "open", "question": "Qui a gardé le phare?"},
-        ensure_ascii=False,
-    )
+    line = json.dumps({"id": "é", "doc": str(story), "kind": "open", "question": "Qui a gardé le phare?"}, ensure_ascii=False)
     data.write_bytes(line.encode("latin-1") + b"\n")
     code, _out, err = run(capsys, "eval", str(data), "-m", "retrieval")
     assert code == 2 and f"{data}:1: not UTF-8" in err and err.count("\n") == 1
@@ -679,9 +644,7 @@ def test_a_latin1_eval_file_is_one_line(capsys, story, tmp_path):
 
 @pytest.mark.parametrize("host", ["127.0.0.1:99999", "http://[::1"])
 @pytest.mark.parametrize("backend", ["ollama", "auto"])
-def test_a_bad_ollama_host_is_one_line_naming_the_variable(
-    capsys, story, cache_dir, monkeypatch, host, backend
-):
+def test_a_bad_ollama_host_is_one_line_naming_the_variable(capsys, story, cache_dir, monkeypatch, host, backend):
     monkeypatch.setenv("OLLAMA_HOST", host)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     code, _out, err = run(capsys, "ask", str(story), "Who?", "--backend", backend)
@@ -723,16 +686,7 @@ def test_a_call_cache_entry_of_the_wrong_shape_is_asked_again(capsys, story, cac
     from tests.scripted_replies import smart_interpreter
 
     scripted.interpreter._default = smart_interpreter
-    args = (
-        "ask",
-        str(story),
-        "What was the cat called?",
-        "--backend",
-        "scripted",
-        "--json",
-        "--answer",
-        "generative",
-    )
+    args = ("ask", str(story), "What was the cat called?", "--backend", "scripted", "--json", "--answer", "generative")
     first = run(capsys, *args)
     assert first[0] == 0
     for entry in (cache_dir / "calls").rglob("*.json"):
@@ -742,9 +696,7 @@ def test_a_call_cache_entry_of_the_wrong_shape_is_asked_again(capsys, story, cac
     assert again[0] == first[0]
     assert json.loads(again[1])["answer"] == json.loads(first[1])["answer"]
     assert len(scripted.finder.requests) + len(scripted.interpreter.requests) > calls  # asked again
-    assert all(
-        isinstance(json.loads(e.read_text())["text"], str) for e in (cache_dir / "calls").rglob("*.json")
-    )
+    assert all(isinstance(json.loads(e.read_text())["text"], str) for e in (cache_dir / "calls").rglob("*.json"))
 
 
 def test_an_unknown_embedder_name_fails_at_once_without_the_network(capsys, story, cache_dir, monkeypatch):
@@ -856,17 +808,8 @@ def test_timeout_bounds_a_call_whose_reply_drips(capsys, story, cache_dir, dripp
 
     started = time.monotonic()
     code, _out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Who kept the lighthouse?",
-        "--base-url",
-        f"{dripping_server.host}/v1",
-        "--timeout",
-        "2",
-        "--no-cache",
-        "--workers",
-        "1",
+        capsys, "ask", str(story), "Who kept the lighthouse?", "--base-url", f"{dripping_server.host}/v1",
+        "--timeout", "2", "--no-cache", "--workers", "1",
     )
     assert time.monotonic() - started < 30  # not the minutes a byte-a-tenth reply would take
     errors = [line for line in err.splitlines() if line.startswith("cwread: error:")]
@@ -908,9 +851,7 @@ def test_ctrl_c_while_the_first_probe_hangs_exits_130_at_once(story, cache_dir):
 
     threading.Thread(target=accept, daemon=True).start()
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
-    proc = _cli(
-        "ask", str(story), "Who?", "--base-url", url, env={**os.environ, "CWREAD_CACHE_DIR": str(cache_dir)}
-    )
+    proc = _cli("ask", str(story), "Who?", "--base-url", url, env={**os.environ, "CWREAD_CACHE_DIR": str(cache_dir)})
     try:
         assert accepted.wait(30), "the probe never came"
         time.sleep(0.3)
@@ -929,9 +870,7 @@ def test_ctrl_c_while_the_first_probe_hangs_exits_130_at_once(story, cache_dir):
 # ---- issue 45: the audit's classes ---------------------------------------------------------
 
 
-def test_undecodable_bytes_on_chat_json_are_one_error_line_and_the_next_question_is_answered(
-    story, cache_dir
-):
+def test_undecodable_bytes_on_chat_json_are_one_error_line_and_the_next_question_is_answered(story, cache_dir):
     lines = b"Who kept the lighthouse?\n\xff\xfe not text\nWhat did the fishermen give her?\n"
     proc = subprocess.run(
         [sys.executable, "-m", "cwread", "chat", str(story), "--json"],

@@ -17,17 +17,8 @@ SPLIT = ("--p-r", "0", "--anchors", "6")  # each paragraph a segment of its own:
 
 def ask(capsys, story, *extra):
     code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "What did the fishermen give her?",
-        "--backend",
-        "scripted",
-        "--answer",
-        "extractive",
-        "--json",
-        *SPLIT,
-        *extra,
+        capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "scripted",
+        "--answer", "extractive", "--json", *SPLIT, *extra,
     )
     assert code == 0, err
     return json.loads(out)
@@ -71,22 +62,11 @@ def test_the_first_segment_is_read_whatever_the_budget(capsys, story, cache_dir,
 
 def test_the_view_says_what_was_not_read(capsys, story, cache_dir, scripted):
     code, _out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "What did the fishermen give her?",
-        "--backend",
-        "scripted",
-        "--answer",
-        "extractive",
-        *SPLIT,
-        "--read-tokens",
-        "1",
+        capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "scripted",
+        "--answer", "extractive", *SPLIT, "--read-tokens", "1",
     )
     assert code == 0, err
-    assert "Not read: 5 of 6 segments, once the Finder's budget of 1 prompt tokens was spent" in " ".join(
-        err.split()
-    )
+    assert "Not read: 5 of 6 segments, once the Finder's budget of 1 prompt tokens was spent" in " ".join(err.split())
 
 
 def test_an_auto_budget_measures_the_first_call_and_keeps_the_rate(capsys, story, cache_dir, scripted):
@@ -101,9 +81,7 @@ def test_an_auto_budget_measures_the_first_call_and_keeps_the_rate(capsys, story
     # the next question reads by the stored rate, even though its calls now "take" no time
     scripted.finder._default = finder_reply
     again = ask(capsys, story, "--no-cache")
-    assert (
-        len(again["finder"]) == 1 and again["not_read"]["budget_tokens"] == trace["not_read"]["budget_tokens"]
-    )
+    assert len(again["finder"]) == 1 and again["not_read"]["budget_tokens"] == trace["not_read"]["budget_tokens"]
 
 
 def test_an_auto_budget_with_a_fast_rate_reads_everything(capsys, story, cache_dir, scripted):
@@ -188,10 +166,7 @@ def test_doctor_says_what_an_auto_budget_reads_here(capsys, cache_dir, scripted)
     reading.store_rate(Named(), 42.0)
     code, out, err = run(capsys, "doctor", "--backend", "scripted")
     text = " ".join((out + err).split())
-    assert (
-        "reads 42 prompt tokens/s with finder" in text
-        and f"about {int(42 * reading.FINDER_SECONDS):,} tokens" in text
-    )
+    assert "reads 42 prompt tokens/s with finder" in text and f"about {int(42 * reading.FINDER_SECONDS):,} tokens" in text
 
 
 def test_a_rate_first_measured_on_one_call_is_replaced_by_the_runs_median(cache_dir):

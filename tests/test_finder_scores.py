@@ -214,13 +214,9 @@ def test_a_decision_first_clue_from_a_schema_server_is_read_as_its_quote():
 
     doc = document_from_bytes(b"The key is under the mat.\n\nThe door is red.", "t")
     decision = Generation('{"quotes": [], "answer": "YES"}', structured=True)
-    clue = Generation(
-        json.dumps({"quotes": [{"id": 1, "quote": "The key is under the mat."}]}), structured=True
-    )
+    clue = Generation(json.dumps({"quotes": [{"id": 1, "quote": "The key is under the mat."}]}), structured=True)
     verdict = GenerativeFinder(ScriptedBackend([decision, clue]), reply="decision-first").judge_one(
         doc, Segment(1, 2, "anchor", 1.0), Question("Where is the key?", "open")
     )
-    assert verdict.decision == "YES" and [q.text.rstrip(".") for q in verdict.reply.quotes] == [
-        "The key is under the mat"
-    ]
+    assert verdict.decision == "YES" and [q.text.rstrip(".") for q in verdict.reply.quotes] == ["The key is under the mat"]
     assert verdict.reply.cited == (1,) and "{" not in verdict.reply.call.raw.splitlines()[-1]

@@ -73,13 +73,9 @@ def test_segments_never_cross_a_file_boundary():
     assert sorted(p for s in segments for p in s.ids) == list(range(1, 10))
 
 
-def test_ask_on_a_folder_cites_file_and_paragraph_and_quotes_it_verbatim(
-    capsys, novel, tmp_path, cache_dir, scripted
-):
+def test_ask_on_a_folder_cites_file_and_paragraph_and_quotes_it_verbatim(capsys, novel, tmp_path, cache_dir, scripted):
     scripted.interpreter = ScriptedBackend(default=smart_interpreter)
-    code, out, err = run(
-        capsys, "ask", str(novel), "What was the cat called?", "--backend", "scripted", "--json"
-    )
+    code, out, err = run(capsys, "ask", str(novel), "What was the cat called?", "--backend", "scripted", "--json")
     trace = json.loads(out)
     assert code == 0 and trace["answer"] == "Admiral", err
     assert trace["citations"] == ["ch10:3"]
@@ -99,16 +95,12 @@ def test_ask_on_a_folder_cites_file_and_paragraph_and_quotes_it_verbatim(
     assert any("[ch10:2] The fishermen" in prompt for prompt in finder_prompts)
     assert all("Segment (paragraphs ch" in prompt for prompt in finder_prompts)
     # every segment read stays inside one file
-    assert all(
-        v["source"] is not None and str(v["end"]).startswith(v["source"] + ":") for v in trace["finder"]
-    )
+    assert all(v["source"] is not None and str(v["end"]).startswith(v["source"] + ":") for v in trace["finder"])
 
 
 def test_a_citation_of_a_paragraph_not_shown_is_dropped_and_counted(capsys, novel, cache_dir, scripted):
     quote = '[ch10:2] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."'
-    scripted.interpreter.enqueue(
-        f'<reason>{quote} and [ch2:9] "no such" and [12] "bare"</reason><answer>a medal</answer>'
-    )
+    scripted.interpreter.enqueue(f'<reason>{quote} and [ch2:9] "no such" and [12] "bare"</reason><answer>a medal</answer>')
     code, out, _ = run(
         capsys, "ask", str(novel), "What did the fishermen give her?", "--backend", "scripted", "--self-check", "off",
         "--answer", "generative", "--json",
@@ -131,12 +123,7 @@ def test_binary_files_and_links_out_are_left_out_and_named(capsys, novel, tmp_pa
     document = json.loads(out)["document"]
     assert code == 0 and [s["name"] for s in document["sources"]] == ["ch1", "ch2", "ch10"]
     skipped = " ".join(document["skipped"])
-    for name in (
-        "scan.pdf",
-        "photo.png",
-        "door.txt: a link out of the folder",
-        "again.txt: a link to ch2.txt",
-    ):
+    for name in ("scan.pdf", "photo.png", "door.txt: a link out of the folder", "again.txt: a link to ch2.txt"):
         assert name in skipped and name.split(":")[0] in err
     assert "hidden" not in skipped and "secret" not in out
 
@@ -187,13 +174,9 @@ def test_one_changed_file_is_embedded_alone(capsys, novel, cache_dir):
 
 def test_the_trace_says_what_a_question_indexed(capsys, novel, cache_dir, scripted):
     scripted.interpreter = ScriptedBackend(default=smart_interpreter)
-    code, out, _ = run(
-        capsys, "ask", str(novel), "What did the fishermen give her?", "--backend", "scripted", "--json"
-    )
+    code, out, _ = run(capsys, "ask", str(novel), "What did the fishermen give her?", "--backend", "scripted", "--json")
     assert code == 0 and json.loads(out)["index_built"] == ["bm25", "dense (3 of 3 files)"]
-    code, out, _ = run(
-        capsys, "ask", str(novel), "What was the cat called?", "--backend", "scripted", "--json"
-    )
+    code, out, _ = run(capsys, "ask", str(novel), "What was the cat called?", "--backend", "scripted", "--json")
     assert json.loads(out)["index_built"] == []
 
 
@@ -205,20 +188,7 @@ def test_eval_takes_records_whose_doc_is_a_folder(capsys, novel, tmp_path, cache
         "answer": "a silver medal", "evidence": ["ch10:2"],
     }  # fmt: skip
     data.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    code = main(
-        [
-            "eval",
-            str(data),
-            "-m",
-            "pipeline",
-            "-m",
-            "retrieval",
-            "--backend",
-            "scripted",
-            "--json",
-            "--no-cache",
-        ]
-    )
+    code = main(["eval", str(data), "-m", "pipeline", "-m", "retrieval", "--backend", "scripted", "--json", "--no-cache"])
     out, err = capsys.readouterr()
     assert code == 0, err
     summary = json.loads(out)
@@ -241,9 +211,7 @@ def test_an_epub_in_a_folder_is_cited_by_its_chapters(novel, tmp_path):
 
 def test_api_show_and_the_python_session_take_a_folder(novel, cache_dir):
     session = api.open(str(novel))
-    assert [p.text for p in api.show(session.document, "ch1:2")] == [
-        "Martha Quill kept the lighthouse on Gannet Rock for thirty years."
-    ]
+    assert [p.text for p in api.show(session.document, "ch1:2")] == ["Martha Quill kept the lighthouse on Gannet Rock for thirty years."]
     found = session.find(api.make_question("What did the fishermen give her?"))
     assert {session.document.source(s.start) for s in found.segments} == set(session.document.sources)
     assert all(session.document.source(s.start) == session.document.source(s.end) for s in found.segments)
@@ -256,10 +224,7 @@ def test_a_large_files_parse_is_cached_by_its_bytes_and_rebuilt_when_damaged(tmp
     path.write_text(text, encoding="utf-8")
     first = load_document(str(path))
     [entry] = list((cache_dir / "texts").rglob("parsed.json"))
-    assert (
-        load_document(str(path)) == first
-        and first.paragraphs[1].text == "Paragraph 1 of a long book, hard-wrapped like the others."
-    )
+    assert load_document(str(path)) == first and first.paragraphs[1].text == "Paragraph 1 of a long book, hard-wrapped like the others."
     entry.write_text('{"used": "utf-8", "replaced": 0, "parts": []}', encoding="utf-8")  # damaged
     assert load_document(str(path)) == first
     moved = tmp_path / "moved.txt"

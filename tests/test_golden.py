@@ -26,7 +26,6 @@ MASKED_KEYS = {"timings", "seconds", "seconds_per_record", "cache_dir", "cache",
 QUESTION = "Where did she keep the medal?"
 OPTIONS = ["-o", "A=in a drawer", "-o", "B=in a biscuit tin"]
 
-
 def normalise(value):
     """Masked keys → "<masked>", floats to 4 decimals, everything else as is (recursively)."""
     if isinstance(value, dict):
@@ -100,8 +99,7 @@ def book(story):
     """The lighthouse story with filler chapters around it, so retrieval makes several segments."""
     filler = [
         f"Chapter {i}. The gulls wheeled over the rock and the tide came in and went out again, "
-        f"as it had on day {i} and every day before it."
-        for i in range(1, 19)
+        f"as it had on day {i} and every day before it." for i in range(1, 19)
     ]
     paragraphs = story.read_text().split("\n\n")
     text = "\n\n".join(filler[:9] + paragraphs + filler[9:])
@@ -175,16 +173,7 @@ def test_eval_every_method(capsys, tmp_path, cache_dir, agents, eval_data, tiny_
     rows = [normalise(json.loads(line)) for line in rows_file.read_text().splitlines()]
     check("eval-rows.json", rows)
     code, permuted = run_json(
-        capsys,
-        "eval",
-        str(data_file),
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "-m",
-        "bm25-rag",
-        "--permute-options",
-        "--limit",
-        "1",
+        capsys, "eval", str(data_file), "--backend", "scripted", "--no-cache", "-m", "bm25-rag",
+        "--permute-options", "--limit", "1",
     )
     check("eval-permuted.json", permuted)

@@ -95,10 +95,7 @@ def test_after_a_lost_machine_next_starts_again_or_stops_by_the_time_left():
     # the first call's deadlines count from the lease's own budget (15 minutes, say)
     assert "--budget-s 900" in gpu_lane.decide_next(plan, [], 900)["command"]
     # a transfer for Phase B at the round trip the calls measured (20 s)
-    assert (
-        gpu_lane.decide_next(plan, [{"call": 3, "began": 100.0}, {"call": 4, "began": 120.0}], 1500)["call"]
-        == 5
-    )
+    assert gpu_lane.decide_next(plan, [{"call": 3, "began": 100.0}, {"call": 4, "began": 120.0}], 1500)["call"] == 5
     lost = {"call": 5, "lost": True}
     again = gpu_lane.decide_next(plan, [{"call": 4}, lost], 1500)
     assert again["call"] == 1 and "--budget-s 1500" in again["command"] and "--skip" not in again["command"]
@@ -186,38 +183,25 @@ def test_the_verdict_is_taken_on_the_dev_novel_and_not_lost_on_fairytale():
     ok, reasons = lane_summary.ships_at_k(in_set(same, "novelqa") + in_set(better, "fairytale"))
     assert not ok and reasons[0].startswith("at k = 1 on the dev novel")
     # better on the novel, worse on fairytale (the gold the rank and the base put first, it puts last)
-    worse = [
-        {**r, "gold": [j == 0 for j in range(8)], "trained": [-5.0] + [1.0] * 7} for r in scores_rows(True)
-    ]
+    worse = [{**r, "gold": [j == 0 for j in range(8)], "trained": [-5.0] + [1.0] * 7} for r in scores_rows(True)]
     ok, reasons = lane_summary.ships_at_k(in_set(better, "novelqa") + in_set(worse, "fairytale"))
-    assert (
-        not ok and "loses to the untrained Finder and the retriever's ranking on fairytale dev" in reasons[0]
-    )
+    assert not ok and "loses to the untrained Finder and the retriever's ranking on fairytale dev" in reasons[0]
 
 
 def test_the_summary_gives_a_table_for_each_dev_set(tmp_path):
     root = tmp_path / "lane"
     (root / "phase-a").mkdir(parents=True)
-    (root / "state.json").write_text(
-        json.dumps({"t0": 0, "budget": 1800, "timing": "gpu", "calls": [1, 2, 3]})
-    )
+    (root / "state.json").write_text(json.dumps({"t0": 0, "budget": 1800, "timing": "gpu", "calls": [1, 2, 3]}))
     (root / "status-a.json").write_text(json.dumps({"status": "done"}))
     rows = in_set(scores_rows(False, 6), "fairytale") + in_set(scores_rows(True, 50), "novelqa")
     (root / "phase-a" / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (root / "phase-a" / "train.json").write_text(
         json.dumps(
-            {
-                "stage": "exported",
-                "base_auc": 0.5,
-                "held_out_rows": 10,
-                "keep_threshold": {"trained": 2.0, "recall_target": 0.9},
-            }
+            {"stage": "exported", "base_auc": 0.5, "held_out_rows": 10, "keep_threshold": {"trained": 2.0, "recall_target": 0.9}}
         )
     )
     text = lane_summary.summary_markdown(root)
-    assert (
-        "Fairytale dev: 6 records, 48 segments" in text and "The dev novel: 50 records, 400 segments" in text
-    )
+    assert "Fairytale dev: 6 records, 48 segments" in text and "The dev novel: 50 records, 400 segments" in text
     assert text.index("Fairytale dev:") < text.index("The dev novel:")
     assert "**Verdict: the trained Finder ships.**" in text
 
@@ -228,14 +212,8 @@ def test_the_dev_rows_name_their_set_and_a_novel_s_are_cut_to_its_first_segments
     paragraphs = [f"On day {i} the miller counted {i} sacks of flour by the river." for i in range(1, 121)]
     paragraphs[70] = "The silver medal was kept in a biscuit tin under the miller's bed."
     (tmp_path / "book.txt").write_text("\n\n".join(paragraphs), encoding="utf-8")
-    record = {
-        "id": "q1",
-        "doc": "book.txt",
-        "kind": "open",
-        "question": "Where was the silver medal kept?",
-        "answer": "in a biscuit tin",
-        "evidence": [71],
-    }
+    record = {"id": "q1", "doc": "book.txt", "kind": "open", "question": "Where was the silver medal kept?",
+              "answer": "in a biscuit tin", "evidence": [71]}
     records = tmp_path / "records.jsonl"
     records.write_text(json.dumps(record) + "\n", encoding="utf-8")
     (whole,) = data.finder_dev_set(records)
@@ -267,21 +245,12 @@ def test_the_summary_leaves_out_scores_that_are_not_finite(tmp_path):
     must not show that as a trained Finder equal to the rank, nor give a verdict."""
     root = tmp_path / "lane"
     (root / "phase-a").mkdir(parents=True)
-    (root / "state.json").write_text(
-        json.dumps({"t0": 0, "budget": 900, "timing": "gpu", "calls": [1, 2, 3, 4]})
-    )
+    (root / "state.json").write_text(json.dumps({"t0": 0, "budget": 900, "timing": "gpu", "calls": [1, 2, 3, 4]}))
     (root / "status-a.json").write_text(json.dumps({"status": "failed"}))
     rows = [{**r, "trained": [float("nan")] * 8} for r in scores_rows(True, 5)]
     (root / "phase-a" / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (root / "phase-a" / "train.json").write_text(
-        json.dumps(
-            {
-                "stage": "trained",
-                "base_auc": 0.5,
-                "held_out_rows": 10,
-                "keep_threshold": {"trained": 2.0, "recall_target": 0.9},
-            }
-        )
+        json.dumps({"stage": "trained", "base_auc": 0.5, "held_out_rows": 10, "keep_threshold": {"trained": 2.0, "recall_target": 0.9}})
     )
     text = lane_summary.summary_markdown(root)
     assert "not finite on 5 of 5 records" in text and "Verdict" not in text
@@ -342,10 +311,7 @@ def test_a_non_finite_step_is_not_taken_and_a_run_of_them_stops_the_training(tmp
     texts = ["<answer>YES</answer>", "<answer>NO</answer>", "a question about the wolf", "short"]
     model, tokenizer = train.tiny_model_and_tokenizer(texts * 4, vocab_size=300, family="qwen2")
     rows = [
-        {
-            "prompt": [{"role": "user", "content": "a question about the wolf " * (1 + i % 5)}],
-            "label": "YES" if i % 2 else "NO",
-        }
+        {"prompt": [{"role": "user", "content": "a question about the wolf " * (1 + i % 5)}], "label": "YES" if i % 2 else "NO"}
         for i in range(24)
     ]
     model = decision.add_lora(model, r=2, alpha=4)
@@ -358,9 +324,7 @@ def test_a_non_finite_step_is_not_taken_and_a_run_of_them_stops_the_training(tmp
         return scores * float("nan") if len(calls) == 2 else scores
 
     monkeypatch.setattr(decision, "_label_scores", nan_once)
-    done = decision.train(
-        model, tokenizer, rows, tmp_path, time.time() + 120, batch_tokens=400, epochs=1, log=lambda _: None
-    )
+    done = decision.train(model, tokenizer, rows, tmp_path, time.time() + 120, batch_tokens=400, epochs=1, log=lambda _: None)
     assert done["non_finite_skipped"] == 1 and done["stopped_by"] == "the rows ran out"
     steps = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert len(steps) == done["steps"] and all(math.isfinite(s["grad_norm"]) for s in steps)
@@ -369,12 +333,8 @@ def test_a_non_finite_step_is_not_taken_and_a_run_of_them_stops_the_training(tmp
     assert decision.lora_movement(model)["mean_relative"] > 0
 
     monkeypatch.setattr(decision, "_label_scores", lambda *a: real(*a) * float("nan"))
-    done = decision.train(
-        model, tokenizer, rows, tmp_path, time.time() + 120, most_rows=2, epochs=1, log=lambda _: None
-    )
-    assert (
-        done["steps"] == 0 and done["stopped_by"] == f"{decision.NON_FINITE_STOP} non-finite steps in a row"
-    )
+    done = decision.train(model, tokenizer, rows, tmp_path, time.time() + 120, most_rows=2, epochs=1, log=lambda _: None)
+    assert done["steps"] == 0 and done["stopped_by"] == f"{decision.NON_FINITE_STOP} non-finite steps in a row"
     assert all(torch.isfinite(p).all() for p in model.parameters())
 
 
@@ -457,13 +417,8 @@ def test_the_deadlines_stay_within_the_machines_hold_and_follow_the_time_left(tm
 
 def test_next_stops_on_a_machine_that_cannot_train_resends_a_damaged_part_and_stops_sending_what_b_cannot_use():
     plan = plan_for_test()
-    assert (
-        gpu_lane.cannot_train({"pip": 0, "cuda": False}, "gpu")
-        == "torch sees no CUDA device: training would run on the CPU"
-    )
-    assert gpu_lane.cannot_train({"pip": 0, "import_error": ["ModuleNotFoundError: peft"]}, "gpu").startswith(
-        "an import failed"
-    )
+    assert gpu_lane.cannot_train({"pip": 0, "cuda": False}, "gpu") == "torch sees no CUDA device: training would run on the CPU"
+    assert gpu_lane.cannot_train({"pip": 0, "import_error": ["ModuleNotFoundError: peft"]}, "gpu").startswith("an import failed")
     assert gpu_lane.cannot_train({"pip": 0, "cuda": True}, "gpu") is None
     assert gpu_lane.cannot_train({"pip": 0, "cuda": False}, "rehearsal") is None
     stop = gpu_lane.decide_next(plan, [{"call": 1, "stop": "torch sees no CUDA device"}], 1500)
@@ -490,10 +445,7 @@ def test_out_of_memory_halves_the_batch_and_training_goes_on(tmp_path, monkeypat
     texts = ["<answer>YES</answer>", "<answer>NO</answer>", "a question about the wolf", "short"]
     model, tokenizer = train.tiny_model_and_tokenizer(texts * 4, vocab_size=300, family="qwen2")
     rows = [
-        {
-            "prompt": [{"role": "user", "content": "a question about the wolf " * (1 + i % 5)}],
-            "label": "YES" if i % 2 else "NO",
-        }
+        {"prompt": [{"role": "user", "content": "a question about the wolf " * (1 + i % 5)}], "label": "YES" if i % 2 else "NO"}
         for i in range(24)
     ]
     expected = decision.score_prompts(model, tokenizer, rows)
@@ -507,13 +459,9 @@ def test_out_of_memory_halves_the_batch_and_training_goes_on(tmp_path, monkeypat
 
     monkeypatch.setattr(decision, "_label_scores", scores_within)
     monkeypatch.setattr(decision, "MIN_BATCH_TOKENS", 64)
-    assert decision.score_prompts(model, tokenizer, rows, batch_tokens=4096) == pytest.approx(
-        expected, abs=1e-3
-    )
+    assert decision.score_prompts(model, tokenizer, rows, batch_tokens=4096) == pytest.approx(expected, abs=1e-3)
     model = decision.add_lora(model, r=2, alpha=4)
-    done = decision.train(
-        model, tokenizer, rows, tmp_path, time.time() + 120, batch_tokens=4096, epochs=1, log=lambda _: None
-    )
+    done = decision.train(model, tokenizer, rows, tmp_path, time.time() + 120, batch_tokens=4096, epochs=1, log=lambda _: None)
     assert done["examples"] == len(rows) and done["oom_halvings"] >= 1 and done["batch_tokens"] <= 600
     monkeypatch.setattr(decision, "MIN_BATCH_TOKENS", 2048)
     with pytest.raises(oom):

@@ -137,9 +137,7 @@ def test_sentences_of_passages_from_a_novel():
 
 
 def test_grammar_lets_a_quote_be_only_a_sentence_of_its_paragraph():
-    grammar = shared.answer_grammar(
-        Question("q", "open"), evidence=[(7, PARA), (8, 'She said "hi" \\ there.')]
-    )
+    grammar = shared.answer_grammar(Question("q", "open"), evidence=[(7, PARA), (8, 'She said "hi" \\ there.')])
     assert '"[7] \\"" q7 "\\""' in grammar and '"[8] \\"" q8 "\\""' in grammar
     assert '"So he built a high wall all round it."' in grammar
     assert 'q8 ::= "She said \\"hi\\" \\\\ there."' in grammar

@@ -88,9 +88,7 @@ def test_the_judge_reads_as_finder_through_the_cli(capsys, story, cache_dir, scr
 
 
 @pytest.mark.parametrize("damage", ["missing", "damaged"])
-def test_a_missing_or_damaged_judge_falls_back_to_the_rank(
-    capsys, story, cache_dir, scripted, tmp_path, monkeypatch, damage
-):
+def test_a_missing_or_damaged_judge_falls_back_to_the_rank(capsys, story, cache_dir, scripted, tmp_path, monkeypatch, damage):
     folder = tmp_path / "judge"
     if damage == "damaged":
         shutil.copytree(TINY, folder)
@@ -137,22 +135,8 @@ def test_a_tiny_judge_trains_in_seconds_and_its_onnx_scores_match_torch(tmp_path
     rows = []
     for i in range(24):
         q = f"Who kept the key of room {i}?"
-        rows.append(
-            {
-                "question": q,
-                "passage": f"The porter kept the key of room {i} in his coat.",
-                "label": 1,
-                "source": f"s:{i % 6}",
-            }
-        )
-        rows.append(
-            {
-                "question": q,
-                "passage": "The river ran grey under the bridge all winter.",
-                "label": 0,
-                "source": f"s:{i % 6}",
-            }
-        )
+        rows.append({"question": q, "passage": f"The porter kept the key of room {i} in his coat.", "label": 1, "source": f"s:{i % 6}"})
+        rows.append({"question": q, "passage": "The river ran grey under the bridge all winter.", "label": 0, "source": f"s:{i % 6}"})
     summary = recipe.train(rows, tmp_path / "run", layers=1, epochs=1, batch=8, max_length=64)
     assert summary["held_out_rows"] > 0 and summary["rows"] + summary["held_out_rows"] == len(rows)
     metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
@@ -163,9 +147,7 @@ def test_a_tiny_judge_trains_in_seconds_and_its_onnx_scores_match_torch(tmp_path
     assert recipe.parity(tmp_path / "run" / "model", tmp_path / "judge", pairs) < 1e-4
     # the int8 export: a quarter of the size, finite scores
     recipe.export(tmp_path / "run" / "model", tmp_path / "judge8", summary, "test", quantize=True)
-    assert (tmp_path / "judge8" / "model.onnx").stat().st_size < 0.5 * (
-        tmp_path / "judge" / "model.onnx"
-    ).stat().st_size
+    assert (tmp_path / "judge8" / "model.onnx").stat().st_size < 0.5 * (tmp_path / "judge" / "model.onnx").stat().st_size
     assert np.all(np.isfinite(Judge(tmp_path / "judge8").score_pairs(pairs)))
 
 

@@ -32,9 +32,7 @@ def test_the_answer_sentence_is_the_one_holding_most_of_the_answer():
 
 
 def test_generated_replies_are_read_or_refused():
-    assert judge_data.parse_generated(
-        "Question: Why did Pip run away from the forge?\nAnswer: He feared Joe."
-    ) == (
+    assert judge_data.parse_generated("Question: Why did Pip run away from the forge?\nAnswer: He feared Joe.") == (
         "Why did Pip run away from the forge?",
         "He feared Joe.",
     )
@@ -70,19 +68,13 @@ def test_fairytale_pairs_hold_the_answer_window_against_other_sections(tmp_path)
 def test_novel_pairs_take_negatives_away_from_the_paragraph_asked_about(tmp_path):
     books = tmp_path / "books"
     books.mkdir()
-    paragraphs = [
-        f"Paragraph {i}: the miller walked to the village and spoke of rain {i}." for i in range(1, 40)
-    ]
+    paragraphs = [f"Paragraph {i}: the miller walked to the village and spoke of rain {i}." for i in range(1, 40)]
     paragraphs[19] = "The miller hid the silver spoons in the flour sack because he feared the bailiff."
     (books / "a_novel.txt").write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
     questions = tmp_path / "q.jsonl"
     questions.write_text(
-        json.dumps(
-            {"book": "a_novel.txt", "paragraph": 20, "question": "Where did the miller hide the spoons?"}
-        )
-        + "\n"
-        + json.dumps({"book": "a_novel.txt", "paragraph": 5, "reply": "unreadable"})
-        + "\n",
+        json.dumps({"book": "a_novel.txt", "paragraph": 20, "question": "Where did the miller hide the spoons?"}) + "\n"
+        + json.dumps({"book": "a_novel.txt", "paragraph": 5, "reply": "unreadable"}) + "\n",
         encoding="utf-8",
     )
     rows = list(judge_data.novel_pairs(questions, books))

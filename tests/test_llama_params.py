@@ -41,6 +41,4 @@ def test_the_device_listing_of_the_installed_llama_cpp_is_read():
     devices = xllamacpp.get_device_info()
     assert devices
     seen = {device["type"].name for device in devices}
-    assert embedded._has_gpu(xllamacpp) == bool(
-        seen & {"GGML_BACKEND_DEVICE_TYPE_GPU", "GGML_BACKEND_DEVICE_TYPE_IGPU"}
-    )
+    assert embedded._has_gpu(xllamacpp) == bool(seen & {"GGML_BACKEND_DEVICE_TYPE_GPU", "GGML_BACKEND_DEVICE_TYPE_IGPU"})

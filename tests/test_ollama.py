@@ -69,10 +69,7 @@ def test_chat_request_body_is_the_native_api_with_explicit_context():
     assert body["format"] == request.schema  # structured output for an untrained model
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     # the reply is the schema's JSON, marked so, and the agents read it as tags
-    assert (
-        generation.structured
-        and json_reply_to_tags(generation.text) == "<reason>[3] clue</reason>\n<answer>YES</answer>"
-    )
+    assert generation.structured and json_reply_to_tags(generation.text) == "<reason>[3] clue</reason>\n<answer>YES</answer>"
     assert (generation.prompt_tokens, generation.completion_tokens) == (42, 7)
     assert parse_finder_reply(json_reply_to_tags(generation.text)).answer == "YES"
 
@@ -90,9 +87,7 @@ def _show_and_chat(modelfile: str, seen: dict):
 
 def test_an_untrained_base_named_cwread_still_gets_structured_output():
     seen = {}
-    backend = backend_with(
-        _show_and_chat("FROM qwen3:4b-instruct\nPARAMETER temperature 0", seen), model="cwread-finder"
-    )
+    backend = backend_with(_show_and_chat("FROM qwen3:4b-instruct\nPARAMETER temperature 0", seen), model="cwread-finder")
     request = finder_request(Question("q", "open"), 1, 1, "[1] a")
     backend.generate(request)
     assert seen["body"]["format"] == request.schema
@@ -100,9 +95,7 @@ def test_an_untrained_base_named_cwread_still_gets_structured_output():
 
 def test_models_with_an_adapter_write_tags_without_format():
     seen = {}
-    backend = backend_with(
-        _show_and_chat("FROM /m/base.gguf\nADAPTER /m/finder.lora.gguf", seen), model="cwread-finder"
-    )
+    backend = backend_with(_show_and_chat("FROM /m/base.gguf\nADAPTER /m/finder.lora.gguf", seen), model="cwread-finder")
     text = backend.generate(finder_request(Question("q", "open"), 1, 1, "[1] a")).text
     assert "format" not in seen["body"]
     assert text.endswith("<answer>NO</answer>")
@@ -253,9 +246,7 @@ def _live_ollama() -> bool:
 def test_live_ollama_generates_parseable_output():
     backend = OllamaBackend("cwread-finder", host=os.environ["OLLAMA_HOST"])
     if "cwread-finder" not in backend.available_models():
-        pytest.skip(
-            "the Ollama server has no cwread-finder (ollama create cwread-finder -f modelfiles/finder.Modelfile)"
-        )
+        pytest.skip("the Ollama server has no cwread-finder (ollama create cwread-finder -f modelfiles/finder.Modelfile)")
     live = backend
     reply = live.generate(
         finder_request(Question("What is hidden?", "open"), 1, 1, "[1] The key is under the mat.")

@@ -51,9 +51,7 @@ def test_entries_an_earlier_format_wrote_are_removed_once_a_new_one_is_written(t
     from cwread.cache import remove_older_formats, write_entry
 
     def entry(name: str, format: int) -> None:
-        write_entry(
-            tmp_path / name, lambda tmp: (tmp / "decisions.onnx").write_bytes(b"x") and {"format": format}
-        )
+        write_entry(tmp_path / name, lambda tmp: (tmp / "decisions.onnx").write_bytes(b"x") and {"format": format})
 
     entry("old", DECISIONS_FORMAT - 1)
     entry("current", DECISIONS_FORMAT)
@@ -199,9 +197,7 @@ def test_the_instructions_are_read_once_and_kept_for_the_next_process(cache_dir,
     later = DecisionScorer(_finder_graph(), 1, states)
     computed = []
     original = later.session.run
-    later.session.run = lambda names, feeds: (
-        computed.append(len(feeds["input_ids"])) or original(names, feeds)
-    )
+    later.session.run = lambda names, feeds: computed.append(len(feeds["input_ids"])) or original(names, feeds)
     again, count, _ = later.top_tokens(request.messages, request.decision.opens)
     assert len(computed) == 1 and computed[0] < count  # only what follows the instructions
     alone, _, _ = whole.top_tokens(request.messages, request.decision.opens)
@@ -223,12 +219,7 @@ def test_a_decision_that_fails_on_onnx_runtime_is_made_by_llama_cpp(cache_dir, m
         raise RuntimeError("out of memory\nmore detail")
 
     monkeypatch.setattr(DecisionScorer, "top_tokens", fails)
-    code, out, err = run(
-        capsys,
-        "ask",
-        str(EXAMPLES / "the_selfish_giant.txt"),
-        "Why did the Giant build a high wall round his garden?",
-    )
+    code, out, err = run(capsys, "ask", str(EXAMPLES / "the_selfish_giant.txt"), "Why did the Giant build a high wall round his garden?")
     said = [line for line in err.splitlines() if "warning" in line and "ONNX Runtime" in line]
     assert code == 0 and "wall" in out and "Traceback" not in err
     assert len(said) == 1 and "out of memory" in said[0] and "llama.cpp makes them" in said[0]

@@ -107,11 +107,7 @@ def test_other_servers_get_the_json_schema_and_their_reply_becomes_tags():
     generation = b.generate(request)
     body = seen["body"]
     assert body["response_format"]["json_schema"]["schema"] == request.schema and "grammar" not in body
-    assert (
-        generation.structured
-        and json_reply_to_tags(generation.text)
-        == '<reason>[3] "The key is under the mat."</reason>\n<answer>YES</answer>'
-    )
+    assert generation.structured and json_reply_to_tags(generation.text) == '<reason>[3] "The key is under the mat."</reason>\n<answer>YES</answer>'
     assert seen["auth"] == "Bearer sk-test"
     assert "/props" not in seen["paths"]  # only llama.cpp servers are asked for their slots
 
@@ -399,16 +395,9 @@ def test_each_agent_can_name_its_own_server_in_its_model(monkeypatch):
             finder_model=f"openai:qwen2.5-1.5b@{URL}", interpreter_model=f"openai:qwen2.5-1.5b@{URL}"
         )
     )
-    assert (
-        both.finder is both.interpreter
-        and "at http://server.test:8080/v1 (qwen2.5-1.5b, qwen2.5-1.5b" in both.why
-    )
+    assert both.finder is both.interpreter and "at http://server.test:8080/v1 (qwen2.5-1.5b, qwen2.5-1.5b" in both.why
     with pytest.raises(InputError, match="must start with http"):
-        select_backends(
-            BackendSettings(
-                finder_model="openai:qwen@ftp://finder.test/v1", own=(OpenAISettings(base_url=URL),)
-            )
-        )
+        select_backends(BackendSettings(finder_model="openai:qwen@ftp://finder.test/v1", own=(OpenAISettings(base_url=URL),)))
 
 
 @pytest.mark.parametrize(
@@ -434,13 +423,7 @@ def test_an_html_page_for_a_chat_reply_is_a_server_fault(capsys, story, cache_di
 
         def do_GET(self):
             if self.path.endswith("/models"):
-                self._send(
-                    200,
-                    json.dumps(
-                        {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "x"}]}
-                    ).encode(),
-                    "application/json",
-                )
+                self._send(200, json.dumps({"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "x"}]}).encode(), "application/json")
             else:
                 self._send(404, b"{}", "application/json")
 
@@ -453,17 +436,9 @@ def test_an_html_page_for_a_chat_reply_is_a_server_fault(capsys, story, cache_di
 
     with loopback_server(Handler) as address:
         code, _out, err = run(
-            capsys,
-            "ask",
-            str(story),
-            "What did the fishermen give her?",
-            "--base-url",
-            f"{address}/v1",
-            "--no-cache",
+            capsys, "ask", str(story), "What did the fishermen give her?", "--base-url", f"{address}/v1", "--no-cache"
         )
-    assert (
-        code == 3 and "did not answer as an OpenAI-compatible server" in err and "internal error" not in err
-    )
+    assert code == 3 and "did not answer as an OpenAI-compatible server" in err and "internal error" not in err
 
 
 def huge_reply_handler(megabytes: int, chunked: bool):
@@ -513,39 +488,13 @@ def test_a_huge_reply_is_refused_once_past_its_bound(capsys, story, cache_dir, c
     """64 MB for one call, sent as fast as the loopback goes: refused past 8 MiB, exit 3."""
     with loopback_server(huge_reply_handler(64, chunked)) as address:
         code, _out, err = run(
-            capsys,
-            "ask",
-            str(story),
-            "What did the fishermen give her?",
-            "--base-url",
-            f"{address}/v1",
-            "--no-cache",
+            capsys, "ask", str(story), "What did the fishermen give her?", "--base-url", f"{address}/v1", "--no-cache"
         )
-    assert (
-        code == 3
-        and "sent a reply of more than 8 MiB to one call; refused" in err
-        and "internal error" not in err
-    )
+    assert code == 3 and "sent a reply of more than 8 MiB to one call; refused" in err and "internal error" not in err
 
 
 def test_a_huge_reply_from_ollama_is_refused_too(capsys, story, cache_dir, monkeypatch):
     with loopback_server(huge_reply_handler(64, chunked=True)) as address:
         monkeypatch.setenv("OLLAMA_HOST", address)
-        code, _out, err = run(
-            capsys,
-            "ask",
-            str(story),
-            "What did the fishermen give her?",
-            "--backend",
-            "ollama",
-            "--finder-model",
-            "m",
-            "--interpreter-model",
-            "m",
-            "--no-cache",
-        )
-    assert (
-        code == 3
-        and "sent a reply of more than 8 MiB to one call; refused" in err
-        and "internal error" not in err
-    )
+        code, _out, err = run(capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "ollama", "--finder-model", "m", "--interpreter-model", "m", "--no-cache")
+    assert code == 3 and "sent a reply of more than 8 MiB to one call; refused" in err and "internal error" not in err

@@ -18,9 +18,7 @@ ASK = f'{sys.executable} -m cwread ask "{BOOK}" "Why did the Giant build a wall?
 
 def sh(script: str, cwd, cache) -> subprocess.CompletedProcess:
     env = {**os.environ, "OLLAMA_HOST": "http://127.0.0.1:9", "CWREAD_CACHE_DIR": str(cache)}
-    return subprocess.run(
-        ["bash", "-c", script], check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run(["bash", "-c", script], check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
 def traces_in(text: str) -> int:

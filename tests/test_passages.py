@@ -80,14 +80,7 @@ def test_what_reads_as_a_heading(line, heading):
 
 def test_a_novel_gets_the_passages_with_their_chapters_and_exit_4(capsys, novel, cache_dir, small_model):
     code, out, err = run(
-        capsys,
-        "ask",
-        str(novel),
-        "Where did Silas hide the brass key?",
-        "--backend",
-        "scripted",
-        "--width",
-        "200",
+        capsys, "ask", str(novel), "Where did Silas hide the brass key?", "--backend", "scripted", "--width", "200"
     )
     assert code == 4
     assert "Answer: none given" in out and "no model here reads a novel's passages" in out.lower()
@@ -124,9 +117,7 @@ def test_asked_for_it_a_novel_still_gets_the_extractive_answer(capsys, novel, ca
 
 
 def test_a_short_text_is_answered_by_the_default(capsys, story, cache_dir, small_model):
-    code, out, _ = run(
-        capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--json"
-    )
+    code, out, _ = run(capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--json")
     trace = json.loads(out)
     assert code == 0 and trace["status"] == "answered" and trace["answer_mode"] == "extractive"
     assert "medal" in trace["answer"] and trace["citations"] == [5]
@@ -136,21 +127,16 @@ def test_a_folders_citations_name_their_file(capsys, tmp_path, cache_dir, small_
     folder = tmp_path / "books"
     folder.mkdir()
     (folder / "harbour.txt").write_text(
-        "The harbour was quiet in the mornings.\n\nBoats came in at noon with their catch.\n",
-        encoding="utf-8",
+        "The harbour was quiet in the mornings.\n\nBoats came in at noon with their catch.\n", encoding="utf-8"
     )
     (folder / "lighthouse.txt").write_text(
         "Martha kept the lighthouse for thirty years.\n\n"
         "The fishermen of the harbour later gave her a silver medal, which she kept in a tin.\n",
         encoding="utf-8",
     )
-    code, out, _ = run(
-        capsys, "ask", str(folder), "What did the fishermen give Martha?", "--backend", "scripted", "--json"
-    )
+    code, out, _ = run(capsys, "ask", str(folder), "What did the fishermen give Martha?", "--backend", "scripted", "--json")
     trace = json.loads(out)
     assert code == 0 and trace["citations"] == ["lighthouse:2"]
     assert all(q["id"] == "lighthouse:2" and q["source"] == "lighthouse" for q in trace["quotes"])
-    code, out, _ = run(
-        capsys, "ask", str(folder), "What did the fishermen give Martha?", "--backend", "scripted"
-    )
+    code, out, _ = run(capsys, "ask", str(folder), "What did the fishermen give Martha?", "--backend", "scripted")
     assert code == 0 and "[lighthouse:2]" in out and "[4]" not in out

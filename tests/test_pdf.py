@@ -74,9 +74,7 @@ def test_an_answer_quotes_the_pdf_with_page_and_paragraph(capsys, cache_dir, scr
     reply = f'<reason>[{wall.id}] "So he built a high wall all round it"</reason><answer>a high wall</answer>'
     scripted.interpreter.enqueue(reply, reply)
     question = "What did the Giant build round his garden?"
-    code, out, err = run(
-        capsys, "ask", book, question, "--backend", "scripted", "--json", "--self-check", "off"
-    )
+    code, out, err = run(capsys, "ask", book, question, "--backend", "scripted", "--json", "--self-check", "off")
     trace = json.loads(out)
     assert code == 0, err
     quote = trace["quotes"][0]
@@ -138,10 +136,7 @@ def _pdf_of_pages(count: int) -> bytes:
     [
         (lambda t: DATA / "no-text-layer.pdf", "no text layer (a scan?)"),
         (lambda t: DATA / "encrypted-with-password.pdf", "encrypted PDF that needs a password"),
-        (
-            lambda t: _write(t, (DATA / "selfish-giant-enscript.pdf").read_bytes()[:3000]),
-            "not a readable PDF",
-        ),
+        (lambda t: _write(t, (DATA / "selfish-giant-enscript.pdf").read_bytes()[:3000]), "not a readable PDF"),
         (lambda t: _write(t, _pdf_of_pages(1_000_000)), "declares 1,000,000 pages"),
         (lambda t: _write(t, _nested(200_000)), "no text layer"),  # an object nested 200,000 deep
         (lambda t: _write(t, b"%PDF-1.7\n\x1b]0;evil\x07\x1b[2J garbage"), "not a readable PDF"),
@@ -222,10 +217,10 @@ def test_a_two_column_article_reads_column_by_column_on_its_pages(cache_dir):
         "Hence the localization is effectively impeded."
     )
     # a word hyphenated at a line's end is whole again
-    assert (
-        "is given by the WGM linewidth. The para-excitons can acquire some"
-        in found["For the Cu2O para-exciton the linewidth of the polariton"].text
-    )
+    assert "is given by the WGM linewidth. The para-excitons can acquire some" in found[
+        "For the Cu2O para-exciton the linewidth of the polariton"
+    ].text
+
 
 
 def test_a_long_pdf_read_in_two_processes_reads_as_in_one(monkeypatch, cache_dir):
@@ -263,10 +258,7 @@ def bomb_pdf(inflated: int) -> bytes:
     while left > 0:
         parts.append(deflater.compress(block[: min(left, len(block))]))
         left -= len(block)
-    parts += [
-        deflater.compress(b"BT /F1 12 Tf 72 720 Td (The giant built a wall.) Tj ET\n"),
-        deflater.flush(),
-    ]
+    parts += [deflater.compress(b"BT /F1 12 Tf 72 720 Td (The giant built a wall.) Tj ET\n"), deflater.flush()]
     stream = b"".join(parts)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
@@ -280,9 +272,7 @@ def bomb_pdf(inflated: int) -> bytes:
         offsets.append(len(out))
         out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
     xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(
-        b"%010d 00000 n \n" % o for o in offsets
-    )
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets)
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     return bytes(out)
 

@@ -97,9 +97,7 @@ def scripted_selection(interpreter_replies, finder=finder_reply):
 def test_open_question_end_to_end(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(
-        [
-            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."</reason><answer>In a tin</answer>'
-        ]
+        ["<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>In a tin</answer>"]
     )
     question = api.make_question("Where did she keep the medal?")
     trace = api.ask(doc, question, api.Settings(api.SessionSettings(use_cache=False)), selection=selection)
@@ -118,24 +116,17 @@ def test_a_free_form_why_question_skips_its_self_check_unless_asked(story, cache
     its call (benchmarks/results/self-check-open-qwen15-cpu.md): auto leaves it out and says
     why; asked for, it runs."""
     doc = api.open_document(str(story))
-    reply = '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."</reason><answer>To keep it safe</answer>'
+    reply = "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>To keep it safe</answer>"
     question = api.make_question("Why did she keep the medal in a tin?")
     generative = AnswerSettings(answer_mode="generative")
     selection = scripted_selection([reply, reply])
-    trace = api.ask(
-        doc,
-        question,
-        api.Settings(api.SessionSettings(use_cache=False), api.RunSettings(answering=generative)),
-        selection=selection,
-    )
+    trace = api.ask(doc, question, api.Settings(api.SessionSettings(use_cache=False), api.RunSettings(answering=generative)), selection=selection)
     assert trace.self_check is None and not trace.plan.self_check
     assert "not worth its call for a free-form answer" in trace.skipped["self-check"]
     assert len(selection.interpreter.requests) == 1
     selection = scripted_selection([reply, reply])
     asked = api.RunSettings(answering=replace(generative, self_check=True))
-    trace = api.ask(
-        doc, question, api.Settings(api.SessionSettings(use_cache=False), asked), selection=selection
-    )
+    trace = api.ask(doc, question, api.Settings(api.SessionSettings(use_cache=False), asked), selection=selection)
     assert trace.self_check is not None and "self-check" not in trace.skipped
     assert len(selection.interpreter.requests) == 2
 
@@ -144,16 +135,11 @@ def test_mcq_with_self_check_that_changes_the_answer(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(
         [
-            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."</reason><answer>A</answer>',
-            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."</reason><answer>(B)</answer>',
+            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>A</answer>",
+            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"</reason><answer>(B)</answer>",
         ]
     )
-    trace = api.ask(
-        doc,
-        api.make_question("Why did she keep the medal in a tin?", {"A": "a drawer", "B": "a tin"}),
-        api.Settings(api.SessionSettings(use_cache=False)),
-        selection=selection,
-    )
+    trace = api.ask(doc, api.make_question("Why did she keep the medal in a tin?", {"A": "a drawer", "B": "a tin"}), api.Settings(api.SessionSettings(use_cache=False)), selection=selection)
     assert trace.question.kind == "mcq" and trace.self_check_triggered
     assert trace.interpreter.answer == "A" and trace.answer == "B"
     assert "Previous answer: A" in selection.interpreter.requests[1].messages[-1][1]
@@ -163,16 +149,11 @@ def test_claim_always_self_checks_and_drops_invalid_citations(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(
         [
-            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed." and [99] "support it"</reason><answer>true</answer>',
-            '<reason>[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."; [77] "too"</reason><answer>TRUE</answer>',
+            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\" and [99] \"support it\"</reason><answer>true</answer>",
+            "<reason>[5] \"The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed.\"; [77] \"too\"</reason><answer>TRUE</answer>",
         ]
     )
-    trace = api.ask(
-        doc,
-        api.make_question("She kept the medal in a biscuit tin.", claim=True),
-        api.Settings(api.SessionSettings(use_cache=False)),
-        selection=selection,
-    )
+    trace = api.ask(doc, api.make_question("She kept the medal in a biscuit tin.", claim=True), api.Settings(api.SessionSettings(use_cache=False)), selection=selection)
     assert trace.question.kind == "claim" and trace.answer == "TRUE"
     assert trace.citations == [5] and trace.final.reply.dropped == ("77",)
     assert trace.interpreter.reply.dropped == ("99",)
@@ -191,30 +172,15 @@ def test_unparseable_finder_reply_is_retried_then_kept(story, cache_dir):
 
 def test_retry_that_parses_counts_as_not_first_try(story, cache_dir):
     doc = api.open_document(str(story))
-    finder = ScriptedBackend(
-        [
-            "garbage",
-            '<reason>[2] "Martha Quill kept the lighthouse on Gannet Rock"</reason><answer>YES</answer>',
-        ]
-    )
+    finder = ScriptedBackend(["garbage", '<reason>[2] "Martha Quill kept the lighthouse on Gannet Rock"</reason><answer>YES</answer>'])
     [v] = read_segments(GenerativeFinder(finder), doc, [Segment(1, 2, "anchor", 1.0)], Question("q", "open"))
-    assert (
-        v.decision == "YES"
-        and not v.kept_on_failure
-        and not v.reply.parsed_first_try
-        and v.reply.cited == (2,)
-    )
+    assert v.decision == "YES" and not v.kept_on_failure and not v.reply.parsed_first_try and v.reply.cited == (2,)
 
 
 def test_interpreter_that_never_parses_gives_no_answer(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(["nonsense", "still nonsense"])
-    trace = api.ask(
-        doc,
-        api.make_question("Where is the medal?"),
-        api.Settings(api.SessionSettings(use_cache=False)),
-        selection=selection,
-    )
+    trace = api.ask(doc, api.make_question("Where is the medal?"), api.Settings(api.SessionSettings(use_cache=False)), selection=selection)
     assert trace.answer is None and trace.final.problem == "no <answer> tag"
     assert trace.self_check is None
 
@@ -224,9 +190,7 @@ def test_finder_runs_concurrently_and_keeps_order(story, cache_dir):
     finder = ScriptedBackend(default=finder_reply, concurrency=4)
     segs = [Segment(i, i, "window", 0.0) for i in range(1, 7)]
     seen = []
-    verdicts = read_segments(
-        GenerativeFinder(finder), doc, segs, Question("q", "open"), progress=lambda s, d, t: seen.append(d)
-    )
+    verdicts = read_segments(GenerativeFinder(finder), doc, segs, Question("q", "open"), progress=lambda s, d, t: seen.append(d))
     assert [v.segment.start for v in verdicts] == list(range(1, 7))
     assert [v.decision for v in verdicts] == ["NO", "NO", "NO", "NO", "YES", "NO"]
     assert seen[-1] == 6
@@ -236,26 +200,13 @@ def test_backend_failure_propagates_as_model_error(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection([], finder=ModelError("server down"))
     with pytest.raises(ModelError, match="server down"):
-        api.ask(
-            doc,
-            api.make_question("q"),
-            api.Settings(api.SessionSettings(use_cache=False)),
-            selection=selection,
-        )
+        api.ask(doc, api.make_question("q"), api.Settings(api.SessionSettings(use_cache=False)), selection=selection)
 
 
 def test_read_budget_limits_finder_calls(story, cache_dir):
     doc = api.open_document(str(story))
     selection = scripted_selection(["<reason>[1] x</reason><answer>x</answer>"])
-    api.ask(
-        doc,
-        api.make_question("lamp"),
-        api.Settings(
-            api.SessionSettings(use_cache=False),
-            api.RunSettings(budget=api.make_budget("focused", read=2, anchors=1, p_r=0, p_w=1)),
-        ),
-        selection=selection,
-    )
+    api.ask(doc, api.make_question("lamp"), api.Settings(api.SessionSettings(use_cache=False), api.RunSettings(budget=api.make_budget("focused", read=2, anchors=1, p_r=0, p_w=1))), selection=selection)
     assert len(selection.finder.requests) == 2
 
 
@@ -275,13 +226,8 @@ def test_call_cache_answers_repeated_calls(tmp_path):
 def test_direct_pipeline_call_records_models_and_tokens(story, cache_dir):
     doc = api.open_document(str(story))
     finder = ScriptedBackend(default=finder_reply, model="f")
-    interp = ScriptedBackend(
-        ['<reason>[5] "which she kept in a biscuit tin under her bed"</reason><answer>A</answer>'], model="i"
-    )
-    found = replace(
-        api.find(doc, Question("Where was the medal?", "mcq", {"A": "a biscuit tin", "B": "y"})),
-        budget=budget(),
-    )
+    interp = ScriptedBackend(['<reason>[5] "which she kept in a biscuit tin under her bed"</reason><answer>A</answer>'], model="i")
+    found = replace(api.find(doc, Question("Where was the medal?", "mcq", {"A": "a biscuit tin", "B": "y"})), budget=budget())
     selection = Selection(finder, interp, "scripted")
     settings = RunSettings(answering=AnswerSettings(self_check=False))
     trace = run(plan_run(found.question, selection, settings, budget=found.budget), found)

@@ -64,9 +64,7 @@ def _base(path, rng) -> dict[str, np.ndarray]:
     return {"blk.0.attn_q.weight": values, "token_embd.weight": table}
 
 
-def _adapter(
-    path, rng, target="blk.0.attn_q.weight", alpha: float | None = ALPHA
-) -> tuple[np.ndarray, np.ndarray]:
+def _adapter(path, rng, target="blk.0.attn_q.weight", alpha: float | None = ALPHA) -> tuple[np.ndarray, np.ndarray]:
     down = rng.normal(scale=0.1, size=(RANK, IN)).astype(np.float16)  # A: rank x in
     up = rng.normal(scale=0.1, size=(OUT, RANK)).astype(np.float16)  # B: out x rank
     keys = [("general.architecture", "llama"), ("general.type", "adapter"), ("adapter.type", "lora")]
@@ -132,9 +130,7 @@ def test_the_adapter_is_merged_at_llama_cpps_scale_and_matrices_become_q8_0(tmp_
     assert out["blk.0.attn_norm.weight"].kind == F32
     written = read_gguf(tmp_path / "out.gguf")
     assert written.value("general.file_type") == MOSTLY_Q8_0
-    assert (
-        written.value("tokenizer.ggml.model") == "gpt2" and written.value("general.architecture") == "llama"
-    )
+    assert written.value("tokenizer.ggml.model") == "gpt2" and written.value("general.architecture") == "llama"
 
 
 def test_without_an_adapter_the_model_is_only_re_encoded(tmp_path):
@@ -184,10 +180,7 @@ def test_built_once_into_the_cache_and_rebuilt_when_damaged(tmp_path, monkeypatc
     with pytest.raises(RuntimeError, match="built again"):  # doctor reads its checksum: rebuilt
         prepared_model(tmp_path / "base.gguf", tmp_path / "lora.gguf", _no_build, checksum=True)
     assert not first.path.exists()
-    assert (
-        prepared_model(tmp_path / "base.gguf", tmp_path / "lora.gguf", said.append) == first
-        and len(said) == 2
-    )
+    assert prepared_model(tmp_path / "base.gguf", tmp_path / "lora.gguf", said.append) == first and len(said) == 2
     with open(first.path, "r+b") as f:  # a damaged entry is not trusted: built again
         f.truncate(100)
     rebuilt = prepared_model(tmp_path / "base.gguf", tmp_path / "lora.gguf", said.append)
@@ -228,9 +221,7 @@ def test_prepared_files_are_what_llama_cpp_loads(tmp_path, monkeypatch):
     assert plain._files() == (model, lora) and "|prepared" not in plain.capabilities.identity
 
 
-def test_a_prepared_model_that_does_not_load_is_removed_and_the_shipped_files_run(
-    tmp_path, monkeypatch, capsys
-):
+def test_a_prepared_model_that_does_not_load_is_removed_and_the_shipped_files_run(tmp_path, monkeypatch, capsys):
     from cwread.errors import ModelError
 
     model, lora = tmp_path / "model.gguf", tmp_path / "lora.gguf"

@@ -108,12 +108,7 @@ def test_no_states_are_kept_where_the_cache_is_not(monkeypatch, cache_dir):
 def _ask(env: dict) -> dict:
     proc = subprocess.run(
         [sys.executable, "-m", "cwread", "ask", GIANT, ASKED, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        cwd=REPO,
-        timeout=300,
+        capture_output=True, text=True, env=env, check=False, cwd=REPO, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -163,9 +158,7 @@ def test_the_loopback_port_answers_its_process_alone(tmp_path):
     assert refused.value.code == 401
     assert not (tmp_path / "t.bin").exists()
     owner = urllib.request.Request(
-        url,
-        data=body,
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {loaded.api_key}"},
+        url, data=body, headers={"Content-Type": "application/json", "Authorization": f"Bearer {loaded.api_key}"}
     )
     with urllib.request.urlopen(owner, timeout=30) as reply:
         assert json.load(reply)["n_saved"] > 0

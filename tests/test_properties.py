@@ -73,13 +73,7 @@ replies = st.one_of(
         st.text(max_size=40),
     ),
     st.sampled_from(
-        [
-            "<answer>",
-            "</answer><answer>",
-            "<reason><reason>[3",
-            '<answer>B</answer>[9999999999] "x"',
-            "<ANSWER> yes",
-        ]
+        ["<answer>", "</answer><answer>", "<reason><reason>[3", '<answer>B</answer>[9999999999] "x"', "<ANSWER> yes"]
     ),
 )
 QUESTIONS = [

@@ -20,10 +20,7 @@ NAMES = ("embedded", "ollama", "openai")
 @pytest.mark.parametrize(
     ("text", "ref"),
     [
-        (
-            "openai:qwen2.5@http://127.0.0.1:8080/v1",
-            ModelRef("openai", "qwen2.5", "http://127.0.0.1:8080/v1"),
-        ),
+        ("openai:qwen2.5@http://127.0.0.1:8080/v1", ModelRef("openai", "qwen2.5", "http://127.0.0.1:8080/v1")),
         ("ollama:qwen2.5:7b", ModelRef("ollama", "qwen2.5:7b")),
         ("qwen2.5:7b", ModelRef(None, "qwen2.5:7b")),  # an Ollama tag, not a provider
         ("cwread-finder", ModelRef(None, "cwread-finder")),
@@ -40,20 +37,10 @@ def test_a_model_names_its_provider_and_server(text, ref):
 def test_a_registered_provider_is_chosen_by_name_and_its_scripts_by_model(capsys, story, cache_dir, scripted):
     keeper = ScriptedBackend(default=finder_reply, model="keeper")
     scripted_backend.SCRIPTS["keeper"] = keeper
-    scripted.interpreter.enqueue(
-        '<reason>[5] "which she kept in a biscuit tin"</reason><answer>in a biscuit tin</answer>'
-    )
+    scripted.interpreter.enqueue('<reason>[5] "which she kept in a biscuit tin"</reason><answer>in a biscuit tin</answer>')
     code, out, err = run(
-        capsys,
-        "ask",
-        str(story),
-        "Where did she keep the medal?",
-        "--backend",
-        "scripted",
-        "--finder-model",
-        "scripted:keeper",
-        "--no-cache",
-        "--json",
+        capsys, "ask", str(story), "Where did she keep the medal?", "--backend", "scripted",
+        "--finder-model", "scripted:keeper", "--no-cache", "--json",
     )
     assert code == 0, err
     assert keeper.requests and not scripted.finder.requests  # the Finder named ran, not the default one
@@ -66,9 +53,7 @@ def test_a_registered_provider_is_chosen_by_name_and_its_scripts_by_model(capsys
 
 def test_agents_on_different_providers(scripted):
     """The Finder on the scripted provider, the Interpreter in-process: each built by its own."""
-    selection = select_backends(
-        BackendSettings(backend="scripted", interpreter_model=f"embedded:{default_gguf()}")
-    )
+    selection = select_backends(BackendSettings(backend="scripted", interpreter_model=f"embedded:{default_gguf()}"))
     assert selection.finder is scripted.finder
     assert isinstance(selection.interpreter, EmbeddedBackend)
     assert selection.why.startswith("backend: scripted; embedded llama.cpp (Interpreter ")
@@ -82,9 +67,7 @@ def test_settings_a_provider_cannot_take_are_refused(scripted, tmp_path):
             BackendSettings(finder_model="ollama:qwen2.5", own=(EmbeddedSettings(finder_lora=str(adapter)),))
         )
     with pytest.raises(InputError, match="runs in-process"):
-        select_backends(
-            BackendSettings(backend="scripted", interpreter_model="embedded:x.gguf@http://h:1/v1")
-        )
+        select_backends(BackendSettings(backend="scripted", interpreter_model="embedded:x.gguf@http://h:1/v1"))
     with pytest.raises(InputError, match="unknown backend 'nope'; choose one of: auto, embedded"):
         select_backends(BackendSettings(backend="nope"))
     with pytest.raises(ModelError, match="GGUF model not found"):
@@ -129,9 +112,7 @@ def test_auto_takes_ollama_when_it_serves_both_models_else_says_what_it_lacks(mo
     assert chosen.why == f"backend: ollama at {url} (cwread-finder, cwread-interpreter)"
     served.remove("cwread-interpreter")
     fallback = select_backends(BackendSettings())
-    assert fallback.finder.name == "embedded" and fallback.why.endswith(
-        "; Ollama runs but lacks cwread-interpreter"
-    )
+    assert fallback.finder.name == "embedded" and fallback.why.endswith("; Ollama runs but lacks cwread-interpreter")
     with pytest.raises(ModelError, match=f"Ollama at {url} has no model 'cwread-interpreter': create it"):
         select_backends(BackendSettings(backend="ollama"))
 
@@ -139,9 +120,7 @@ def test_auto_takes_ollama_when_it_serves_both_models_else_says_what_it_lacks(mo
 def test_one_agent_on_an_ollama_server_named_in_its_model(scripted, ollama_server):
     served, url = ollama_server
     served.append("qwen2.5:7b")
-    chosen = select_backends(
-        BackendSettings(backend="scripted", interpreter_model=f"ollama:qwen2.5:7b@{url}")
-    )
+    chosen = select_backends(BackendSettings(backend="scripted", interpreter_model=f"ollama:qwen2.5:7b@{url}"))
     assert chosen.finder is scripted.finder
     assert chosen.interpreter.name == "ollama" and chosen.interpreter.model == "qwen2.5:7b"
     assert chosen.why == f"backend: scripted; ollama at {url} (Interpreter qwen2.5:7b)"

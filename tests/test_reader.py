@@ -26,20 +26,14 @@ def test_the_shipped_reader_loads_with_its_checksums_and_reads_inside_each_passa
     for name, digest in meta["sha256"].items():
         assert file_sha256(shipped_dir() / name) == digest
     assert reader.threshold == meta["answer_threshold"]
-    passages = [
-        "The miller locked the mill at night because thieves had come.",
-        "The bells rang. " * 200,
-        "x",
-    ]
+    passages = ["The miller locked the mill at night because thieves had come.", "The bells rang. " * 200, "x"]
     readings = reader.read("Why did the miller lock the mill?", passages)
     assert len(readings) == 3 and all(np.isfinite(r.score) for r in readings)
     for r, text in zip(readings, passages, strict=True):
         assert 0 <= r.start < r.end <= len(text)  # words of the passage, a long one read in windows
     assert readings == reader.read("Why did the miller lock the mill?", passages)
     long_question = "The miller and the baker argued all day. " * 40 + "Why did the miller lock the mill?"
-    assert reader.read(long_question, passages[:1])[0].end <= len(
-        passages[0]
-    )  # the window still holds the passage
+    assert reader.read(long_question, passages[:1])[0].end <= len(passages[0])  # the window still holds the passage
 
 
 def test_the_best_span_is_within_the_passage_and_scored_against_no_answer():
@@ -65,9 +59,7 @@ def test_a_question_or_the_questions_own_words_are_never_the_readers_answer():
     words, quote = _read_answer(asked, paragraph, at("under the old stone"), spans=True)
     assert words == "under the old stone" and quote.text == "The key lies under the old stone by the gate."
     assert text[quote.start : quote.end] == quote.text
-    sentence, _ = _read_answer(
-        asked, paragraph, at("under the old stone"), spans=False
-    )  # a novel's: the sentence
+    sentence, _ = _read_answer(asked, paragraph, at("under the old stone"), spans=False)  # a novel's: the sentence
     assert sentence == quote.text
 
 
@@ -85,49 +77,24 @@ def test_a_damaged_reader_file_is_refused(tmp_path):
 
 
 def _ask(capsys, story, *flags):
-    return run(
-        capsys,
-        "ask",
-        str(story),
-        QUESTION,
-        "--backend",
-        "scripted",
-        "--answer",
-        "extractive",
-        "--json",
-        "--no-cache",
-        *flags,
-    )
+    return run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--answer", "extractive", "--json", "--no-cache", *flags)
 
 
-def test_the_reader_picks_the_words_of_an_extractive_answer_through_the_cli(
-    capsys, story, cache_dir, scripted
-):
+def test_the_reader_picks_the_words_of_an_extractive_answer_through_the_cli(capsys, story, cache_dir, scripted):
     code, out, err = _ask(capsys, story, "--reader-threshold", "-1000")
     assert code == 0, err
     trace = json.loads(out)
-    assert (
-        trace["plan"]["answer_reader"].startswith("cwread-reader@")
-        and trace["plan"]["reader_threshold"] == -1000
-    )
+    assert trace["plan"]["answer_reader"].startswith("cwread-reader@") and trace["plan"]["reader_threshold"] == -1000
     reading = trace["answer_reading"]
     quote = trace["quotes"][0]
-    assert (
-        reading["paragraph"] == quote["paragraph"] if "paragraph" in quote else reading["id"] == quote["id"]
-    )
-    assert (
-        reading["answered"]
-        and reading["words"] in quote["quote"]
-        and trace["answer"] == reading["words"].strip()
-    )
+    assert reading["paragraph"] == quote["paragraph"] if "paragraph" in quote else reading["id"] == quote["id"]
+    assert reading["answered"] and reading["words"] in quote["quote"] and trace["answer"] == reading["words"].strip()
     assert set(trace["citations"]) <= {item["id"] for item in trace["packet"]}
     assert "answer_reader" in trace["timings"]
     assert scripted.interpreter.requests == []  # an extractive answer: no Interpreter call
 
 
-def test_under_the_readers_threshold_no_answer_is_shown_and_the_evidence_is_labelled(
-    capsys, story, cache_dir, scripted
-):
+def test_under_the_readers_threshold_no_answer_is_shown_and_the_evidence_is_labelled(capsys, story, cache_dir, scripted):
     code, out, _ = _ask(capsys, story, "--reader-threshold", "1000")
     trace = json.loads(out)
     assert code == 4 and trace["status"] == "not-determined" and trace["answer"] is None
@@ -139,9 +106,7 @@ def test_under_the_readers_threshold_no_answer_is_shown_and_the_evidence_is_labe
 
 
 @pytest.mark.parametrize("damage", ["missing", "damaged"])
-def test_a_missing_or_damaged_reader_falls_back_to_the_sentence_ranker(
-    capsys, story, cache_dir, scripted, tmp_path, monkeypatch, damage
-):
+def test_a_missing_or_damaged_reader_falls_back_to_the_sentence_ranker(capsys, story, cache_dir, scripted, tmp_path, monkeypatch, damage):
     folder = tmp_path / "reader"
     if damage == "damaged":
         shutil.copytree(shipped_dir(), folder)
@@ -154,9 +119,7 @@ def test_a_missing_or_damaged_reader_falls_back_to_the_sentence_ranker(
         load_reader.cache_clear()
     _, plain, _ = _ask(capsys, story, "--answer-reader", "off")
     trace, without = json.loads(out), json.loads(plain)
-    assert (
-        code in (0, 4) and trace["answer"] == without["answer"]
-    )  # the ranker's answer, as with the reader off
+    assert code in (0, 4) and trace["answer"] == without["answer"]  # the ranker's answer, as with the reader off
     assert trace["plan"]["answer_reader"] is None and trace["plan"]["reader_unavailable"]
     assert "sentence ranker picks" in trace["skipped"]["answer_reader"]
     lines = [line for line in err.splitlines() if "reader" in line]
@@ -180,17 +143,9 @@ def test_a_tiny_reader_trains_in_seconds_and_its_onnx_scores_match_torch(tmp_pat
         rows.append({"source": f"fairytale:s{i % 3}", "question": "Who kept the key?", "passage": "The bells rang all day.",
                      "answer": None, "start": None})  # fmt: skip
     summary = training_reader.train(rows, tmp_path / "run", epochs=1.0, batch=4, seed=0)
-    assert (
-        summary["steps"] == summary["steps_planned"] >= 3 and (tmp_path / "run" / "metrics.jsonl").is_file()
-    )
+    assert summary["steps"] == summary["steps_planned"] >= 3 and (tmp_path / "run" / "metrics.jsonl").is_file()
     summary["answer_threshold"] = 0.0
-    manifest = training_reader.export(
-        tmp_path / "run" / "model",
-        tmp_path / "reader",
-        summary,
-        "tiny",
-        [story, "Who kept the key? The bells rang all day."],
-    )
+    manifest = training_reader.export(tmp_path / "run" / "model", tmp_path / "reader", summary, "tiny", [story, "Who kept the key? The bells rang all day."])
     assert manifest["vocabulary"] < 30_522 and manifest["answer_threshold"] == 0.0
     shipped = Reader(tmp_path / "reader")
     assert shipped.threshold == 0.0
@@ -208,7 +163,4 @@ def test_doctor_says_whether_the_answer_reader_runs(capsys, cache_dir, monkeypat
         _, out, _ = run(capsys, "doctor", "--json")
     finally:
         load_reader.cache_clear()
-    assert any(
-        "no answer reader at" in n and "sentence ranker" in n
-        for n in json.loads(out)["backend"].get("notes", [])
-    )
+    assert any("no answer reader at" in n and "sentence ranker" in n for n in json.loads(out)["backend"].get("notes", []))

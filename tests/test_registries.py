@@ -25,14 +25,7 @@ def _read_toy(data: bytes, name: str, encoding: str | None, max_bytes: int) -> R
     return Reading((part_from_text("", name, "\n\n".join(lines)),), "utf-8")
 
 
-TOY = Reader(
-    "toy",
-    lambda data, name: name.endswith(".toy"),
-    _read_toy,
-    cached_from=None,
-    suffixes=("toy",),
-    label="Toy",
-)
+TOY = Reader("toy", lambda data, name: name.endswith(".toy"), _read_toy, cached_from=None, suffixes=("toy",), label="Toy")
 
 
 @pytest.fixture
@@ -48,9 +41,7 @@ def test_a_toy_format_registered_in_one_line_is_read_everywhere(capsys, tmp_path
 
     shelf = tmp_path / "shelf"
     (shelf / "letters").mkdir(parents=True)
-    (shelf / "log.toy").write_text(
-        "header\n~The keeper lit the lamp.\nnoise\n~The ship came in at dawn.\n", encoding="utf-8"
-    )
+    (shelf / "log.toy").write_text("header\n~The keeper lit the lamp.\nnoise\n~The ship came in at dawn.\n", encoding="utf-8")
     (shelf / "letters" / "a.toy").write_text("~Dear brother, the lamp is lit.\n", encoding="utf-8")
     assert source_name("letters/a.toy") == "letters/a" and "Toy" in formats.format_names()
     books = {b.name: b.format for b in Library((shelf,)).books()}
@@ -82,7 +73,7 @@ class EchoSettings:
 
 def _build_echo(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
     words = settings.section(EchoSettings).words
-    reply = f'<reason>[5] "silver medal"</reason><answer>{words or "nothing"}</answer>'
+    reply = f"<reason>[5] \"silver medal\"</reason><answer>{words or 'nothing'}</answer>"
     return Built({role: ScriptedBackend(model="echo", default=reply) for role in wanted}, "echo, a toy")
 
 
@@ -105,15 +96,7 @@ def echo_backend(monkeypatch):
 
 
 def test_a_toy_backend_registered_in_one_line_takes_its_own_settings(capsys, story, cache_dir, echo_backend):
-    asked = [
-        "ask",
-        str(story),
-        "Where did she keep the medal?",
-        "--answer",
-        "generative",
-        "--json",
-        "--no-cache",
-    ]
+    asked = ["ask", str(story), "Where did she keep the medal?", "--answer", "generative", "--json", "--no-cache"]
     code, out, _ = run(capsys, *asked, "--backend", "echo", "--backend-option", "echo.words=In a biscuit tin")
     trace = json.loads(out)
     assert trace["model_answer"] == "In a biscuit tin" and trace["models"]["interpreter"].endswith(":echo")
@@ -153,15 +136,7 @@ def test_a_toy_question_kind_registered_in_one_line_is_asked_read_and_exits_by_i
     capsys, story, cache_dir, yes_no_kind, scripted
 ):
     scripted.interpreter.enqueue('<reason>[5] "she kept in a biscuit tin"</reason><answer>no.</answer>')
-    asked = [
-        "ask",
-        str(story),
-        "Did she keep the medal in a drawer?",
-        "--kind",
-        "yes-no",
-        "--backend",
-        "scripted",
-    ]
+    asked = ["ask", str(story), "Did she keep the medal in a drawer?", "--kind", "yes-no", "--backend", "scripted"]
     code, out, _ = run(capsys, *asked, "--answer", "generative", "--finder", "off", "--json", "--no-cache")
     trace = json.loads(out)
     request = scripted.interpreter.requests[-1]
@@ -178,24 +153,12 @@ def test_a_toy_question_kind_registered_in_one_line_is_asked_read_and_exits_by_i
 def test_a_kind_asked_without_what_it_needs_is_one_line(capsys, story, cache_dir):
     code, _, err = run(capsys, "ask", str(story), "Which?", "--kind", "mcq")
     assert code == 2 and 'needs its options: -o "A=text"' in err and len(err.strip().splitlines()) == 1
-    code, _, err = run(
-        capsys, "ask", str(story), "The lamp went dark.", "--kind", "claim", "-o", "A=x", "-o", "B=y"
-    )
+    code, _, err = run(capsys, "ask", str(story), "The lamp went dark.", "--kind", "claim", "-o", "A=x", "-o", "B=y")
     assert code == 2 and "a claim takes no options" in err
 
 
-def test_a_registered_kind_is_shown_in_the_terminal_view_under_its_kind(
-    capsys, story, cache_dir, yes_no_kind, scripted
-):
+def test_a_registered_kind_is_shown_in_the_terminal_view_under_its_kind(capsys, story, cache_dir, yes_no_kind, scripted):
     scripted.interpreter.enqueue('<reason>[5] "she kept in a biscuit tin"</reason><answer>no.</answer>')
-    asked = [
-        "ask",
-        str(story),
-        "Did she keep the medal in a drawer?",
-        "--kind",
-        "yes-no",
-        "--backend",
-        "scripted",
-    ]
+    asked = ["ask", str(story), "Did she keep the medal in a drawer?", "--kind", "yes-no", "--backend", "scripted"]
     code, out, _ = run(capsys, *asked, "--answer", "generative", "--finder", "off", "--no-cache")
     assert code == 1 and "yes-no: Did she keep the medal in a drawer?" in out and "Answer: NO" in out

@@ -39,9 +39,7 @@ def test_static_embedder_equals_sentence_transformers_static_embedding(cache_dir
     from cwread.retrieval.embedders import load_static_minilm
 
     ours = load_static_minilm()
-    module = StaticEmbedding(
-        ours.tokenizer, embedding_weights=torch.from_numpy(ours.weights.astype(np.float32))
-    )  # shipped as float16
+    module = StaticEmbedding(ours.tokenizer, embedding_weights=torch.from_numpy(ours.weights.astype(np.float32)))  # shipped as float16
     reference = SentenceTransformer(modules=[module], device="cpu")
     texts = ["The lamp went dark in the storm.", "Who kept the lighthouse?", "x" * 700 + " end"]
     expected = reference.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
@@ -90,9 +88,7 @@ def test_dense_method_without_embedder_is_an_input_error(story, cache_dir):
 def test_find_covers_the_text_and_reads_anchors_first(story, cache_dir):
     doc = api.open_document(str(story))
     result = api.find(
-        doc,
-        api.make_question("Where was the silver medal hidden?"),
-        api.Settings(run=api.RunSettings(api.make_budget("focused", anchors=1, p_r=0))),
+        doc, api.make_question("Where was the silver medal hidden?"), api.Settings(run=api.RunSettings(api.make_budget("focused", anchors=1, p_r=0)))
     )
     assert result.segments[0].origin == "anchor"
     assert result.segments[0].anchors == (5,)
@@ -238,14 +234,10 @@ def test_words_are_split_and_scored_as_bm25s_splits_and_scores_them(tmp_path):
     from cwread.retrieval import lexical
     from cwread.text.words import STOPWORDS, stemmer
 
-    book = (
-        Path(__file__).resolve().parent.parent / "examples" / "the_hound_of_the_baskervilles.txt"
-    ).read_text(encoding="utf-8")
+    book = (Path(__file__).resolve().parent.parent / "examples" / "the_hound_of_the_baskervilles.txt").read_text(encoding="utf-8")
     texts = [p for p in book.split("\n\n") if p.strip()] + ["", "a an the", "Ünïcode wörds, l'été 1889 x"]
     tokens = lexical.tokenize(texts)
-    assert tokens == bm25s.tokenize(
-        texts, stopwords=sorted(STOPWORDS), stemmer=stemmer(), return_ids=False, show_progress=False
-    )
+    assert tokens == bm25s.tokenize(texts, stopwords=sorted(STOPWORDS), stemmer=stemmer(), return_ids=False, show_progress=False)
     lexical.save_index(lexical.build_index(texts, tokens), tmp_path)
     ours, theirs = lexical.load_index(tmp_path), bm25s.BM25.load(str(tmp_path))
     rng = np.random.default_rng(0)
@@ -255,15 +247,7 @@ def test_words_are_split_and_scored_as_bm25s_splits_and_scores_them(tmp_path):
         asked += asked[:1]  # a word asked twice counts twice
         assert np.array_equal(ours.get_scores(asked), np.asarray(theirs.get_scores(asked), dtype=np.float32))
     assert lexical.scores(ours, "Why did the hound howl on the moor?", len(texts)).argmax() == int(
-        np.argmax(
-            theirs.get_scores(
-                [
-                    t
-                    for t in lexical.tokenize(["Why did the hound howl on the moor?"])[0]
-                    if t in theirs.vocab_dict
-                ]
-            )
-        )
+        np.argmax(theirs.get_scores([t for t in lexical.tokenize(["Why did the hound howl on the moor?"])[0] if t in theirs.vocab_dict]))
     )
 
 
@@ -283,11 +267,7 @@ def test_an_index_that_cannot_be_read_is_built_again(name, story, cache_dir):
         (entry / name).write_text(json.dumps(["not", "a", "mapping"]), encoding="utf-8")
     manifest = json.loads((entry / "manifest.json").read_text(encoding="utf-8"))
     stat = (entry / name).stat()
-    manifest["files"][name] = {
-        "size": stat.st_size,
-        "mtime_ns": stat.st_mtime_ns,
-        "sha256": file_sha256(entry / name),
-    }
+    manifest["files"][name] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(entry / name)}
     (entry / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     index = open_index(doc, None)
     assert index.built == ["bm25"] and len(index.lexical.indptr) > 2
@@ -309,10 +289,7 @@ def test_static_vectors_are_the_same_for_a_question_and_for_a_book(cache_dir):
     from cwread.retrieval.embedders import WIDEN_ALL_TEXTS, load_static_minilm
 
     e = load_static_minilm()
-    texts = [
-        f"The keeper lit lamp number {i} before the storm reached the {i % 7}th rock."
-        for i in range(WIDEN_ALL_TEXTS + 6)
-    ]
+    texts = [f"The keeper lit lamp number {i} before the storm reached the {i % 7}th rock." for i in range(WIDEN_ALL_TEXTS + 6)]
     whole = e.encode(texts)
     one_by_one = np.concatenate([e.encode([t]) for t in texts])
     assert np.array_equal(whole, one_by_one)
@@ -327,15 +304,10 @@ def test_a_number_in_the_question_finds_the_paragraph_that_names_it(capsys, tmp_
 
     book = tmp_path / "milestones.txt"
     book.write_text(
-        "\n\n".join(
-            f"Chapter {i}\n\nThe travellers passed milestone number {i} on the old road."
-            for i in range(1, 6001)
-        ),
+        "\n\n".join(f"Chapter {i}\n\nThe travellers passed milestone number {i} on the old road." for i in range(1, 6001)),
         encoding="utf-8",
     )
     for number in (5, 50, 500, 5005):
-        code, out, _ = run(
-            capsys, "find", str(book), f"Which chapter tells of milestone number {number}?", "--json"
-        )
+        code, out, _ = run(capsys, "find", str(book), f"Which chapter tells of milestone number {number}?", "--json")
         first = json.loads(out)["segments"][0]
         assert code == 0 and f"milestone number {number} on" in first["text"], (number, first["text"])

@@ -34,12 +34,12 @@ def selection() -> Selection:
 
 def test_a_session_answers_as_one_call_asks_and_builds_nothing_twice(story, cache_dir, monkeypatch):
     opened, loaded, selected = [], [], []
-    monkeypatch.setattr(session, "open_index", lambda *a, **k: opened.append(1) or fusion.open_index(*a, **k))
+    monkeypatch.setattr(
+        session, "open_index", lambda *a, **k: opened.append(1) or fusion.open_index(*a, **k)
+    )
     monkeypatch.setattr(session, "load_embedder", lambda *a: loaded.append(1) or api.load_embedder(*a))
     chosen = selection()
-    monkeypatch.setattr(
-        session, "select", lambda settings, use_cache, notice=None: selected.append(1) or chosen
-    )
+    monkeypatch.setattr(session, "select", lambda settings, use_cache, notice=None: selected.append(1) or chosen)
     questions = [
         api.make_question(MEDAL),
         api.make_question("Who slept on the lamp?"),
@@ -50,7 +50,9 @@ def test_a_session_answers_as_one_call_asks_and_builds_nothing_twice(story, cach
     held = [book.ask(q) for q in questions]
     assert (len(opened), len(loaded), len(selected)) == (1, 1, 1)  # three questions, one of each
 
-    single = [api.ask(api.open_document(str(story)), q, NO_CACHE, selection=selection()) for q in questions]
+    single = [
+        api.ask(api.open_document(str(story)), q, NO_CACHE, selection=selection()) for q in questions
+    ]
     assert [(t.answer, t.citations) for t in held] == [(t.answer, t.citations) for t in single]
     assert held[0].answer and held[0].citations
 
@@ -84,9 +86,7 @@ def test_a_scripted_finder_plugs_into_the_pipeline(story, cache_dir):
         return max(scores.get(pid, -2.0) for pid in segment.ids)
 
     trace = book.ask(
-        api.make_question(MEDAL),
-        api.RunSettings(budget=api.make_budget(p_r=0, p_w=1)),
-        finder=ScriptedFinder(score),
+        api.make_question(MEDAL), api.RunSettings(budget=api.make_budget(p_r=0, p_w=1)), finder=ScriptedFinder(score)
     )
     assert trace.plan.finder == "scripted" and trace.verdicts
     assert {v.segment.start for v in trace.verdicts if v.decision == "YES"} == {5}
@@ -210,12 +210,10 @@ def test_a_follow_up_cannot_quote_the_conversation(story, cache_dir):
     chosen = Selection(ScriptedBackend(default=finder_reply, model="f"), interpreter, "s")
     conversation = Conversation(api.open(str(story), NO_CACHE, selection=chosen))
     conversation.ask(
-        api.make_question("Who kept the lighthouse?"),
-        api.RunSettings(answering=api.AnswerSettings(self_check=False)),
+        api.make_question("Who kept the lighthouse?"), api.RunSettings(answering=api.AnswerSettings(self_check=False))
     )
     trace = conversation.ask(
-        api.make_question("What did they give her?"),
-        api.RunSettings(answering=api.AnswerSettings(self_check=False)),
+        api.make_question("What did they give her?"), api.RunSettings(answering=api.AnswerSettings(self_check=False))
     )
     assert trace.follows is not None
     assert trace.interpreter.reply.quotes == () and trace.interpreter.reply.forged
@@ -231,14 +229,10 @@ def test_the_backends_a_plan_calls_are_warmed_before_the_book_is_searched(story,
         monkeypatch.setattr(
             backend,
             "warm",
-            lambda notice=None, decisions_only=False, name=name: events.append(
-                f"warm {name}" + " decisions" * decisions_only
-            ),
+            lambda notice=None, decisions_only=False, name=name: events.append(f"warm {name}" + " decisions" * decisions_only),
         )
     real_find = session.Session.find
-    monkeypatch.setattr(
-        session.Session, "find", lambda self, *a, **k: events.append("find") or real_find(self, *a, **k)
-    )
+    monkeypatch.setattr(session.Session, "find", lambda self, *a, **k: events.append("find") or real_find(self, *a, **k))
     book = api.open(str(story), NO_CACHE)
     book.ask(api.make_question(MEDAL))  # the scripted model writes: the Interpreter is asked
     assert events[-1] == "find" and "warm interpreter" in events[:-1]

@@ -43,9 +43,7 @@ def test_the_shipped_adapter_is_checked_and_carries_what_the_lane_chose(fresh_sh
     assert lane["adapter_bytes"] == shipped.path.stat().st_size  # the file the lane exported
 
 
-def test_a_damaged_adapter_is_one_line_and_the_finder_runs_on_the_base_model(
-    fresh_shipped, tmp_path, monkeypatch, capsys
-):
+def test_a_damaged_adapter_is_one_line_and_the_finder_runs_on_the_base_model(fresh_shipped, tmp_path, monkeypatch, capsys):
     from cwread.backends.select import BackendSettings, select_backends
 
     folder = tmp_path / "finder"
@@ -77,13 +75,9 @@ def test_the_default_finder_carries_the_adapter_unless_told_none(fresh_shipped, 
 
 
 @pytest.mark.slow
-def test_auto_leaves_the_shipped_finder_unread_and_judges_the_answer_with_it(
-    fresh_shipped, capsys, cache_dir, monkeypatch
-):
+def test_auto_leaves_the_shipped_finder_unread_and_judges_the_answer_with_it(fresh_shipped, capsys, cache_dir, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
-    code, out, _ = run(
-        capsys, "ask", str(EXAMPLES / "the_selfish_giant.txt"), "Why did the Giant build a wall?", "--json"
-    )
+    code, out, _ = run(capsys, "ask", str(EXAMPLES / "the_selfish_giant.txt"), "Why did the Giant build a wall?", "--json")
     assert code == 0
     trace = json.loads(out)
     assert trace["plan"]["evidence"] == "all-read" and trace["finder"] == []
@@ -96,18 +90,10 @@ def test_auto_leaves_the_shipped_finder_unread_and_judges_the_answer_with_it(
 
 
 @pytest.mark.slow
-def test_finder_on_reads_decision_first_and_keeps_by_the_trained_threshold(
-    fresh_shipped, capsys, cache_dir, monkeypatch
-):
+def test_finder_on_reads_decision_first_and_keeps_by_the_trained_threshold(fresh_shipped, capsys, cache_dir, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     code, out, _ = run(
-        capsys,
-        "ask",
-        str(EXAMPLES / "the_selfish_giant.txt"),
-        "Why did the Giant build a wall?",
-        "--json",
-        "--finder",
-        "on",
+        capsys, "ask", str(EXAMPLES / "the_selfish_giant.txt"), "Why did the Giant build a wall?", "--json", "--finder", "on"
     )
     assert code == 0
     trace = json.loads(out)
@@ -119,15 +105,11 @@ def test_finder_on_reads_decision_first_and_keeps_by_the_trained_threshold(
     assert all((v["decision"] == "YES") == (v["score"] >= threshold) for v in verdicts)
     text = (EXAMPLES / "the_selfish_giant.txt").read_text(encoding="utf-8")
     kept = [v for v in verdicts if v["decision"] == "YES"]
-    assert kept and all(
-        q["quote"] in " ".join(text.split()) or q["quote"] in text for v in kept for q in v["quotes"]
-    )
+    assert kept and all(q["quote"] in " ".join(text.split()) or q["quote"] in text for v in kept for q in v["quotes"])
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not (SHARED_DATA / "fairytale" / "fairytale.jsonl").is_file(), reason="no dev data beside the repo"
-)
+@pytest.mark.skipif(not (SHARED_DATA / "fairytale" / "fairytale.jsonl").is_file(), reason="no dev data beside the repo")
 @pytest.mark.parametrize("prepare", [False, True], ids=["as-shipped", "prepared"])
 def test_llama_cpp_scores_as_the_lane_scored_in_transformers(fresh_shipped, tmp_path, cache_dir, prepare):
     """The first dev record's first segments: the GPU's trained scores (scores.jsonl) against
@@ -149,9 +131,7 @@ def test_llama_cpp_scores_as_the_lane_scored_in_transformers(fresh_shipped, tmp_
         shutil.copyfile(SHARED_DATA / "fairytale" / doc, tmp_path / doc)
     segments = finder_dev_set(records, most_segments=3)[0]["segments"]
     shipped = embedded.shipped_finder()
-    backend = embedded.EmbeddedBackend(
-        None, num_ctx=4096, lora=shipped.path, trained=shipped.trained, prepare=prepare
-    )
+    backend = embedded.EmbeddedBackend(None, num_ctx=4096, lora=shipped.path, trained=shipped.trained, prepare=prepare)
     for segment, theirs in zip(segments, lane["trained"], strict=False):
         assert shared.decision_score(backend, segment["prompt"]) == pytest.approx(theirs, abs=0.5)
     assert backend.prepared == ("q8_0+merged" if prepare else None)
@@ -173,9 +153,7 @@ def test_a_decision_decodes_one_token_and_scores_as_the_whole_reply(fresh_shippe
     question = api.make_question("Why did the Giant build a high wall round his garden?")
     for pid in (7, 9):
         text = doc.paragraph(pid).text
-        framed = finder.finder_request(
-            question, pid, pid, text, paragraphs=[(pid, text)], decision_first=True
-        )
+        framed = finder.finder_request(question, pid, pid, text, paragraphs=[(pid, text)], decision_first=True)
         whole = backend.generate(replace(framed, decision=None))
         short = backend.generate(framed)
         assert short.completion_tokens == 1 and whole.completion_tokens > 1

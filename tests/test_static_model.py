@@ -60,10 +60,7 @@ def test_the_build_script_rebuilds_the_shipped_model(tmp_path):
     assert {k: v for k, v in rebuilt.items() if k != "embeddings_sha256"} == {
         k: v for k, v in shipped.items() if k != "embeddings_sha256"
     }
-    tokenizers = [
-        json.loads(gzip.decompress((folder / "tokenizer.json.gz").read_bytes()))
-        for folder in (out, static_model_dir())
-    ]
+    tokenizers = [json.loads(gzip.decompress((folder / "tokenizer.json.gz").read_bytes())) for folder in (out, static_model_dir())]
     assert tokenizers[0] == tokenizers[1]
     ours = np.load(out / "embeddings.npy").astype(np.float32)
     theirs = np.load(static_model_dir() / "embeddings.npy").astype(np.float32)

@@ -203,17 +203,7 @@ def diary(tmp_path):
 
 def verify_json(capsys, book, claim, *extra):
     code, out, err = run(
-        capsys,
-        "verify",
-        str(book),
-        claim,
-        "--backend",
-        "scripted",
-        "--no-cache",
-        "--json",
-        "--self-check",
-        "off",
-        *extra,
+        capsys, "verify", str(book), claim, "--backend", "scripted", "--no-cache", "--json", "--self-check", "off", *extra
     )
     return code, json.loads(out), err
 
@@ -233,12 +223,8 @@ def test_a_quote_that_only_names_someone_does_not_bear_on_a_claim(capsys, diary,
     assert "Martha" in beside and trace["citations"][0] == 11  # its quote first, then the best evidence
     # the view says so
     scripted.interpreter.enqueue(interpreter_reply("TRUE", beside, 11))
-    _code, out, _ = run(
-        capsys, "verify", str(book), claim, "--backend", "scripted", "--no-cache", "--self-check", "off"
-    )
-    assert "The model answered 'TRUE', but its quotes do not say so" in " ".join(
-        w for w in out.split() if w != "│"
-    )
+    _code, out, _ = run(capsys, "verify", str(book), claim, "--backend", "scripted", "--no-cache", "--self-check", "off")
+    assert "The model answered 'TRUE', but its quotes do not say so" in " ".join(w for w in out.split() if w != "│")
     # the paragraph that says it does bear on it
     scripted.interpreter.enqueue(interpreter_reply("TRUE", paragraphs[9], 10))
     code, trace, err = verify_json(capsys, book, claim)
@@ -266,9 +252,7 @@ def test_a_paraphrase_the_model_is_sure_of_is_shown_with_its_confidence(capsys, 
     assert check["threshold"] == trace["plan"]["support_threshold"] == -0.4
     assert len(scoring.interpreter.requests) == 1  # no call beyond the answer's own
     scoring.interpreter.enqueue(sure("she hid it in a box beneath where she slept", -0.1))
-    code, out, err = run(
-        capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache", *CONFIDENT
-    )
+    code, out, err = run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache", *CONFIDENT)
     assert code == 0, err
     view = " ".join(out.replace("│", " ").split())  # the panel's lines, unwrapped
     assert "checked against its quotes and the model's confidence" in view
@@ -287,9 +271,7 @@ def test_an_answer_the_model_is_unsure_of_gives_way_to_the_quoted_words(capsys, 
     scoring.interpreter.enqueue(sure("she buried it in the garden", -1.4))
     code, trace, err = ask_json(capsys, story, "--min-confidence", "-2", threshold=None)
     assert trace["answer"] == "she buried it in the garden" and trace["support_check"]["threshold"] == -2.0
-    code, _out, err = run(
-        capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--min-confidence", "inf"
-    )
+    code, _out, err = run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--min-confidence", "inf")
     assert code == 2 and "confidence threshold must be a finite number" in err
 
 
@@ -305,8 +287,6 @@ def test_a_sure_answer_naming_someone_no_quote_names_is_withheld(capsys, story, 
 def test_a_small_models_confidence_is_not_trusted(capsys, story, cache_dir, scoring):
     scoring.interpreter.size = 135_000_000  # judges at chance: its words are held to the quotes
     scoring.interpreter.enqueue(sure("she hid it in a box beneath where she slept", -0.01))
-    code, trace, err = ask_json(
-        capsys, story, "--answer", "generative-or-extractive", *CONFIDENT, threshold=None
-    )
+    code, trace, err = ask_json(capsys, story, "--answer", "generative-or-extractive", *CONFIDENT, threshold=None)
     assert code == 0, err
     assert trace["plan"]["support"] == "words" and trace["answer_kind"] == "quoted-words"

@@ -102,30 +102,13 @@ def test_a_hostile_book_on_a_terminal_shows_no_raw_control(tmp_path, cache_dir, 
     assert "\u241b]52;c;SGVsbG8=".encode() in data  # shown, visibly, not obeyed
 
 
-BIDI = [
-    "\u202e",
-    "\u202d",
-    "\u202a",
-    "\u202b",
-    "\u202c",
-    "\u2066",
-    "\u2067",
-    "\u2068",
-    "\u2069",
-    "\u200e",
-    "\u200f",
-    "\u061c",
-]
+BIDI = ["\u202e", "\u202d", "\u202a", "\u202b", "\u202c", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f", "\u061c"]
 
 
 @pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
 @pytest.mark.parametrize(
     "command",
-    [
-        ["show", "{book}", "1-3"],
-        ["find", "{book}", "Who paid the invoice?", "--limit", "2"],
-        ["search", "{folder}", "invoice paid"],
-    ],
+    [["show", "{book}", "1-3"], ["find", "{book}", "Who paid the invoice?", "--limit", "2"], ["search", "{folder}", "invoice paid"]],
     ids=["show", "find", "search"],
 )
 def test_bidi_controls_reach_no_terminal_raw(tmp_path, cache_dir, command, locale):
@@ -141,13 +124,7 @@ def test_bidi_controls_reach_no_terminal_raw(tmp_path, cache_dir, command, local
         f"Mr. Hale paid the invoice \u2066in full\u2069 \u200e\u061con Monday.\n\n{filler}\n",
         encoding="utf-8",
     )
-    env = {
-        **os.environ,
-        "CWREAD_CACHE_DIR": str(cache_dir),
-        "COLUMNS": "100",
-        "TERM": "xterm-256color",
-        "LC_ALL": locale,
-    }
+    env = {**os.environ, "CWREAD_CACHE_DIR": str(cache_dir), "COLUMNS": "100", "TERM": "xterm-256color", "LC_ALL": locale}
     code, data = run_in_pty([part.format(book=book, folder=folder) for part in command], env)
     assert code == 0, data[-500:]
     text = data.decode("utf-8", errors="replace")
@@ -155,9 +132,7 @@ def test_bidi_controls_reach_no_terminal_raw(tmp_path, cache_dir, command, local
     assert "diap ton" in text  # shown as its bytes are, not reordered
 
 
-def test_ask_on_a_terminal_neutralises_the_book_question_and_reply(
-    capsys, tmp_path, cache_dir, scripted, monkeypatch
-):
+def test_ask_on_a_terminal_neutralises_the_book_question_and_reply(capsys, tmp_path, cache_dir, scripted, monkeypatch):
     monkeypatch.setenv("TTY_COMPATIBLE", "1")  # Rich styles as on a terminal
     monkeypatch.setenv("FORCE_COLOR", "1")
     book = hostile_book(tmp_path)
@@ -165,16 +140,7 @@ def test_ask_on_a_terminal_neutralises_the_book_question_and_reply(
         '<reason>[2] "The fishermen gave her a silver medal \x1b]52;c;SGVsbG8=\x07 and \x1b]0;PWNED\x07 '
         'she kept it."</reason><answer>a silver medal \x1b[2J\x9b31m</answer>'
     )
-    code = main(
-        [
-            "ask",
-            str(book),
-            "What did the fishermen \x1b]0;T\x07 give her?",
-            "--backend",
-            "scripted",
-            "--no-cache",
-        ]
-    )
+    code = main(["ask", str(book), "What did the fishermen \x1b]0;T\x07 give her?", "--backend", "scripted", "--no-cache"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "\x1b[" in out  # styled
@@ -202,11 +168,7 @@ def test_printable_keeps_length_and_newlines():
 
 
 _controls = st.sampled_from([chr(c) for c in [*range(0, 9), *range(11, 32), *range(127, 160)]])
-_hostile_text = st.lists(
-    st.one_of(_controls, st.sampled_from(ATTACKS), st.text("abc medal ", min_size=1, max_size=8)),
-    min_size=1,
-    max_size=12,
-).map("".join)
+_hostile_text = st.lists(st.one_of(_controls, st.sampled_from(ATTACKS), st.text("abc medal ", min_size=1, max_size=8)), min_size=1, max_size=12).map("".join)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -218,9 +180,7 @@ def test_no_control_character_from_outside_reaches_stdout_or_stderr(
     book = tmp_path / "b.txt"
     book.write_text(f"The silver medal {in_book} lay in a tin.\n\n{filler}\n", encoding="utf-8")
     question = f"Where was the medal {in_question}?"
-    scripted.interpreter.enqueue(
-        f'<reason>[1] "The silver medal"</reason><answer>in a tin {in_reply}</answer>'
-    )
+    scripted.interpreter.enqueue(f"<reason>[1] \"The silver medal\"</reason><answer>in a tin {in_reply}</answer>")
     for args in (
         ["show", str(book), "1-2"],
         ["find", str(book), question, "--limit", "2"],

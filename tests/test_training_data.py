@@ -49,9 +49,7 @@ def test_warm_start_targets_follow_the_format_and_the_label(finder):
             quote = e["target"].split('"', 1)[1].rsplit('"</reason>', 1)[0]
             assert quote in e["prompt"][-1]["content"]
             # one id and a quote: the reward's NO-quality parts for cwread's format
-            assert (
-                finder_score(e["target"], "NO", []) >= FINDER_FORMAT + FINDER_NO + 2 * FINDER_NO_QUALITY / 3
-            )
+            assert finder_score(e["target"], "NO", []) >= FINDER_FORMAT + FINDER_NO + 2 * FINDER_NO_QUALITY / 3
 
 
 def test_interpreter_targets_cite_gold_and_score_as_correct():

@@ -75,9 +75,7 @@ def test_lora_gguf_of_the_last_layers_only_generates_what_the_merged_model_gener
 
     out, model, tokenizer = tiny
     torch.manual_seed(2)
-    lora = train.lora_config(
-        train.PROFILES["cpu-small"], last_layers=1, num_layers=model.config.num_hidden_layers
-    )
+    lora = train.lora_config(train.PROFILES["cpu-small"], last_layers=1, num_layers=model.config.num_hidden_layers)
     lora.init_lora_weights = False
     peft_model = get_peft_model(copy.deepcopy(model), lora)
     peft_model.save_pretrained(out / "adapter-last")
@@ -104,9 +102,7 @@ def test_qwen_lora_gguf_on_the_base_generates_what_the_merged_model_generates(tm
     model, tokenizer = train.tiny_model_and_tokenizer(TEXTS, vocab_size=400, family=family)
     model.save_pretrained(tmp_path / "base")
     tokenizer.save_pretrained(tmp_path / "base")
-    base = export.export_merged_gguf(
-        tmp_path / "base", tmp_path / "base.gguf", outtype="f32", pre_tokenizer="gpt-2"
-    )
+    base = export.export_merged_gguf(tmp_path / "base", tmp_path / "base.gguf", outtype="f32", pre_tokenizer="gpt-2")
     heads = read_gguf_heads(base)
     assert heads["arch"] == family and (heads["n_head"], heads["n_head_kv"]) == (4, 2)
     torch.manual_seed(1)
@@ -116,12 +112,7 @@ def test_qwen_lora_gguf_on_the_base_generates_what_the_merged_model_generates(tm
     peft_model = get_peft_model(model, lora)
     peft_model.save_pretrained(tmp_path / "adapter")
     adapter = export.export_lora_gguf(
-        tmp_path / "adapter",
-        tmp_path / "lora.gguf",
-        heads["n_head"],
-        heads["n_head_kv"],
-        "f32",
-        heads["arch"],
+        tmp_path / "adapter", tmp_path / "lora.gguf", heads["n_head"], heads["n_head_kv"], "f32", heads["arch"]
     )
     merged = peft_model.merge_and_unload().eval()
     ids = tokenizer("Question: Why did the Snow Man want to move?")["input_ids"]
@@ -228,7 +219,7 @@ def test_committed_modelfiles_stop_at_the_answer_and_size_each_agent():
     for path in sorted(folder.glob("*.Modelfile")):
         text = path.read_text(encoding="utf-8")
         # Ollama keeps escapes literally: a stop "</answer>\\n" would never match
-        assert 'PARAMETER stop "</answer>"\n' in text and '\\n"' not in text, path.name
+        assert 'PARAMETER stop "</answer>"\n' in text and "\\n\"" not in text, path.name
         want = INTERPRETER_MAX_TOKENS if path.name.startswith("interpreter") else FINDER_MAX_TOKENS
         assert f"PARAMETER num_predict {want}\n" in text, path.name
     written = export.modelfile("./m.gguf", "qwen3", agent="interpreter")

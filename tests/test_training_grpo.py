@@ -88,28 +88,20 @@ def test_decision_only_warm_start_puts_the_loss_on_the_label_alone(tmp_path):
             row["prompt"] + [{"role": "assistant", "content": row["target"]}], tokenize=False
         )
         assert whole.startswith(example["prompt"] + example["completion"])
-        assert (
-            example["prompt"].endswith("<answer>") and row["target"].split("<answer>")[0] in example["prompt"]
-        )
+        assert example["prompt"].endswith("<answer>") and row["target"].split("<answer>")[0] in example["prompt"]
         assert example["completion"].startswith(row["label"] + "</answer>")
     # what trl trains on: the completion's tokens alone carry the loss
     trainer = SFTTrainer(
         model=model,
         args=SFTConfig(
-            output_dir=str(tmp_path / "sft"),
-            use_cpu=True,
-            completion_only_loss=True,
-            max_length=4096,
-            report_to="none",
+            output_dir=str(tmp_path / "sft"), use_cpu=True, completion_only_loss=True, max_length=4096, report_to="none"
         ),
         train_dataset=Dataset.from_list([train.decision_example(r, tokenizer) for r in rows]),
         processing_class=tokenizer,
     )
     assert len(trainer.train_dataset) == len(rows)
     for example in trainer.train_dataset:
-        trained = [
-            t for t, label in zip(example["input_ids"], example["labels"], strict=True) if label != -100
-        ]
+        trained = [t for t, label in zip(example["input_ids"], example["labels"], strict=True) if label != -100]
         assert tokenizer.decode(trained) == example["completion"]
         assert example["completion"] in ("YES</answer><|im_end|>", "NO</answer><|im_end|>")
     with pytest.raises(ValueError, match="<answer>"):

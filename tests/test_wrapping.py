@@ -31,21 +31,11 @@ def test_the_wrapping_is_never_quoted_and_show_names_it(capsys, tmp_path, cache_
     book = tmp_path / "lamp.txt"
     book.write_text("\n\n".join(STORY) + "\n", encoding="utf-8")
     code, out, err = run(
-        capsys,
-        "ask",
-        str(book),
-        "Who kept the silver medal?",
-        "--backend",
-        "scripted",
-        "--answer",
-        "extractive",
-        "--json",
+        capsys, "ask", str(book), "Who kept the silver medal?", "--backend", "scripted", "--answer", "extractive", "--json"
     )
     assert code == 0, err
     trace = json.loads(out)
-    read = {pid for s in trace["finder"] for pid in range(s["start"], s["end"] + 1)} | {
-        p["id"] for p in trace["packet"]
-    }
+    read = {pid for s in trace["finder"] for pid in range(s["start"], s["end"] + 1)} | {p["id"] for p in trace["packet"]}
     assert read and read <= set(range(5, 9))  # no header, credits or licence was read
     assert trace["citations"] and all(5 <= c <= 8 for c in trace["citations"])
     code, out, err = run(capsys, "show", str(book), "3-6")
@@ -78,29 +68,17 @@ def test_a_list_of_chapters_is_contents_and_a_story_that_names_one_is_not():
     assert not lists_chapters("For my part I think it, and a letter I wrote said so, and the book I read.")
 
 
-def test_a_table_of_contents_is_never_retrieved_or_quoted_and_show_names_it(
-    capsys, tmp_path, cache_dir, scripted
-):
+def test_a_table_of_contents_is_never_retrieved_or_quoted_and_show_names_it(capsys, tmp_path, cache_dir, scripted):
     """It names what the question asks about (Martha Quill, the silver medal) and says nothing of
     it: the answer comes from the story."""
     book = tmp_path / "lamp.txt"
     book.write_text("\n\n".join([*STORY[:5], CONTENTS, *STORY[5:]]) + "\n", encoding="utf-8")
     code, out, err = run(
-        capsys,
-        "ask",
-        str(book),
-        "Who kept the silver medal?",
-        "--backend",
-        "scripted",
-        "--answer",
-        "extractive",
-        "--json",
+        capsys, "ask", str(book), "Who kept the silver medal?", "--backend", "scripted", "--answer", "extractive", "--json"
     )
     assert code == 0, err
     trace = json.loads(out)
-    read = {pid for s in trace["finder"] for pid in range(s["start"], s["end"] + 1)} | {
-        p["id"] for p in trace["packet"]
-    }
+    read = {pid for s in trace["finder"] for pid in range(s["start"], s["end"] + 1)} | {p["id"] for p in trace["packet"]}
     assert read and 6 not in read and read <= set(range(5, 10))
     assert trace["citations"] and 6 not in trace["citations"]
     code, out, err = run(capsys, "show", str(book), "6", "--json")
@@ -116,26 +94,10 @@ def test_a_gutenberg_work_opens_at_its_first_chapter_where_prose_follows_the_hea
     deep in the book, nor a text without Project Gutenberg's markers."""
     head, tail = STORY[:3], STORY[9:]
     body = [PROSE] * 100
-    front = [
-        "THE LAMP",
-        "Contents",
-        "CHAPTER I. The Lamp",
-        "CHAPTER II. The Medal",
-        "PREFACE.",
-        "Martha Quill is the best of heroines, the critic wrote.",
-    ]
+    front = ["THE LAMP", "Contents", "CHAPTER I. The Lamp", "CHAPTER II. The Medal", "PREFACE.", "Martha Quill is the best of heroines, the critic wrote."]
     texts = [*head, *front, "CHAPTER I. The Lamp", PROSE, *body, *tail]
     assert story_bounds(texts) == (len(head) + len(front) + 1, len(texts) - len(tail))
-    prologue = [
-        *head,
-        "THE LAMP",
-        "PROLOGUE",
-        "THE STORM (1799):",
-        "I",
-        "I write these lines from the rock, to my sister in Penzance.",
-        *body,
-        *tail,
-    ]
+    prologue = [*head, "THE LAMP", "PROLOGUE", "THE STORM (1799):", "I", "I write these lines from the rock, to my sister in Penzance.", *body, *tail]
     assert story_bounds(prologue)[0] == len(head) + 2  # short prose after the heading still opens it
     late = [*head, "THE LAMP", *body, "CHAPTER I. The Lamp", PROSE, *body, *tail]
     assert story_bounds(late)[0] == len(head) + 1  # a first heading past the first tenth: the title stays
@@ -170,21 +132,11 @@ def test_a_caption_is_never_quoted_and_show_names_it(capsys, tmp_path, cache_dir
     caption = ["[Illustration:", "“Martha Quill kept the silver medal”", "[_Copyright 1894._]]"]
     book.write_text("\n\n".join([*STORY[:5], *caption, *STORY[5:]]) + "\n", encoding="utf-8")
     code, out, err = run(
-        capsys,
-        "ask",
-        str(book),
-        "Who kept the silver medal?",
-        "--backend",
-        "scripted",
-        "--answer",
-        "extractive",
-        "--json",
+        capsys, "ask", str(book), "Who kept the silver medal?", "--backend", "scripted", "--answer", "extractive", "--json"
     )
     assert code == 0, err
     trace = json.loads(out)
-    read = {pid for s in trace["finder"] for pid in range(s["start"], s["end"] + 1)} | {
-        p["id"] for p in trace["packet"]
-    }
+    read = {pid for s in trace["finder"] for pid in range(s["start"], s["end"] + 1)} | {p["id"] for p in trace["packet"]}
     assert read and not read & {6, 7, 8} and trace["citations"] and not set(trace["citations"]) & {6, 7, 8}
     code, out, err = run(capsys, "show", str(book), "6-9", "--json")
     assert [p["wrapping"] for p in json.loads(out)["paragraphs"]] == ["illustration"] * 3 + [None]
@@ -193,13 +145,8 @@ def test_a_caption_is_never_quoted_and_show_names_it(capsys, tmp_path, cache_dir
 def test_what_reads_as_the_story_is_kept():
     """A caption's paragraph that runs on into the story, prose naming three parts, and an opening
     the author left unheaded before a first "LETTER I." are the story's."""
-    assert (
-        illustration_ids(["[Illustration: a map] Martha Quill kept the silver medal in a biscuit tin."], 1, 1)
-        == []
-    )
-    assert not lists_chapters(
-        "The plan had three steps. Part One was the engine, Part Two the hull, and Part Three the crew."
-    )
+    assert illustration_ids(["[Illustration: a map] Martha Quill kept the silver medal in a biscuit tin."], 1, 1) == []
+    assert not lists_chapters("The plan had three steps. Part One was the engine, Part Two the hull, and Part Three the crew.")
     assert not lists_chapters("Book I of the Iliad, Book II and Book III were on the shelf, the tutor said.")
     head, tail = STORY[:3], STORY[9:]
     unheaded = [*head, "THE LAMP", *[PROSE] * 5, "LETTER I.", *[PROSE] * 100, *tail]

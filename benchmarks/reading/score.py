@@ -23,11 +23,7 @@ from cwread.eval.metrics import wilson_interval
 
 def read_jsonl(path: Path) -> list[dict]:
     """The records of a JSON Lines file, gzipped or not (the logs kept in results/ are)."""
-    text = (
-        gzip.decompress(path.read_bytes()).decode("utf-8")
-        if path.suffix == ".gz"
-        else path.read_text(encoding="utf-8")
-    )
+    text = gzip.decompress(path.read_bytes()).decode("utf-8") if path.suffix == ".gz" else path.read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
@@ -47,15 +43,7 @@ def main() -> None:
     for answer in read_jsonl(args.answers):
         qid = answer["id"]
         cited = {int(c) for c in answer.get("cited") or [] if str(c).isdigit()}
-        rows.append(
-            {
-                "id": qid,
-                "set": qid.split("-")[0],
-                "gold_cited": bool(cited & gold[qid]),
-                "calls": calls[qid],
-                "chars": chars[qid],
-            }
-        )
+        rows.append({"id": qid, "set": qid.split("-")[0], "gold_cited": bool(cited & gold[qid]), "calls": calls[qid], "chars": chars[qid]})
     print("| set | questions | cited a gold paragraph [95%] | median calls | median characters read | most |")
     print("|---|---|---|---|---|---|")
     for name in (*sorted({r["set"] for r in rows}), "all"):

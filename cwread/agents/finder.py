@@ -94,10 +94,7 @@ def finder_request(
     """
     evidence = paragraphs if paragraphs is not None else _split_marked(segment_text)
     title = shared.span_title(evidence) if evidence else f"{start}-{end}"
-    parts = [
-        f"Segment (paragraphs {title}):\n{shared.evidence_block(evidence)}",
-        shared.question_block(question),
-    ]
+    parts = [f"Segment (paragraphs {title}):\n{shared.evidence_block(evidence)}", shared.question_block(question)]
     if question_first:
         parts.reverse()
     user = "\n\n".join([*parts, _DECISION_REPLY if decision_first else _QUOTE_FIRST_REPLY])
@@ -145,6 +142,7 @@ def parse_finder_reply(text: str) -> shared.ParsedReply:
     return shared.parse_yes_no(text)
 
 
+
 class Finder(Protocol):
     """Judges segments for a question. `reply` names how it replies (for the plan);
     `backend` is the model it calls (None: it calls none), whose reading rate an auto
@@ -161,11 +159,7 @@ class Finder(Protocol):
         ...
 
     def judge(
-        self,
-        document: Document,
-        segments: Sequence[Segment],
-        question: Question,
-        ranking: Sequence[float] | None = None,
+        self, document: Document, segments: Sequence[Segment], question: Question, ranking: Sequence[float] | None = None
     ) -> Iterator[Verdict]:
         """A verdict per segment, in their order, each as soon as it and those before it are in.
         `ranking`: the retrieval's score of every paragraph of the book (index id - 1), for a
@@ -207,11 +201,7 @@ class _ChatFinder:
         )
 
     def judge(
-        self,
-        document: Document,
-        segments: Sequence[Segment],
-        question: Question,
-        ranking: Sequence[float] | None = None,
+        self, document: Document, segments: Sequence[Segment], question: Question, ranking: Sequence[float] | None = None
     ) -> Iterator[Verdict]:
         return _in_order(lambda s: self.judge_one(document, s, question), segments, self.parallel)
 
@@ -261,6 +251,7 @@ class GenerativeFinder(_ChatFinder):
             reply = replace(reply, reason=_kept_unread(parsed))
         return Verdict(segment, parsed.answer if parsed.ok else "YES", reply, kept_on_failure=not parsed.ok)
 
+
     def _keeps(self, parsed: shared.ParsedReply, call: ModelCall) -> bool:
         """Whether a readable decision-first reply keeps its segment: by its score where a
         threshold and a score are there (as by_threshold decides it after), else by its label."""
@@ -298,9 +289,7 @@ class ScoringFinder(_ChatFinder):
             parse_finder_reply,
         )
         reason = "" if parsed.ok else _kept_unread(parsed)
-        verdict = Verdict(
-            segment, parsed.answer if parsed.ok else "YES", GroundedReply(reason, call), not parsed.ok
-        )
+        verdict = Verdict(segment, parsed.answer if parsed.ok else "YES", GroundedReply(reason, call), not parsed.ok)
         return by_threshold(verdict, self.threshold)
 
 
@@ -365,11 +354,7 @@ class ScriptedFinder:
         return sum(len(p.text.split()) for p in document.paragraphs[segment.start - 1 : segment.end])
 
     def judge(
-        self,
-        document: Document,
-        segments: Sequence[Segment],
-        question: Question,
-        ranking: Sequence[float] | None = None,
+        self, document: Document, segments: Sequence[Segment], question: Question, ranking: Sequence[float] | None = None
     ) -> Iterator[Verdict]:
         for segment in segments:
             score = float(self.score(segment, question))
@@ -410,11 +395,7 @@ class JudgeFinder:
         return sum(len(p.text.split()) for p in document.passages(segment.ids))
 
     def judge(
-        self,
-        document: Document,
-        segments: Sequence[Segment],
-        question: Question,
-        ranking: Sequence[float] | None = None,
+        self, document: Document, segments: Sequence[Segment], question: Question, ranking: Sequence[float] | None = None
     ) -> Iterator[Verdict]:
         t0 = time.perf_counter()
         asked = " ".join([question.text, *question.options.values()])
@@ -427,17 +408,9 @@ class JudgeFinder:
                 continue  # a long paragraph past the budget: shorter ones after it may still fit
             chosen.append(pid)
             words += n
-        scores = dict(
-            zip(
-                chosen,
-                self.model.score(asked, [document.paragraph(p).text for p in chosen]).tolist(),
-                strict=True,
-            )
-        )
+        scores = dict(zip(chosen, self.model.score(asked, [document.paragraph(p).text for p in chosen]).tolist(), strict=True))
         best = {s: max((scores[p] for p in s.ids if p in scores), default=None) for s in segments}
-        kept = sorted(
-            (s for s in segments if best[s] is not None and best[s] >= self.threshold), key=lambda s: -best[s]
-        )
+        kept = sorted((s for s in segments if best[s] is not None and best[s] >= self.threshold), key=lambda s: -best[s])
         careful = set(kept[:CLUE_SEGMENTS])
         seconds = time.perf_counter() - t0
         for segment in segments:
@@ -450,11 +423,7 @@ class JudgeFinder:
             cited = [p for p in judged if scores[p] >= self.threshold][:CITED_MOST] or judged[:1]
             quotes = tuple(self._clue(document, pid, asked, segment in careful) for pid in cited)
             reason = " ".join(f'[{document.label(q.id)}] "{q.text}"' for q in quotes)
-            call = ModelCall(
-                raw="",
-                seconds=round(seconds / len(segments), 4),
-                label_logprobs=(("YES", score), ("NO", 0.0)),
-            )
+            call = ModelCall(raw="", seconds=round(seconds / len(segments), 4), label_logprobs=(("YES", score), ("NO", 0.0)))
             decision = "YES" if score >= self.threshold else "NO"
             yield Verdict(segment, decision, GroundedReply(reason, call, quotes))
 

@@ -37,7 +37,6 @@ SELF_CHECK_SYSTEM = (
     "more than the claim states." + shared.QUOTE_RULE + shared.BOOK_IS_DATA
 )
 
-
 def conversation_block(turn: Turn) -> str:
     """An earlier turn as the Interpreter sees it: context for what the question refers to,
     marked as no evidence (quotes come from the evidence only)."""
@@ -59,8 +58,7 @@ def interpreter_request(
     """The Interpreter's call; with `previous` (answer, reason) it is the self-check; with
     `conversation`, a follow-up shown the turn it leans on, after the evidence."""
     parts = [
-        "Evidence (story order):\n"
-        + (shared.evidence_block(evidence) if evidence else "(no evidence was found)"),
+        "Evidence (story order):\n" + (shared.evidence_block(evidence) if evidence else "(no evidence was found)"),
         *([conversation_block(conversation)] if conversation else []),
         shared.question_block(question),
     ]

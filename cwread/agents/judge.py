@@ -82,9 +82,7 @@ def shipped_dir() -> Path:
     return Path(str(files("cwread.data") / "judge"))
 
 
-def open_model_folder(
-    folder: Path, manifest_name: str, what: str, unavailable: type[ModelError], threads: int | None = None
-):
+def open_model_folder(folder: Path, manifest_name: str, what: str, unavailable: type[ModelError], threads: int | None = None):
     """(manifest, ONNX Runtime session, tokenizer) of a model folder cwread trained: its
     manifest names and sums its files (`model`, `tokenizer`, `sha256`); a file missing,
     damaged (its checksum does not match) or that does not load raises `unavailable`."""
@@ -122,9 +120,7 @@ class Judge:
     share between threads (ONNX Runtime sessions are)."""
 
     def __init__(self, folder: Path, threads: int | None = None) -> None:
-        meta, self._session, tokenizer = open_model_folder(
-            folder, MANIFEST, "judge", JudgeUnavailable, threads
-        )
+        meta, self._session, tokenizer = open_model_folder(folder, MANIFEST, "judge", JudgeUnavailable, threads)
         self.info = JudgeInfo(
             name=str(meta.get("name", "judge")),
             version=str(meta.get("version", "")),

@@ -47,9 +47,7 @@ FACTS: dict[str, ModelFact] = {
     READS_WHEN_ASKED: ModelFact(
         "with the Finder adapter cwread ships puts more gold first than the retriever but reads about "
         "1-2 s a segment on 2 cores, too slow for every question for what it changes: it reads when asked",
-        lambda capabilities: (
-            _small(capabilities) and capabilities.trained is not None and capabilities.trained.shipped
-        ),
+        lambda capabilities: _small(capabilities) and capabilities.trained is not None and capabilities.trained.shipped,
         "gold first in 36 of 48 dev-novel questions against the rank's 28, +8 [+2, +15], "
         "benchmarks/results/lane-SUMMARY.md; reading with it moved token-F1 23.5 to 25.4 on 40 "
         "fairytale dev records, at 34 s a record, benchmarks/README.md; 32 segments of The Moonstone "

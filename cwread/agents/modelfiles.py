@@ -33,9 +33,7 @@ def setup_commands(folder: str = "modelfiles", agents: tuple[str, ...] = UNTRAIN
     texts = shipped()
     commands = [f"cwread modelfiles --out {folder}"]
     bases = {base_model(texts[f"{agent}.Modelfile"]) for agent in agents}
-    commands += [
-        f"ollama pull {base}" for base in sorted(b for b in bases if b and ":" in b and "/" not in b)
-    ]
+    commands += [f"ollama pull {base}" for base in sorted(b for b in bases if b and ":" in b and "/" not in b)]
     commands += [f"ollama create cwread-{agent} -f {folder}/{agent}.Modelfile" for agent in agents]
     return commands
 
@@ -47,12 +45,12 @@ def write_modelfiles(out: Path, overwrite: bool = False) -> list[Path]:
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; give a folder")
     clashes = [
-        name
-        for name, text in texts.items()
-        if (out / name).exists() and (out / name).read_bytes() != text.encode()
+        name for name, text in texts.items() if (out / name).exists() and (out / name).read_bytes() != text.encode()
     ]
     if clashes and not overwrite:
-        raise InputError(f"{out} already holds different {', '.join(clashes)}; pass --force to replace them")
+        raise InputError(
+            f"{out} already holds different {', '.join(clashes)}; pass --force to replace them"
+        )
     try:
         out.mkdir(parents=True, exist_ok=True)
         written = []

@@ -165,12 +165,8 @@ FIRM_RETRY = (
 
 
 DECISION_MAX_TOKENS = 8  # "<answer>YES</answer>" and no more
-YES_NO_SCHEMA = {
-    "type": "object",
-    "properties": {"answer": {"type": "string", "enum": ["YES", "NO"]}},
-    "required": ["answer"],
-}
-_DECISION_LABELS = "answer ::= " + _literal_alternatives(["YES", "NO", "Yes", "No", "yes", "no"])
+YES_NO_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["YES", "NO"]}}, "required": ["answer"]}
+_DECISION_LABELS = 'answer ::= ' + _literal_alternatives(["YES", "NO", "Yes", "No", "yes", "no"])
 DECISION_GRAMMAR = 'root ::= "<answer>" answer "</answer>"\n' + _DECISION_LABELS
 DECISION = Decision("<answer>", "</answer>", "root ::= answer\n" + _DECISION_LABELS)
 
@@ -335,9 +331,7 @@ def cited_labels(text: str) -> list[str]:
             if end_name is not None and end_name != name:
                 found = [f"{prefix}{lo_n}", f"{end_name}:{hi_n}"]
             else:
-                found = [
-                    f"{prefix}{n}" for n in range(lo_n, (hi_n if lo_n <= hi_n <= lo_n + 50 else lo_n) + 1)
-                ]
+                found = [f"{prefix}{n}" for n in range(lo_n, (hi_n if lo_n <= hi_n <= lo_n + 50 else lo_n) + 1)]
             labels += [label for label in found if label not in labels]
     return labels
 
@@ -361,3 +355,4 @@ def decision_score(backend: Backend, messages: Sequence[Mapping[str, str]]) -> f
     `messages` as training rows hold them ({"role", "content"}); None without both labels'."""
     request = decision_request(tuple((m["role"], m["content"]) for m in messages))
     return yes_odds(backend.generate(request).label_logprobs)
+

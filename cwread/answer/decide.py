@@ -75,9 +75,7 @@ def decide(
     weights = rank.weights if rank is not None else None
     support = support or check_support(None, question, text, final, packet.evidence(), weights=weights)
     if support.supported or not (question.is_open or backed_labels):
-        return Outcome(
-            Status.ANSWERED, text, final.answer, shown, support.supported, final.reply.quotes, check=support
-        )
+        return Outcome(Status.ANSWERED, text, final.answer, shown, support.supported, final.reply.quotes, check=support)
     # a label whose quotes do not bear on it is no verdict: the model's choice stays in the trace
     if fallback and question.is_open:  # a sentence of the book that fits, rather than words it does not back
         return replace(_extract(question, grounds, final, extract), check=support)
@@ -104,13 +102,7 @@ def _extract(
     if said is not None:
         text, quote, description = said
         return Outcome(
-            Status.ANSWERED,
-            text,
-            model_answer,
-            AnswerMode.EXTRACTIVE,
-            True,
-            (quote,),
-            description=description,
+            Status.ANSWERED, text, model_answer, AnswerMode.EXTRACTIVE, True, (quote,), description=description
         )
     needed = grounding.answer_support_needed(question.text)
     judgement = None
@@ -144,13 +136,7 @@ def _extract(
     if found is None:
         evidence = _best_evidence(question, final, grounds)
         return Outcome(
-            Status.NOT_DETERMINED,
-            None,
-            model_answer,
-            AnswerMode.EXTRACTIVE,
-            False,
-            evidence,
-            judgement=judgement,
+            Status.NOT_DETERMINED, None, model_answer, AnswerMode.EXTRACTIVE, False, evidence, judgement=judgement,
             reading=reading,
         )
     # The sentence is the answer (a why-question's, its reason): giving only its longest run
@@ -158,14 +144,7 @@ def _extract(
     # -> 0.132 on the extractive baseline's sentences, 20 records).
     text, quote = found
     return Outcome(
-        Status.ANSWERED,
-        text,
-        model_answer,
-        AnswerMode.EXTRACTIVE,
-        True,
-        (quote,),
-        judgement=judgement,
-        reading=reading,
+        Status.ANSWERED, text, model_answer, AnswerMode.EXTRACTIVE, True, (quote,), judgement=judgement, reading=reading
     )
 
 
@@ -179,9 +158,7 @@ def _candidates(question: Question, pool, rank) -> tuple[list[int], dict[int, tu
     ranked = extractive.candidate_paragraphs(question.text, pool, rank, JUDGED_PARAGRAPHS)
     candidates = list(dict.fromkeys([*introduced, *ranked]))[:JUDGED_PARAGRAPHS]
     text_of = {p[0]: p[1] for p in pool}
-    windows = {
-        pid: extractive.judged_window(question.text, text_of[pid], rank, JUDGED_CHARS) for pid in candidates
-    }
+    windows = {pid: extractive.judged_window(question.text, text_of[pid], rank, JUDGED_CHARS) for pid in candidates}
     return candidates, windows
 
 
@@ -210,9 +187,7 @@ def _passages(question: Question, grounds: Grounds, judge: ParagraphJudge | None
     said = describe.described(question.text, pool)
     if said is not None:
         text, quote, description = said
-        return Outcome(
-            Status.ANSWERED, text, None, AnswerMode.EXTRACTIVE, True, (quote,), description=description
-        )
+        return Outcome(Status.ANSWERED, text, None, AnswerMode.EXTRACTIVE, True, (quote,), description=description)
     judgement = None
     if judge is not None:
         windows, judgement = _judged_candidates(question, pool, grounds.rank, judge)
@@ -221,9 +196,7 @@ def _passages(question: Question, grounds: Grounds, judge: ParagraphJudge | None
     order = list(windows)
     if judgement is not None:
         score = dict(judgement.scores)
-        order.sort(
-            key=lambda pid: -score[pid] if pid in score else float("inf")
-        )  # stable: the rank's order after
+        order.sort(key=lambda pid: -score[pid] if pid in score else float("inf"))  # stable: the rank's order after
     text_of = {p[0]: p[1] for p in pool}
     passages = tuple(Quote(pid, text_of[pid][slice(*windows[pid])], *windows[pid]) for pid in order)
     if not passages:  # no paragraph holds a sentence that shares the question's words
@@ -237,9 +210,7 @@ def _passages(question: Question, grounds: Grounds, judge: ParagraphJudge | None
 RULED_BY_SENTENCE = frozenset({"why", "how", "how-feel"})
 
 
-def _read_answer(
-    question: str, paragraph: tuple, span: tuple[int, int], spans: bool
-) -> tuple[str, Quote] | None:
+def _read_answer(question: str, paragraph: tuple, span: tuple[int, int], spans: bool) -> tuple[str, Quote] | None:
     """The answer reader's words (`span`) in the chosen `paragraph` (its id and text first) and
     the sentences they stand in (the quote): its words where `spans`, else those sentences
     whole. None where its words are no answer (a question, or only the question's own words:
@@ -251,11 +222,7 @@ def _read_answer(
     last = next((b for a, b in bounds if a < end <= b), end)
     quote = Quote(pid, text[first:last], first, last)
     words = text[start:end].strip()
-    if (
-        not words
-        or not grounding.could_answer(question, quote.text)
-        or not grounding.could_answer(question, words)
-    ):
+    if not words or not grounding.could_answer(question, quote.text) or not grounding.could_answer(question, words):
         return None
     return (words if spans else quote.text), quote
 
@@ -271,10 +238,7 @@ def _best_evidence(question: Question, final: AgentCall | None, grounds: Grounds
     shown = [q for q in (final.reply.quotes if final else ()) if asked & grounding.content_words(q.text)]
     wanted = " ".join([question.text, *question.options.values()])  # the options say what counts
     candidates = grounding.best_sentences(
-        wanted,
-        [*grounds.packet.evidence(), *(grounds.retrieved or [])],
-        BEST_EVIDENCE + len(shown),
-        rank=grounds.rank,
+        wanted, [*grounds.packet.evidence(), *(grounds.retrieved or [])], BEST_EVIDENCE + len(shown), rank=grounds.rank
     )
     for quote in candidates:
         if len(shown) < BEST_EVIDENCE and not any(

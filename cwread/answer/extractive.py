@@ -48,8 +48,6 @@ MIN_REASON_WORDS = 3  # "for him." is no reason: the whole sentence then
 _CONSEQUENCE = re.compile(
     r"\W*(?:so|and so|therefore|thus|hence|that is why|this is why|for this reason)\b", re.I
 )
-
-
 def book_idf(document: Document) -> dict[str, float]:
     """Inverse document frequency of each content word over the book's paragraphs (each
     file's counts cached by its content: counting a 50 MB book's words took 3 s)."""
@@ -227,27 +225,18 @@ def _answerable(question: str, asked: set[str], sentence: str) -> bool:
     return could_answer(question, sentence) and bool(asked & content_words(sentence))
 
 
-def _answer_sentences(
-    question: str, evidence: Evidence, rank: Rank | None, min_shared: int
-) -> list[tuple[Quote, float]]:
+def _answer_sentences(question: str, evidence: Evidence, rank: Rank | None, min_shared: int) -> list[tuple[Quote, float]]:
     """The sentences an extractive answer is read from: the best-ranked of those that could
     answer the question, span_reader.MAX_SENTENCES at most."""
     return ranked_sentences(
-        question,
-        evidence,
-        span_reader.MAX_SENTENCES,
-        min_shared,
-        rank,
-        keep=lambda s: could_answer(question, s),
+        question, evidence, span_reader.MAX_SENTENCES, min_shared, rank, keep=lambda s: could_answer(question, s)
     )
 
 
 def could_answer(question: str, sentence: str) -> bool:
     """grounding.could_answer, and for a why-question a consequence that restates it ("So he
     built a wall"): its cause stands in the sentence before (extract_answer)."""
-    return grounding.could_answer(question, sentence) or bool(
-        asks_why(question) and _CONSEQUENCE.match(sentence)
-    )
+    return grounding.could_answer(question, sentence) or bool(asks_why(question) and _CONSEQUENCE.match(sentence))
 
 
 def extract_answer(question: str, best: Quote, paragraph: str) -> tuple[str, Quote]:

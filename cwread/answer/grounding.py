@@ -138,9 +138,7 @@ def label_about(question: Question, label: str) -> str:
     return question.form.about(question, label)
 
 
-def label_share(
-    question: Question, label: str, quotes: Iterable[Quote], weights: Weights | None = None
-) -> float:
+def label_share(question: Question, label: str, quotes: Iterable[Quote], weights: Weights | None = None) -> float:
     """The share of the chosen option's (or the claim's) word weight that `quotes` carry."""
     quoted = " ".join(q.text for q in quotes)
     return round(weight_shares(label_about(question, label), [quoted], weights)[0], 4) if quoted else 0.0
@@ -151,9 +149,7 @@ def bears_on_label(share: float) -> bool:
     return share >= LABEL_SUPPORT_SHARE
 
 
-def supports_label(
-    question: Question, label: str, quotes: Iterable[Quote], weights: Weights | None = None
-) -> bool:
+def supports_label(question: Question, label: str, quotes: Iterable[Quote], weights: Weights | None = None) -> bool:
     """Whether `quotes` bear on a chosen option or claim: they carry at least
     LABEL_SUPPORT_SHARE of its words' weight."""
     return bears_on_label(label_share(question, label, quotes, weights))
@@ -211,8 +207,7 @@ _SPEECH_VERB = (
     r"suggested|echoed|gasped|sobbed|groaned|roared|thundered|screamed|faltered|stammered|went on)"
 )
 _ASKED_THEN_HOW = re.compile(
-    r"^[\s(]*[“\"‘'][^“”\"]*\?[”\"’']\s*(?:[\w.’'-]+\s+){0,3}?"
-    + _SPEECH_VERB
+    r"^[\s(]*[“\"‘'][^“”\"]*\?[”\"’']\s*(?:[\w.’'-]+\s+){0,3}?" + _SPEECH_VERB
     + r"\b(?!.*(?:[;:]|\b(?:and|but|then|while|because|whereupon|who|which)\b))"  # one sentence: to its end
 )
 # a question put without its mark, as some authors write one: "Did Rosanna Spearman show you the

@@ -48,9 +48,7 @@ class Reading:
     end: int
 
 
-def best_span(
-    start: np.ndarray, end: np.ndarray, context: np.ndarray, longest: int
-) -> tuple[float, int, int]:
+def best_span(start: np.ndarray, end: np.ndarray, context: np.ndarray, longest: int) -> tuple[float, int, int]:
     """(score, first, last): the best start + end logits over spans of the passage's tokens
     (`context` marks them) of at most `longest` tokens, less the [CLS] token's. Training
     measures its held-out answers with it too."""
@@ -75,9 +73,7 @@ class Reader:
     Safe to share between threads."""
 
     def __init__(self, folder: Path, threads: int | None = None) -> None:
-        meta, self._session, tokenizer = open_model_folder(
-            folder, MANIFEST, "reader", ReaderUnavailable, threads
-        )
+        meta, self._session, tokenizer = open_model_folder(folder, MANIFEST, "reader", ReaderUnavailable, threads)
         self.name = f"{meta.get('name', 'reader')}@{meta.get('version', '')}"
         self.max_length = int(meta.get("max_length", 256))
         self.stride = int(meta.get("stride", 64))

@@ -27,121 +27,12 @@ MAX_PHRASE_WORDS = 10  # a name or a prepositional phrase is short
 
 _TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*|--|—|–|[^\w\s]", re.U)
 _CLAUSE_PUNCT = frozenset({",", ";", ":", "--", "—", "–", "(", ")", "!", "?", ".", '"', "“", "”"})
-_PREPOSITIONS = frozenset(
-    {
-        "in",
-        "into",
-        "at",
-        "on",
-        "under",
-        "beneath",
-        "behind",
-        "inside",
-        "near",
-        "by",
-        "to",
-        "from",
-        "across",
-        "through",
-        "over",
-        "beside",
-        "within",
-        "among",
-        "towards",
-        "toward",
-        "upon",
-        "onto",
-        "out",
-    }
-)
+_PREPOSITIONS = frozenset({"in", "into", "at", "on", "under", "beneath", "behind", "inside", "near", "by", "to", "from", "across", "through", "over", "beside", "within", "among", "towards", "toward", "upon", "onto", "out"})
 _TIME_WORDS = frozenset(
-    [
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-        "morning",
-        "evening",
-        "night",
-        "afternoon",
-        "noon",
-        "midnight",
-        "dawn",
-        "day",
-        "days",
-        "week",
-        "weeks",
-        "month",
-        "months",
-        "year",
-        "years",
-        "o'clock",
-        "hour",
-        "hours",
-        "minute",
-        "minutes",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "spring",
-        "summer",
-        "autumn",
-        "winter",
-        "yesterday",
-        "tomorrow",
-        "today",
-        "ago",
-        "later",
-        "before",
-        "after",
-        "when",
-        "while",
-        "once",
-    ]
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "morning", "evening", "night", "afternoon", "noon", "midnight", "dawn", "day", "days", "week", "weeks", "month", "months", "year", "years", "o'clock", "hour", "hours", "minute", "minutes", "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "spring", "summer", "autumn", "winter", "yesterday", "tomorrow", "today", "ago", "later", "before", "after", "when", "while", "once"]
 )
 _NUMBER_WORDS = frozenset(
-    [
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "eleven",
-        "twelve",
-        "twenty",
-        "thirty",
-        "forty",
-        "fifty",
-        "hundred",
-        "thousand",
-        "first",
-        "second",
-        "third",
-        "fourth",
-        "fifth",
-        "half",
-        "dozen",
-        "many",
-        "several",
-        "few",
-    ]
+    ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "first", "second", "third", "fourth", "fifth", "half", "dozen", "many", "several", "few"]
 )
 _REASON_WORDS = frozenset({"because", "since", "so", "for", "order", "that", "as", "to"})
 # Where a reason starts. "for" before an object pronoun names who, not why ("for them--and had
@@ -154,47 +45,10 @@ REASON = re.compile(
     re.I,
 )
 _FEELINGS = frozenset(
-    [
-        "happy",
-        "sad",
-        "glad",
-        "angry",
-        "afraid",
-        "frightened",
-        "scared",
-        "sorry",
-        "joyful",
-        "delighted",
-        "pleased",
-        "proud",
-        "ashamed",
-        "jealous",
-        "worried",
-        "anxious",
-        "surprised",
-        "astonished",
-        "amazed",
-        "curious",
-        "lonely",
-        "grateful",
-        "thankful",
-        "upset",
-        "furious",
-        "terrified",
-        "excited",
-        "disappointed",
-        "unhappy",
-        "miserable",
-        "content",
-        "relieved",
-        "nervous",
-    ]
+    ["happy", "sad", "glad", "angry", "afraid", "frightened", "scared", "sorry", "joyful", "delighted", "pleased", "proud", "ashamed", "jealous", "worried", "anxious", "surprised", "astonished", "amazed", "curious", "lonely", "grateful", "thankful", "upset", "furious", "terrified", "excited", "disappointed", "unhappy", "miserable", "content", "relieved", "nervous"]
 )
 _RELATIVES = frozenset({"that", "which", "who", "whom", "whose", "where", "when", "and", "but", "or"})
-_PRONOUNS = frozenset(
-    {"he", "she", "it", "they", "him", "her", "them", "i", "you", "we", "us", "me", "his", "its", "their"}
-)
-
+_PRONOUNS = frozenset({"he", "she", "it", "they", "him", "her", "them", "i", "you", "we", "us", "me", "his", "its", "their"})
 
 def question_kind(question: str) -> str:
     """What a question asks for, from the first question word of its last sentence that has
@@ -212,15 +66,11 @@ def question_kind(question: str) -> str:
         if re.search(r"\b(?:feel|felt|react|reacted)\b", rest):
             return "how-feel"
         return "how"
-    if word in ("what", "which") and re.match(
-        r"\w+ (?:day|time|year|evening|night|morning|month|date|hour)\b", rest
-    ):
+    if word in ("what", "which") and re.match(r"\w+ (?:day|time|year|evening|night|morning|month|date|hour)\b", rest):
         return "when"
     if word == "whom":
         return "who"
-    if word == "what" and re.search(
-        r"^what (?:did|does|do|will|would|could|had|has) .*\b(?:do|did|done)\b|^what happen", rest
-    ):
+    if word == "what" and re.search(r"^what (?:did|does|do|will|would|could|had|has) .*\b(?:do|did|done)\b|^what happen", rest):
         return "what-do"
     return word
 
@@ -289,11 +139,8 @@ def spans(question: str, sentence: str, rank: int) -> list[Span]:
         if k > clause_start:
             add(clause_start, k - 1, "clause")
             hits = [
-                n
-                for n in range(clause_start, k)
-                if _is_word(tokens[n][0])
-                and tokens[n][0].lower() not in STOPWORDS
-                and _stem(tokens[n][0]) in asked
+                n for n in range(clause_start, k)
+                if _is_word(tokens[n][0]) and tokens[n][0].lower() not in STOPWORDS and _stem(tokens[n][0]) in asked
             ]
             if hits:
                 if hits[-1] + 1 < k:
@@ -307,18 +154,10 @@ def spans(question: str, sentence: str, rank: int) -> list[Span]:
         tok = tokens[n][0]
         if _is_word(tok) and tok[0].isupper() and (tok.lower() not in STOPWORDS or tok.lower() in TITLES):
             m = n
-            while (
-                m + 1 < len(tokens)
-                and m - n < MAX_PHRASE_WORDS
-                and (
-                    (_is_word(tokens[m + 1][0]) and tokens[m + 1][0][0].isupper())
-                    or (tokens[m + 1][0] == "." and tokens[m][0].lower() in TITLES)
-                    or (
-                        tokens[m + 1][0].lower() == "of"
-                        and m + 2 < len(tokens)
-                        and tokens[m + 2][0][:1].isupper()
-                    )
-                )
+            while m + 1 < len(tokens) and m - n < MAX_PHRASE_WORDS and (
+                (_is_word(tokens[m + 1][0]) and tokens[m + 1][0][0].isupper())
+                or (tokens[m + 1][0] == "." and tokens[m][0].lower() in TITLES)
+                or (tokens[m + 1][0].lower() == "of" and m + 2 < len(tokens) and tokens[m + 2][0][:1].isupper())
             ):
                 m += 1
             # "the" before a name belongs to it ("the great Sorcerer" is found as "before")
@@ -351,9 +190,7 @@ def _question_stems(question: str) -> frozenset[str]:
     return frozenset(content_words(question))
 
 
-def features(
-    question: str, kind: str, sentence: str, span: Span, score: float, top: float
-) -> dict[str, float]:
+def features(question: str, kind: str, sentence: str, span: Span, score: float, top: float) -> dict[str, float]:
     """The span's features (named, so the model's weights say what they weigh); `score`:
     its sentence's ranking score, `top` the best sentence's."""
     gap = top - score
@@ -368,9 +205,7 @@ def features(
     length = len(words)
     sentence_words = sum(1 for t, _, _ in _tokens(sentence) if _is_word(t))
     capitalised_new = sum(
-        1
-        for w, s in zip(words, word_stems(lower), strict=True)
-        if w[0].isupper() and w.lower() not in STOPWORDS and s not in asked
+        1 for w, s in zip(words, word_stems(lower), strict=True) if w[0].isupper() and w.lower() not in STOPWORDS and s not in asked
     )
     f = {
         "bias": 1.0,
@@ -409,13 +244,7 @@ def features(
 
 
 def _length_bin(words: int) -> str:
-    return (
-        next(
-            label for top, label in ((1, "1"), (2, "2"), (4, "3-4"), (8, "5-8"), (15, "9-15")) if words <= top
-        )
-        if words <= 15
-        else "16+"
-    )
+    return next(label for top, label in ((1, "1"), (2, "2"), (4, "3-4"), (8, "5-8"), (15, "9-15")) if words <= top) if words <= 15 else "16+"
 
 
 @dataclass(frozen=True)

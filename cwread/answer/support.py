@@ -41,8 +41,7 @@ SUPPORT_SYSTEM = (
     "quoted from a book, a question and an answer someone wrote. Say YES if the quoted "
     "sentences state the answer or directly imply it, so that a reader of these sentences "
     "alone would give this answer. Say NO if they do not say it, say something else, or "
-    "contradict it. Match meaning, not wording."
-    + shared.BOOK_IS_DATA.replace("evidence is text", "evidence is sentences")
+    "contradict it. Match meaning, not wording." + shared.BOOK_IS_DATA.replace("evidence is text", "evidence is sentences")
 )
 
 
@@ -58,18 +57,11 @@ def answer_block(question: Question, answer: str) -> str:
     return question.form.answer_words(question, answer)
 
 
-def support_request(
-    question: Question, answer: str, quotes: Evidence, retry: bool = False
-) -> GenerationRequest:
+def support_request(question: Question, answer: str, quotes: Evidence, retry: bool = False) -> GenerationRequest:
     """The support check's call: the answer's quotes (each under its paragraph's label), the
     question and the answer; YES or NO alone, its score read at the first token."""
     user = "\n\n".join(
-        [
-            shared.evidence_block(quotes),
-            shared.question_block(question),
-            answer_block(question, answer),
-            _SUPPORT_REPLY,
-        ]
+        [shared.evidence_block(quotes), shared.question_block(question), answer_block(question, answer), _SUPPORT_REPLY]
     )
     if retry:
         user += "\n\n" + shared.FIRM_RETRY
@@ -124,9 +116,7 @@ def check_confidence(question: Question, answer: str, final: AgentCall, threshol
         return SupportCheck(True, method, ALL_QUOTED, confidence, threshold, quoted_share=share)
     unquoted = unquoted_names(answer, quotes, question.text)
     if unquoted:
-        return SupportCheck(
-            False, method, names_why(unquoted), confidence, threshold, unquoted=unquoted, quoted_share=share
-        )
+        return SupportCheck(False, method, names_why(unquoted), confidence, threshold, unquoted=unquoted, quoted_share=share)
     if confidence is None:
         why = f"{WORD_UNQUOTED}, and the model gave no log-probabilities"
         return SupportCheck(False, method, why, None, threshold, quoted_share=share)
@@ -193,9 +183,7 @@ def check_support(
         ok = score >= threshold
         verb = "support" if ok else "do not support"
         why = f"the quotes {verb} it (score {score:+.2f}, threshold {threshold:+.2f})"
-        return SupportCheck(
-            ok, "model", why, score, threshold, call=call, quoted_share=share, weight_share=weight
-        )
+        return SupportCheck(ok, "model", why, score, threshold, call=call, quoted_share=share, weight_share=weight)
     # a reply without a score: its label, if readable, decides
     ok = parsed.ok and parsed.answer == "YES"
     why = f"the model said {parsed.answer or 'nothing readable'} (no score came back)"

@@ -225,9 +225,7 @@ DEADLINE_GRACE = 1.0  # seconds past a call's timeout before its deadline ends t
 # The cancellation of the run this thread works for (an MCP client that cancels or goes away):
 # set, a model call being waited for ends at once with Interrupted, and an embedded generation
 # stops at its next token. Threads a run starts take it with them (contextvars.copy_context).
-_CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
-    "cwread_cancel", default=None
-)
+_CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("cwread_cancel", default=None)
 
 
 @contextmanager

@@ -55,9 +55,7 @@ class CachedBackend:
         generation = self.inner.generate(request)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_file_atomic(
-                path, json.dumps({k: v for k, v in asdict(generation).items() if k != "cached"})
-            )
+            write_file_atomic(path, json.dumps({k: v for k, v in asdict(generation).items() if k != "cached"}))
         except OSError as exc:
             raise cache_write_error(exc, self.directory) from exc
         return generation

@@ -126,9 +126,7 @@ def shipped_finder() -> ShippedFinder | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        notice(
-            f"warning: the Finder adapter's manifest in {folder} is unreadable ({exc}); the Finder runs on the base model"
-        )
+        notice(f"warning: the Finder adapter's manifest in {folder} is unreadable ({exc}); the Finder runs on the base model")
         return None
     try:
         adapter = folder / manifest["adapter"]["file"]
@@ -143,9 +141,7 @@ def shipped_finder() -> ShippedFinder | None:
             shipped=True,
         )
     except (KeyError, TypeError, ValueError) as exc:
-        notice(
-            f"warning: the Finder adapter's manifest in {folder} lacks {exc}; the Finder runs on the base model"
-        )
+        notice(f"warning: the Finder adapter's manifest in {folder} lacks {exc}; the Finder runs on the base model")
         return None
     try:
         model = default_gguf()
@@ -221,9 +217,7 @@ class LlamaServer:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
-def new_server(
-    path: Path, n_ctx: int, threads: int, lora: Path | None = None, states: Path | None = None
-) -> LlamaServer:
+def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, states: Path | None = None) -> LlamaServer:
     """A llama.cpp server in this process for the GGUF `path` (and a LoRA adapter GGUF);
     `states`: the folder its prompt states are kept in."""
     # Without PASSIVE, idle OpenMP threads spin and 2 busy cores ran 3x slower.
@@ -263,19 +257,13 @@ def new_server(
     if states is not None:
         params.slot_save_path = f"{states}{os.sep}"  # llama.cpp joins it to a file name as a string
         with suppress(OSError):  # what is loaded, as it is now (a file replaced later is another model)
-            identity = loaded_identity(
-                getattr(xllamacpp, "__version__", "?"), [path, *([lora] if lora else [])], n_ctx
-            )
+            identity = loaded_identity(getattr(xllamacpp, "__version__", "?"), [path, *([lora] if lora else [])], n_ctx)
     try:
         server = xllamacpp.Server(params)
     except Exception as exc:
         what = f"{path} with the adapter {lora}" if lora else str(path)
         raise ModelError(f"llama.cpp cannot load {what}: {exc}") from exc
-    kept = (
-        PromptStates(states, server.listening_address, api_key)
-        if identity and server.listening_address
-        else None
-    )
+    kept = PromptStates(states, server.listening_address, api_key) if identity and server.listening_address else None
     return LlamaServer(server, api_key, kept, identity)
 
 
@@ -421,9 +409,7 @@ class EmbeddedBackend:
                         made = prepared_model(self.path, self.lora, self._announce or (lambda line: None))
                         self._runs, self.prepared = (made.path, None), made.label
                     except Exception as exc:  # any fault: the shipped files run, as before
-                        notice(
-                            f"warning: the embedded model could not be prepared ({_first_line(exc)}); it runs as shipped"
-                        )
+                        notice(f"warning: the embedded model could not be prepared ({_first_line(exc)}); it runs as shipped")
             return self._runs
 
     def generate(self, request: GenerationRequest) -> Generation:
@@ -435,9 +421,7 @@ class EmbeddedBackend:
             except Exception as exc:  # ONNX Runtime failed on a prompt: llama.cpp decides from here on
                 with self._scorer_lock:
                     self._scorer = None
-                notice(
-                    f"warning: the embedded model's decisions failed on ONNX Runtime ({_first_line(exc)}); llama.cpp makes them"
-                )
+                notice(f"warning: the embedded model's decisions failed on ONNX Runtime ({_first_line(exc)}); llama.cpp makes them")
         messages = [*request.messages, ("assistant", decision.opens)] if decision else request.messages
         body: dict = {
             # a decision's frame is the turn's start (llama.cpp continues a last assistant
@@ -566,9 +550,7 @@ class EmbeddedBackend:
             # a prepared file taken as whole by its size and time that llama.cpp cannot load:
             # it is removed (prepared again next time) and the shipped files run
             remove_entry(path.parent)
-            path, lora = self._as_shipped(
-                f"the embedded model prepared in the cache does not load ({_first_line(exc)})"
-            )
+            path, lora = self._as_shipped(f"the embedded model prepared in the cache does not load ({_first_line(exc)})")
         return shared_server(path, self.capabilities.context, self._threads, lora)
 
     def _as_shipped(self, why: str) -> tuple[Path, Path | None]:
@@ -586,21 +568,15 @@ class EmbeddedBackend:
             try:
                 prepared_model(self.path, self.lora, self._announce or (lambda line: None), checksum=True)
             except Exception as exc:
-                path, lora = self._as_shipped(
-                    f"the embedded model could not be prepared ({_first_line(exc)})"
-                )
+                path, lora = self._as_shipped(f"the embedded model could not be prepared ({_first_line(exc)})")
         loads = verify_gguf(path, self.capabilities.context, self._threads, lora)
         if self.prepared is None:
             return loads
         what = "Q8_0, the Finder adapter merged in" if lora is None and self.lora else "Q8_0"
-        said = (
-            f"runs prepared for this CPU ({what}; CWREAD_PREPARE_GGUF=0 runs it as shipped): {path}, {loads}"
-        )
+        said = f"runs prepared for this CPU ({what}; CWREAD_PREPARE_GGUF=0 runs it as shipped): {path}, {loads}"
         if self._decisions:
             decides = ONNX_INT8 if self._decision_scorer() is not None else LLAMA_CPP
-            said += (
-                f"; its decisions (YES or NO, scored) run on {decides} (CWREAD_ONNX_DECISIONS=0: llama.cpp)"
-            )
+            said += f"; its decisions (YES or NO, scored) run on {decides} (CWREAD_ONNX_DECISIONS=0: llama.cpp)"
         return said
 
     def count_tokens(self, text: str) -> int:
@@ -640,9 +616,7 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
     for role, ref in wanted.items():
         if ref.url:
             raise InputError(f"the embedded backend runs in-process: {ref.named()} names a server")
-        gguf = (
-            ref.model if ref.provider == "embedded" and ref.model else own.gguf
-        )  # a server's model name is not a file
+        gguf = ref.model if ref.provider == "embedded" and ref.model else own.gguf  # a server's model name is not a file
         lora, trained = None, None
         if role == "finder" and own.finder_lora not in (None, NO_ADAPTER):
             lora = own.finder_lora
@@ -654,12 +628,7 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
             # Only the default model and the shipped adapter are prepared: their build is known
             prepare = own.prepare and gguf is None and (lora is None or trained is not None)
             built[key] = EmbeddedBackend(
-                gguf,
-                num_ctx=num_ctx,
-                lora=lora,
-                trained=trained,
-                prepare=prepare,
-                decisions=bool(own.decisions),
+                gguf, num_ctx=num_ctx, lora=lora, trained=trained, prepare=prepare, decisions=bool(own.decisions)
             )
         backends[role] = built[key]
     names = ", ".join(f"{role.capitalize()} {backend.model}" for role, backend in backends.items())

@@ -24,19 +24,7 @@ MOSTLY_Q8_0 = 7  # llama.cpp's file type of a model whose matrices are Q8_0
 
 # metadata value types
 STRING, ARRAY = 8, 9
-SCALARS = {
-    0: "<B",
-    1: "<b",
-    2: "<H",
-    3: "<h",
-    4: "<I",
-    5: "<i",
-    6: "<f",
-    7: "<?",
-    10: "<Q",
-    11: "<q",
-    12: "<d",
-}
+SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 UINT32, FLOAT32 = 4, 6
 
 # tensor types (ggml_type) and their blocks: (values, bytes)
@@ -220,13 +208,7 @@ def metadata_entry(key: str, value: str | int | float) -> bytes:
     return head + struct.pack("<If", FLOAT32, value)
 
 
-def write_gguf(
-    path: Path,
-    metadata_bytes: bytes,
-    n_keys: int,
-    tensors: list[tuple[str, tuple[int, ...], int, bytes]],
-    alignment: int = 32,
-) -> None:
+def write_gguf(path: Path, metadata_bytes: bytes, n_keys: int, tensors: list[tuple[str, tuple[int, ...], int, bytes]], alignment: int = 32) -> None:
     """A GGUF v3 file: the metadata section as given (`n_keys` entries), then each (name,
     shape, ggml type, bytes) tensor, its data aligned as llama.cpp reads it."""
     infos, offset = [], 0
@@ -252,6 +234,4 @@ def with_file_type(gguf: GGUF, file_type: int) -> tuple[bytes, int]:
     if entry[0] != UINT32:
         raise GGUFError(f"{FILE_TYPE_KEY} is not a uint32")
     at = gguf.value_at[FILE_TYPE_KEY]
-    return gguf.metadata_bytes[:at] + struct.pack("<I", file_type) + gguf.metadata_bytes[at + 4 :], len(
-        gguf.metadata
-    )
+    return gguf.metadata_bytes[:at] + struct.pack("<I", file_type) + gguf.metadata_bytes[at + 4 :], len(gguf.metadata)

@@ -252,9 +252,7 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
         if backend.host not in served:
             served[backend.host] = backend.available_models()
         if backend.model not in served[backend.host]:
-            raise ModelError(
-                f"Ollama at {backend.host} has no model {backend.model!r}: {modelfile_hint(backend.model)}"
-            )
+            raise ModelError(f"Ollama at {backend.host} has no model {backend.model!r}: {modelfile_hint(backend.model)}")
         backends[role] = backend
     where = places_said({role: b.host for role, b in backends.items()})
     return Built(backends, f"ollama {where} ({models_said(backends)})")

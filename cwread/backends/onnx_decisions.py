@@ -201,10 +201,7 @@ def _rope(x: np.ndarray, shape: _Shape) -> np.ndarray:
 
 
 def float_forward(
-    weights: dict[str, np.ndarray],
-    shape: _Shape,
-    ids: np.ndarray,
-    seen: list[dict[str, np.ndarray]] | None = None,
+    weights: dict[str, np.ndarray], shape: _Shape, ids: np.ndarray, seen: list[dict[str, np.ndarray]] | None = None
 ) -> np.ndarray:
     """The float model on the tokens `ids`, in numpy: the log-probabilities of the next token.
     With `seen`, each layer's largest input so far, channel by channel, to its attention
@@ -240,9 +237,7 @@ def float_forward(
     return logits - (top + np.log(np.exp(logits - top).sum()))
 
 
-def _input_maxima(
-    weights: dict[str, np.ndarray], shape: _Shape, prompts: list[np.ndarray]
-) -> list[dict[str, np.ndarray]]:
+def _input_maxima(weights: dict[str, np.ndarray], shape: _Shape, prompts: list[np.ndarray]) -> list[dict[str, np.ndarray]]:
     """Each layer's largest input, channel by channel, to each of its matrices over `prompts`
     (float_forward's `seen`)."""
     seen = [dict.fromkeys(("qkv", "o", "gu", "down"), np.float32(0)) for _ in range(shape.layers)]
@@ -373,9 +368,7 @@ def _graph(weights: dict[str, np.ndarray], shape: _Shape):
     pairs_sin = np.repeat(np.sin(angles), 2, axis=1) * np.tile([-1.0, 1.0], dim // 2)
     turns = {}
     for name, table in (("cos", pairs_cos), ("sin", pairs_sin)):
-        turns[name] = op(
-            "Unsqueeze", [op("Gather", [const(name, table.astype(np.float32)), positions]), axes(1)]
-        )
+        turns[name] = op("Unsqueeze", [op("Gather", [const(name, table.astype(np.float32)), positions]), axes(1)])
     swap = np.kron(np.eye(dim // 2), np.array([[0.0, 1.0], [1.0, 0.0]])).astype(np.float32)
 
     def rope(x: str, heads: int) -> str:
@@ -411,14 +404,9 @@ def _graph(weights: dict[str, np.ndarray], shape: _Shape):
         q = op("Reshape", [op("Transpose", [q], perm=[1, 0, 2]), grouped])
         keys = op("Unsqueeze", [op("Transpose", [k], perm=[0, 2, 1]), axes(1)])
         scaled = op("Mul", [op("MatMul", [q, keys]), const("scale", np.float32(1 / math.sqrt(dim)))])
-        attended = op(
-            "MatMul", [op("Softmax", [op("Add", [scaled, mask])], axis=-1), op("Unsqueeze", [v, axes(1)])]
-        )
+        attended = op("MatMul", [op("Softmax", [op("Add", [scaled, mask])], axis=-1), op("Unsqueeze", [v, axes(1)])])
         flat = op("Reshape", [attended, const("by_head", np.array([shape.heads, -1, dim], np.int64))])
-        flat = op(
-            "Reshape",
-            [op("Transpose", [flat], perm=[1, 0, 2]), const("rows", np.array([0, shape.hidden], np.int64))],
-        )
+        flat = op("Reshape", [op("Transpose", [flat], perm=[1, 0, 2]), const("rows", np.array([0, shape.hidden], np.int64))])
         x = op("Add", [x, linear(flat, f"{i}.o", w("attn_output"))])
         h = rms(x, w("ffn_norm"), f"{i}.ffn_norm")
         gate = linear(h, f"{i}.gate", w("ffn_gate"))
@@ -430,13 +418,9 @@ def _graph(weights: dict[str, np.ndarray], shape: _Shape):
     nodes.append(helper.make_node("LogSoftmax", [logits], ["logprobs"], axis=-1))
     for j, present in enumerate(presents):  # named as the inputs they become
         nodes.append(helper.make_node("Identity", [present], ["present" + pasts[j][4:]]))
-    past_info = [
-        helper.make_tensor_value_info(name, TensorProto.FLOAT, [shape.kv_heads, "before", dim])
-        for name in pasts
-    ]
+    past_info = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [shape.kv_heads, "before", dim]) for name in pasts]
     present_info = [
-        helper.make_tensor_value_info("present" + name[4:], TensorProto.FLOAT, [shape.kv_heads, "all", dim])
-        for name in pasts
+        helper.make_tensor_value_info("present" + name[4:], TensorProto.FLOAT, [shape.kv_heads, "all", dim]) for name in pasts
     ]
     graph = helper.make_graph(
         nodes, "decisions", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["n"]), *past_info],
@@ -466,9 +450,7 @@ def write_decision_model(model: Path, out: Path, adapter: Path | None = None) ->
         if name not in weights or weights[name].shape != delta.shape:
             raise DecisionsUnavailable(f"the adapter changes {name}, which is not written here")
         weights[name] = weights[name] + delta
-    prompts = [
-        np.array(tokenizer.encode(render_chatml(turns, "<answer>")).ids, np.int64) for turns in CALIBRATION
-    ]
+    prompts = [np.array(tokenizer.encode(render_chatml(turns, "<answer>")).ids, np.int64) for turns in CALIBRATION]
     _smooth(weights, shape, _input_maxima(weights, shape, prompts), SMOOTHING)
     onnx.save(
         _graph(weights, shape),
@@ -479,12 +461,7 @@ def write_decision_model(model: Path, out: Path, adapter: Path | None = None) ->
         size_threshold=1024,
     )
     tokenizer.save(str(out / TOKENIZER_FILE))
-    return {
-        "format": DECISIONS_FORMAT,
-        "model": model.name,
-        "adapter": adapter.name if adapter else None,
-        "label": "onnx-int8",
-    }
+    return {"format": DECISIONS_FORMAT, "model": model.name, "adapter": adapter.name if adapter else None, "label": "onnx-int8"}
 
 
 def decision_entry(model: Path, adapter: Path | None, adapter_sha: str | None = None) -> Path:
@@ -497,9 +474,7 @@ def decision_entry(model: Path, adapter: Path | None, adapter_sha: str | None = 
     return cache_root() / "decisions" / hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
-def decision_model(
-    model: Path, adapter: Path | None, announce=lambda line: None, adapter_sha: str | None = None
-) -> Path:
+def decision_model(model: Path, adapter: Path | None, announce=lambda line: None, adapter_sha: str | None = None) -> Path:
     """The folder of the decision model of (model, adapter), written into the cache when missing
     or damaged (seconds, once a machine). Raises on any failure: the caller keeps llama.cpp."""
     entry = decision_entry(model, adapter, adapter_sha)
@@ -533,20 +508,14 @@ class DecisionScorer:
         options.add_session_config_entry("session.disable_prepacking", "1")
         self.tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
         try:
-            self.session = ort.InferenceSession(
-                str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"]
-            )
+            self.session = ort.InferenceSession(str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # a damaged file: ONNX Runtime's own error, in one line
-            raise GGUFError(
-                f"ONNX Runtime cannot load {folder / MODEL_FILE}: {str(exc).splitlines()[0]}"
-            ) from exc
+            raise GGUFError(f"ONNX Runtime cannot load {folder / MODEL_FILE}: {str(exc).splitlines()[0]}") from exc
         self.pasts = [i.name for i in self.session.get_inputs() if i.name.startswith("past.")]
         self.presents = ["present" + name[4:] for name in self.pasts]
         heads, _, dim = self.session.get_inputs()[1].shape
         self.nothing = np.zeros((heads, 0, dim), np.float32)
-        self.kept: tuple[tuple[int, ...], list[np.ndarray]] | None = (
-            None  # a start's tokens, its keys and values
-        )
+        self.kept: tuple[tuple[int, ...], list[np.ndarray]] | None = None  # a start's tokens, its keys and values
         self.model = folder.name
         self.states = states
         self.lock = threading.Lock()
@@ -582,18 +551,12 @@ class DecisionScorer:
             head = []
         with self.lock:
             before = self._start(tuple(head)) if head else [self.nothing] * len(self.pasts)
-            feeds = {
-                "input_ids": np.array(ids[len(head) :], np.int64),
-                **dict(zip(self.pasts, before, strict=True)),
-            }
+            feeds = {"input_ids": np.array(ids[len(head) :], np.int64), **dict(zip(self.pasts, before, strict=True))}
             logprobs = self.session.run(["logprobs"], feeds)[0][0]
         top = np.argpartition(-logprobs, TOP_TOKENS)[:TOP_TOKENS]
         top = top[np.argsort(-logprobs[top])]
         tokens = [
-            {
-                "token": self.tokenizer.decode([int(t)], skip_special_tokens=False),
-                "logprob": float(logprobs[t]),
-            }
+            {"token": self.tokenizer.decode([int(t)], skip_special_tokens=False), "logprob": float(logprobs[t])}
             for t in top
         ]
         return tokens, len(ids), time.perf_counter() - started

@@ -91,9 +91,7 @@ class OpenAISettings:
     def refuse(self, backend: str) -> None:
         """InputError when a setting only this backend takes is given for `backend`."""
         if self.finder_base_url and backend != "openai":
-            raise InputError(
-                "--finder-base-url applies to --backend openai (with --base-url for the Interpreter)"
-            )
+            raise InputError("--finder-base-url applies to --backend openai (with --base-url for the Interpreter)")
 
 
 def base_url_from(url: str | None, flag: str = "--base-url") -> str | None:
@@ -344,9 +342,7 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
         infos[url] = backend.info
         backend.model = served_model(backend.info.models, model, url)
         same = next((b for b in backends.values() if b.base_url == url and b.model == backend.model), None)
-        backends[role] = (
-            same or backend
-        )  # one backend (and one call cache) when both agents get the same model
+        backends[role] = same or backend  # one backend (and one call cache) when both agents get the same model
     first = next(iter(backends.values()))
     where = places_said({role: b.base_url for role, b in backends.items()})
     return Built(

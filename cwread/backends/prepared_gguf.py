@@ -64,9 +64,7 @@ def prepared_model(
     entry = prepared_entry(model, adapter)
     meta = read_entry(entry, lambda m: m.get("format") == PREPARED_FORMAT, trust_unchanged=not checksum)
     if meta is None:
-        announce(
-            f"preparing the embedded model for this CPU, once (Q8_0{', the Finder adapter merged' if adapter else ''}; about 2 s)"
-        )
+        announce(f"preparing the embedded model for this CPU, once (Q8_0{', the Finder adapter merged' if adapter else ''}; about 2 s)")
         for old in entry.parent.glob("*") if entry.parent.is_dir() else ():
             if old.name != entry.name and not old.name.startswith(".") and _same_inputs(old, model, adapter):
                 remove_entry(old)  # a reinstalled model's or an older format's: never read again
@@ -76,11 +74,7 @@ def prepared_model(
 
 def _same_inputs(entry: Path, model: Path, adapter: Path | None) -> bool:
     meta = read_entry(entry)
-    return (
-        meta is not None
-        and meta.get("model") == model.name
-        and meta.get("adapter") == (adapter.name if adapter else None)
-    )
+    return meta is not None and meta.get("model") == model.name and meta.get("adapter") == (adapter.name if adapter else None)
 
 
 def write_prepared(model: Path, adapter: Path | None, out: Path) -> dict:

@@ -103,9 +103,7 @@ class Provider:
     name: str
     summary: str  # what it runs, for help
     build: Callable[[BackendSettings, dict[str, ModelRef]], Built]  # the agents (by role) that named it
-    settings: type | None = (
-        None  # its own settings section (a frozen dataclass; --backend-option sets its fields)
-    )
+    settings: type | None = None  # its own settings section (a frozen dataclass; --backend-option sets its fields)
     adapter_hint: str = ""  # how a trained Finder adapter runs on it (when --finder-lora cannot)
     notes: Callable[[Backend], list[str]] = field(default=lambda backend: [])  # for doctor
     auto: Callable[[BackendSettings, dict[str, ModelRef]], AutoClaim] | None = None

@@ -25,9 +25,7 @@ register(openai_compat.PROVIDER)
 __all__ = ["PROVIDERS", "BackendSettings", "Selection", "select", "select_backends", "with_call_cache"]
 
 
-def select(
-    settings: BackendSettings | None, use_cache: bool = True, notice: Callable[[str], None] | None = None
-) -> Selection:
+def select(settings: BackendSettings | None, use_cache: bool = True, notice: Callable[[str], None] | None = None) -> Selection:
     """The backends `settings` choose (see select_backends), behind the call cache unless
     `use_cache` is False; `notice` hears which run and why."""
     chosen = select_backends(settings or BackendSettings())

@@ -49,11 +49,7 @@ def book_folders(root: Path) -> list[Path]:
 
 def is_book_folder(folder: Path) -> bool:
     """A Calibre book folder: it holds an OPF, or is named `Title (id)` (an OPF lost)."""
-    return (
-        folder.is_dir()
-        and not folder.name.startswith(".")
-        and ((folder / OPF).is_file() or bool(_ID_SUFFIX.search(folder.name)))
-    )
+    return folder.is_dir() and not folder.name.startswith(".") and ((folder / OPF).is_file() or bool(_ID_SUFFIX.search(folder.name)))
 
 
 def best_format(folder: Path) -> Path | None:
@@ -107,13 +103,5 @@ def _read_opf(package: ElementTree.Element, folder: Path) -> dict:
         series = f"{series} #{number}"
     note = None
     if not title:
-        title, note = (
-            _ID_SUFFIX.sub("", folder.name),
-            "its metadata.opf has no title: the title from the folder name",
-        )
-    return {
-        "title": title,
-        "author": " & ".join(authors) or folder.parent.name,
-        "series": series,
-        "note": note,
-    }
+        title, note = _ID_SUFFIX.sub("", folder.name), "its metadata.opf has no title: the title from the folder name"
+    return {"title": title, "author": " & ".join(authors) or folder.parent.name, "series": series, "note": note}

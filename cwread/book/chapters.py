@@ -26,9 +26,7 @@ _CHAPTER_WORD = re.compile(
 )
 # "XXIII", "XXIII.", "12", "12." (not "01": an image's number, not a chapter's)
 _NUMBER_ALONE = re.compile(r"^\W*(?:[IVXLC]+|[1-9]\d{0,2})\.?\s*$")
-_NAMED_PART = re.compile(
-    r"^\W*(?:PROLOGUE|Prologue|EPILOGUE|Epilogue|PREFACE|Preface|INTRODUCTION|Introduction)\b"
-)
+_NAMED_PART = re.compile(r"^\W*(?:PROLOGUE|Prologue|EPILOGUE|Epilogue|PREFACE|Preface|INTRODUCTION|Introduction)\b")
 _THE_END = re.compile(r"^\W*(?:THE END|The End|FINIS|Finis)\W*$")
 _SENTENCE_END = re.compile(r"[.!?,;:\u201d\"'\u2019]\s*$")
 
@@ -53,11 +51,7 @@ def is_heading(text: str) -> bool:
         return True
     letters = [c for c in line if c.isalpha()]
     # a title in capitals ("THE SELFISH GIANT", "FIRST PERIOD"), not a shout that ends a sentence
-    return (
-        len(letters) >= 3
-        and all(c.isupper() for c in letters)
-        and not _SENTENCE_END.search(line.rstrip(")]"))
-    )
+    return len(letters) >= 3 and all(c.isupper() for c in letters) and not _SENTENCE_END.search(line.rstrip(")]"))
 
 
 def find_chapters(

@@ -60,7 +60,9 @@ def document_from_bytes(
             fingerprint=parts[0].fingerprint,
             replaced=reading.replaced,
         )
-    return _assemble(name, sha256, reading.encoding, list(parts), reading.replaced, ())
+    return _assemble(
+        name, sha256, reading.encoding, list(parts), reading.replaced, ()
+    )
 
 
 def _read_file(data: bytes, sha256: str, name: str, encoding: str | None, max_bytes: int) -> Reading:

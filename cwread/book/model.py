@@ -212,13 +212,11 @@ class Document:
         out: dict[int, str] = {}
         for first, last in self.stories:
             out.update((pid, "illustration") for pid in illustration_ids(texts, first, last))
-            out.update(
-                (p.id, "contents") for p in self.paragraphs[first - 1 : last] if lists_chapters(p.text)
-            )
+            out.update((p.id, "contents") for p in self.paragraphs[first - 1 : last] if lists_chapters(p.text))
         return out
 
     def wrapping(self, pid: int) -> str | None:
-        """ "front matter" or "back matter" for a paragraph outside its file's story, "contents" or
+        """"front matter" or "back matter" for a paragraph outside its file's story, "contents" or
         "illustration" for one inside it that is not its text (`asides`), else None: a paragraph
         with a wrapping is never retrieved or quoted."""
         first, last = self.story(pid)
@@ -302,9 +300,7 @@ class Document:
             if lo + more > last:
                 notes.append(f"{part.strip()} stops at {self.label(last)}, the last paragraph")
             return list(range(lo, min(lo + more, last) + 1))
-        pages = re.fullmatch(
-            rf"\s*(?:({SOURCE_NAME})\s*:\s*)?[pP]\.?\s*(\d+)\s*(?:-\s*[pP]?\.?\s*(\d+))?\s*", part
-        )
+        pages = re.fullmatch(rf"\s*(?:({SOURCE_NAME})\s*:\s*)?[pP]\.?\s*(\d+)\s*(?:-\s*[pP]?\.?\s*(\d+))?\s*", part)
         if pages:
             return self._on_pages(pages.group(1), int(pages.group(2)), int(pages.group(3) or pages.group(2)))
         m = re.fullmatch(
@@ -323,9 +319,7 @@ class Document:
             source = self._by_name.get(hi_name) if hi_name is not None else None
             count = len(source) if source is not None else len(self.paragraphs)  # numbers within its file
             if int(hi_n) > count >= 1:  # past the end: the range stops at the last paragraph
-                notes.append(
-                    f"{part.strip()} stops at {self.label(self._last_of(hi_name))}, the last paragraph"
-                )
+                notes.append(f"{part.strip()} stops at {self.label(self._last_of(hi_name))}, the last paragraph")
                 hi_n = str(count)
             hi = self._resolve(hi_name, int(hi_n))
         if lo > hi:
@@ -346,9 +340,7 @@ class Document:
         where = self.path
         if name is not None or self.sources:
             if name is None:
-                raise InputError(
-                    f"pages need their file in {self.path}: {self.sources[0].name}:p{first}, say"
-                )
+                raise InputError(f"pages need their file in {self.path}: {self.sources[0].name}:p{first}, say")
             source = self._by_name.get(name)
             if source is None:
                 raise InputError(f"{self.path} has no file named {name!r}")
@@ -538,3 +530,4 @@ def _is_prose(text: str) -> bool:
     "CHAPTER II. The Curse of the Baskervilles")."""
     words = text.split()
     return len(words) >= 8 and 2 * sum(w[:1].islower() for w in words) >= len(words)
+

@@ -20,9 +20,7 @@ app = typer.Typer(
         "130 interrupted."
     ),
     no_args_is_help=True,
-    context_settings={
-        "help_option_names": ["-h", "--help"]
-    },  # every command's too: click contexts inherit it
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command's too: click contexts inherit it
     add_completion=True,
     rich_markup_mode="markdown",
     pretty_exceptions_enable=False,
@@ -39,9 +37,7 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool | None,
-        typer.Option(
-            "--version", callback=_version, is_eager=True, help="Print the version and exit.", metavar=""
-        ),
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.", metavar=""),
     ] = None,
 ) -> None:
     """cwread: cited answers from long narratives."""
@@ -57,20 +53,14 @@ def open_document(book: str, output: Output):
     render.set_width(output.width)
     document = api.open_document(book, output.encoding)
     if document.replaced:
-        what = (
-            f"{document.path} is UTF-8" if not document.sources else f"the files of {document.path} are UTF-8"
-        )
+        what = f"{document.path} is UTF-8" if not document.sources else f"the files of {document.path} are UTF-8"
         render.notice(
             f"warning: {what} with {document.replaced} invalid byte sequence(s), "
             "shown as \ufffd (--encoding reads it as another encoding)"
         )
     if document.skipped:
         shown = "; ".join(document.skipped[:SKIPPED_NAMED])
-        more = (
-            f"; and {len(document.skipped) - SKIPPED_NAMED} more (--json lists them)"
-            if len(document.skipped) > SKIPPED_NAMED
-            else ""
-        )
+        more = f"; and {len(document.skipped) - SKIPPED_NAMED} more (--json lists them)" if len(document.skipped) > SKIPPED_NAMED else ""
         render.notice(f"left out of {document.path}: {shown}{more}")
     return document
 

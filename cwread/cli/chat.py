@@ -109,9 +109,7 @@ class Chat:
                 )
             render.answer_view(trace)
             if trace.failure() is not None:  # a flag cannot be typed at the prompt: a chat starts with it
-                render.notice(
-                    one_line(trace.failure().replace(JUDGE_ANYWAY_HINT, "start the chat with --judge-anyway"))
-                )
+                render.notice(one_line(trace.failure().replace(JUDGE_ANYWAY_HINT, "start the chat with --judge-anyway")))
         return code
 
     def command(self, text: str) -> int:
@@ -126,9 +124,7 @@ class Chat:
             return self.answer(api.make_question(rest, claim=True))
         elif name == "/show":
             shown = api.show(document, rest)
-            self._line(json_output.show_json(document, shown)) if self.json_lines else render.show_view(
-                document, shown
-            )
+            self._line(json_output.show_json(document, shown)) if self.json_lines else render.show_view(document, shown)
         elif name == "/find":
             found = self.session.find(api.make_question(rest), self.asking.budget, self.asking.retrieval)
             if self.json_lines:

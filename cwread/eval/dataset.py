@@ -32,9 +32,7 @@ class Record:
         for label in self.evidence:
             pid = document.id_of(str(label))
             if pid is None:
-                raise InputError(
-                    f"record {self.id}: its evidence {label!r} is not a paragraph of {document.path}"
-                )
+                raise InputError(f"record {self.id}: its evidence {label!r} is not a paragraph of {document.path}")
             ids.append(pid)
         return ids
 
@@ -65,9 +63,7 @@ def load_records(path: str) -> list[Record]:
         try:
             line = raw_line.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InputError(
-                f"{where}: not UTF-8 (byte {exc.start + 1} of the line); save the file as UTF-8"
-            ) from None
+            raise InputError(f"{where}: not UTF-8 (byte {exc.start + 1} of the line); save the file as UTF-8") from None
         if not line.strip():
             continue
         try:
@@ -99,9 +95,7 @@ def _record(raw: object, where: str, source: Path) -> Record:
     field("doc", isinstance(raw["doc"], str) and raw["doc"].strip() != "", "a file path")
     kind = raw["kind"]
     field("kind", kind in FORMS, f"one of {', '.join(FORMS)}")
-    field(
-        "question", isinstance(raw["question"], str) and raw["question"].strip() != "", "a non-empty string"
-    )
+    field("question", isinstance(raw["question"], str) and raw["question"].strip() != "", "a non-empty string")
     options: dict[str, str] = {}
     if kind == "mcq":
         if not raw.get("options"):
@@ -120,16 +114,10 @@ def _record(raw: object, where: str, source: Path) -> Record:
         field("evidence", ids_ok, 'a list of paragraph ids (positive integers, or "FILE:N" in a folder)')
     answers = raw.get("answers") or []
     if answers:
-        field(
-            "answers",
-            isinstance(answers, list) and all(isinstance(a, str) for a in answers),
-            "a list of strings",
-        )
+        field("answers", isinstance(answers, list) and all(isinstance(a, str) for a in answers), "a list of strings")
     if "hops" in raw:
         hops = raw["hops"]
-        field(
-            "hops", isinstance(hops, int) and not isinstance(hops, bool) and hops >= 1, "a positive integer"
-        )
+        field("hops", isinstance(hops, int) and not isinstance(hops, bool) and hops >= 1, "a positive integer")
     doc = (source.parent / raw["doc"]).resolve()
     if not (doc.is_file() or doc.is_dir()):
         raise InputError(f"{where}: document {raw['doc']} not found")

@@ -92,11 +92,7 @@ class EvalContext:
         planned = self.session_of(found).plan(found.question, run, packet_given=packet is not None)
         # this run's backends and model Finder, whatever the book's session was opened with (the
         # judge, where the plan chose it, is the same whatever the backends)
-        finder = (
-            planned.finder
-            if isinstance(planned.finder, JudgeFinder)
-            else make_finder(self.finding, self.selection.finder)
-        )
+        finder = planned.finder if isinstance(planned.finder, JudgeFinder) else make_finder(self.finding, self.selection.finder)
         planned = replace(planned, backends=self.selection, finder=finder)
         return pipeline.run(planned, found, packet=packet)
 
@@ -189,11 +185,7 @@ def _extractive(ranked: bool) -> MethodRun:
         if chosen is None:
             return Trace(found, packet=packet, outcome=NO_ANSWER)
         text, quote = chosen
-        return Trace(
-            found,
-            packet=packet,
-            outcome=Outcome(Status.ANSWERED, text, text, AnswerMode.EXTRACTIVE, True, (quote,)),
-        )
+        return Trace(found, packet=packet, outcome=Outcome(Status.ANSWERED, text, text, AnswerMode.EXTRACTIVE, True, (quote,)))
 
     return extract
 
@@ -218,9 +210,7 @@ def judge(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
         finder, found.document, found.read, found.question, None, pipeline.keep_threshold_of(ctx.finding, finder),
         ranking=found.paragraph_scores,
     )  # fmt: skip
-    packet = pipeline.pack_ranked_segments(
-        found.document, pipeline.packing_order(finder, verdicts), found.budget
-    )
+    packet = pipeline.pack_ranked_segments(found.document, pipeline.packing_order(finder, verdicts), found.budget)
     return Trace(found, verdicts=verdicts, packet=packet)
 
 

@@ -93,22 +93,9 @@ def trace_fields(trace: Trace) -> dict:
     check = outcome.check
     answer = json_output.answer_json(trace)  # the fields every JSON writer shares, as they give them
     return {
-        **{
-            key: answer[key]
-            for key in (
-                "answer",
-                "status",
-                "model_answer",
-                "supported",
-                "abstained",
-                "answer_kind",
-                "citations",
-            )
-        },
+        **{key: answer[key] for key in ("answer", "status", "model_answer", "supported", "abstained", "answer_kind", "citations")},
         # the final reply's quotes, verbatim, as [paragraph, text]: what a support check reads
-        "model_quotes": [[trace.document.public_id(q.id), q.text] for q in final.reply.quotes]
-        if final
-        else [],
+        "model_quotes": [[trace.document.public_id(q.id), q.text] for q in final.reply.quotes] if final else [],
         # a readable result of the answering step: the model's reply, an extracted sentence, or
         # an answer withheld as not determined
         "parsed": outcome.text is not None or outcome.model_answer is not None or outcome.withheld,
@@ -117,9 +104,7 @@ def trace_fields(trace: Trace) -> dict:
         "support_quoted_share": check.quoted_share if check else None,
         "support_weight_share": check.weight_share if check else None,
         # the trained Finder's best score of an extractive answer's paragraphs (None: not judged)
-        "answer_judge_score": round(outcome.judgement.best[1], 4)
-        if outcome.judgement and outcome.judgement.best
-        else None,
+        "answer_judge_score": round(outcome.judgement.best[1], 4) if outcome.judgement and outcome.judgement.best else None,
         # the answer reader's score of the words it picked (None: not read)
         "answer_reader_score": outcome.reading.score if outcome.reading else None,
         # the final answer's mean token log-probability, where the backend gave it

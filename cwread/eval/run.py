@@ -122,9 +122,7 @@ class EvalOptions:
     permute_options: bool = False
     budget: api.Budget | None = None
     finding: FinderSettings | None = None  # None: the Finder's defaults, no token cap
-    session: SessionSettings = field(
-        default_factory=SessionSettings
-    )  # the dense model, the backends, the call cache
+    session: SessionSettings = field(default_factory=SessionSettings)  # the dense model, the backends, the call cache
     # open questions' answer mode (auto: by model size) and the support thresholds (None: the
     # words decide, cwread.answer.support); each method adds its own self-check and judges every label
     answering: AnswerSettings = field(default_factory=AnswerSettings)
@@ -169,13 +167,9 @@ def evaluate(
     finding = options.finding or FinderSettings()
     # open answers are given as `ask` gives them: each plan resolves "auto" for its question and
     # book (a novel's passages on a model too small to read; cwread.pipeline.plan_run)
-    answering = (
-        options.answering if selection else replace(options.answering, answer_mode=AnswerMode.GENERATIVE)
-    )
+    answering = options.answering if selection else replace(options.answering, answer_mode=AnswerMode.GENERATIVE)
     mode = pipeline.open_answer_mode(answering, selection.interpreter) if selection else AnswerMode.GENERATIVE
-    ctx = EvalContext(
-        selection, budget, options.session.embedder, options.permute_options, answering, finding
-    )
+    ctx = EvalContext(selection, budget, options.session.embedder, options.permute_options, answering, finding)
     out_path = Path(options.out) if options.out else None
     done: list[dict] = []
     try:
@@ -186,11 +180,7 @@ def evaluate(
     if out_path is not None:
         done = [r for r in read_rows(out_path) if r["method"] in methods]
     summary = summarize(done)
-    models = (
-        f"finder {label(selection.finder)}, interpreter {label(selection.interpreter)}"
-        if selection
-        else "none"
-    )
+    models = f"finder {label(selection.finder)}, interpreter {label(selection.interpreter)}" if selection else "none"
     meta = {
         "data": options.data,
         "models": models,

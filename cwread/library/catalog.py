@@ -71,9 +71,7 @@ class Chapter:
     span: str
     pages: tuple[int, int] | None
     heading: str
-    wrapping: str | None = (
-        None  # "front matter" or "back matter": outside its file's story (Document.stories)
-    )
+    wrapping: str | None = None  # "front matter" or "back matter": outside its file's story (Document.stories)
 
 
 def contents_of(document: Document) -> list[Chapter]:
@@ -195,9 +193,7 @@ class Library:
         except (OSError, RuntimeError):
             return None
         if not any(real.is_relative_to(root) for root in self.roots):
-            self.left_out.append(
-                f"{folder.name}: a link that leads out of the library's folder; not followed"
-            )
+            self.left_out.append(f"{folder.name}: a link that leads out of the library's folder; not followed")
             return None
         try:
             return self._describe(real)
@@ -265,9 +261,7 @@ class Library:
             info = chosen.stat()
             opf = real / calibre.OPF
             opf_stamp = _stamp(opf.stat()) if opf.is_file() else ()
-            return Book(
-                self.name_of(real), chosen, format_of(suffix), info.st_size, (*_stamp(info), *opf_stamp), real
-            )
+            return Book(self.name_of(real), chosen, format_of(suffix), info.st_size, (*_stamp(info), *opf_stamp), real)
         if real.is_dir():
             size, stamp = _folder_stamp(real)
             return Book(self.name_of(real), real, "folder", size, stamp)
@@ -385,9 +379,7 @@ class Library:
                 document = self.open(book)
             except InputError as exc:
                 self.unread.append(f"{book.name}: {exc}")
-                with suppress(
-                    sqlite3.Error
-                ):  # a book that cannot be read is no hit; the next sync drops it else
+                with suppress(sqlite3.Error):  # a book that cannot be read is no hit; the next sync drops it else
                     store.drop(book.name)
                 continue
             sources = tuple((s.name, s.first, s.last) for s in document.sources)
@@ -409,7 +401,6 @@ class Library:
             why = f": {'; '.join(self.unread[:3])}" if self.unread else ""
             raise InputError(f"no book of the library could be read{why}")
         return store, held, bool(stale)
-
 
 def _sweep_old_indexes(folder: Path) -> None:
     """Remove what earlier versions kept in the library cache: bm25s indexes (two-letter

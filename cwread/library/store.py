@@ -155,9 +155,7 @@ class SqliteStore:
     def held(self) -> dict[str, HeldBook]:
         rows = self._db.execute("SELECT name, stamp, sources, paragraphs, about FROM books").fetchall()
         return {
-            name: HeldBook(
-                name, stamp, tuple(tuple(s) for s in json.loads(sources)), paragraphs, json.loads(about)
-            )
+            name: HeldBook(name, stamp, tuple(tuple(s) for s in json.loads(sources)), paragraphs, json.loads(about))
             for name, stamp, sources, paragraphs, about in rows
         }
 
@@ -169,23 +167,16 @@ class SqliteStore:
                 return  # another process put this very book while it was being read
             if found is not None:
                 self._drop_rows(found[0])
-            fields = (
-                book.stamp,
-                json.dumps(book.sources),
-                book.paragraphs,
-                json.dumps(book.about, ensure_ascii=False),
-            )
+            fields = (book.stamp, json.dumps(book.sources), book.paragraphs, json.dumps(book.about, ensure_ascii=False))
             if found is None:
                 cursor = self._db.execute(
-                    "INSERT INTO books (name, stamp, sources, paragraphs, about) VALUES (?, ?, ?, ?, ?)",
-                    (book.name, *fields),
+                    "INSERT INTO books (name, stamp, sources, paragraphs, about) VALUES (?, ?, ?, ?, ?)", (book.name, *fields)
                 )
                 book_id = cursor.lastrowid
             else:
                 book_id = found[0]
                 self._db.execute(
-                    "UPDATE books SET stamp = ?, sources = ?, paragraphs = ?, about = ? WHERE id = ?",
-                    (*fields, book_id),
+                    "UPDATE books SET stamp = ?, sources = ?, paragraphs = ?, about = ? WHERE id = ?", (*fields, book_id)
                 )
             base = book_id * ROWS_PER_BOOK
             self._db.executemany(
@@ -202,9 +193,7 @@ class SqliteStore:
 
     def _drop_rows(self, book_id: int) -> None:
         base = book_id * ROWS_PER_BOOK
-        self._db.execute(
-            "DELETE FROM paragraphs WHERE rowid BETWEEN ? AND ?", (base, base + ROWS_PER_BOOK - 1)
-        )
+        self._db.execute("DELETE FROM paragraphs WHERE rowid BETWEEN ? AND ?", (base, base + ROWS_PER_BOOK - 1))
 
     def search(self, query: str, limit: int, books: Sequence[str] | None = None) -> list[StoredHit]:
         expression = match_expression(query)
@@ -270,9 +259,7 @@ class Damaged(Exception):
 
 # what SQLite says of a file that is not its own, or is damaged (sqlite3.DatabaseError, or an
 # OperationalError for a file whose schema is not this store's)
-_DAMAGE = re.compile(
-    r"not a database|malformed|corrupt|no such table|no such module|vtable constructor", re.I
-)
+_DAMAGE = re.compile(r"not a database|malformed|corrupt|no such table|no such module|vtable constructor", re.I)
 
 
 def open_store(path: Path, notice: Callable[[str], None] | None = None) -> SqliteStore:
@@ -293,12 +280,4 @@ def open_store(path: Path, notice: Callable[[str], None] | None = None) -> Sqlit
             raise CacheError(f"the library's index {path} cannot be made anew") from None
 
 
-__all__ = [
-    "HeldBook",
-    "ParagraphStore",
-    "SqliteStore",
-    "StoredHit",
-    "match_expression",
-    "open_store",
-    "query_words",
-]
+__all__ = ["HeldBook", "ParagraphStore", "SqliteStore", "StoredHit", "match_expression", "open_store", "query_words"]

@@ -103,10 +103,7 @@ class SentenceTransformerEmbedder:
     @property
     def dims(self) -> int:
         # renamed get_embedding_dimension in newer sentence-transformers (the old name warns)
-        get = (
-            getattr(self.model, "get_embedding_dimension", None)
-            or self.model.get_sentence_embedding_dimension
-        )
+        get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(get())
 
     def encode(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
@@ -255,9 +252,7 @@ def load_static_minilm() -> StaticEmbedder:
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
         weights = np.load(folder / "embeddings.npy", allow_pickle=False)
         # gzipped: 0.7 MB less in every install (and in every GPU lane call, which carries the tree)
-        tokenizer = Tokenizer.from_str(
-            gzip.decompress((folder / TOKENIZER_FILE).read_bytes()).decode("utf-8")
-        )
+        tokenizer = Tokenizer.from_str(gzip.decompress((folder / TOKENIZER_FILE).read_bytes()).decode("utf-8"))
     except Exception as exc:  # OSError, a bad array or JSON, or tokenizers' own exception type
         raise ModelError(
             f"the static embedding model in {folder} is missing or damaged ({type(exc).__name__}); "

@@ -142,9 +142,7 @@ def scores(retriever: StoredIndex, query: str, n_docs: int) -> np.ndarray:
     return np.asarray(retriever.get_scores(tokens), dtype=np.float32)
 
 
-def context_scores(
-    retriever: StoredIndex, query: str, n_docs: int, file_starts: Sequence[int] = ()
-) -> np.ndarray:
+def context_scores(retriever: StoredIndex, query: str, n_docs: int, file_starts: Sequence[int] = ()) -> np.ndarray:
     """Each paragraph's BM25 score with its context: for every query term, the best of the
     paragraph's own score and its neighbours' (CONTEXT_WIDTH each side, within its file),
     discounted by CONTEXT_DECAY per paragraph of distance; summed over the terms. A paragraph

@@ -18,22 +18,7 @@ TITLES = frozenset(
         "colonel", "col", "rev", "prof", "sgt", "esq",
     }
 )  # fmt: skip
-ABBREVIATED = (
-    "Mr",
-    "Mrs",
-    "Ms",
-    "Dr",
-    "St",
-    "Messrs",
-    "Mme",
-    "Mlle",
-    "Capt",
-    "Col",
-    "Rev",
-    "Prof",
-    "Sgt",
-    "Esq",
-)
+ABBREVIATED = ("Mr", "Mrs", "Ms", "Dr", "St", "Messrs", "Mme", "Mlle", "Capt", "Col", "Rev", "Prof", "Sgt", "Esq")
 
 
 # bm25s's English list has 33 words and keeps pronouns and question words ("she", "did",

@@ -42,14 +42,4 @@ def format_names() -> str:
     return ", ".join(labels[:-1]) + f" or {labels[-1]}" if len(labels) > 1 else "".join(labels)
 
 
-__all__ = [
-    "READERS",
-    "Part",
-    "Reader",
-    "Reading",
-    "book_suffixes",
-    "format_names",
-    "format_of",
-    "reader_for",
-    "register",
-]
+__all__ = ["READERS", "Part", "Reader", "Reading", "book_suffixes", "format_names", "format_of", "reader_for", "register"]

@@ -209,9 +209,7 @@ def _read_pages(pdf, name: str, indexes: range, count: int, started: float) -> l
     pages = []
     for index in indexes:
         if time.monotonic() - started > MAX_SECONDS:
-            raise InputError(
-                f"{name} took more than {MAX_SECONDS:.0f} s to read ({index} of {count} pages); refused"
-            )
+            raise InputError(f"{name} took more than {MAX_SECONDS:.0f} s to read ({index} of {count} pages); refused")
         try:
             page = pdf[index]
             textpage = page.get_textpage()
@@ -480,6 +478,4 @@ def _column(line: Line, margins: list[tuple[float, float]]) -> tuple[float, floa
     return found
 
 
-READER = Reader(
-    "pdf", _sniff, _read, cached_from=0, suffixes=("pdf",), label="PDF"
-)  # reading a page costs more than its cache
+READER = Reader("pdf", _sniff, _read, cached_from=0, suffixes=("pdf",), label="PDF")  # reading a page costs more than its cache

@@ -11,6 +11,4 @@ def _read(data: bytes, name: str, encoding: str | None, max_bytes: int) -> Readi
     return Reading((part_from_text("", name, text),), used, replaced)
 
 
-READER = Reader(
-    "text", lambda data, name: True, _read, suffixes=("txt", "text", "md", "markdown", "rst"), label="text"
-)
+READER = Reader("text", lambda data, name: True, _read, suffixes=("txt", "text", "md", "markdown", "rst"), label="text")
