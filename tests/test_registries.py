@@ -4,7 +4,6 @@ line: toy ones, registered here, work through the real CLI with nothing else cha
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import pytest
 
@@ -13,19 +12,10 @@ from cwread.backends import provider, select
 from cwread.backends.provider import AutoClaim, BackendSettings, Built, ModelRef, Provider
 from cwread.backends.scripted import ScriptedBackend
 from cwread.book import formats
-from cwread.book.formats.base import Reader, Reading, part_from_text
-from cwread.errors import InputError
 from cwread.question import AnswerForm
 from tests.conftest import run
-
-
-def _read_toy(data: bytes, name: str, encoding: str | None, max_bytes: int) -> Reading:
-    """A toy format: paragraphs are lines that start with '~'."""
-    lines = [line[1:].strip() for line in data.decode("utf-8").splitlines() if line.startswith("~")]
-    return Reading((part_from_text("", name, "\n\n".join(lines)),), "utf-8")
-
-
-TOY = Reader("toy", lambda data, name: name.endswith(".toy"), _read_toy, cached_from=None, suffixes=("toy",), label="Toy")
+from tests.plugin_package.cwread_toy_plugin import READER as TOY
+from tests.plugin_package.cwread_toy_plugin import EchoSettings
 
 
 @pytest.fixture
@@ -55,20 +45,6 @@ def test_a_toy_format_registered_in_one_line_is_read_everywhere(capsys, tmp_path
 
 
 # ---- a backend: one module (its provider, settings and builder) and one registry line ------
-
-
-@dataclass(frozen=True)
-class EchoSettings:
-    """The toy backend's own settings: the words it answers with."""
-
-    words: str = ""
-
-    def resolved(self) -> EchoSettings:
-        return self
-
-    def refuse(self, backend: str) -> None:
-        if self.words and backend != "echo":
-            raise InputError("echo.words applies to --backend echo")
 
 
 def _build_echo(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
