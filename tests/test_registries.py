@@ -4,6 +4,7 @@ line: toy ones, registered here, work through the real CLI with nothing else cha
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -12,10 +13,9 @@ from cwread.backends import provider, select
 from cwread.backends.provider import AutoClaim, BackendSettings, Built, ModelRef, Provider
 from cwread.backends.scripted import ScriptedBackend
 from cwread.book import formats
-from cwread.question import AnswerForm
 from tests.conftest import run
+from tests.plugin_package.cwread_toy_plugin import FORM, EchoSettings
 from tests.plugin_package.cwread_toy_plugin import READER as TOY
-from tests.plugin_package.cwread_toy_plugin import EchoSettings
 
 
 @pytest.fixture
@@ -88,17 +88,7 @@ def test_a_toy_backend_registered_in_one_line_takes_its_own_settings(capsys, sto
 # ---- a question kind: one form and one registry line ----------------------------------------
 
 
-YES_NO = AnswerForm(
-    "yes-no",
-    block=lambda question: f"Yes-or-no question: {question.text}",
-    hint="YES or NO",
-    labels=lambda question: ["YES", "NO"],
-    spellings=lambda labels: ["YES", "NO", "Yes", "No", "yes", "no"],
-    normalise=lambda raw, labels: {"yes": "YES", "no": "NO"}.get(raw.strip(" .").lower()),
-    answer_words=lambda question, answer: f"Answer: {answer}",
-    verdict=True,
-    false_label="NO",
-)
+YES_NO = replace(FORM, title=None)  # the plug-in's kind, headed by its name
 
 
 @pytest.fixture
