@@ -49,7 +49,6 @@ from cwread.cli.exits import error_exit
 from cwread.errors import CwreadError, InputError
 from cwread.library.catalog import Library, stamp_of
 from cwread.library_question import find_in_library
-from cwread.plan import ASKED_READ_TOKENS
 from cwread.records import JUDGE_ANYWAY_HINT, Trace
 from cwread.session import Session
 from cwread.views import json_output, reading
@@ -246,7 +245,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
         session, lock = books.open(book)
         with lock:
             run = api.RunSettings(
-                finding=api.FinderSettings(read_tokens=ASKED_READ_TOKENS),
+                finding=api.FinderSettings(),  # as a question asked reads (plan.ASKED_READ_TOKENS)
                 answering=api.AnswerSettings(judge_anyway=judge_anyway),
             )
             trace = session.ask(question, run, progress=reporter(ctx))

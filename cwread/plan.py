@@ -138,6 +138,12 @@ class AnswerSettings:
         _check_threshold(self.answer_threshold, "answer")
 
 
+# A question asked (ask, verify, chat, MCP, the API's default) reads what its Finder reads in
+# about half a minute here; eval states no cap unless told (its runs compare across machines).
+ASKED_READ_TOKENS = "auto"
+EVAL_READ_TOKENS = None
+
+
 @dataclass(frozen=True)
 class FinderSettings:
     """How the Finder runs, validated once, here.
@@ -146,8 +152,9 @@ class FinderSettings:
     cannot change the answer), judge (cwread.agents.judge), on (the model) or off (every segment
     read is taken as kept).
     `read_tokens`: prompt tokens it reads at most, in rank order: a number, "auto" (what it
-    reads in about half a minute at the rate measured for it: cwread.agents.reading_budget) or None (no cap
-    but the budget's `read`); the flag's text ("2000", "auto", "none") is read here.
+    reads in about half a minute at the rate measured for it: cwread.agents.reading_budget; the
+    default, as every question asked) or None (no cap but the budget's `read`: eval's, stated
+    there); the flag's text ("2000", "auto", "none") is read here.
     `reply`: one of FINDER_REPLIES. `keep_threshold`: a segment is kept when its score,
     ln P(YES) - ln P(NO) (the judge's: its logit), reaches this, whatever its label (None:
     the judge's own threshold for the judge, a trained adapter's for it, else the label
@@ -155,7 +162,7 @@ class FinderSettings:
     """
 
     use: FinderUse = FinderUse.AUTO
-    read_tokens: int | str | None = None
+    read_tokens: int | str | None = ASKED_READ_TOKENS
     reply: str = "auto"
     keep_threshold: float | None = None
 
@@ -167,11 +174,6 @@ class FinderSettings:
         if self.reply not in FINDER_REPLIES:
             raise InputError(f"--finder-reply must be one of {', '.join(FINDER_REPLIES)}, not {self.reply!r}")
         _check_threshold(self.keep_threshold, "keep")
-
-
-# A question asked (ask, verify, chat, MCP) reads what its Finder reads in about half a minute
-# here; eval reads without a cap unless told (its runs compare across machines).
-ASKED_READ_TOKENS = "auto"
 
 
 def _read_tokens(value: int | str | None) -> int | str | None:

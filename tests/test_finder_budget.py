@@ -151,6 +151,10 @@ def test_a_stored_rate_holds_until_calls_drift_past_the_factor(cache_dir):
 
 def test_finder_settings_read_the_read_tokens_flag_once():
     assert FinderSettings(read_tokens="auto").read_tokens == "auto"
+    # the API's default reads as `ask` does (the README's Python example); eval states no cap
+    from cwread.plan import EVAL_READ_TOKENS, RunSettings
+
+    assert RunSettings().finding.read_tokens == FinderSettings().read_tokens == "auto" and EVAL_READ_TOKENS is None
     assert FinderSettings(read_tokens=" None ").read_tokens is None
     assert FinderSettings(read_tokens="2000").read_tokens == 2000
     assert FinderSettings(read_tokens=2000).read_tokens == 2000

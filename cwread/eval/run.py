@@ -18,7 +18,7 @@ from cwread.eval.dataset import Record, load_records, rotations, spread_sample
 from cwread.eval.methods import METHODS, EvalContext, with_question
 from cwread.eval.report import report_markdown
 from cwread.eval.summary import summarize
-from cwread.plan import AUTO, AnswerMode, AnswerSettings, FinderSettings, FinderUse
+from cwread.plan import AUTO, EVAL_READ_TOKENS, AnswerMode, AnswerSettings, FinderSettings, FinderUse
 from cwread.progress import Progress
 from cwread.question import QuestionKind
 from cwread.settings import SessionSettings
@@ -121,7 +121,7 @@ class EvalOptions:
     report: str | None = None
     permute_options: bool = False
     budget: api.Budget | None = None
-    finding: FinderSettings | None = None  # None: the Finder's defaults, no token cap
+    finding: FinderSettings | None = None  # None: the Finder's defaults, but no token cap (EVAL_READ_TOKENS)
     session: SessionSettings = field(default_factory=SessionSettings)  # the dense model, the backends, the call cache
     # open questions' answer mode (auto: by model size) and the support thresholds (None: the
     # words decide, cwread.answer.support); each method adds its own self-check and judges every label
@@ -164,7 +164,7 @@ def evaluate(
     selection = None
     if any(METHODS[m].needs_model for m in methods):
         selection = select(options.session.backends, options.session.use_cache, notice)
-    finding = options.finding or FinderSettings()
+    finding = options.finding or FinderSettings(read_tokens=EVAL_READ_TOKENS)
     # open answers are given as `ask` gives them: each plan resolves "auto" for its question and
     # book (a novel's passages on a model too small to read; cwread.pipeline.plan_run)
     answering = options.answering if selection else replace(options.answering, answer_mode=AnswerMode.GENERATIVE)
