@@ -394,7 +394,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             }
             for segment, s in zip(data["segments"], found.segments, strict=False):
                 del segment["text"]
-                chapter = reading.segment_chapter(document, s, found.paragraph_scores)
+                chapter = found.chapter_of(s)
                 segment["chapter"] = chapter.title if chapter is not None else None
             return result(data, "\n".join(lines))
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from cwread.book import Document, Passage
+from cwread.book.chapters import Chapter
 from cwread.plan import AnswerMode, Plan
 from cwread.question import Question
 from cwread.retrieval.cast import Named
@@ -179,6 +180,11 @@ class FindResult:
     def anchor_segments(self) -> tuple[Segment, ...]:
         """The segments around retrieval's anchors (ranked before the windows)."""
         return tuple(s for s in self.segments if s.origin == "anchor")
+
+    def chapter_of(self, segment: Segment) -> Chapter | None:
+        """The chapter a passage is in: its best-scored anchor's, else its first paragraph's."""
+        best = max(segment.anchors, key=lambda a: self.paragraph_scores[a - 1], default=segment.start)
+        return self.document.chapter(best)
 
 
 class Status(StrEnum):

@@ -336,10 +336,7 @@ def library_find_json(found: LibraryFound, limit: int | None) -> dict:
     for rank, p in enumerate(shown, start=1):
         candidate = found.candidates[p.book]
         doc = candidate.found.document
-        best = max(
-            p.segment.anchors, key=lambda a: candidate.found.paragraph_scores[a - 1], default=p.segment.start
-        )
-        chapter = doc.chapter(best)
+        chapter = candidate.found.chapter_of(p.segment)
         out_passages.append(
             {
                 "rank": rank,

@@ -46,15 +46,6 @@ def _within(blocks: Iterable[list[str]], max_chars: int | None, used: int = 0) -
     return kept, left
 
 
-def segment_chapter(document: Document, segment: Segment, scores: Sequence[float] = ()) -> Chapter | None:
-    """The chapter a passage is in: its best anchor's (by `scores`, one a paragraph, where
-    given; else its first anchor's), else its first paragraph's."""
-    if not segment.anchors:
-        return document.chapter(segment.start)
-    best = max(segment.anchors, key=lambda a: scores[a - 1]) if scores else segment.anchors[0]
-    return document.chapter(best)
-
-
 REPLIES = 3  # paragraphs of dialogue printed after a passage that ends in dialogue
 SCENE_PARAGRAPHS = 40  # of a passage widened to its scene, at most (centred on the passage)
 _SPEAKS = ("“", '"', "‘", "'")
@@ -130,6 +121,18 @@ def _spans_label(document: Document, ids: list[int]) -> str:
     return ", ".join(document.span_label(r[0], r[-1]) for r in runs)
 
 
+def _passages_within(
+    titles: list[str], blocks: list[list[str]], max_chars: int | None, used: int, width: int | None
+) -> list[str]:
+    """Whole passages in rank order while they fit in `max_chars` beside the `used` characters
+    before them, then one line naming, by their `titles`, those left out."""
+    kept, left = _within(blocks, max_chars, used)
+    if left:
+        named = "; ".join(titles[i] for i in left)
+        kept += ["", *wrapped(f"Left out past {max_chars:,} characters (--max-chars): {named}.", width)]
+    return kept
+
+
 def _passage_block(document: Document, title: str, ids: Iterable[int], width: int | None) -> list[str]:
     """A passage as printed: a blank line, its head line, then each paragraph as `[N] text`."""
     lines = ["", *wrapped(title, width)]
@@ -170,7 +173,7 @@ def find_lines(
         near = next((g for g in groups if _same_scene(doc, g[1], ids)), None)
         if near is None:
             groups.append(([rank], ids))
-            chapters.append(segment_chapter(doc, s, result.paragraph_scores))
+            chapters.append(result.chapter_of(s))
         else:  # beside a passage printed before: with it, in the story's order, the gap filled
             near[0].append(rank)
             joined = sorted(near[1] + ids)
@@ -183,12 +186,7 @@ def find_lines(
         for (ranks, ids), chapter in zip(groups, chapters, strict=True)
     ]
     blocks = [_passage_block(doc, title, ids, width) for title, (_, ids) in zip(titles, groups, strict=True)]
-    kept, left = _within(blocks, max_chars, _size(out))  # whole passages in rank order
-    out += kept
-    if left:
-        named = "; ".join(titles[i] for i in left)
-        out += ["", *wrapped(f"Left out past {max_chars:,} characters (--max-chars): {named}.", width)]
-    return out
+    return out + _passages_within(titles, blocks, max_chars, _size(out), width)
 
 
 def paragraph_lines(
@@ -386,18 +384,13 @@ def library_find_lines(
         if not ids:
             continue
         taken.update((p.book, pid) for pid in ids)
-        chapter = segment_chapter(doc, s, candidate.found.paragraph_scores)
+        chapter = candidate.found.chapter_of(s)
         titles.append(
             f"#{rank} {printable(candidate.name)} [{_spans_label(doc, ids)}]"
             + (f" {printable(chapter.title)}" if chapter else "")
         )
         blocks.append(_passage_block(doc, titles[-1], ids, width))
-    kept, left = _within(blocks, max_chars, _size(out))
-    out += kept
-    if left:
-        named = "; ".join(titles[i] for i in left)
-        out += ["", *wrapped(f"Left out past {max_chars:,} characters (--max-chars): {named}.", width)]
-    return out
+    return out + _passages_within(titles, blocks, max_chars, _size(out), width)
 
 
 def _titled(about: dict) -> str:
