@@ -274,17 +274,16 @@ _STORIES: dict[str, list[tuple[int, str, str]]] = {}  # by fingerprint: a sessio
 def _story(document: Document) -> list[tuple[int, str, str]]:
     """The paragraphs a cast is read from, each with its text in lower case: the story's,
     headings left out (held for the next question of the same book)."""
-    held = _STORIES.get(document.fingerprint)
-    if held is None:
-        if len(_STORIES) >= HELD_CASTS:
-            _STORIES.pop(next(iter(_STORIES)))
-        skip = document.unread
-        held = _STORIES[document.fingerprint] = [
+    skip = document.unread
+    return _hold(
+        _STORIES,
+        document.fingerprint,
+        lambda: [
             (p.id, p.text, p.text.lower())
             for p in document.paragraphs
             if p.id not in skip and not is_heading(p.text)
-        ]
-    return held
+        ],
+    )
 
 
 def _a_name(name: str) -> bool:
@@ -322,12 +321,17 @@ HELD_CASTS = 8
 
 def book_cast(document: Document) -> Cast:
     """`document`'s cast, held, from the cache entry of its paragraphs, or built (and cached)."""
-    held = _HELD.get(document.fingerprint)
-    if held is None:
-        if len(_HELD) >= HELD_CASTS:
-            _HELD.pop(next(iter(_HELD)))
-        held = _HELD[document.fingerprint] = _cached_cast(document)
-    return held
+    return _hold(_HELD, document.fingerprint, lambda: _cached_cast(document))
+
+
+def _hold(held: dict, fingerprint: str, make):
+    """What `held` keeps for a book, made where it has none; HELD_CASTS books at most, the
+    first held let go first."""
+    if fingerprint not in held:
+        if len(held) >= HELD_CASTS:
+            held.pop(next(iter(held)))
+        held[fingerprint] = make()
+    return held[fingerprint]
 
 
 def _cached_cast(document: Document) -> Cast:

@@ -66,18 +66,9 @@ class _Form:
     key: tuple[str, ...]  # its words, titles left out
     female: str  # a woman's title as the key keeps it ("miss", "mrs"), else ""
     times: int = 0
-    titles: Counter = None  # type: ignore[assignment]
     person: int = 0  # uses that say a person: a title, a verb of speech beside it
     place: int = 0  # uses after "in", "at", "near"...
     male: bool = False  # given a man's title ("Mr.", "Sir")
-
-    def __post_init__(self) -> None:
-        self.titles = Counter()
-
-    @property
-    def shown(self) -> str:
-        title = self.titles.most_common(1)[0][0] if self.titles else ""
-        return f"{title} {' '.join(self.key)}".strip()
 
 
 def build_cast(texts: Sequence[str], skip: frozenset[int] = frozenset()) -> Cast:
@@ -97,8 +88,8 @@ def build_cast(texts: Sequence[str], skip: frozenset[int] = frozenset()) -> Cast
         for w, n in capital.items()
         if n >= MIN_MENTIONS and n >= NAME_SHARE * (n + lower[w.lower()]) and _may_name(w)
     }
-    forms: dict[tuple[tuple[str, ...], bool], _Form] = {}
-    uses: list[tuple[int, tuple[tuple[str, ...], bool], str]] = []  # pid, form, as written
+    forms: dict[tuple[tuple[str, ...], str], _Form] = {}
+    uses: list[tuple[int, tuple[tuple[str, ...], str], str]] = []  # pid, form, as written
     for pid, words, opens, before, after in runs:
         found = _name_in(words, opens, name_words)
         if found is None:
@@ -108,8 +99,6 @@ def build_cast(texts: Sequence[str], skip: frozenset[int] = frozenset()) -> Cast
         form = forms.setdefault((key, female), _Form(key, female))
         form.times += 1
         form.male = form.male or any(t.lower().rstrip(".") in _MALE_TITLES for t in titles)
-        if titles:
-            form.titles[" ".join(titles)] += 1
         form.person += (
             any(t.lower() not in ("st", "st.") for t in titles) or before in _SPEECH or after in _SPEECH
         )
@@ -218,14 +207,14 @@ def _name_in(words: list[str], opens: bool, name_words: set[str]) -> tuple[list[
 
 
 def _grouped(
-    forms: dict[tuple[tuple[str, ...], bool], _Form],
-    uses: list[tuple[int, tuple[tuple[str, ...], bool], str]],
+    forms: dict[tuple[tuple[str, ...], str], _Form],
+    uses: list[tuple[int, tuple[tuple[str, ...], str], str]],
     read: list[tuple[int, str]],
 ) -> Cast:
     """Forms gathered into members (see the module's docstring), with their mentions and
     descriptions."""
     order = sorted(forms.values(), key=lambda f: (-len(f.key), -f.times, f.key))
-    owners: dict[tuple[tuple[str, ...], bool], list[int]] = {}  # a form's members (indexes into heads)
+    owners: dict[tuple[tuple[str, ...], str], list[int]] = {}  # a form's members (indexes into heads)
     heads: list[_Form] = []
     holding: dict[str, set[int]] = defaultdict(set)  # a word -> the heads whose name holds it
     joined: dict[int, set[str]] = defaultdict(set)  # a head -> the sexes its joined forms' titles say
