@@ -46,8 +46,9 @@ def load_plugins(notice: Callable[[str], None] = _say) -> list[str]:
         "cwread.kinds": (question.register, question.AnswerForm),
     }
     _loaded = []
+    installed = entry_points()  # one scan of the installed packages for the three groups
     for group, (register, kind) in registries.items():
-        for point in entry_points(group=group):
+        for point in installed.select(group=group):
             try:
                 found = point.load()
             except Exception as exc:  # a broken plug-in must not stop cwread
