@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -124,13 +123,13 @@ def find(
     from cwread import api
     from cwread.views import json_output, render
 
+    settings = api.Settings(api.SessionSettings(embedder), api.RunSettings(budget, retrieval))
     if shape.library:
-        _find_library(book, asked, ModelChoice(embedder, budget, retrieval), shape, output)
+        _find_library(book, asked, settings, shape, output)
         return
     document = open_document(book, output)
     hints = api.Hints(shape.also, api.paragraph_id(document, shape.near) if shape.near is not None else None)
     with render.progress() as progress:
-        settings = api.Settings(api.SessionSettings(embedder), api.RunSettings(budget, retrieval))
         result = api.find(document, asked, settings, progress=progress, hints=hints)
     limit = shape.limit
     shown = len(result.anchor_segments) if limit is None else limit
@@ -145,16 +144,7 @@ def find(
         render.find_view(result, shown, shape.expand)
 
 
-@dataclass(frozen=True)
-class ModelChoice:
-    """How `find` ranks: the dense model, the budget and the retrieval method."""
-
-    embedder: str
-    budget: Any
-    retrieval: str
-
-
-def _find_library(book: str, asked, choice: ModelChoice, shape, output) -> None:
+def _find_library(book: str, asked, settings, shape, output) -> None:
     """`find --library`: a question over a library's books (cwread.library_question)."""
     from cwread import api
     from cwread.library_question import library_roots
@@ -165,9 +155,6 @@ def _find_library(book: str, asked, choice: ModelChoice, shape, output) -> None:
     roots = library_roots(book)
     render.set_width(output.width)
     with render.progress() as progress:
-        settings = api.Settings(
-            api.SessionSettings(choice.embedder), api.RunSettings(choice.budget, choice.retrieval)
-        )
         found = api.find_library(
             roots,
             asked,
