@@ -34,10 +34,10 @@ import json
 import random
 from pathlib import Path
 
-from cwread.answer.grounding import cut_repetition
 from cwread.eval.dataset import load_records
 from cwread.eval.metrics import best_over_references, bootstrap_interval, token_f1, wilson_interval
 from cwread.eval.run import read_rows
+from cwread.text.grounding import cut_repetition
 
 SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "fairytaleqa" / "train"
 ANSWER_COLUMNS = ("answer1", "answer2", "answer3", "answer4", "answer5", "answer6")
@@ -231,10 +231,10 @@ JUDGE_THRESHOLDS = (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 
 
 def judge_scores(data: str, rows_path: str, folder: Path) -> dict[str, float]:
-    """Each readable model answer's support by the judge (cwread.agents.judge): its score of
+    """Each readable model answer's support by the judge (cwread.agents.cross_encoder): its score of
     (the question and the answer, the answer's quotes joined), one pair an answer, no model
     call. Rows need `model_quotes`."""
-    from cwread.agents.judge import Judge
+    from cwread.agents.cross_encoder import Judge
 
     judge = Judge(folder)
     questions = {r.id: r.question for r in load_records(data)}

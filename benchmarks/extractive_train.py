@@ -19,11 +19,12 @@ import re
 import sys
 from pathlib import Path
 
-from cwread.answer import extractive, grounding
+from cwread.answer import extractive
 from cwread.eval.metrics import bootstrap_interval, token_f1
+from cwread.text import grounding
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for training/
-from training.span_reader import SOURCE, train_questions
+from training.span_scorer import SOURCE, train_questions
 
 
 def model_pick(server, question: str, sentences: list[str]) -> int:

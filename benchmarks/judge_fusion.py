@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from judge_recall import paired_gain
 
-from cwread.agents.judge import Judge
+from cwread.agents.cross_encoder import Judge
 from cwread.book.load import load_document
 from cwread.eval.dataset import load_records
 from cwread.packing import pack_segments

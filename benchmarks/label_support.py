@@ -5,7 +5,7 @@ A verdict (TRUE/FALSE, or an option's letter) stands as the model chose it; `sup
 whether its quotes bear on what was judged. The rule was one shared content word, which
 nearly any sentence of the same book passes. This measures two scores of a quote against a
 statement: the share of the statement's word weight in the book (idf) that the quote's words
-carry (`grounding.weight_shares`; the rule chosen holds it to `grounding.LABEL_SUPPORT_SHARE`),
+carry (`grounding.weight_shares`; the rule chosen holds it to `support.LABEL_SUPPORT_SHARE`),
 and the sentence ranker's score (that share plus 0.5 x the default embedder's cosine
 similarity, cwread.answer.extractive.SentenceRanker), on:
 
@@ -30,11 +30,11 @@ import json
 import random
 from pathlib import Path
 
-from cwread.answer import grounding
 from cwread.answer.extractive import sentence_ranker
 from cwread.book import load_document
 from cwread.eval.metrics import bootstrap_interval
 from cwread.retrieval.embedders import load_embedder
+from cwread.text import grounding
 from cwread.text import sentences as text_sentences
 
 REPO = Path(__file__).resolve().parents[1]

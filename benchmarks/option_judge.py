@@ -58,11 +58,11 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="records of each set at most (0: all)")
     parser.add_argument("--out", type=Path)
     parser.add_argument(
-        "--judge", type=Path, help="score with the MiniLM judge in this folder (cwread.agents.judge) rather than the Finder adapter"
+        "--judge", type=Path, help="score with the MiniLM judge in this folder (cwread.agents.cross_encoder) rather than the Finder adapter"
     )
     args = parser.parse_args()
     if args.judge is not None:
-        from cwread.agents.judge import Judge
+        from cwread.agents.cross_encoder import Judge
 
         judge = Judge(args.judge)
         claim_at = judge.info.keep_threshold  # TRUE where the claim's best paragraph reaches it

@@ -95,8 +95,8 @@ def main() -> int:
     parser.add_argument("--sets", nargs="*", default=list(SETS), choices=list(SETS))
     args = parser.parse_args()
     os.environ["OLLAMA_HOST"] = "http://127.0.0.1:9"  # the embedded default, whatever serves here
-    from cwread.agents.judge import Judge
-    from cwread.answer.reader import Reader, shipped_dir
+    from cwread.agents.cross_encoder import Judge
+    from cwread.answer.extractive_qa import Reader, shipped_dir
 
     judge = Judge(Path(args.judge)) if args.judge else None
     reader = Reader(Path(args.reader) if args.reader else shipped_dir())

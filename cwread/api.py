@@ -37,7 +37,8 @@ from cwread.plugins import load_plugins
 from cwread.progress import Progress
 from cwread.question import NO_HINTS, Hints, Question, make_question
 from cwread.records import DoctorReport, FindResult, IndexReport, Trace
-from cwread.retrieval.cast import Cast, CastMember, book_cast
+from cwread.retrieval.cast import Cast, CastMember
+from cwread.retrieval.cast_build import book_cast
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
 from cwread.retrieval.fusion import open_index
 from cwread.retrieval.segments import Budget, make_budget
@@ -255,7 +256,7 @@ def search_library(
 
 def _reader_note() -> str:
     """Whether the answer reader loads, and what it does."""
-    from cwread.answer.reader import ReaderUnavailable, load_reader
+    from cwread.answer.extractive_qa import ReaderUnavailable, load_reader
 
     try:
         reader = load_reader()

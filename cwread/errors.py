@@ -1,4 +1,11 @@
-"""Failures the user can act on. The CLI maps each type to an exit code in one place."""
+"""Failures the user can act on, and the exit code of each (the one exit table, which the CLI,
+chat and MCP read alike: `error_exit`)."""
+
+EXIT_CLAIM_FALSE = 1  # a claim judged FALSE
+EXIT_USAGE = 2
+EXIT_NO_ANSWER = 4  # cwread stands behind no answer
+EXIT_INTERRUPTED = 130
+EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: a fault of cwread's own, never the user's
 
 
 class CwreadError(Exception):
@@ -8,6 +15,7 @@ class CwreadError(Exception):
     exit code is left to give. `kind` names the failure in JSON errors (CLI and MCP alike)."""
 
     kind = "usage"
+    exit_code = EXIT_USAGE
 
     def __init__(self, message: str = "", *, quiet: bool = False) -> None:
         super().__init__(message)
@@ -18,33 +26,44 @@ class InputError(CwreadError):
     """The user's input cannot be used: a missing or unreadable file, a bad option."""
 
     kind = "input"
+    exit_code = EXIT_USAGE
 
 
 class ModelError(CwreadError):
     """A model or backend is missing, broken or unreachable."""
 
     kind = "model"
+    exit_code = 3
 
 
 class AnswerError(CwreadError):
     """A model answered, but no usable answer could be parsed from it."""
 
     kind = "answer"
+    exit_code = EXIT_NO_ANSWER
 
 
 class Interrupted(CwreadError):
     """The user stopped a run (Ctrl-C); the message says what was kept."""
 
     kind = "interrupted"
+    exit_code = EXIT_INTERRUPTED
 
 
 class CacheError(CwreadError):
     """The cache cannot be written (e.g. the disk is full); the message names the folder."""
 
     kind = "cache"
+    exit_code = 3
 
 
 class OutputError(CwreadError):
     """Standard output cannot be written (e.g. the disk is full)."""
 
     kind = "output"
+    exit_code = 3
+
+
+def error_exit(exc: CwreadError) -> int:
+    """What a failure exits with: its class's code (a subclass keeps its parent's)."""
+    return exc.exit_code

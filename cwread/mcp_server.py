@@ -45,8 +45,7 @@ from cwread import __version__, api
 from cwread.backends import cancellable
 from cwread.book import load_document
 from cwread.book.formats import format_names
-from cwread.cli.exits import error_exit
-from cwread.errors import CwreadError, InputError
+from cwread.errors import CwreadError, InputError, error_exit
 from cwread.library.catalog import Library, stamp_of
 from cwread.library_question import find_in_library
 from cwread.records import JUDGE_ANYWAY_HINT, Trace

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+from cwread.agents.cross_encoder import JudgeUnavailable
 from cwread.agents.finder import (
     JUDGE_WORDS,
     Finder,
@@ -21,11 +22,10 @@ from cwread.agents.finder import (
     reading_budget,
 )
 from cwread.agents.interpreter import CHANCE_CHECK_SKIPPED, interpret, packet_fits, self_check_decision
-from cwread.agents.judge import JudgeUnavailable
 from cwread.agents.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, READS_WHEN_ASKED, holds
-from cwread.answer import describe, extractive, grounding
+from cwread.answer import describe, extractive
 from cwread.answer.decide import Grounds, decide, shown_text
-from cwread.answer.reader import AnswerReader, ReaderUnavailable, load_reader
+from cwread.answer.extractive_qa import AnswerReader, ReaderUnavailable, load_reader
 from cwread.answer.support import check_confidence, check_support
 from cwread.backends import Backend, label
 from cwread.backends.select import Selection
@@ -63,6 +63,7 @@ from cwread.retrieval.cast import named_in_book
 from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
 from cwread.retrieval.segments import NOVEL_PARAGRAPHS, Budget, build_segments
+from cwread.text import grounding
 
 NEAR_SPAN = 100  # paragraphs each way of a reader's `near` paragraph that rank first (a scene or two)
 

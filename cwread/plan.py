@@ -51,7 +51,7 @@ SUPPORT_METHODS = tuple(SupportMethod)
 
 class Extract(StrEnum):
     """How an extractive answer is cut from the best sentences: SPAN, the words the span
-    reader chooses (cwread.answer.span_reader), or SENTENCE, the best sentence whole (a
+    reader chooses (cwread.answer.span_scorer), or SENTENCE, the best sentence whole (a
     why-question's reason clause). A novel gets the sentence: the span reader, fit on short
     tales, lost to it there (dev novels, token-F1: benchmarks/README.md, "Extractive answers")."""
 
@@ -74,7 +74,7 @@ class PacketSource(StrEnum):
 
 class FinderUse(StrEnum):
     """--finder: AUTO skips a model Finder measured to keep nearly every segment it reads (the
-    retriever's rank fills the packet), else runs it; JUDGE runs the judge (cwread.agents.judge);
+    retriever's rank fills the packet), else runs it; JUDGE runs the judge (cwread.agents.cross_encoder);
     ON runs the model Finder; OFF takes every segment read as kept."""
 
     AUTO = "auto"
@@ -89,7 +89,8 @@ FINDER_CHOICES = tuple(FinderUse)
 # adapter was trained on, else quote-first: cwread.agents.finder
 AUTO = "auto"  # a setting left to cwread (the answer mode, the Finder's reply): the plan decides
 QUOTE_FIRST, DECISION_FIRST = "quote-first", "decision-first"  # how a generative Finder replies
-FINDER_REPLIES = (AUTO, QUOTE_FIRST, DECISION_FIRST, "score")
+SCORE = "score"  # the Finder replies YES or NO alone, its score read off the first token
+FINDER_REPLIES = (AUTO, QUOTE_FIRST, DECISION_FIRST, SCORE)
 READ_TOKENS_CHOICES = "a number of tokens, auto or none"
 READER_CHOICES = (AUTO, "off")  # the answer reader: the one installed, or none
 
@@ -149,7 +150,7 @@ class FinderSettings:
     """How the Finder runs, validated once, here.
 
     `use`: auto (skip a model Finder measured to keep nearly every segment it reads: its calls
-    cannot change the answer), judge (cwread.agents.judge), on (the model) or off (every segment
+    cannot change the answer), judge (cwread.agents.cross_encoder), on (the model) or off (every segment
     read is taken as kept).
     `read_tokens`: prompt tokens it reads at most, in rank order: a number, "auto" (what it
     reads in about half a minute at the rate measured for it: cwread.agents.reading_budget; the
@@ -222,11 +223,11 @@ class Plan:
     the answer's support is checked (SUPPORT_METHODS; None: no model answer to check), and
     `support_threshold` the score the model's check must reach. `extract`: how an
     extractive answer to an open question is cut (EXTRACTS; None for options and claims).
-    `judge_unavailable`: why the judge (cwread.agents.judge) that would have read could not be
+    `judge_unavailable`: why the judge (cwread.agents.cross_encoder) that would have read could not be
     loaded; the rank fills the packet instead. `answer_threshold`: an extractive answer's
     best-fitting paragraphs are judged by the trained Finder (cwread.agents.finder.ParagraphJudge),
     and none scoring this much means no answer (None: not judged). `answer_reader`: the answer
-    reader (cwread.answer.reader) picks the words of that paragraph, none shown under
+    reader (cwread.answer.extractive_qa) picks the words of that paragraph, none shown under
     `reader_threshold`; `reader_unavailable`: why it could not be loaded.
     """
 

@@ -10,26 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from cwread.book import Document, Passage
+from cwread.book import Document, Forged, Passage, Quote
 from cwread.book.chapters import Chapter
+from cwread.errors import EXIT_CLAIM_FALSE, EXIT_NO_ANSWER
 from cwread.plan import AnswerMode, Plan
 from cwread.question import Question
 from cwread.retrieval.cast import Named
 from cwread.retrieval.segments import Budget, Segment
-
-
-@dataclass(frozen=True)
-class Quote:
-    """A verbatim span of the book: paragraph `id`, characters [start, end) of its text."""
-
-    id: int
-    text: str
-    start: int
-    end: int
-
-
-# (label as cited, text) of a quote that is not in the paragraph it names: never shown as support
-Forged = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -290,7 +277,7 @@ class ParagraphJudgement:
 @dataclass(frozen=True)
 class AnswerReading:
     """The answer reader's reading of the paragraph an extractive answer comes from
-    (cwread.answer.reader): the words it points at, characters [start, end) of `paragraph`;
+    (cwread.answer.extractive_qa): the words it points at, characters [start, end) of `paragraph`;
     its score, the best span's start and end logits against "not in this passage"; and the
     threshold under which no answer is shown."""
 
@@ -418,6 +405,15 @@ class Trace:
     @property
     def document(self) -> Document:
         return self.found.document
+
+    @property
+    def exit_code(self) -> int:
+        """What `ask` or `verify` exits with: 4 when cwread stands behind no answer, 1 for a
+        claim judged FALSE, else 0."""
+        if self.status != Status.ANSWERED:
+            return EXIT_NO_ANSWER
+        false = self.question.form.false_label
+        return EXIT_CLAIM_FALSE if false is not None and self.answer == false else 0
 
     @property
     def self_check_triggered(self) -> bool:

@@ -67,7 +67,7 @@ TINY_JUDGE = Path(__file__).parent / "data" / "judge-tiny"  # a random one-layer
 @pytest.fixture
 def tiny_judge(monkeypatch) -> Path:
     """$CWREAD_JUDGE names the tiny test judge (no judge ships with cwread yet)."""
-    from cwread.agents.judge import load_judge
+    from cwread.agents.cross_encoder import load_judge
 
     monkeypatch.setenv("CWREAD_JUDGE", str(TINY_JUDGE))
     load_judge.cache_clear()

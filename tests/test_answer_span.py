@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from cwread.answer import extractive, span_reader
-from cwread.answer.span_reader import Span, question_kind, spans
+from cwread.answer import extractive, span_scorer
+from cwread.answer.span_scorer import Span, question_kind, spans
 from tests.conftest import run
 
 
@@ -67,14 +67,14 @@ def test_a_feeling_question_is_offered_single_words():
 
 
 def test_the_shipped_weights_load_and_a_missing_or_bad_file_is_none(tmp_path):
-    model = span_reader.shipped_model()
+    model = span_scorer.shipped_model()
     assert model is not None and len(model.weights) > 50
-    assert span_reader.read_model(tmp_path / "absent.json") is None
+    assert span_scorer.read_model(tmp_path / "absent.json") is None
     bad = tmp_path / "bad.json"
     bad.write_text('{"weights": {"bias": "heavy"}}', encoding="utf-8")
-    assert span_reader.read_model(bad) is None
+    assert span_scorer.read_model(bad) is None
     bad.write_bytes(b"\xff\xfe{")
-    assert span_reader.read_model(bad) is None
+    assert span_scorer.read_model(bad) is None
 
 
 def test_a_where_question_is_answered_with_the_place_not_the_sentence():
@@ -124,7 +124,7 @@ def test_the_view_says_the_answer_is_words_quoted_from_the_text(capsys, story, c
 
 
 def test_the_fit_puts_its_weight_on_the_feature_that_marks_the_best_span():
-    from training.span_reader import fit
+    from training.span_scorer import fit
 
     rng = np.random.default_rng(0)
     groups = []

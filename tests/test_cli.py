@@ -290,7 +290,7 @@ def test_help_names_every_format_and_every_mcp_tool(capsys):
 
 
 def test_the_mcp_hint_names_what_pip_can_install(monkeypatch):
-    from cwread.cli.tools import _extra
+    from cwread.cli.commands import _extra
 
     assert _extra("mcp").startswith("mcp")  # the extra's requirement, not 'cwread[mcp]' (no index has it)
 

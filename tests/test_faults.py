@@ -262,7 +262,7 @@ def test_doctor_without_ollama_names_the_host_and_how_to_get_models(capsys, cach
 
 
 def test_modelfiles_ship_in_the_package_and_are_written_on_request(capsys, tmp_path):
-    from cwread.agents.modelfiles import shipped
+    from cwread.backends.modelfiles import shipped
 
     repo = {p.name: p.read_text() for p in (REPO / "modelfiles").glob("*.Modelfile")}
     assert shipped() == repo and "finder.Modelfile" in repo

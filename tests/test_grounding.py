@@ -5,9 +5,10 @@ import itertools
 import pytest
 
 from cwread.agents import shared
-from cwread.answer import grounding
+from cwread.answer import support
 from cwread.question import Question
 from cwread.records import Quote
+from cwread.text import grounding
 from cwread.text import sentences as text_sentences
 from cwread.text.sentences import MAX_QUOTE_CHARS, sentence_spans
 from tests.conftest import EXAMPLES
@@ -156,8 +157,8 @@ def test_an_open_answer_must_be_covered_by_its_quotes(answer, covered):
 def test_a_label_is_supported_when_its_quotes_bear_on_it():
     q = Question("Why the wall?", "mcq", {"A": "to keep children out", "B": "against the winter wind"})
     quotes = [Quote(7, "I will allow nobody to play in it but myself", 0, 5)]
-    assert grounding.supports_label(q, "A", quotes) is False
-    assert grounding.supports_label(q, "A", [Quote(7, "the children could not play", 0, 5)]) is True
+    assert support.supports_label(q, "A", quotes) is False
+    assert support.supports_label(q, "A", [Quote(7, "the children could not play", 0, 5)]) is True
 
 
 def test_best_sentence_shares_most_question_words():
@@ -202,9 +203,9 @@ def test_a_labels_quotes_are_weighed_by_the_rarity_of_its_words():
     common = [Quote(3, "The keeper went out.", 0, 5)]  # "keeper" is on every page
     rare = [Quote(9, "The medal lay under the oak.", 0, 5)]
     weights = {"keeper": 0.01, "buri": 2.0, "bury": 2.0, "medal": 3.0, "oak": 3.0}
-    assert grounding.label_share(claim, "TRUE", common, weights) < grounding.LABEL_SUPPORT_SHARE
-    assert grounding.supports_label(claim, "TRUE", common, weights) is False
-    assert grounding.supports_label(claim, "TRUE", rare, weights) is True
+    assert support.label_share(claim, "TRUE", common, weights) < support.LABEL_SUPPORT_SHARE
+    assert support.supports_label(claim, "TRUE", common, weights) is False
+    assert support.supports_label(claim, "TRUE", rare, weights) is True
     # without the book's weights every word weighs the same: one word of four is a quarter
-    assert grounding.label_share(claim, "TRUE", common) == pytest.approx(0.25)
-    assert grounding.supports_label(claim, "TRUE", [], weights) is False
+    assert support.label_share(claim, "TRUE", common) == pytest.approx(0.25)
+    assert support.supports_label(claim, "TRUE", [], weights) is False

@@ -1,4 +1,4 @@
-"""The judge (cwread.agents.judge): the shipped model loaded and checked, the Finder it makes through
+"""The judge (cwread.agents.cross_encoder): the shipped model loaded and checked, the Finder it makes through
 the real CLI, a damaged or missing judge falling back to the rank, and (slow lane, torch) a
 tiny judge trained in seconds whose ONNX scores match the training framework's."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cwread.agents.judge import Judge, JudgeUnavailable, load_judge, passage_windows, shipped_dir
+from cwread.agents.cross_encoder import Judge, JudgeUnavailable, load_judge, passage_windows, shipped_dir
 from cwread.cache import file_sha256
 from tests.conftest import TINY_JUDGE as TINY
 from tests.conftest import run

@@ -1,8 +1,11 @@
-"""The package's layers: no module imports a module above it.
+"""The package's layers: no package imports a package above it, and no module is in an import
+cycle.
 
-cli → views → eval → api → session → pipeline → the agents and the answer → packing →
-records → plan/question → backends → book/library/retrieval → cache/settings → errors. `training/` imports cwread, never the
-reverse. Checked on the source (imports inside functions too), so a new arrow back up fails here.
+The faces (the CLI, MCP) → eval → views → api → a question over a library → the run (session,
+pipeline) → the answer and packing → the agents → the records and settings → plans and
+questions → backends, retrieval, library → book, text → base (cache, errors, progress).
+`training/` imports cwread, never the reverse. Checked on the source (imports inside functions
+and relative ones too), so a new arrow back up fails here.
 """
 
 from __future__ import annotations
@@ -14,117 +17,22 @@ from pathlib import Path
 from tests.conftest import REPO
 
 LAYERS = [
-    [
-        "cwread.cli",
-        "cwread.cli.app",
-        "cwread.cli.tools",
-        "cwread.cli.options",
-        "cwread.cli.chat",
-        "cwread.cli.exits",
-        "cwread.mcp_server",
-    ],
-    ["cwread.views.render"],
-    ["cwread.views.reading"],
-    [
-        "cwread.eval",
-        "cwread.eval.run",
-        "cwread.eval.methods",
-        "cwread.eval.rows",
-        "cwread.eval.report",
-        "cwread.eval.summary",
-    ],
-    ["cwread.eval.dataset"],
-    # one JSON writer, which the eval rows read too
-    ["cwread.views.json_output"],
+    ["cwread.cli", "cwread.mcp_server"],
+    ["cwread.eval"],
+    ["cwread.views"],
     ["cwread.api"],
-    # a question over a library: candidate books, each through its own session
     ["cwread.library_question"],
     ["cwread.session"],
     ["cwread.pipeline"],
-    ["cwread.answer.decide"],
-    ["cwread.agents.finder", "cwread.agents.interpreter", "cwread.answer.support"],
-    [
-        "cwread.agents.shared",
-        "cwread.packing",
-        "cwread.answer.grounding",
-        "cwread.answer.extractive",
-        "cwread.answer.describe",
-        "cwread.answer.span_reader",
-        "cwread.answer.reader",
-        "cwread.agents.reading_budget",
-        "cwread.agents.judge",
-    ],
-    ["cwread.settings", "cwread.plugins"],
-    ["cwread.records", "cwread.agents.model_facts"],
+    ["cwread.answer", "cwread.packing"],
+    ["cwread.agents"],
+    ["cwread.settings", "cwread.plugins", "cwread.records"],
     ["cwread.plan", "cwread.question"],
-    [
-        "cwread.backends",
-        "cwread.backends.select",
-        "cwread.backends.ollama",
-        "cwread.backends.openai_compat",
-        "cwread.backends.embedded",
-        "cwread.backends.scripted",
-        "cwread.backends.callcache",
-        "cwread.backends.provider",
-        "cwread.text.tokens",
-    ],
-    # a library is searched with retrieval's words over books: library → retrieval → book
-    ["cwread.library.catalog"],
-    ["cwread.library.store"],
-    ["cwread.retrieval.fusion"],
-    [
-        "cwread.retrieval.segments",
-        "cwread.retrieval.cast",
-        "cwread.retrieval.cast_build",
-        "cwread.retrieval.embedders",
-        "cwread.retrieval.lexical",
-        "cwread.eval.metrics",
-    ],
-    ["cwread.text.sentences", "cwread.text.descriptions"],
-    ["cwread.text.words"],
-    # the book package's modules call each other (its format registry reads the model back)
-    [
-        "cwread.book",
-        "cwread.book.load",
-        "cwread.book.calibre",
-        "cwread.book.folder",
-        "cwread.book.formats",
-        "cwread.book.formats.base",
-        "cwread.book.formats.text",
-        "cwread.book.formats.html",
-        "cwread.book.formats.epub",
-        "cwread.book.formats.pdf",
-        "cwread.book.model",
-        "cwread.book.chapters",
-        "cwread.book.decoding",
-        "cwread.book.paragraphs",
-    ],
-    ["cwread.views.output_files"],
-    ["cwread.cache", "cwread.environment", "cwread.agents.modelfiles"],
-    # the stages' packages hold only their docstrings
-    [
-        "cwread.errors",
-        "cwread.views.terminal",
-        "cwread.progress",
-        "cwread",
-        "cwread.data",
-        "cwread.retrieval",
-        "cwread.agents",
-        "cwread.answer",
-        "cwread.text",
-        "cwread.library",
-        "cwread.views",
-    ],
+    ["cwread.backends", "cwread.retrieval", "cwread.library"],
+    ["cwread.book", "cwread.text"],
+    ["cwread.cache", "cwread.environment", "cwread.progress", "cwread.errors", "cwread.data", "cwread"],
 ]
-RANK = {module: i for i, layer in enumerate(LAYERS) for module in layer}
-# the registries' packages: a new format or backend is one module, its layer its package's
-REGISTRIES = ("cwread.book.formats", "cwread.backends")
-for path in (REPO / "cwread").rglob("*.py"):
-    parts = path.relative_to(REPO).with_suffix("").parts
-    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-    package = name.rpartition(".")[0]
-    if name not in RANK and package in REGISTRIES:
-        RANK[name] = RANK[package]
+RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
 
 
 def module_name(path: Path) -> str:
@@ -132,37 +40,106 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+MODULES = {module_name(p): p for p in (REPO / "cwread").rglob("*.py")} | {
+    module_name(p): p for p in (REPO / "training").rglob("*.py")
+}
+
+
+def unit_of(module: str) -> str:
+    """The layer's unit a module belongs to: its package under cwread, or itself."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else module
+
+
 def imported(path: Path) -> set[str]:
-    """Every cwread module `path` imports (a `from m import x` counts as m, and m.x if a module)."""
+    """Every cwread or training module `path` imports (see `imported_by`)."""
+    return imported_by(module_name(path), path.read_text(encoding="utf-8"), path.name == "__init__.py")
+
+
+def imported_by(module: str, source: str, is_package: bool = False) -> set[str]:
+    """Every cwread or training module `source` (of `module`) imports: `from m import x`
+    counts as m.x where that is a module, else as m; a relative import is resolved against
+    the module's package."""
+    package = module if is_package else module.rpartition(".")[0]
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if (
-            isinstance(node, ast.ImportFrom)
-            and node.module
-            and node.module.split(".")[0] in ("cwread", "training")
-        ):
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            if base.split(".")[0] not in ("cwread", "training"):
+                continue
+            subs = [f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in MODULES]
+            names.update(subs)
+            if len(subs) < len(node.names):
+                names.add(base)
         elif isinstance(node, ast.Import):
             names.update(a.name for a in node.names if a.name.split(".")[0] in ("cwread", "training"))
     return names
 
 
-def test_every_module_has_a_layer():
-    modules = {module_name(p) for p in (REPO / "cwread").rglob("*.py")} - {"cwread.__main__"}
-    assert modules - set(RANK) == set()
+def test_every_package_has_a_layer():
+    units = {unit_of(m) for m in MODULES if m.startswith("cwread")} - {"cwread.__main__"}
+    assert units - set(RANK) == set()
 
 
-def test_no_module_imports_a_module_above_it():
+def test_no_package_imports_a_package_above_it():
     upward = []
-    for path in (REPO / "cwread").rglob("*.py"):
-        here = module_name(path)
-        if here == "cwread.__main__":
+    for module, path in MODULES.items():
+        if not module.startswith("cwread") or module == "cwread.__main__":
             continue
         for name in imported(path):
-            if name.startswith("training") or (name in RANK and RANK[name] < RANK[here]):
-                upward.append(f"{here} imports {name}")
+            if name.startswith("training") or RANK[unit_of(name)] < RANK[unit_of(module)]:
+                upward.append(f"{module} imports {name}")
     assert upward == []
+
+
+def test_no_module_is_in_an_import_cycle():
+    """Within a layer too: two modules that import each other (a package's `__init__` that
+    gathers its modules aside) are one job split badly, or a record in the wrong place."""
+    edges = {
+        module: {n for n in imported(path) if n in MODULES and not module.startswith(n + ".")}
+        for module, path in MODULES.items()
+        if module.startswith("cwread")
+    }
+    cycles, index, low, stack, done = [], {}, {}, [], set()
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w not in done:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                done.add(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in edges:
+        if module not in index:
+            visit(module)
+    assert cycles == []
+
+
+def test_relative_imports_are_resolved():
+    """The probe that found relative imports passing unseen: each names the module it means."""
+    source = "from ..text import grounding\nfrom . import extractive\nfrom .decide import Grounds\n"
+    assert imported_by("cwread.answer.decide", source) == {
+        "cwread.text.grounding",
+        "cwread.answer.extractive",
+        "cwread.answer.decide",
+    }
+    assert imported_by("cwread.answer", "from .. import api\n", is_package=True) == {"cwread.api"}
 
 
 ENV_READ = re.compile(
@@ -218,24 +195,82 @@ def _strings(node: ast.AST) -> list[str]:
     return [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
 
 
+def _on_mode(side: ast.AST) -> bool:
+    """Whether `side` holds a mode: a field of MODE_FIELDS (a question's `kind` too), read off a
+    record or held in a plain name."""
+    if isinstance(side, ast.Attribute):
+        return side.attr in MODE_FIELDS or (side.attr == "kind" and "question" in ast.unparse(side))
+    return isinstance(side, ast.Name) and side.id in MODE_FIELDS
+
+
+def compared_modes(source: str) -> list[str]:
+    """Where `source` compares a mode with a string written in place: `==`, `in`, or a
+    `match` on it with a string case."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(_on_mode(side) for side in sides) and any(_strings(side) for side in sides):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Match) and _on_mode(node.subject):
+            for case in node.cases:
+                values = [p for p in ast.walk(case.pattern) if isinstance(p, ast.MatchValue)]
+                if any(isinstance(v.value, ast.Constant) and isinstance(v.value.value, str) for v in values):
+                    found.append(f"{case.pattern.lineno}: case {ast.unparse(case.pattern)}")
+    return found
+
+
 def test_no_module_compares_a_mode_to_a_string():
     """Everywhere in cwread, a mode, a source, a status or a question's kind held in a record's
-    field is compared with its type's members (or a named constant such as plan.AUTO), never
-    with a string written in place: "extractve" or "cliam" would never match, silently."""
+    field or a name is compared with its type's members (or a named constant such as
+    plan.AUTO), never with a string written in place: "extractve" or "cliam" would never
+    match, silently."""
     compared = []
     for path in (REPO / "cwread").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.Compare):
-                continue
-            sides = [node.left, *node.comparators]
-            on_mode = any(
-                isinstance(side, ast.Attribute)
-                and (side.attr in MODE_FIELDS or (side.attr == "kind" and "question" in ast.unparse(side)))
-                for side in sides
-            )
-            if on_mode and any(_strings(side) for side in sides):
-                compared.append(f"{module_name(path)}:{node.lineno}: {ast.unparse(node)}")
+        compared += [f"{module_name(path)}:{line}" for line in compared_modes(path.read_text(encoding="utf-8"))]
     assert compared == []
+
+
+def test_the_probes_that_passed_are_caught():
+    """A mode on a plain name, and a `match` with a string case, were not caught before."""
+    assert compared_modes('if mode == "extractive":\n    pass\n')
+    assert compared_modes('match trace.status:\n    case "answered":\n        pass\n')
+    assert not compared_modes("match trace.status:\n    case Status.ANSWERED:\n        pass\n")
+
+
+BUDGET_SHARED = 4  # of Budget's fields, what another record or signature may not list again
+
+
+def repeated_budgets(source: str) -> list[str]:
+    """Records (classes) of `source` that declare BUDGET_SHARED or more of Budget's values
+    again, rather than holding a Budget."""
+    from cwread.retrieval.segments import BUDGET_VALUES
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name != "Budget":
+            names = {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+            if len(names & set(BUDGET_VALUES)) >= BUDGET_SHARED:
+                found.append(f"{node.lineno}: {node.name} {sorted(names & set(BUDGET_VALUES))}")
+    return found
+
+
+def test_no_record_repeats_the_budget():
+    """Budget's values are declared once (cwread.retrieval.segments.Budget): a record that
+    repeats them drifts when one is added; the API's constructor and the CLI's options name
+    exactly them."""
+    import inspect
+
+    from cwread.cli.options import BUDGET_OPTIONS
+    from cwread.retrieval.segments import BUDGET_VALUES, make_budget
+
+    repeated = []
+    for path in (REPO / "cwread").rglob("*.py"):
+        repeated += [f"{module_name(path)}:{line}" for line in repeated_budgets(path.read_text(encoding="utf-8"))]
+    assert repeated == []
+    assert repeated_budgets("class Copy:\n    anchors: int\n    read: int\n    n_e: int\n    b_c: int\n")
+    assert set(BUDGET_OPTIONS) == {"preset", *BUDGET_VALUES}
+    assert list(inspect.signature(make_budget).parameters) == ["preset", *BUDGET_VALUES]
 
 
 def test_providers_are_registered_one_line_each():

@@ -26,7 +26,7 @@ def toy_format(monkeypatch):
 
 
 def test_a_toy_format_registered_in_one_line_is_read_everywhere(capsys, tmp_path, cache_dir, toy_format):
-    from cwread.book.model import source_name
+    from cwread.book.formats import source_name
     from cwread.library.catalog import Library
 
     shelf = tmp_path / "shelf"

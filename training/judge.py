@@ -1,4 +1,4 @@
-"""Train, measure and export the judge (cwread.agents.judge): a cross-encoder (a BERT-family encoder
+"""Train, measure and export the judge (cwread.agents.cross_encoder): a cross-encoder (a BERT-family encoder
 with a one-logit head, all-MiniLM-L6-v2 by default) fine-tuned on (question, passage, label)
 pairs (training/judge_data.py), on a CPU.
 
@@ -286,7 +286,7 @@ def export(model_dir: Path, out: Path, summary: dict, version: str, quantize: bo
 
 def write_manifest(out: Path, manifest_name: str, facts: dict) -> dict:
     """The manifest of an exported model folder (`out`: model.onnx and tokenizer.json), as
-    cwread.agents.judge.open_model_folder reads it: `facts`, the two files' names and their
+    cwread.agents.cross_encoder.open_model_folder reads it: `facts`, the two files' names and their
     sha256. Written to `out`/`manifest_name`; returned."""
     from cwread.cache import file_sha256
 
@@ -302,7 +302,7 @@ def parity(model_dir: Path, judge_dir: Path, pairs: list[tuple[str, str]]) -> fl
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from cwread.agents.judge import Judge
+    from cwread.agents.cross_encoder import Judge
 
     judge = Judge(judge_dir)
     model = AutoModelForSequenceClassification.from_pretrained(str(model_dir)).eval()

@@ -23,9 +23,9 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from cwread.agents.judge import sentence_windows
-from cwread.answer import grounding
+from cwread.agents.cross_encoder import sentence_windows
 from cwread.book import Document
+from cwread.text import grounding
 from cwread.text.sentences import sentence_spans
 
 # Books that measure cwread (dev novels, NoCha's public sample): never trained on.

@@ -11,7 +11,7 @@ ModelCall). Implementations:
   one short call a segment);
 - `ScriptedFinder`: a function of the segment, for tests and for measuring a ranking as if
   it were a Finder;
-- `JudgeFinder`: the judge (cwread.agents.judge), a small cross-encoder run in-process, scoring the
+- `JudgeFinder`: the judge (cwread.agents.cross_encoder), a small cross-encoder run in-process, scoring the
   paragraphs read best-ranked first within its budget, quoting each kept segment's clue
   sentence; no model call.
 
@@ -33,15 +33,15 @@ from typing import Protocol
 
 from cwread.agents import shared
 from cwread.agents.reading_budget import ReadingBudget
-from cwread.answer import grounding
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Document, Evidence, Passage
 from cwread.errors import InputError
-from cwread.plan import AUTO, DECISION_FIRST, QUOTE_FIRST, FinderSettings, FinderUse
+from cwread.plan import AUTO, DECISION_FIRST, QUOTE_FIRST, SCORE, FinderSettings, FinderUse
 from cwread.progress import Progress
 from cwread.question import Question
 from cwread.records import SURE, GroundedReply, ModelCall, ParagraphJudgement, Quote, Verdict, yes_odds
 from cwread.retrieval.segments import Segment
+from cwread.text import grounding
 from cwread.text.sentences import sentence_spans
 
 FINDER_MAX_TOKENS = 160
@@ -271,7 +271,7 @@ class ScoringFinder(_ChatFinder):
     ln P(YES) - ln P(NO) reaches `threshold`; a reply that comes without log-probabilities
     keeps its label, and an unreadable one keeps its segment."""
 
-    reply = "score"
+    reply = SCORE
 
     def __init__(self, backend: Backend, threshold: float = 0.0) -> None:
         if not backend.capabilities.logprobs:
@@ -372,7 +372,7 @@ CITED_MOST = 3  # paragraphs a kept segment cites at most (its packet core, with
 
 
 class JudgeFinder:
-    """The judge (cwread.agents.judge) as a Finder: it scores each paragraph read (the best-ranked
+    """The judge (cwread.agents.cross_encoder) as a Finder: it scores each paragraph read (the best-ranked
     first, `words` at most), a segment's score being its best paragraph's; a segment whose
     score reaches `threshold` is kept, citing its paragraphs that reach it (the best one at
     least), each with its clue sentence quoted verbatim: the sentence the judge scores best
@@ -461,11 +461,11 @@ def _request(
 
 
 def make_finder(settings: FinderSettings, backend: Backend) -> Finder:
-    """The Finder the settings name: the judge (cwread.agents.judge) for `use` "judge", else the
+    """The Finder the settings name: the judge (cwread.agents.cross_encoder) for `use` "judge", else the
     model Finder `settings.reply` names, on `backend`. JudgeUnavailable when the judge's
     files cannot be loaded."""
     if settings.use == FinderUse.JUDGE:
-        from cwread.agents.judge import load_judge
+        from cwread.agents.cross_encoder import load_judge
 
         return JudgeFinder(load_judge(), settings.keep_threshold)
     trained = backend.capabilities.trained
@@ -473,7 +473,7 @@ def make_finder(settings: FinderSettings, backend: Backend) -> Finder:
     threshold = settings.keep_threshold
     if threshold is None and trained is not None:
         threshold = trained.keep_threshold
-    if reply == "score":
+    if reply == SCORE:
         return ScoringFinder(backend, 0.0 if threshold is None else threshold)
     return GenerativeFinder(backend, reply, threshold)
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 
 from cwread.agents import shared
-from cwread.answer.grounding import neutralise
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence
 from cwread.question import Question
 from cwread.records import AgentCall, Packet, Turn
+from cwread.text.grounding import neutralise
 
 TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach
 INTERPRETER_MAX_TOKENS = 480  # up to three quotes of a sentence each, then the answer

@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cwread.agents.finder import JUDGED_CHARS, JUDGED_PARAGRAPHS, ParagraphJudge
-from cwread.answer import describe, extractive, grounding, span_reader
-from cwread.answer.reader import AnswerReader
+from cwread.answer import describe, extractive, span_scorer
+from cwread.answer.extractive_qa import AnswerReader
 from cwread.answer.support import check_support
 from cwread.book import Evidence
 from cwread.plan import AnswerMode, Extract
 from cwread.question import Question
 from cwread.records import AgentCall, Outcome, Packet, ParagraphJudgement, Quote, Status, SupportCheck
+from cwread.text import grounding
 from cwread.text.sentences import sentence_spans
 
 
@@ -52,7 +53,7 @@ def decide(
     "generative-or-extractive" is generative, with the extractive answer in place of words
     the quotes do not cover. With a `judge`, an extractive answer comes from the paragraph it
     scores best among the ranker's best-fitting ones, or none is given below its threshold.
-    With the `grounds`' reader (cwread.answer.reader), the words of that paragraph (with no judge, of the
+    With the `grounds`' reader (cwread.answer.extractive_qa), the words of that paragraph (with no judge, of the
     ranker's first) that the reader points at are the answer, or none is given where its score
     is under its threshold.
     Labels (mcq, claim) stand as chosen where their quotes bear on them; else none is given
@@ -129,7 +130,7 @@ def _extract(
                 evidence = _best_evidence(question, final, grounds)
                 return Outcome(Status.NOT_DETERMINED, None, model_answer, AnswerMode.EXTRACTIVE, False, evidence,
                                judgement=judgement, reading=reading)  # fmt: skip
-            if span_reader.question_kind(question.text) not in RULED_BY_SENTENCE:
+            if span_scorer.question_kind(question.text) not in RULED_BY_SENTENCE:
                 found = _read_answer(question.text, pool[0], (reading.start, reading.end), spans)
                 reading = replace(reading, answered=found is not None)
     found = found or extractive.best_answer(question.text, pool, rank, needed, spans=spans)

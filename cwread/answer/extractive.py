@@ -30,8 +30,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from cwread.answer import grounding, span_reader
-from cwread.answer.grounding import Rank, content_words, rank_scores, ranked_sentences, weight_shares
+from cwread.answer import span_scorer
 from cwread.book import Document, Evidence
 from cwread.cache import cache_root, read_entry, remove_entry, write_entry
 from cwread.errors import CacheError
@@ -39,6 +38,8 @@ from cwread.plan import Extract
 from cwread.records import Quote
 from cwread.retrieval.embedders import Embedder
 from cwread.retrieval.segments import NOVEL_PARAGRAPHS
+from cwread.text import grounding
+from cwread.text.grounding import Rank, content_words, rank_scores, ranked_sentences, weight_shares
 from cwread.text.sentences import sentence_spans
 from cwread.text.words import STOPWORDS, WORD, word_stems
 
@@ -142,7 +143,7 @@ def whole_sentence_why(paragraphs: int | None) -> str | None:
     (token-F1 10.0 -> 5.7 on The Mysterious Affair at Styles; benchmarks/README.md)."""
     if paragraphs is not None and paragraphs > NOVEL_PARAGRAPHS:
         return f"in a novel ({paragraphs:,} paragraphs) an extractive answer is its best sentence whole"
-    if span_reader.shipped_model() is None:
+    if span_scorer.shipped_model() is None:
         return "no span reader weights are installed: an extractive answer is its best sentence whole"
     return None
 
@@ -157,7 +158,7 @@ def best_answer(
 ) -> tuple[str, Quote] | None:
     """The extractive answer from `evidence` and the sentence it is quoted from: with `spans`,
     the span reader's choice among the spans of the sentences `rank` scores best, of those
-    sharing `min_shared` question words (see cwread.answer.span_reader); for a why-question, without
+    sharing `min_shared` question words (see cwread.answer.span_scorer); for a why-question, without
     `spans` or without the reader's weights, the best sentence as `extract_answer` says it.
     None if no sentence shares enough. A question, or a sentence that only restates the
     question, is never the answer (could_answer)."""
@@ -166,11 +167,11 @@ def best_answer(
         return None
     # A why-question keeps its reason rule: the reader's spans scored about the same on held-out
     # train (25.2 against 24.3) but were often no cause at all ("and put up a notice-board").
-    model = span_reader.shipped_model() if spans and not asks_why(question) else None
+    model = span_scorer.shipped_model() if spans and not asks_why(question) else None
     if model is None:
         best = ranked[0][0]
         return extract_answer(question, best, {p[0]: p[1] for p in evidence}[best.id])
-    index, start, end = span_reader.best_span(question, [(q.text, s) for q, s in ranked], model)
+    index, start, end = span_scorer.best_span(question, [(q.text, s) for q, s in ranked], model)
     quote = ranked[index][0]
     return quote.text[start:end], quote
 
@@ -227,9 +228,9 @@ def _answerable(question: str, asked: set[str], sentence: str) -> bool:
 
 def _answer_sentences(question: str, evidence: Evidence, rank: Rank | None, min_shared: int) -> list[tuple[Quote, float]]:
     """The sentences an extractive answer is read from: the best-ranked of those that could
-    answer the question, span_reader.MAX_SENTENCES at most."""
+    answer the question, span_scorer.MAX_SENTENCES at most."""
     return ranked_sentences(
-        question, evidence, span_reader.MAX_SENTENCES, min_shared, rank, keep=lambda s: could_answer(question, s)
+        question, evidence, span_scorer.MAX_SENTENCES, min_shared, rank, keep=lambda s: could_answer(question, s)
     )
 
 
@@ -246,7 +247,7 @@ def extract_answer(question: str, best: Quote, paragraph: str) -> tuple[str, Quo
     he built a wall"), the sentence before it as well, where the cause stands."""
     if not _WHY.search(question):
         return best.text, best
-    found = span_reader.REASON.search(best.text)
+    found = span_scorer.REASON.search(best.text)
     if found is not None and len(best.text[found.start() :].split()) >= MIN_REASON_WORDS:
         return best.text[found.start() :].rstrip(), best
     if _CONSEQUENCE.match(best.text):

@@ -102,7 +102,7 @@ READER_ROUTES = (
 
 def model_advice(selection: Selection | None) -> list[str]:
     """How to get models that read, when `ask` would run on the tiny embedded one (or none)."""
-    from cwread.agents.modelfiles import setup_commands
+    from cwread.backends.modelfiles import setup_commands
 
     if selection is not None and selection.finder.name != "embedded":
         return []

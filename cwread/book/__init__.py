@@ -21,14 +21,24 @@ How ids are assigned (stable for the same bytes and the same PARSER_VERSION):
 6. A PDF has no blank lines: its paragraphs are rebuilt from the lines as set, and its text
    numbered by these rules, each paragraph knowing the page it starts on (`formats.pdf`).
 
-The package: `model` (paragraphs, sources, the book and its labels), `decoding` (bytes read
+The package: `document` (paragraphs, sources, the book, its labels and quotes of it), `decoding` (bytes read
 within bounds and decoded), `paragraphs` (these rules), `formats` (a reader per format:
 text, HTML, EPUB, PDF), `folder` (what of a folder is read, in what order) and `load`.
 """
 
 from cwread.book.decoding import read_bytes, readable_size
+from cwread.book.document import (
+    LABEL,
+    SOURCE_NAME,
+    Document,
+    Evidence,
+    Forged,
+    Paragraph,
+    Passage,
+    Quote,
+    Source,
+)
 from cwread.book.load import document_from_bytes, load_document
-from cwread.book.model import LABEL, SOURCE_NAME, Document, Evidence, Paragraph, Passage, Source
 from cwread.book.paragraphs import parse_paragraphs
 
 __all__ = [
@@ -36,8 +46,10 @@ __all__ = [
     "SOURCE_NAME",
     "Document",
     "Evidence",
+    "Forged",
     "Paragraph",
     "Passage",
+    "Quote",
     "Source",
     "document_from_bytes",
     "load_document",

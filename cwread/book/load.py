@@ -12,8 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from cwread.book.decoding import max_bytes_from_env, read_bytes, readable_size
+from cwread.book.document import Document, Paragraph, Source
 from cwread.book.formats import Part, Reading, reader_for
-from cwread.book.model import Document, Paragraph, Source, source_name
+from cwread.book.formats.registry import source_name
 from cwread.book.paragraphs import PARSER_VERSION
 from cwread.errors import InputError
 

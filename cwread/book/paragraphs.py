@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from cwread.book.model import Paragraph
+from cwread.book.document import Paragraph
 
 PARSER_VERSION = 1
 MAX_PARAGRAPH_CHARS = 4000

@@ -21,7 +21,6 @@ from cwread.plugins import load_plugins
 
 load_plugins()  # before the options read the registries for their choices and help
 from cwread.cli.app import app, open_document  # noqa: E402
-from cwread.cli.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, answer_exit, error_exit  # noqa: E402
 from cwread.cli.options import (  # noqa: E402
     FIND_CHARS,
     LIBRARY_PASSAGES,
@@ -37,12 +36,16 @@ from cwread.cli.options import (  # noqa: E402
     output_options,
     question_options,
 )
-from cwread.errors import (  # noqa: E402
+from cwread.errors import (  # noqa: E402  # noqa: E402
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
     AnswerError,
     CwreadError,
     InputError,
     Interrupted,
     OutputError,
+    error_exit,
 )
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER  # noqa: E402
 
@@ -243,7 +246,7 @@ def ask(
     """
     if library:
         book = _library_book(book, asked, asking)
-    return answer_exit(_answer(book, asked, asking))
+    return _answer(book, asked, asking).exit_code
 
 
 def _library_book(library: str, asked, asking: Asking) -> str:
@@ -290,7 +293,7 @@ def verify(
     from cwread import api
 
     result = _answer(book, api.make_question(claim, claim=True), asking, quiet)
-    return answer_exit(result)
+    return result.exit_code
 
 
 @app.command()
@@ -329,7 +332,7 @@ def _notice():
     return render.notice
 
 
-from cwread.cli import tools  # noqa: E402, F401  (registers its commands on the app)
+from cwread.cli import commands  # noqa: E402, F401  (registers its commands on the app)
 
 # ---- the one place errors become exit codes ------------------------------------------------
 

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from cwread import api
 from cwread.backends import INTERRUPTED
 from cwread.cache import cache_root
-from cwread.cli.exits import answer_exit, error_exit
 from cwread.cli.options import AnswerRun
-from cwread.errors import CwreadError, InputError
+from cwread.errors import CwreadError, InputError, error_exit
 from cwread.plan import RunSettings
 from cwread.records import JUDGE_ANYWAY_HINT
 from cwread.session import Conversation, Session
@@ -55,7 +54,7 @@ class Chat:
 
     def main(self, interactive: bool) -> int:
         """Read questions until the end of input: 0, or, reading a script, the exit code of its
-        last line's failure (the one exit map, cwread.cli.exits; at a prompt an error is said
+        last line's failure (the one exit table, cwread.errors; at a prompt an error is said
         there, and leaving is no error). An answer's own exit (`ask`'s) is in its trace."""
         if self.run.trace is not None:  # checked before any work: every trace is appended there
             check_output_path(self.run.trace, "--trace")
@@ -96,7 +95,7 @@ class Chat:
                 notice=None if self.json_lines else render.notice,
             )
         data = json_output.ask_json(trace)
-        code = answer_exit(trace)
+        code = trace.exit_code
         self.traces.append(data)
         if self.run.trace is not None:  # appended as each answer comes: nothing is lost to Ctrl-D
             append_output_file(self.run.trace, json.dumps(data, ensure_ascii=False) + "\n", "--trace")

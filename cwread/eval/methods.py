@@ -15,7 +15,7 @@
   (YES-recall, precision, keep rate); no Interpreter, so no answer;
 - retrieval: no model; where anchors, segments read and the packet packed with no Finder to
   filter fall against gold evidence;
-- judge: no model call; the same, with the packet packed from the judge's verdicts (cwread.agents.judge).
+- judge: no model call; the same, with the packet packed from the judge's verdicts (cwread.agents.cross_encoder).
 
 Each function takes the run's context, the record and its retrieval with the question as
 shown (options may be rotated), and returns a Trace. They are built from the pipeline's own
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from cwread import api, pipeline
 from cwread.agents.finder import JudgeFinder, make_finder, read_segments, reading_budget
 from cwread.agents.interpreter import interpreter_request, packet_fits, prompt_fits
-from cwread.answer import extractive, grounding
+from cwread.answer import extractive
 from cwread.backends import Backend
 from cwread.backends.select import Selection
 from cwread.eval import rows
@@ -41,6 +41,7 @@ from cwread.plan import AnswerMode, AnswerSettings, Extract, FinderSettings, Fin
 from cwread.question import Question
 from cwread.records import NO_ANSWER, FindResult, Outcome, Packet, Status, Trace
 from cwread.session import Session
+from cwread.text import grounding
 
 
 @dataclass
@@ -202,7 +203,7 @@ def finder(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
 
 
 def judge(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
-    """No model call: the judge (cwread.agents.judge) reads the segments the pipeline reads and the
+    """No model call: the judge (cwread.agents.cross_encoder) reads the segments the pipeline reads and the
     packet is packed from its verdicts as the pipeline packs it (the rows of `retrieval`,
     beside which it is measured)."""
     finder = make_finder(replace(ctx.finding, use=FinderUse.JUDGE), None)

@@ -8,7 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from rich.table import Table
+from rich.text import Text
+
 from cwread.eval.summary import RECALL_STAGES, SCORE_TOP_K
+from cwread.views.render import stdout
+from cwread.views.terminal import printable
 
 
 def _fmt(value, pct: bool = True) -> str:
@@ -227,3 +232,26 @@ def machine_description() -> str:
     return (
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     )
+
+
+def eval_view(summary: dict) -> None:
+    """The eval summary as a table (the Markdown report's brief columns), evidence recall with
+    intervals by question type and hops where records have gold evidence, then the baselines."""
+    out = stdout()
+    out.print(_table("cwread eval", *summary_rows(summary, brief=True)))
+    headers, rows = recall_rows(summary)
+    if rows:
+        out.print(_table("evidence recall by question type and hops", headers, rows))
+    for line in baseline_lines(summary):
+        out.print(Text(line))
+
+
+def _table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title)
+    for header in headers:
+        table.add_column(
+            header, justify="left" if header in ("method", "records") else "right", overflow="fold"
+        )
+    for row in rows:
+        table.add_row(*(printable(cell) for cell in row))
+    return table

@@ -15,19 +15,15 @@ several names ("Baskerville") is the one named in full most recently before it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from cwread.book import Document
 from cwread.book.chapters import is_heading
-from cwread.cache import cache_root, read_entry, write_entry
 from cwread.text.descriptions import (
     descriptions_in,
     normalized,
 )
 from cwread.text.words import STOPWORDS, TITLES, WORD, word_stems
-
-CAST_VERSION = 2  # of the cached cast: a change to how it is built bumps it
 
 FEMALE_TITLES = frozenset(
     {"mrs", "miss", "ms", "madam", "madame", "mme", "mlle", "lady", "queen", "princess"}
@@ -312,70 +308,14 @@ def _form_key(form: str) -> tuple[str, ...]:
     return (*(w for w in words if w.lower() not in TITLES), female)
 
 
-# ---------------------------------------------------------------- cached per book
-
-
-_HELD: dict[str, Cast] = {}  # by fingerprint: a session asks many questions of one book
-HELD_CASTS = 8
-
-
-def book_cast(document: Document) -> Cast:
-    """`document`'s cast, held, from the cache entry of its paragraphs, or built (and cached)."""
-    return _hold(_HELD, document.fingerprint, lambda: _cached_cast(document))
+HELD_BOOKS = 8  # books whose cast and story a process holds
 
 
 def _hold(held: dict, fingerprint: str, make):
-    """What `held` keeps for a book, made where it has none; HELD_CASTS books at most, the
+    """What `held` keeps for a book, made where it has none; HELD_BOOKS books at most, the
     first held let go first."""
     if fingerprint not in held:
-        if len(held) >= HELD_CASTS:
+        if len(held) >= HELD_BOOKS:
             held.pop(next(iter(held)))
         held[fingerprint] = make()
     return held[fingerprint]
-
-
-def _cached_cast(document: Document) -> Cast:
-    entry = cache_root() / "docs" / document.fingerprint[:2] / document.fingerprint / f"cast-v{CAST_VERSION}"
-    if read_entry(entry, lambda m: m.get("paragraphs") == len(document)) is not None:
-        try:
-            return cast_from_json(json.loads((entry / "cast.json").read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # unreadable: built again below
-    from cwread.retrieval.cast_build import build_cast  # the builder reads this module's records
-
-    cast = build_cast([p.text for p in document.paragraphs], document.unread)
-
-    def write(tmp) -> dict:
-        (tmp / "cast.json").write_text(json.dumps(cast_to_json(cast)), encoding="utf-8")
-        return {"paragraphs": len(document)}
-
-    write_entry(entry, write)
-    return cast
-
-
-def cast_to_json(cast: Cast) -> list[dict]:
-    return [
-        {
-            "name": m.name,
-            "kind": m.kind,
-            "forms": list(m.forms),
-            "mentions": list(m.mentions),
-            "descriptions": [[d.said, d.span, d.pid, d.times] for d in m.descriptions],
-        }
-        for m in cast.members
-    ]
-
-
-def cast_from_json(data: list[dict]) -> Cast:
-    return Cast(
-        tuple(
-            CastMember(
-                str(m["name"]),
-                str(m["kind"]),
-                tuple(map(str, m["forms"])),
-                tuple(int(p) for p in m["mentions"]),
-                tuple(Description(str(s), str(span), int(p), int(t)) for s, span, p, t in m["descriptions"]),
-            )
-            for m in data
-        )
-    )

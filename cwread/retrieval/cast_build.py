@@ -1,28 +1,35 @@
-"""Building a book's cast from its text (see cwread.retrieval.cast): names are runs of
-capitalized words, gathered into members by their forms, each with its mentions and the
-descriptions set beside it."""
+"""Building a book's cast from its text (see cwread.retrieval.cast), and keeping it: names are
+runs of capitalized words, gathered into members by their forms, each with its mentions and
+the descriptions set beside it; a book's cast is cached with its paragraphs (`book_cast`)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cwread.book import Document
 from cwread.book.chapters import is_heading
+from cwread.cache import cache_root, read_entry, write_entry
 from cwread.retrieval.cast import (
     FEMALE_TITLES,
     MIN_MENTIONS,
     Cast,
     CastMember,
+    Description,
     _bare,
     _form_key,
+    _hold,
     _kept,
     _possessive,
     _tally,
 )
 from cwread.text.descriptions import descriptions_in, last_word
 from cwread.text.words import STOPWORDS, TITLES
+
+CAST_VERSION = 2  # of the cached cast: a change to how it is built bumps it
 
 # capitalized by custom, not as a name
 _NOT_NAMES = frozenset(
@@ -319,3 +326,59 @@ def _described(members: list[CastMember], read: list[tuple[int, str]]) -> list[C
         CastMember(member.name, member.kind, member.forms, member.mentions, _kept(found.get(member.name, {})))
         for member in members
     ]
+
+
+# ---------------------------------------------------------------- cached per book
+
+
+_HELD: dict[str, Cast] = {}  # by fingerprint: a session asks many questions of one book
+
+
+def book_cast(document: Document) -> Cast:
+    """`document`'s cast, held, from the cache entry of its paragraphs, or built (and cached)."""
+    return _hold(_HELD, document.fingerprint, lambda: _cached_cast(document))
+
+
+def _cached_cast(document: Document) -> Cast:
+    entry = cache_root() / "docs" / document.fingerprint[:2] / document.fingerprint / f"cast-v{CAST_VERSION}"
+    if read_entry(entry, lambda m: m.get("paragraphs") == len(document)) is not None:
+        try:
+            return cast_from_json(json.loads((entry / "cast.json").read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # unreadable: built again below
+    cast = build_cast([p.text for p in document.paragraphs], document.unread)
+
+    def write(tmp) -> dict:
+        (tmp / "cast.json").write_text(json.dumps(cast_to_json(cast)), encoding="utf-8")
+        return {"paragraphs": len(document)}
+
+    write_entry(entry, write)
+    return cast
+
+
+def cast_to_json(cast: Cast) -> list[dict]:
+    return [
+        {
+            "name": m.name,
+            "kind": m.kind,
+            "forms": list(m.forms),
+            "mentions": list(m.mentions),
+            "descriptions": [[d.said, d.span, d.pid, d.times] for d in m.descriptions],
+        }
+        for m in cast.members
+    ]
+
+
+def cast_from_json(data: list[dict]) -> Cast:
+    return Cast(
+        tuple(
+            CastMember(
+                str(m["name"]),
+                str(m["kind"]),
+                tuple(map(str, m["forms"])),
+                tuple(int(p) for p in m["mentions"]),
+                tuple(Description(str(s), str(span), int(p), int(t)) for s, span, p, t in m["descriptions"]),
+            )
+            for m in data
+        )
+    )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from cwread.errors import InputError
 
@@ -48,6 +48,9 @@ class Budget:
     why: str = ""
     fixed: tuple[str, ...] = ()
 
+
+# the values a preset sets and a user may override, as Budget declares them
+BUDGET_VALUES = tuple(f.name for f in fields(Budget) if f.name not in ("preset", "why", "fixed"))
 
 PRESETS: dict[str, Budget] = {
     "focused": Budget("focused", anchors=8, read=24, n_e=5, p_r=2, p_w=5, b_c=13000),
@@ -85,8 +88,8 @@ def make_budget(
     if preset not in PRESET_CHOICES:
         raise InputError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESET_CHOICES)}")
     budget = replace(PRESETS["focused"], preset=AUTO) if preset == AUTO else PRESETS[preset]
-    overrides = {"anchors": anchors, "read": read, "n_e": n_e, "p_r": p_r, "p_w": p_w, "b_c": b_c}
-    changes = {k: v for k, v in overrides.items() if v is not None}
+    given = locals()
+    changes = {k: given[k] for k in BUDGET_VALUES if given[k] is not None}
     for key, value in changes.items():
         minimum = 0 if key == "p_r" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -109,7 +112,7 @@ def fit_budget(budget: Budget, lengths: Sequence[int], context_tokens: int | Non
         return budget if budget.why else replace(budget, why=f"the {budget.preset} preset{set_by_you}")
     n = len(lengths)
     focused = PRESETS["focused"]
-    values = {k: getattr(focused, k) for k in ("anchors", "read", "n_e", "p_r", "p_w", "b_c")}
+    values = {k: getattr(focused, k) for k in BUDGET_VALUES}
     if n > NOVEL_PARAGRAPHS:
         tier = "novel"
         values.update(NOVEL)

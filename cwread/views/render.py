@@ -15,7 +15,6 @@ from contextlib import contextmanager
 
 from rich.console import Console
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from cwread.agents.finder import JudgeFinder
@@ -718,28 +717,3 @@ def doctor_view(report: DoctorReport) -> None:
         out.print()
         for line in report.advice:
             out.print(Text(printable(line)))
-
-
-def eval_view(summary: dict) -> None:
-    """The eval summary as a table (the Markdown report's brief columns), evidence recall with
-    intervals by question type and hops where records have gold evidence, then the baselines."""
-    from cwread.eval.report import baseline_lines, recall_rows, summary_rows
-
-    out = stdout()
-    out.print(_table("cwread eval", *summary_rows(summary, brief=True)))
-    headers, rows = recall_rows(summary)
-    if rows:
-        out.print(_table("evidence recall by question type and hops", headers, rows))
-    for line in baseline_lines(summary):
-        out.print(Text(line))
-
-
-def _table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
-    table = Table(title=title)
-    for header in headers:
-        table.add_column(
-            header, justify="left" if header in ("method", "records") else "right", overflow="fold"
-        )
-    for row in rows:
-        table.add_row(*(printable(cell) for cell in row))
-    return table

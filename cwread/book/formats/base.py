@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cwread.book.model import Paragraph
+from cwread.book.document import Paragraph
 from cwread.book.paragraphs import fingerprint, parse_paragraphs
 
 

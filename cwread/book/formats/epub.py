@@ -17,9 +17,10 @@ from urllib.parse import unquote
 from xml.etree import ElementTree
 
 from cwread.book.decoding import decode
+from cwread.book.document import safe_name
 from cwread.book.formats.base import Reader, Reading, part_from_text
 from cwread.book.formats.html import html_text
-from cwread.book.model import safe_name, source_name
+from cwread.book.formats.registry import source_name
 from cwread.errors import InputError
 
 EPUB_MIMETYPE = "application/epub+zip"

@@ -8,7 +8,8 @@ Pure functions over text:
 - `find_quotes`: the `[N] "quote"` items of a reason (`[ch03:12] "quote"` in a book of
   several files), each checked against the paragraph as shown (case, whitespace and quote marks normalised); a quote not there is forged.
 - `weight_shares`: how much of a text's word weight (the book's idf) other texts carry.
-- `covers` / `supports_label`: whether quotes back an answer.
+- `covers`: whether quotes hold every content word of an answer (a label's rule is
+  cwread.answer.support's).
 - `best_sentence`: the extractive answer (most question words shared, or a given ranking).
 - `cut_repetition`: an answer stops where it starts repeating itself.
 """
@@ -18,9 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from cwread.book import LABEL, Evidence
-from cwread.question import Question
-from cwread.records import Forged, Quote
+from cwread.book import LABEL, Evidence, Forged, Quote
 from cwread.text.sentences import sentence_spans
 from cwread.text.words import STOPWORDS, WORD, word_stems
 
@@ -113,12 +112,6 @@ def covers(answer: str, quotes: Iterable[Quote]) -> bool:
     return content_words(answer) <= content_words(" ".join(q.text for q in quotes))
 
 
-# A label's quotes bear on it when they carry this share of its words' weight (idf). On the
-# dev sets (benchmarks/label_support.py), the best sentence of a gold paragraph passes 86% of
-# the time on the novels' claims (99% for FairytaleQA's question + answer) and of a random
-# paragraph 5% (18%); one shared content word, the rule before, passed 91% (99%) and 21% (46%).
-LABEL_SUPPORT_SHARE = 0.1
-
 Weights = Mapping[str, float]  # a content word's weight in the book (its idf); one it lacks weighs 0
 
 
@@ -131,28 +124,6 @@ def weight_shares(about: str, texts: list[str], weights: Weights | None = None) 
     if not total:
         return [0.0] * len(texts)
     return [sum(weigh(w) for w in asked & content_words(text)) / total for text in texts]
-
-
-def label_about(question: Question, label: str) -> str:
-    """What a label says: the chosen option's text (mcq), or the claim (its kind's form says)."""
-    return question.form.about(question, label)
-
-
-def label_share(question: Question, label: str, quotes: Iterable[Quote], weights: Weights | None = None) -> float:
-    """The share of the chosen option's (or the claim's) word weight that `quotes` carry."""
-    quoted = " ".join(q.text for q in quotes)
-    return round(weight_shares(label_about(question, label), [quoted], weights)[0], 4) if quoted else 0.0
-
-
-def bears_on_label(share: float) -> bool:
-    """Whether quotes carrying `share` of a label's word weight bear on it."""
-    return share >= LABEL_SUPPORT_SHARE
-
-
-def supports_label(question: Question, label: str, quotes: Iterable[Quote], weights: Weights | None = None) -> bool:
-    """Whether `quotes` bear on a chosen option or claim: they carry at least
-    LABEL_SUPPORT_SHARE of its words' weight."""
-    return bears_on_label(label_share(question, label, quotes, weights))
 
 
 Rank = Callable[[str, list[str]], list[float]]  # (question, sentences) -> a score for each

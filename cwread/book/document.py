@@ -70,23 +70,22 @@ LABEL = rf"(?:{SOURCE_NAME}+\s*+:\s*+)?\d++"
 _UNSAFE_NAME = re.compile(r"[^\w.\-/]+")
 
 
-def source_name(relative: str) -> str:
-    """The citation name of a file at `relative` (a "/"-separated path): the path without
-    its suffixes of a format cwread reads, characters that cannot stand in `[name:N]` as "_"."""
-    from cwread.book.formats import book_suffixes  # the registry's formats read this module first
-
-    stem = relative
-    while True:
-        base, dot, suffix = stem.rpartition(".")
-        if dot and base and "/" not in suffix and suffix.lower() in book_suffixes():
-            stem = base
-        else:
-            break
-    return safe_name(stem)
-
-
 def safe_name(text: str) -> str:
     return _UNSAFE_NAME.sub("_", text).strip("_/")[-MAX_NAME:].lstrip("_/") or "_"
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A verbatim span of the book: paragraph `id`, characters [start, end) of its text."""
+
+    id: int
+    text: str
+    start: int
+    end: int
+
+
+# (label as cited, text) of a quote that is not in the paragraph it names: never shown as support
+Forged = tuple[str, str]
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from cwread.cli.options import (
     output_options,
 )
 from cwread.errors import InputError, ModelError
+from cwread.eval.report import eval_view
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
 from cwread.settings import SessionSettings
 from cwread.views.reading import CAST_LISTED
@@ -156,7 +157,7 @@ def modelfiles(
     """Write the Ollama Modelfiles of cwread's agents, for `ollama create cwread-finder -f ...`."""
     from pathlib import Path
 
-    from cwread.agents.modelfiles import setup_commands, write_modelfiles
+    from cwread.backends.modelfiles import setup_commands, write_modelfiles
     from cwread.views import json_output, render
 
     written = write_modelfiles(Path(out), overwrite=force)
@@ -213,7 +214,7 @@ def eval_command(
     if json_out:
         render.print_json(json_output.eval_json(result.meta, result.summary))
     else:
-        render.eval_view(result.summary)
+        eval_view(result.summary)
 
 
 @app.command()

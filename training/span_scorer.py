@@ -1,4 +1,4 @@
-"""Fit the span reader's weights (cwread.answer.span_reader) on FairytaleQA train, on a CPU in minutes.
+"""Fit the span reader's weights (cwread.answer.span_scorer) on FairytaleQA train, on a CPU in minutes.
 
 Each train story becomes a book (one paragraph per section); each question's sentences are
 ranked as an extractive answer ranks them (cwread.answer.extractive), the spans of the best five are
@@ -9,7 +9,7 @@ the reason rule (cwread.answer.extractive), so it is neither fit nor scored. Sto
 `--fit` of them and scored on the rest, the sentence's own F1 beside it with a paired
 interval. FairytaleQA's val stories (the dev anthology's) are never read.
 
-    python training/span_reader.py [--source DIR] [--stories N] [--write]
+    python training/span_scorer.py [--source DIR] [--stories N] [--write]
 
 `--write` refits on every story read and writes cwread/data/span-reader.json.
 """
@@ -26,10 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from cwread.answer import extractive, grounding, span_reader
+from cwread.answer import extractive, span_scorer
 from cwread.book import document_from_bytes
 from cwread.eval.metrics import bootstrap_interval, token_f1
 from cwread.retrieval.embedders import load_embedder
+from cwread.text import grounding
 
 SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "fairytaleqa" / "train"
 TARGET = Path(__file__).resolve().parents[1] / "cwread" / "data" / "span-reader.json"
@@ -60,7 +61,7 @@ def questions_of(source: Path, count: int):
     for story, document, rank, question, answers in train_questions(source, count):
         evidence = [(p.id, p.text) for p in document.paragraphs]
         ranked = grounding.ranked_sentences(
-            question, evidence, span_reader.MAX_SENTENCES, grounding.answer_support_needed(question), rank
+            question, evidence, span_scorer.MAX_SENTENCES, grounding.answer_support_needed(question), rank
         )
         if ranked:
             yield story, question, answers, [(q.text, s) for q, s in ranked]
@@ -68,11 +69,11 @@ def questions_of(source: Path, count: int):
 
 def candidates(question: str, sentences: list[tuple[str, float]]):
     """Each span of the question's sentences: (features, text)."""
-    kind = span_reader.question_kind(question)
+    kind = span_scorer.question_kind(question)
     top = sentences[0][1]
     for index, (text, score) in enumerate(sentences):
-        for span in span_reader.spans(question, text, index):
-            yield span_reader.features(question, kind, text, span, score, top), text[span.start : span.end]
+        for span in span_scorer.spans(question, text, index):
+            yield span_scorer.features(question, kind, text, span, score, top), text[span.start : span.end]
 
 
 def fit(groups: list[tuple[list[dict], np.ndarray]], names: list[str], l2: float, steps: int) -> np.ndarray:
@@ -130,7 +131,7 @@ def main() -> None:
     fitting = [r for r in rows if r[0] not in held]
     names = sorted({n for r in fitting for f in r[2] for n in f})
     w = fit([(r[2], r[3]) for r in fitting], names, args.l2, args.steps)
-    model = span_reader.SpanModel(dict(zip(names, w.tolist(), strict=True)), VERSION)
+    model = span_scorer.SpanModel(dict(zip(names, w.tolist(), strict=True)), VERSION)
     scored = [r for r in rows if r[0] in held]
     chosen = [float(r[3][int(np.argmax([model.score(f) for f in r[2]]))]) for r in scored]
     sentence = [r[4] for r in scored]
@@ -143,7 +144,7 @@ def main() -> None:
     print(f"  difference           {100 * (np.mean(chosen) - np.mean(sentence)):+5.1f} [{100 * low:+.1f}, {100 * high:+.1f}]")
     by_kind: dict[str, list[tuple[float, float]]] = {}
     for r, c in zip(scored, chosen, strict=True):
-        by_kind.setdefault(span_reader.question_kind(r[1]), []).append((r[4], c))
+        by_kind.setdefault(span_scorer.question_kind(r[1]), []).append((r[4], c))
     for kind, pairs in sorted(by_kind.items(), key=lambda kv: -len(kv[1])):
         print(f"  {kind:9s} n={len(pairs):4d}  {100 * np.mean([p[0] for p in pairs]):5.1f} -> {100 * np.mean([p[1] for p in pairs]):5.1f}")
     if args.write:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cwread.agents.judge import open_model_folder
+from cwread.agents.cross_encoder import open_model_folder
 from cwread.errors import ModelError
 from cwread.records import AnswerReading
 

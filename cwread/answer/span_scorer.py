@@ -5,7 +5,7 @@ name for who, a place for where, a cause for why, the object of the question's v
 what. This reader proposes spans of the ranking's best sentences (the sentence, its clauses,
 a name, a prepositional phrase, what follows or precedes the question's words in a clause,
 a reason) and scores each with a linear model over answer-type features, fit on FairytaleQA
-train to the token-F1 a user would get (`python training/span_reader.py`, which writes
+train to the token-F1 a user would get (`python training/span_scorer.py`, which writes
 `cwread/data/span-reader.json`). The answer is always words of the book, inside the quoted
 sentence, and scoring them is pure Python: about 4 ms a question on 2 cores.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from cwread.answer.grounding import content_words
+from cwread.text.grounding import content_words
 from cwread.text.words import STOPWORDS, TITLES, word_stems
 
 MAX_SENTENCES = 5  # of the ranking's best, whose spans compete
