@@ -256,7 +256,7 @@ def search_library(
 
 def _reader_note() -> str:
     """Whether the answer reader loads, and what it does."""
-    from cwread.answer.extractive_qa import ReaderUnavailable, load_reader
+    from cwread.agents.extractive_qa import ReaderUnavailable, load_reader
 
     try:
         reader = load_reader()

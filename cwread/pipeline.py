@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, replace
 
 from cwread.agents.cross_encoder import JudgeUnavailable
+from cwread.agents.extractive_qa import AnswerReader, ReaderUnavailable, load_reader
 from cwread.agents.finder import (
     JUDGE_WORDS,
     Finder,
@@ -23,9 +24,9 @@ from cwread.agents.finder import (
 )
 from cwread.agents.interpreter import CHANCE_CHECK_SKIPPED, interpret, packet_fits, self_check_decision
 from cwread.agents.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, READS_WHEN_ASKED, holds
+from cwread.agents.support_check import SupportAgent
 from cwread.answer import describe, extractive
 from cwread.answer.decide import Grounds, decide, shown_text
-from cwread.answer.extractive_qa import AnswerReader, ReaderUnavailable, load_reader
 from cwread.answer.support import check_confidence, check_support
 from cwread.backends import Backend, label
 from cwread.backends.select import Selection
@@ -519,7 +520,7 @@ def _check_support(
     text = shown_text(question, final.answer)
     if plan.support == SupportMethod.MODEL and plan.support_threshold is not None:
         return check_support(
-            interpreter, question, text, final, packet.evidence(), plan.support_threshold, weights
+            SupportAgent(interpreter), question, text, final, packet.evidence(), plan.support_threshold, weights
         )
     if plan.support == SupportMethod.CONFIDENCE and plan.support_threshold is not None:
         return check_confidence(question, text, final, plan.support_threshold)

@@ -227,7 +227,7 @@ class Plan:
     loaded; the rank fills the packet instead. `answer_threshold`: an extractive answer's
     best-fitting paragraphs are judged by the trained Finder (cwread.agents.finder.ParagraphJudge),
     and none scoring this much means no answer (None: not judged). `answer_reader`: the answer
-    reader (cwread.answer.extractive_qa) picks the words of that paragraph, none shown under
+    reader (cwread.agents.extractive_qa) picks the words of that paragraph, none shown under
     `reader_threshold`; `reader_unavailable`: why it could not be loaded.
     """
 

@@ -277,7 +277,7 @@ class ParagraphJudgement:
 @dataclass(frozen=True)
 class AnswerReading:
     """The answer reader's reading of the paragraph an extractive answer comes from
-    (cwread.answer.extractive_qa): the words it points at, characters [start, end) of `paragraph`;
+    (cwread.agents.extractive_qa): the words it points at, characters [start, end) of `paragraph`;
     its score, the best span's start and end logits against "not in this passage"; and the
     threshold under which no answer is shown."""
 

@@ -1,4 +1,4 @@
-"""The answer reader (cwread.answer.extractive_qa): the shipped model loaded and checked, its span
+"""The answer reader (cwread.agents.extractive_qa): the shipped model loaded and checked, its span
 search, an extractive answer through the real CLI (its words inside a quoted sentence of the
 packet, withheld under the threshold with the best evidence labelled), a damaged reader
 falling back to the sentence ranker in one line, and (slow lane, torch) a tiny reader trained
@@ -12,8 +12,8 @@ import shutil
 import numpy as np
 import pytest
 
+from cwread.agents.extractive_qa import Reader, ReaderUnavailable, best_span, load_reader, shipped_dir
 from cwread.answer.decide import _read_answer
-from cwread.answer.extractive_qa import Reader, ReaderUnavailable, best_span, load_reader, shipped_dir
 from cwread.cache import file_sha256
 from tests.conftest import run
 

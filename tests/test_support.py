@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from cwread.answer.support import SUPPORT_SYSTEM, unquoted_names
+from cwread.agents.support_check import SUPPORT_SYSTEM
+from cwread.answer.support import unquoted_names
 from cwread.backends import Generation, GenerationRequest
 from cwread.records import Quote
 from tests.conftest import run

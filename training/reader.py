@@ -1,4 +1,4 @@
-"""Train, measure and export the answer reader (cwread.answer.extractive_qa): an extractive
+"""Train, measure and export the answer reader (cwread.agents.extractive_qa): an extractive
 question-answering model (a BERT-family encoder with a start/end head, all-MiniLM-L6-v2 by
 default) that reads a question and a passage and points at the words that answer it, or at
 none (the [CLS] token: "not in this passage"), fine-tuned on a CPU.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cwread.answer.extractive_qa import best_span
+from cwread.agents.extractive_qa import best_span
 from training.judge import auc, minilm_base, split_by_source, train_steps, write_manifest
 
 SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "fairytaleqa" / "train"
@@ -375,7 +375,7 @@ def parity(model_dir: Path, reader_dir: Path, rows: list[dict]) -> float:
     reader's (ONNX Runtime, 4-bit) on `rows`."""
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-    from cwread.answer.extractive_qa import Reader
+    from cwread.agents.extractive_qa import Reader
 
     model = AutoModelForQuestionAnswering.from_pretrained(str(model_dir)).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from cwread.agents.extractive_qa import AnswerReader
 from cwread.agents.finder import JUDGED_CHARS, JUDGED_PARAGRAPHS, ParagraphJudge
 from cwread.answer import describe, extractive, span_scorer
-from cwread.answer.extractive_qa import AnswerReader
 from cwread.answer.support import check_support
 from cwread.book import Evidence
 from cwread.plan import AnswerMode, Extract
@@ -53,7 +53,7 @@ def decide(
     "generative-or-extractive" is generative, with the extractive answer in place of words
     the quotes do not cover. With a `judge`, an extractive answer comes from the paragraph it
     scores best among the ranker's best-fitting ones, or none is given below its threshold.
-    With the `grounds`' reader (cwread.answer.extractive_qa), the words of that paragraph (with no judge, of the
+    With the `grounds`' reader (cwread.agents.extractive_qa), the words of that paragraph (with no judge, of the
     ranker's first) that the reader points at are the answer, or none is given where its score
     is under its threshold.
     Labels (mcq, claim) stand as chosen where their quotes bear on them; else none is given

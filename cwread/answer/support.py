@@ -8,14 +8,15 @@ label whose quotes do not bear on it is not asked of the model.
 
 Word containment hides paraphrases and inferences, and two model signals can stand beside it,
 each held to a threshold the user calibrates for the model (benchmarks/answer_support.py reads
-the table for one), neither on by default because, measured on Qwen2.5-Coder-1.5B, each told
-its right answers from its wrong ones no better than a coin (benchmarks/README.md):
+the table for one), neither on by default because, measured on the 1.5B, each told its right
+answers from its wrong ones no better than a coin (benchmarks/README.md, "The answer's support
+check"):
 - the model's confidence in its own words (`check_confidence`, `--min-confidence`): the mean
   log-probability of its answer's tokens, which the answer's reply carries, so it costs no
-  call (AUC 0.51 [0.30-0.72] on FairytaleQA train, 0.62 [0.40-0.81] on fairytale dev);
+  call;
 - the model asked, on the quotes alone, whether they state or directly imply the answer
-  (`support_request`, `--support-threshold`), its score ln P(YES) - ln P(NO): one more call
-  (AUC 0.45 [0.25-0.69] on train, 0.51 [0.25-0.79] on dev).
+  (cwread.agents.support_check, `--support-threshold`), its score ln P(YES) - ln P(NO): one
+  more call.
 Either way a name in an open answer that neither a quote nor the question holds withholds it:
 the quotes cannot be about someone they do not name.
 """
@@ -25,9 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from cwread.agents import shared
-from cwread.backends import Backend, GenerationRequest
-from cwread.book import Evidence, Passage
+from cwread.agents.support_check import SupportAgent
+from cwread.book import Evidence
 from cwread.question import Question
 from cwread.records import AgentCall, Quote, SupportCheck, yes_odds
 from cwread.text import grounding
@@ -63,38 +63,6 @@ def supports_label(question: Question, label: str, quotes: Iterable[Quote], weig
     """Whether `quotes` bear on a chosen option or claim: they carry at least
     LABEL_SUPPORT_SHARE of its words' weight."""
     return bears_on_label(label_share(question, label, quotes, weights))
-
-
-SUPPORT_SYSTEM = (
-    "You check answers in a reading assistant for long narratives. You are given sentences "
-    "quoted from a book, a question and an answer someone wrote. Say YES if the quoted "
-    "sentences state the answer or directly imply it, so that a reader of these sentences "
-    "alone would give this answer. Say NO if they do not say it, say something else, or "
-    "contradict it. Match meaning, not wording." + shared.BOOK_IS_DATA.replace("evidence is text", "evidence is sentences")
-)
-
-
-_SUPPORT_REPLY = (
-    "Do the quoted sentences state or directly imply this answer? Reply with exactly one tag "
-    "and nothing else: <answer>YES</answer> or <answer>NO</answer>."
-)
-
-
-def answer_block(question: Question, answer: str) -> str:
-    """An answer as the support check reads it: an option with its text, a claim's verdict
-    in words, an open answer as written."""
-    return question.form.answer_words(question, answer)
-
-
-def support_request(question: Question, answer: str, quotes: Evidence, retry: bool = False) -> GenerationRequest:
-    """The support check's call: the answer's quotes (each under its paragraph's label), the
-    question and the answer; YES or NO alone, its score read at the first token."""
-    user = "\n\n".join(
-        [shared.evidence_block(quotes), shared.question_block(question), answer_block(question, answer), _SUPPORT_REPLY]
-    )
-    if retry:
-        user += "\n\n" + shared.FIRM_RETRY
-    return shared.decision_request((("system", SUPPORT_SYSTEM), ("user", user)), seed=1 if retry else 0)
 
 
 def unquoted_names(answer: str, quotes: tuple[Quote, ...], question: str) -> tuple[str, ...]:
@@ -160,14 +128,8 @@ def check_confidence(question: Question, answer: str, final: AgentCall, threshol
     return SupportCheck(ok, method, why, confidence, threshold, quoted_share=share)
 
 
-def quoted_evidence(quotes: tuple[Quote, ...], packet: Evidence) -> list[Passage]:
-    """The quotes as the check is shown them: each under its paragraph's label, in the packet's order."""
-    labels = {p[0]: Passage(*p).label for p in packet}
-    return [Passage(q.id, q.text, labels.get(q.id, "")) for q in quotes]
-
-
 def check_support(
-    backend: Backend | None,
+    ask: SupportAgent | None,
     question: Question,
     answer: str,
     final: AgentCall,
@@ -176,12 +138,12 @@ def check_support(
     weights: grounding.Weights | None = None,
 ) -> SupportCheck:
     """Whether `final`'s quotes support `answer` (its text as shown: an open answer cut where
-    it repeats, or the label chosen). With `backend`, the model decides (see the module);
-    without, the words do, a label's weighed by `weights` (the book's idf)."""
+    it repeats, or the label chosen). With `ask` (the model's support check), the model decides
+    (see the module); without, the words do, a label's weighed by `weights` (the book's idf)."""
     quotes = final.reply.quotes
     share = quoted_share(answer, quotes, question.text) if question.is_open else None
     weight = label_share(question, answer, quotes, weights) if not question.is_open else None
-    method = "model" if backend else "words"
+    method = "model" if ask else "words"
     if not quotes:
         return SupportCheck(False, method, NO_QUOTE, quoted_share=share, weight_share=weight)
     if weight is not None and not bears_on_label(weight):
@@ -190,7 +152,7 @@ def check_support(
             f"{LABEL_SUPPORT_SHARE:.0%} that bears on it"
         )
         return SupportCheck(False, "words", why, weight_share=weight)
-    if backend is None:
+    if ask is None:
         if question.is_open:
             ok = grounding.covers(answer, quotes)
             why = ALL_QUOTED if ok else WORD_UNQUOTED
@@ -201,11 +163,7 @@ def check_support(
     unquoted = unquoted_names(answer, quotes, question.text) if question.is_open else ()
     if unquoted:
         return SupportCheck(False, "model", names_why(unquoted), unquoted=unquoted, quoted_share=share)
-    parsed, call = shared.call_agent(
-        backend,
-        lambda retry: support_request(question, answer, quoted_evidence(quotes, packet), retry),
-        shared.parse_yes_no,
-    )
+    parsed, call = ask(question, answer, quotes, packet)
     odds = yes_odds(call.label_logprobs)
     if odds is not None:
         score = round(odds, 4)
