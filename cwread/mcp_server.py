@@ -50,7 +50,7 @@ from cwread.library.catalog import Library, stamp_of
 from cwread.library_question import find_in_library
 from cwread.records import JUDGE_ANYWAY_HINT, Trace
 from cwread.session import Session
-from cwread.views import json_output, reading
+from cwread.views import json_output, reading, trace_json
 
 SEARCH_MOST = 100  # hits a search returns at most: 10**12 asked once returned 20,000 (7.2 MB)
 DEFAULT_SESSIONS = 4  # books held open at once: each holds its index and embedder in memory
@@ -123,13 +123,13 @@ def answer_content(trace: Trace) -> dict[str, Any]:
     """What an agent needs of an answer: the answer (None: not determined), the verdict for a
     claim, its quotes with offsets, the cited paragraphs, why nothing stands if so, what was
     skipped and the models."""
-    answer = json_output.answer_json(trace)
+    answer = trace_json.answer_json(trace)
     return {
         **answer,
         "failure": _in_client_terms(answer["failure"]),
         "quotes": [{**q, "is": BOOKS_WORDS} for q in answer["quotes"]],
         "skipped": dict(trace.skipped),
-        "plan": json_output.plan_json(trace.plan),
+        "plan": trace_json.plan_json(trace.plan),
         "models": dict(trace.models),
         "document": json_output.document_json(trace.document),
     }

@@ -504,7 +504,7 @@ def test_a_finder_skipped_for_what_the_model_is_is_noted_once_on_a_machine(capsy
 
 
 def test_a_note_loses_only_the_parentheses_that_cite_a_measurement():
-    from cwread.views.render import without_measurements
+    from cwread.views.console import without_measurements
 
     why = "reads slowly (28 s for 32 segments (none kept), benchmarks/README.md); kept (--finder on runs it)"
     assert without_measurements(why) == "reads slowly; kept (--finder on runs it)"

@@ -88,15 +88,15 @@ def show(
 ) -> None:
     """Print paragraphs with their ids, e.g. `cwread show novel.txt 1200-1210`."""
     from cwread import api
-    from cwread.views import json_output, render
+    from cwread.views import console, json_output, render
 
     document = open_document(book, output)
     notes: list[str] = []
     selected = api.show(document, paragraphs, notes, around)
     for line in notes:
-        render.notice(line)
+        console.notice(line)
     if output.json_out:
-        render.print_json(json_output.show_json(document, selected))
+        console.print_json(json_output.show_json(document, selected))
     else:
         render.show_view(document, selected)
 
@@ -124,7 +124,7 @@ def find(
     segments in this order, up to the read budget; by default the anchor segments are printed.
     """
     from cwread import api
-    from cwread.views import json_output, render
+    from cwread.views import console, json_output, render
 
     settings = api.Settings(api.SessionSettings(embedder), api.RunSettings(budget, retrieval))
     if shape.library:
@@ -132,15 +132,15 @@ def find(
         return
     document = open_document(book, output)
     hints = api.Hints(shape.also, api.paragraph_id(document, shape.near) if shape.near is not None else None)
-    with render.progress() as progress:
+    with console.progress() as progress:
         result = api.find(document, asked, settings, progress=progress, hints=hints)
     limit = shape.limit
     shown = len(result.anchor_segments) if limit is None else limit
     if shape.compact and not output.json_out:
         render.map_view(result, limit or MAP_CANDIDATES, api.absent_words(document, asked.text))
     elif output.json_out:
-        render.print_json(json_output.find_json(result, shown))
-    elif shape.plain or not render.stdout().is_terminal:  # a reader in a pipe: bounded plain text
+        console.print_json(json_output.find_json(result, shown))
+    elif shape.plain or not console.stdout().is_terminal:  # a reader in a pipe: bounded plain text
         bound = FIND_CHARS if shape.max_chars is None else (shape.max_chars or None)
         render.find_text_view(result, shown, bound, api.absent_words(document, asked.text), shape.expand)
     else:
@@ -151,24 +151,24 @@ def _find_library(book: str, asked, settings, shape, output) -> None:
     """`find --library`: a question over a library's books (cwread.library_question)."""
     from cwread import api
     from cwread.library_question import library_roots
-    from cwread.views import json_output, render
+    from cwread.views import console, json_output, render
 
     if shape.near is not None:
         raise InputError("--near names a paragraph of one book; with --library give none")
     roots = library_roots(book)
-    render.set_width(output.width)
-    with render.progress() as progress:
+    console.set_width(output.width)
+    with console.progress() as progress:
         found = api.find_library(
             roots,
             asked,
             settings,
             progress=progress,
-            notice=render.notice,
+            notice=console.notice,
             hints=api.Hints(shape.also),
             most_books=shape.books_opened,
         )
     if output.json_out:
-        render.print_json(json_output.library_find_json(found, shape.limit or 0))
+        console.print_json(json_output.library_find_json(found, shape.limit or 0))
         return
     bound = FIND_CHARS if shape.max_chars is None else (shape.max_chars or None)
     render.library_find_view(
@@ -184,7 +184,7 @@ def _answer(book: str, asked, asking: Asking, quiet: bool = False):
     from pathlib import Path
 
     from cwread import api
-    from cwread.views import json_output, render
+    from cwread.views import answer_view, console, trace_json
     from cwread.views.output_files import check_output_path, write_output_file
 
     if run.trace is not None:  # checked before any work, so a finished answer is never lost
@@ -193,21 +193,21 @@ def _answer(book: str, asked, asking: Asking, quiet: bool = False):
         if book != "-" and target.exists() and target.resolve() == Path(book).resolve():
             raise InputError("--trace would overwrite the book itself; give another file name")
     document = open_document(book, run.output)
-    with render.progress(quiet) as progress:
+    with console.progress(quiet) as progress:
         result = api.ask(
             document,
             asked,
             asking.settings(),
             progress=progress,
-            notice=None if quiet else render.notice_once,
+            notice=None if quiet else console.notice_once,
         )
-    data = json_output.ask_json(result)
+    data = trace_json.ask_json(result)
     if run.trace is not None:
-        write_output_file(run.trace, render.json_text(data) + "\n", "--trace")
+        write_output_file(run.trace, console.json_text(data) + "\n", "--trace")
     if run.output.json_out and not quiet:
-        render.print_json(data)
+        console.print_json(data)
     elif not quiet:
-        render.answer_view(result)
+        answer_view.answer_view(result)
     failure = result.failure()
     if failure is not None:
         raise AnswerError(failure, quiet=quiet)
@@ -255,20 +255,20 @@ def _library_book(library: str, asked, asking: Asking) -> str:
     question's words."""
     from cwread import api
     from cwread.library_question import library_roots
-    from cwread.views import render
+    from cwread.views import console
 
     roots = library_roots(library)
-    with render.progress() as progress:
+    with console.progress() as progress:
         settings = api.Settings(
             api.SessionSettings(asking.run.model.embedder),
             api.RunSettings(asking.budget, asking.run.retrieval),
         )
-        found = api.find_library(roots, asked, settings, progress=progress, notice=render.notice)
+        found = api.find_library(roots, asked, settings, progress=progress, notice=console.notice)
     if not found.passages:
         raise AnswerError(f"no book of {library} holds the question's words (say it otherwise)")
     best = found.candidates[found.passages[0].book]
     others = [c.name for c in found.candidates if c is not best]
-    render.notice(
+    console.notice(
         f"answering from {best.name}, whose passages fit best"
         + (f" (also searched: {', '.join(others)})" if others else "")
     )
@@ -327,9 +327,9 @@ def chat(
 
 
 def _notice():
-    from cwread.views import render
+    from cwread.views import console
 
-    return render.notice
+    return console.notice
 
 
 from cwread.cli import commands  # noqa: E402, F401  (registers its commands on the app)
@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("CWREAD_DEBUG") == "1"
     json_out = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
-    from cwread.views import render
+    from cwread.views import console
     from cwread.views.terminal import one_line
 
     def fail(code: int, kind: str, message: str, line: str | None = None) -> int:
@@ -351,18 +351,18 @@ def main(argv: list[str] | None = None) -> int:
             with suppress(OSError):
                 print(one_line(line), file=sys.stderr, flush=True)
         if json_out:
-            with suppress(OSError, render.ReaderGone, OutputError):
-                render.print_json_error(code, kind, message)
+            with suppress(OSError, console.ReaderGone, OutputError):
+                console.print_json_error(code, kind, message)
         return code
 
-    render.begin_run()
+    console.begin_run()
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="cwread", standalone_mode=False)
         if result == EXIT_INTERRUPTED:  # typer turns Ctrl-C into a silent Exit(130)
             return fail(EXIT_INTERRUPTED, "interrupted", "interrupted", "cwread: interrupted")
         return result if isinstance(result, int) else 0
-    except render.ReaderGone:
+    except console.ReaderGone:
         return _reader_gone()
     except CwreadError as exc:
         if debug:

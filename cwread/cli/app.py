@@ -48,20 +48,20 @@ def open_document(book: str, output: Output):
     replaced while decoding it, and one naming the files of a folder left out; later views
     wrap as `output` says."""
     from cwread import api
-    from cwread.views import render
+    from cwread.views import console
 
-    render.set_width(output.width)
+    console.set_width(output.width)
     document = api.open_document(book, output.encoding)
     if document.replaced:
         what = f"{document.path} is UTF-8" if not document.sources else f"the files of {document.path} are UTF-8"
-        render.notice(
+        console.notice(
             f"warning: {what} with {document.replaced} invalid byte sequence(s), "
             "shown as \ufffd (--encoding reads it as another encoding)"
         )
     if document.skipped:
         shown = "; ".join(document.skipped[:SKIPPED_NAMED])
         more = f"; and {len(document.skipped) - SKIPPED_NAMED} more (--json lists them)" if len(document.skipped) > SKIPPED_NAMED else ""
-        render.notice(f"left out of {document.path}: {shown}{more}")
+        console.notice(f"left out of {document.path}: {shown}{more}")
     return document
 
 

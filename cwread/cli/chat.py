@@ -21,7 +21,7 @@ from cwread.errors import CwreadError, InputError, error_exit
 from cwread.plan import RunSettings
 from cwread.records import JUDGE_ANYWAY_HINT
 from cwread.session import Conversation, Session
-from cwread.views import json_output, render
+from cwread.views import answer_view, console, json_output, render, trace_json
 from cwread.views.output_files import append_output_file, check_output_path, write_output_file
 from cwread.views.terminal import one_line
 
@@ -61,7 +61,7 @@ class Chat:
         last = 0
         if interactive:
             history = _start_history()
-            render.notice(
+            console.notice(
                 f"{self.session.document.path}: {len(self.session.document)} paragraphs. /help for commands."
             )
         try:
@@ -76,7 +76,7 @@ class Chat:
                     last = 0
                 except KeyboardInterrupt:  # the answer in progress, not the session
                     INTERRUPTED.clear()  # the next question's calls are waited for again
-                    render.notice("interrupted; ask again, or Ctrl-D to end")
+                    console.notice("interrupted; ask again, or Ctrl-D to end")
                 except CwreadError as exc:
                     self._error(exc)
                     if not interactive:
@@ -87,14 +87,14 @@ class Chat:
         return last
 
     def answer(self, question) -> int:
-        with render.progress(self.json_lines) as progress:
+        with console.progress(self.json_lines) as progress:
             trace = self.conversation.ask(
                 question,
                 self.asking,
                 progress=progress,
-                notice=None if self.json_lines else render.notice,
+                notice=None if self.json_lines else console.notice,
             )
-        data = json_output.ask_json(trace)
+        data = trace_json.ask_json(trace)
         code = trace.exit_code
         self.traces.append(data)
         if self.run.trace is not None:  # appended as each answer comes: nothing is lost to Ctrl-D
@@ -103,12 +103,12 @@ class Chat:
             self._line({**data, "exit": code})
         else:
             if trace.follows is not None:
-                render.notice(
+                console.notice(
                     f"a follow-up of question {trace.follows.number}: {one_line(trace.follows.question)}"
                 )
-            render.answer_view(trace)
+            answer_view.answer_view(trace)
             if trace.failure() is not None:  # a flag cannot be typed at the prompt: a chat starts with it
-                render.notice(one_line(trace.failure().replace(JUDGE_ANYWAY_HINT, "start the chat with --judge-anyway")))
+                console.notice(one_line(trace.failure().replace(JUDGE_ANYWAY_HINT, "start the chat with --judge-anyway")))
         return code
 
     def command(self, text: str) -> int:
@@ -118,7 +118,7 @@ class Chat:
         # in JSON Lines mode every line in gives one JSON line out, a command's too
         version = {"version": json_output.TRACE_VERSION}
         if name == "/help":
-            self._line({**version, "help": HELP}) if self.json_lines else render.help_view(HELP)
+            self._line({**version, "help": HELP}) if self.json_lines else console.help_view(HELP)
         elif name == "/verify":
             return self.answer(api.make_question(rest, claim=True))
         elif name == "/show":
@@ -133,7 +133,7 @@ class Chat:
         elif name == "/json":
             if not self.traces:
                 raise InputError("no answer yet: ask a question first")
-            self._line(self.traces[-1]) if self.json_lines else render.print_json(self.traces[-1])
+            self._line(self.traces[-1]) if self.json_lines else console.print_json(self.traces[-1])
         elif name == "/save":
             if not rest:
                 raise InputError("/save needs a file name")
@@ -142,20 +142,20 @@ class Chat:
             if self.json_lines:
                 self._line({**version, "saved": len(self.traces), "path": rest})
             else:
-                render.notice(f"saved {len(self.traces)} trace(s) to {rest}")
+                console.notice(f"saved {len(self.traces)} trace(s) to {rest}")
         else:
             raise InputError(f"unknown command {name}; /help lists them")
         return 0
 
     def _line(self, data: dict) -> None:
         """One JSON document on one line of stdout (the JSON Lines mode)."""
-        render.print_json(data, one_line=True)
+        console.print_json(data, one_line=True)
 
     def _error(self, exc: CwreadError) -> None:
         if self.json_lines:
             self._line(json_output.error_json(error_exit(exc), exc.kind, str(exc)))
         else:
-            render.notice(f"error: {one_line(str(exc))}")
+            console.notice(f"error: {one_line(str(exc))}")
 
 
 def _lines(interactive: bool):

@@ -39,13 +39,13 @@ def index(
 ) -> None:
     """Build the cached lexical and dense indexes of a text, so later questions start fast."""
     from cwread import api
-    from cwread.views import json_output, render
+    from cwread.views import console, json_output, render
 
     document = open_document(book, output)
-    with render.progress() as progress:
+    with console.progress() as progress:
         report = api.index_document(document, embedder, progress)
     if output.json_out:
-        render.print_json(json_output.index_json(document, report))
+        console.print_json(json_output.index_json(document, report))
     else:
         render.index_view(document, report)
 
@@ -56,12 +56,12 @@ def contents(book: Book, output: Any = None, debug: DebugFlag = False) -> None:
     """List a book's chapters, each with its paragraph range as `show` takes it (chapters found from
     the text's headings, within each file of a folder or EPUB)."""
     from cwread import api
-    from cwread.views import json_output, render
+    from cwread.views import console, json_output, render
 
     document = open_document(book, output)
     chapters = api.contents(document)
     if output.json_out:
-        render.print_json(json_output.contents_json(document, chapters))
+        console.print_json(json_output.contents_json(document, chapters))
     else:
         render.contents_view(chapters)
 
@@ -104,7 +104,7 @@ def cast(
     and the names each meets most often, with where. `find` and `ask` look for the name of
     someone a question calls by such a description."""
     from cwread import api
-    from cwread.views import json_output, render
+    from cwread.views import console, json_output, render
 
     if limit < -1:
         raise InputError("--limit must be 0 (all) or a positive number")
@@ -113,10 +113,10 @@ def cast(
     count = (0 if query.strip() else CAST_LISTED) if limit == -1 else limit
     members = members[:count] if count else members
     if output.json_out:
-        render.print_json(json_output.cast_json(document, members, query))
+        console.print_json(json_output.cast_json(document, members, query))
         return
     if not members:
-        render.notice(
+        console.notice(
             f"no one in the book's cast is named or described by {query!r}"
             if query.strip()
             else "the book names no one twice"
@@ -134,11 +134,11 @@ def doctor(
 ) -> None:
     """Say which backend, models and embedder `ask` would use, and how to get what is missing."""
     from cwread import api
-    from cwread.views import json_output, render
+    from cwread.views import console, json_output, render
 
     report = api.doctor(settings)
     if json_out:
-        render.print_json(json_output.doctor_json(report))
+        console.print_json(json_output.doctor_json(report))
     else:
         render.doctor_view(report)
     if not report.ok:  # the report above says what is missing
@@ -158,15 +158,15 @@ def modelfiles(
     from pathlib import Path
 
     from cwread.backends.modelfiles import setup_commands, write_modelfiles
-    from cwread.views import json_output, render
+    from cwread.views import console, json_output, render
 
     written = write_modelfiles(Path(out), overwrite=force)
     if json_out:
-        render.print_json({"version": json_output.TRACE_VERSION, "written": [str(p) for p in written]})
+        console.print_json({"version": json_output.TRACE_VERSION, "written": [str(p) for p in written]})
         return
     for path in written:
-        render.stdout(lines=True).print(render.printable(str(path)), markup=False, highlight=False)
-    render.notice("then: " + "; ".join(setup_commands(out)[1:]))
+        console.stdout(lines=True).print(render.printable(str(path)), markup=False, highlight=False)
+    console.notice("then: " + "; ".join(setup_commands(out)[1:]))
 
 
 @app.command("eval")
@@ -199,7 +199,7 @@ def eval_command(
     baselines, with 95% intervals. Rows are saved as they finish; Ctrl-C loses nothing.
     """
     from cwread.eval.run import EvalOptions, evaluate
-    from cwread.views import json_output, render
+    from cwread.views import console, json_output
 
     options = EvalOptions(
         data=data,
@@ -209,10 +209,10 @@ def eval_command(
         answering=run.answering,
         **evaluation,
     )
-    with render.progress() as progress:
-        result = evaluate(options, progress, render.notice)
+    with console.progress() as progress:
+        result = evaluate(options, progress, console.notice)
     if json_out:
-        render.print_json(json_output.eval_json(result.meta, result.summary))
+        console.print_json(json_output.eval_json(result.meta, result.summary))
     else:
         eval_view(result.summary)
 
@@ -258,20 +258,20 @@ def search(
     from pathlib import Path
 
     from cwread import api
-    from cwread.views import json_output, render
+    from cwread.views import console, json_output, render
 
     root = Path(library)
     if root.is_file():  # one book: its folder's index, this book alone
         if books is not None:
             raise InputError("--books chooses among a folder's books; give the folder, not a book")
         root, books = root.parent, glob.escape(root.name)
-    render.set_width(output.width)
-    with render.progress() as progress:
+    console.set_width(output.width)
+    with console.progress() as progress:
         found = api.search_library(
-            (root,), query, limit, progress, books=books, context=context, notice=render.notice
+            (root,), query, limit, progress, books=books, context=context, notice=console.notice
         )
     if output.json_out:
-        render.print_json(json_output.search_json(found, str(root)))
+        console.print_json(json_output.search_json(found, str(root)))
     else:
         render.search_view(found, str(root))
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cwread.eval.summary import RECALL_STAGES, SCORE_TOP_K
-from cwread.views.render import stdout
+from cwread.views.console import stdout
 from cwread.views.terminal import printable
 
 

@@ -7,7 +7,7 @@ import re
 from cwread.eval import metrics
 from cwread.eval.dataset import Record
 from cwread.records import FindResult, Trace, Verdict
-from cwread.views import json_output
+from cwread.views import trace_json
 
 
 def base_fields(record: Record, method: str) -> dict:
@@ -91,7 +91,7 @@ def trace_fields(trace: Trace) -> dict:
     outcome = trace.outcome
     calls = trace.model_calls
     check = outcome.check
-    answer = json_output.answer_json(trace)  # the fields every JSON writer shares, as they give them
+    answer = trace_json.answer_json(trace)  # the fields every JSON writer shares, as they give them
     return {
         **{key: answer[key] for key in ("answer", "status", "model_answer", "supported", "abstained", "answer_kind", "citations")},
         # the final reply's quotes, verbatim, as [paragraph, text]: what a support check reads

@@ -1,0 +1,234 @@
+"""The terminal and the pipe: the consoles (stdout, stderr), their width, notices, progress on stderr,
+and JSON printed; the views (cwread.views.render, cwread.views.answer_view) print through them."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.panel import Panel
+
+from cwread.errors import CwreadError, OutputError
+from cwread.progress import Progress
+from cwread.views.json_output import error_json
+from cwread.views.terminal import one_line
+
+_STAGES = {
+    "bm25": "Building the lexical index",
+    "reading books": "Reading the books of the library",
+    "candidate books": "Searching the books that match best",
+    "embed": "Embedding paragraphs",
+    "finder": "Finder reading segments",
+    "interpreter": "Interpreter answering",
+    "self-check": "Interpreter self-checking",
+    "support check": "Checking the answer against its quotes",
+}
+
+_C1_AND_DEL = re.compile(r"[\x7f-\x9f]")
+NOTES_SAID: set[str] = set()  # the notes on skipped stages this run (a chat: every answer) has printed
+_width: int | None = None  # --width; None: the terminal's, and no wrapping into a pipe
+_json_printed = False
+
+
+def set_width(width: int | None) -> None:
+    """Wrap at `width` columns (0: never); None: the terminal's width, unwrapped off a terminal."""
+    global _width
+    _width = width
+
+
+def width() -> int | None:
+    """The width set (`set_width`): columns, 0 for never, None for the terminal's."""
+    return _width
+
+
+class ReaderGone(Exception):
+    """The reader of our stdout went away (`| head`): not an OSError, so that click does not
+    turn it into exit 1; the CLI exits 0, as `cat` does."""
+
+
+class _Console(Console):
+    """A Rich console whose failures to write are cwread's: a reader that went away (`| head`)
+    is no error (exit 0, as `cat` does); any other failure (a full disk) is one line, exit 3."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise ReaderGone
+
+    def _check_buffer(self) -> None:
+        try:
+            super()._check_buffer()
+        except OSError as exc:
+            self.quiet = True
+            raise output_error(exc) from None
+
+
+def output_error(exc: OSError) -> OutputError:
+    return OutputError(f"cannot write the output: {exc.strerror or exc}")
+
+
+UNWRAPPED = 100_000  # columns of a view into a pipe or file (or --width 0): nothing wraps
+
+
+def _console(file, lines: bool) -> Console:
+    if _width:
+        return _Console(file=file, highlight=False, width=_width)
+    console = _Console(file=file, highlight=False)
+    if _width == 0 or not console.is_terminal:
+        # Lines of text into a pipe or file stay one line each, unpadded, so `grep` finds a
+        # sentence of a paragraph; a view's panels fit their text, never wrapped at 80
+        console.soft_wrap = lines
+        if not lines:
+            console = _Console(file=file, highlight=False, width=UNWRAPPED)
+    return console
+
+
+def panel(console: Console, body, **options) -> Panel:
+    """A panel as wide as the console, or as its text where nothing wraps."""
+    return Panel(body, expand=console.width < UNWRAPPED, **options)
+
+
+def stdout(lines: bool = False) -> Console:
+    """The console for views; `lines`: plain lines of text, unwrapped off a terminal."""
+    return _console(sys.stdout, lines)
+
+
+def stderr() -> Console:
+    return _console(sys.stderr, lines=True)
+
+
+def notice(line: str) -> None:
+    """One line of information on stderr, e.g. which backend runs."""
+    stderr().print(f"cwread: {one_line(line)}", highlight=False, markup=False)
+
+
+def help_view(text: str) -> None:
+    """A help text of cwread's own (chat's commands), one line of it a line of stdout."""
+    console = stdout(lines=True)
+    for line in text.splitlines():
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def notice_once(line: str) -> None:
+    """`notice`, but once on this machine (per cache folder) for the same line: which backend
+    runs, and what a small model changes, are said the first time and when they change, not
+    on every answer (the trace and `cwread doctor` always say them)."""
+    if first_time_here(line):
+        notice(line)
+
+
+def first_time_here(line: str) -> bool:
+    """Whether `line` is said for the first time on this machine (per cache folder); marks it
+    said."""
+    import hashlib
+
+    from cwread.cache import cache_root
+
+    try:
+        seen = cache_root() / "notices" / hashlib.sha256(line.encode()).hexdigest()[:24]
+        if seen.exists():
+            return False
+        seen.parent.mkdir(parents=True, exist_ok=True)
+        seen.touch()
+    except (OSError, CwreadError):  # a cache that cannot keep it: said every time
+        pass
+    return True
+
+
+def begin_run() -> None:
+    """Forget the last run's settings (the CLI may run several times in one process)."""
+    global _json_printed, _width
+    _json_printed, _width = False, None
+    NOTES_SAID.clear()
+
+
+def json_text(data: dict, indent: int | None = 2) -> str:
+    """`data` as JSON (indented, or on one line with `indent` None), every control character
+    escaped: JSON escapes C0 itself, and DEL and C1 (U+009B is a terminal's CSI) are escaped
+    here, so the text stays exact."""
+    dumped = json.dumps(data, ensure_ascii=False, indent=indent)
+    return _C1_AND_DEL.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
+
+
+def print_json(data: dict, one_line: bool = False) -> None:
+    """`data` on stdout as JSON; `one_line`: a line of JSON Lines."""
+    global _json_printed
+    _json_printed = True
+    try:
+        sys.stdout.write(json_text(data, None if one_line else 2) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise ReaderGone from None
+    except OSError as exc:
+        raise output_error(exc) from None
+
+
+def print_json_error(code: int, kind: str, message: str) -> None:
+    """With --json, a failure is a JSON document too, unless the run already printed its one."""
+    if not _json_printed:
+        print_json(error_json(code, kind, message))
+
+
+@contextmanager
+def progress(quiet: bool = False) -> Iterator[Progress | None]:
+    """A progress callback for the core: a Rich bar on a terminal, one line per stage otherwise."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bar
+
+    console = stderr()
+    if quiet:
+        yield None
+        return
+    if not console.is_terminal:
+        seen: set[str] = set()
+
+        def plain(stage: str, done: int, total: int) -> None:
+            if stage not in seen:
+                seen.add(stage)
+                print(f"cwread: {_STAGES.get(stage, stage).lower()} ({total} items)", file=sys.stderr)
+
+        yield plain
+        return
+    bar = Bar(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    tasks: dict[str, int] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            tasks[stage] = bar.add_task(_STAGES.get(stage, stage), total=total)
+        bar.update(tasks[stage], completed=done, total=total)
+
+    with bar:
+        yield update
+
+
+def without_measurements(why: str) -> str:
+    """`why` without its parentheses that cite a measurement (" (... benchmarks/...)"), nested
+    parentheses and all: the trace and `cwread doctor` give those, not every answer's note."""
+    out, depth, start = [], 0, 0
+    for i, char in enumerate(why):
+        if char == "(":
+            if depth == 0:
+                out.append(why[start:i])
+                start = i
+            depth += 1
+        elif char == ")" and depth:
+            depth -= 1
+            if depth == 0:
+                group = why[start : i + 1]
+                if "benchmarks/" in group:
+                    out[-1] = out[-1].rstrip(" ")
+                else:
+                    out.append(group)
+                start = i + 1
+    out.append(why[start:])
+    return "".join(out)
