@@ -274,7 +274,8 @@ def test_help_names_every_format_and_every_mcp_tool(capsys):
     from pathlib import Path
 
     from cwread import api
-    from cwread.mcp_server import ServerSettings, build_server
+    from cwread.mcp.books import ServerSettings
+    from cwread.mcp.server import build_server
 
     for command in ("ask", "verify", "show", "find", "index", "chat"):
         code, out, _ = run(capsys, command, "--help")

@@ -17,7 +17,7 @@ from pathlib import Path
 from tests.conftest import REPO
 
 LAYERS = [
-    ["cwread.cli", "cwread.mcp_server"],
+    ["cwread.cli", "cwread.mcp"],
     ["cwread.eval"],
     ["cwread.views"],
     ["cwread.api"],

@@ -126,7 +126,7 @@ def test_the_roots_hold_against_every_way_out(tmp_path):
     path elsewhere, a symlink out (of a file or of a folder), a FIFO; a folder is a book."""
     from cwread import api
     from cwread.errors import InputError
-    from cwread.mcp_server import Books, ServerSettings
+    from cwread.mcp.books import Books, ServerSettings
 
     root, elsewhere = tmp_path / "books", tmp_path / "elsewhere"
     (root / "sub").mkdir(parents=True)

@@ -305,7 +305,8 @@ def mcp(
     from pathlib import Path
 
     try:
-        from cwread.mcp_server import ServerSettings, serve
+        from cwread.mcp.books import ServerSettings
+        from cwread.mcp.stdio import serve
     except ImportError as exc:
         raise InputError(
             f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install '{_extra('mcp')}'"

@@ -1,0 +1,127 @@
+"""What arrives on the MCP server's stdin, screened: each line parsed as JSON-RPC before the SDK
+reads it (an unreadable line answered with an error, lone surrogates mended), and stdin kept
+from the tools."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from typing import Any
+
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    jsonrpc_message_adapter,
+)
+
+from cwread.mcp.books import ServerSettings
+from cwread.mcp.server import build_server
+
+
+def screen_line(line: str) -> tuple[str | None, JSONRPCError | None]:
+    """A line from the client as the SDK's transport should read it, and the error reply it
+    gets instead where it is not a JSON-RPC message. The SDK drops a line it cannot validate
+    without a word (not JSON, `params: "oops"`, a lone surrogate such as "\\ud800" that JSON
+    allows and its parser refuses): every request must get a reply. A lone surrogate becomes
+    U+FFFD, so that the request is answered (a book of that name is not found, say)."""
+    if not line.strip():
+        return None, None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None, JSONRPCError(
+            jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message="Parse error: not JSON")
+        )
+    if _has_surrogate(message):
+        message = _without_surrogates(message)
+        line = json.dumps(message, ensure_ascii=False)
+    try:
+        jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError:
+        request_id = message.get("id") if isinstance(message, dict) else None
+        if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
+            request_id = None
+        error = ErrorData(
+            code=INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message MCP reads"
+        )
+        return None, JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+    return line, None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    return value
+
+
+class ScreenedStdin:
+    """The client's lines, screened (screen_line) before the SDK's stdio transport reads them;
+    an error reply goes out on the server's write stream, once `replies` is given it."""
+
+    def __init__(self, lines) -> None:
+        self.lines = lines
+        self.replies = None
+        self.ready = anyio.Event()
+
+    async def __aiter__(self):
+        await self.ready.wait()
+        async for line in self.lines:
+            passed, error = screen_line(line)
+            if error is not None:
+                await self.replies.send(SessionMessage(error))
+            if passed is not None:
+                yield passed
+
+
+def private_stdin():
+    """The process's stdin, read from a private descriptor while fd 0 reads the null device
+    (as the SDK's transport does: a child started by a tool reads EOF, not the protocol)."""
+    private = os.dup(0)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return anyio.wrap_file(io.TextIOWrapper(os.fdopen(private, "rb"), encoding="utf-8", errors="replace"))
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    stdin = ScreenedStdin(private_stdin())
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+        stdin.replies = write_stream
+        stdin.ready.set()
+        lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async does the same
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+def serve(settings: ServerSettings) -> None:
+    """Serve over stdio until the client closes the connection, or stops reading it (a reply
+    that finds no reader ends the session, as a closed stdin does: no error of cwread's)."""
+    try:
+        anyio.run(_serve_stdio, build_server(settings))
+    except* (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        pass
