@@ -254,10 +254,10 @@ def finder_scores(data: str, rows_path: str) -> dict[str, float]:
     call an answer. Rows need `model_quotes`."""
     from cwread.agents import finder
     from cwread.agents.shared import yes_odds
-    from cwread.backends import embedded
+    from cwread.backends import embedded, embedded_files
     from cwread.question import Question
 
-    shipped = embedded.shipped_finder()
+    shipped = embedded_files.shipped_finder()
     backend = embedded.EmbeddedBackend(lora=shipped.path, trained=shipped.trained, prepare=True)
     questions = {r.id: r.question for r in load_records(data)}
     scores = {}

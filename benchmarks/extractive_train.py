@@ -54,7 +54,8 @@ def main() -> None:
     args = parser.parse_args()
     server = None
     if args.model:
-        from cwread.backends.embedded import default_gguf, shared_server
+        from cwread.backends.embedded_files import default_gguf
+        from cwread.backends.llama_server import shared_server
 
         server = shared_server(default_gguf(), 4096, 2).server
     f1: dict[str, list[float]] = {}

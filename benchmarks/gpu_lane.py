@@ -311,7 +311,7 @@ def build_kit(args: argparse.Namespace) -> int:
         if args.models == "tiny":
             tiny_model(train_rows, model, family)
         elif phase.name == "a":
-            from cwread.backends.embedded import default_gguf
+            from cwread.backends.embedded_files import default_gguf
 
             shutil.copyfile(default_gguf(), model)
         else:

@@ -26,8 +26,10 @@ import numpy as np
 
 from cwread.agents.finder import finder_request
 from cwread.backends import label_logprobs
-from cwread.backends.embedded import EmbeddedBackend, default_gguf, new_server, shipped_finder
+from cwread.backends.embedded import EmbeddedBackend
+from cwread.backends.embedded_files import default_gguf, shipped_finder
 from cwread.backends.gguf_file import read_gguf
+from cwread.backends.llama_server import new_server
 from cwread.backends.onnx_decisions import (
     FLOAT_PARTS,
     SMOOTHING,

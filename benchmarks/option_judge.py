@@ -31,7 +31,7 @@ os.environ.setdefault("OLLAMA_HOST", "http://127.0.0.1:9")  # the embedded defau
 from cwread import api  # noqa: E402
 from cwread.agents.finder import JUDGED_PARAGRAPHS, ParagraphJudge  # noqa: E402
 from cwread.answer import extractive  # noqa: E402
-from cwread.backends import embedded  # noqa: E402
+from cwread.backends import embedded, embedded_files  # noqa: E402
 from cwread.eval.metrics import wilson_interval  # noqa: E402
 
 NEVER = -1000.0  # a threshold under any score: every candidate is judged and scored
@@ -67,7 +67,7 @@ def main() -> None:
         judge = Judge(args.judge)
         claim_at = judge.info.keep_threshold  # TRUE where the claim's best paragraph reaches it
     else:
-        shipped = embedded.shipped_finder()
+        shipped = embedded_files.shipped_finder()
         backend = embedded.EmbeddedBackend(lora=shipped.path, trained=shipped.trained)
         judge = ParagraphJudge(backend, NEVER)
         claim_at = 0.0

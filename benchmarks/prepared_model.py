@@ -39,8 +39,8 @@ RATE_PROBE = r"""
 import json, statistics, sys
 from cwread import api
 from cwread.agents import finder
-from cwread.backends import embedded
-shipped = embedded.shipped_finder()
+from cwread.backends import embedded, embedded_files
+shipped = embedded_files.shipped_finder()
 backend = embedded.EmbeddedBackend(lora=shipped.path, trained=shipped.trained, prepare=sys.argv[1] == "prepared")
 rates = []
 for book, question, ids in json.loads(sys.argv[2]):

@@ -20,7 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cwread.agents import shared
-from cwread.backends.embedded import EmbeddedBackend, default_gguf
+from cwread.backends.embedded import EmbeddedBackend
+from cwread.backends.embedded_files import default_gguf
 from training import decision
 from training.checkpoints import load_gguf
 

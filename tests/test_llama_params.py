@@ -2,7 +2,7 @@
 
 import enum
 
-from cwread.backends import embedded
+from cwread.backends import llama_server
 
 
 class _Devices:
@@ -26,11 +26,11 @@ class _Devices:
 def test_llama_cpp_sizes_layers_to_free_memory_only_where_a_gpu_is_seen():
     """fit_params probes a GPU's free memory with a trial load: off on a CPU alone (0.15 s of a
     0.45 s load with the GIL held), on with a GPU, and llama.cpp's default where it cannot say."""
-    assert not embedded._has_gpu(_Devices(0))
-    assert not embedded._has_gpu(_Devices(0, 3))  # an accelerator (BLAS, AMX) holds no layers
-    assert embedded._has_gpu(_Devices(0, 1))
-    assert embedded._has_gpu(_Devices(2))
-    assert embedded._has_gpu(_Devices(None))
+    assert not llama_server.has_gpu(_Devices(0))
+    assert not llama_server.has_gpu(_Devices(0, 3))  # an accelerator (BLAS, AMX) holds no layers
+    assert llama_server.has_gpu(_Devices(0, 1))
+    assert llama_server.has_gpu(_Devices(2))
+    assert llama_server.has_gpu(_Devices(None))
 
 
 def test_the_device_listing_of_the_installed_llama_cpp_is_read():
@@ -41,4 +41,4 @@ def test_the_device_listing_of_the_installed_llama_cpp_is_read():
     devices = xllamacpp.get_device_info()
     assert devices
     seen = {device["type"].name for device in devices}
-    assert embedded._has_gpu(xllamacpp) == bool(seen & {"GGML_BACKEND_DEVICE_TYPE_GPU", "GGML_BACKEND_DEVICE_TYPE_IGPU"})
+    assert llama_server.has_gpu(xllamacpp) == bool(seen & {"GGML_BACKEND_DEVICE_TYPE_GPU", "GGML_BACKEND_DEVICE_TYPE_IGPU"})

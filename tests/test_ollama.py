@@ -190,7 +190,7 @@ def test_json_quotes_become_quote_items_checked_like_any_other():
 
 def test_auto_falls_back_to_embedded_when_no_server_answers(monkeypatch):
     pytest.importorskip("xllamacpp")
-    from cwread.backends.embedded import default_gguf
+    from cwread.backends.embedded_files import default_gguf
 
     try:
         default_gguf()

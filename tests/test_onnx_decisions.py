@@ -10,8 +10,9 @@ import pytest
 
 from cwread import api
 from cwread.agents.finder import finder_request
-from cwread.backends import embedded, label_logprobs
-from cwread.backends.embedded import EmbeddedBackend, EmbeddedSettings, new_server
+from cwread.backends import embedded, embedded_files, label_logprobs
+from cwread.backends.embedded import EmbeddedBackend, EmbeddedSettings
+from cwread.backends.llama_server import new_server
 from cwread.backends.onnx_decisions import (
     CHATML_SYSTEM,
     DecisionScorer,
@@ -63,7 +64,7 @@ def test_entries_an_earlier_format_wrote_are_removed_once_a_new_one_is_written(t
 
 def _finder_graph():
     """The cache entry of the Finder's decision graph (the base model's may be there too)."""
-    return decision_entry(embedded.default_gguf(), embedded.shipped_finder().path)
+    return decision_entry(embedded_files.default_gguf(), embedded_files.shipped_finder().path)
 
 
 def _decision_prompts(count: int) -> list:
@@ -108,10 +109,10 @@ def _llama_score(server, request) -> tuple[float, int]:
 @needs_model
 @pytest.mark.slow
 def test_scores_come_within_a_small_distance_of_llama_cpps_on_the_same_tokens(tmp_path, cache_dir):
-    backend = EmbeddedBackend(lora=embedded.shipped_finder().path, prepare=True, decisions=True)
+    backend = EmbeddedBackend(lora=embedded_files.shipped_finder().path, prepare=True, decisions=True)
     prepared, _ = backend._files()
     assert backend.prepared == "q8_0+merged"
-    write_decision_model(embedded.default_gguf(), tmp_path, embedded.shipped_finder().path)
+    write_decision_model(embedded_files.default_gguf(), tmp_path, embedded_files.shipped_finder().path)
     scorer = DecisionScorer(tmp_path, os.cpu_count() or 1)
     server = new_server(prepared, 4096, os.cpu_count() or 1)
     gaps = []
@@ -149,7 +150,7 @@ def test_the_default_ask_decides_on_onnx_runtime_and_never_loads_llama_cpp(cache
 @pytest.mark.slow
 def test_a_damaged_decision_graph_is_one_line_and_llama_cpp_decides(cache_dir, monkeypatch, capsys):
     monkeypatch.delenv("CWREAD_ONNX_DECISIONS", raising=False)
-    backend = EmbeddedBackend(lora=embedded.shipped_finder().path, prepare=True, decisions=True)
+    backend = EmbeddedBackend(lora=embedded_files.shipped_finder().path, prepare=True, decisions=True)
     assert backend._decision_scorer() is not None  # written into the cache
     folder = _finder_graph()
     graph = folder / "decisions.onnx"
@@ -165,7 +166,7 @@ def test_a_damaged_decision_graph_is_one_line_and_llama_cpp_decides(cache_dir, m
     said = [line for line in lines if "ONNX Runtime" in line]
     assert len(said) == 1 and "llama.cpp makes them" in said[0]
     assert not folder.exists()  # written again next time
-    backend = EmbeddedBackend(lora=embedded.shipped_finder().path, prepare=True, decisions=True)
+    backend = EmbeddedBackend(lora=embedded_files.shipped_finder().path, prepare=True, decisions=True)
     assert backend._decision_scorer() is not None
 
 
@@ -183,7 +184,7 @@ def test_doctor_says_where_the_decisions_run(capsys, cache_dir, monkeypatch):
 @needs_model
 @pytest.mark.slow
 def test_the_instructions_are_read_once_and_kept_for_the_next_process(cache_dir, tmp_path):
-    backend = EmbeddedBackend(lora=embedded.shipped_finder().path, prepare=True, decisions=True)
+    backend = EmbeddedBackend(lora=embedded_files.shipped_finder().path, prepare=True, decisions=True)
     scorer = backend._decision_scorer()
     request = _decision_prompts(1)[0]
     states = tmp_path / "states"

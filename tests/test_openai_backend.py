@@ -208,7 +208,7 @@ def test_ask_through_a_real_llama_server(capsys, cache_dir):
     """The embedded model served over HTTP by llama.cpp (xllamacpp): grammar, slots, the lot."""
     import xllamacpp
 
-    from cwread.backends.embedded import default_gguf
+    from cwread.backends.embedded_files import default_gguf
 
     params = xllamacpp.CommonParams()
     params.model.path = str(default_gguf())

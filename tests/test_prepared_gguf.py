@@ -10,7 +10,7 @@ import struct
 import numpy as np
 import pytest
 
-from cwread.backends import embedded
+from cwread.backends import embedded, embedded_files
 from cwread.backends.embedded import EmbeddedBackend
 from cwread.backends.gguf_file import (
     F16,
@@ -303,7 +303,7 @@ def test_this_reader_and_q8_0_match_llama_cpps_gguf_library_on_the_default_model
     from gguf.quants import dequantize, quantize
 
     try:
-        model = embedded.default_gguf()
+        model = embedded_files.default_gguf()
     except Exception:
         pytest.skip("embedded model not installed")
     theirs = gguf.GGUFReader(model)

@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from cwread.backends import embedded
+from cwread.backends import embedded_files, llama_server
 from cwread.backends.prompt_state import PromptStates, loaded_identity, prune, state_key
 from cwread.cache import file_sha256
 
@@ -88,21 +88,21 @@ def test_the_first_call_with_a_system_message_is_the_one_a_state_is_for(tmp_path
     from cwread.backends import GenerationRequest
 
     states = PromptStates(tmp_path, "http://127.0.0.1:9", "key")
-    loaded = embedded.LlamaServer(server=None, api_key="key", states=states, identity="model 1")
+    loaded = llama_server.LlamaServer(server=None, api_key="key", states=states, identity="model 1")
     asked = GenerationRequest(messages=(("system", "You are the Finder."), ("user", "Segment ...")))
-    key = embedded._state_of(loaded, asked)
+    key = llama_server.state_of(loaded, asked)
     assert key == state_key("model 1", "You are the Finder.")
-    assert embedded._state_of(loaded, GenerationRequest(messages=(("user", "Hello"),))) is None
+    assert llama_server.state_of(loaded, GenerationRequest(messages=(("user", "Hello"),))) is None
     states.before_first(key)  # the first call made: later ones share the live slot
-    assert embedded._state_of(loaded, asked) is None
-    unkept = embedded.LlamaServer(server=None, api_key="key", states=None, identity="")
-    assert embedded._state_of(unkept, asked) is None
+    assert llama_server.state_of(loaded, asked) is None
+    unkept = llama_server.LlamaServer(server=None, api_key="key", states=None, identity="")
+    assert llama_server.state_of(unkept, asked) is None
 
 
 def test_no_states_are_kept_where_the_cache_is_not(monkeypatch, cache_dir):
-    assert embedded._states_folder() == cache_dir / embedded.PROMPT_STATES
-    monkeypatch.setattr(embedded, "cache_kept", lambda: False)
-    assert embedded._states_folder() is None
+    assert llama_server.states_folder() == cache_dir / llama_server.PROMPT_STATES
+    monkeypatch.setattr(llama_server, "cache_kept", lambda: False)
+    assert llama_server.states_folder() is None
 
 
 def _ask(env: dict) -> dict:
@@ -120,7 +120,7 @@ def test_the_next_process_reads_only_what_its_first_prompt_adds(cache_dir):
     env = {**os.environ, "CWREAD_BACKEND": "embedded", "CWREAD_ONNX_DECISIONS": "0"}
     first = _ask(env)
     assert first["tokens"]["prompt_cached"] == 0
-    kept = list((cache_dir / embedded.PROMPT_STATES).glob("*.bin"))
+    kept = list((cache_dir / llama_server.PROMPT_STATES).glob("*.bin"))
     assert len(kept) == 1
     shutil.rmtree(cache_dir / "calls")  # the call again, not its cached reply
     again = _ask(env)
@@ -132,7 +132,7 @@ def test_the_next_process_reads_only_what_its_first_prompt_adds(cache_dir):
     # process's first already reads them (0.08 here); a wrong state would move it by far more
     score = again["answer_judgement"]["scores"][0]["score"]
     assert abs(score - first["answer_judgement"]["scores"][0]["score"]) < 0.25
-    assert list((cache_dir / embedded.PROMPT_STATES).glob("*.bin")) == kept
+    assert list((cache_dir / llama_server.PROMPT_STATES).glob("*.bin")) == kept
     assert kept[0].stat().st_mode & 0o077 == 0  # it holds the book's passages: the user's alone
 
 
@@ -141,7 +141,7 @@ _KEPT_SERVERS = []  # a dropped llama.cpp server can hang the process at exit: n
 
 @pytest.mark.slow
 def test_the_loopback_port_answers_its_process_alone(tmp_path):
-    loaded = embedded.new_server(embedded.default_gguf(), 512, 2, states=tmp_path)
+    loaded = llama_server.new_server(embedded_files.default_gguf(), 512, 2, states=tmp_path)
     _KEPT_SERVERS.append(loaded)
     assert loaded.api_key not in repr(loaded)
     chunks: list = []

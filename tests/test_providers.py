@@ -6,7 +6,8 @@ import json
 import pytest
 
 from cwread.backends import scripted as scripted_backend
-from cwread.backends.embedded import EmbeddedBackend, EmbeddedSettings, default_gguf
+from cwread.backends.embedded import EmbeddedBackend, EmbeddedSettings
+from cwread.backends.embedded_files import default_gguf
 from cwread.backends.provider import ModelRef
 from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import PROVIDERS, BackendSettings, select_backends

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cwread.backends import embedded
+from cwread.backends import embedded, embedded_files
 from tests.conftest import EXAMPLES, REPO, SHARED_DATA, default_model_installed, run
 
 LANE_A = REPO / "benchmarks" / "results" / "lane-a"
@@ -25,15 +25,15 @@ def fresh_shipped(monkeypatch):
     """shipped_finder() read again (it is cached for the process), the environment unset."""
     monkeypatch.delenv("CWREAD_FINDER_LORA", raising=False)
     monkeypatch.delenv("CWREAD_GGUF", raising=False)
-    embedded.shipped_finder.cache_clear()
+    embedded_files.shipped_finder.cache_clear()
     yield
-    embedded.shipped_finder.cache_clear()
+    embedded_files.shipped_finder.cache_clear()
 
 
 def test_the_shipped_adapter_is_checked_and_carries_what_the_lane_chose(fresh_shipped):
-    shipped = embedded.shipped_finder()
+    shipped = embedded_files.shipped_finder()
     assert shipped is not None and shipped.path.is_file()
-    manifest = json.loads((embedded.shipped_finder_dir() / embedded.SHIPPED_FINDER_MANIFEST).read_text())
+    manifest = json.loads((embedded_files.shipped_finder_dir() / embedded_files.SHIPPED_FINDER_MANIFEST).read_text())
     from cwread.cache import file_sha256
 
     assert file_sha256(shipped.path) == manifest["adapter"]["sha256"]
@@ -47,12 +47,12 @@ def test_a_damaged_adapter_is_one_line_and_the_finder_runs_on_the_base_model(fre
     from cwread.backends.select import BackendSettings, select_backends
 
     folder = tmp_path / "finder"
-    shutil.copytree(embedded.shipped_finder_dir(), folder)
+    shutil.copytree(embedded_files.shipped_finder_dir(), folder)
     adapter = folder / "finder-lora.gguf"
     data = bytearray(adapter.read_bytes())
     data[len(data) // 2] ^= 0xFF
     adapter.write_bytes(bytes(data))
-    monkeypatch.setattr(embedded, "shipped_finder_dir", lambda: folder)
+    monkeypatch.setattr(embedded_files, "shipped_finder_dir", lambda: folder)
     chosen = select_backends(BackendSettings(backend="embedded"))
     assert chosen.finder is chosen.interpreter and chosen.finder.lora is None
     lines = capsys.readouterr().err.strip().splitlines()
@@ -64,7 +64,7 @@ def test_the_default_finder_carries_the_adapter_unless_told_none(fresh_shipped, 
     from cwread.backends.select import BackendSettings, select_backends
 
     chosen = select_backends(BackendSettings(backend="embedded"))
-    shipped = embedded.shipped_finder()
+    shipped = embedded_files.shipped_finder()
     assert chosen.finder.lora == shipped.path and chosen.interpreter.lora is None
     assert chosen.finder.capabilities.trained == shipped.trained
     assert shipped.trained.label in chosen.finder.model
@@ -85,7 +85,7 @@ def test_auto_leaves_the_shipped_finder_unread_and_judges_the_answer_with_it(fre
     assert "--finder on" in trace["plan"]["finder_skipped"]
     # the answer's candidate paragraphs are judged by the adapter, at its threshold
     judged = trace["answer_judgement"]
-    assert judged["threshold"] == embedded.shipped_finder().trained.answer_threshold and judged["scores"]
+    assert judged["threshold"] == embedded_files.shipped_finder().trained.answer_threshold and judged["scores"]
     assert trace["answer"] is None or judged["chosen"] == trace["citations"][0]
 
 
@@ -97,9 +97,9 @@ def test_finder_on_reads_decision_first_and_keeps_by_the_trained_threshold(fresh
     )
     assert code == 0
     trace = json.loads(out)
-    threshold = embedded.shipped_finder().trained.keep_threshold
+    threshold = embedded_files.shipped_finder().trained.keep_threshold
     assert trace["plan"]["finder"] == "decision-first" and trace["plan"]["keep_threshold"] == threshold
-    assert embedded.shipped_finder().trained.label in trace["models"]["finder"]
+    assert embedded_files.shipped_finder().trained.label in trace["models"]["finder"]
     verdicts = trace["finder"]
     assert verdicts and all(v["score"] is not None for v in verdicts)
     assert all((v["decision"] == "YES") == (v["score"] >= threshold) for v in verdicts)
@@ -130,7 +130,7 @@ def test_llama_cpp_scores_as_the_lane_scored_in_transformers(fresh_shipped, tmp_
         (tmp_path / Path(doc).parent).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(SHARED_DATA / "fairytale" / doc, tmp_path / doc)
     segments = finder_dev_set(records, most_segments=3)[0]["segments"]
-    shipped = embedded.shipped_finder()
+    shipped = embedded_files.shipped_finder()
     backend = embedded.EmbeddedBackend(None, num_ctx=4096, lora=shipped.path, trained=shipped.trained, prepare=prepare)
     for segment, theirs in zip(segments, lane["trained"], strict=False):
         assert shared.decision_score(backend, segment["prompt"]) == pytest.approx(theirs, abs=0.5)
@@ -147,7 +147,7 @@ def test_a_decision_decodes_one_token_and_scores_as_the_whole_reply(fresh_shippe
     from cwread.agents import finder
     from cwread.records import yes_odds
 
-    shipped = embedded.shipped_finder()
+    shipped = embedded_files.shipped_finder()
     backend = embedded.EmbeddedBackend(lora=shipped.path, trained=shipped.trained)
     doc = api.open_document(str(EXAMPLES / "the_selfish_giant.txt"))
     question = api.make_question("Why did the Giant build a high wall round his garden?")

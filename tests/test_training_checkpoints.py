@@ -27,7 +27,7 @@ QWEN15 = os.environ.get("CWREAD_QWEN15_GGUF")
 def llama_cpp_top_logprobs(gguf: Path, ids: list[int], steps: int) -> list[dict[int, float]]:
     """llama.cpp's five most likely next tokens (id -> log-probability) at each of `steps`
     greedy positions after the prompt."""
-    from cwread.backends.embedded import new_server
+    from cwread.backends.llama_server import new_server
 
     server = new_server(gguf, max(256, len(ids) + steps + 8), os.cpu_count() or 1).server
     reply = server.handle_completions(

