@@ -4,7 +4,7 @@ model's, and how fast each reads (cwread/backends/onnx_decisions.py).
 The default model with the Finder adapter decides on Finder prompts built from
 paragraphs of the example novel (600 characters at most, as the Finder judges a candidate),
 each asked one of four questions. The float model is run in numpy
-(onnx_decisions.float_forward: the shipped weights, the adapter merged in; llama.cpp runs them
+(onnx_graph.float_forward: the shipped weights, the adapter merged in; llama.cpp runs them
 prepared as Q8_0, ONNX Runtime as cwread writes them); the score is ln P(YES) - ln P(NO) at the reply's first token,
 read as cwread reads it (label_logprobs). llama.cpp reads each prompt whole (no prompt cache);
 ONNX Runtime as cwread runs it (the instructions' keys kept from the first prompt on).
@@ -30,17 +30,8 @@ from cwread.backends.embedded import EmbeddedBackend
 from cwread.backends.embedded_files import default_gguf, shipped_finder
 from cwread.backends.gguf_file import read_gguf
 from cwread.backends.llama_server import new_server
-from cwread.backends.onnx_decisions import (
-    FLOAT_PARTS,
-    SMOOTHING,
-    DecisionScorer,
-    _shape,
-    _tokenizer,
-    _weights,
-    float_forward,
-    render_chatml,
-    write_decision_model,
-)
+from cwread.backends.onnx_decisions import DecisionScorer, _tokenizer, render_chatml, write_decision_model
+from cwread.backends.onnx_graph import FLOAT_PARTS, SMOOTHING, float_forward, model_shape, model_weights
 from cwread.backends.prepared_gguf import lora_deltas
 from cwread.question import Question
 
@@ -92,8 +83,8 @@ def main() -> None:
     backend = EmbeddedBackend(lora=adapter, prepare=True, decisions=False)
     prepared, _ = backend._files()  # what llama.cpp runs: Q8_0, the adapter merged in
     gguf = read_gguf(default_gguf())  # the float model: the shipped weights, the adapter merged in
-    shape = _shape(gguf)
-    weights, tokenizer = _weights(gguf, shape), _tokenizer(gguf)
+    shape = model_shape(gguf)
+    weights, tokenizer = model_weights(gguf, shape), _tokenizer(gguf)
     for name, delta in lora_deltas(adapter).items():
         weights[name] = weights[name] + delta
     asked = requests(args.prompts)

@@ -31,12 +31,8 @@ from cwread.backends import (
 )
 from cwread.backends.embedded_files import NO_ADAPTER, default_gguf, shipped_finder
 from cwread.backends.llama_server import LlamaServer, joined_chunks, shared_server, state_of, verify_gguf
-from cwread.backends.onnx_decisions import (
-    DECISIONS_FORMAT,
-    DecisionScorer,
-    DecisionsUnavailable,
-    decision_model,
-)
+from cwread.backends.onnx_decisions import DECISIONS_FORMAT, DecisionScorer, decision_model
+from cwread.backends.onnx_graph import DecisionsUnavailable
 from cwread.backends.prepared_gguf import PREPARED_FORMAT, prepared_model
 from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
 from cwread.cache import cache_kept, cache_root, file_sha256, notice, remove_entry
