@@ -18,7 +18,8 @@ from pathlib import Path
 
 from cwread import api
 from cwread.agents import finder
-from cwread.plan import FinderSettings, FinderUse, RunSettings
+from cwread.plan import FinderUse
+from cwread.settings import FinderSettings, RunSettings
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ from cwread.book import Document, Paragraph, load_document
 from cwread.errors import InputError, ModelError
 from cwread.library.catalog import Chapter, Found, Library, contents_of
 from cwread.library_question import MOST_BOOKS, LibraryFound, find_in_library, session_opener
-from cwread.plan import AnswerSettings, FinderSettings, Plan, RunSettings
+from cwread.plan import Plan
 from cwread.plugins import load_plugins
 from cwread.progress import Progress
 from cwread.question import NO_HINTS, Hints, Question, make_question
@@ -43,7 +43,7 @@ from cwread.retrieval.embedders import DEFAULT_EMBEDDER, load_embedder, static_m
 from cwread.retrieval.fusion import open_index
 from cwread.retrieval.segments import Budget, make_budget
 from cwread.session import Session
-from cwread.settings import SessionSettings, Settings
+from cwread.settings import AnswerSettings, FinderSettings, RunSettings, SessionSettings, Settings
 
 load_plugins()  # formats, backends and kinds other packages add (cwread.plugins)
 

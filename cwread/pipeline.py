@@ -36,13 +36,10 @@ from cwread.plan import (
     ANSWER_CHOICES,
     AUTO,
     AnswerMode,
-    AnswerSettings,
     Extract,
-    FinderSettings,
     FinderUse,
     PacketSource,
     Plan,
-    RunSettings,
     SupportMethod,
 )
 from cwread.progress import Progress
@@ -64,6 +61,7 @@ from cwread.retrieval.cast import named_in_book
 from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
 from cwread.retrieval.segments import NOVEL_PARAGRAPHS, Budget, build_segments
+from cwread.settings import AnswerSettings, FinderSettings, RunSettings
 from cwread.text import grounding
 
 NEAR_SPAN = 100  # paragraphs each way of a reader's `near` paragraph that rank first (a scene or two)

@@ -20,14 +20,14 @@ from cwread.agents.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.answer import extractive
 from cwread.backends.select import Selection, select, with_call_cache
 from cwread.book import Document
-from cwread.plan import AUTO, AnswerMode, AnswerSettings, RunSettings
+from cwread.plan import AUTO, AnswerMode
 from cwread.progress import Progress
 from cwread.question import NO_HINTS, Hints, Question, leans_on_previous
 from cwread.records import FindResult, Trace, Turn
 from cwread.retrieval.embedders import Embedder, load_embedder
 from cwread.retrieval.fusion import Index, check_method, open_index
 from cwread.retrieval.segments import Budget, fit_budget, make_budget
-from cwread.settings import SessionSettings
+from cwread.settings import AnswerSettings, RunSettings, SessionSettings
 
 Notice = Callable[[str], None]
 

@@ -1,17 +1,28 @@
 """The settings tree, grouped by stage, that every entry point (the CLI, chat, MCP, the eval
 harness, a script) builds once and passes whole: what a reading session is opened with
 (`SessionSettings`: the dense model, the backends, the call cache) and what each question's
-run is asked for (`cwread.plan.RunSettings`: budget and retrieval, the Finder, the answer).
+run is asked for (`RunSettings`: budget and retrieval, the Finder, the answer).
 The environment (`CWREAD_*`) is read where a setting is resolved, each variable in one module.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from cwread.backends.provider import BackendSettings
-from cwread.plan import RunSettings
+from cwread.errors import InputError
+from cwread.plan import (
+    ANSWER_CHOICES,
+    AUTO,
+    FINDER_CHOICES,
+    FINDER_REPLIES,
+    READ_TOKENS_CHOICES,
+    READER_CHOICES,
+    FinderUse,
+)
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
+from cwread.retrieval.segments import Budget
 
 
 @dataclass(frozen=True)
@@ -23,6 +34,119 @@ class SessionSettings:
     embedder: str = DEFAULT_EMBEDDER
     backends: BackendSettings = field(default_factory=BackendSettings)
     use_cache: bool = True
+
+
+def _check_threshold(value: object, name: str) -> None:
+    """InputError unless a score threshold is None or a finite number."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)):
+        raise InputError(f"the {name} threshold must be a finite number, not {value!r}")
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """How a retrieved question is answered: `answer_mode` for open questions (ANSWER_CHOICES,
+    or auto: extractive for a model too small to write); `self_check` (None: for claims and
+    risky questions with options, cwread.agents.interpreter.self_check_decision); `judge_anyway`: ask
+    a model that judges at chance for a verdict on options and claims all the same;
+    `support_threshold`: ask the Interpreter's model whether the quotes support its answer, and
+    pass it at this score (None: no such call; the words decide, see cwread.answer.support);
+    `confidence_threshold`: the mean token log-probability at which a model's open answer whose
+    words are not all quoted is shown all the same (None: never, the words decide);
+    `answer_threshold`: the trained Finder's score under which an extractive answer's best
+    paragraph is no answer (None: the one chosen for its adapter on dev data); `reader`: the
+    answer reader picks an extractive answer's words ("auto": the one cwread ships, or
+    $CWREAD_READER; "off": the sentence ranker and span rules alone), and `reader_threshold`
+    is its score under which none is shown (None: the reader's own, chosen on dev data)."""
+
+    answer_mode: str = "auto"
+    self_check: bool | None = None
+    judge_anyway: bool = False
+    support_threshold: float | None = None
+    confidence_threshold: float | None = None
+    answer_threshold: float | None = None
+    reader: str = AUTO
+    reader_threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.answer_mode not in (*ANSWER_CHOICES, AUTO):
+            raise InputError(
+                f"unknown answer mode {self.answer_mode!r}; choose one of: {', '.join((*ANSWER_CHOICES, AUTO))}"
+            )
+        if self.reader not in READER_CHOICES:
+            raise InputError(f"unknown answer reader {self.reader!r}; choose one of: {', '.join(READER_CHOICES)}")
+        _check_threshold(self.reader_threshold, "reader")
+        _check_threshold(self.support_threshold, "support")
+        _check_threshold(self.confidence_threshold, "confidence")
+        _check_threshold(self.answer_threshold, "answer")
+
+
+# A question asked (ask, verify, chat, MCP, the API's default) reads what its Finder reads in
+# about half a minute here; eval states no cap unless told (its runs compare across machines).
+ASKED_READ_TOKENS = "auto"
+
+
+EVAL_READ_TOKENS = None
+
+
+@dataclass(frozen=True)
+class FinderSettings:
+    """How the Finder runs, validated once, here.
+
+    `use`: auto (skip a model Finder measured to keep nearly every segment it reads: its calls
+    cannot change the answer), judge (cwread.agents.cross_encoder), on (the model) or off (every segment
+    read is taken as kept).
+    `read_tokens`: prompt tokens it reads at most, in rank order: a number, "auto" (what it
+    reads in about half a minute at the rate measured for it: cwread.agents.reading_budget; the
+    default, as every question asked) or None (no cap but the budget's `read`: eval's, stated
+    there); the flag's text ("2000", "auto", "none") is read here.
+    `reply`: one of FINDER_REPLIES. `keep_threshold`: a segment is kept when its score,
+    ln P(YES) - ln P(NO) (the judge's: its logit), reaches this, whatever its label (None:
+    the judge's own threshold for the judge, a trained adapter's for it, else the label
+    decides; a verdict without a score keeps its label).
+    """
+
+    use: FinderUse = FinderUse.AUTO
+    read_tokens: int | str | None = ASKED_READ_TOKENS
+    reply: str = "auto"
+    keep_threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.use not in FINDER_CHOICES:
+            raise InputError(f"--finder must be one of {', '.join(FINDER_CHOICES)}, not {self.use!r}")
+        object.__setattr__(self, "use", FinderUse(self.use))
+        object.__setattr__(self, "read_tokens", _read_tokens(self.read_tokens))
+        if self.reply not in FINDER_REPLIES:
+            raise InputError(f"--finder-reply must be one of {', '.join(FINDER_REPLIES)}, not {self.reply!r}")
+        _check_threshold(self.keep_threshold, "keep")
+
+
+def _read_tokens(value: int | str | None) -> int | str | None:
+    """`read_tokens` as FinderSettings holds it: a positive number, "auto" or None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("auto", "none"):
+            return None if text == "none" else "auto"
+        if text.isdigit() and int(text) > 0:
+            return int(text)
+    elif isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    raise InputError(f"--read-tokens must be {READ_TOKENS_CHOICES}, not {value!r}")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What a question's run is asked for, grouped by stage, as every entry point (the CLI,
+    chat, MCP, `api`) builds it once and a session resolves it into a Plan: `budget`,
+    retrieval and packing (cwread.retrieval.segments; None: auto, fitted to the book); `retrieval`,
+    how anchors are ranked (fused, bm25, dense); `finding`, how the Finder reads; `answering`,
+    how the answer is given. The backends are the session's own (BackendSettings)."""
+
+    budget: Budget | None = None
+    retrieval: str = "fused"
+    finding: FinderSettings = FinderSettings()
+    answering: AnswerSettings = AnswerSettings()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import pytest
 from cwread.agents import reading_budget as reading
 from cwread.backends import Capabilities, Generation
 from cwread.errors import InputError
-from cwread.plan import FinderSettings
+from cwread.settings import FinderSettings
 from tests.conftest import run
 from tests.scripted_replies import finder_reply
 
@@ -152,7 +152,7 @@ def test_a_stored_rate_holds_until_calls_drift_past_the_factor(cache_dir):
 def test_finder_settings_read_the_read_tokens_flag_once():
     assert FinderSettings(read_tokens="auto").read_tokens == "auto"
     # the API's default reads as `ask` does (the README's Python example); eval states no cap
-    from cwread.plan import EVAL_READ_TOKENS, RunSettings
+    from cwread.settings import EVAL_READ_TOKENS, RunSettings
 
     assert RunSettings().finding.read_tokens == FinderSettings().read_tokens == "auto" and EVAL_READ_TOKENS is None
     assert FinderSettings(read_tokens=" None ").read_tokens is None

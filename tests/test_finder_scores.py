@@ -15,8 +15,8 @@ from cwread.eval import dataset, run
 from cwread.eval import report as eval_report
 from cwread.eval import summary as eval_summary
 from cwread.eval.run import EvalContext
-from cwread.plan import FinderSettings
 from cwread.retrieval.segments import make_budget
+from cwread.settings import FinderSettings
 from tests.scripted_replies import finder_reply, smart_interpreter
 
 

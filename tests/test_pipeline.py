@@ -16,10 +16,10 @@ from cwread.book import document_from_bytes
 from cwread.errors import ModelError
 from cwread.packing import pack
 from cwread.pipeline import plan_run, run
-from cwread.plan import AnswerSettings, RunSettings
 from cwread.question import Question
 from cwread.records import GroundedReply, Quote, Verdict
 from cwread.retrieval.segments import Budget, Segment
+from cwread.settings import AnswerSettings, RunSettings
 from tests.scripted_replies import finder_reply
 
 

@@ -13,9 +13,9 @@ from cwread.backends import select as backend_select
 from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.errors import InputError
-from cwread.plan import FinderSettings
 from cwread.question import leans_on_previous
 from cwread.retrieval import fusion
+from cwread.settings import FinderSettings
 from tests.conftest import run
 from tests.scripted_replies import finder_reply, smart_interpreter
 

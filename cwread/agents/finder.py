@@ -36,11 +36,12 @@ from cwread.agents.reading_budget import ReadingBudget
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Document, Evidence, Passage
 from cwread.errors import InputError
-from cwread.plan import AUTO, DECISION_FIRST, QUOTE_FIRST, SCORE, FinderSettings, FinderUse
+from cwread.plan import AUTO, DECISION_FIRST, QUOTE_FIRST, SCORE, FinderUse
 from cwread.progress import Progress
 from cwread.question import Question
 from cwread.records import SURE, GroundedReply, ModelCall, ParagraphJudgement, Quote, Verdict, yes_odds
 from cwread.retrieval.segments import Segment
+from cwread.settings import FinderSettings
 from cwread.text import grounding
 from cwread.text.sentences import sentence_spans
 

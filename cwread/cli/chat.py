@@ -18,9 +18,9 @@ from cwread.backends import INTERRUPTED
 from cwread.cache import cache_root
 from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError, error_exit
-from cwread.plan import RunSettings
 from cwread.records import JUDGE_ANYWAY_HINT
 from cwread.session import Conversation, Session
+from cwread.settings import RunSettings
 from cwread.views import answer_view, console, json_output, render, trace_json
 from cwread.views.output_files import append_output_file, check_output_path, write_output_file
 from cwread.views.terminal import one_line

@@ -24,20 +24,19 @@ from cwread.book.formats import format_names
 from cwread.errors import InputError
 from cwread.eval.methods import METHODS as EVAL_METHODS
 from cwread.library_question import MOST_BOOKS
-from cwread.plan import (
-    ANSWER_CHOICES,
-    ASKED_READ_TOKENS,
-    FINDER_CHOICES,
-    FINDER_REPLIES,
-    AnswerSettings,
-    FinderSettings,
-    RunSettings,
-)
+from cwread.plan import ANSWER_CHOICES, FINDER_CHOICES, FINDER_REPLIES
 from cwread.question import FORMS, make_question
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
 from cwread.retrieval.fusion import METHODS as RETRIEVALS
 from cwread.retrieval.segments import Budget
-from cwread.settings import SessionSettings, Settings
+from cwread.settings import (
+    ASKED_READ_TOKENS,
+    AnswerSettings,
+    FinderSettings,
+    RunSettings,
+    SessionSettings,
+    Settings,
+)
 
 
 def _listed(names) -> str:
@@ -351,7 +350,7 @@ BACKEND_OPTIONS = _in_panel(BACKEND_OPTIONS, "Backends and models")
 SERVER_OPTIONS = _in_panel(SERVER_OPTIONS, "Backends and models")
 SERVING_OPTIONS = _in_panel(SERVING_OPTIONS, "Backends and models")
 budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
-# eval reads without a token cap unless asked; ask and verify as every question asked (plan.ASKED_READ_TOKENS)
+# eval reads without a token cap unless asked; ask and verify as every question asked (settings.ASKED_READ_TOKENS)
 eval_finder_options = _option_group("finding", FINDER_OPTIONS, _finding)
 backend_options = _option_group(
     "settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS, **SERVING_OPTIONS}, _settings

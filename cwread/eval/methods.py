@@ -37,10 +37,11 @@ from cwread.backends.select import Selection
 from cwread.eval import rows
 from cwread.eval.dataset import Record
 from cwread.packing import pack_ranked, pack_segments, packet_of
-from cwread.plan import AnswerMode, AnswerSettings, Extract, FinderSettings, FinderUse, RunSettings
+from cwread.plan import AnswerMode, Extract, FinderUse
 from cwread.question import Question
 from cwread.records import NO_ANSWER, FindResult, Outcome, Packet, Status, Trace
 from cwread.session import Session
+from cwread.settings import AnswerSettings, FinderSettings, RunSettings
 from cwread.text import grounding
 
 

@@ -18,10 +18,10 @@ from cwread.eval.dataset import Record, load_records, rotations, spread_sample
 from cwread.eval.methods import METHODS, EvalContext, with_question
 from cwread.eval.report import report_markdown
 from cwread.eval.summary import summarize
-from cwread.plan import AUTO, EVAL_READ_TOKENS, AnswerMode, AnswerSettings, FinderSettings, FinderUse
+from cwread.plan import AUTO, AnswerMode, FinderUse
 from cwread.progress import Progress
 from cwread.question import QuestionKind
-from cwread.settings import SessionSettings
+from cwread.settings import EVAL_READ_TOKENS, AnswerSettings, FinderSettings, SessionSettings
 from cwread.views.output_files import check_output_path, write_output_file
 
 

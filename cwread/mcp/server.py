@@ -103,7 +103,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
         session, lock = books.open(book)
         with lock:
             run = api.RunSettings(
-                finding=api.FinderSettings(),  # as a question asked reads (plan.ASKED_READ_TOKENS)
+                finding=api.FinderSettings(),  # as a question asked reads (settings.ASKED_READ_TOKENS)
                 answering=api.AnswerSettings(judge_anyway=judge_anyway),
             )
             trace = session.ask(question, run, progress=reporter(ctx))

@@ -35,7 +35,7 @@ class Budget:
     B_c alone bounds the packet); b_c: characters packed at most. `preset` names the values:
     a fixed preset, or for "auto" the tier `fit_budget` chose for the book ("story", "novel");
     `why` says how they were chosen, `fixed` which ones the user set. How the Finder reads and
-    replies is its own record (cwread.plan.FinderSettings).
+    replies is its own record (cwread.settings.FinderSettings).
     """
 
     preset: str
