@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cwread import pipeline
+from cwread import planning
 from cwread.agents.model_facts import FACTS, facts_of
 from cwread.backends import label
 from cwread.backends.select import (
@@ -280,7 +280,7 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
         selection = select_backends(settings or BackendSettings())
         finder, interpreter, why = label(selection.finder), label(selection.interpreter), selection.why
         notes = serving_notes(selection)
-        if pipeline.finder_skip_reason("auto", selection.finder) is None:  # else no Finder call is made
+        if planning.finder_skip_reason("auto", selection.finder) is None:  # else no Finder call is made
             notes.append(reading_note(selection.finder))
         for backend in {id(b): b for b in (selection.finder, selection.interpreter)}.values():
             notes += [

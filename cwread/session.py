@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from cwread import pipeline
+from cwread import pipeline, planning
 from cwread.agents.finder import Finder
 from cwread.agents.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.answer import extractive
@@ -140,16 +140,16 @@ class Session:
         finder: Finder | None = None,
         notice: Notice | None = None,
         packet_given: bool = False,
-    ) -> pipeline.PlannedRun:
+    ) -> planning.PlannedRun:
         """What a run of `question` with `run` will do on this book, and with what (see
-        pipeline.PlannedRun): the backends selected (first: a bad setting or a missing server
+        planning.PlannedRun): the backends selected (first: a bad setting or a missing server
         is told before any work), the budget fitted to the book and the Interpreter, the
         Finder that reads (`finder` replaces the one the settings choose), the book's sentence
         ranker; `packet_given`: the caller packs (eval's ablations)."""
         run = run or RunSettings()
         selection = self.selection(notice)
         budget = self.budget_for(run.budget, selection.interpreter.capabilities.context)
-        return pipeline.plan_run(
+        return planning.plan_run(
             question,
             selection,
             run,
@@ -180,9 +180,9 @@ class Session:
         Conversation)."""
         run = run or RunSettings()
         planned = self.plan(question, run, finder, notice)
-        for backend in pipeline.backends_called(planned):
+        for backend in planning.backends_called(planned):
             # an in-process model loads while the book is searched
-            backend.warm(notice, decisions_only=pipeline.decisions_only(planned, backend))
+            backend.warm(notice, decisions_only=planning.decisions_only(planned, backend))
         found = self.find(question, planned.plan.budget, run.retrieval, progress, follows)
         if notice:
             for line in small_model_notices(question, run.answering, planned):
@@ -209,7 +209,7 @@ class Conversation:
 
 
 def small_model_notices(
-    question: Question, answering: AnswerSettings, planned: pipeline.PlannedRun
+    question: Question, answering: AnswerSettings, planned: planning.PlannedRun
 ) -> list[str]:
     """What a model too small to write or judge changes, said before the answer."""
     lines = []

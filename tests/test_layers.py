@@ -24,6 +24,7 @@ LAYERS = [
     ["cwread.library_question"],
     ["cwread.session"],
     ["cwread.pipeline"],
+    ["cwread.planning"],
     ["cwread.answer", "cwread.packing"],
     ["cwread.agents"],
     ["cwread.settings", "cwread.plugins", "cwread.records"],

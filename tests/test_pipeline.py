@@ -15,7 +15,8 @@ from cwread.backends.select import Selection
 from cwread.book import document_from_bytes
 from cwread.errors import ModelError
 from cwread.packing import pack
-from cwread.pipeline import plan_run, run
+from cwread.pipeline import run
+from cwread.planning import plan_run
 from cwread.question import Question
 from cwread.records import GroundedReply, Quote, Verdict
 from cwread.retrieval.segments import Budget, Segment

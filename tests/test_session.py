@@ -238,5 +238,5 @@ def test_the_backends_a_plan_calls_are_warmed_before_the_book_is_searched(story,
     assert events[-1] == "find" and "warm interpreter" in events[:-1]
     events.clear()
     planned = book.plan(api.make_question(MEDAL))
-    called = session.pipeline.backends_called(planned)
+    called = session.planning.backends_called(planned)
     assert chosen.interpreter in called and len(called) == len({id(b) for b in called})

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from cwread import api, pipeline
+from cwread import api, pipeline, planning
 from cwread.agents.finder import JudgeFinder, make_finder, read_segments, reading_budget
 from cwread.agents.interpreter import interpreter_request, packet_fits, prompt_fits
 from cwread.answer import extractive
@@ -209,7 +209,7 @@ def judge(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
     beside which it is measured)."""
     finder = make_finder(replace(ctx.finding, use=FinderUse.JUDGE), None)
     verdicts = read_segments(
-        finder, found.document, found.read, found.question, None, pipeline.keep_threshold_of(ctx.finding, finder),
+        finder, found.document, found.read, found.question, None, planning.keep_threshold_of(ctx.finding, finder),
         ranking=found.paragraph_scores,
     )  # fmt: skip
     packet = pipeline.pack_ranked_segments(found.document, pipeline.packing_order(finder, verdicts), found.budget)

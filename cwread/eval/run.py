@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cwread import api, pipeline
+from cwread import api, planning
 from cwread.backends import label
 from cwread.backends.select import select
 from cwread.errors import InputError, Interrupted
@@ -168,7 +168,7 @@ def evaluate(
     # open answers are given as `ask` gives them: each plan resolves "auto" for its question and
     # book (a novel's passages on a model too small to read; cwread.pipeline.plan_run)
     answering = options.answering if selection else replace(options.answering, answer_mode=AnswerMode.GENERATIVE)
-    mode = pipeline.open_answer_mode(answering, selection.interpreter) if selection else AnswerMode.GENERATIVE
+    mode = planning.open_answer_mode(answering, selection.interpreter) if selection else AnswerMode.GENERATIVE
     ctx = EvalContext(selection, budget, options.session.embedder, options.permute_options, answering, finding)
     out_path = Path(options.out) if options.out else None
     done: list[dict] = []
