@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cwread import api
-from cwread.agents import finder
+from cwread.agents import judge_finder
 from cwread.plan import FinderUse
 from cwread.settings import FinderSettings, RunSettings
 
@@ -27,10 +27,10 @@ def main() -> None:
     parser.add_argument("book")
     parser.add_argument("questions", help="JSONL records (their `question` is asked; answers unused)")
     parser.add_argument("--limit", type=int, default=10)
-    parser.add_argument("--words", type=int, default=None, help="the judge's word budget (default: finder.JUDGE_WORDS)")
+    parser.add_argument("--words", type=int, default=None, help="the judge's word budget (default: judge_finder.JUDGE_WORDS)")
     args = parser.parse_args()
     if args.words:
-        finder.JUDGE_WORDS = args.words
+        judge_finder.JUDGE_WORDS = args.words
     lines = Path(args.questions).read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in lines if line.strip()][: args.limit]
     session = api.open(args.book)

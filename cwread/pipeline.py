@@ -11,15 +11,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from cwread.agents.finder import (
-    JUDGE_WORDS,
-    Finder,
-    JudgeFinder,
-    ParagraphJudge,
-    read_segments,
-    reading_budget,
-)
+from cwread.agents.finder import Finder, read_segments, reading_budget
 from cwread.agents.interpreter import interpret, packet_fits
+from cwread.agents.judge_finder import JUDGE_WORDS, JudgeFinder
+from cwread.agents.paragraph_judge import ParagraphJudge
 from cwread.agents.support_check import SupportAgent
 from cwread.answer import describe, extractive
 from cwread.answer.decide import Grounds, decide, shown_text

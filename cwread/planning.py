@@ -8,12 +8,9 @@ from dataclasses import dataclass, replace
 
 from cwread.agents.cross_encoder import JudgeUnavailable
 from cwread.agents.extractive_qa import AnswerReader, ReaderUnavailable, load_reader
-from cwread.agents.finder import (
-    Finder,
-    JudgeFinder,
-    make_finder,
-)
+from cwread.agents.finder import Finder, make_finder
 from cwread.agents.interpreter import CHANCE_CHECK_SKIPPED, self_check_decision
+from cwread.agents.judge_finder import JudgeFinder
 from cwread.agents.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL, READS_WHEN_ASKED, holds
 from cwread.answer import extractive
 from cwread.backends import Backend

@@ -1,7 +1,7 @@
 """The judge: a small cross-encoder, trained here (training/judge.py), that scores how well a
 passage holds what a question needs, run with ONNX Runtime (no torch).
 
-It is the Finder's CPU form (cwread.agents.finder.JudgeFinder, `--finder judge`): it scores the
+It is the Finder's CPU form (cwread.agents.judge_finder.JudgeFinder, `--finder judge`): it scores the
 paragraphs a question reads, and their sentences for the clue to quote. A judge is a folder:
 an int8 ONNX file, its tokenizer and `judge.json` (its name, version, the sha256 of each file,
 the longest input it was trained on, the keep threshold chosen on its held-out data), from

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextvars
 import re
-import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -32,6 +31,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from cwread.agents import shared
+from cwread.agents.judge_finder import JudgeFinder
 from cwread.agents.reading_budget import ReadingBudget
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Document, Evidence, Passage
@@ -39,11 +39,9 @@ from cwread.errors import InputError
 from cwread.plan import AUTO, DECISION_FIRST, QUOTE_FIRST, SCORE, FinderUse
 from cwread.progress import Progress
 from cwread.question import Question
-from cwread.records import SURE, GroundedReply, ModelCall, ParagraphJudgement, Quote, Verdict, yes_odds
+from cwread.records import GroundedReply, ModelCall, Verdict, yes_odds
 from cwread.retrieval.segments import Segment
 from cwread.settings import FinderSettings
-from cwread.text import grounding
-from cwread.text.sentences import sentence_spans
 
 FINDER_MAX_TOKENS = 160
 
@@ -141,7 +139,6 @@ def _split_marked(text: str) -> list[Passage]:
 def parse_finder_reply(text: str) -> shared.ParsedReply:
     """The Finder's reply: a reason and YES or NO (see `shared.parse_tags`)."""
     return shared.parse_yes_no(text)
-
 
 
 class Finder(Protocol):
@@ -294,49 +291,6 @@ class ScoringFinder(_ChatFinder):
         return by_threshold(verdict, self.threshold)
 
 
-# Candidate paragraphs the trained Finder judges for an extractive answer (extractive.
-# candidate_paragraphs), about 0.5 s each on 2 cores: on the dev novels the first five held gold
-# for 41 of the 56 questions whose gold was in the packet, the first three for 34
-JUDGED_PARAGRAPHS = 5
-# The characters of a candidate paragraph the Finder reads (extractive.judged_window): on the
-# dev novels 36% of the candidates are longer; 400 lost fairytale picks, 600 none that counted
-# (benchmarks/README.md, "The part of a paragraph the Finder judges")
-JUDGED_CHARS = 600
-
-
-class ParagraphJudge:
-    """The trained Finder asked of single paragraphs whether each holds what the question
-    needs (its decision-first prompt, read as a score, as it was trained): which of an
-    extractive answer's candidate paragraphs to answer from, or none below `threshold`."""
-
-    def __init__(self, backend: Backend, threshold: float) -> None:
-        self.backend = backend
-        self.threshold = threshold
-
-    def __call__(self, question: Question, paragraphs: Sequence[Passage]) -> ParagraphJudgement:
-        """Each paragraph judged in order until one scores SURE (the rest are not read: a call
-        that cannot change the answer is not made)."""
-        scores: list[tuple[int, float]] = []
-        calls: list[ModelCall] = []
-        unjudged: list[int] = []
-        for pid, text, *_ in paragraphs:
-            if scores and max(score for _, score in scores) >= SURE:
-                unjudged.append(pid)
-                continue
-            parsed, call = shared.call_agent(
-                self.backend,
-                lambda retry, pid=pid, text=text: finder_request(
-                    question, pid, pid, text, retry, paragraphs=[(pid, text)], decision_first=True
-                ),
-                parse_finder_reply,
-            )
-            calls.append(call)
-            score = yes_odds(call.label_logprobs)
-            if parsed.ok and score is not None:  # an unread reply judges nothing
-                scores.append((pid, score))
-        return ParagraphJudgement(tuple(scores), self.threshold, tuple(calls), tuple(unjudged))
-
-
 class ScriptedFinder:
     """A Finder that calls no model: `score(segment, question)` gives each segment's score
     (ln P(YES) - ln P(NO)), kept when it reaches `threshold`. For tests, and to read a
@@ -361,86 +315,6 @@ class ScriptedFinder:
             score = float(self.score(segment, question))
             call = ModelCall(raw="", label_logprobs=(("YES", score), ("NO", 0.0)))
             yield by_threshold(Verdict(segment, "NO", GroundedReply(call=call)), self.threshold)
-
-
-# Words the judge reads for one question at most, the retrieval's best-ranked paragraphs first:
-# with its clue sentences about 4 s a question on The Moonstone, 2 cores (benchmarks/judge_speed.py).
-# A novel's auto budget reads more than that; what is left unjudged is said in the trace (its
-# segments' verdicts have no score).
-JUDGE_WORDS = 30_000
-CLUE_SEGMENTS = 16  # kept segments, best first, whose clue the judge picks among their sentences
-CITED_MOST = 3  # paragraphs a kept segment cites at most (its packet core, with their neighbours)
-
-
-class JudgeFinder:
-    """The judge (cwread.agents.cross_encoder) as a Finder: it scores each paragraph read (the best-ranked
-    first, `words` at most), a segment's score being its best paragraph's; a segment whose
-    score reaches `threshold` is kept, citing its paragraphs that reach it (the best one at
-    least), each with its clue sentence quoted verbatim: the sentence the judge scores best
-    for the best CLUE_SEGMENTS kept segments, the one sharing most of the question's words
-    for the rest. A segment none of whose paragraphs was judged is not kept. Its scores rank
-    the kept segments for the packet."""
-
-    reply = "judge"
-    backend = None
-    parallel = 1
-    ranks = True
-
-    def __init__(self, judge, threshold: float | None = None, words: int | None = None) -> None:
-        self.model = judge
-        self.threshold = judge.info.keep_threshold if threshold is None else threshold
-        self.words = JUDGE_WORDS if words is None else words
-        self.label = f"judge:{judge.info.name}@{judge.info.version}"
-
-    def cost(self, document: Document, segment: Segment, question: Question) -> int:
-        return sum(len(p.text.split()) for p in document.passages(segment.ids))
-
-    def judge(
-        self, document: Document, segments: Sequence[Segment], question: Question, ranking: Sequence[float] | None = None
-    ) -> Iterator[Verdict]:
-        t0 = time.perf_counter()
-        asked = " ".join([question.text, *question.options.values()])
-        ids = list(dict.fromkeys(pid for s in segments for pid in s.ids))
-        order = sorted(ids, key=lambda p: -ranking[p - 1]) if ranking is not None else ids
-        chosen, words = [], 0
-        for pid in order:
-            n = len(document.paragraph(pid).text.split())
-            if chosen and words + n > self.words:
-                continue  # a long paragraph past the budget: shorter ones after it may still fit
-            chosen.append(pid)
-            words += n
-        scores = dict(zip(chosen, self.model.score(asked, [document.paragraph(p).text for p in chosen]).tolist(), strict=True))
-        best = {s: max((scores[p] for p in s.ids if p in scores), default=None) for s in segments}
-        kept = sorted((s for s in segments if best[s] is not None and best[s] >= self.threshold), key=lambda s: -best[s])
-        careful = set(kept[:CLUE_SEGMENTS])
-        seconds = time.perf_counter() - t0
-        for segment in segments:
-            score = best[segment]
-            if score is None:
-                reason = f"(not judged: past the judge's budget of {self.words:,} words)"
-                yield Verdict(segment, "NO", GroundedReply(reason))
-                continue
-            judged = sorted((p for p in segment.ids if p in scores), key=lambda p: -scores[p])
-            cited = [p for p in judged if scores[p] >= self.threshold][:CITED_MOST] or judged[:1]
-            quotes = tuple(self._clue(document, pid, asked, segment in careful) for pid in cited)
-            reason = " ".join(f'[{document.label(q.id)}] "{q.text}"' for q in quotes)
-            call = ModelCall(raw="", seconds=round(seconds / len(segments), 4), label_logprobs=(("YES", score), ("NO", 0.0)))
-            decision = "YES" if score >= self.threshold else "NO"
-            yield Verdict(segment, decision, GroundedReply(reason, call, quotes))
-
-    def _clue(self, document: Document, pid: int, asked: str, careful: bool) -> Quote:
-        """The sentence of paragraph `pid` that is its clue, as a verbatim Quote."""
-        text = document.paragraph(pid).text
-        spans = sentence_spans(text) or [(0, len(text))]
-        if careful and len(spans) > 1:
-            scores = self.model.score_pairs([(asked, text[a:b]) for a, b in spans])
-            a, b = spans[int(scores.argmax())]
-        else:
-            found = grounding.best_sentence(asked, [(pid, text)])
-            if found is not None:
-                return found
-            a, b = spans[0]
-        return Quote(pid, text[a:b], a, b)
 
 
 def _request(

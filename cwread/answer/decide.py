@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cwread.agents.extractive_qa import AnswerReader
-from cwread.agents.finder import JUDGED_CHARS, JUDGED_PARAGRAPHS, ParagraphJudge
+from cwread.agents.paragraph_judge import JUDGED_CHARS, JUDGED_PARAGRAPHS, ParagraphJudge
 from cwread.answer import describe, extractive, span_scorer
 from cwread.answer.support import check_support
 from cwread.book import Evidence

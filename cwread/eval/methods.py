@@ -29,8 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from cwread import api, pipeline, planning
-from cwread.agents.finder import JudgeFinder, make_finder, read_segments, reading_budget
+from cwread.agents.finder import make_finder, read_segments, reading_budget
 from cwread.agents.interpreter import interpreter_request, packet_fits, prompt_fits
+from cwread.agents.judge_finder import JudgeFinder
 from cwread.answer import extractive
 from cwread.backends import Backend
 from cwread.backends.select import Selection

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from cwread.agents.finder import JudgeFinder
+from cwread.agents.judge_finder import JudgeFinder
 from cwread.backends.select import READER_ROUTES
 from cwread.plan import AnswerMode, SupportMethod
 from cwread.records import (
