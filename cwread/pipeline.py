@@ -33,8 +33,6 @@ from cwread.planning import PlannedRun
 from cwread.progress import Progress
 from cwread.question import NO_HINTS, Hints, Question
 from cwread.records import (
-    UNJUDGED,
-    YES_OR_NO_UNJUDGED,
     AgentCall,
     FindResult,
     Outcome,
@@ -51,6 +49,10 @@ from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
 from cwread.retrieval.segments import Budget, build_segments
 from cwread.text import grounding
 
+UNJUDGED = "the model judges options and claims at chance, so it is not asked"
+YES_OR_NO_UNJUDGED = (
+    "a yes-or-no question is a claim, and the model judges claims at chance, so it is not asked"
+)
 NEAR_SPAN = 100  # paragraphs each way of a reader's `near` paragraph that rank first (a scene or two)
 
 

@@ -6,7 +6,6 @@ same objects. Only data and what follows directly from it; no model calls, no te
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -188,25 +187,6 @@ class Status(StrEnum):
     UNPARSEABLE = "unparseable"
 
 
-# how cwread says that it stands behind no answer, in the view, the error line and the trace
-NOT_DETERMINED = "not determined from the text"
-NO_SENTENCE = "no sentence of the packet shares enough of the question"
-UNJUDGED = "the model judges options and claims at chance, so it is not asked"
-# a yes-or-no question is a claim put as a question: no sentence of the book is its answer
-YES_OR_NO_UNJUDGED = (
-    "a yes-or-no question is a claim, and the model judges claims at chance, so it is not asked"
-)
-JUDGE_ANYWAY_HINT = "pass --judge-anyway"  # the CLI's way; an MCP client's is a tool argument
-_SERVE_OR_ANYWAY = (
-    f"the best evidence is shown. Serve a model that reads (cwread doctor says how), or {JUDGE_ANYWAY_HINT}"
-)
-NO_VERDICT = f"{UNJUDGED}; {_SERVE_OR_ANYWAY}"
-YES_OR_NO_NO_VERDICT = f"{YES_OR_NO_UNJUDGED}; {_SERVE_OR_ANYWAY} for the sentence that fits best"
-# a novel's open question on a model too small to read: where the book answers it, not a guess
-UNREAD = "no model here reads a novel's passages for an answer"
-PASSAGES_SHOWN = "the passages that fit the question best are shown: read them"
-
-
 @dataclass(frozen=True)
 class SupportCheck:
     """Whether an answer's quotes support it, and how that was decided (SUPPORT_METHODS).
@@ -325,25 +305,6 @@ class Outcome:
         None  # the answer reader's, of the paragraph an extractive answer comes from
     )
 
-    def no_sentence_why(self, label: Callable[[int], str] = str) -> str:
-        """Why an extractive answer was withheld: no sentence shared enough of the question,
-        or the Finder judged none of the best-fitting paragraphs to hold the answer (each
-        paragraph named by `label`: Document.label, "ch03:12" in a book of several files)."""
-        judged, read = self.judgement, self.reading
-        if read is not None and not read.sure:
-            return (
-                f"the answer reader found no answer in [{label(read.paragraph)}] "
-                f"({read.score:+.2f}, under {read.threshold:+.2f})"
-            )
-        if judged is None or judged.best is None:
-            return NO_SENTENCE
-        if judged.chosen is not None:  # the paragraph was judged to hold it, yet no sentence of it fits
-            return f"no sentence of the paragraph the Finder chose ([{label(judged.chosen)}], {judged.best[1]:+.2f}) fits the question"
-        return (
-            f"the Finder found none of the {len(judged.scores)} best-fitting paragraphs to hold it "
-            f"(best {judged.best[1]:+.2f}, under {judged.threshold:+.2f})"
-        )
-
     @property
     def withheld(self) -> bool:
         """No answer is given by choice (not determined, no verdict, or passages): the best
@@ -442,32 +403,6 @@ class Trace:
     def status(self) -> Status:
         """Whether cwread stands behind the answer (see Status), as the answer stage set it."""
         return self.outcome.status
-
-    def failure(self) -> str | None:
-        """Why cwread stands behind no answer, in one line (None: it stands behind one)."""
-        outcome = self.outcome
-        status = self.status
-        if status == Status.NO_VERDICT:
-            if self.question.is_open:  # a yes-or-no question (cwread.question.asks_yes_or_no)
-                return f"no verdict: {YES_OR_NO_NO_VERDICT}"
-            return f"no verdict: {NO_VERDICT}"
-        if status == Status.NOT_DETERMINED:
-            if outcome.mode == AnswerMode.EXTRACTIVE:
-                why = outcome.no_sentence_why(self.document.label)
-            else:
-                why = f"the quotes do not support the model's answer {outcome.model_answer!r}" + (
-                    f" ({outcome.check.why})" if outcome.check else ""
-                )
-            return f"{NOT_DETERMINED}: {why}{'; the best evidence is shown' if outcome.quotes else ''}"
-        if status == Status.PASSAGES:
-            return (
-                f"{UNREAD}; {PASSAGES_SHOWN}"
-                if outcome.quotes
-                else f"{UNREAD}, and no passage read fits the question"
-            )
-        if status == Status.UNPARSEABLE:
-            return f"no parseable answer after a retry ({self.final.problem if self.final else 'no reply'})"
-        return None
 
     @property
     def final(self) -> AgentCall | None:

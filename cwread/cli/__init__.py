@@ -184,7 +184,7 @@ def _answer(book: str, asked, asking: Asking, quiet: bool = False):
     from pathlib import Path
 
     from cwread import api
-    from cwread.views import answer_view, console, trace_json
+    from cwread.views import answer_view, console, trace_json, wording
     from cwread.views.output_files import check_output_path, write_output_file
 
     if run.trace is not None:  # checked before any work, so a finished answer is never lost
@@ -208,9 +208,9 @@ def _answer(book: str, asked, asking: Asking, quiet: bool = False):
         console.print_json(data)
     elif not quiet:
         answer_view.answer_view(result)
-    failure = result.failure()
-    if failure is not None:
-        raise AnswerError(failure, quiet=quiet)
+    failure = wording.failure(result)
+    if failure is not None and not quiet:  # no answer (the trace's exit 4) is an outcome, not an error
+        console.notice(failure)
     return result
 
 

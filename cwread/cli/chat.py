@@ -18,10 +18,9 @@ from cwread.backends import INTERRUPTED
 from cwread.cache import cache_root
 from cwread.cli.options import AnswerRun
 from cwread.errors import CwreadError, InputError, error_exit
-from cwread.records import JUDGE_ANYWAY_HINT
 from cwread.session import Conversation, Session
 from cwread.settings import RunSettings
-from cwread.views import answer_view, console, json_output, render, trace_json
+from cwread.views import answer_view, console, json_output, render, trace_json, wording
 from cwread.views.output_files import append_output_file, check_output_path, write_output_file
 from cwread.views.terminal import one_line
 
@@ -94,7 +93,7 @@ class Chat:
                 progress=progress,
                 notice=None if self.json_lines else console.notice,
             )
-        data = trace_json.ask_json(trace)
+        data = trace_json.ask_json(trace, wording.ANYWAY_CHAT)
         code = trace.exit_code
         self.traces.append(data)
         if self.run.trace is not None:  # appended as each answer comes: nothing is lost to Ctrl-D
@@ -107,8 +106,9 @@ class Chat:
                     f"a follow-up of question {trace.follows.number}: {one_line(trace.follows.question)}"
                 )
             answer_view.answer_view(trace)
-            if trace.failure() is not None:  # a flag cannot be typed at the prompt: a chat starts with it
-                console.notice(one_line(trace.failure().replace(JUDGE_ANYWAY_HINT, "start the chat with --judge-anyway")))
+            failure = wording.failure(trace, wording.ANYWAY_CHAT)  # a chat starts with the flag
+            if failure is not None:
+                console.notice(one_line(failure))
         return code
 
     def command(self, text: str) -> int:

@@ -1,5 +1,5 @@
 """What the MCP tools give an assistant, worded for it: the instructions, the tools' arguments
-described, an answer's structured content and text, failures in its terms, and text bounded as
+described, an answer's structured content and text, and text bounded as
 the CLI's into a pipe."""
 
 from __future__ import annotations
@@ -10,31 +10,23 @@ from pydantic import Field
 
 from cwread.book.formats import format_names
 from cwread.errors import InputError
-from cwread.records import JUDGE_ANYWAY_HINT, Trace
-from cwread.views import json_output, trace_json
+from cwread.records import Trace
+from cwread.views import json_output, trace_json, wording
 
 
 def answer_content(trace: Trace) -> dict[str, Any]:
     """What an agent needs of an answer: the answer (None: not determined), the verdict for a
     claim, its quotes with offsets, the cited paragraphs, why nothing stands if so, what was
     skipped and the models."""
-    answer = trace_json.answer_json(trace)
+    answer = trace_json.answer_json(trace, wording.ANYWAY_MCP)
     return {
         **answer,
-        "failure": _in_client_terms(answer["failure"]),
         "quotes": [{**q, "is": BOOKS_WORDS} for q in answer["quotes"]],
         "skipped": dict(trace.skipped),
         "plan": trace_json.plan_json(trace.plan),
         "models": dict(trace.models),
         "document": json_output.document_json(trace.document),
     }
-
-
-def _in_client_terms(failure: str | None) -> str | None:
-    """Why no answer stands, in a client's terms: a tool takes `judge_anyway`, not a flag."""
-    return (
-        None if failure is None else failure.replace(JUDGE_ANYWAY_HINT, "call again with judge_anyway true")
-    )
 
 
 MENTIONS_LISTED = 20  # of a cast member's mentions, in the structured content
@@ -52,7 +44,7 @@ def bound_chars(max_chars: int) -> int | None:
 def answer_text(trace: Trace) -> str:
     """The answer for clients that show text only: the answer or why there is none, then the
     quotes, marked as the book's words."""
-    failure = _in_client_terms(trace.failure())
+    failure = wording.failure(trace, wording.ANYWAY_MCP)
     head = f"Answer: {trace.answer}" if failure is None else f"No answer: {failure}"
     lines = [head]
     if trace.outcome.quotes:

@@ -10,16 +10,13 @@ from cwread.agents.judge_finder import JudgeFinder
 from cwread.backends.select import READER_ROUTES
 from cwread.plan import AnswerMode, SupportMethod
 from cwread.records import (
-    NO_SENTENCE,
-    NOT_DETERMINED,
     SURE,
-    UNREAD,
     Shown,
     Status,
     SupportCheck,
     Trace,
 )
-from cwread.views import reading
+from cwread.views import reading, wording
 from cwread.views.console import (
     NOTES_SAID,
     first_time_here,
@@ -120,15 +117,15 @@ def answer_view(trace: Trace) -> None:
             if outcome.quotes
             else "no passage read fits the question"
         )
-        head.append(f"\n{UNREAD[0].upper()}{UNREAD[1:]}: {where}.", style="dim")
+        head.append(f"\n{wording.UNREAD[0].upper()}{wording.UNREAD[1:]}: {where}.", style="dim")
         for route in READER_ROUTES:
             head.append(f"\n{route}", style="dim")
     elif status == Status.NOT_DETERMINED:
-        head.append(NOT_DETERMINED, style="bold yellow")
+        head.append(wording.NOT_DETERMINED, style="bold yellow")
         if outcome.mode == AnswerMode.EXTRACTIVE:
-            why = outcome.no_sentence_why(doc.label)
+            why = wording.no_sentence_why(outcome, doc.label)
             head.append(
-                f"\n{why[0].upper()}{why[1:]}{' to answer it' if why == NO_SENTENCE else ''}.", style="dim"
+                f"\n{why[0].upper()}{why[1:]}{' to answer it' if why == wording.NO_SENTENCE else ''}.", style="dim"
             )
     else:
         head.append("(none)", style="bold red")

@@ -18,6 +18,7 @@ from cwread.records import (
     Trace,
     Verdict,
 )
+from cwread.views import wording
 from cwread.views.json_output import (
     TRACE_VERSION,
     document_json,
@@ -76,7 +77,7 @@ def reading_json(doc, reading: AnswerReading | None) -> dict | None:
     }
 
 
-def answer_json(trace: Trace) -> dict:
+def answer_json(trace: Trace, anyway: str = wording.ANYWAY_CLI) -> dict:
     """The answer of a trace as every writer gives it (`ask --json`, chat's JSON lines, the MCP
     tools, the eval rows): the question, the outcome (status, answer, why none stands), its
     quotes and citations."""
@@ -90,7 +91,7 @@ def answer_json(trace: Trace) -> dict:
         "answer": trace.answer,
         "verdict": trace.answer if trace.question.form.verdict else None,
         "status": trace.status,  # answered, no-verdict, not-determined or unparseable
-        "failure": trace.failure(),  # why cwread stands behind no answer (None: it stands behind one)
+        "failure": wording.failure(trace, anyway),  # why cwread stands behind no answer (None: it stands behind one)
         "answer_mode": outcome.mode,
         "answer_kind": outcome.shown,  # model-words, quoted-words, or None when none is shown
         "model_answer": outcome.model_answer,
@@ -113,7 +114,7 @@ def answer_json(trace: Trace) -> dict:
     }
 
 
-def ask_json(trace: Trace) -> dict:
+def ask_json(trace: Trace, anyway: str = wording.ANYWAY_CLI) -> dict:
     """The `cwread ask/verify --json` trace: the answer and every step that led to it."""
     doc = trace.document
     final = trace.final
@@ -122,7 +123,7 @@ def ask_json(trace: Trace) -> dict:
         "version": TRACE_VERSION,
         "cwread": __version__,
         "document": document_json(doc),
-        **answer_json(trace),
+        **answer_json(trace, anyway),
         "follows": None if trace.follows is None else asdict(trace.follows),
         "plan": plan_json(trace.plan),
         "reason": trace.reason,

@@ -1,0 +1,75 @@
+"""How the faces say why cwread stands behind no answer. The core records the reason as
+structure (the trace's status, the outcome's check, judgement and reading); the terminal, the
+JSON, chat and MCP word it here, each naming its own way to ask for a verdict anyway."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cwread.pipeline import UNJUDGED, YES_OR_NO_UNJUDGED
+from cwread.plan import AnswerMode
+from cwread.records import Outcome, Status, Trace
+
+NOT_DETERMINED = "not determined from the text"
+NO_SENTENCE = "no sentence of the packet shares enough of the question"
+# a novel's open question on a model too small to read: where the book answers it, not a guess
+UNREAD = "no model here reads a novel's passages for an answer"
+PASSAGES_SHOWN = "the passages that fit the question best are shown: read them"
+
+# how a reader asks for a verdict anyway: a flag, a chat started with it, a tool's argument
+ANYWAY_CLI = "pass --judge-anyway"
+ANYWAY_CHAT = "start the chat with --judge-anyway"
+ANYWAY_MCP = "call again with judge_anyway true"
+
+
+def no_verdict(yes_or_no: bool, anyway: str = ANYWAY_CLI) -> str:
+    """Why options or a claim get no verdict, and the two ways to one (`anyway`: this face's)."""
+    serve = f"the best evidence is shown. Serve a model that reads (cwread doctor says how), or {anyway}"
+    if yes_or_no:  # a yes-or-no question is a claim put as a question: no sentence of the book is its answer
+        return f"{YES_OR_NO_UNJUDGED}; {serve} for the sentence that fits best"
+    return f"{UNJUDGED}; {serve}"
+
+
+def no_sentence_why(outcome: Outcome, label: Callable[[int], str] = str) -> str:
+    """Why an extractive answer was withheld: no sentence shared enough of the question, the
+    answer reader found none, or the Finder judged none of the best-fitting paragraphs to hold
+    the answer (each paragraph named by `label`: Document.label, "ch03:12" in a book of several
+    files)."""
+    judged, read = outcome.judgement, outcome.reading
+    if read is not None and not read.sure:
+        return (
+            f"the answer reader found no answer in [{label(read.paragraph)}] "
+            f"({read.score:+.2f}, under {read.threshold:+.2f})"
+        )
+    if judged is None or judged.best is None:
+        return NO_SENTENCE
+    if judged.chosen is not None:  # the paragraph was judged to hold it, yet no sentence of it fits
+        return f"no sentence of the paragraph the Finder chose ([{label(judged.chosen)}], {judged.best[1]:+.2f}) fits the question"
+    return (
+        f"the Finder found none of the {len(judged.scores)} best-fitting paragraphs to hold it "
+        f"(best {judged.best[1]:+.2f}, under {judged.threshold:+.2f})"
+    )
+
+
+def failure(trace: Trace, anyway: str = ANYWAY_CLI) -> str | None:
+    """Why cwread stands behind no answer, in one line (None: it stands behind one)."""
+    outcome = trace.outcome
+    status = trace.status
+    if status == Status.NO_VERDICT:
+        # an open question with no verdict is a yes-or-no one (cwread.question.asks_yes_or_no)
+        return f"no verdict: {no_verdict(trace.question.is_open, anyway)}"
+    if status == Status.NOT_DETERMINED:
+        if outcome.mode == AnswerMode.EXTRACTIVE:
+            why = no_sentence_why(outcome, trace.document.label)
+        else:
+            why = f"the quotes do not support the model's answer {outcome.model_answer!r}" + (
+                f" ({outcome.check.why})" if outcome.check else ""
+            )
+        return f"{NOT_DETERMINED}: {why}{'; the best evidence is shown' if outcome.quotes else ''}"
+    if status == Status.PASSAGES:
+        return (
+            f"{UNREAD}; {PASSAGES_SHOWN}" if outcome.quotes else f"{UNREAD}, and no passage read fits the question"
+        )
+    if status == Status.UNPARSEABLE:
+        return f"no parseable answer after a retry ({trace.final.problem if trace.final else 'no reply'})"
+    return None
