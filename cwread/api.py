@@ -36,7 +36,7 @@ from cwread.plan import Plan
 from cwread.plugins import load_plugins
 from cwread.progress import Progress
 from cwread.question import NO_HINTS, Hints, Question, make_question
-from cwread.records import DoctorReport, FindResult, IndexReport, Trace
+from cwread.records import FindResult
 from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.cast_build import book_cast
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
@@ -44,6 +44,7 @@ from cwread.retrieval.fusion import open_index
 from cwread.retrieval.segments import Budget, make_budget
 from cwread.session import Session
 from cwread.settings import AnswerSettings, FinderSettings, RunSettings, SessionSettings, Settings
+from cwread.trace import DoctorReport, IndexReport, Trace
 
 load_plugins()  # formats, backends and kinds other packages add (cwread.plugins)
 

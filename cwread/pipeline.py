@@ -32,22 +32,13 @@ from cwread.plan import (
 from cwread.planning import PlannedRun
 from cwread.progress import Progress
 from cwread.question import NO_HINTS, Hints, Question
-from cwread.records import (
-    AgentCall,
-    FindResult,
-    Outcome,
-    Packet,
-    SupportCheck,
-    Trace,
-    Turn,
-    Unread,
-    Verdict,
-)
+from cwread.records import AgentCall, FindResult, Outcome, Packet, SupportCheck, Verdict
 from cwread.retrieval.cast import named_in_book
 from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
 from cwread.retrieval.segments import Budget, build_segments
 from cwread.text import grounding
+from cwread.trace import Trace, Turn, Unread
 
 UNJUDGED = "the model judges options and claims at chance, so it is not asked"
 YES_OR_NO_UNJUDGED = (

@@ -23,11 +23,12 @@ from cwread.book import Document
 from cwread.plan import AUTO, AnswerMode
 from cwread.progress import Progress
 from cwread.question import NO_HINTS, Hints, Question, leans_on_previous
-from cwread.records import FindResult, Trace, Turn
+from cwread.records import FindResult
 from cwread.retrieval.embedders import Embedder, load_embedder
 from cwread.retrieval.fusion import Index, check_method, open_index
 from cwread.retrieval.segments import Budget, fit_budget, make_budget
 from cwread.settings import AnswerSettings, RunSettings, SessionSettings
+from cwread.trace import Trace, Turn
 
 Notice = Callable[[str], None]
 

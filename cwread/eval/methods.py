@@ -40,10 +40,11 @@ from cwread.eval.dataset import Record
 from cwread.packing import pack_ranked, pack_segments, packet_of
 from cwread.plan import AnswerMode, Extract, FinderUse
 from cwread.question import Question
-from cwread.records import NO_ANSWER, FindResult, Outcome, Packet, Status, Trace
+from cwread.records import NO_ANSWER, FindResult, Outcome, Packet, Status
 from cwread.session import Session
 from cwread.settings import AnswerSettings, FinderSettings, RunSettings
 from cwread.text import grounding
+from cwread.trace import Trace
 
 
 @dataclass

@@ -6,7 +6,8 @@ import re
 
 from cwread.eval import metrics
 from cwread.eval.dataset import Record
-from cwread.records import FindResult, Trace, Verdict
+from cwread.records import FindResult, Verdict
+from cwread.trace import Trace
 from cwread.views import trace_json
 
 

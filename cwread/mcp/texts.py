@@ -10,7 +10,7 @@ from pydantic import Field
 
 from cwread.book.formats import format_names
 from cwread.errors import InputError
-from cwread.records import Trace
+from cwread.trace import Trace
 from cwread.views import json_output, trace_json, wording
 
 

@@ -9,13 +9,8 @@ from rich.text import Text
 from cwread.agents.judge_finder import JudgeFinder
 from cwread.backends.select import READER_ROUTES
 from cwread.plan import AnswerMode, SupportMethod
-from cwread.records import (
-    SURE,
-    Shown,
-    Status,
-    SupportCheck,
-    Trace,
-)
+from cwread.records import SURE, Shown, Status, SupportCheck
+from cwread.trace import Trace
 from cwread.views import reading, wording
 from cwread.views.console import (
     NOTES_SAID,

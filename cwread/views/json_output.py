@@ -13,15 +13,10 @@ from cwread import __version__
 from cwread.book import Document, Paragraph
 from cwread.library.catalog import Chapter, Found, Hit
 from cwread.library_question import LibraryFound
-from cwread.records import (
-    DoctorReport,
-    FindResult,
-    Forged,
-    IndexReport,
-    Quote,
-)
+from cwread.records import FindResult, Forged, Quote
 from cwread.retrieval.cast import CastMember, Named
 from cwread.retrieval.segments import Segment
+from cwread.trace import DoctorReport, IndexReport
 from cwread.views.terminal import redact_credentials
 
 # 2: paragraphs are named by `id` (a number in a single file, "ch03:12" in a book of several

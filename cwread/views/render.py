@@ -14,12 +14,9 @@ from rich.text import Text
 
 from cwread.book import Document, Paragraph
 from cwread.library.catalog import Chapter, Found
-from cwread.records import (
-    DoctorReport,
-    FindResult,
-    IndexReport,
-)
+from cwread.records import FindResult
 from cwread.retrieval.cast import Cast, CastMember
+from cwread.trace import DoctorReport, IndexReport
 from cwread.views import reading
 from cwread.views.console import notice, panel, stderr, stdout, width, without_measurements
 from cwread.views.json_output import about_line, book_path

@@ -9,15 +9,8 @@ from dataclasses import asdict
 from cwread import __version__
 from cwread.book import Document
 from cwread.plan import Plan
-from cwread.records import (
-    AgentCall,
-    AnswerReading,
-    GroundedReply,
-    ParagraphJudgement,
-    SupportCheck,
-    Trace,
-    Verdict,
-)
+from cwread.records import AgentCall, AnswerReading, GroundedReply, ParagraphJudgement, SupportCheck, Verdict
+from cwread.trace import Trace
 from cwread.views import wording
 from cwread.views.json_output import (
     TRACE_VERSION,

@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 from cwread.pipeline import UNJUDGED, YES_OR_NO_UNJUDGED
 from cwread.plan import AnswerMode
-from cwread.records import Outcome, Status, Trace
+from cwread.records import Outcome, Status
+from cwread.trace import Trace
 
 NOT_DETERMINED = "not determined from the text"
 NO_SENTENCE = "no sentence of the packet shares enough of the question"
