@@ -3,7 +3,7 @@ stable), never retrieved or quoted, and named as front or back matter by `show`.
 
 import json
 
-from cwread.book.document import illustration_ids, lists_chapters, story_bounds
+from cwread.book.story import illustration_ids, lists_chapters, story_bounds
 from tests.conftest import run
 
 STORY = [
