@@ -30,7 +30,8 @@ from cwread.backends.select import (
 )
 from cwread.book import Document, Paragraph, load_document
 from cwread.errors import InputError, ModelError
-from cwread.library.catalog import Chapter, Found, Library, contents_of
+from cwread.library.catalog import Found, Library
+from cwread.library.contents import Chapter, contents_of
 from cwread.library_question import MOST_BOOKS, LibraryFound, find_in_library, session_opener
 from cwread.plan import Plan
 from cwread.plugins import load_plugins

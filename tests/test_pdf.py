@@ -12,7 +12,7 @@ import pypdfium2 as pdfium
 import pytest
 
 from cwread.book import load_document
-from cwread.book.formats import pdf
+from cwread.book.formats import pdf, pdf_layout
 from cwread.errors import InputError
 from tests.conftest import EXAMPLES, REPO, run
 
@@ -168,7 +168,7 @@ def test_a_pdf_that_reads_too_long_is_refused(tmp_path, cache_dir, monkeypatch):
 
 
 def line(text, left, bottom, right=300.0, height=10.0):
-    return pdf.Line(text, left, right, bottom, bottom + height, 10.0)
+    return pdf_layout.Line(text, left, right, bottom, bottom + height, 10.0)
 
 
 def test_lines_join_into_paragraphs_by_the_books_own_rules():
@@ -185,7 +185,7 @@ def test_lines_join_into_paragraphs_by_the_books_own_rules():
                 line(f"{n}", 150, 20, 156),
             ]
         )
-    paragraphs = pdf.paragraphs_of(pages)
+    paragraphs = pdf_layout.paragraphs_of(pages)
     texts = [text for _, _, text in paragraphs]
     assert texts[:2] == [
         "the moor-gate stood open and something moved; a well-marked path ran to the moor-gate.",

@@ -11,7 +11,8 @@ from dataclasses import asdict
 
 from cwread import __version__
 from cwread.book import Document, Paragraph
-from cwread.library.catalog import Chapter, Found, Hit
+from cwread.library.catalog import Found, Hit
+from cwread.library.contents import Chapter
 from cwread.library_question import LibraryFound
 from cwread.records import FindResult, Forged, Quote
 from cwread.retrieval.cast import CastMember, Named

@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.text import Text
 
 from cwread.book import Document, Paragraph
-from cwread.library.catalog import Chapter, Found
+from cwread.library.catalog import Found
+from cwread.library.contents import Chapter
 from cwread.records import FindResult
 from cwread.retrieval.cast import Cast, CastMember
 from cwread.trace import DoctorReport, IndexReport
