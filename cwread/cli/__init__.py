@@ -25,18 +25,19 @@ from cwread.cli.options import (  # noqa: E402
     FIND_CHARS,
     LIBRARY_PASSAGES,
     MAP_CANDIDATES,
-    Asking,
     Book,
     DebugFlag,
     EmbedderOpt,
+    Output,
     RetrievalOpt,
-    asking_options,
+    TraceOpt,
     budget_options,
     find_options,
     output_options,
     question_options,
+    settings_options,
 )
-from cwread.errors import (  # noqa: E402  # noqa: E402
+from cwread.errors import (  # noqa: E402
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -178,33 +179,33 @@ def _find_library(book: str, asked, settings, shape, output) -> None:
         raise typer.Exit(4)
 
 
-def _answer(book: str, asked, asking: Asking, quiet: bool = False):
-    """Shared by `ask` and `verify`: run the pipeline as `asking` says, print, return the trace."""
-    run = asking.run
+def _answer(book: str, asked, settings, output: Output, trace: str | None, quiet: bool = False):
+    """Shared by `ask` and `verify`: run the pipeline with `settings`, print as `output` says
+    (and the JSON trace to `trace`), return the trace."""
     from pathlib import Path
 
     from cwread import api
     from cwread.views import answer_view, console, trace_json, wording
     from cwread.views.output_files import check_output_path, write_output_file
 
-    if run.trace is not None:  # checked before any work, so a finished answer is never lost
-        check_output_path(run.trace, "--trace")
-        target = Path(run.trace)
+    if trace is not None:  # checked before any work, so a finished answer is never lost
+        check_output_path(trace, "--trace")
+        target = Path(trace)
         if book != "-" and target.exists() and target.resolve() == Path(book).resolve():
             raise InputError("--trace would overwrite the book itself; give another file name")
-    document = open_document(book, run.output)
+    document = open_document(book, output)
     with console.progress(quiet) as progress:
         result = api.ask(
             document,
             asked,
-            asking.settings(),
+            settings,
             progress=progress,
             notice=None if quiet else console.notice_once,
         )
     data = trace_json.ask_json(result)
-    if run.trace is not None:
-        write_output_file(run.trace, console.json_text(data) + "\n", "--trace")
-    if run.output.json_out and not quiet:
+    if trace is not None:
+        write_output_file(trace, console.json_text(data) + "\n", "--trace")
+    if output.json_out and not quiet:
         console.print_json(data)
     elif not quiet:
         answer_view.answer_view(result)
@@ -216,11 +217,14 @@ def _answer(book: str, asked, asking: Asking, quiet: bool = False):
 
 @app.command()
 @question_options
-@asking_options
+@settings_options
+@output_options
 def ask(
     book: Book,
     asked: Any = None,
-    asking: Any = None,
+    output: Any = None,
+    settings: Any = None,
+    trace: TraceOpt = None,
     library: Annotated[
         bool,
         typer.Option(
@@ -245,11 +249,11 @@ def ask(
     (a registered kind's; `verify` for claims).
     """
     if library:
-        book = _library_book(book, asked, asking)
-    return _answer(book, asked, asking).exit_code
+        book = _library_book(book, asked, settings)
+    return _answer(book, asked, settings, output, trace).exit_code
 
 
-def _library_book(library: str, asked, asking: Asking) -> str:
+def _library_book(library: str, asked, settings) -> str:
     """`ask --library`: the path of the book whose passages fit `asked` best among the library's
     candidate books (said on stderr, with the others searched); exit 4 where no book holds the
     question's words."""
@@ -259,11 +263,11 @@ def _library_book(library: str, asked, asking: Asking) -> str:
 
     roots = library_roots(library)
     with console.progress() as progress:
-        settings = api.Settings(
-            api.SessionSettings(asking.run.model.embedder),
-            api.RunSettings(asking.budget, asking.run.retrieval),
+        finding = api.Settings(
+            api.SessionSettings(settings.session.embedder),
+            api.RunSettings(settings.run.budget, settings.run.retrieval),
         )
-        found = api.find_library(roots, asked, settings, progress=progress, notice=console.notice)
+        found = api.find_library(roots, asked, finding, progress=progress, notice=console.notice)
     if not found.passages:
         raise AnswerError(f"no book of {library} holds the question's words (say it otherwise)")
     best = found.candidates[found.passages[0].book]
@@ -276,14 +280,17 @@ def _library_book(library: str, asked, asking: Asking) -> str:
 
 
 @app.command()
-@asking_options
+@settings_options
+@output_options
 def verify(
     book: Book,
     claim: Annotated[str, typer.Argument(help="The claim to check against the text.", show_default=False)],
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print nothing; only the exit code tells.", metavar="")
     ] = False,
-    asking: Any = None,
+    output: Any = None,
+    settings: Any = None,
+    trace: TraceOpt = None,
     debug: DebugFlag = False,
 ) -> int:
     """Judge a claim TRUE or FALSE from the text: exit 0 TRUE, 1 FALSE, 4 undetermined.
@@ -292,15 +299,18 @@ def verify(
     """
     from cwread import api
 
-    result = _answer(book, api.make_question(claim, claim=True), asking, quiet)
+    result = _answer(book, api.make_question(claim, claim=True), settings, output, trace, quiet)
     return result.exit_code
 
 
 @app.command()
-@asking_options
+@settings_options
+@output_options
 def chat(
     book: Book,
-    asking: Any = None,
+    output: Any = None,
+    settings: Any = None,
+    trace: TraceOpt = None,
     debug: DebugFlag = False,
 ) -> int:
     """Ask question after question about one book, which stays open (Ctrl-D ends).
@@ -315,15 +325,13 @@ def chat(
 
     if book == "-":
         raise InputError("chat reads its questions from standard input: give the book's path")
-    run = asking.run
-    document = open_document(book, run.output)
-    settings = asking.settings()
+    document = open_document(book, output)
     session = api.open(document, settings)
     session.selection(
-        None if run.output.json_out else _notice()
+        None if output.json_out else _notice()
     )  # a missing server is told before any question
-    interactive = sys.stdin.isatty() and not run.output.json_out
-    return Chat(session, run, settings.run).main(interactive)
+    interactive = sys.stdin.isatty() and not output.json_out
+    return Chat(session, output, trace, settings.run).main(interactive)
 
 
 def _notice():

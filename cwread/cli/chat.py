@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from cwread import api
 from cwread.backends import INTERRUPTED
 from cwread.cache import cache_root
-from cwread.cli.options import AnswerRun
+from cwread.cli.options import Output
 from cwread.errors import CwreadError, InputError, error_exit
 from cwread.session import Conversation, Session
 from cwread.settings import RunSettings
@@ -37,10 +37,12 @@ HISTORY_LINES = 1000
 
 @dataclass
 class Chat:
-    """One chat over `session`, reporting as `run` says and answering as `asking` does."""
+    """One chat over `session`, printing as `output` says (each JSON trace appended to `trace`)
+    and answering as `asking` does."""
 
     session: Session
-    run: AnswerRun
+    output: Output
+    trace: str | None
     asking: RunSettings
     traces: list[dict] = field(default_factory=list)
 
@@ -49,14 +51,14 @@ class Chat:
 
     @property
     def json_lines(self) -> bool:
-        return self.run.output.json_out
+        return self.output.json_out
 
     def main(self, interactive: bool) -> int:
         """Read questions until the end of input: 0, or, reading a script, the exit code of its
         last line's failure (the one exit table, cwread.errors; at a prompt an error is said
         there, and leaving is no error). An answer's own exit (`ask`'s) is in its trace."""
-        if self.run.trace is not None:  # checked before any work: every trace is appended there
-            check_output_path(self.run.trace, "--trace")
+        if self.trace is not None:  # checked before any work: every trace is appended there
+            check_output_path(self.trace, "--trace")
         last = 0
         if interactive:
             history = _start_history()
@@ -96,8 +98,8 @@ class Chat:
         data = trace_json.ask_json(trace, wording.ANYWAY_CHAT)
         code = trace.exit_code
         self.traces.append(data)
-        if self.run.trace is not None:  # appended as each answer comes: nothing is lost to Ctrl-D
-            append_output_file(self.run.trace, json.dumps(data, ensure_ascii=False) + "\n", "--trace")
+        if self.trace is not None:  # appended as each answer comes: nothing is lost to Ctrl-D
+            append_output_file(self.trace, json.dumps(data, ensure_ascii=False) + "\n", "--trace")
         if self.json_lines:
             self._line({**data, "exit": code})
         else:

@@ -15,11 +15,9 @@ from cwread.cli.options import (
     EmbedderOpt,
     JsonFlag,
     backend_options,
-    budget_options,
-    eval_finder_options,
+    eval_settings_options,
     evaluation_options,
     model_options,
-    model_run_options,
     output_options,
 )
 from cwread.errors import InputError, ModelError
@@ -170,10 +168,7 @@ def modelfiles(
 
 
 @app.command("eval")
-@backend_options
-@budget_options
-@eval_finder_options
-@model_run_options
+@eval_settings_options
 @evaluation_options
 def eval_command(
     data: Annotated[
@@ -185,10 +180,7 @@ def eval_command(
         ),
     ],
     evaluation: Any = None,
-    budget: Any = None,
-    finding: Any = None,
     settings: Any = None,
-    run: Any = None,
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
@@ -201,14 +193,7 @@ def eval_command(
     from cwread.eval.run import EvalOptions, evaluate
     from cwread.views import console, json_output
 
-    options = EvalOptions(
-        data=data,
-        budget=budget,
-        finding=finding,
-        session=run.session(settings),
-        answering=run.answering,
-        **evaluation,
-    )
+    options = EvalOptions(data=data, settings=settings, **evaluation)
     with console.progress() as progress:
         result = evaluate(options, progress, console.notice)
     if json_out:

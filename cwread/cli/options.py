@@ -12,13 +12,13 @@ import inspect
 import math
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
 
 from cwread.backends import DEFAULT_NUM_CTX
-from cwread.backends.provider import BackendSettings, backend_option_keys, backend_sections
+from cwread.backends.provider import backend_option_keys, backend_sections
 from cwread.backends.select import PROVIDERS
 from cwread.book.formats import format_names
 from cwread.errors import InputError
@@ -28,7 +28,6 @@ from cwread.plan import ANSWER_CHOICES, FINDER_CHOICES, FINDER_REPLIES
 from cwread.question import FORMS, make_question
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
 from cwread.retrieval.fusion import METHODS as RETRIEVALS
-from cwread.retrieval.segments import Budget
 from cwread.settings import (
     ASKED_READ_TOKENS,
     AnswerSettings,
@@ -350,8 +349,6 @@ BACKEND_OPTIONS = _in_panel(BACKEND_OPTIONS, "Backends and models")
 SERVER_OPTIONS = _in_panel(SERVER_OPTIONS, "Backends and models")
 SERVING_OPTIONS = _in_panel(SERVING_OPTIONS, "Backends and models")
 budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
-# eval reads without a token cap unless asked; ask and verify as every question asked (settings.ASKED_READ_TOKENS)
-eval_finder_options = _option_group("finding", FINDER_OPTIONS, _finding)
 backend_options = _option_group(
     "settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS, **SERVING_OPTIONS}, _settings
 )
@@ -375,23 +372,12 @@ OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
 output_options = _option_group("output", OUTPUT_OPTIONS, Output)
 
 
-@dataclass(frozen=True)
-class ModelRun:
-    """What every command that runs models shares: the dense model, the call cache, and how
-    answers are given and checked (the open answer mode and the support thresholds)."""
-
-    embedder: str
-    use_cache: bool
-    answering: AnswerSettings
-
-    def session(self, backends: BackendSettings) -> SessionSettings:
-        """What a session is opened with: these and the backend option group's `backends`."""
-        return SessionSettings(self.embedder, backends, self.use_cache)
-
-
-MODEL_RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
+SESSION_OPTIONS: dict[str, tuple[Any, Any]] = {
     "embedder": (EmbedderOpt, DEFAULT_EMBEDDER),
     "no_cache": (NoCacheFlag, False),
+}
+# how answers are given and checked: AnswerSettings' fields (ask's self-check and judge_anyway beside)
+ANSWERING_OPTIONS: dict[str, tuple[Any, Any]] = {
     "answer": (AnswerModeOpt, "auto"),
     "support_threshold": _option(
         float | None,
@@ -448,56 +434,17 @@ question_options = _option_group(
 )
 
 
-def _model_run(
-    embedder: str,
-    no_cache: bool,
-    answer: str,
-    support_threshold: float | None = None,
-    confidence_threshold: float | None = None,
-    answer_threshold: float | None = None,
-    reader: str = "auto",
-    reader_threshold: float | None = None,
-) -> ModelRun:
+def _answering(answer: str, self_check: str = "auto", judge_anyway: bool = False, **thresholds) -> AnswerSettings:
     # the answer mode and thresholds are checked here, before any work (AnswerSettings)
-    answering = AnswerSettings(
-        answer,
-        support_threshold=support_threshold,
-        confidence_threshold=confidence_threshold,
-        answer_threshold=answer_threshold,
-        reader=reader,
-        reader_threshold=reader_threshold,
-    )
-    return ModelRun(embedder, not no_cache, answering)
+    return AnswerSettings(answer, self_check=self_check_choice(self_check), judge_anyway=judge_anyway, **thresholds)
 
 
-MODEL_RUN_OPTIONS = {
-    **{k: v for k, v in MODEL_RUN_OPTIONS.items() if k == "answer"},
-    **_in_panel({k: v for k, v in MODEL_RUN_OPTIONS.items() if k != "answer"}, "How answers are checked"),
+ANSWERING_OPTIONS = {
+    **{k: v for k, v in ANSWERING_OPTIONS.items() if k == "answer"},
+    **_in_panel({k: v for k, v in ANSWERING_OPTIONS.items() if k != "answer"}, "How answers are checked"),
 }
-model_run_options = _option_group("run", MODEL_RUN_OPTIONS, _model_run)
-
-
-@dataclass(frozen=True)
-class AnswerRun:
-    """How `ask` and `verify` run and report: retrieval, models, how to answer, output."""
-
-    retrieval: str
-    model: ModelRun
-    answering: AnswerSettings
-    trace: str | None
-    output: Output
-
-    def asking(self, budget: Budget | None, finding: FinderSettings) -> RunSettings:
-        """What each question's run is asked for, with the budget and Finder option groups."""
-        return RunSettings(budget, self.retrieval, finding, self.answering)
-
-
-ANSWER_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "retrieval": (RetrievalOpt, "fused"),
-    **MODEL_RUN_OPTIONS,
+ASKED_OPTIONS: dict[str, tuple[Any, Any]] = {  # what ask, verify and chat add to how an answer is given
     "self_check": (SelfCheckOpt, "auto"),
-    "trace": (TraceOpt, None),
-    **OUTPUT_OPTIONS,
     "judge_anyway": _option(
         bool,
         "Options and claims: ask a model that judges at chance (the embedded default) for its verdict "
@@ -533,47 +480,43 @@ evaluation_options = _option_group(
 )
 
 
-def _answer_run(retrieval, self_check, trace, judge_anyway, json_out, encoding, width, **model) -> AnswerRun:
-    run = _model_run(**model)
-    answering = replace(run.answering, self_check=self_check_choice(self_check), judge_anyway=judge_anyway)
-    return AnswerRun(retrieval, run, answering, trace, Output(json_out, encoding, width))
-
-
-@dataclass(frozen=True)
-class Asking:
-    """What `ask`, `verify` and `chat` are given, one option group: how they run and report
-    (`run`), the backends, the budget and how the Finder reads."""
-
-    run: AnswerRun
-    backends: BackendSettings
-    budget: Budget | None
-    finding: FinderSettings
-
-    def settings(self) -> Settings:
-        """The settings tree a session is opened and each question run with."""
-        return Settings(self.run.model.session(self.backends), self.run.asking(self.budget, self.finding))
-
-
 _ASK_FINDER_OPTIONS = {**FINDER_OPTIONS, "read_tokens": (FINDER_OPTIONS["read_tokens"][0], ASKED_READ_TOKENS)}
 _BACKEND_ALL = {**BACKEND_OPTIONS, **SERVER_OPTIONS, **SERVING_OPTIONS}
 
 
-def _asking(**values) -> Asking:
-    def group(options: dict) -> dict:
-        return {key: values[key] for key in options}
+def _settings_group(finder_options: dict, answering_options: dict, retrieval: bool):
+    """The option group that builds the whole settings tree (cwread.settings.Settings), each of
+    its records from its own options: the budget, how the Finder reads, the backends, the dense
+    model and call cache, how answers are given."""
 
-    return Asking(
-        _answer_run(**group(ANSWER_OPTIONS)),
-        _settings(**group(_BACKEND_ALL)),
-        _budget(**group(BUDGET_OPTIONS)),
-        _finding(**group(_ASK_FINDER_OPTIONS)),
-    )
+    def build(**values) -> Settings:
+        def group(options: dict) -> dict:
+            return {key: values[key] for key in options}
+
+        session = SessionSettings(values["embedder"], _settings(**group(_BACKEND_ALL)), not values["no_cache"])
+        run = RunSettings(
+            _budget(**group(BUDGET_OPTIONS)),
+            values.get("retrieval", "fused"),
+            _finding(**group(finder_options)),
+            _answering(**group(answering_options)),
+        )
+        return Settings(session, run)
+
+    options = {
+        **BUDGET_OPTIONS,
+        **finder_options,
+        **_BACKEND_ALL,
+        **({"retrieval": (RetrievalOpt, "fused")} if retrieval else {}),
+        **SESSION_OPTIONS,
+        **answering_options,
+    }
+    return _option_group("settings", options, build)
 
 
-# the budget, Finder, backend and answer options, in the order --help lists them
-asking_options = _option_group(
-    "asking", {**BUDGET_OPTIONS, **_ASK_FINDER_OPTIONS, **_BACKEND_ALL, **ANSWER_OPTIONS}, _asking
-)
+# ask, verify and chat: the settings tree, in the order --help lists them
+settings_options = _settings_group(_ASK_FINDER_OPTIONS, {**ANSWERING_OPTIONS, **ASKED_OPTIONS}, retrieval=True)
+# eval: the same, reading with no token cap unless asked (settings.EVAL_READ_TOKENS); each method its own self-check
+eval_settings_options = _settings_group(FINDER_OPTIONS, ANSWERING_OPTIONS, retrieval=False)
 
 
 FIND_CHARS = 15_000  # find's plain text by default: the anchor segments that fit best, not all

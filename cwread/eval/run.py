@@ -21,7 +21,7 @@ from cwread.eval.summary import summarize
 from cwread.plan import AUTO, AnswerMode, FinderUse
 from cwread.progress import Progress
 from cwread.question import QuestionKind
-from cwread.settings import EVAL_READ_TOKENS, AnswerSettings, FinderSettings, SessionSettings
+from cwread.settings import EVAL_READ_TOKENS, AnswerSettings, FinderSettings, RunSettings, Settings
 from cwread.views.output_files import check_output_path, write_output_file
 
 
@@ -108,6 +108,9 @@ def read_rows(out: Path) -> list[dict]:
     return rows_read
 
 
+EVAL_SETTINGS = Settings(run=RunSettings(finding=FinderSettings(read_tokens=EVAL_READ_TOKENS)))
+
+
 @dataclass(frozen=True)
 class EvalOptions:
     """What `cwread eval` was asked to do (see its help)."""
@@ -120,12 +123,11 @@ class EvalOptions:
     resume: bool = False
     report: str | None = None
     permute_options: bool = False
-    budget: api.Budget | None = None
-    finding: FinderSettings | None = None  # None: the Finder's defaults, but no token cap (EVAL_READ_TOKENS)
-    session: SessionSettings = field(default_factory=SessionSettings)  # the dense model, the backends, the call cache
-    # open questions' answer mode (auto: by model size) and the support thresholds (None: the
-    # words decide, cwread.answer.support); each method adds its own self-check and judges every label
-    answering: AnswerSettings = field(default_factory=AnswerSettings)
+    # the settings tree: the session's (the dense model, the backends, the call cache) and the
+    # run's (the budget, how the Finder reads: by default with no token cap, EVAL_READ_TOKENS;
+    # open questions' answer mode and the support thresholds; each method adds its own
+    # self-check and judges every label)
+    settings: Settings = field(default_factory=lambda: EVAL_SETTINGS)
 
 
 def _support_settings(answering: AnswerSettings) -> str:
@@ -160,16 +162,17 @@ def evaluate(
     records = load_records(options.data)
     limit = options.limit
     records = spread_sample(records, limit) if options.spread and limit else records[:limit]
-    budget = options.budget or api.make_budget()
+    session, run = options.settings.session, options.settings.run
+    budget = run.budget or api.make_budget()
     selection = None
     if any(METHODS[m].needs_model for m in methods):
-        selection = select(options.session.backends, options.session.use_cache, notice)
-    finding = options.finding or FinderSettings(read_tokens=EVAL_READ_TOKENS)
+        selection = select(session.backends, session.use_cache, notice)
+    finding = run.finding
     # open answers are given as `ask` gives them: each plan resolves "auto" for its question and
     # book (a novel's passages on a model too small to read; cwread.pipeline.plan_run)
-    answering = options.answering if selection else replace(options.answering, answer_mode=AnswerMode.GENERATIVE)
+    answering = run.answering if selection else replace(run.answering, answer_mode=AnswerMode.GENERATIVE)
     mode = planning.open_answer_mode(answering, selection.interpreter) if selection else AnswerMode.GENERATIVE
-    ctx = EvalContext(selection, budget, options.session.embedder, options.permute_options, answering, finding)
+    ctx = EvalContext(selection, budget, session.embedder, options.permute_options, answering, finding)
     out_path = Path(options.out) if options.out else None
     done: list[dict] = []
     try:
@@ -190,10 +193,10 @@ def evaluate(
         f"{'' if finding.read_tokens is None else f', read tokens {finding.read_tokens}'}"
         f"{'' if finding.reply == AUTO else f', Finder reply {finding.reply}'}"
         f"{'' if finding.use == FinderUse.AUTO else f', Finder {finding.use}'}), "
-        f"embedder {options.session.embedder}"
+        f"embedder {session.embedder}"
         f"{', permuted options' if options.permute_options else ''}, {mode} open answers"
         f"{' (passages on a novel)' if mode == AnswerMode.EXTRACTIVE and answering.answer_mode == AUTO else ''}"
-        f"{_support_settings(options.answering)}, {len(records)} records",
+        f"{_support_settings(run.answering)}, {len(records)} records",
     }
     if options.report:
         write_output_file(options.report, report_markdown(summary, meta), "--report")
