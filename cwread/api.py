@@ -32,7 +32,14 @@ from cwread.book import Document, Paragraph, load_document
 from cwread.errors import InputError, ModelError
 from cwread.library.catalog import Found, Library
 from cwread.library.contents import Chapter, contents_of
-from cwread.library_question import MOST_BOOKS, LibraryFound, find_in_library, session_opener
+from cwread.library_question import (
+    MOST_BOOKS,
+    LibraryAnswer,
+    LibraryFound,
+    ask_in_library,
+    find_in_library,
+    session_opener,
+)
 from cwread.plan import Plan
 from cwread.plugins import load_plugins
 from cwread.progress import Progress
@@ -66,6 +73,7 @@ __all__ = [
     "Settings",
     "Trace",
     "ask",
+    "ask_library",
     "cast",
     "doctor",
     "find",
@@ -220,6 +228,22 @@ def find_library(
         hints=hints,
         most_books=most_books,
     )
+
+
+def ask_library(
+    roots: tuple[Path, ...],
+    question: Question,
+    settings: Settings | None = None,
+    *,
+    progress: Progress | None = None,
+    notice: Callable[[str], None] | None = None,
+) -> LibraryAnswer:
+    """`question` answered from the book under `roots` whose passages fit it best, of those the
+    library's index matches best (see `find_library`): the passages found, the book and its
+    trace (None where no book holds the question's words)."""
+    settings = settings or Settings()
+    library = Library(roots, notice)
+    return ask_in_library(library, question, session_opener(library, settings.session), settings.run, progress, notice)
 
 
 def ask(

@@ -25,7 +25,8 @@ from cwread.question import NO_HINTS, Hints, Question
 from cwread.records import FindResult
 from cwread.retrieval.segments import Budget, Segment
 from cwread.session import Session
-from cwread.settings import SessionSettings
+from cwread.settings import RunSettings, SessionSettings
+from cwread.trace import Trace
 
 MOST_BOOKS = 3  # candidate books opened and searched for one question
 LIBRARY_HITS = 300  # paragraphs the library's index ranks for a question, to choose books from
@@ -139,6 +140,48 @@ def find_in_library(
         skipped=hits.skipped,
         timings=timings,
     )
+
+
+@dataclass(frozen=True)
+class LibraryAnswer:
+    """A question answered over a library: its passages found (`found`) and the answer from the
+    book whose passages fit best (`book`; None with `trace`, where no book holds the question's
+    words)."""
+
+    found: LibraryFound
+    book: Candidate | None = None
+    trace: Trace | None = None
+
+
+def ask_in_library(
+    library: Library,
+    question: Question,
+    opener: Callable[[str], Session],
+    run: RunSettings,
+    progress: Progress | None = None,
+    notice: Callable[[str], None] | None = None,
+) -> LibraryAnswer:
+    """`question` answered from the library's book whose passages fit it best (see
+    `find_in_library`), on the session that found them: the book is searched once. Which book
+    answers, and which others were searched, is said to `notice`."""
+    sessions: dict[str, Session] = {}
+
+    def held(name: str) -> Session:
+        if name not in sessions:
+            sessions[name] = opener(name)
+        return sessions[name]
+
+    found = find_in_library(library, question, held, run.budget, run.retrieval, progress)
+    if not found.passages:
+        return LibraryAnswer(found)
+    best = found.candidates[found.passages[0].book]
+    if notice is not None:
+        others = [c.name for c in found.candidates if c is not best]
+        notice(
+            f"answering from {best.name}, whose passages fit best"
+            + (f" (also searched: {', '.join(others)})" if others else "")
+        )
+    return LibraryAnswer(found, best, sessions[best.name].ask(question, run, progress=progress, notice=notice))
 
 
 def _ranked(candidates: list[Candidate]) -> list[LibraryPassage]:

@@ -17,7 +17,8 @@ from pathlib import Path
 from tests.conftest import REPO
 
 LAYERS = [
-    ["cwread.cli", "cwread.mcp"],
+    ["cwread.cli"],
+    ["cwread.chat", "cwread.mcp"],
     ["cwread.eval"],
     ["cwread.views"],
     ["cwread.api"],

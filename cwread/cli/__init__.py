@@ -182,17 +182,10 @@ def _find_library(book: str, asked, settings, shape, output) -> None:
 def _answer(book: str, asked, settings, output: Output, trace: str | None, quiet: bool = False):
     """Shared by `ask` and `verify`: run the pipeline with `settings`, print as `output` says
     (and the JSON trace to `trace`), return the trace."""
-    from pathlib import Path
-
     from cwread import api
-    from cwread.views import answer_view, console, trace_json, wording
-    from cwread.views.output_files import check_output_path, write_output_file
+    from cwread.views import console
 
-    if trace is not None:  # checked before any work, so a finished answer is never lost
-        check_output_path(trace, "--trace")
-        target = Path(trace)
-        if book != "-" and target.exists() and target.resolve() == Path(book).resolve():
-            raise InputError("--trace would overwrite the book itself; give another file name")
+    _check_trace(trace, book)
     document = open_document(book, output)
     with console.progress(quiet) as progress:
         result = api.ask(
@@ -202,6 +195,26 @@ def _answer(book: str, asked, settings, output: Output, trace: str | None, quiet
             progress=progress,
             notice=None if quiet else console.notice_once,
         )
+    return _report(result, output, trace, quiet)
+
+
+def _check_trace(trace: str | None, book: str) -> None:
+    """Before any work, so that a finished answer is never lost: `--trace` can be written, and
+    is not the book itself."""
+    from cwread.views.output_files import check_output_path
+
+    if trace is not None:
+        check_output_path(trace, "--trace")
+        if book != "-" and Path(trace).exists() and Path(trace).resolve() == Path(book).resolve():
+            raise InputError("--trace would overwrite the book itself; give another file name")
+
+
+def _report(result, output: Output, trace: str | None, quiet: bool = False):
+    """An answer's trace printed (the JSON or the view, the JSON to `trace` too) and, where no
+    answer stands, why on stderr; the trace returned."""
+    from cwread.views import answer_view, console, trace_json, wording
+    from cwread.views.output_files import write_output_file
+
     data = trace_json.ask_json(result)
     if trace is not None:
         write_output_file(trace, console.json_text(data) + "\n", "--trace")
@@ -249,34 +262,26 @@ def ask(
     (a registered kind's; `verify` for claims).
     """
     if library:
-        book = _library_book(book, asked, settings)
+        return _answer_library(book, asked, settings, output, trace).exit_code
     return _answer(book, asked, settings, output, trace).exit_code
 
 
-def _library_book(library: str, asked, settings) -> str:
-    """`ask --library`: the path of the book whose passages fit `asked` best among the library's
-    candidate books (said on stderr, with the others searched); exit 4 where no book holds the
+def _answer_library(library: str, asked, settings, output: Output, trace: str | None):
+    """`ask --library`: the answer from the book whose passages fit `asked` best among the
+    library's candidate books (cwread.library_question); exit 4 where no book holds the
     question's words."""
     from cwread import api
     from cwread.library_question import library_roots
     from cwread.views import console
 
+    _check_trace(trace, library)
     roots = library_roots(library)
+    console.set_width(output.width)
     with console.progress() as progress:
-        finding = api.Settings(
-            api.SessionSettings(settings.session.embedder),
-            api.RunSettings(settings.run.budget, settings.run.retrieval),
-        )
-        found = api.find_library(roots, asked, finding, progress=progress, notice=console.notice)
-    if not found.passages:
+        answered = api.ask_library(roots, asked, settings, progress=progress, notice=console.notice)
+    if answered.trace is None:
         raise AnswerError(f"no book of {library} holds the question's words (say it otherwise)")
-    best = found.candidates[found.passages[0].book]
-    others = [c.name for c in found.candidates if c is not best]
-    console.notice(
-        f"answering from {best.name}, whose passages fit best"
-        + (f" (also searched: {', '.join(others)})" if others else "")
-    )
-    return str(Path(library) / best.name)
+    return _report(answered.trace, output, trace)
 
 
 @app.command()
@@ -321,7 +326,7 @@ def chat(
     Exit status: that of the last answer.
     """
     from cwread import api
-    from cwread.cli.chat import Chat
+    from cwread.chat import Chat
 
     if book == "-":
         raise InputError("chat reads its questions from standard input: give the book's path")
@@ -331,7 +336,7 @@ def chat(
         None if output.json_out else _notice()
     )  # a missing server is told before any question
     interactive = sys.stdin.isatty() and not output.json_out
-    return Chat(session, output, trace, settings.run).main(interactive)
+    return Chat(session, output.json_out, trace, settings.run).main(interactive)
 
 
 def _notice():

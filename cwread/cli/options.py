@@ -551,106 +551,56 @@ def _find_shape(**values) -> FindShape:
 
 
 FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "limit": (
-        Annotated[
-            int | None,
-            typer.Option(
-                help="Segments to print, 0 for all.  [default: the anchor segments]", show_default=False
-            ),
-        ],
+    "limit": _option(int | None, "Segments to print, 0 for all.  [default: the anchor segments]", show_default=False),
+    "max_chars": _option(
+        int | None,
+        "Print whole passages, best first, up to this many characters, then one line naming those left "
+        f"out; 0: no bound.  [default: {FIND_CHARS:,} as plain text, none in boxes]",
         None,
+        "--max-chars",
+        min=0,
+        show_default=False,
     ),
-    "max_chars": (
-        Annotated[
-            int | None,
-            typer.Option(
-                "--max-chars",
-                min=0,
-                help=f"Print whole passages, best first, up to this many characters, then one line naming "
-                f"those left out; 0: no bound.  [default: {FIND_CHARS:,} as plain text, none in boxes]",
-                show_default=False,
-            ),
-        ],
-        None,
-    ),
-    "also": (
-        Annotated[
-            str,
-            typer.Option(
-                "--also",
-                help="Words to look for beside the question's (the book's own for what it says otherwise: \"motor garage\"); "
-                "the dense ranking keeps the question's.",
-                show_default=False,
-            ),
-        ],
+    "also": _option(
+        str,
+        "Words to look for beside the question's (the book's own for what it says otherwise: \"motor "
+        "garage\"); the dense ranking keeps the question's.",
         "",
+        "--also",
+        show_default=False,
     ),
-    "expand": (
-        Annotated[
-            str | None,
-            typer.Option(
-                "--expand",
-                help="Widen each passage printed: replies (the speech that follows a passage ending in dialogue), "
-                "scene (to the scene's heading or break), or N paragraphs each side.",
-                show_default=False,
-            ),
-        ],
+    "expand": _option(
+        str | None,
+        "Widen each passage printed: replies (the speech that follows a passage ending in dialogue), "
+        "scene (to the scene's heading or break), or N paragraphs each side.",
         None,
+        "--expand",
+        show_default=False,
     ),
-    "near": (
-        Annotated[
-            str | None,
-            typer.Option(
-                "--near",
-                help="A paragraph you found already (as show takes it): the passages within 100 paragraphs of it first.",
-                show_default=False,
-            ),
-        ],
+    "near": _option(
+        str | None,
+        "A paragraph you found already (as show takes it): the passages within 100 paragraphs of it first.",
         None,
+        "--near",
+        show_default=False,
     ),
-    "library": (
-        Annotated[
-            bool,
-            typer.Option(
-                "--library",
-                help="BOOK is a library (a folder of books, or a Calibre library): search the books its index "
-                "matches best, at most --books-opened, each as one book, their passages ranked together.",
-                metavar="",
-            ),
-        ],
+    "library": _option(
+        bool,
+        "BOOK is a library (a folder of books, or a Calibre library): search the books its index "
+        "matches best, at most --books-opened, each as one book, their passages ranked together.",
         False,
+        "--library",
     ),
-    "books_opened": (
-        Annotated[
-            int,
-            typer.Option(
-                "--books-opened", min=1, help="With --library: the candidate books searched at most."
-            ),
-        ],
-        MOST_BOOKS,
-    ),
-    "compact": (
-        Annotated[
-            bool,
-            typer.Option(
-                "--map",
-                help=f"One line a candidate paragraph: its rank, id, chapter and the sentence that shares most of "
-                f"the question's words, those marked *so* ({MAP_CANDIDATES} lines, or --limit): pick, then show.",
-                metavar="",
-            ),
-        ],
+    "books_opened": _option(int, "With --library: the candidate books searched at most.", MOST_BOOKS, "--books-opened", min=1),
+    "compact": _option(
+        bool,
+        "One line a candidate paragraph: its rank, id, chapter and the sentence that shares most of the "
+        f"question's words, those marked *so* ({MAP_CANDIDATES} lines, or --limit): pick, then show.",
         False,
+        "--map",
     ),
-    "plain": (
-        Annotated[
-            bool,
-            typer.Option(
-                "--plain",
-                help="Plain text (no boxes, wrapped at --width), as into a pipe or file, on a terminal too.",
-                metavar="",
-            ),
-        ],
-        False,
+    "plain": _option(
+        bool, "Plain text (no boxes, wrapped at --width), as into a pipe or file, on a terminal too.", False, "--plain"
     ),
 }
 find_options = _option_group("shape", FIND_OPTIONS, _find_shape)

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from cwread import api
 from cwread.backends import INTERRUPTED
 from cwread.cache import cache_root
-from cwread.cli.options import Output
 from cwread.errors import CwreadError, InputError, error_exit
 from cwread.session import Conversation, Session
 from cwread.settings import RunSettings
@@ -37,21 +36,17 @@ HISTORY_LINES = 1000
 
 @dataclass
 class Chat:
-    """One chat over `session`, printing as `output` says (each JSON trace appended to `trace`)
-    and answering as `asking` does."""
+    """One chat over `session`, printing JSON Lines or the view (each JSON trace appended to
+    `trace`) and answering as `asking` does."""
 
     session: Session
-    output: Output
+    json_lines: bool
     trace: str | None
     asking: RunSettings
     traces: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.conversation = Conversation(self.session)
-
-    @property
-    def json_lines(self) -> bool:
-        return self.output.json_out
 
     def main(self, interactive: bool) -> int:
         """Read questions until the end of input: 0, or, reading a script, the exit code of its
