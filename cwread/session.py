@@ -2,32 +2,29 @@
 
 It holds what a question needs and a second question would otherwise build again: the
 document, its indexes (one per embedder), the embedder, the backends (selected once, behind
-the call cache), the sentence ranker (the book's word rarities) and the Finder's reading
-budget. `cwread.api.ask` and `find` are one-call conveniences over a session; a
-conversation or a tool server keeps one.
+the call cache) and the sentence ranker (the book's word rarities). Each question is carried
+through the method by its own run (cwread.question_run.QuestionRun), which borrows them.
+`cwread.api.ask` and `find` are one-call conveniences over a session; a conversation or a
+tool server keeps one.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import replace
 
-from cwread import pipeline, planning
 from cwread.agents.finder import Finder
-from cwread.agents.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.answer import extractive
 from cwread.backends.select import Selection, select, with_call_cache
 from cwread.book import Document
-from cwread.plan import AUTO, AnswerMode
 from cwread.progress import Progress
 from cwread.question import NO_HINTS, Hints, Question, leans_on_previous
+from cwread.question_run import QuestionRun, Stages
 from cwread.records import FindResult
 from cwread.retrieval.embedders import Embedder, load_embedder
-from cwread.retrieval.fusion import Index, check_method, open_index
+from cwread.retrieval.fusion import Index, open_index
 from cwread.retrieval.segments import Budget, fit_budget, make_budget
-from cwread.settings import AnswerSettings, RunSettings, SessionSettings
+from cwread.settings import RunSettings, SessionSettings
 from cwread.trace import Trace, Turn
 
 Notice = Callable[[str], None]
@@ -101,7 +98,12 @@ class Session:
         """`budget` (default: auto) fitted to this book and an Interpreter of `context_tokens`."""
         return fit_budget(budget or make_budget(), self.document.lengths, context_tokens)
 
-    # ---- questions ------------------------------------------------------------------------
+    def has_index(self, embedder: str) -> bool:
+        """Whether the book's indexes with `embedder`'s vectors are open already."""
+        with self._lock:
+            return embedder in self._indexes
+
+    # ---- questions: each one run's own (cwread.question_run) ------------------------------
 
     def find(
         self,
@@ -113,53 +115,14 @@ class Session:
         context_tokens: int | None = None,
         hints: Hints = NO_HINTS,
     ) -> FindResult:
-        """Retrieve and segment: every paragraph lands in one ranked segment. `retrieval` ranks
-        paragraphs by "fused" (BM25 with context, by section and the dense embedder, by
-        reciprocal rank), "bm25" or "dense"; a follow-up is retrieved with the question of the
-        turn it `follows` joined to it. The budget is fitted to the book (and to an Interpreter
-        of `context_tokens`, where known): `budget_for`. `hints`: what the reader adds (words
-        for the lexical side, a paragraph whose neighbourhood ranks first: pipeline.find)."""
-        check_method(retrieval)
-        budget = self.budget_for(budget, context_tokens)
-        embedder = self.embedder_for(retrieval)
-        t0 = time.perf_counter()
-        with self._lock:
-            opened = embedder in self._indexes
-        index = self.index(embedder, progress)
-        seconds = time.perf_counter() - t0
-        found = pipeline.find(index, question, budget, retrieval, embedder, follows, hints)
-        return replace(
-            found,
-            timings={"index": round(seconds, 4), **found.timings},
-            built=() if opened else tuple(index.built),
-        )
+        """Retrieve and segment (QuestionRun.find) with `budget` and `retrieval`."""
+        asked = QuestionRun(self, question, RunSettings(budget, retrieval), follows=follows)
+        return asked.find(progress, hints, context_tokens)
 
-    def plan(
-        self,
-        question: Question,
-        run: RunSettings | None = None,
-        finder: Finder | None = None,
-        notice: Notice | None = None,
-        packet_given: bool = False,
-    ) -> planning.PlannedRun:
-        """What a run of `question` with `run` will do on this book, and with what (see
-        planning.PlannedRun): the backends selected (first: a bad setting or a missing server
-        is told before any work), the budget fitted to the book and the Interpreter, the
-        Finder that reads (`finder` replaces the one the settings choose), the book's sentence
-        ranker; `packet_given`: the caller packs (eval's ablations)."""
-        run = run or RunSettings()
-        selection = self.selection(notice)
-        budget = self.budget_for(run.budget, selection.interpreter.capabilities.context)
-        return planning.plan_run(
-            question,
-            selection,
-            run,
-            packet_given=packet_given,
-            finder=finder,
-            budget=budget,
-            paragraphs=len(self.document.paragraphs),
-            rank=self.ranker(self.embedder_for(run.retrieval)),
-        )
+    def plan(self, question: Question, run: RunSettings | None = None, notice: Notice | None = None):
+        """What a run of `question` with `run` will do on this book, and with what
+        (QuestionRun.plan)."""
+        return QuestionRun(self, question, run, notice=notice).plan()
 
     def ask(
         self,
@@ -171,24 +134,13 @@ class Session:
         notice: Notice | None = None,
         follows: Turn | None = None,
     ) -> Trace:
-        """Answer a question (or verify a claim) about the book with quoted paragraphs.
-
-        `run` says what is asked of each stage (RunSettings; `finder` replaces the judge it
-        would choose); `notice` hears which backend runs (when first selected) and what a
-        small model changes. The Trace holds the answer (None if no reply parsed, or the
-        quotes do not support it; `Trace.failure` says why), the plan, and every step, with
-        what was skipped and why. `follows`: the earlier turn a follow-up leans on (see
-        Conversation)."""
-        run = run or RunSettings()
-        planned = self.plan(question, run, finder, notice)
-        for backend in planning.backends_called(planned):
-            # an in-process model loads while the book is searched
-            backend.warm(notice, decisions_only=planning.decisions_only(planned, backend))
-        found = self.find(question, planned.plan.budget, run.retrieval, progress, follows)
-        if notice:
-            for line in small_model_notices(question, run.answering, planned):
-                notice(line)
-        return pipeline.run(planned, found, progress=progress, follows=follows)
+        """Answer a question (or verify a claim) about the book with quoted paragraphs
+        (QuestionRun.answer). `run` says what is asked of each stage (RunSettings; `finder`
+        reads in place of the one it would choose); `notice` hears which backend runs (when
+        first selected) and what a small model changes; `follows`: the earlier turn a follow-up
+        leans on (see Conversation)."""
+        asked = QuestionRun(self, question, run, stages=Stages(finder=finder), follows=follows, notice=notice)
+        return asked.answer(progress)
 
 
 class Conversation:
@@ -207,27 +159,3 @@ class Conversation:
         trace = self.session.ask(question, run, follows=follows, **options)
         self.turns.append(Turn(len(self.turns) + 1, question.text, trace.answer))
         return trace
-
-
-def small_model_notices(
-    question: Question, answering: AnswerSettings, planned: planning.PlannedRun
-) -> list[str]:
-    """What a model too small to write or judge changes, said before the answer."""
-    lines = []
-    plan, selection = planned.plan, planned.backends
-    if plan.judge_unavailable:
-        lines.append(f"{plan.judge_unavailable}: the retriever's rank fills the packet instead")
-    if plan.reader_unavailable:
-        lines.append(f"{plan.reader_unavailable}: the sentence ranker picks the answer's words instead")
-    if question.is_open and answering.answer_mode == AUTO and plan.answer_mode == AnswerMode.EXTRACTIVE:
-        lines.append(
-            "answers extractively: the model is too small to write them (--answer generative to override)"
-        )
-    if not question.is_open and answering.judge_anyway and holds(JUDGES_AT_CHANCE, selection.interpreter):
-        # asked for anyway: say how little the verdict is worth
-        lines.append(
-            "the model is too small to judge options or claims: its verdict is near chance "
-            "(cwread doctor says how to run one that reads); judged anyway, it reads the packet "
-            f"(up to {plan.budget.b_c:,} characters) {'twice, with its self-check' if plan.self_check else 'once'}"
-        )
-    return lines

@@ -24,6 +24,7 @@ LAYERS = [
     ["cwread.api"],
     ["cwread.library_question"],
     ["cwread.session"],
+    ["cwread.question_run"],
     ["cwread.pipeline"],
     ["cwread.planning"],
     ["cwread.answer", "cwread.packing"],

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cwread import api, session
+from cwread import api, planning, question_run, session
 from cwread.agents.finder import GenerativeFinder, ScoringFinder, ScriptedFinder, make_finder
 from cwread.backends import Generation
 from cwread.backends import select as backend_select
@@ -231,12 +231,14 @@ def test_the_backends_a_plan_calls_are_warmed_before_the_book_is_searched(story,
             "warm",
             lambda notice=None, decisions_only=False, name=name: events.append(f"warm {name}" + " decisions" * decisions_only),
         )
-    real_find = session.Session.find
-    monkeypatch.setattr(session.Session, "find", lambda self, *a, **k: events.append("find") or real_find(self, *a, **k))
+    real_find = question_run.QuestionRun.find
+    monkeypatch.setattr(
+        question_run.QuestionRun, "find", lambda self, *a, **k: events.append("find") or real_find(self, *a, **k)
+    )
     book = api.open(str(story), NO_CACHE)
     book.ask(api.make_question(MEDAL))  # the scripted model writes: the Interpreter is asked
     assert events[-1] == "find" and "warm interpreter" in events[:-1]
     events.clear()
     planned = book.plan(api.make_question(MEDAL))
-    called = session.planning.backends_called(planned)
+    called = planning.backends_called(planned)
     assert chosen.interpreter in called and len(called) == len({id(b) for b in called})

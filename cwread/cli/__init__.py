@@ -1,11 +1,6 @@
-"""The `cwread` command line: parses options, calls `cwread.api`, renders with `cwread.views.render`.
-
-Exit codes, mapped in one place (`main`): 0 success, 1 a claim judged FALSE, 2 usage or input
-error, 3 model, backend, cache or output failure, 4 no answer, 70 internal error (a bug),
-130 interrupted. Commands raise
-the typed errors of `cwread.errors`; `verify` returns its verdict's code.
-With `--json`, stdout carries exactly one JSON document; everything else goes to stderr.
-"""
+"""The `cwread` command line: parses options, calls `cwread.api`, renders with `cwread.views`.
+Every failure becomes one line and its exit code from the one table (cwread.errors; `main`);
+with `--json`, stdout carries exactly one JSON document and everything else goes to stderr."""
 
 from __future__ import annotations
 
@@ -20,7 +15,7 @@ import typer
 from cwread.plugins import load_plugins
 
 load_plugins()  # before the options read the registries for their choices and help
-from cwread.cli.app import app, open_document  # noqa: E402
+from cwread.cli.app import app, emit, open_document  # noqa: E402
 from cwread.cli.options import (  # noqa: E402
     FIND_CHARS,
     LIBRARY_PASSAGES,
@@ -62,9 +57,6 @@ def _click_types(name: str) -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-# ---- commands ----------------------------------------------------------------------------
-
-
 @app.command()
 @output_options
 def show(
@@ -96,10 +88,7 @@ def show(
     selected = api.show(document, paragraphs, notes, around)
     for line in notes:
         console.notice(line)
-    if output.json_out:
-        console.print_json(json_output.show_json(document, selected))
-    else:
-        render.show_view(document, selected)
+    emit(output.json_out, lambda: json_output.show_json(document, selected), lambda: render.show_view(document, selected))
 
 
 @app.command()
@@ -142,7 +131,7 @@ def find(
     elif output.json_out:
         console.print_json(json_output.find_json(result, shown))
     elif shape.plain or not console.stdout().is_terminal:  # a reader in a pipe: bounded plain text
-        bound = FIND_CHARS if shape.max_chars is None else (shape.max_chars or None)
+        bound = shape.printed_chars(FIND_CHARS)
         render.find_text_view(result, shown, bound, api.absent_words(document, asked.text), shape.expand)
     else:
         render.find_view(result, shown, shape.expand)
@@ -171,7 +160,7 @@ def _find_library(book: str, asked, settings, shape, output) -> None:
     if output.json_out:
         console.print_json(json_output.library_find_json(found, shape.limit or 0))
         return
-    bound = FIND_CHARS if shape.max_chars is None else (shape.max_chars or None)
+    bound = shape.printed_chars(FIND_CHARS)
     render.library_find_view(
         found, shape.limit if shape.limit is not None else LIBRARY_PASSAGES, bound, shape.expand
     )
@@ -187,14 +176,9 @@ def _answer(book: str, asked, settings, output: Output, trace: str | None, quiet
 
     _check_trace(trace, book)
     document = open_document(book, output)
+    notice = None if quiet else console.notice_once
     with console.progress(quiet) as progress:
-        result = api.ask(
-            document,
-            asked,
-            settings,
-            progress=progress,
-            notice=None if quiet else console.notice_once,
-        )
+        result = api.ask(document, asked, settings, progress=progress, notice=notice)
     return _report(result, output, trace, quiet)
 
 
@@ -327,27 +311,17 @@ def chat(
     """
     from cwread import api
     from cwread.chat import Chat
+    from cwread.views import console
 
     if book == "-":
         raise InputError("chat reads its questions from standard input: give the book's path")
-    document = open_document(book, output)
-    session = api.open(document, settings)
-    session.selection(
-        None if output.json_out else _notice()
-    )  # a missing server is told before any question
+    session = api.open(open_document(book, output), settings)
+    session.selection(None if output.json_out else console.notice)  # a missing server is told first
     interactive = sys.stdin.isatty() and not output.json_out
     return Chat(session, output.json_out, trace, settings.run).main(interactive)
 
 
-def _notice():
-    from cwread.views import console
-
-    return console.notice
-
-
 from cwread.cli import commands  # noqa: E402, F401  (registers its commands on the app)
-
-# ---- the one place errors become exit codes ------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:

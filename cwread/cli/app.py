@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -66,3 +67,13 @@ def open_document(book: str, output: Output):
 
 
 SKIPPED_NAMED = 5  # files left out of a folder named on the terminal; --json lists them all
+
+
+def emit(json_out: bool, data: Callable[[], dict], view: Callable[[], None]) -> None:
+    """A command's result printed: its JSON document (`data`) with --json, else its view."""
+    from cwread.views import console
+
+    if json_out:
+        console.print_json(data())
+    else:
+        view()

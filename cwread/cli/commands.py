@@ -8,22 +8,20 @@ from typing import Annotated, Any
 import typer
 
 from cwread.book.formats import format_names
-from cwread.cli.app import app, open_document
+from cwread.cli.app import app, emit, open_document
 from cwread.cli.options import (
     Book,
     DebugFlag,
     EmbedderOpt,
     JsonFlag,
-    backend_options,
     eval_settings_options,
     evaluation_options,
     model_options,
     output_options,
+    session_options,
 )
 from cwread.errors import InputError, ModelError
-from cwread.eval.report import eval_view
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
-from cwread.settings import SessionSettings
 from cwread.views.reading import CAST_LISTED
 
 
@@ -42,10 +40,7 @@ def index(
     document = open_document(book, output)
     with console.progress() as progress:
         report = api.index_document(document, embedder, progress)
-    if output.json_out:
-        console.print_json(json_output.index_json(document, report))
-    else:
-        render.index_view(document, report)
+    emit(output.json_out, lambda: json_output.index_json(document, report), lambda: render.index_view(document, report))
 
 
 @app.command()
@@ -54,14 +49,11 @@ def contents(book: Book, output: Any = None, debug: DebugFlag = False) -> None:
     """List a book's chapters, each with its paragraph range as `show` takes it (chapters found from
     the text's headings, within each file of a folder or EPUB)."""
     from cwread import api
-    from cwread.views import console, json_output, render
+    from cwread.views import json_output, render
 
     document = open_document(book, output)
     chapters = api.contents(document)
-    if output.json_out:
-        console.print_json(json_output.contents_json(document, chapters))
-    else:
-        render.contents_view(chapters)
+    emit(output.json_out, lambda: json_output.contents_json(document, chapters), lambda: render.contents_view(chapters))
 
 
 CAST_CHARS = 15_000  # printed by `cast`, as `find` prints
@@ -132,13 +124,10 @@ def doctor(
 ) -> None:
     """Say which backend, models and embedder `ask` would use, and how to get what is missing."""
     from cwread import api
-    from cwread.views import console, json_output, render
+    from cwread.views import json_output, render
 
     report = api.doctor(settings)
-    if json_out:
-        console.print_json(json_output.doctor_json(report))
-    else:
-        render.doctor_view(report)
+    emit(json_out, lambda: json_output.doctor_json(report), lambda: render.doctor_view(report))
     if not report.ok:  # the report above says what is missing
         raise ModelError(report.backend_error, quiet=True)
 
@@ -190,16 +179,14 @@ def eval_command(
     recall, citation validity, format rate, cost, answer distributions beside constant
     baselines, with 95% intervals. Rows are saved as they finish; Ctrl-C loses nothing.
     """
+    from cwread.eval.report import eval_view
     from cwread.eval.run import EvalOptions, evaluate
     from cwread.views import console, json_output
 
     options = EvalOptions(data=data, settings=settings, **evaluation)
     with console.progress() as progress:
         result = evaluate(options, progress, console.notice)
-    if json_out:
-        console.print_json(json_output.eval_json(result.meta, result.summary))
-    else:
-        eval_view(result.summary)
+    emit(json_out, lambda: json_output.eval_json(result.meta, result.summary), lambda: eval_view(result.summary))
 
 
 @app.command()
@@ -255,14 +242,11 @@ def search(
         found = api.search_library(
             (root,), query, limit, progress, books=books, context=context, notice=console.notice
         )
-    if output.json_out:
-        console.print_json(json_output.search_json(found, str(root)))
-    else:
-        render.search_view(found, str(root))
+    emit(output.json_out, lambda: json_output.search_json(found, str(root)), lambda: render.search_view(found, str(root)))
 
 
 @app.command()
-@backend_options
+@session_options
 def mcp(
     root: Annotated[
         list[str] | None,
@@ -272,14 +256,10 @@ def mcp(
             "Default: the current folder. Paths outside, `..` and symlinks that leave it are refused.",
         ),
     ] = None,
-    embedder: EmbedderOpt = DEFAULT_EMBEDDER,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Bypass the model-call cache.", metavar="")
-    ] = False,
     sessions: Annotated[
         int, typer.Option("--sessions", help="Books held open at once (least recently used closed first).")
     ] = 4,
-    settings: Any = None,
+    session: Any = None,
     debug: DebugFlag = False,
 ) -> None:
     """Serve cwread's tools (ask, verify, find, show, list_books, contents, cast, search) to an MCP client over stdio.
@@ -297,11 +277,7 @@ def mcp(
             f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install '{_extra('mcp')}'"
         ) from None
     roots = tuple(Path(r) for r in (root or ["."]))
-    serve(
-        ServerSettings(
-            roots, SessionSettings(embedder, settings, use_cache=not no_cache), max_sessions=sessions
-        )
-    )
+    serve(ServerSettings(roots, session, max_sessions=sessions))
 
 
 def _extra(name: str) -> str:

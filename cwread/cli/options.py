@@ -56,23 +56,6 @@ JsonFlag = Annotated[
     bool,
     typer.Option("--json", help="Print exactly one JSON document on stdout; all else on stderr.", metavar=""),
 ]
-EncodingOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Force the text encoding (default: detect UTF-8/UTF-16 marks, else UTF-8, cp1252, latin-1)."
-    ),
-]
-WidthOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--width",
-        envvar="CWREAD_WIDTH",
-        min=0,
-        help="Wrap output at this many columns; 0 never wraps. Default: the terminal's width, "
-        "and no wrapping when output goes to a pipe or file.",
-        show_default=False,
-    ),
-]
 DebugFlag = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.", metavar="")]
 EmbedderOpt = Annotated[
     str,
@@ -81,10 +64,6 @@ EmbedderOpt = Annotated[
         help=f"Dense model: {DEFAULT_EMBEDDER} (fast default), minilm (full MiniLM, slower), none "
         "(BM25 only), or the path of a sentence-transformers model (e.g. BGE-M3 on a GPU).",
     ),
-]
-OptionOpt = Annotated[
-    list[str] | None,
-    typer.Option("--option", "-o", help='An answer option, "A=text" (repeat for B, C, ...).'),
 ]
 RetrievalOpt = Annotated[
     str,
@@ -95,27 +74,7 @@ RetrievalOpt = Annotated[
     ),
 ]
 
-NoCacheFlag = Annotated[bool, typer.Option("--no-cache", help="Bypass the model-call cache.", metavar="")]
-SelfCheckOpt = Annotated[
-    str,
-    typer.Option(
-        "--self-check",
-        help="The Interpreter's second pass: auto (for claims and risky questions with "
-        "options; a free-form answer's was measured not to earn its call), on or off.",
-    ),
-]
 SELF_CHECK = {"auto": None, "on": True, "off": False}
-AnswerModeOpt = Annotated[
-    str,
-    typer.Option(
-        "--answer",
-        help="Open questions: generative (the model's words, shown only if its quotes cover them), "
-        "extractive (the best-fitting quoted sentence), generative-or-extractive (the model's words, "
-        "else that sentence), or auto (extractive for a model too small to write, such as the "
-        "embedded default, which on a novel gives the passages that fit instead of a guess; else "
-        f"generative-or-extractive). One of: {_listed((*ANSWER_CHOICES, 'auto'))}.",
-    ),
-]
 
 
 def self_check_choice(value: str) -> bool | None:
@@ -349,9 +308,6 @@ BACKEND_OPTIONS = _in_panel(BACKEND_OPTIONS, "Backends and models")
 SERVER_OPTIONS = _in_panel(SERVER_OPTIONS, "Backends and models")
 SERVING_OPTIONS = _in_panel(SERVING_OPTIONS, "Backends and models")
 budget_options = _option_group("budget", BUDGET_OPTIONS, _budget)
-backend_options = _option_group(
-    "settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS, **SERVING_OPTIONS}, _settings
-)
 model_options = _option_group("settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS}, _settings)  # not serving
 
 
@@ -366,19 +322,40 @@ class Output:
 
 OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
     "json_out": (JsonFlag, False),
-    "encoding": (EncodingOpt, None),
-    "width": (WidthOpt, None),
+    "encoding": _option(
+        str | None,
+        "Force the text encoding (default: detect UTF-8/UTF-16 marks, else UTF-8, cp1252, latin-1).",
+    ),
+    "width": _option(
+        int | None,
+        "Wrap output at this many columns; 0 never wraps. Default: the terminal's width, and no "
+        "wrapping when output goes to a pipe or file.",
+        None,
+        "--width",
+        envvar="CWREAD_WIDTH",
+        min=0,
+        show_default=False,
+    ),
 }
 output_options = _option_group("output", OUTPUT_OPTIONS, Output)
 
 
 SESSION_OPTIONS: dict[str, tuple[Any, Any]] = {
     "embedder": (EmbedderOpt, DEFAULT_EMBEDDER),
-    "no_cache": (NoCacheFlag, False),
+    "no_cache": _option(bool, "Bypass the model-call cache.", False, "--no-cache"),
 }
 # how answers are given and checked: AnswerSettings' fields (ask's self-check and judge_anyway beside)
 ANSWERING_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "answer": (AnswerModeOpt, "auto"),
+    "answer": _option(
+        str,
+        "Open questions: generative (the model's words, shown only if its quotes cover them), "
+        "extractive (the best-fitting quoted sentence), generative-or-extractive (the model's words, "
+        "else that sentence), or auto (extractive for a model too small to write, such as the "
+        "embedded default, which on a novel gives the passages that fit instead of a guess; else "
+        f"generative-or-extractive). One of: {_listed((*ANSWER_CHOICES, 'auto'))}.",
+        "auto",
+        "--answer",
+    ),
     "support_threshold": _option(
         float | None,
         "Ask the model whether its quotes state or imply its answer, and show the answer when that "
@@ -418,7 +395,7 @@ ANSWERING_OPTIONS: dict[str, tuple[Any, Any]] = {
 
 QUESTION_OPTIONS: dict[str, tuple[Any, Any]] = {
     "question": (QuestionArg, inspect.Parameter.empty),
-    "option": (OptionOpt, None),
+    "option": _option(list[str] | None, 'An answer option, "A=text" (repeat for B, C, ...).', None, "--option", "-o"),
     "kind": _option(
         str | None,
         f"The kind of question, where it is not open (or mcq, given -o): one of {_listed(FORMS)} "
@@ -444,7 +421,13 @@ ANSWERING_OPTIONS = {
     **_in_panel({k: v for k, v in ANSWERING_OPTIONS.items() if k != "answer"}, "How answers are checked"),
 }
 ASKED_OPTIONS: dict[str, tuple[Any, Any]] = {  # what ask, verify and chat add to how an answer is given
-    "self_check": (SelfCheckOpt, "auto"),
+    "self_check": _option(
+        str,
+        "The Interpreter's second pass: auto (for claims and risky questions with options; a "
+        "free-form answer's was measured not to earn its call), on or off.",
+        "auto",
+        "--self-check",
+    ),
     "judge_anyway": _option(
         bool,
         "Options and claims: ask a model that judges at chance (the embedded default) for its verdict "
@@ -493,7 +476,7 @@ def _settings_group(finder_options: dict, answering_options: dict, retrieval: bo
         def group(options: dict) -> dict:
             return {key: values[key] for key in options}
 
-        session = SessionSettings(values["embedder"], _settings(**group(_BACKEND_ALL)), not values["no_cache"])
+        session = _session(values["embedder"], values["no_cache"], **group(_BACKEND_ALL))
         run = RunSettings(
             _budget(**group(BUDGET_OPTIONS)),
             values.get("retrieval", "fused"),
@@ -513,6 +496,12 @@ def _settings_group(finder_options: dict, answering_options: dict, retrieval: bo
     return _option_group("settings", options, build)
 
 
+def _session(embedder: str, no_cache: bool, **backends) -> SessionSettings:
+    return SessionSettings(embedder, _settings(**backends), not no_cache)
+
+
+# what a reading session is opened with (the MCP server's sessions)
+session_options = _option_group("session", {**_BACKEND_ALL, **SESSION_OPTIONS}, _session)
 # ask, verify and chat: the settings tree, in the order --help lists them
 settings_options = _settings_group(_ASK_FINDER_OPTIONS, {**ANSWERING_OPTIONS, **ASKED_OPTIONS}, retrieval=True)
 # eval: the same, reading with no token cap unless asked (settings.EVAL_READ_TOKENS); each method its own self-check
@@ -540,6 +529,10 @@ class FindShape:
     books_opened: int
     compact: bool
     plain: bool
+
+    def printed_chars(self, default: int) -> int | None:
+        """The characters of plain text printed at most (None: no bound)."""
+        return default if self.max_chars is None else (self.max_chars or None)
 
 
 def _find_shape(**values) -> FindShape:

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field, replace
 from cwread import api, pipeline, planning
 from cwread.agents.finder import make_finder, read_segments, reading_budget
 from cwread.agents.interpreter import interpreter_request, packet_fits, prompt_fits
-from cwread.agents.judge_finder import JudgeFinder
 from cwread.answer import extractive
 from cwread.backends import Backend
 from cwread.backends.select import Selection
@@ -40,6 +39,7 @@ from cwread.eval.dataset import Record
 from cwread.packing import pack_ranked, pack_segments, packet_of
 from cwread.plan import AnswerMode, Extract, FinderUse
 from cwread.question import Question
+from cwread.question_run import QuestionRun, Stages
 from cwread.records import NO_ANSWER, FindResult, Outcome, Packet, Status
 from cwread.session import Session
 from cwread.settings import AnswerSettings, FinderSettings, RunSettings
@@ -93,12 +93,10 @@ class EvalContext:
     def answer(self, found: FindResult, self_check: bool | None, packet: Packet | None = None) -> Trace:
         """The pipeline on `found` (from `packet` on, if given), as this run has it read and answer."""
         run = RunSettings(self.budget, finding=self.finding, answering=self.answering(self_check))
-        planned = self.session_of(found).plan(found.question, run, packet_given=packet is not None)
-        # this run's backends and model Finder, whatever the book's session was opened with (the
-        # judge, where the plan chose it, is the same whatever the backends)
-        finder = planned.finder if isinstance(planned.finder, JudgeFinder) else make_finder(self.finding, self.selection.finder)
-        planned = replace(planned, backends=self.selection, finder=finder)
-        return pipeline.run(planned, found, packet=packet)
+        # this run's backends (and the Finder the plan makes on them), whatever the book's
+        # session was opened with; from `packet` on where one is given
+        stages = Stages(backends=self.selection, packet=packet)
+        return QuestionRun(self.session_of(found), found.question, run, stages=stages).answer(found=found)
 
 
 # a method gets the record's retrieval with the question as shown (options may be rotated)
