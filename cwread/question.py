@@ -79,7 +79,8 @@ class AnswerForm:
     unusable); `answer_words`: an answer as the support check reads it; `about`: what a label
     says, whose words its quotes must carry; `self_checked`: τ(q) always names it; `verdict`:
     the answer is a verdict (TRUE or FALSE), and `false_label` the one a script exits 1 on;
-    `title`: what a view heads such a question with (the kind itself where none is given)."""
+    `title`: what a view heads such a question with (the kind itself where none is given);
+    `chosen`: what a view calls the model's answer to it ("The model's verdict")."""
 
     kind: str
     block: Callable[[Question], str]
@@ -93,6 +94,7 @@ class AnswerForm:
     verdict: bool = False
     false_label: str | None = None
     title: str | None = None
+    chosen: str = "words"
 
 
 FORMS: dict[str, AnswerForm] = {}
@@ -145,6 +147,7 @@ register(
         ),
         about=lambda question, label: question.options.get(label, ""),
         title="multiple choice",
+        chosen="choice",
     )
 )
 register(
@@ -162,6 +165,7 @@ register(
         verdict=True,
         false_label="FALSE",
         title="claim",
+        chosen="verdict",
     )
 )
 register(

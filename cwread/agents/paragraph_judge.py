@@ -18,9 +18,8 @@ from cwread.records import SURE, ModelCall, ParagraphJudgement, yes_odds
 JUDGED_PARAGRAPHS = 5
 
 
-# The characters of a candidate paragraph the Finder reads (extractive.judged_window): on the
-# dev novels 36% of the candidates are longer; 400 lost fairytale picks, 600 none that counted
-# (benchmarks/README.md, "The part of a paragraph the Finder judges")
+# The characters of a candidate paragraph the Finder reads (extractive.judged_window): fewer lost
+# fairytale picks (benchmarks/README.md, "Figures the code rests on")
 JUDGED_CHARS = 600
 
 

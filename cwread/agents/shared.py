@@ -113,9 +113,9 @@ def answer_grammar(
     """
     if finder:
         answer = _DECISION_LABELS
-        # The Finder always quotes the sentence closest to a clue, then judges it. A fixed
-        # "no clue" phrase as an alternative was a shortcut SmolLM2 took for 320 of 320 dev
-        # segments (its likely first token "No"), so the Finder kept nothing.
+        # The Finder always quotes the sentence closest to a clue, then judges it: a fixed "no
+        # clue" phrase as an alternative was a shortcut a small model took, so the Finder kept
+        # nothing (benchmarks/README.md, "Figures the code rests on").
         reason = quote_rules(evidence or [], 1)
     else:
         reason = quote_rules(evidence or [], MAX_QUOTES)

@@ -112,8 +112,7 @@ def _extract(
         if judgement is not None:
             pool = [p for p in pool if p[0] == judgement.chosen]
             # the Finder vouched for the paragraph: its answer sentence need share one of the
-            # question's words, not two (fairytale dev token-F1 25.9 -> 27.7, abstained 11.5%
-            # -> 0%; benchmarks/README.md, "Answers from the trained Finder")
+            # question's words, not two (benchmarks/README.md, "Figures the code rests on")
             needed = min(needed, 1)
     # who someone is is told by a sentence, not cut to a span: the span reader, fit on who did
     # what, answers "Who is Jaggers?" with a name's words ("My name is")

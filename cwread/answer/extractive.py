@@ -140,7 +140,7 @@ def whole_sentence_why(paragraphs: int | None) -> str | None:
     """Why an extractive answer in a book of `paragraphs` is its best sentence whole rather
     than the span reader's words, or None where the reader cuts it: in a novel (over
     NOVEL_PARAGRAPHS) the reader, fit on short tales, lost to the sentence on the dev novels
-    (token-F1 10.0 -> 5.7 on The Mysterious Affair at Styles; benchmarks/README.md)."""
+    (benchmarks/README.md, "Figures the code rests on")."""
     if paragraphs is not None and paragraphs > NOVEL_PARAGRAPHS:
         return f"in a novel ({paragraphs:,} paragraphs) an extractive answer is its best sentence whole"
     if span_scorer.shipped_model() is None:
@@ -180,9 +180,7 @@ def candidate_paragraphs(question: str, evidence: Evidence, rank: Rank | None, m
     """The paragraphs an extractive answer could come from, best first, `most` at most: those
     holding a sentence that could answer (could_answer) and shares a word of the question, ranked as wholes by `rank` (by the
     question's words they hold, without one). Ranked as wholes, not by their best sentence: a
-    novel's answer paragraph seldom repeats the question in one sentence (the dev novels'
-    gold was among the first 5 paragraphs for 41 of 56 questions, among the first 5
-    sentences' paragraphs for 37; benchmarks/README.md, "Answers from the trained Finder")."""
+    novel's answer paragraph seldom repeats the question in one sentence (benchmarks/README.md, "Figures the code rests on")."""
     asked = content_words(question)
     answerable = [
         (pid, text)

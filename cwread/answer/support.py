@@ -37,10 +37,8 @@ from cwread.text.words import STOPWORDS, TITLES
 _NAME_PART = re.compile(r"[^\W\d_]+")  # a name's words are letters: "Henry's" names Henry
 
 
-# A label's quotes bear on it when they carry this share of its words' weight (idf). On the
-# dev sets (benchmarks/label_support.py), the best sentence of a gold paragraph passes 86% of
-# the time on the novels' claims (99% for FairytaleQA's question + answer) and of a random
-# paragraph 5% (18%); one shared content word, the rule before, passed 91% (99%) and 21% (46%).
+# A label's quotes bear on it when they carry this share of its words' weight (idf): chosen on
+# the dev sets against gold and random paragraphs (benchmarks/README.md, "Figures the code rests on").
 LABEL_SUPPORT_SHARE = 0.1
 
 def label_about(question: Question, label: str) -> str:

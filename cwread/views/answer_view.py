@@ -89,10 +89,7 @@ def answer_view(trace: Trace) -> None:
                     style="dim",
                 )
         elif outcome.check is not None and outcome.supported:
-            whose = {"mcq": "The model's choice", "claim": "The model's verdict"}.get(
-                question.kind, "The model's words"
-            )
-            head.append(f"\n{whose}; {_support_line(outcome.check)}.", style="dim")
+            head.append(f"\nThe model's {question.form.chosen}; {_support_line(outcome.check)}.", style="dim")
     elif status == Status.NO_VERDICT:
         head.append("no verdict", style="bold yellow")
         read = (
