@@ -277,6 +277,26 @@ def test_no_record_repeats_the_budget():
     assert list(inspect.signature(make_budget).parameters) == ["preset", *BUDGET_VALUES]
 
 
+def test_each_option_group_names_its_settings_fields():
+    """The CLI's option groups are their settings records' fields, by name (a flag may read
+    otherwise: --finder sets `use`): a field added to a record is an option, or this fails.
+    The backend's shortcut flags (--gguf...) and --backend-option fill its `own` settings."""
+    from dataclasses import fields
+
+    from cwread.backends.provider import BackendSettings
+    from cwread.cli import options
+    from cwread.settings import AnswerSettings, FinderSettings
+
+    def names(record) -> set[str]:
+        return {f.name for f in fields(record)}
+
+    assert set(options.FINDER_OPTIONS) == names(FinderSettings)
+    assert set(options.ANSWERING_OPTIONS) | set(options.ASKED_OPTIONS) == names(AnswerSettings)
+    backend = set(options.BACKEND_OPTIONS) | set(options.SERVER_OPTIONS) | set(options.SERVING_OPTIONS)
+    assert backend - names(BackendSettings) == {*options.SHORTCUTS, "backend_option"}
+    assert names(BackendSettings) - backend == {"own"}
+
+
 def test_providers_are_registered_one_line_each():
     """A backend is its module's PROVIDER and one registry line (cwread.backends.provider):
     every module of cwread.backends that has a PROVIDER, found by import, is registered."""

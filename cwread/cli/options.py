@@ -109,13 +109,14 @@ BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = {
     "b_c": _option(int | None, "B_c: characters packed at most.", None, "--b-c"),
 }
 FINDER_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "finder": _option(
+    "use": _option(
         str,
         "auto (skip a Finder measured to keep nearly every segment, such as the embedded default: its "
         "calls cannot change the answer), judge (cwread's small trained cross-encoder, run in-process: "
         "no model call), on (run the model Finder anyway) or off (take every segment read as kept). "
         f"One of: {_listed(FINDER_CHOICES)}.",
         "auto",
+        "--finder",
     ),
     "read_tokens": _option(
         str | None,
@@ -124,13 +125,14 @@ FINDER_OPTIONS: dict[str, tuple[Any, Any]] = {
         "caps it) [default: auto for ask and verify, none for eval].",
         show_default=False,
     ),
-    "finder_reply": _option(
+    "reply": _option(
         str,
         "The Finder's reply: quote-first (the clue's quote, then YES or NO), decision-first (YES or "
         "NO, the quote written for kept segments only), score (YES or NO alone, kept by its score, "
         "no quote) or auto (what a trained Finder adapter was trained on, else quote-first). "
         f"One of: {_listed(FINDER_REPLIES)}.",
         "auto",
+        "--finder-reply",
     ),
     "keep_threshold": _option(
         float | None,
@@ -273,8 +275,8 @@ def _budget(**values):
     return api.make_budget(values.pop("preset"), **values)
 
 
-def _finding(finder, read_tokens, finder_reply, keep_threshold) -> FinderSettings:
-    return FinderSettings(finder, read_tokens, finder_reply, keep_threshold)
+def _finding(**values) -> FinderSettings:
+    return FinderSettings(**values)
 
 
 def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **values):
@@ -346,7 +348,7 @@ SESSION_OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 # how answers are given and checked: AnswerSettings' fields (ask's self-check and judge_anyway beside)
 ANSWERING_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "answer": _option(
+    "answer_mode": _option(
         str,
         "Open questions: generative (the model's words, shown only if its quotes cover them), "
         "extractive (the best-fitting quoted sentence), generative-or-extractive (the model's words, "
@@ -411,14 +413,14 @@ question_options = _option_group(
 )
 
 
-def _answering(answer: str, self_check: str = "auto", judge_anyway: bool = False, **thresholds) -> AnswerSettings:
+def _answering(self_check: str = "auto", **values) -> AnswerSettings:
     # the answer mode and thresholds are checked here, before any work (AnswerSettings)
-    return AnswerSettings(answer, self_check=self_check_choice(self_check), judge_anyway=judge_anyway, **thresholds)
+    return AnswerSettings(self_check=self_check_choice(self_check), **values)
 
 
 ANSWERING_OPTIONS = {
-    **{k: v for k, v in ANSWERING_OPTIONS.items() if k == "answer"},
-    **_in_panel({k: v for k, v in ANSWERING_OPTIONS.items() if k != "answer"}, "How answers are checked"),
+    **{k: v for k, v in ANSWERING_OPTIONS.items() if k == "answer_mode"},
+    **_in_panel({k: v for k, v in ANSWERING_OPTIONS.items() if k != "answer_mode"}, "How answers are checked"),
 }
 ASKED_OPTIONS: dict[str, tuple[Any, Any]] = {  # what ask, verify and chat add to how an answer is given
     "self_check": _option(
