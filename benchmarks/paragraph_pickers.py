@@ -96,10 +96,10 @@ def main() -> int:
     args = parser.parse_args()
     os.environ["OLLAMA_HOST"] = "http://127.0.0.1:9"  # the embedded default, whatever serves here
     from cwread.agents.cross_encoder import Judge
-    from cwread.agents.extractive_qa import Reader, shipped_dir
+    from cwread.agents.extractive_qa import ExtractiveQaModel, shipped_dir
 
     judge = Judge(Path(args.judge)) if args.judge else None
-    reader = Reader(Path(args.reader) if args.reader else shipped_dir())
+    reader = ExtractiveQaModel(Path(args.reader) if args.reader else shipped_dir())
     pickers = ["ranker", "finder", *(["judge"] if judge else []), "reader"]
     by_set: dict[str, list[dict]] = {}
     sessions: dict[str, object] = {}

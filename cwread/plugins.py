@@ -3,7 +3,7 @@ found by its Python entry points, as pip installs them. A package declares, in i
 pyproject.toml:
 
     [project.entry-points."cwread.formats"]
-    toy = "cwread_toy:READER"          # a cwread.book.formats.Reader
+    toy = "cwread_toy:FORMAT"          # a cwread.book.formats.BookFormat
 
     [project.entry-points."cwread.backends"]
     toy = "cwread_toy:PROVIDER"        # a cwread.backends.provider.Provider
@@ -41,7 +41,7 @@ def load_plugins(notice: Callable[[str], None] = _say) -> list[str]:
     from cwread.book import formats
 
     registries = {
-        "cwread.formats": (formats.register, formats.Reader),
+        "cwread.formats": (formats.register, formats.BookFormat),
         "cwread.backends": (provider.register, provider.Provider),
         "cwread.kinds": (question.register, question.AnswerForm),
     }

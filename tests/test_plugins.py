@@ -20,7 +20,7 @@ from tests.conftest import REPO
 
 PACKAGE = Path(__file__).parent / "plugin_package"
 ENTRY_POINTS = """[cwread.formats]
-toy = cwread_toy_plugin:READER
+toy = cwread_toy_plugin:FORMAT
 
 [cwread.backends]
 echo = cwread_toy_plugin:PROVIDER
@@ -133,7 +133,7 @@ def test_a_broken_plugin_is_one_line_and_cwread_goes_on(tmp_path):
     site = tmp_path / "site"
     install(
         site,
-        "[cwread.formats]\nbroken = cwread_no_such_module:READER\n\n[cwread.kinds]\nwrong = cwread_toy_plugin:READER\n",
+        "[cwread.formats]\nbroken = cwread_no_such_module:FORMAT\n\n[cwread.kinds]\nwrong = cwread_toy_plugin:FORMAT\n",
     )
     story = tmp_path / "story.txt"
     story.write_text("The keeper lit the lamp.\n", encoding="utf-8")
@@ -141,10 +141,10 @@ def test_a_broken_plugin_is_one_line_and_cwread_goes_on(tmp_path):
     assert done.returncode == 0 and done.stdout.startswith("[1] The keeper lit the lamp.")
     lines = done.stderr.strip().splitlines()
     assert any(
-        "plug-in broken (cwread_no_such_module:READER) could not be loaded: ModuleNotFoundError" in line
+        "plug-in broken (cwread_no_such_module:FORMAT) could not be loaded: ModuleNotFoundError" in line
         for line in lines
     )
     assert any(
-        "plug-in wrong (cwread_toy_plugin:READER) is no AnswerForm; left out" in line for line in lines
+        "plug-in wrong (cwread_toy_plugin:FORMAT) is no AnswerForm; left out" in line for line in lines
     )
     assert "Traceback" not in done.stderr

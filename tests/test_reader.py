@@ -12,7 +12,13 @@ import shutil
 import numpy as np
 import pytest
 
-from cwread.agents.extractive_qa import Reader, ReaderUnavailable, best_span, load_reader, shipped_dir
+from cwread.agents.extractive_qa import (
+    ExtractiveQaModel,
+    ReaderUnavailable,
+    best_span,
+    load_reader,
+    shipped_dir,
+)
 from cwread.answer.decide import _read_answer
 from cwread.cache import file_sha256
 from tests.conftest import run
@@ -70,10 +76,10 @@ def test_a_damaged_reader_file_is_refused(tmp_path):
     data[len(data) // 2] ^= 0xFF
     (bad / "model.onnx").write_bytes(bytes(data))
     with pytest.raises(ReaderUnavailable, match="damaged"):
-        Reader(bad)
+        ExtractiveQaModel(bad)
     (bad / "reader.json").write_text("{not json")
     with pytest.raises(ReaderUnavailable, match=r"no readable reader\.json"):
-        Reader(bad)
+        ExtractiveQaModel(bad)
 
 
 def _ask(capsys, story, *flags):
@@ -147,7 +153,7 @@ def test_a_tiny_reader_trains_in_seconds_and_its_onnx_scores_match_torch(tmp_pat
     summary["answer_threshold"] = 0.0
     manifest = training_reader.export(tmp_path / "run" / "model", tmp_path / "reader", summary, "tiny", [story, "Who kept the key? The bells rang all day."])
     assert manifest["vocabulary"] < 30_522 and manifest["answer_threshold"] == 0.0
-    shipped = Reader(tmp_path / "reader")
+    shipped = ExtractiveQaModel(tmp_path / "reader")
     assert shipped.threshold == 0.0
     gap = training_reader.parity(tmp_path / "run" / "model", tmp_path / "reader", rows[:4])
     assert gap < 1.0

@@ -15,12 +15,12 @@ from cwread.backends.scripted import ScriptedBackend
 from cwread.book import formats
 from tests.conftest import run
 from tests.plugin_package.cwread_toy_plugin import FORM, EchoSettings
-from tests.plugin_package.cwread_toy_plugin import READER as TOY
+from tests.plugin_package.cwread_toy_plugin import FORMAT as TOY
 
 
 @pytest.fixture
 def toy_format(monkeypatch):
-    monkeypatch.setattr(formats, "READERS", list(formats.READERS))
+    monkeypatch.setattr(formats, "FORMATS", list(formats.FORMATS))
     formats.register(TOY)
     yield TOY
 

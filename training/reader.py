@@ -375,11 +375,11 @@ def parity(model_dir: Path, reader_dir: Path, rows: list[dict]) -> float:
     reader's (ONNX Runtime, 4-bit) on `rows`."""
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-    from cwread.agents.extractive_qa import Reader
+    from cwread.agents.extractive_qa import ExtractiveQaModel
 
     model = AutoModelForQuestionAnswering.from_pretrained(str(model_dir)).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     expected = [score for score, _ in read_rows(model, tokenizer, rows)]
-    shipped = Reader(reader_dir)
+    shipped = ExtractiveQaModel(reader_dir)
     got = [shipped.read(r["question"], [r["passage"]])[0].score for r in rows]
     return float(np.max(np.abs(np.asarray(expected) - np.asarray(got)))) if rows else 0.0

@@ -68,7 +68,7 @@ def shipped_dir() -> Path:
     return Path(str(files("cwread.data") / "reader"))
 
 
-class Reader:
+class ExtractiveQaModel:
     """An extractive reader loaded from `folder` (its reader.json names and sums its files).
     Safe to share between threads."""
 
@@ -120,7 +120,7 @@ class AnswerReader:
     """The reader as an extractive answer uses it: its words are shown where its score reaches
     `threshold` (the reader's own, chosen on dev data, unless one was asked)."""
 
-    reader: Reader
+    reader: ExtractiveQaModel
     threshold: float
 
     def __call__(self, question: str, paragraph: int, text: str) -> AnswerReading:
@@ -134,11 +134,11 @@ class AnswerReader:
 
 
 @lru_cache(maxsize=4)
-def load_reader(folder: str | None = None) -> Reader:
+def load_reader(folder: str | None = None) -> ExtractiveQaModel:
     """The reader in `folder` (default: $CWREAD_READER, else the one cwread ships), loaded
     once; ReaderUnavailable when it cannot be."""
     where = folder or os.environ.get("CWREAD_READER")
     path = Path(where).expanduser() if where else shipped_dir()
     if not (path / MANIFEST).is_file():
         raise ReaderUnavailable(f"no answer reader at {path}" + (" (CWREAD_READER)" if where else ""))
-    return Reader(path)
+    return ExtractiveQaModel(path)

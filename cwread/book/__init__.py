@@ -22,7 +22,7 @@ How ids are assigned (stable for the same bytes and the same PARSER_VERSION):
    numbered by these rules, each paragraph knowing the page it starts on (`formats.pdf`).
 
 The package: `document` (paragraphs, sources, the book, its labels and quotes of it), `decoding` (bytes read
-within bounds and decoded), `paragraphs` (these rules), `formats` (a reader per format:
+within bounds and decoded), `paragraphs` (these rules), `formats` (one module a format:
 text, HTML, EPUB, PDF), `folder` (what of a folder is read, in what order) and `load`.
 """
 

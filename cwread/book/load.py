@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cwread.book.decoding import max_bytes_from_env, read_bytes, readable_size
 from cwread.book.document import Document, Paragraph, Source
-from cwread.book.formats import Part, Reading, reader_for
+from cwread.book.formats import Part, Reading, format_for
 from cwread.book.formats.registry import source_name
 from cwread.book.paragraphs import PARSER_VERSION
 from cwread.errors import InputError
@@ -72,7 +72,7 @@ def _read_file(data: bytes, sha256: str, name: str, encoding: str | None, max_by
     took 1.2 s of a 3 s question; a PDF's reading, longer)."""
     if not data.strip():
         raise InputError(f"{name} is empty")
-    reader = reader_for(data, name)
+    reader = format_for(data, name)
     if reader.cached_from is None or len(data) < reader.cached_from:
         return reader.read(data, name, encoding, max_bytes)
     from cwread.cache import cache_root, read_entry, remove_entry, write_entry

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from cwread.backends.provider import BackendSettings, Built, ModelRef, Provider
 from cwread.backends.scripted import ScriptedBackend
-from cwread.book.formats.base import Reader, Reading, part_from_text
+from cwread.book.formats.base import BookFormat, Reading, part_from_text
 from cwread.errors import InputError
 from cwread.question import AnswerForm
 
@@ -18,7 +18,7 @@ def _read_toy(data: bytes, name: str, encoding: str | None, max_bytes: int) -> R
     return Reading((part_from_text("", name, "\n\n".join(lines)),), "utf-8")
 
 
-READER = Reader(
+FORMAT = BookFormat(
     "toy",
     lambda data, name: name.endswith(".toy"),
     _read_toy,

@@ -1,4 +1,4 @@
-"""The formats cwread reads, each one module with a `READER`, tried in this order: the first
+"""The formats cwread reads, each one module with a `FORMAT`, tried in this order: the first
 whose `sniff` claims a file reads it. A new format is one module and one line here (or one
 `register` call): the suffixes a folder or a library finds books by, the citation names, the
 library's kinds and the help texts all read this registry."""
@@ -6,28 +6,28 @@ library's kinds and the help texts all read this registry."""
 from __future__ import annotations
 
 from cwread.book.formats import epub, html, pdf, text
-from cwread.book.formats.base import Part, Reader, Reading
+from cwread.book.formats.base import BookFormat, Part, Reading
 from cwread.book.formats.registry import (
-    READERS,
+    FORMATS,
     book_suffixes,
+    format_for,
     format_names,
     format_of,
-    reader_for,
     register,
     source_name,
 )
 
-READERS.extend([epub.READER, pdf.READER, html.READER, text.READER])  # text last: it claims anything
+FORMATS.extend([epub.FORMAT, pdf.FORMAT, html.FORMAT, text.FORMAT])  # text last: it claims anything
 
 __all__ = [
-    "READERS",
+    "FORMATS",
+    "BookFormat",
     "Part",
-    "Reader",
     "Reading",
     "book_suffixes",
+    "format_for",
     "format_names",
     "format_of",
-    "reader_for",
     "register",
     "source_name",
 ]

@@ -51,7 +51,7 @@ def part_from_text(
 
 @dataclass(frozen=True)
 class Reading:
-    """What a reader made of one file's bytes: its parts, the encoding (or format) it read
+    """What a format made of one file's bytes: its parts, the encoding (or format) it read
     them as, and how many invalid bytes it replaced."""
 
     parts: tuple[Part, ...]
@@ -60,7 +60,7 @@ class Reading:
 
 
 @dataclass(frozen=True)
-class Reader:
+class BookFormat:
     """One format: `sniff` says from the bytes and the name whether a file is of it, `read`
     turns the bytes into parts (InputError, one line, for anything unusable), `cached_from`
     the size from which its reading is kept on disk, by the bytes (a smaller text reads

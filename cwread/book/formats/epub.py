@@ -18,7 +18,7 @@ from xml.etree import ElementTree
 
 from cwread.book.decoding import decode
 from cwread.book.document import safe_name
-from cwread.book.formats.base import Reader, Reading, part_from_text
+from cwread.book.formats.base import BookFormat, Reading, part_from_text
 from cwread.book.formats.html import html_text
 from cwread.book.formats.registry import source_name
 from cwread.errors import InputError
@@ -155,4 +155,4 @@ def _local(tag) -> str:
 
 
 # nothing of an EPUB reaches the disk
-READER = Reader("epub", is_epub, _read, cached_from=None, suffixes=("epub",), label="EPUB")
+FORMAT = BookFormat("epub", is_epub, _read, cached_from=None, suffixes=("epub",), label="EPUB")

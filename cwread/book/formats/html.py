@@ -12,7 +12,7 @@ import html.parser
 import re
 
 from cwread.book.decoding import decode
-from cwread.book.formats.base import Reader, Reading, part_from_text
+from cwread.book.formats.base import BookFormat, Reading, part_from_text
 
 BLOCKS = {
     "p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "li", "dd", "dt", "pre",
@@ -157,4 +157,4 @@ def html_text(markup: str) -> str:
     return "\n\n".join(parser.blocks)
 
 
-READER = Reader("html", _sniff, _read, suffixes=("html", "htm", "xhtml", "xml"), label="HTML")
+FORMAT = BookFormat("html", _sniff, _read, suffixes=("html", "htm", "xhtml", "xml"), label="HTML")

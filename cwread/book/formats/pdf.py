@@ -29,7 +29,7 @@ import threading
 import time
 import zlib
 
-from cwread.book.formats.base import Reader, Reading, part_from_text
+from cwread.book.formats.base import BookFormat, Reading, part_from_text
 from cwread.book.formats.pdf_layout import DROPPED, HYPHEN_MARK, Line, paragraphs_of
 from cwread.errors import InputError
 
@@ -249,4 +249,4 @@ def _clean(message: str) -> str:
     return DROPPED.sub("", message)[:200]
 
 
-READER = Reader("pdf", _sniff, _read, cached_from=0, suffixes=("pdf",), label="PDF")  # reading a page costs more than its cache
+FORMAT = BookFormat("pdf", _sniff, _read, cached_from=0, suffixes=("pdf",), label="PDF")  # reading a page costs more than its cache

@@ -6,35 +6,35 @@ library's kinds and the help texts all read it."""
 from __future__ import annotations
 
 from cwread.book.document import safe_name
-from cwread.book.formats.base import Reader
+from cwread.book.formats.base import BookFormat
 
-READERS: list[Reader] = []  # plain text last: whatever no other claims is read as text
+FORMATS: list[BookFormat] = []  # plain text last: whatever no other claims is read as text
 TEXT = "text"  # the format of a file no reader claims by its suffix
 
 
-def register(reader: Reader) -> None:
+def register(reader: BookFormat) -> None:
     """Add a format, tried before plain text (which claims anything)."""
-    READERS.insert(len(READERS) - 1, reader)
+    FORMATS.insert(len(FORMATS) - 1, reader)
 
 
-def reader_for(data: bytes, name: str) -> Reader:
+def format_for(data: bytes, name: str) -> BookFormat:
     """The reader of a file with these bytes and this name."""
-    return next(reader for reader in READERS if reader.sniff(data, name))
+    return next(reader for reader in FORMATS if reader.sniff(data, name))
 
 
 def book_suffixes() -> frozenset[str]:
     """The file suffixes of every format, lower case, without the dot."""
-    return frozenset(suffix for reader in READERS for suffix in reader.suffixes)
+    return frozenset(suffix for reader in FORMATS for suffix in reader.suffixes)
 
 
 def format_of(suffix: str) -> str:
     """The format a file with `suffix` is read as, by name ("text" for any other)."""
-    return next((r.name for r in READERS if suffix.lower() in r.suffixes), TEXT)
+    return next((r.name for r in FORMATS if suffix.lower() in r.suffixes), TEXT)
 
 
 def format_names() -> str:
     """The formats as help texts name them: "text, HTML, PDF or EPUB"."""
-    labels = [r.label for r in reversed(READERS) if r.label]
+    labels = [r.label for r in reversed(FORMATS) if r.label]
     return ", ".join(labels[:-1]) + f" or {labels[-1]}" if len(labels) > 1 else "".join(labels)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cwread.book.decoding import decode
-from cwread.book.formats.base import Reader, Reading, part_from_text
+from cwread.book.formats.base import BookFormat, Reading, part_from_text
 
 
 def _read(data: bytes, name: str, encoding: str | None, max_bytes: int) -> Reading:
@@ -11,4 +11,4 @@ def _read(data: bytes, name: str, encoding: str | None, max_bytes: int) -> Readi
     return Reading((part_from_text("", name, text),), used, replaced)
 
 
-READER = Reader("text", lambda data, name: True, _read, suffixes=("txt", "text", "md", "markdown", "rst"), label="text")
+FORMAT = BookFormat("text", lambda data, name: True, _read, suffixes=("txt", "text", "md", "markdown", "rst"), label="text")
