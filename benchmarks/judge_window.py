@@ -112,7 +112,7 @@ def main() -> None:
         sources[options.extra.stem] = options.extra
     if options.generated:
         sources["generated (16 other novels)"] = generated_records(options.generated)
-    print(f"judged window: {decide.JUDGED_CHARS} characters (paragraph_judge.JUDGED_CHARS); 2 cores, calls not cached\n")
+    print(f"judged window: {decide.JUDGED_CHARS} characters (answer_picker.JUDGED_CHARS); 2 cores, calls not cached\n")
     print("| set | questions | gold among the candidates | gold picked: whole / window, window − whole [95%] "
           "| characters read a question: whole / window (mean, p90) | judge s a question: whole / window (mean, p90) "
           "| token-F1 over all: whole / window |")

@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("OLLAMA_HOST", "http://127.0.0.1:9")  # the embedded default, whatever serves here
 
 from cwread import api  # noqa: E402
-from cwread.agents.finder import JUDGED_PARAGRAPHS, ParagraphJudge  # noqa: E402
+from cwread.agents.answer_picker import JUDGED_PARAGRAPHS, AnswerPicker  # noqa: E402
 from cwread.answer import extractive  # noqa: E402
 from cwread.backends import embedded, embedded_files  # noqa: E402
 from cwread.eval.metrics import wilson_interval  # noqa: E402
@@ -47,7 +47,7 @@ def best_scores(session, rank, judge, asked: str) -> tuple[float, float]:
         return NEVER, NEVER
     text_of = dict(evidence)
     ranked = rank(asked, [text_of[pid] for pid in candidates])
-    if isinstance(judge, ParagraphJudge):
+    if isinstance(judge, AnswerPicker):
         scores = [judge(question, [(pid, text_of[pid])]).best for pid in candidates]  # one at a time: no early stop
         return max(s[1] for s in scores if s is not None), max(ranked)
     return float(max(judge.score(asked, [text_of[pid] for pid in candidates]))), max(ranked)
@@ -69,7 +69,7 @@ def main() -> None:
     else:
         shipped = embedded_files.shipped_finder()
         backend = embedded.EmbeddedBackend(lora=shipped.path, trained=shipped.trained)
-        judge = ParagraphJudge(backend, NEVER)
+        judge = AnswerPicker(backend, NEVER)
         claim_at = 0.0
     sessions: dict[str, tuple] = {}
     rows = []

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from extractive_dev import SETS, open_record_list
 
 from cwread import api
-from cwread.agents.paragraph_judge import JUDGED_PARAGRAPHS
+from cwread.agents.answer_picker import JUDGED_PARAGRAPHS
 from cwread.answer import extractive
 from cwread.eval.metrics import ratio_interval
 from cwread.question import Question

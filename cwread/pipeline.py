@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+from cwread.agents.answer_picker import AnswerPicker
 from cwread.agents.finder import Finder, read_segments, reading_budget
 from cwread.agents.interpreter import interpret, packet_fits
 from cwread.agents.judge_finder import JUDGE_WORDS, JudgeFinder
-from cwread.agents.paragraph_judge import ParagraphJudge
 from cwread.agents.support_check import SupportAgent
 from cwread.answer import describe, extractive
 from cwread.answer.decide import Grounds, decide, shown_text
@@ -165,8 +165,8 @@ def run(
     support = _check_support(plan, interpreter, question, final, packet, progress, rank.weights)
     seconds["support_check"] = round(time.perf_counter() - t1, 3)
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != PacketSource.GIVEN else None
-    judge = (
-        ParagraphJudge(selection.finder, plan.answer_threshold) if plan.answer_threshold is not None else None
+    picker = (
+        AnswerPicker(selection.finder, plan.answer_threshold) if plan.answer_threshold is not None else None
     )
     t2 = time.perf_counter()
     outcome = decide(
@@ -176,10 +176,10 @@ def run(
         plan.answer_mode,
         support,
         plan.extract or Extract.SPAN,
-        judge,
+        picker,
         backed_labels=plan.evidence != PacketSource.GIVEN,
     )
-    if judge is not None:
+    if picker is not None:
         seconds["answer_judge"] = round(time.perf_counter() - t2, 3)
     if outcome.reading is not None:
         seconds["answer_reader"] = outcome.reading.seconds

@@ -112,7 +112,7 @@ class Plan:
     extractive answer to an open question is cut (EXTRACTS; None for options and claims).
     `judge_unavailable`: why the judge (cwread.agents.cross_encoder) that would have read could not be
     loaded; the rank fills the packet instead. `answer_threshold`: an extractive answer's
-    best-fitting paragraphs are judged by the trained Finder (cwread.agents.paragraph_judge.ParagraphJudge),
+    best-fitting paragraphs are judged by the trained Finder (cwread.agents.answer_picker.AnswerPicker),
     and none scoring this much means no answer (None: not judged). `answer_reader`: the answer
     reader (cwread.agents.extractive_qa) picks the words of that paragraph, none shown under
     `reader_threshold`; `reader_unavailable`: why it could not be loaded.

@@ -1,4 +1,4 @@
-"""An extractive answer judged by a trained Finder (cwread.agents.paragraph_judge.ParagraphJudge), through the
+"""An extractive answer judged by a trained Finder (cwread.agents.answer_picker.AnswerPicker), through the
 real CLI on the scripted backend: the answer comes from the paragraph it scores best, none is
 given below its threshold (exit 4, the best evidence labelled as evidence), and the trace
 carries its scores, calls and time."""
@@ -138,9 +138,9 @@ def test_a_long_paragraph_is_judged_by_its_sentences_around_the_one_most_like_th
 
 
 def test_a_long_candidate_is_judged_by_a_part_of_it_and_the_trace_says_which(capsys, tmp_path, cache_dir, scripted):
-    """The Finder reads a long paragraph's window (paragraph_judge.JUDGED_CHARS), not the whole; the
+    """The Finder reads a long paragraph's window (answer_picker.JUDGED_CHARS), not the whole; the
     answer still comes from the whole paragraph, and `answer_judgement` gives the part read."""
-    from cwread.agents.paragraph_judge import JUDGED_CHARS
+    from cwread.agents.answer_picker import JUDGED_CHARS
 
     filler = " ".join(f"The weather on day {n} was grey, and the long road ran on past the mill." for n in range(20))
     long_paragraph = f"{filler} Martha hid the silver medal in the biscuit tin. {filler}"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from cwread.agents.answer_picker import JUDGED_CHARS, JUDGED_PARAGRAPHS, AnswerPicker
 from cwread.agents.extractive_qa import AnswerReader
-from cwread.agents.paragraph_judge import JUDGED_CHARS, JUDGED_PARAGRAPHS, ParagraphJudge
 from cwread.answer import describe, extractive, span_scorer
 from cwread.answer.support import check_support
 from cwread.book import Evidence
@@ -37,7 +37,7 @@ def decide(
     mode: AnswerMode = AnswerMode.GENERATIVE,
     support: SupportCheck | None = None,
     extract: Extract = Extract.SPAN,
-    judge: ParagraphJudge | None = None,
+    picker: AnswerPicker | None = None,
     backed_labels: bool = True,
 ) -> Outcome:
     """What is presented as the answer, and whether the quotes support it (`support`: the
@@ -51,9 +51,9 @@ def decide(
     fit best of the packet, ranked by its `rank` (see cwread.answer.extractive; shared question words
     without one);
     "generative-or-extractive" is generative, with the extractive answer in place of words
-    the quotes do not cover. With a `judge`, an extractive answer comes from the paragraph it
+    the quotes do not cover. With a `picker` (the Finder picking the paragraph), an extractive answer comes from the paragraph it
     scores best among the ranker's best-fitting ones, or none is given below its threshold.
-    With the `grounds`' reader (cwread.agents.extractive_qa), the words of that paragraph (with no judge, of the
+    With the `grounds`' reader (cwread.agents.extractive_qa), the words of that paragraph (with no picker, of the
     ranker's first) that the reader points at are the answer, or none is given where its score
     is under its threshold.
     Labels (mcq, claim) stand as chosen where their quotes bear on them; else none is given
@@ -65,9 +65,9 @@ def decide(
         evidence = _best_evidence(question, None, grounds)
         return Outcome(Status.NO_VERDICT, None, None, AnswerMode.EVIDENCE_ONLY, False, evidence)
     if question.is_open and mode == AnswerMode.PASSAGES:
-        return _passages(question, grounds, judge)
+        return _passages(question, grounds, picker)
     if question.is_open and mode == AnswerMode.EXTRACTIVE:
-        return _extract(question, grounds, final, extract, judge)
+        return _extract(question, grounds, final, extract, picker)
     fallback = mode == AnswerMode.GENERATIVE_OR_EXTRACTIVE
     shown = AnswerMode.GENERATIVE if fallback else mode  # unless its words go unbacked, it is the model's
     if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
@@ -89,7 +89,7 @@ def _extract(
     grounds: Grounds,
     final: AgentCall | None,
     extract: Extract,
-    judge: ParagraphJudge | None = None,
+    picker: AnswerPicker | None = None,
 ) -> Outcome:
     """The extractive answer (`extract`: cwread.plan.EXTRACTS): the best-fitting words or
     sentence of the packet (what is cited is what was read: the view's packet, the JSON's
@@ -107,8 +107,8 @@ def _extract(
         )
     needed = grounding.answer_support_needed(question.text)
     judgement = None
-    if judge is not None:
-        _, judgement = _judged_candidates(question, pool, rank, judge)
+    if picker is not None:
+        _, judgement = _judged_candidates(question, pool, rank, picker)
         if judgement is not None:
             pool = [p for p in pool if p[0] == judgement.chosen]
             # the Finder vouched for the paragraph: its answer sentence need share one of the
@@ -163,7 +163,7 @@ def _candidates(question: Question, pool, rank) -> tuple[list[int], dict[int, tu
 
 
 def _judged_candidates(
-    question: Question, pool, rank, judge: ParagraphJudge
+    question: Question, pool, rank, picker: AnswerPicker
 ) -> tuple[dict[int, tuple[int, int]], ParagraphJudgement | None]:
     """The candidates' windows (see `_candidates`) and the Finder's judgement of them (None
     where there is none to judge)."""
@@ -171,12 +171,12 @@ def _judged_candidates(
     if not candidates:
         return windows, None
     text_of = {p[0]: p[1] for p in pool}
-    judgement = judge(question, [(pid, text_of[pid][slice(*windows[pid])]) for pid in candidates])
+    judgement = picker(question, [(pid, text_of[pid][slice(*windows[pid])]) for pid in candidates])
     cut = tuple((pid, *windows[pid]) for pid in candidates if windows[pid] != (0, len(text_of[pid])))
     return windows, replace(judgement, windows=cut)
 
 
-def _passages(question: Question, grounds: Grounds, judge: ParagraphJudge | None) -> Outcome:
+def _passages(question: Question, grounds: Grounds, picker: AnswerPicker | None) -> Outcome:
     """Where the book answers `question`, for a reader to read (AnswerMode.PASSAGES): the
     candidate paragraphs of the packet, each its part that fits (see `_candidates`), in the
     order the Finder scores them where it judged (its score for holding the answer; those it
@@ -189,8 +189,8 @@ def _passages(question: Question, grounds: Grounds, judge: ParagraphJudge | None
         text, quote, description = said
         return Outcome(Status.ANSWERED, text, None, AnswerMode.EXTRACTIVE, True, (quote,), description=description)
     judgement = None
-    if judge is not None:
-        windows, judgement = _judged_candidates(question, pool, grounds.rank, judge)
+    if picker is not None:
+        windows, judgement = _judged_candidates(question, pool, grounds.rank, picker)
     else:
         _, windows = _candidates(question, pool, grounds.rank)
     order = list(windows)

@@ -1,5 +1,5 @@
-"""The Finder judging an extractive answer's candidate paragraphs: which of a few paragraphs holds
-the answer, scored YES or NO (cwread.answer.decide reads its judgement)."""
+"""The Finder picking an extractive answer's paragraph: which of a few candidate paragraphs holds
+the answer, each scored YES or NO (cwread.answer.decide reads its judgement)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ JUDGED_PARAGRAPHS = 5
 JUDGED_CHARS = 600
 
 
-class ParagraphJudge:
+class AnswerPicker:
     """The trained Finder asked of single paragraphs whether each holds what the question
     needs (its decision-first prompt, read as a score, as it was trained): which of an
     extractive answer's candidate paragraphs to answer from, or none below `threshold`."""
