@@ -18,7 +18,7 @@ from cwread.agents.judge_finder import JUDGE_WORDS, JudgeFinder
 from cwread.agents.support_check import SupportAgent
 from cwread.answer import describe, extractive
 from cwread.answer.decide import Grounds, decide, shown_text
-from cwread.answer.support import check_confidence, check_support
+from cwread.answer.support import check_confidence, check_quotes, check_support
 from cwread.backends import Backend, label
 from cwread.book import Document, Passage
 from cwread.packing import pack, pack_segments
@@ -296,6 +296,8 @@ def _check_support(
         )
     if plan.support == SupportMethod.CONFIDENCE and plan.support_threshold is not None:
         return check_confidence(question, text, final, plan.support_threshold)
+    if plan.support == SupportMethod.QUOTES:
+        return check_quotes(question, text, final, packet.ids)
     return check_support(None, question, text, final, packet.evidence(), weights=weights)
 
 

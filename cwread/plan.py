@@ -37,11 +37,14 @@ class SupportMethod(StrEnum):
     its tokens at least the threshold the user calibrated for it, --min-confidence) when its
     quotes name whom it names; MODEL asks the Interpreter's model whether the quotes state or
     imply the answer and holds its score to the threshold the user calibrated for it
-    (--support-threshold)."""
+    (--support-threshold); QUOTES shows an open answer in the model's own words where every
+    quote it gives is verbatim and in the packet and they name whom it names, saying how much
+    of it they hold (--quoted-answers: a reader's answer, its precision not yet measured here)."""
 
     MODEL = "model"
     CONFIDENCE = "confidence"
     WORDS = "words"
+    QUOTES = "quotes"
 
 
 SUPPORT_METHODS = tuple(SupportMethod)

@@ -206,12 +206,16 @@ def _support_method(
     """How a model's answer is checked, and the threshold it is held to (cwread.answer.support): the
     model's own check, or for an open answer the model's confidence in its words, only where
     its threshold was given (calibrated for that model: the 1.5B's judged at chance both
-    ways); else the words. Never a score from a model that judges at chance or gives none."""
+    ways); a reader's answer where asked (`quoted_answers`: quotes verbatim and in the packet);
+    else the words. Never a score from a model that judges at chance or gives none, and no
+    reader's answer from a model too small to write."""
     scores = not small and interpreter.capabilities.logprobs
     if scores and answering.support_threshold is not None:
         return SupportMethod.MODEL, answering.support_threshold
     if scores and question.is_open and answering.confidence_threshold is not None:
         return SupportMethod.CONFIDENCE, answering.confidence_threshold
+    if question.is_open and answering.quoted_answers and not small:  # a reader's answer, as asked
+        return SupportMethod.QUOTES, None
     return SupportMethod.WORDS, None
 
 

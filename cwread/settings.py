@@ -56,7 +56,10 @@ class AnswerSettings:
     paragraph is no answer (None: the one chosen for its adapter on dev data); `reader`: the
     answer reader picks an extractive answer's words ("auto": the one cwread ships, or
     $CWREAD_READER; "off": the sentence ranker and span rules alone), and `reader_threshold`
-    is its score under which none is shown (None: the reader's own, chosen on dev data)."""
+    is its score under which none is shown (None: the reader's own, chosen on dev data);
+    `quoted_answers`: show a model's open answer in its own words where its quotes are verbatim,
+    in the packet and name whom it names (cwread.answer.support.check_quotes; else the words
+    decide)."""
 
     answer_mode: str = "auto"
     self_check: bool | None = None
@@ -66,6 +69,7 @@ class AnswerSettings:
     answer_threshold: float | None = None
     reader: str = AUTO
     reader_threshold: float | None = None
+    quoted_answers: bool = False
 
     def __post_init__(self) -> None:
         if self.answer_mode not in (*ANSWER_CHOICES, AUTO):

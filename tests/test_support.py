@@ -291,3 +291,64 @@ def test_a_small_models_confidence_is_not_trusted(capsys, story, cache_dir, scor
     code, trace, err = ask_json(capsys, story, "--answer", "generative-or-extractive", *CONFIDENT, threshold=None)
     assert code == 0, err
     assert trace["plan"]["support"] == "words" and trace["answer_kind"] == "quoted-words"
+
+
+# ---- a reader's answer (--quoted-answers): the model's own words on verbatim quotes ----------
+
+
+def ask_quoted(capsys, story, *extra):
+    code, out, err = run(
+        capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache", "--json", *extra
+    )
+    return code, json.loads(out), err
+
+
+def test_a_readers_answer_is_shown_in_its_own_words_with_the_share_its_quotes_hold(capsys, story, cache_dir, scripted):
+    paraphrase = "she hid it in a biscuit tin beneath her bed"  # "hid" and "beneath" are in no quote
+    scripted.interpreter.enqueue(interpreter_reply(paraphrase))
+    code, trace, err = ask_quoted(capsys, story, "--quoted-answers", "--self-check", "off")
+    assert code == 0, err
+    assert trace["answer"] == paraphrase and trace["answer_kind"] == "model-words"
+    check = trace["support_check"]
+    assert check["method"] == "quotes" and check["supported"] and 0 < check["quoted_share"] < 1
+    assert [q["paragraph"] for q in trace["quotes"]] == [5] and all(q["in_packet"] for q in trace["quotes"])
+    # the view says what supports it: its quotes, and how much of the answer they hold
+    scripted.interpreter.enqueue(interpreter_reply(paraphrase))
+    code, out, _ = run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache",
+                       "--quoted-answers", "--self-check", "off", "--width", "200")  # fmt: skip
+    assert code == 0 and paraphrase in out and "verbatim and hold" in out and "%" in out
+
+
+def test_without_the_option_the_same_paraphrase_is_not_shown_as_the_models_words(capsys, story, cache_dir, scripted):
+    scripted.interpreter.enqueue(interpreter_reply("she hid it in a biscuit tin beneath her bed"))
+    code, trace, _ = ask_quoted(capsys, story, "--self-check", "off")
+    assert trace["answer_kind"] != "model-words"  # every content word must be quoted: a sentence of the book stands in
+    assert trace["support_check"]["method"] == "words" and not trace["support_check"]["supported"]
+
+
+def test_a_readers_answer_is_withheld_for_a_quote_not_in_the_book_or_a_name_no_quote_holds(
+    capsys, story, cache_dir, scripted
+):
+    forged = interpreter_reply("she hid it in a tin", quote="She buried the medal in the sand.")
+    scripted.interpreter.enqueue(forged)
+    code, trace, _ = ask_quoted(capsys, story, "--quoted-answers", "--self-check", "off", "--answer", "generative")
+    assert code == 4 and trace["answer"] is None and trace["support_check"]["why"] == "no quote of the book backs it"
+    scripted.interpreter.enqueue(interpreter_reply("her brother Silas kept it in a biscuit tin"))
+    code, trace, _ = ask_quoted(capsys, story, "--quoted-answers", "--self-check", "off", "--answer", "generative")
+    assert code == 4 and trace["answer"] is None and "Silas" in trace["support_check"]["why"]
+
+
+def test_a_quote_outside_the_packet_withholds_a_readers_answer():
+    from cwread.answer.support import FORGED, OUTSIDE_PACKET, check_quotes
+    from cwread.question import Question
+    from cwread.records import AgentCall, GroundedReply
+
+    reply = GroundedReply(quotes=(Quote(5, "a biscuit tin", 0, 13),))
+    final = AgentCall("in a tin", None, reply)
+    asked = Question(QUESTION, "open")
+    assert check_quotes(asked, "in a tin", final, [5, 6]).supported
+    outside = check_quotes(asked, "in a tin", final, [6, 7])
+    assert not outside.supported and outside.why == OUTSIDE_PACKET and outside.method == "quotes"
+    # one quote verbatim, another not in the paragraph it names: not every quote is the book's
+    half = AgentCall("in a tin", None, GroundedReply(quotes=reply.quotes, forged=(("5", "a golden box"),)))
+    assert check_quotes(asked, "in a tin", half, [5]).why == FORGED

@@ -126,6 +126,35 @@ def check_confidence(question: Question, answer: str, final: AgentCall, threshol
     return SupportCheck(ok, method, why, confidence, threshold, quoted_share=share)
 
 
+OUTSIDE_PACKET = "a quote names a paragraph outside the evidence it was given"
+FORGED = "a quote is not in the paragraph it names"
+
+
+def check_quotes(question: Question, answer: str, final: AgentCall, packet_ids: Iterable[int]) -> SupportCheck:
+    """A reader's answer (SupportMethod.QUOTES): the model's open `answer` is shown in its own
+    words where every quote it gives is verbatim (none forged), each from a paragraph of the
+    packet (`packet_ids`), and they name whom it names; withheld for no quote, a quote not
+    verbatim or outside the packet, or a name no quote holds (the one contradiction the words
+    tell). Its `quoted_share` says how much of it the quotes hold."""
+    quotes, method = final.reply.quotes, "quotes"
+    share = quoted_share(answer, quotes, question.text)
+    if not quotes:
+        return SupportCheck(False, method, NO_QUOTE, quoted_share=share)
+    if final.reply.forged:
+        return SupportCheck(False, method, FORGED, quoted_share=share)
+    if not {q.id for q in quotes} <= set(packet_ids):
+        return SupportCheck(False, method, OUTSIDE_PACKET, quoted_share=share)
+    unquoted = unquoted_names(answer, quotes, question.text)
+    if unquoted:
+        return SupportCheck(False, method, names_why(unquoted), unquoted=unquoted, quoted_share=share)
+    why = (
+        ALL_QUOTED
+        if grounding.covers(answer, quotes)
+        else f"in the model's words: its quotes are verbatim and hold {share:.0%} of them"
+    )
+    return SupportCheck(True, method, why, quoted_share=share)
+
+
 def check_support(
     ask: SupportAgent | None,
     question: Question,

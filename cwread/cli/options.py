@@ -387,6 +387,14 @@ ANSWERING_OPTIONS: dict[str, tuple[Any, Any]] = {
         "auto",
         "--answer-reader",
     ),
+    "quoted_answers": _option(
+        bool,
+        "Show a model's free-form answer in its own words where every quote it gives is verbatim, "
+        "from the evidence it was given, and names whom it names, with how much of it the quotes "
+        "hold (not yet measured: the default shows one only where every content word is quoted).",
+        False,
+        "--quoted-answers",
+    ),
     "reader_threshold": _option(
         float | None,
         "Give no extractive answer when the answer reader's score for its words is under this "

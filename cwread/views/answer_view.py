@@ -35,6 +35,7 @@ def _support_line(check: SupportCheck) -> str:
     how = {
         "model": "checked by the model against its quotes",
         "confidence": "checked against its quotes and the model's confidence",
+        "quotes": "its quotes checked in the book and the packet",
     }.get(check.method, "checked word by word against its quotes")
     if (
         check.weight_share is not None and check.method == SupportMethod.WORDS
