@@ -39,3 +39,15 @@ def env_switch(name: str) -> bool | None:
     if raw.lower() in NO:
         return False
     raise InputError(f"{name} must be one of {', '.join(YES)} or {', '.join(NO)}, not {raw!r}")
+
+
+def install_extra(name: str) -> str:
+    """How to install cwread's extra `name`, as pip takes it wherever cwread was installed from
+    (a clone has no 'cwread[mcp]' on an index): its requirements, else `cwread[name]`."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        wanted = [r.split(";")[0].strip() for r in requires("cwread") or () if f'extra == "{name}"' in r]
+    except PackageNotFoundError:
+        wanted = []
+    return f"pip install '{' '.join(wanted) or f'cwread[{name}]'}'"

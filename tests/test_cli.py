@@ -291,9 +291,10 @@ def test_help_names_every_format_and_every_mcp_tool(capsys):
 
 
 def test_the_mcp_hint_names_what_pip_can_install(monkeypatch):
-    from cwread.cli.commands import _extra
+    from cwread.environment import install_extra
 
-    assert _extra("mcp").startswith("mcp")  # the extra's requirement, not 'cwread[mcp]' (no index has it)
+    # the extra's requirement, not 'cwread[mcp]' (no index has it)
+    assert install_extra("mcp").startswith("pip install 'mcp")
 
 
 def test_show_takes_neighbours_and_a_relative_range(capsys, story):

@@ -265,7 +265,7 @@ def test_no_record_repeats_the_budget():
     exactly them."""
     import inspect
 
-    from cwread.cli.options import BUDGET_OPTIONS
+    from cwread.cli.settings_groups import BUDGET_OPTIONS
     from cwread.retrieval.segments import BUDGET_VALUES, make_budget
 
     repeated = []
@@ -284,16 +284,16 @@ def test_each_option_group_names_its_settings_fields():
     from dataclasses import fields
 
     from cwread.backends.provider import BackendSettings
-    from cwread.cli import options
+    from cwread.cli import settings_groups
     from cwread.settings import AnswerSettings, FinderSettings
 
     def names(record) -> set[str]:
         return {f.name for f in fields(record)}
 
-    assert set(options.FINDER_OPTIONS) == names(FinderSettings)
-    assert set(options.ANSWERING_OPTIONS) | set(options.ASKED_OPTIONS) == names(AnswerSettings)
-    backend = set(options.BACKEND_OPTIONS) | set(options.SERVER_OPTIONS) | set(options.SERVING_OPTIONS)
-    assert backend - names(BackendSettings) == {*options.SHORTCUTS, "backend_option"}
+    assert set(settings_groups.FINDER_OPTIONS) == names(FinderSettings)
+    assert set(settings_groups.ANSWERING_OPTIONS) | set(settings_groups.ASKED_OPTIONS) == names(AnswerSettings)
+    backend = set(settings_groups.BACKEND_OPTIONS) | set(settings_groups.SERVER_OPTIONS) | set(settings_groups.SERVING_OPTIONS)
+    assert backend - names(BackendSettings) == {*settings_groups.SHORTCUTS, "backend_option"}
     assert names(BackendSettings) - backend == {"own"}
 
 

@@ -321,7 +321,7 @@ def test_a_readers_answer_is_shown_in_its_own_words_with_the_share_its_quotes_ho
 
 def test_without_the_option_the_same_paraphrase_is_not_shown_as_the_models_words(capsys, story, cache_dir, scripted):
     scripted.interpreter.enqueue(interpreter_reply("she hid it in a biscuit tin beneath her bed"))
-    code, trace, _ = ask_quoted(capsys, story, "--self-check", "off")
+    _, trace, _ = ask_quoted(capsys, story, "--self-check", "off")
     assert trace["answer_kind"] != "model-words"  # every content word must be quoted: a sentence of the book stands in
     assert trace["support_check"]["method"] == "words" and not trace["support_check"]["supported"]
 

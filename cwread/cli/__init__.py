@@ -26,12 +26,11 @@ from cwread.cli.options import (  # noqa: E402
     Output,
     RetrievalOpt,
     TraceOpt,
-    budget_options,
     find_options,
     output_options,
     question_options,
-    settings_options,
 )
+from cwread.cli.settings_groups import budget_options, settings_options  # noqa: E402
 from cwread.errors import (  # noqa: E402
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,

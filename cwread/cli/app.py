@@ -45,28 +45,16 @@ def _root(
 
 
 def open_document(book: str, output: Output):
-    """The book as `output` says to read it, with one warning line when invalid bytes were
-    replaced while decoding it, and one naming the files of a folder left out; later views
-    wrap as `output` says."""
+    """The book as `output` says to read it, with what is to be noted of it on stderr (invalid
+    bytes replaced, files of a folder left out); later views wrap as `output` says."""
     from cwread import api
-    from cwread.views import console
+    from cwread.views import console, wording
 
     console.set_width(output.width)
     document = api.open_document(book, output.encoding)
-    if document.replaced:
-        what = f"{document.path} is UTF-8" if not document.sources else f"the files of {document.path} are UTF-8"
-        console.notice(
-            f"warning: {what} with {document.replaced} invalid byte sequence(s), "
-            "shown as \ufffd (--encoding reads it as another encoding)"
-        )
-    if document.skipped:
-        shown = "; ".join(document.skipped[:SKIPPED_NAMED])
-        more = f"; and {len(document.skipped) - SKIPPED_NAMED} more (--json lists them)" if len(document.skipped) > SKIPPED_NAMED else ""
-        console.notice(f"left out of {document.path}: {shown}{more}")
+    for line in wording.opened_notes(document):
+        console.notice(line)
     return document
-
-
-SKIPPED_NAMED = 5  # files left out of a folder named on the terminal; --json lists them all
 
 
 def emit(json_out: bool, data: Callable[[], dict], view: Callable[[], None]) -> None:

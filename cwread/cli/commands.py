@@ -9,17 +9,9 @@ import typer
 
 from cwread.book.formats import format_names
 from cwread.cli.app import app, emit, open_document
-from cwread.cli.options import (
-    Book,
-    DebugFlag,
-    EmbedderOpt,
-    JsonFlag,
-    eval_settings_options,
-    evaluation_options,
-    model_options,
-    output_options,
-    session_options,
-)
+from cwread.cli.options import Book, DebugFlag, EmbedderOpt, JsonFlag, evaluation_options, output_options
+from cwread.cli.settings_groups import eval_settings_options, model_options, session_options
+from cwread.environment import install_extra
 from cwread.errors import InputError, ModelError
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
 from cwread.views.reading import CAST_LISTED
@@ -274,19 +266,7 @@ def mcp(
         from cwread.mcp.stdio import serve
     except ImportError as exc:
         raise InputError(
-            f"cwread mcp needs the MCP SDK ({exc.name} is missing): pip install '{_extra('mcp')}'"
+            f"cwread mcp needs the MCP SDK ({exc.name} is missing): {install_extra('mcp')}"
         ) from None
     roots = tuple(Path(r) for r in (root or ["."]))
     serve(ServerSettings(roots, session, max_sessions=sessions))
-
-
-def _extra(name: str) -> str:
-    """What the extra `name` installs, as pip takes it wherever cwread was installed from (a
-    clone has no 'cwread[mcp]' on an index)."""
-    from importlib.metadata import PackageNotFoundError, requires
-
-    try:
-        wanted = [r.split(";")[0].strip() for r in requires("cwread") or () if f'extra == "{name}"' in r]
-    except PackageNotFoundError:
-        wanted = []
-    return " ".join(wanted) or f"cwread[{name}]"

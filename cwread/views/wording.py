@@ -1,11 +1,13 @@
-"""How the faces say why cwread stands behind no answer. The core records the reason as
-structure (the trace's status, the outcome's check, judgement and reading); the terminal, the
-JSON, chat and MCP word it here, each naming its own way to ask for a verdict anyway."""
+"""How the faces say why cwread stands behind no answer, and what they note of a book opened.
+The core records the reason as structure (the trace's status, the outcome's check, judgement
+and reading); the terminal, the JSON, chat and MCP word it here, each naming its own way to ask
+for a verdict anyway."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from cwread.book import Document
 from cwread.pipeline import UNJUDGED, YES_OR_NO_UNJUDGED
 from cwread.plan import AnswerMode
 from cwread.records import Outcome, Status
@@ -74,3 +76,23 @@ def failure(trace: Trace, anyway: str = ANYWAY_CLI) -> str | None:
     if status == Status.UNPARSEABLE:
         return f"no parseable answer after a retry ({trace.final.problem if trace.final else 'no reply'})"
     return None
+
+
+SKIPPED_NAMED = 5  # files left out of a folder named on the terminal; --json lists them all
+
+
+def opened_notes(document: Document) -> list[str]:
+    """What to say of a book as it is opened: invalid bytes replaced while decoding it, and the
+    files of a folder left out."""
+    notes = []
+    if document.replaced:
+        what = f"{document.path} is UTF-8" if not document.sources else f"the files of {document.path} are UTF-8"
+        notes.append(
+            f"warning: {what} with {document.replaced} invalid byte sequence(s), "
+            "shown as \ufffd (--encoding reads it as another encoding)"
+        )
+    if document.skipped:
+        shown = "; ".join(document.skipped[:SKIPPED_NAMED])
+        left = len(document.skipped) - SKIPPED_NAMED
+        notes.append(f"left out of {document.path}: {shown}" + (f"; and {left} more (--json lists them)" if left > 0 else ""))
+    return notes
