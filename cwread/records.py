@@ -305,6 +305,12 @@ class Outcome:
     )
 
     @property
+    def parsed(self) -> bool:
+        """The answering step gave a readable result: the model's reply, an extracted sentence,
+        or an answer withheld by choice (anything but no readable reply)."""
+        return self.status != Status.UNPARSEABLE
+
+    @property
     def withheld(self) -> bool:
         """No answer is given by choice (not determined, no verdict, or passages): the best
         evidence stands in its place."""

@@ -97,9 +97,7 @@ def trace_fields(trace: Trace) -> dict:
         **{key: answer[key] for key in ("answer", "status", "model_answer", "supported", "abstained", "answer_kind", "citations")},
         # the final reply's quotes, verbatim, as [paragraph, text]: what a support check reads
         "model_quotes": [[trace.document.public_id(q.id), q.text] for q in final.reply.quotes] if final else [],
-        # a readable result of the answering step: the model's reply, an extracted sentence, or
-        # an answer withheld as not determined
-        "parsed": outcome.text is not None or outcome.model_answer is not None or outcome.withheld,
+        "parsed": outcome.parsed,
         "support_method": check.method if check else None,
         "support_score": check.score if check else None,
         "support_quoted_share": check.quoted_share if check else None,
