@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 
 from cwread.agents.finder import finder_request
-from cwread.backends import label_logprobs
 from cwread.backends.embedded import EmbeddedBackend
 from cwread.backends.embedded_files import default_gguf, shipped_finder
 from cwread.backends.gguf_file import read_gguf
 from cwread.backends.llama_server import new_server
+from cwread.backends.logprobs import label_logprobs
 from cwread.backends.onnx_decisions import DecisionScorer, _tokenizer, render_chatml, write_decision_model
 from cwread.backends.onnx_graph import FLOAT_PARTS, SMOOTHING, float_forward, model_shape, model_weights
 from cwread.backends.prepared_gguf import lora_deltas

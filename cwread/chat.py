@@ -14,7 +14,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 
 from cwread import api
-from cwread.backends import INTERRUPTED
+from cwread.backends.transport import INTERRUPTED
 from cwread.cache import cache_root
 from cwread.errors import CwreadError, InputError, error_exit
 from cwread.session import Conversation, Session

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from cwread.backends import Generation, GenerationRequest, answer_logprob
+from cwread.backends import Generation, GenerationRequest
 from cwread.backends.callcache import CachedBackend
+from cwread.backends.logprobs import answer_logprob
 from cwread.backends.scripted import ScriptedBackend
 from cwread.cli import main
 from tests.scripted_replies import smart_interpreter

@@ -462,7 +462,7 @@ def test_a_server_that_hangs_is_one_line_naming_it_and_the_timeout(capsys, story
 
 
 def test_the_default_timeout_is_tens_of_seconds_scaled_to_the_tokens_asked():
-    from cwread.backends import call_timeout
+    from cwread.backends.transport import call_timeout
 
     finder_call = call_timeout(prompt_tokens=800, max_tokens=160)
     assert 30 < finder_call < 60
@@ -978,7 +978,7 @@ def test_a_cancelled_run_stops_waiting_for_its_model_call_at_once():
     import threading
     import time
 
-    from cwread.backends import cancellable, within
+    from cwread.backends.transport import cancellable, within
     from cwread.errors import Interrupted
 
     cancel, release = threading.Event(), threading.Event()

@@ -7,8 +7,9 @@ import math
 import pytest
 
 from cwread.api import Selection
-from cwread.backends import Generation, GenerationRequest, label_logprobs
+from cwread.backends import Generation, GenerationRequest
 from cwread.backends.callcache import CachedBackend
+from cwread.backends.logprobs import label_logprobs
 from cwread.backends.scripted import ScriptedBackend
 from cwread.cli import main
 from cwread.eval import dataset, run

@@ -10,9 +10,10 @@ import pytest
 
 from cwread import api
 from cwread.agents.finder import finder_request
-from cwread.backends import embedded, embedded_files, label_logprobs
+from cwread.backends import embedded, embedded_files
 from cwread.backends.embedded import EmbeddedBackend, EmbeddedSettings
 from cwread.backends.llama_server import new_server
+from cwread.backends.logprobs import label_logprobs
 from cwread.backends.onnx_decisions import (
     CHATML_SYSTEM,
     DecisionScorer,

@@ -18,23 +18,20 @@ from pathlib import Path
 
 from cwread.backends import (
     DEFAULT_NUM_CTX,
-    TOP_LOGPROBS,
     Capabilities,
     Generation,
     GenerationRequest,
     TrainedAdapter,
-    cancel_event,
-    label_logprobs,
     llamacpp_timings,
-    reply_scores,
-    within,
 )
 from cwread.backends.embedded_files import NO_ADAPTER, default_gguf, shipped_finder
 from cwread.backends.llama_server import LlamaServer, joined_chunks, shared_server, state_of, verify_gguf
+from cwread.backends.logprobs import TOP_LOGPROBS, label_logprobs, reply_scores
 from cwread.backends.onnx_decisions import DECISIONS_FORMAT, DecisionScorer, decision_model
 from cwread.backends.onnx_graph import DecisionsUnavailable
 from cwread.backends.prepared_gguf import PREPARED_FORMAT, prepared_model
 from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
+from cwread.backends.transport import cancel_event, within
 from cwread.cache import cache_kept, cache_root, file_sha256, notice, remove_entry
 from cwread.environment import env_switch
 from cwread.errors import InputError, ModelError

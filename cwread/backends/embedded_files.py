@@ -9,9 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from cwread.backends import (
-    TrainedAdapter,
-)
+from cwread.backends import TrainedAdapter
 from cwread.cache import file_sha256, notice
 from cwread.errors import ModelError
 

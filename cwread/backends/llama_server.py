@@ -10,9 +10,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cwread.backends import (
-    GenerationRequest,
-)
+from cwread.backends import GenerationRequest
 from cwread.backends.embedded_files import gguf_header
 from cwread.backends.prompt_state import PromptStates, loaded_identity, state_key
 from cwread.cache import cache_kept, cache_root

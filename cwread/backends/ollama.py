@@ -18,22 +18,8 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from cwread.backends import (
-    DEFAULT_NUM_CTX,
-    Capabilities,
-    DeadlinePassed,
-    Generation,
-    GenerationRequest,
-    ReplyTooLarge,
-    bound_reply,
-    call_timeout,
-    new_timeout,
-    reply_scores,
-    timeout_message,
-    token_dicts,
-    too_slow_message,
-    within,
-)
+from cwread.backends import DEFAULT_NUM_CTX, Capabilities, Generation, GenerationRequest
+from cwread.backends.logprobs import reply_scores, token_dicts
 from cwread.backends.provider import (
     DEFAULT_MODELS,
     AutoClaim,
@@ -43,6 +29,16 @@ from cwread.backends.provider import (
     Provider,
     models_said,
     places_said,
+)
+from cwread.backends.transport import (
+    DeadlinePassed,
+    ReplyTooLarge,
+    bound_reply,
+    call_timeout,
+    new_timeout,
+    timeout_message,
+    too_slow_message,
+    within,
 )
 from cwread.errors import InputError, ModelError
 

@@ -16,24 +16,8 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 
-from cwread.backends import (
-    DEFAULT_NUM_CTX,
-    TOP_LOGPROBS,
-    Capabilities,
-    DeadlinePassed,
-    Generation,
-    GenerationRequest,
-    ReplyTooLarge,
-    bounded_http_client,
-    call_timeout,
-    llamacpp_timings,
-    new_timeout,
-    reply_scores,
-    timeout_message,
-    token_dicts,
-    too_slow_message,
-    within,
-)
+from cwread.backends import DEFAULT_NUM_CTX, Capabilities, Generation, GenerationRequest, llamacpp_timings
+from cwread.backends.logprobs import TOP_LOGPROBS, reply_scores, token_dicts
 from cwread.backends.provider import (
     AutoClaim,
     BackendSettings,
@@ -42,6 +26,16 @@ from cwread.backends.provider import (
     Provider,
     models_said,
     places_said,
+)
+from cwread.backends.transport import (
+    DeadlinePassed,
+    ReplyTooLarge,
+    bounded_http_client,
+    call_timeout,
+    new_timeout,
+    timeout_message,
+    too_slow_message,
+    within,
 )
 from cwread.errors import InputError, ModelError
 

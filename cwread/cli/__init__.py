@@ -408,7 +408,7 @@ def entry() -> None:
     import signal
     import threading
 
-    from cwread.backends import INTERRUPTED
+    from cwread.backends.transport import INTERRUPTED
 
     def on_ctrl_c(signum, frame) -> None:
         INTERRUPTED.set()  # kept, should a C call swallow the exception (cwread.backends)

@@ -28,7 +28,7 @@ from mcp_types import (
 from pydantic import Field
 
 from cwread import __version__, api
-from cwread.backends import cancellable
+from cwread.backends.transport import cancellable
 from cwread.book.formats import format_names
 from cwread.errors import CwreadError, InputError, error_exit
 from cwread.library_question import find_in_library
