@@ -132,7 +132,7 @@ def run(
     progress: Progress | None = None,
     follows: Turn | None = None,
 ) -> Trace:
-    """Carry out `planned` (see Session.plan) on `found`: its Finder reads `found.read` as
+    """Carry out `planned` (see QuestionRun.plan) on `found`: its Finder reads `found.read` as
     planned; pack, interpret, self-check, check support, decide.
 
     Given a `packet` (ablations, baselines; the plan says "given"), the Finder and packing are

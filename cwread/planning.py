@@ -31,11 +31,11 @@ from cwread.settings import AnswerSettings, FinderSettings, RunSettings
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """A plan with what carries it out, resolved once (Session.plan) and then run (`run`):
+    """A plan with what carries it out, resolved once (QuestionRun.plan) and then run (pipeline.run):
     the `plan` recorded in the trace, the `backends`, the `finder` that reads (built even when
     the plan skips it, so a judge that cannot run is told before any work) and the `rank` of
-    the book's sentences (None: built from the retrieval's embedder). An ablation replaces
-    one part (eval: its backends and its judge)."""
+    the book's sentences (None: built from the retrieval's embedder). A caller's own part goes
+    in before planning (question_run.Stages)."""
 
     plan: Plan
     backends: Selection

@@ -169,7 +169,7 @@ def evaluate(
         selection = select(session.backends, session.use_cache, notice)
     finding = run.finding
     # open answers are given as `ask` gives them: each plan resolves "auto" for its question and
-    # book (a novel's passages on a model too small to read; cwread.pipeline.plan_run)
+    # book (a novel's passages on a model too small to read; cwread.planning.plan_run)
     answering = run.answering if selection else replace(run.answering, answer_mode=AnswerMode.GENERATIVE)
     mode = planning.open_answer_mode(answering, selection.interpreter) if selection else AnswerMode.GENERATIVE
     ctx = EvalContext(selection, budget, session.embedder, options.permute_options, answering, finding)
