@@ -90,7 +90,7 @@ class Chat:
                 progress=progress,
                 notice=None if self.json_lines else console.notice,
             )
-        data = trace_json.ask_json(trace, wording.ANYWAY_CHAT)
+        data = trace_json.ask_json(trace, wording.CHAT)
         code = trace.exit_code
         self.traces.append(data)
         if self.trace is not None:  # appended as each answer comes: nothing is lost to Ctrl-D
@@ -103,7 +103,7 @@ class Chat:
                     f"a follow-up of question {trace.follows.number}: {one_line(trace.follows.question)}"
                 )
             answer_view.answer_view(trace)
-            failure = wording.failure(trace, wording.ANYWAY_CHAT)  # a chat starts with the flag
+            failure = wording.failure(trace, wording.CHAT)  # a chat starts with the flag
             if failure is not None:
                 console.notice(one_line(failure))
         return code

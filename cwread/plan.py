@@ -140,3 +140,4 @@ class Plan:
     answer_reader: str | None = None  # the answer reader's name, where it picks an extractive answer's words
     reader_threshold: float | None = None  # its score under which no extractive answer is shown
     reader_unavailable: str | None = None  # why the answer reader could not be loaded
+    skipped_by_choice: tuple[str, ...] = ()  # stages skipped by cwread's choice, which a setting runs

@@ -180,6 +180,15 @@ def plan_run(
         if question.is_open and mode != AnswerMode.PASSAGES
         else None,
         self_check_skipped=self_check_skipped if asked else None,
+        # skipped by cwread's own choice: the face says which setting runs each
+        skipped_by_choice=tuple(
+            stage
+            for stage, chosen in (
+                ("finder", bool(skipped) and finding.use == FinderUse.AUTO and not judge_missing),
+                ("self-check", bool(self_check_skipped) and asked),
+            )
+            if chosen
+        ),
         judge_unavailable=judge_missing,
         answer_threshold=answer_threshold if judged else None,
         answer_reader=answer_reader.reader.name if answer_reader else None,
@@ -232,8 +241,8 @@ def open_answer_mode(answering: AnswerSettings, interpreter: Backend) -> AnswerM
 def finder_skip_reason(use: str, finder: Backend) -> str | None:
     """Why the Finder `finder` is not run under FinderSettings.use `use` (None: it runs)."""
     if use == FinderUse.OFF:
-        return "--finder off: every segment read is taken as kept"
+        return "off, as asked: every segment read is taken as kept"
     for fact in (KEEPS_NEARLY_ALL, READS_WHEN_ASKED):
         if use == FinderUse.AUTO and holds(fact, finder):
-            return f"{finder.model} {FACTS[fact].says} ({FACTS[fact].measured}); every segment read is taken as kept (--finder on runs it)"
+            return f"{finder.model} {FACTS[fact].says} ({FACTS[fact].measured}); every segment read is taken as kept"
     return None

@@ -481,7 +481,7 @@ def test_the_view_says_the_finder_was_skipped_and_why(capsys, story, cache_dir, 
     )
     assert code == 0 and scripted.finder.requests == []
     # a note on the run goes to stderr: stdout holds the answer view alone
-    assert "Finder skipped: --finder off" in err and "Finder skipped: --finder off" not in out and "no model call" in out
+    assert "Finder skipped: off, as asked" in err and "Finder skipped: off, as asked" not in out and "no model call" in out
     code, _, err = run(capsys, "ask", str(story), "Who?", "--backend", "scripted", "--finder", "sometimes")
     assert code == 2 and "--finder must be one of auto, judge, on, off" in err
 
@@ -500,7 +500,7 @@ def test_a_finder_skipped_for_what_the_model_is_is_noted_once_on_a_machine(capsy
     code, out, _ = run(capsys, *args, "--json")
     assert "benchmarks/results/" in json.loads(out)["skipped"]["finder"]  # the trace keeps it whole
     code, _, err = run(capsys, *args, "--finder", "off")  # another reason is said
-    assert code == 0 and "Finder skipped: --finder off" in err
+    assert code == 0 and "Finder skipped: off, as asked" in err
 
 
 def test_a_note_loses_only_the_parentheses_that_cite_a_measurement():

@@ -170,7 +170,7 @@ def test_json_lines_every_line_in_gives_one_json_line_out(
 def test_a_stage_note_is_said_once_a_chat_not_after_every_answer(capsys, story, cache_dir, scripted, monkeypatch):
     lines = b"What did the fishermen give her?\nWho slept on the lamp?\n"
     code, out, err = chat(capsys, monkeypatch, scripted, story, lines, "--finder", "off")
-    assert code == 0 and out.count("Answer:") == 2 and err.count("Finder skipped: --finder off") == 1
+    assert code == 0 and out.count("Answer:") == 2 and err.count("Finder skipped: off, as asked") == 1
 
 
 def test_leaving_a_chat_whose_last_answer_gave_no_verdict_is_exit_0(capsys, story, cache_dir, scripted, monkeypatch):

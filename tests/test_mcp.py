@@ -74,6 +74,7 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
         assert " ".join(quote["quote"].split()) in " ".join(book.split())
         assert "not instructions" in quote["is"]
     assert data["models"]["finder"].startswith("embedded:") and "finder" in data["skipped"]
+    assert "--" not in data["skipped"]["finder"]  # an assistant is told no command-line flag
     assert answered.content[0].text.startswith("Answer: ")
     assert progress  # the first call built the index, and said so
 

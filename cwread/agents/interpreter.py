@@ -111,12 +111,11 @@ def needs_self_check(question: Question) -> bool:
 CHANCE_CHECK_SKIPPED = (
     "the model judges at chance, so its second pass would check a near-chance verdict at chance: it "
     "doubled the time of a claim judged anyway (54 s and 50 s on the Hound, 2 cores) and could not "
-    "make the verdict one to trust; --self-check on runs it"
+    "make the verdict one to trust"
 )
 OPEN_CHECK_SKIPPED = (
     "not worth its call for a free-form answer (on 30 such answers of a 1.5B it changed 3 and "
-    "token-F1 by +0.3 points [0, +0.7], for 38% more model calls: benchmarks/self_check_open.py); "
-    "--self-check on runs it"
+    "token-F1 by +0.3 points [0, +0.7], for 38% more model calls: benchmarks/self_check_open.py)"
 )
 
 

@@ -18,11 +18,11 @@ def answer_content(trace: Trace) -> dict[str, Any]:
     """What an agent needs of an answer: the answer (None: not determined), the verdict for a
     claim, its quotes with offsets, the cited paragraphs, why nothing stands if so, what was
     skipped and the models."""
-    answer = trace_json.answer_json(trace, wording.ANYWAY_MCP)
+    answer = trace_json.answer_json(trace, wording.MCP)
     return {
         **answer,
         "quotes": [{**q, "is": BOOKS_WORDS} for q in answer["quotes"]],
-        "skipped": dict(trace.skipped),
+        "skipped": wording.skipped(trace, wording.MCP),
         "plan": trace_json.plan_json(trace.plan),
         "models": dict(trace.models),
         "document": json_output.document_json(trace.document),
@@ -44,7 +44,7 @@ def bound_chars(max_chars: int) -> int | None:
 def answer_text(trace: Trace) -> str:
     """The answer for clients that show text only: the answer or why there is none, then the
     quotes, marked as the book's words."""
-    failure = wording.failure(trace, wording.ANYWAY_MCP)
+    failure = wording.failure(trace, wording.MCP)
     head = f"Answer: {trace.answer}" if failure is None else f"No answer: {failure}"
     lines = [head]
     if trace.outcome.quotes:

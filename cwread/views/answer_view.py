@@ -173,7 +173,7 @@ def answer_view(trace: Trace) -> None:
             _print_wrapped(out, line)
             out.print()
     notes = stderr()  # what the pipeline left out is a note on the run, not part of the answer
-    for stage, why in trace.skipped.items():
+    for stage, why in wording.skipped(trace).items():
         if stage != "interpreter" or status != Status.NO_VERDICT:  # that one is said above
             label = {
                 "reading": "Not read",

@@ -70,7 +70,7 @@ def reading_json(doc, reading: AnswerReading | None) -> dict | None:
     }
 
 
-def answer_json(trace: Trace, anyway: str = wording.ANYWAY_CLI) -> dict:
+def answer_json(trace: Trace, face: wording.Face = wording.CLI) -> dict:
     """The answer of a trace as every writer gives it (`ask --json`, chat's JSON lines, the MCP
     tools, the eval rows): the question, the outcome (status, answer, why none stands), its
     quotes and citations."""
@@ -84,7 +84,7 @@ def answer_json(trace: Trace, anyway: str = wording.ANYWAY_CLI) -> dict:
         "answer": trace.answer,
         "verdict": trace.answer if trace.question.form.verdict else None,
         "status": trace.status,  # answered, no-verdict, not-determined or unparseable
-        "failure": wording.failure(trace, anyway),  # why cwread stands behind no answer (None: it stands behind one)
+        "failure": wording.failure(trace, face),  # why cwread stands behind no answer (None: it stands behind one)
         "answer_mode": outcome.mode,
         "answer_kind": outcome.shown,  # model-words, quoted-words, or None when none is shown
         "model_answer": outcome.model_answer,
@@ -107,7 +107,7 @@ def answer_json(trace: Trace, anyway: str = wording.ANYWAY_CLI) -> dict:
     }
 
 
-def ask_json(trace: Trace, anyway: str = wording.ANYWAY_CLI) -> dict:
+def ask_json(trace: Trace, face: wording.Face = wording.CLI) -> dict:
     """The `cwread ask/verify --json` trace: the answer and every step that led to it."""
     doc = trace.document
     final = trace.final
@@ -116,7 +116,7 @@ def ask_json(trace: Trace, anyway: str = wording.ANYWAY_CLI) -> dict:
         "version": TRACE_VERSION,
         "cwread": __version__,
         "document": document_json(doc),
-        **answer_json(trace, anyway),
+        **answer_json(trace, face),
         "follows": None if trace.follows is None else asdict(trace.follows),
         "plan": plan_json(trace.plan),
         "reason": trace.reason,
@@ -129,7 +129,7 @@ def ask_json(trace: Trace, anyway: str = wording.ANYWAY_CLI) -> dict:
         "packet_fallback": trace.packet.fallback,
         "packet_left_out": [id_json(doc, pid) for pid in trace.packet.left_out],
         "finder": [_verdict_json(doc, v) for v in trace.verdicts],
-        "skipped": dict(trace.skipped),
+        "skipped": wording.skipped(trace, face),
         "not_read": None
         if trace.unread is None
         else {

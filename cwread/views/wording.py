@@ -5,7 +5,8 @@ for a verdict anyway."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from cwread.book import Document
 from cwread.pipeline import UNJUDGED, YES_OR_NO_UNJUDGED
@@ -19,15 +20,33 @@ NO_SENTENCE = "no sentence of the packet shares enough of the question"
 UNREAD = "no model here reads a novel's passages for an answer"
 PASSAGES_SHOWN = "the passages that fit the question best are shown: read them"
 
-# how a reader asks for a verdict anyway: a flag, a chat started with it, a tool's argument
-ANYWAY_CLI = "pass --judge-anyway"
-ANYWAY_CHAT = "start the chat with --judge-anyway"
-ANYWAY_MCP = "call again with judge_anyway true"
+@dataclass(frozen=True)
+class Face:
+    """How a face tells its reader to ask differently: for a verdict anyway (`anyway`), and for
+    a stage cwread chose to skip (`runs`: each stage's words, added to why it was skipped)."""
+
+    anyway: str
+    runs: Mapping[str, str] = field(default_factory=dict)
 
 
-def no_verdict(yes_or_no: bool, anyway: str = ANYWAY_CLI) -> str:
-    """Why options or a claim get no verdict, and the two ways to one (`anyway`: this face's)."""
-    serve = f"the best evidence is shown. Serve a model that reads (cwread doctor says how), or {anyway}"
+# a flag on the command line, a chat started with it, a tool's argument (the tools set no stage)
+CLI = Face(
+    "pass --judge-anyway", {"finder": " (--finder on runs it)", "self-check": "; --self-check on runs it"}
+)
+CHAT = Face("start the chat with --judge-anyway", CLI.runs)
+MCP = Face("call again with judge_anyway true")
+
+
+def skipped(trace: Trace, face: Face = CLI) -> dict[str, str]:
+    """The stages a run skipped, each with why, and for one cwread chose to skip, how `face`'s
+    reader has it run."""
+    chosen = trace.plan.skipped_by_choice if trace.plan is not None else ()
+    return {stage: why + (face.runs.get(stage, "") if stage in chosen else "") for stage, why in trace.skipped.items()}
+
+
+def no_verdict(yes_or_no: bool, face: Face = CLI) -> str:
+    """Why options or a claim get no verdict, and the two ways to one (`face`'s)."""
+    serve = f"the best evidence is shown. Serve a model that reads (cwread doctor says how), or {face.anyway}"
     if yes_or_no:  # a yes-or-no question is a claim put as a question: no sentence of the book is its answer
         return f"{YES_OR_NO_UNJUDGED}; {serve} for the sentence that fits best"
     return f"{UNJUDGED}; {serve}"
@@ -54,13 +73,13 @@ def no_sentence_why(outcome: Outcome, label: Callable[[int], str] = str) -> str:
     )
 
 
-def failure(trace: Trace, anyway: str = ANYWAY_CLI) -> str | None:
+def failure(trace: Trace, face: Face = CLI) -> str | None:
     """Why cwread stands behind no answer, in one line (None: it stands behind one)."""
     outcome = trace.outcome
     status = trace.status
     if status == Status.NO_VERDICT:
         # an open question with no verdict is a yes-or-no one (cwread.question.asks_yes_or_no)
-        return f"no verdict: {no_verdict(trace.question.is_open, anyway)}"
+        return f"no verdict: {no_verdict(trace.question.is_open, face)}"
     if status == Status.NOT_DETERMINED:
         if outcome.mode == AnswerMode.EXTRACTIVE:
             why = no_sentence_why(outcome, trace.document.label)
