@@ -123,10 +123,9 @@ def find(
     hints = api.Hints(shape.also, api.paragraph_id(document, shape.near) if shape.near is not None else None)
     with console.progress() as progress:
         result = api.find(document, asked, settings, progress=progress, hints=hints)
-    limit = shape.limit
-    shown = len(result.anchor_segments) if limit is None else limit
+    shown = len(result.anchor_segments) if shape.limit is None else shape.limit
     if shape.compact and not output.json_out:
-        render.map_view(result, limit or MAP_CANDIDATES, api.absent_words(document, asked.text))
+        render.map_view(result, shape.limit or MAP_CANDIDATES, api.absent_words(document, asked.text))
     elif output.json_out:
         console.print_json(json_output.find_json(result, shown))
     elif shape.plain or not console.stdout().is_terminal:  # a reader in a pipe: bounded plain text
@@ -351,10 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     except console.ReaderGone:
         return _reader_gone()
     except CwreadError as exc:
-        if debug:
-            import traceback
-
-            traceback.print_exc()
+        _traceback(debug)
         code = error_exit(exc)
         kind = exc.kind
         if isinstance(exc, Interrupted):
@@ -380,12 +376,16 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_gone()
     except Exception as exc:  # a bug of ours: still one line, and the traceback on --debug
-        if debug:
-            import traceback
-
-            traceback.print_exc()
+        _traceback(debug)
         message = f"internal error ({type(exc).__name__}: {exc}); rerun with --debug and report the traceback"
         return fail(EXIT_INTERNAL, "internal", message, f"cwread: error: {message}")
+
+
+def _traceback(debug: bool) -> None:
+    if debug:
+        import traceback
+
+        traceback.print_exc()
 
 
 def _discard_stdout() -> None:

@@ -127,9 +127,7 @@ def doctor(
 @app.command()
 def modelfiles(
     out: Annotated[str, typer.Option("--out", help="Folder to write the Modelfiles into.")] = "modelfiles",
-    force: Annotated[
-        bool, typer.Option("--force", help="Replace different files of the same name.", metavar="")
-    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace different files of the same name.", metavar="")] = False,
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
@@ -193,9 +191,7 @@ def search(
         ),
     ],
     query: Annotated[str, typer.Argument(help="The words to look for.", show_default=False)],
-    limit: Annotated[
-        int, typer.Option(help="Paragraphs to print, best first; 0: every one that matches.")
-    ] = 10,
+    limit: Annotated[int, typer.Option(help="Paragraphs to print, best first; 0: every one that matches.")] = 10,
     context: Annotated[
         int,
         typer.Option("--context", "-C", help="Paragraphs of the book to print before and after each hit."),

@@ -1,8 +1,6 @@
-"""Options shared by several commands, declared once: single options as `Annotated` types,
-groups (budget, Finder, backend, answer) as decorators that build the core's `Budget`,
-`FinderSettings`, `BackendSettings` and `AnswerSettings`. Lists of choices are read from their registries
-(retrieval methods, backends, answer modes, eval methods), so help cannot drift from them.
-"""
+"""Options shared by several commands, declared once: single options as `Annotated` types, and the
+groups of output, question, evaluation and find (the settings' are cwread.cli.settings_groups).
+Lists of choices are read from their registries, so help cannot drift from them."""
 
 from __future__ import annotations
 
@@ -29,7 +27,6 @@ Book = Annotated[
         show_default=False,
     ),
 ]
-QuestionArg = Annotated[str, typer.Argument(help="The question.", show_default=False)]
 JsonFlag = Annotated[
     bool,
     typer.Option("--json", help="Print exactly one JSON document on stdout; all else on stderr.", metavar=""),
@@ -51,8 +48,6 @@ RetrievalOpt = Annotated[
         "by reciprocal rank).",
     ),
 ]
-
-
 TraceOpt = Annotated[str | None, typer.Option("--trace", help="Also write the JSON trace to this file.")]
 
 
@@ -86,7 +81,7 @@ output_options = option_group("output", OUTPUT_OPTIONS, Output)
 
 
 QUESTION_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "question": (QuestionArg, inspect.Parameter.empty),
+    "question": (Annotated[str, typer.Argument(help="The question.", show_default=False)], inspect.Parameter.empty),
     "option": option(list[str] | None, 'An answer option, "A=text" (repeat for B, C, ...).', None, "--option", "-o"),
     "kind": option(
         str | None,
@@ -104,9 +99,7 @@ question_options = option_group(
 
 
 EVALUATION_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "method": option(
-        list[str] | None, f"{listed(EVAL_METHODS)} (repeat; default: all).", None, "--method", "-m"
-    ),
+    "method": option(list[str] | None, f"{listed(EVAL_METHODS)} (repeat; default: all).", None, "--method", "-m"),
     "limit": option(int | None, "Only the first N records."),
     "spread": option(
         bool, "With --limit: N records evenly spaced through the file, not the first N.", False, "--spread"

@@ -9,13 +9,14 @@ import math
 from typing import Any
 
 from cwread.backends import DEFAULT_NUM_CTX
-from cwread.backends.provider import backend_option_keys, backend_sections
+from cwread.backends.provider import BackendSettings, backend_option_keys, backend_sections
 from cwread.backends.select import PROVIDERS
 from cwread.cli.option_groups import in_panel, listed, option, option_group
 from cwread.cli.options import EmbedderOpt, RetrievalOpt
 from cwread.errors import InputError
 from cwread.plan import ANSWER_CHOICES, FINDER_CHOICES, FINDER_REPLIES
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
+from cwread.retrieval.segments import make_budget
 from cwread.settings import (
     ASKED_READ_TOKENS,
     AnswerSettings,
@@ -34,135 +35,123 @@ def self_check_choice(value: str) -> bool | None:
     return SELF_CHECK[value]
 
 
-BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = in_panel(
-    "How much is read (the paper's budgets)",
-    {
-        "preset": option(
-            str,
-            "Budget preset: auto (fitted to the book and the Interpreter's context: the focused values for "
-            "a text of up to 1,000 paragraphs, wider and growing with a novel; the trace's plan says what "
-            "was chosen and why), focused or broad.",
-            "auto",
-        ),
-        "anchors": option(int | None, "Anchor paragraphs (overrides the preset)."),
-        "read": option(int | None, "Segments the Finder reads at most."),
-        "n_e": option(int | None, "N_E: evidence segments packed at most.", None, "--n-e"),
-        "p_r": option(int | None, "P_r: neighbours around each anchor.", None, "--p-r"),
-        "p_w": option(int | None, "P_w: paragraphs per local window.", None, "--p-w"),
-        "b_c": option(int | None, "B_c: characters packed at most.", None, "--b-c"),
-    },
-)
+BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("How much is read (the paper's budgets)", {
+    "preset": option(
+        str,
+        "Budget preset: auto (fitted to the book and the Interpreter's context: the focused values for "
+        "a text of up to 1,000 paragraphs, wider and growing with a novel; the trace's plan says what "
+        "was chosen and why), focused or broad.",
+        "auto",
+    ),
+    "anchors": option(int | None, "Anchor paragraphs (overrides the preset)."),
+    "read": option(int | None, "Segments the Finder reads at most."),
+    "n_e": option(int | None, "N_E: evidence segments packed at most.", None, "--n-e"),
+    "p_r": option(int | None, "P_r: neighbours around each anchor.", None, "--p-r"),
+    "p_w": option(int | None, "P_w: paragraphs per local window.", None, "--p-w"),
+    "b_c": option(int | None, "B_c: characters packed at most.", None, "--b-c"),
+})
 
 
-FINDER_OPTIONS: dict[str, tuple[Any, Any]] = in_panel(
-    "The Finder",
-    {
-        "use": option(
-            str,
-            "auto (skip a Finder measured to keep nearly every segment, such as the embedded default: its "
-            "calls cannot change the answer), judge (cwread's small trained cross-encoder, run in-process: "
-            "no model call), on (run the model Finder anyway) or off (take every segment read as kept). "
-            f"One of: {listed(FINDER_CHOICES)}.",
-            "auto",
-            "--finder",
-        ),
-        "read_tokens": option(
-            str | None,
-            "Prompt tokens the Finder reads at most, in rank order: a number, auto (what the Finder reads "
-            "in about half a minute at the rate measured for it on this machine) or none (only --read "
-            "caps it) [default: auto for ask and verify, none for eval].",
-            show_default=False,
-        ),
-        "reply": option(
-            str,
-            "The Finder's reply: quote-first (the clue's quote, then YES or NO), decision-first (YES or "
-            "NO, the quote written for kept segments only), score (YES or NO alone, kept by its score, "
-            "no quote) or auto (what a trained Finder adapter was trained on, else quote-first). "
-            f"One of: {listed(FINDER_REPLIES)}.",
-            "auto",
-            "--finder-reply",
-        ),
-        "keep_threshold": option(
-            float | None,
-            "Keep a segment when the Finder's score, ln P(YES) - ln P(NO), is at least this, whatever its "
-            "label (backends that give no score: the label decides).",
-            show_default=False,
-        ),
-    },
-)
+FINDER_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("The Finder", {
+    "use": option(
+        str,
+        "auto (skip a Finder measured to keep nearly every segment, such as the embedded default: its "
+        "calls cannot change the answer), judge (cwread's small trained cross-encoder, run in-process: "
+        "no model call), on (run the model Finder anyway) or off (take every segment read as kept). "
+        f"One of: {listed(FINDER_CHOICES)}.",
+        "auto",
+        "--finder",
+    ),
+    "read_tokens": option(
+        str | None,
+        "Prompt tokens the Finder reads at most, in rank order: a number, auto (what the Finder reads "
+        "in about half a minute at the rate measured for it on this machine) or none (only --read "
+        "caps it) [default: auto for ask and verify, none for eval].",
+        show_default=False,
+    ),
+    "reply": option(
+        str,
+        "The Finder's reply: quote-first (the clue's quote, then YES or NO), decision-first (YES or "
+        "NO, the quote written for kept segments only), score (YES or NO alone, kept by its score, "
+        "no quote) or auto (what a trained Finder adapter was trained on, else quote-first). "
+        f"One of: {listed(FINDER_REPLIES)}.",
+        "auto",
+        "--finder-reply",
+    ),
+    "keep_threshold": option(
+        float | None,
+        "Keep a segment when the Finder's score, ln P(YES) - ln P(NO), is at least this, whatever its "
+        "label (backends that give no score: the label decides).",
+        show_default=False,
+    ),
+})
 
 
-BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = in_panel(
-    "Backends and models",
-    {
-        "backend": option(
-            str | None,
-            "auto (an OpenAI-compatible server when --base-url is set, else Ollama when it serves the "
-            f"models, else embedded), or one of {listed(PROVIDERS)}. "
-            "[env: CWREAD_BACKEND]",
-            show_default=False,
-        ),
-        "finder_model": option(
-            str | None,
-            "The Finder's model: a server's model name, or [backend:]model[@url] to run it elsewhere "
-            "(openai:NAME@URL, ollama:NAME, embedded:FILE.gguf) "
-            "[env: CWREAD_FINDER_MODEL; default: cwread-finder].",
-        ),
-        "interpreter_model": option(
-            str | None,
-            "The Interpreter's model, as --finder-model [env: CWREAD_INTERPRETER_MODEL; default: "
-            "cwread-interpreter].",
-        ),
-        "gguf": option(
-            str | None, "GGUF file for the embedded backend [env: CWREAD_GGUF; default: SmolLM2-135M]."
-        ),
-        "finder_lora": option(
-            str | None,
-            "LoRA GGUF adapter for the embedded Finder, e.g. from `python -m training export` "
-            "[env: CWREAD_FINDER_LORA; unset: the trained Finder adapter cwread ships, on the default "
-            "model; 'none': the base model].",
-        ),
-    },
-)
+BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("Backends and models", {
+    "backend": option(
+        str | None,
+        "auto (an OpenAI-compatible server when --base-url is set, else Ollama when it serves the "
+        f"models, else embedded), or one of {listed(PROVIDERS)}. "
+        "[env: CWREAD_BACKEND]",
+        show_default=False,
+    ),
+    "finder_model": option(
+        str | None,
+        "The Finder's model: a server's model name, or [backend:]model[@url] to run it elsewhere "
+        "(openai:NAME@URL, ollama:NAME, embedded:FILE.gguf) "
+        "[env: CWREAD_FINDER_MODEL; default: cwread-finder].",
+    ),
+    "interpreter_model": option(
+        str | None,
+        "The Interpreter's model, as --finder-model [env: CWREAD_INTERPRETER_MODEL; default: "
+        "cwread-interpreter].",
+    ),
+    "gguf": option(
+        str | None, "GGUF file for the embedded backend [env: CWREAD_GGUF; default: SmolLM2-135M]."
+    ),
+    "finder_lora": option(
+        str | None,
+        "LoRA GGUF adapter for the embedded Finder, e.g. from `python -m training export` "
+        "[env: CWREAD_FINDER_LORA; unset: the trained Finder adapter cwread ships, on the default "
+        "model; 'none': the base model].",
+    ),
+})
 
 
-SERVER_OPTIONS: dict[str, tuple[Any, Any]] = in_panel(
-    "Backends and models",
-    {
-        "base_url": option(
-            str | None,
-            "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 for llama-server [env: OPENAI_BASE_URL].",
-            show_default=False,
-        ),
-        "finder_base_url": option(
-            str | None,
-            "A second server for the Finder alone (a trained Finder: llama-server with --lora); the "
-            "Interpreter stays at --base-url [env: CWREAD_FINDER_BASE_URL].",
-            show_default=False,
-        ),
-        "api_key": option(
-            str | None,
-            "Key for that server [env: OPENAI_API_KEY; local servers need none].",
-            show_default=False,
-        ),
-        "constraint": option(
-            str | None,
-            "How the server keeps the reply format: grammar (llama.cpp), json (a schema), none, or auto "
-            "[env: CWREAD_CONSTRAINT; default: auto].",
-            show_default=False,
-        ),
-        "backend_option": option(
-            list[str] | None,
-            "A backend's own setting, KEY=VALUE (repeat for more); a key is BACKEND.SETTING, or the "
-            f"setting alone where one backend has it: {listed(backend_option_keys())}. "
-            "--gguf, --finder-lora, --base-url, --finder-base-url and --api-key are shortcuts for some.",
-            None,
-            "--backend-option",
-            show_default=False,
-            metavar="KEY=VALUE",
-        ),
-    },
-)
+SERVER_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("Backends and models", {
+    "base_url": option(
+        str | None,
+        "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 for llama-server [env: OPENAI_BASE_URL].",
+        show_default=False,
+    ),
+    "finder_base_url": option(
+        str | None,
+        "A second server for the Finder alone (a trained Finder: llama-server with --lora); the "
+        "Interpreter stays at --base-url [env: CWREAD_FINDER_BASE_URL].",
+        show_default=False,
+    ),
+    "api_key": option(
+        str | None,
+        "Key for that server [env: OPENAI_API_KEY; local servers need none].",
+        show_default=False,
+    ),
+    "constraint": option(
+        str | None,
+        "How the server keeps the reply format: grammar (llama.cpp), json (a schema), none, or auto "
+        "[env: CWREAD_CONSTRAINT; default: auto].",
+        show_default=False,
+    ),
+    "backend_option": option(
+        list[str] | None,
+        "A backend's own setting, KEY=VALUE (repeat for more); a key is BACKEND.SETTING, or the "
+        f"setting alone where one backend has it: {listed(backend_option_keys())}. "
+        "--gguf, --finder-lora, --base-url, --finder-base-url and --api-key are shortcuts for some.",
+        None,
+        "--backend-option",
+        show_default=False,
+        metavar="KEY=VALUE",
+    ),
+})
 
 
 # the shortcut flags: each one backend's own setting (backend_option_keys)
@@ -175,32 +164,25 @@ SHORTCUTS = {
 }
 
 
-SERVING_OPTIONS: dict[str, tuple[Any, Any]] = in_panel(
-    "Backends and models",
-    {
-        "num_ctx": option(
-            int | None, f"Context window in tokens [env: CWREAD_NUM_CTX; default: {DEFAULT_NUM_CTX}]."
-        ),
-        "workers": option(int | None, "Finder calls at once (default: what the backend serves)."),
-        "timeout": option(
-            float | None,
-            "Seconds one call to a server (Ollama, OpenAI-compatible) may take [env: CWREAD_TIMEOUT; "
-            "default: 30 plus the prompt at 100 tokens/s and the reply at 10 tokens/s].",
-            show_default=False,
-        ),
-    },
-)
+SERVING_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("Backends and models", {
+    "num_ctx": option(
+        int | None, f"Context window in tokens [env: CWREAD_NUM_CTX; default: {DEFAULT_NUM_CTX}]."
+    ),
+    "workers": option(int | None, "Finder calls at once (default: what the backend serves)."),
+    "timeout": option(
+        float | None,
+        "Seconds one call to a server (Ollama, OpenAI-compatible) may take [env: CWREAD_TIMEOUT; "
+        "default: 30 plus the prompt at 100 tokens/s and the reply at 10 tokens/s].",
+        show_default=False,
+    ),
+})
 
 
 def _budget(**values):
-    from cwread import api
-
-    return api.make_budget(values.pop("preset"), **values)
+    return make_budget(**values)
 
 
 def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **values):
-    from cwread import api
-
     for flag, value in (("--num-ctx", num_ctx), ("--workers", workers), ("--timeout", timeout)):
         if value is not None and (not math.isfinite(value) or value <= 0):
             raise InputError(f"{flag} must be a positive number, not {value!r}")
@@ -217,7 +199,7 @@ def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **v
         value = values.pop(flag, None)
         if value is not None:
             own[key] = value
-    return api.BackendSettings(
+    return BackendSettings(
         num_ctx=num_ctx, workers=workers, timeout=timeout, own=backend_sections(own), **values
     )
 
