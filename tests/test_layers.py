@@ -1,9 +1,10 @@
 """The package's layers: no package imports a package above it, and no module is in an import
 cycle.
 
-The faces (the CLI, MCP) → eval → views → api → a question over a library → the run (session,
-pipeline) → the answer and packing → the agents → the records and settings → plans and
-questions → backends, retrieval, library → book, text → base (cache, errors, progress).
+The faces (the CLI, then chat and MCP) → eval → views → api → a question over a library → the
+session → a question's run (question_run, pipeline, planning) → the answer and packing → the
+agents → the settings, plug-ins and the trace → the records → plans and questions → backends,
+retrieval, library → book, text → base (cache, errors, progress).
 `training/` imports cwread, never the reverse. Checked on the source (imports inside functions
 and relative ones too), so a new arrow back up fails here.
 """

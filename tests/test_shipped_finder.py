@@ -82,7 +82,9 @@ def test_auto_leaves_the_shipped_finder_unread_and_judges_the_answer_with_it(fre
     trace = json.loads(out)
     assert trace["plan"]["evidence"] == "all-read" and trace["finder"] == []
     assert "reads when asked" in trace["plan"]["finder_skipped"]
-    assert "--finder on" in trace["plan"]["finder_skipped"]
+    # the plan says why in no face's words; the CLI's trace says how its reader has it run
+    assert "--" not in trace["plan"]["finder_skipped"] and trace["plan"]["skipped_by_choice"] == ["finder"]
+    assert trace["skipped"]["finder"].endswith("(--finder on runs it)")
     # the answer's candidate paragraphs are judged by the adapter, at its threshold
     judged = trace["answer_judgement"]
     assert judged["threshold"] == embedded_files.shipped_finder().trained.answer_threshold and judged["scores"]
