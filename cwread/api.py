@@ -239,8 +239,8 @@ def ask_library(
     notice: Callable[[str], None] | None = None,
 ) -> LibraryAnswer:
     """`question` answered from the book under `roots` whose passages fit it best, of those the
-    library's index matches best (see `find_library`): the passages found, the book and its
-    trace (None where no book holds the question's words)."""
+    library's index matches best (see `find_library`): the passages found and the answering
+    book's trace (None where no book holds the question's words)."""
     settings = settings or Settings()
     library = Library(roots, notice)
     return ask_in_library(library, question, session_opener(library, settings.session), settings.run, progress, notice)

@@ -76,6 +76,11 @@ class LibraryFound:
     skipped: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict, hash=False)
 
+    @property
+    def answering(self) -> Candidate | None:
+        """The book whose passage ranks first, which answers the question (None: no passage)."""
+        return self.candidates[self.passages[0].book] if self.passages else None
+
 
 def find_in_library(
     library: Library,
@@ -145,11 +150,10 @@ def find_in_library(
 @dataclass(frozen=True)
 class LibraryAnswer:
     """A question answered over a library: its passages found (`found`) and the answer from the
-    book whose passages fit best (`book`; None with `trace`, where no book holds the question's
+    book whose passages fit best (`found.answering`; None where no book holds the question's
     words)."""
 
     found: LibraryFound
-    book: Candidate | None = None
     trace: Trace | None = None
 
 
@@ -162,8 +166,9 @@ def ask_in_library(
     notice: Callable[[str], None] | None = None,
 ) -> LibraryAnswer:
     """`question` answered from the library's book whose passages fit it best (see
-    `find_in_library`), on the session that found them: the book is searched once. Which book
-    answers, and which others were searched, is said to `notice`."""
+    `find_in_library`), on the session that found them: its indexes are not opened again (its
+    retrieval is run again, for the budget fitted to the Interpreter). Which book answers, and
+    which others were searched, is said to `notice`."""
     sessions: dict[str, Session] = {}
 
     def held(name: str) -> Session:
@@ -172,16 +177,16 @@ def ask_in_library(
         return sessions[name]
 
     found = find_in_library(library, question, held, run.budget, run.retrieval, progress)
-    if not found.passages:
+    best = found.answering
+    if best is None:
         return LibraryAnswer(found)
-    best = found.candidates[found.passages[0].book]
     if notice is not None:
         others = [c.name for c in found.candidates if c is not best]
         notice(
             f"answering from {best.name}, whose passages fit best"
             + (f" (also searched: {', '.join(others)})" if others else "")
         )
-    return LibraryAnswer(found, best, sessions[best.name].ask(question, run, progress=progress, notice=notice))
+    return LibraryAnswer(found, sessions[best.name].ask(question, run, progress=progress, notice=notice))
 
 
 def _ranked(candidates: list[Candidate]) -> list[LibraryPassage]:

@@ -184,7 +184,7 @@ def plan_run(
         skipped_by_choice=tuple(
             stage
             for stage, chosen in (
-                ("finder", bool(skipped) and finding.use == FinderUse.AUTO and not judge_missing),
+                ("finder", bool(skipped) and finding.use == FinderUse.AUTO),  # not off, not a judge missing
                 ("self-check", bool(self_check_skipped) and asked),
             )
             if chosen

@@ -140,9 +140,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
         found = find_in_library(
             books.library, question, lambda name: books.open(name)[0], progress=reporter(ctx)
         )
-        if not found.passages:
+        if found.answering is None:
             raise InputError("no book of the library holds the question's words (say it otherwise)")
-        return found.candidates[found.passages[0].book].name
+        return found.answering.name
 
     @server.tool(
         description="Judge a claim TRUE or FALSE from a book, with the quotes it rests on; verdict null "

@@ -20,6 +20,7 @@ NO_SENTENCE = "no sentence of the packet shares enough of the question"
 UNREAD = "no model here reads a novel's passages for an answer"
 PASSAGES_SHOWN = "the passages that fit the question best are shown: read them"
 
+
 @dataclass(frozen=True)
 class Face:
     """How a face tells its reader to ask differently: for a verdict anyway (`anyway`), and for
