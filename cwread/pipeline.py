@@ -297,7 +297,7 @@ def _check_support(
     if plan.support == SupportMethod.CONFIDENCE and plan.support_threshold is not None:
         return check_confidence(question, text, final, plan.support_threshold)
     if plan.support == SupportMethod.QUOTES:
-        return check_quotes(question, text, final, packet.ids)
+        return check_quotes(question, text, final, packet.evidence())
     return check_support(None, question, text, final, packet.evidence(), weights=weights)
 
 

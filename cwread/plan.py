@@ -17,13 +17,16 @@ class AnswerMode(StrEnum):
     an open question on a novel no extractive answer where no model reads (the book's own
     description of a name excepted), only the passages that fit it best, each with its
     chapter: there the extractive answer quoted the answer too seldom to be shown
-    (benchmarks/README.md, "Passages on novels")."""
+    (benchmarks/README.md, "Passages on novels"); generative-or-passages, auto's choice on a
+    novel for a model that writes, is its words where its quotes back them, else those
+    passages, for the same reason."""
 
     GENERATIVE = "generative"
     EXTRACTIVE = "extractive"
     GENERATIVE_OR_EXTRACTIVE = "generative-or-extractive"
     EVIDENCE_ONLY = "evidence-only"
     PASSAGES = "passages"
+    GENERATIVE_OR_PASSAGES = "generative-or-passages"
 
 
 ANSWER_CHOICES = (AnswerMode.GENERATIVE, AnswerMode.EXTRACTIVE, AnswerMode.GENERATIVE_OR_EXTRACTIVE)

@@ -122,6 +122,13 @@ def plan_run(
             # no model here reads a novel: its extractive answers quoted the answer too seldom to
             # be shown (benchmarks/README.md, "Passages on novels"), so it gets where the book answers
             mode = AnswerMode.PASSAGES
+        elif (
+            mode == AnswerMode.GENERATIVE_OR_EXTRACTIVE
+            and answering.answer_mode == AUTO
+            and paragraphs is not None
+            and paragraphs > NOVEL_PARAGRAPHS
+        ):  # a model that reads: where its quotes do not back its words, the same passages, not a guess
+            mode = AnswerMode.GENERATIVE_OR_PASSAGES
     else:  # a label is the model's verdict, or none from a model that judges at chance
         mode = AnswerMode.GENERATIVE if verdict else AnswerMode.EVIDENCE_ONLY
     skipped = None if finder is not None or packet_given else finder_skip_reason(finding.use, backends.finder)
@@ -150,7 +157,7 @@ def plan_run(
     # the passages of a novel are ordered by the same judgement
     judged = (
         question.is_open
-        and mode in (AnswerMode.EXTRACTIVE, AnswerMode.PASSAGES)
+        and mode in (AnswerMode.EXTRACTIVE, AnswerMode.PASSAGES, AnswerMode.GENERATIVE_OR_PASSAGES)
         and not packet_given
         and answer_threshold is not None
     )
@@ -177,7 +184,7 @@ def plan_run(
         support=support,
         support_threshold=threshold,
         extract=extractive.extract_kind(paragraphs)
-        if question.is_open and mode != AnswerMode.PASSAGES
+        if question.is_open and mode not in (AnswerMode.PASSAGES, AnswerMode.GENERATIVE_OR_PASSAGES)
         else None,
         self_check_skipped=self_check_skipped if asked else None,
         # skipped by cwread's own choice: the face says which setting runs each

@@ -116,6 +116,52 @@ def test_asked_for_it_a_novel_still_gets_the_extractive_answer(capsys, novel, ca
     assert code == 0 and trace["status"] == "answered" and trace["answer_kind"] == "quoted-words"
 
 
+# ---- a model that writes: its words where its quotes back them, else the same passages ------
+
+
+def ask_writer(capsys, novel, *extra: str) -> tuple[int, str, str]:
+    """The scripted backend at its own size, a model that writes: its queued reply answers."""
+    return run(
+        capsys, "ask", str(novel), "Where did Silas hide the brass key?", "--backend", "scripted", "--no-cache",
+        "--self-check", "off", *extra,
+    )  # fmt: skip
+
+
+def answer_id(novel) -> int:
+    return next(p.id for p in load_document(str(novel)).paragraphs if p.text == ANSWER)
+
+
+def test_a_writers_backed_words_are_the_answer_on_a_novel(capsys, novel, cache_dir, scripted):
+    pid = answer_id(novel)
+    scripted.interpreter.enqueue(f'<reason>[{pid}] "under the third stone of the chapel wall"</reason>'
+                                 "<answer>under the third stone of the chapel wall</answer>")  # fmt: skip
+    code, out, _ = ask_writer(capsys, novel, "--json")
+    trace = json.loads(out)
+    assert code == 0 and trace["answer"] == "under the third stone of the chapel wall"
+    assert trace["answer_kind"] == "model-words" and trace["plan"]["answer_mode"] == "generative-or-passages"
+
+
+def test_a_writers_unbacked_words_give_the_passages_not_a_sentence_on_a_novel(capsys, novel, cache_dir, scripted):
+    """Where the quotes do not back the model's words, a novel gets the passages (exit 4), never
+    the extractive sentence a short text falls back to: a guess there is seldom right."""
+    reply = '<reason>[3] "A Novel"</reason><answer>he buried it in the orchard</answer>'
+    scripted.interpreter.enqueue(reply)
+    pid = answer_id(novel)
+    code, out, _ = ask_writer(capsys, novel, "--json")
+    trace = json.loads(out)
+    assert code == 4 and trace["status"] == "passages" and trace["answer"] is None
+    assert trace["model_answer"] == "he buried it in the orchard" and trace["answer_kind"] is None
+    assert trace["quotes"][0]["paragraph"] == pid and trace["quotes"][0]["chapter"] == "CHAPTER VII. THE CHAPEL"
+    assert "do not support the model's answer 'he buried it in the orchard'" in trace["failure"]
+    assert "passages that fit the question best are shown" in trace["failure"]
+    scripted.interpreter.enqueue(reply)
+    code, out, _ = ask_writer(capsys, novel, "--width", "200")
+    assert code == 4 and "Answer: none given" in out and f"[{pid}]  CHAPTER VII. THE CHAPEL" in out
+    assert "The model answered 'he buried it in the orchard', but its quotes do not say so" in out
+    assert "no model here reads" not in out.lower() and "Serve a model that reads" not in out  # one did read
+    assert "words quoted from the text" not in out
+
+
 def test_a_short_text_is_answered_by_the_default(capsys, story, cache_dir, small_model):
     code, out, _ = run(capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "scripted", "--json")
     trace = json.loads(out)

@@ -51,7 +51,7 @@ def decide(
     fit best of the packet, ranked by its `rank` (see cwread.answer.extractive; shared question words
     without one);
     "generative-or-extractive" is generative, with the extractive answer in place of words
-    the quotes do not cover. With a `picker` (the Finder picking the paragraph), an extractive answer comes from the paragraph it
+    the quotes do not cover; "generative-or-passages" (a novel's) with the passages instead. With a `picker` (the Finder picking the paragraph), an extractive answer comes from the paragraph it
     scores best among the ranker's best-fitting ones, or none is given below its threshold.
     With the `grounds`' reader (cwread.agents.extractive_qa), the words of that paragraph (with no picker, of the
     ranker's first) that the reader points at are the answer, or none is given where its score
@@ -68,7 +68,7 @@ def decide(
         return _passages(question, grounds, picker)
     if question.is_open and mode == AnswerMode.EXTRACTIVE:
         return _extract(question, grounds, final, extract, picker)
-    fallback = mode == AnswerMode.GENERATIVE_OR_EXTRACTIVE
+    fallback = mode in (AnswerMode.GENERATIVE_OR_EXTRACTIVE, AnswerMode.GENERATIVE_OR_PASSAGES)
     shown = AnswerMode.GENERATIVE if fallback else mode  # unless its words go unbacked, it is the model's
     if final is None or final.answer is None:  # a fault, said as one (no sentence stands in)
         return Outcome(Status.UNPARSEABLE, None, None, shown, False)
@@ -78,6 +78,8 @@ def decide(
     if support.supported or not (question.is_open or backed_labels):
         return Outcome(Status.ANSWERED, text, final.answer, shown, support.supported, final.reply.quotes, check=support)
     # a label whose quotes do not bear on it is no verdict: the model's choice stays in the trace
+    if fallback and question.is_open and mode == AnswerMode.GENERATIVE_OR_PASSAGES:  # a novel: no guess either
+        return replace(_passages(question, grounds, picker), model_answer=final.answer, check=support)
     if fallback and question.is_open:  # a sentence of the book that fits, rather than words it does not back
         return replace(_extract(question, grounds, final, extract), check=support)
     evidence = _best_evidence(question, final, grounds)

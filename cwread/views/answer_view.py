@@ -110,9 +110,12 @@ def answer_view(trace: Trace) -> None:
             if outcome.quotes
             else "no passage read fits the question"
         )
-        head.append(f"\n{wording.UNREAD[0].upper()}{wording.UNREAD[1:]}: {where}.", style="dim")
-        for route in READER_ROUTES:
-            head.append(f"\n{route}", style="dim")
+        if outcome.model_answer is None:  # no model read them: how to get one that does
+            head.append(f"\n{wording.UNREAD[0].upper()}{wording.UNREAD[1:]}: {where}.", style="dim")
+            for route in READER_ROUTES:
+                head.append(f"\n{route}", style="dim")
+        else:  # the model read them, and its answer is said below with why it is not shown
+            head.append(f"\n{where[0].upper()}{where[1:]}.", style="dim")
     elif status == Status.NOT_DETERMINED:
         head.append(wording.NOT_DETERMINED, style="bold yellow")
         if outcome.mode == AnswerMode.EXTRACTIVE:

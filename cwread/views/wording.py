@@ -74,6 +74,12 @@ def no_sentence_why(outcome: Outcome, label: Callable[[int], str] = str) -> str:
     )
 
 
+def withheld_why(outcome: Outcome) -> str:
+    """Why the model's open answer is not shown: its quotes, as checked."""
+    check = f" ({outcome.check.why})" if outcome.check else ""
+    return f"the quotes do not support the model's answer {outcome.model_answer!r}{check}"
+
+
 def failure(trace: Trace, face: Face = CLI) -> str | None:
     """Why cwread stands behind no answer, in one line (None: it stands behind one)."""
     outcome = trace.outcome
@@ -85,14 +91,11 @@ def failure(trace: Trace, face: Face = CLI) -> str | None:
         if outcome.mode == AnswerMode.EXTRACTIVE:
             why = no_sentence_why(outcome, trace.document.label)
         else:
-            why = f"the quotes do not support the model's answer {outcome.model_answer!r}" + (
-                f" ({outcome.check.why})" if outcome.check else ""
-            )
+            why = withheld_why(outcome)
         return f"{NOT_DETERMINED}: {why}{'; the best evidence is shown' if outcome.quotes else ''}"
     if status == Status.PASSAGES:
-        return (
-            f"{UNREAD}; {PASSAGES_SHOWN}" if outcome.quotes else f"{UNREAD}, and no passage read fits the question"
-        )
+        why = UNREAD if outcome.model_answer is None else withheld_why(outcome)
+        return f"{why}; {PASSAGES_SHOWN}" if outcome.quotes else f"{why}, and no passage read fits the question"
     if status == Status.UNPARSEABLE:
         return f"no parseable answer after a retry ({trace.final.problem if trace.final else 'no reply'})"
     return None
