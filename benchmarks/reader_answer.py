@@ -4,8 +4,8 @@ the dev novels and the tales, with a model that writes.
 Runs `cwread eval -m pipeline` with the given GGUF on the embedded backend (the Finder off: on 2
 CPU cores a writing model's Finder reads for minutes a question; packets of B_c 5,000
 characters, a 4,096-token context), once per rule: containment (every content word of the
-answer quoted, `--strict-support`) and quoted answers (its quotes verbatim, in the packet and
-naming whom it names). The second run of a set costs seconds: its model calls come from the
+answer quoted, the default) and quoted answers (`--quoted-answers`: its quotes verbatim, in the
+packet and naming whom it names). The second run of a set costs seconds: its model calls come from the
 call cache. Prints, per set and rule, the table of `passages.py`: shown, gold quoted among
 shown with its 95% Wilson interval, wrong shown (shown, quoting no gold: an exit 0 a script
 would trust), token-F1 over shown and over all (withheld: 0), gold among the passages given
@@ -34,8 +34,8 @@ from cwread.eval.metrics import best_over_references, token_f1
 NOVELS = ("novelqa", "hound", "moonstone")
 BUDGET = ("--finder", "off", "--b-c", "5000", "--num-ctx", "4096")
 RULES = {
-    "containment (`--strict-support`)": ("--strict-support",),
-    "quoted answers (default)": (),
+    "containment (default)": (),
+    "quoted answers (`--quoted-answers`)": ("--quoted-answers",),
 }
 
 

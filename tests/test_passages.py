@@ -186,3 +186,15 @@ def test_a_folders_citations_name_their_file(capsys, tmp_path, cache_dir, small_
     assert all(q["id"] == "lighthouse:2" and q["source"] == "lighthouse" for q in trace["quotes"])
     code, out, _ = run(capsys, "ask", str(folder), "What did the fishermen give Martha?", "--backend", "scripted")
     assert code == 0 and "[lighthouse:2]" in out and "[4]" not in out
+
+
+def test_a_readers_answer_quoting_a_paragraph_outside_its_evidence_is_withheld(capsys, novel, cache_dir, scripted):
+    """--quoted-answers: a verbatim quote of the book that is not in the evidence the model was
+    given backs nothing (dropped, never shown), so its answer gives way to the passages."""
+    scripted.interpreter.enqueue('<reason>[2] "A Novel"</reason><answer>under the third stone of the chapel</answer>')
+    code, out, _ = ask_writer(capsys, novel, "--json", "--quoted-answers")
+    trace = json.loads(out)
+    assert code == 4 and trace["status"] == "passages" and trace["answer"] is None
+    assert trace["packet"] and all(p["id"] != 2 for p in trace["packet"]) and trace["dropped_citations"] == [2]
+    assert trace["support_check"]["method"] == "quotes" and not trace["support_check"]["supported"]
+    assert all(q["paragraph"] != 2 for q in trace["quotes"])
