@@ -42,7 +42,8 @@ class SupportMethod(StrEnum):
     imply the answer and holds its score to the threshold the user calibrated for it
     (--support-threshold); QUOTES shows an open answer in the model's own words where every
     quote it gives is verbatim and in the packet and they name whom it names, saying how much
-    of it they hold (--quoted-answers: a reader's answer, its precision not yet measured here)."""
+    of it they hold (--quoted-answers: a reader's answer, opt-in because with the 1.5B few such
+    answers quoted the answer: benchmarks/README.md, "A reader's answer")."""
 
     MODEL = "model"
     CONFIDENCE = "confidence"

@@ -8,7 +8,6 @@ import pytest
 from cwread.agents.support_check import SUPPORT_SYSTEM
 from cwread.answer.support import unquoted_names
 from cwread.backends import Generation, GenerationRequest
-from cwread.book import Passage
 from cwread.records import Quote
 from tests.conftest import run
 
@@ -347,27 +346,29 @@ def test_a_quote_outside_the_packet_withholds_a_readers_answer():
     reply = GroundedReply(quotes=(Quote(5, "a biscuit tin", 0, 13),))
     final = AgentCall("in a tin", None, reply)
     asked = Question(QUESTION, "open")
-    five, six, seven = Passage(5, "It was in a biscuit tin."), Passage(6, "Martha smiled."), Passage(7, "The end.")
-    assert check_quotes(asked, "in a tin", final, [five, six]).supported
-    outside = check_quotes(asked, "in a tin", final, [six, seven])
+    assert check_quotes(asked, "in a tin", final, [5, 6]).supported
+    outside = check_quotes(asked, "in a tin", final, [6, 7])
     assert not outside.supported and outside.why == OUTSIDE_PACKET and outside.method == "quotes"
     # one quote verbatim, another not in the paragraph it names: not every quote is the book's
     half = AgentCall("in a tin", None, GroundedReply(quotes=reply.quotes, forged=(("5", "a golden box"),)))
-    assert check_quotes(asked, "in a tin", half, [five]).why == FORGED
+    assert check_quotes(asked, "in a tin", half, [5]).why == FORGED
 
 
-def test_a_readers_answer_that_is_a_name_no_quote_holds_is_withheld():
+def test_a_readers_answer_that_is_a_name_no_quote_holds_is_withheld(tmp_path):
     """An answer that opens with a name ("Japp") names someone as surely as one that ends with
-    it: a first word the packet never writes in lower case is a name."""
+    it: a first word the book never writes in lower case is a name."""
     from cwread.answer.support import check_quotes
+    from cwread.book import load_document
     from cwread.question import Question
     from cwread.records import AgentCall, GroundedReply
 
-    packet = [Passage(5, "“You have my word,” said Inglethorp haughtily. Japp shrugged and went in.")]
-    quote = Quote(5, "“You have my word,” said Inglethorp haughtily.", 0, 46)
+    book = tmp_path / "styles.txt"
+    book.write_text("“You have my word,” said Inglethorp haughtily.\n\nJapp shrugged; two men went in.\n", encoding="utf-8")
+    lowercase = load_document(str(book)).lowercase_words
+    quote = Quote(1, "“You have my word,” said Inglethorp haughtily.", 0, 46)
     asked = Question("Who was his accomplice?", "open")
-    named = check_quotes(asked, "Japp", AgentCall("Japp", None, GroundedReply(quotes=(quote,))), packet)
+    named = check_quotes(asked, "Japp", AgentCall("Japp", None, GroundedReply(quotes=(quote,))), [1, 2], lowercase)
     assert not named.supported and named.unquoted == ("Japp",)
-    # a first word the packet writes in lower case is no name: "Shrugged" is a word, quoted or not
-    plain = check_quotes(asked, "Shrugged and went in", AgentCall("x", None, GroundedReply(quotes=(quote,))), packet)
+    # a first word the book writes in lower case is no name: "Two men" is a count, quoted or not
+    plain = check_quotes(asked, "Two men", AgentCall("x", None, GroundedReply(quotes=(quote,))), [1, 2], lowercase)
     assert plain.supported and plain.unquoted == ()

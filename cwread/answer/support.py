@@ -67,9 +67,9 @@ def unquoted_names(
     answer: str, quotes: tuple[Quote, ...], question: str, lowercase: frozenset[str] | None = None
 ) -> tuple[str, ...]:
     """Names in `answer` (capitalised words that do not open a sentence, titles aside) that no
-    quote or the question holds. Given `lowercase`, the words the evidence writes in lower case,
-    a sentence's first word is a name too where the evidence never writes it so: an answer
-    that is a name ("Japp.") opens with it."""
+    quote or the question holds. Given `lowercase`, the words the book writes in lower case, a
+    sentence's first word is a name too where the book never writes it so: an answer that is a
+    name ("Japp.") opens with it."""
     said = grounding.content_words(" ".join([question, *(q.text for q in quotes)]))
     missing: list[str] = []
     for start, end in text_sentences.sentences(answer):
@@ -136,22 +136,27 @@ OUTSIDE_PACKET = "a quote names a paragraph outside the evidence it was given"
 FORGED = "a quote is not in the paragraph it names"
 
 
-def check_quotes(question: Question, answer: str, final: AgentCall, packet: Evidence) -> SupportCheck:
+def check_quotes(
+    question: Question,
+    answer: str,
+    final: AgentCall,
+    packet_ids: Iterable[int],
+    lowercase: frozenset[str] | None = None,
+) -> SupportCheck:
     """A reader's answer (SupportMethod.QUOTES): the model's open `answer` is shown in its own
     words where every quote it gives is verbatim (none forged), each from a paragraph of the
-    `packet`, and they name whom it names (a first word the packet never writes in lower case
-    counts as a name); withheld for no quote, a quote not verbatim or outside the packet, or a
-    name no quote holds (the one contradiction the words tell). Its `quoted_share` says how
-    much of it the quotes hold."""
+    packet (`packet_ids`), and they name whom it names (given `lowercase`, the words the book
+    writes in lower case, a first word it never writes so counts as a name); withheld for no
+    quote, a quote not verbatim or outside the packet, or a name no quote holds (the one
+    contradiction the words tell). Its `quoted_share` says how much of it the quotes hold."""
     quotes, method = final.reply.quotes, "quotes"
     share = quoted_share(answer, quotes, question.text)
     if not quotes:
         return SupportCheck(False, method, NO_QUOTE, quoted_share=share)
     if final.reply.forged:
         return SupportCheck(False, method, FORGED, quoted_share=share)
-    if not {q.id for q in quotes} <= {p.id for p in packet}:
+    if not {q.id for q in quotes} <= set(packet_ids):
         return SupportCheck(False, method, OUTSIDE_PACKET, quoted_share=share)
-    lowercase = frozenset(w for p in packet for w in _NAME_PART.findall(p.text) if w[0].islower())
     unquoted = unquoted_names(answer, quotes, question.text, lowercase)
     if unquoted:
         return SupportCheck(False, method, names_why(unquoted), unquoted=unquoted, quoted_share=share)

@@ -15,6 +15,8 @@ from cwread.book.chapters import Chapter, find_chapters
 from cwread.book.story import illustration_ids, lists_chapters, story_bounds
 from cwread.errors import InputError
 
+_LETTERS = re.compile(r"[^\W\d_]+")  # a word's letters
+
 
 @dataclass(frozen=True)
 class Paragraph:
@@ -175,6 +177,12 @@ class Document:
         if self.source(start) == self.source(end):
             return f"{first}-{last.rpartition(':')[2]}"
         return f"{first}-{last}"
+
+    @cached_property
+    def lowercase_words(self) -> frozenset[str]:
+        """The words the book writes in lower case somewhere: a capitalised word it never
+        writes so is a name (cwread.answer.support)."""
+        return frozenset(w for p in self.paragraphs for w in _LETTERS.findall(p.text) if w[0].islower())
 
     @cached_property
     def lengths(self) -> list[int]:
