@@ -51,7 +51,8 @@ def decide(
     fit best of the packet, ranked by its `rank` (see cwread.answer.extractive; shared question words
     without one);
     "generative-or-extractive" is generative, with the extractive answer in place of words
-    the quotes do not cover; "generative-or-passages" (a novel's) with the passages instead. With a `picker` (the Finder picking the paragraph), an extractive answer comes from the paragraph it
+    the quotes do not cover; "generative-or-passages" (a novel's) with the passages instead.
+    With a `picker` (the Finder picking the paragraph), an extractive answer comes from the paragraph it
     scores best among the ranker's best-fitting ones, or none is given below its threshold.
     With the `grounds`' reader (cwread.agents.extractive_qa), the words of that paragraph (with no picker, of the
     ranker's first) that the reader points at are the answer, or none is given where its score
