@@ -52,16 +52,20 @@ def line(name: str, label: str, rows: dict[str, dict]) -> str:
     )
 
 
+def header(setting: str, passages: str) -> str:
+    """The table's head, its third column named `setting` and its last `passages`."""
+    return (
+        f"| set | questions | {setting} | shown | gold quoted among shown [95%] | wrong shown | "
+        f"F1 over shown | F1 over all | {passages} |\n" + "|---" * 9 + "|"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help="keep the rows here")
     parser.add_argument("--reuse", action="store_true", help="read the rows kept in --out rather than run again")
     args = parser.parse_args()
-    print(
-        "| set | questions | configuration | shown | gold quoted among shown [95%] | wrong shown | "
-        "F1 over shown | F1 over all | gold among the passages shown |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(header("configuration", "gold among the passages shown"))
     with tempfile.TemporaryDirectory() as tmp:
         work = args.out or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)

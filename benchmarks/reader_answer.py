@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from extractive_dev import SETS, open_record_list
-from passages import line, share
+from passages import header, line, share
 
 from cwread.eval.metrics import best_over_references, token_f1
 
@@ -73,11 +73,7 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="read the rows kept in --out rather than run again")
     parser.add_argument("--tales", type=int, default=40, help="fairytale questions, evenly spaced (of 200)")
     args = parser.parse_args()
-    print(
-        "| set | questions | rule | shown | gold quoted among shown [95%] | wrong shown | "
-        "F1 over shown | F1 over all | gold among the passages given |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(header("rule", "gold among the passages given"))
     with tempfile.TemporaryDirectory() as tmp:
         work = args.out or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
