@@ -162,8 +162,7 @@ def run(
     first, checked = _interpret(plan, interpreter, question, packet, progress, seconds, follows)
     final = checked if checked is not None and checked.answer is not None else first
     t1 = time.perf_counter()
-    lowercase = found.document.lowercase_words if plan.support == SupportMethod.QUOTES else None
-    support = _check_support(plan, interpreter, question, final, packet, progress, rank.weights, lowercase)
+    support = _check_support(plan, interpreter, question, final, packet, progress, rank.weights, found.document)
     seconds["support_check"] = round(time.perf_counter() - t1, 3)
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != PacketSource.GIVEN else None
     picker = (
@@ -283,11 +282,10 @@ def _check_support(
     packet: Packet,
     progress: Progress | None,
     weights: grounding.Weights | None,
-    lowercase: frozenset[str] | None = None,
+    document: Document,
 ) -> SupportCheck | None:
     """Whether the final answer's quotes support it, as planned (cwread.answer.support; `weights`:
-    the book's word weights; `lowercase`: the words it writes in lower case, for a reader's
-    answer's names); None when there is no readable answer to check."""
+    the `document`'s word weights); None when there is no readable answer to check."""
     if plan.support is None or final is None or final.answer is None:
         return None
     if progress and plan.support == SupportMethod.MODEL:
@@ -300,7 +298,7 @@ def _check_support(
     if plan.support == SupportMethod.CONFIDENCE and plan.support_threshold is not None:
         return check_confidence(question, text, final, plan.support_threshold)
     if plan.support == SupportMethod.QUOTES:
-        return check_quotes(question, text, final, packet.ids, lowercase)
+        return check_quotes(question, text, final, packet.ids, document.lowercase_words)
     return check_support(None, question, text, final, packet.evidence(), weights=weights)
 
 

@@ -23,7 +23,6 @@ the quotes cannot be about someone they do not name.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from cwread.agents.support_check import SupportAgent
@@ -32,10 +31,7 @@ from cwread.question import Question
 from cwread.records import AgentCall, Quote, SupportCheck, yes_odds
 from cwread.text import grounding
 from cwread.text import sentences as text_sentences
-from cwread.text.words import STOPWORDS, TITLES
-
-_NAME_PART = re.compile(r"[^\W\d_]+")  # a name's words are letters: "Henry's" names Henry
-
+from cwread.text.words import LETTERS, STOPWORDS, TITLES
 
 # A label's quotes bear on it when they carry this share of its words' weight (idf): chosen on
 # the dev sets against gold and random paragraphs (benchmarks/README.md, "Figures the code rests on").
@@ -73,7 +69,7 @@ def unquoted_names(
     said = grounding.content_words(" ".join([question, *(q.text for q in quotes)]))
     missing: list[str] = []
     for start, end in text_sentences.sentences(answer):
-        for i, m in enumerate(_NAME_PART.finditer(answer, start, end)):
+        for i, m in enumerate(LETTERS.finditer(answer, start, end)):
             word = m.group(0)
             if i == 0 and (lowercase is None or word.lower() in lowercase):
                 continue

@@ -14,8 +14,7 @@ from typing import NamedTuple
 from cwread.book.chapters import Chapter, find_chapters
 from cwread.book.story import illustration_ids, lists_chapters, story_bounds
 from cwread.errors import InputError
-
-_LETTERS = re.compile(r"[^\W\d_]+")  # a word's letters
+from cwread.text.words import LETTERS
 
 
 @dataclass(frozen=True)
@@ -182,7 +181,7 @@ class Document:
     def lowercase_words(self) -> frozenset[str]:
         """The words the book writes in lower case somewhere: a capitalised word it never
         writes so is a name (cwread.answer.support)."""
-        return frozenset(w for p in self.paragraphs for w in _LETTERS.findall(p.text) if w[0].islower())
+        return frozenset(w for p in self.paragraphs for w in LETTERS.findall(p.text) if w[0].islower())
 
     @cached_property
     def lengths(self) -> list[int]:

@@ -8,6 +8,8 @@ from functools import lru_cache
 
 # a word: letters and digits, with inner apostrophes ("didn't", "O'Brien")
 WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+# a run of letters alone: a name's words ("Henry's" names Henry), a word's case
+LETTERS = re.compile(r"[^\W\d_]+")
 
 # Titles before a name (lower case): not names themselves, and a sentence does not end at one
 # written short with its full stop ("Dr. Mortimer"). ABBREVIATED are those written so.
