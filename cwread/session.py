@@ -34,7 +34,9 @@ class Session:
     """A book open for questions (see module doc). Backends are selected on the first
     `ask` (or by `selection()`), from `selection` if given, else from `settings.backends`,
     behind cwread's call cache unless `settings.use_cache` is False. Safe to share between
-    threads."""
+    threads. `close()` (or a `with` block) stops what the session started (a model it runs in
+    this process, its threads); a question asked after it starts them again. What is never
+    closed is closed at the interpreter's exit."""
 
     def __init__(
         self,
@@ -47,6 +49,7 @@ class Session:
         self.settings = settings or SessionSettings()
         use_cache = self.settings.use_cache
         self._selection = with_call_cache(selection) if selection is not None and use_cache else selection
+        self._selected_here = False  # a selection given is the caller's to close
         self._embedders: dict[str, Embedder | None] = {}
         self._indexes: dict[str, Index] = {}
         self._rankers: dict[str, extractive.SentenceRanker] = {}
@@ -65,7 +68,24 @@ class Session:
         with self._lock:
             if self._selection is None:
                 self._selection = select(self.settings.backends, self.settings.use_cache, notice)
+                self._selected_here = True
             return self._selection
+
+    def close(self) -> None:
+        """Stop the backends this session selected (a model it runs in-process, its threads);
+        the book and its indexes stay open, and a later question selects them again."""
+        with self._lock:
+            selection, selected_here = self._selection, self._selected_here
+            if selected_here:
+                self._selection, self._selected_here = None, False
+        if selection is not None and selected_here:
+            selection.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
     def _embedder(self, name: str) -> Embedder | None:
         with self._lock:

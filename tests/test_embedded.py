@@ -371,3 +371,48 @@ def test_a_follow_up_is_answered_with_the_words_it_leans_on(cache_dir):
     _first, follow_up = (json.loads(line) for line in proc.stdout.splitlines())
     assert follow_up["question"] == "and why did he do it?" and follow_up["follows"]
     assert follow_up["exit"] == 0 and 7 in follow_up["citations"], proc.stderr
+
+
+def _readme_python() -> str:
+    """The README's Python example, as a reader copies it."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    [block] = re.findall(r"```python\n(.*?)```", readme, re.S)
+    return block
+
+
+def test_the_readmes_python_example_exits_cleanly_every_time(cache_dir):
+    """The README's snippet, run as a script 20 times, and 10 of them without its `with` (a
+    session never closed): exit 0 and no abort each time (a model still loading when the
+    interpreter ended killed its thread inside ONNX Runtime: exit 134 in 3 of 20 runs)."""
+    snippet = _readme_python()
+    unclosed = re.sub(r"with (api\.open\(.*?\)) as book:", r"book = \1", snippet).replace("\n    ", "\n")
+    closed, never = cache_dir / "snippet.py", cache_dir / "unclosed.py"
+    closed.write_text(snippet, encoding="utf-8")
+    never.write_text(unclosed, encoding="utf-8")
+    assert "with" not in unclosed and "book = api.open(" in unclosed
+    env = dict(os.environ, OLLAMA_HOST="http://127.0.0.1:9")
+    for run in range(20):
+        script = closed if run % 2 else never
+        proc = subprocess.run(
+            [sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, env=env, timeout=300, check=False
+        )
+        assert proc.returncode == 0 and "terminate" not in proc.stderr, (run, proc.returncode, proc.stderr[-2000:])
+        assert "[" in proc.stdout  # the citations printed
+
+
+def test_a_closed_session_stops_its_model_and_a_later_question_starts_it_again(cache_dir, no_ollama):
+    """`with api.open(...)` stops what the session started: its model's load is waited for and
+    its llama.cpp servers closed; a question asked afterwards selects the backends again."""
+    from cwread import api
+    from cwread.backends import embedded, llama_server
+
+    question = api.make_question("Why did the Giant build a high wall round his garden?")
+    settings = api.Settings()
+    with api.open(str(EXAMPLES / "the_selfish_giant.txt"), settings) as book:
+        first = book.ask(question, api.RunSettings(answering=api.AnswerSettings(answer_mode="generative")))
+        assert llama_server._SERVERS  # the model ran in this process
+    assert not embedded._LOADING and not llama_server._SERVERS
+    again = book.ask(question)
+    assert again.citations and first.citations
+    book.close()
+    assert not llama_server._SERVERS

@@ -17,6 +17,7 @@ import pytest
 from cwread.backends import embedded_files, llama_server
 from cwread.backends.prompt_state import PromptStates, loaded_identity, prune, state_key
 from cwread.cache import file_sha256
+from cwread.errors import ModelError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIANT = os.path.join(REPO, "examples", "the_selfish_giant.txt")
@@ -88,14 +89,14 @@ def test_the_first_call_with_a_system_message_is_the_one_a_state_is_for(tmp_path
     from cwread.backends import GenerationRequest
 
     states = PromptStates(tmp_path, "http://127.0.0.1:9", "key")
-    loaded = llama_server.LlamaServer(server=None, api_key="key", states=states, identity="model 1")
+    loaded = llama_server.LlamaServer(held=[], api_key="key", states=states, identity="model 1")
     asked = GenerationRequest(messages=(("system", "You are the Finder."), ("user", "Segment ...")))
     key = llama_server.state_of(loaded, asked)
     assert key == state_key("model 1", "You are the Finder.")
     assert llama_server.state_of(loaded, GenerationRequest(messages=(("user", "Hello"),))) is None
     states.before_first(key)  # the first call made: later ones share the live slot
     assert llama_server.state_of(loaded, asked) is None
-    unkept = llama_server.LlamaServer(server=None, api_key="key", states=None, identity="")
+    unkept = llama_server.LlamaServer(held=[], api_key="key", states=None, identity="")
     assert llama_server.state_of(unkept, asked) is None
 
 
@@ -136,13 +137,9 @@ def test_the_next_process_reads_only_what_its_first_prompt_adds(cache_dir):
     assert kept[0].stat().st_mode & 0o077 == 0  # it holds the book's passages: the user's alone
 
 
-_KEPT_SERVERS = []  # a dropped llama.cpp server can hang the process at exit: never let go
-
-
 @pytest.mark.slow
 def test_the_loopback_port_answers_its_process_alone(tmp_path):
     loaded = llama_server.new_server(embedded_files.default_gguf(), 512, 2, states=tmp_path)
-    _KEPT_SERVERS.append(loaded)
     assert loaded.api_key not in repr(loaded)
     chunks: list = []
     loaded.server.handle_chat_completions(
@@ -163,3 +160,9 @@ def test_the_loopback_port_answers_its_process_alone(tmp_path):
     with urllib.request.urlopen(owner, timeout=30) as reply:
         assert json.load(reply)["n_saved"] > 0
     assert (tmp_path / "t.bin").is_file()
+    address = loaded.server.listening_address
+    assert loaded.close()  # closed, its port no longer answers, and a call says why
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"{address}/health", timeout=5)
+    with pytest.raises(ModelError, match="closed"):
+        loaded.server.handle_chat_completions({}, None)

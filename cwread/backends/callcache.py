@@ -70,5 +70,10 @@ class CachedBackend:
     def warm(self, notice=None, decisions_only: bool = False) -> None:
         self.inner.warm(notice, decisions_only)
 
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
+
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

@@ -8,6 +8,7 @@ the Finder and the Interpreter; its prompt cache makes repeated prefixes nearly 
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -25,7 +26,16 @@ from cwread.backends import (
     llamacpp_timings,
 )
 from cwread.backends.embedded_files import NO_ADAPTER, default_gguf, shipped_finder
-from cwread.backends.llama_server import LlamaServer, joined_chunks, shared_server, state_of, verify_gguf
+from cwread.backends.llama_server import (
+    EXIT_WAIT,
+    LlamaServer,
+    close_servers,
+    joined_chunks,
+    release,
+    shared_server,
+    state_of,
+    verify_gguf,
+)
 from cwread.backends.logprobs import TOP_LOGPROBS, label_logprobs, reply_scores
 from cwread.backends.onnx_decisions import DECISIONS_FORMAT, DecisionScorer, decision_model
 from cwread.backends.onnx_graph import DecisionsUnavailable
@@ -39,6 +49,20 @@ from cwread.errors import InputError, ModelError
 # One llama.cpp server per (model, context, adapter) for the process, whichever session asks:
 # a dropped xllamacpp server can hang the process on exit, so servers are never let go.
 DECISION_STATES = "decision-states"  # the decision model's kept prompt starts (onnx_decisions.py)
+
+_LOADING: set[threading.Thread] = set()  # models loading in the background (EmbeddedBackend.warm)
+
+
+@atexit.register
+def at_exit() -> None:
+    """Before the interpreter finalises: the models still loading are waited for, then every
+    llama.cpp server is closed. A load thread (ONNX Runtime's, llama.cpp's) still in C code
+    when the interpreter ends is killed in it, and the process aborts ("terminate called
+    without an active exception", exit 134: 3 of 20 runs of the README's Python example)."""
+    for thread in list(_LOADING):
+        thread.join(EXIT_WAIT)
+    close_servers()
+
 
 # what computes a reply (Generation.runtime): llama.cpp, or ONNX Runtime for the Finder's decisions
 LLAMA_CPP = "llama.cpp"
@@ -257,14 +281,18 @@ class EmbeddedBackend:
             self._warming = threading.Thread(
                 target=self._load_quietly, args=(decisions_only,), name="cwread-model-load", daemon=True
             )
+            _LOADING.add(self._warming)
         self._warming.start()
 
     def _load_quietly(self, decisions_only: bool = False) -> None:
-        with suppress(Exception):  # the call that needs the model raises it, said as the call's fault
-            if not (decisions_only and self._decisions):
-                self._load()
-            if self._decisions:
-                self._decision_scorer()
+        try:
+            with suppress(Exception):  # the call that needs the model raises it, said as the call's fault
+                if not (decisions_only and self._decisions):
+                    self._load()
+                if self._decisions:
+                    self._decision_scorer()
+        finally:
+            _LOADING.discard(threading.current_thread())
 
     def _decision_scorer(self) -> DecisionScorer | None:
         """The decision model of the model and its adapter, written into the cache the first
@@ -296,7 +324,7 @@ class EmbeddedBackend:
     def _load(self) -> LlamaServer:
         path, lora = self._files()
         try:
-            return shared_server(path, self.capabilities.context, self._threads, lora)
+            return shared_server(path, self.capabilities.context, self._threads, lora, user=self)
         except ModelError as exc:
             if self.prepared is None:
                 raise
@@ -304,7 +332,16 @@ class EmbeddedBackend:
             # it is removed (prepared again next time) and the shipped files run
             remove_entry(path.parent)
             path, lora = self._as_shipped(f"the embedded model prepared in the cache does not load ({_first_line(exc)})")
-        return shared_server(path, self.capabilities.context, self._threads, lora)
+        return shared_server(path, self.capabilities.context, self._threads, lora, user=self)
+
+    def close(self) -> None:
+        """Let the model go: its load in progress is waited for, and the llama.cpp server it
+        loaded is closed unless another backend holds it (llama_server.release)."""
+        with self._warm_lock:
+            warming = self._warming
+        if warming is not None:
+            warming.join()
+        release(self)
 
     def _as_shipped(self, why: str) -> tuple[Path, Path | None]:
         """Give up the prepared model for the shipped files, saying `why` in one line."""

@@ -17,7 +17,10 @@ from cwread.cache import cache_kept, cache_root
 from cwread.errors import CwreadError, ModelError
 
 _SERVERS: dict[tuple[str, int, str], LlamaServer] = {}  # shared: one a model file, context and adapter
+_USERS: dict[tuple[str, int, str], set[int]] = {}  # of each server: the backends (ids) that loaded it
 _SERVERS_LOCK = threading.Lock()
+CLOSE_WAIT = 30.0  # seconds a server's call in progress is waited for before the server is closed
+EXIT_WAIT = 5.0  # the same at the process's exit
 
 
 SLOT_PROMPT_SIMILARITY = 0.9
@@ -28,17 +31,36 @@ PROMPT_STATES = "prompts"  # the cache's folder of kept prompt states (prompt_st
 
 @dataclass(frozen=True)
 class LlamaServer:
-    """A llama.cpp server in this process (`server`, called directly). It also listens on a
-    loopback port, which answers its `api_key` alone: no other process can use the model;
-    `states` keeps its first prompt's state for the next process (None: not kept), under
-    `identity`, what the model loaded was; `lock` is held by each call, whichever backend
+    """A llama.cpp server in this process (`server`, called directly, until `close`). It also
+    listens on a loopback port, which answers its `api_key` alone: no other process can use
+    the model; `states` keeps its first prompt's state for the next process (None: not kept),
+    under `identity`, what the model loaded was; `lock` is held by each call, whichever backend
     makes it (a state kept must be the slot's own)."""
 
-    server: object
+    held: list = field(repr=False, compare=False)  # the xllamacpp server; empty once closed
     api_key: str = field(repr=False)
     states: PromptStates | None
     identity: str
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def server(self):
+        if not self.held:
+            raise ModelError("the embedded model was closed (its session was closed)")
+        return self.held[0]
+
+    def close(self, wait: float = CLOSE_WAIT) -> bool:
+        """Stop the server (its threads and its port) once no call holds it, waiting up to
+        `wait` seconds for one in progress; False where one still held it (left running)."""
+        if not self.lock.acquire(timeout=wait):
+            return False
+        try:
+            # the last reference: xllamacpp's destructor stops and joins the server's threads
+            # here, while the interpreter runs (at its finalisation they ended in std::terminate)
+            self.held.clear()
+        finally:
+            self.lock.release()
+        return True
 
 
 def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, states: Path | None = None) -> LlamaServer:
@@ -88,7 +110,7 @@ def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, s
         what = f"{path} with the adapter {lora}" if lora else str(path)
         raise ModelError(f"llama.cpp cannot load {what}: {exc}") from exc
     kept = PromptStates(states, server.listening_address, api_key) if identity and server.listening_address else None
-    return LlamaServer(server, api_key, kept, identity)
+    return LlamaServer([server], api_key, kept, identity)
 
 
 def has_gpu(xllamacpp) -> bool:
@@ -103,13 +125,43 @@ def has_gpu(xllamacpp) -> bool:
     return bool(kinds & gpus)
 
 
-def shared_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None) -> LlamaServer:
-    """One shared server per (model, context, adapter) for the process."""
+def shared_server(
+    path: Path, n_ctx: int, threads: int, lora: Path | None = None, user: object | None = None
+) -> LlamaServer:
+    """One shared server per (model, context, adapter) for the process, while a `user` (the
+    backend that loads it) holds it: `release(user)` closes those no other user holds."""
     key = (str(path), n_ctx, str(lora or ""))
     with _SERVERS_LOCK:
         if key not in _SERVERS:
             _SERVERS[key] = new_server(path, n_ctx, threads, lora, states_folder())
+        if user is not None:
+            _USERS.setdefault(key, set()).add(id(user))
         return _SERVERS[key]
+
+
+def release(user: object, wait: float = CLOSE_WAIT) -> None:
+    """`user` holds no server any more: each that no other user holds is closed."""
+    with _SERVERS_LOCK:
+        unused = []
+        for key, users in list(_USERS.items()):
+            users.discard(id(user))
+            if not users:
+                del _USERS[key]
+                unused.append(_SERVERS.pop(key))
+    for server in unused:
+        server.close(wait)
+
+
+def close_servers(wait: float = EXIT_WAIT) -> None:
+    """Close every server of the process (at its exit, cwread.backends.embedded.at_exit: a
+    script that never closed its session still ends cleanly); one still in a call after
+    `wait` seconds is left to the exit."""
+    with _SERVERS_LOCK:
+        servers = list(_SERVERS.values())
+        _SERVERS.clear()
+        _USERS.clear()
+    for server in servers:
+        server.close(wait)
 
 
 def states_folder() -> Path | None:

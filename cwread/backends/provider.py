@@ -75,6 +75,14 @@ class Selection:
     interpreter: Backend
     why: str
 
+    def close(self) -> None:
+        """Let the backends go: a backend that runs a model in this process (one with a
+        `close`) stops it; those a server holds have nothing to stop."""
+        for backend in dict.fromkeys([self.finder, self.interpreter]):
+            close = getattr(backend, "close", None)
+            if close is not None:
+                close()
+
 
 @dataclass(frozen=True)
 class Built:

@@ -418,6 +418,10 @@ def entry() -> None:
         signal.signal(signal.SIGINT, on_ctrl_c)
     code = main()
     if code == EXIT_INTERRUPTED or threading.active_count() > 1:
+        # a model loading or a llama.cpp server in a call is not waited for: os._exit ends them
+        embedded = sys.modules.get("cwread.backends.embedded")
+        if embedded is not None:
+            atexit.unregister(embedded.at_exit)
         atexit._run_exitfuncs()  # e.g. a temporary cache folder is removed
         with suppress(OSError, ValueError):
             sys.stdout.flush()
