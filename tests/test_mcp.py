@@ -511,3 +511,73 @@ def test_a_search_cancelled_mid_build_leaves_the_index_whole(tmp_path):
     for number, result in zip((17, 3), asyncio.run(go()), strict=True):
         assert not result.is_error, result.content[0].text
         assert [h["book"] for h in result.structured_content["hits"]] == [f"hound{number}.txt"]
+
+
+def test_the_server_survives_any_line(tmp_path):
+    """Lines no client should send, each answered with a JSON-RPC error or ignored, and the
+    server goes on: 100,000 nested brackets (they overflowed the parser's stack and ended the
+    server, exit 70), a line over the bound (never held whole), bytes that are no UTF-8, a NUL,
+    a message sent in two writes, a message of 10,000 keys."""
+    import time
+
+    from cwread.mcp.stdio import LINE_MOST
+
+    proc, send, reply = _raw_server(tmp_path)
+    try:
+        send(b"[" * 100_000)
+        assert reply(30)["error"]["code"] == -32700
+        send(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"a": ' + b"[" * 200 + b"]" * 200 + b"}}")
+        assert "nested deeper" in reply(30)["error"]["message"]
+        proc.stdin.write(b'{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"x": "' + b"y" * (LINE_MOST + 10))
+        proc.stdin.write(b'"}}\n')
+        proc.stdin.flush()
+        assert "a line over" in reply(60)["error"]["message"]
+        send(b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "contents", "arguments": {"book": "\xff\xfe\xc3("}}}')
+        assert reply(30)["id"] == 4  # the bad bytes read as U+FFFD: a book not found, said
+        send(b"\x00\x00\x00")
+        assert reply(30)["error"]["code"] == -32700
+        proc.stdin.write(b'{"jsonrpc": "2.0", "id": 5, "met')
+        proc.stdin.flush()
+        time.sleep(0.5)
+        send(b'hod": "tools/list"}')
+        assert len(reply(30)["result"]["tools"]) == 8
+        keys = ", ".join(f'"k{i}": {i}' for i in range(10_000))
+        send(f'{{"jsonrpc": "2.0", "id": 6, "method": "ping", "params": {{{keys}}}}}'.encode())
+        assert reply(30)["id"] == 6
+        send(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}')
+        assert len(reply(30)["result"]["tools"]) == 8
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_no_tool_hands_a_client_the_books_control_characters_raw(tmp_path):
+    """A book holding an escape sequence, BEL, the 8-bit CSI and bidi controls (RLO, LRI/PDI,
+    RLM): every tool's text and structured content carry visible stand-ins instead (contents
+    and search returned them raw)."""
+    root = tmp_path / "books"
+    root.mkdir()
+    hostile = "\x1b]52;c;ZWNobw==\x07 \x1b[2J \x9b31m \u202eevil\u202c \u2066iso\u2069 \u200fmark"
+    prose = "The Giant walked in his garden among the peach-trees and spoke of the high wall he built"
+    paragraphs = [f"CHAPTER I. THE GARDEN {hostile}"] + [
+        f"{prose}, day {n}." + (f" {hostile}" if n % 10 == 0 else "") for n in range(30)
+    ]
+    (root / "hostile.txt").write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
+    _, results, _ = call(
+        server(tmp_path, str(root)),
+        ("contents", {"book": "hostile.txt"}),
+        ("search", {"query": "giant garden wall"}),
+        ("show", {"book": "hostile.txt", "paragraphs": "1-3"}),
+        ("find", {"book": "hostile.txt", "question": "What did the Giant say of the wall?"}),
+        ("find", {"book": "hostile.txt", "question": "the wall", "compact": True}),
+        ("find", {"question": "the Giant's garden wall"}),
+        ("cast", {"book": "hostile.txt"}),
+        ("ask", {"book": "hostile.txt", "question": "What did the Giant speak of?"}),
+        ("list_books", {}),
+    )
+    raw = set("\x1b\x07\x9b\u202e\u202c\u2066\u2069\u200f")
+    for result in results:
+        everything = str(result.structured_content) + "".join(c.text for c in result.content)
+        assert not raw & set(everything), (result.content[0].text[:200], raw & set(everything))
+    assert "\u241b]52" in results[0].content[0].text  # the escape shown as ␛, the text kept

@@ -46,6 +46,7 @@ from cwread.mcp.texts import (
     bound_chars,
 )
 from cwread.views import json_output, reading
+from cwread.views.terminal import defused, one_line, printable
 
 SEARCH_MOST = 100  # hits a search returns at most: 10**12 asked once returned 20,000 (7.2 MB)
 
@@ -58,8 +59,12 @@ def build_server(settings: ServerSettings) -> MCPServer:
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     def result(structured: dict[str, Any], text: str, error: bool = False) -> CallToolResult:
+        """A tool's reply, every tool's through here: the book's control and bidi characters
+        (an escape sequence, BEL, RLO) reach no client raw, in the text or the structure."""
         return CallToolResult(
-            content=[TextContent(type="text", text=text)], structured_content=structured, is_error=error
+            content=[TextContent(type="text", text=printable(text))],
+            structured_content=defused(structured),
+            is_error=error,
         )
 
     def guarded(work: Callable[[], CallToolResult]) -> CallToolResult:
@@ -71,7 +76,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 json_output.error_json(error_exit(exc), exc.kind, str(exc)), f"{exc.kind}: {exc}", error=True
             )
         except Exception as exc:  # a bug of ours: still one line for the agent
-            raise ToolError(f"internal: {type(exc).__name__}: {exc}") from None
+            raise ToolError(one_line(f"internal: {type(exc).__name__}: {exc}")) from None
 
     async def off_thread(work: Callable[[], CallToolResult]) -> CallToolResult:
         """A tool's work on a worker thread. A client that cancels the call, or goes away, ends

@@ -1,6 +1,6 @@
 """What arrives on the MCP server's stdin, screened: each line parsed as JSON-RPC before the SDK
-reads it (an unreadable line answered with an error, lone surrogates mended), and stdin kept
-from the tools."""
+reads it (an unreadable line answered with an error, lone surrogates mended; a line too long or
+nested too deep refused, whatever it holds), and stdin kept from the tools."""
 
 from __future__ import annotations
 
@@ -26,21 +26,42 @@ from mcp_types import (
 from cwread.mcp.books import ServerSettings
 from cwread.mcp.server import build_server
 
+LINE_MOST = 4 * 2**20  # bytes of one message: a question is 4,000 characters at most
+DEPTH_MOST = 64  # nesting of one message: MCP's own are a few levels deep
 
-def screen_line(line: str) -> tuple[str | None, JSONRPCError | None]:
+TOO_LONG = object()  # stands for a line longer than LINE_MOST (its bytes are never held)
+
+
+def _parse_error(why: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message=f"Parse error: {why}"))
+
+
+def screen_line(line: str | object) -> tuple[str | None, JSONRPCError | None]:
     """A line from the client as the SDK's transport should read it, and the error reply it
     gets instead where it is not a JSON-RPC message. The SDK drops a line it cannot validate
     without a word (not JSON, `params: "oops"`, a lone surrogate such as "\\ud800" that JSON
     allows and its parser refuses): every request must get a reply. A lone surrogate becomes
-    U+FFFD, so that the request is answered (a book of that name is not found, say)."""
+    U+FFFD, so that the request is answered (a book of that name is not found, say). A line
+    over LINE_MOST bytes (TOO_LONG) or nested deeper than DEPTH_MOST is refused before it is
+    parsed: 100,000 brackets overflowed the parser's stack and ended the server. Whatever
+    fails in here is a parse error for the line, never the server's end."""
+    if line is TOO_LONG:
+        return None, _parse_error(f"a line over {LINE_MOST:,} bytes")
+    try:
+        return _screened(line)
+    except Exception as exc:  # RecursionError, MemoryError's kin: the line's fault, said as such
+        return None, _parse_error(f"unreadable ({type(exc).__name__})")
+
+
+def _screened(line: str) -> tuple[str | None, JSONRPCError | None]:
     if not line.strip():
         return None, None
+    if line.count("[") + line.count("{") > DEPTH_MOST and _depth(line) > DEPTH_MOST:
+        return None, _parse_error(f"nested deeper than {DEPTH_MOST} levels")
     try:
         message = json.loads(line)
     except ValueError:
-        return None, JSONRPCError(
-            jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message="Parse error: not JSON")
-        )
+        return None, _parse_error("not JSON")
     if _has_surrogate(message):
         message = _without_surrogates(message)
         line = json.dumps(message, ensure_ascii=False)
@@ -58,6 +79,26 @@ def screen_line(line: str) -> tuple[str | None, JSONRPCError | None]:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_JSON_MARK = re.compile(r'\\.|["\[\]{}]')  # an escape, a quote or a bracket: what depth reads
+
+
+def _depth(line: str) -> int:
+    """How deep the brackets of a JSON text nest, those inside strings skipped: counted in one
+    pass, without parsing it."""
+    depth = most = 0
+    quoted = False
+    for match in _JSON_MARK.finditer(line):
+        mark = match.group()
+        if mark == '"':
+            quoted = not quoted
+        elif quoted or len(mark) > 1:
+            continue
+        elif mark in "[{":
+            depth += 1
+            most = max(most, depth)
+        else:
+            depth -= 1
+    return most
 
 
 def _has_surrogate(value: Any) -> bool:
@@ -99,14 +140,54 @@ class ScreenedStdin:
                 yield passed
 
 
-def private_stdin():
+class BoundedLines:
+    """The lines read from a binary file, each decoded as UTF-8 (a bad byte as U+FFFD), and
+    TOO_LONG in place of a line over `most` bytes, whose bytes are read and dropped as they come
+    (a client can send a line of any size: it is never held whole); a last line with no newline
+    is a line."""
+
+    CHUNK = 65536
+
+    def __init__(self, file: io.RawIOBase | io.BufferedIOBase, most: int = LINE_MOST) -> None:
+        self.file = file
+        self.most = most
+
+    async def __aiter__(self):
+        pending = bytearray()
+        dropping = False  # within a line over the bound, until its newline
+        while True:
+            chunk = await anyio.to_thread.run_sync(self.file.read1, self.CHUNK, abandon_on_cancel=True)
+            if not chunk:
+                break
+            start = 0
+            while True:
+                end = chunk.find(b"\n", start)
+                piece = chunk[start:] if end < 0 else chunk[start:end]
+                if not dropping:
+                    pending += piece
+                    if len(pending) > self.most:
+                        pending.clear()
+                        dropping = True
+                        yield TOO_LONG
+                if end < 0:
+                    break
+                if not dropping:
+                    yield pending.decode("utf-8", errors="replace") + "\n"
+                pending.clear()
+                dropping = False
+                start = end + 1
+        if pending and not dropping:
+            yield pending.decode("utf-8", errors="replace")
+
+
+def private_stdin() -> BoundedLines:
     """The process's stdin, read from a private descriptor while fd 0 reads the null device
     (as the SDK's transport does: a child started by a tool reads EOF, not the protocol)."""
     private = os.dup(0)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    return anyio.wrap_file(io.TextIOWrapper(os.fdopen(private, "rb"), encoding="utf-8", errors="replace"))
+    return BoundedLines(os.fdopen(private, "rb"))
 
 
 async def _serve_stdio(server: MCPServer) -> None:

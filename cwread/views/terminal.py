@@ -34,6 +34,18 @@ def printable(text: str) -> str:
     return _CONTROL.sub(_stand_in, text)
 
 
+def defused(value):
+    """`value` with every string in it (a dict's values, a list's items, nested) `printable`:
+    what leaves cwread as data a client shows (MCP's text and structured content)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {key: defused(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [defused(item) for item in value]
+    return value
+
+
 def one_line(text: str) -> str:
     """`printable`, and newlines and tabs as spaces, a URL's password hidden: for a message
     that must stay one line."""
