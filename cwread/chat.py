@@ -67,9 +67,9 @@ class Chat:
                     continue
                 if text in ("/quit", "/exit"):
                     break
-                try:  # an answer's exit is in its trace (JSON Lines: "exit"): leaving a chat is 0 unless it failed
-                    self.command(text) if text.startswith("/") else self.answer(api.make_question(text))
-                    last = 0
+                try:  # piped in, a script reads the last answer's exit; at a terminal, leaving is 0
+                    code = self.command(text) if text.startswith("/") else self.answer(api.make_question(text))
+                    last = 0 if interactive else code
                 except KeyboardInterrupt:  # the answer in progress, not the session
                     INTERRUPTED.clear()  # the next question's calls are waited for again
                     console.notice("interrupted; ask again, or Ctrl-D to end")

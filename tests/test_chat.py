@@ -173,8 +173,13 @@ def test_a_stage_note_is_said_once_a_chat_not_after_every_answer(capsys, story, 
     assert code == 0 and out.count("Answer:") == 2 and err.count("Finder skipped: off, as asked") == 1
 
 
-def test_leaving_a_chat_whose_last_answer_gave_no_verdict_is_exit_0(capsys, story, cache_dir, scripted, monkeypatch):
-    lines = b"/verify She kept the medal in a drawer.\n"
+def test_a_piped_chat_exits_as_its_last_answer(capsys, story, cache_dir, scripted, monkeypatch):
+    """As its help says: questions piped in, the exit is the last answer's (4 for no verdict,
+    though the chat exited 0 after two such answers); a question answered last, 0."""
+    lines = b"/verify She kept the medal in a drawer.\n/verify The fishermen gave her a lamp.\n"
     code, out, err = chat(capsys, monkeypatch, scripted, story, lines, size=135_000_000)  # judges claims at chance
-    assert code == 0 and "no verdict" in out
+    assert code == 4 and out.count("no verdict") == 2
     assert "start the chat with --judge-anyway" in err and "pass --judge-anyway" not in err
+    lines = b"/verify She kept the medal in a drawer.\nWhat did the fishermen give her?\n"
+    code, out, _ = chat(capsys, monkeypatch, scripted, story, lines, "--finder", "off")
+    assert code == 0 and "Answer:" in out

@@ -83,13 +83,25 @@ def test_unreadable_books_are_named_and_the_rest_searched(capsys, library, cache
         (["search", "{root}", "wall", "-C", "-2"], "the context must be 0 paragraphs or more"),
         (["search", "{root}/missing", "wall"], "no such folder"),
         (["search", "{empty}", "wall"], "no books under"),
+        (["search", "{root}", "wall", "--books", "nomatch*"], "no book of the library matches 'nomatch*'; its books: giant.pdf, giant.txt, letters"),
+        (["search", "{root}", "wall", "--books", "[a-"], "the pattern '[a-' opens a '[' at character 1 that it never closes"),
+        (["cast", "{root}/giant.txt", "--limit", "-1"], "--limit must be 0 (all) or a positive number"),
     ],
 )
 def test_bad_searches_are_one_line_and_exit_2(capsys, library, cache_dir, tmp_path, args, message):
     (tmp_path / "empty").mkdir()
     args = [a.format(root=library, empty=tmp_path / "empty") for a in args]
     code, out, err = run(capsys, *args)
-    assert code == 2 and out == "" and message in err and len(err.strip().splitlines()) == 1
+    error = [line for line in err.splitlines() if line.startswith("cwread: error:")]
+    assert code == 2 and out == "" and message in err and len(error) == 1 and "list_books" not in err
+
+
+def test_a_fifo_in_the_library_is_named_among_the_files_left_out(capsys, library, cache_dir):
+    import os
+
+    os.mkfifo(library / "pipe.txt")
+    code, out, err = run(capsys, "search", str(library), "garden", "--limit", "1")
+    assert code == 0 and "pipe.txt: not a regular file; not read" in err and "2 left out" in out
 
 
 def test_a_hit_is_headed_by_what_show_takes(capsys, library, cache_dir, monkeypatch):

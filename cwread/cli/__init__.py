@@ -305,7 +305,8 @@ def chat(
     Each answer is given as `ask` gives it. At a terminal: line editing, history, /help for
     commands (/show, /find, /verify, /json, /save); Ctrl-C cancels the answer in progress. With
     --json, for scripts: one question a line in, one JSON trace a line out (with its "exit").
-    Exit status: that of the last answer.
+    Exit status: with questions piped in, that of the last answer (or command); at a terminal, 0
+    unless it failed.
     """
     from cwread import api
     from cwread.chat import Chat

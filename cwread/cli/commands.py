@@ -63,12 +63,12 @@ def cast(
         ),
     ] = "",
     limit: Annotated[
-        int,
+        int | None,
         typer.Option(
             help=f"Members to list, the most mentioned first (0: all); {CAST_LISTED} without a query.",
             show_default=False,
         ),
-    ] = -1,
+    ] = None,
     max_chars: Annotated[
         int,
         typer.Option(
@@ -88,11 +88,11 @@ def cast(
     from cwread import api
     from cwread.views import console, json_output, render
 
-    if limit < -1:
+    if limit is not None and limit < 0:
         raise InputError("--limit must be 0 (all) or a positive number")
     document = open_document(book, output)
     whole, members = api.cast(document, query)
-    count = (0 if query.strip() else CAST_LISTED) if limit == -1 else limit
+    count = (0 if query.strip() else CAST_LISTED) if limit is None else limit
     members = members[:count] if count else members
     if output.json_out:
         console.print_json(json_output.cast_json(document, members, query))

@@ -165,7 +165,10 @@ class Library:
             book = self._describe(real)
             return book if book.size else None
         suffix = real.name.rpartition(".")[2].lower()
-        if not real.is_file() or "." not in real.name or suffix not in book_suffixes():
+        if "." not in real.name or suffix not in book_suffixes():
+            return None
+        if not real.is_file():  # a FIFO, a socket, a device: reading one could block or never end
+            self.left_out.append(f"{entry.name}: not a regular file; not read")
             return None
         return self._describe(real)
 
@@ -252,9 +255,12 @@ class Library:
         store, held, built = self.sync(progress)
         chosen = None
         if books is not None:
+            _check_glob(books)
             chosen = [name for name, book in held.items() if _matches(books, name, book.about)]
             if not chosen:
-                raise InputError(f"no book of the library matches {books!r} (list_books names them)")
+                names = sorted(held)
+                listed = ", ".join(names[:NAMED_BOOKS]) + (f", … ({len(names):,} in all)" if len(names) > NAMED_BOOKS else "")
+                raise InputError(f"no book of the library matches {books!r}; its books: {listed or 'none'}")
         try:
             stored = store.search(query, limit, chosen)
             arounds = {(h.book, h.id): store.around(h.book, h.id, context) if context else [] for h in stored}
@@ -387,6 +393,22 @@ def _place(sources, pid: int) -> tuple[str | None, int]:
 def _label(sources, pid: int) -> str:
     source, number = _place(sources, pid)
     return str(pid) if source is None else f"{source}:{number}"
+
+
+NAMED_BOOKS = 5  # books named where a pattern matches none
+
+
+def _check_glob(pattern: str) -> None:
+    """InputError where `pattern` is no glob: a '[' it never closes ("[a-"), which fnmatch
+    would take as itself and so match nothing, said as if no book were there."""
+    opened = None
+    for i, char in enumerate(pattern):
+        if char == "[" and opened is None:
+            opened = i
+        elif char == "]" and opened is not None and i > opened + 1 + (pattern[opened + 1 : opened + 2] == "!"):
+            opened = None
+    if opened is not None:
+        raise InputError(f"the pattern {pattern!r} opens a '[' at character {opened + 1} that it never closes")
 
 
 def _matches(pattern: str, name: str, about: dict) -> bool:
