@@ -39,12 +39,7 @@ from extractive_dev import DATA, REPO
 
 from cwread.eval.metrics import wilson_interval
 
-TRAIN_STORIES = (
-    "black-sheep cuchulain-of-muirthemne first-born-first-wed happy-prince jorinde-and-joringel little-miss-muffet "
-    "murmur-goose-egg osseo-the-son-of-the-evening-star red-shoes skipper-and-sir-urian story-of-prince-yamato-take "
-    "the-bird-with-nine-heads the-constable the-fir-tree the-little-hunting-dog the-queen-of-heaven "
-    "the-tale-of-bad-mice the-toad-woman the-witch-of-fife two-maidens youth-who-was-to-serve-three-years-without-pay"
-).split()
+TRAIN_STORIES = ["black-sheep", "cuchulain-of-muirthemne", "first-born-first-wed", "happy-prince", "jorinde-and-joringel", "little-miss-muffet", "murmur-goose-egg", "osseo-the-son-of-the-evening-star", "red-shoes", "skipper-and-sir-urian", "story-of-prince-yamato-take", "the-bird-with-nine-heads", "the-constable", "the-fir-tree", "the-little-hunting-dog", "the-queen-of-heaven", "the-tale-of-bad-mice", "the-toad-woman", "the-witch-of-fife", "two-maidens", "youth-who-was-to-serve-three-years-without-pay"]
 ANSWERABLE_PER_STORY = 5  # the first five FairytaleQA questions of each train story
 HERE = Path(__file__).resolve().parent
 
