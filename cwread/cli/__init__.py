@@ -125,7 +125,8 @@ def find(
         result = api.find(document, asked, settings, progress=progress, hints=hints)
     shown = len(result.anchor_segments) if shape.limit is None else shape.limit
     if shape.compact and not output.json_out:
-        render.map_view(result, shape.limit or MAP_CANDIDATES, api.absent_words(document, asked.text))
+        bound = shape.printed_chars(FIND_CHARS)
+        render.map_view(result, shape.limit or MAP_CANDIDATES, api.absent_words(document, asked.text), bound)
     elif output.json_out:
         console.print_json(json_output.find_json(result, shown))
     elif shape.plain or not console.stdout().is_terminal:  # a reader in a pipe: bounded plain text

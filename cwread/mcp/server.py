@@ -48,6 +48,7 @@ from cwread.mcp.texts import (
 from cwread.views import json_output, reading
 from cwread.views.terminal import defused, one_line, printable
 
+MAX_CHARS = "max_chars"  # the tools' bound, as a left-out line names it
 SEARCH_MOST = 100  # hits a search returns at most: 10**12 asked once returned 20,000 (7.2 MB)
 
 
@@ -180,7 +181,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
         for passage in data["passages"]:
             del passage["text"]  # the text once, in the text content
         return result(
-            data, "\n".join(reading.library_find_lines(found, limit, bound_chars(max_chars), None, widen))
+            data, "\n".join(reading.library_find_lines(found, limit, bound_chars(max_chars), None, widen, MAX_CHARS))
         )
 
     @server.tool(
@@ -247,9 +248,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
             if compact:
                 return result(
                     {"book": book, "question": question},
-                    "\n".join(reading.map_lines(found, limit, absent, None)),
+                    "\n".join(reading.map_lines(found, limit, absent, None, bound_chars(max_chars), MAX_CHARS)),
                 )
-            lines = reading.find_lines(found, limit, bound_chars(max_chars), absent, None, widen)
+            lines = reading.find_lines(found, limit, bound_chars(max_chars), absent, None, widen, MAX_CHARS)
             data = json_output.find_json(found, limit)
             # the text once, in the text content; what a reader has no use for (budgets, timings) left out
             data = {
@@ -292,7 +293,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 member["mentions"] = member["mentions"][:MENTIONS_LISTED]
             data = {k: v for k, v in data.items() if k not in ("version", "cwread", "document")}
             text = "\n".join(
-                reading.cast_lines(document, whole, members, bool(query.strip()), bound_chars(max_chars), None)
+                reading.cast_lines(
+                    document, whole, members, bool(query.strip()), bound_chars(max_chars), None, MAX_CHARS
+                )
             )
             return result(
                 {"book": book, **data},
@@ -326,7 +329,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             document = session.document
             notes: list[str] = []
             shown = api.show(document, paragraphs, notes, around)
-            lines = reading.paragraph_lines(document, shown, bound_chars(max_chars), None)
+            lines = reading.paragraph_lines(document, shown, bound_chars(max_chars), None, MAX_CHARS)
             data = json_output.show_json(document, shown)
             for paragraph in data["paragraphs"]:  # the text once, in the text content
                 del paragraph["text"]
@@ -375,20 +378,28 @@ def build_server(settings: ServerSettings) -> MCPServer:
         "is headed by its first paragraph.",
         annotations=read_only,
     )
-    async def contents(book: BookArg) -> CallToolResult:
+    async def contents(book: BookArg, max_chars: MaxCharsArg = READER_CHARS) -> CallToolResult:
         def work() -> CallToolResult:
             entry, document, chapters = library.contents(book)
+            listed = [json_output.chapter_json(c) for c in chapters]
+            blocks = [
+                reading.Block([], [reading.capped(f"{c['paragraphs']}: {c['heading']}")], c["paragraphs"], blank=False)
+                for c in listed
+            ]
+            about = json_output.about_line(entry.about).strip()
+            lines = reading.bounded(
+                blocks, bound_chars(max_chars), len(about) + 1, None, "chapters", None, MAX_CHARS
+            )
+            shown = sum(1 for line in lines if line and not line.startswith("Left out past"))
             data = {
                 "book": entry.name,
                 "kind": entry.format,
                 **json_output.about_json(entry.about),
                 "paragraphs": len(document),
-                "contents": [json_output.chapter_json(c) for c in chapters],
+                "chapters": len(listed),
+                "contents": listed[:shown],  # those the text holds; the rest by a larger max_chars
             }
-            text = "\n".join(f"{c['paragraphs']}: {c['heading']}" for c in data["contents"])
-            return result(
-                data, (json_output.about_line(entry.about).strip() + "\n" if entry.about else "") + text
-            )
+            return result(data, (about + "\n" if entry.about else "") + "\n".join(lines))
 
         return await off_thread(work)
 
@@ -424,7 +435,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             if limit > SEARCH_MOST:
                 data["capped"] = f"limit {limit} capped at {SEARCH_MOST} paragraphs"
             head = f"Paragraphs ({BOOKS_WORDS}):" if found.hits else "no paragraph matches"
-            lines = [head, *reading.search_lines(found.hits, bound, len(head) + 1)]
+            lines = [head, *reading.search_lines(found.hits, bound, len(head) + 1, MAX_CHARS)]
             if "capped" in data:
                 lines.append(f"({data['capped']})")
             return result(data, "\n".join(lines))

@@ -5,7 +5,8 @@ one is given, within a character budget that ends with one line naming what was 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from cwread.book import Document, Paragraph
 from cwread.book.chapters import Chapter, is_heading
@@ -31,19 +32,131 @@ def _size(lines: list[str]) -> int:
     return sum(len(line) + 1 for line in lines)
 
 
-def _within(blocks: Iterable[list[str]], max_chars: int | None, used: int = 0) -> tuple[list[str], list[int]]:
-    """Whole blocks of lines, in order, while they fit in `max_chars` characters (None: no bound)
-    beside the `used` ones before them, the first always; once one is left out, so are the rest.
-    The lines kept, and the indexes of the blocks left out."""
-    kept: list[str] = []
-    left: list[int] = []
+LINE_MOST = 400  # characters of a head line or a left-out line, whatever it names
+NAMED_MOST = 5  # things a left-out line names before "and N more"
+CUT_ROOM = 1_000  # characters left under the bound for which a passage after the first is cut, not left out
+OPTION = "--max-chars"  # how the bound is set, as the CLI says it (MCP: max_chars)
+
+
+def capped(line: str, most: int = LINE_MOST) -> str:
+    """`line`, cut at a word to `most` characters with " …" where it is longer."""
+    if len(line) <= most:
+        return line
+    return line[: most - 2].rsplit(" ", 1)[0] + " …"
+
+
+@dataclass(frozen=True)
+class Block:
+    """What a bound keeps whole or cuts: `head` lines (kept, each capped), then `body` lines,
+    each a paragraph's (`pids`, None for a line of no paragraph) or another line; a cut keeps
+    the body lines around `best`. `name`: how a left-out line names the block."""
+
+    head: list[str]
+    body: list[str]
+    name: str
+    pids: list[int] = field(default_factory=list)
+    best: int = 0
+    blank: bool = True  # a blank line before it
+    whole: str = ""  # how to read its best line whole where a cut is inside it ("show 22")
+
+    def size(self) -> int:
+        return _size([*([""] if self.blank else []), *self.head, *self.body])
+
+
+def _size(lines: list[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
+
+
+def _cut(block: Block, room: int, span_label: Callable[[int, int], str] | None, option: str = OPTION) -> Block:
+    """`block` within `room` characters: its head, the body lines around its best, and a line
+    naming the paragraphs cut (to `show`); where the best alone is longer than what is left, it
+    is cut inside, with "…" and its id."""
+    head = [capped(line) for line in block.head]
+    left = room - _size(head) - (1 if block.blank else 0) - LINE_MOST
+    body = block.body
+    low = high = block.best
+    used = len(body[low]) + 1 if body else 0
+    cut_inside = None
+    if body and used > left:  # the best line alone is too long: cut inside it, its id kept
+        text = body[low]
+        opening = text.split(" ", 1)[0] + " " if text.startswith("[") else ""
+        kept = text[: max(len(opening), left - 2)].rsplit(" ", 1)[0]
+        kept = kept if len(kept) >= len(opening) else opening.rstrip()
+        cut_inside = (len(kept), len(text))
+        lines = [kept.rstrip() + " …"]
+    else:
+        while True:
+            grew = False
+            for side in (1, -1):
+                nxt = high + 1 if side > 0 else low - 1
+                if 0 <= nxt < len(body) and used + len(body[nxt]) + 1 <= left:
+                    used += len(body[nxt]) + 1
+                    low, high = (low, nxt) if side > 0 else (nxt, high)
+                    grew = True
+            if not grew:
+                break
+        lines = body[low : high + 1]
+    notes = []
+    if cut_inside is not None:
+        kept, whole = cut_inside
+        how = f"; {block.whole} for it whole" if block.whole else ""
+        notes.append(capped(f"(cut at {kept:,} of its {whole:,} characters, within {option}{how})"))
+    dropped = [pid for i, pid in enumerate(block.pids) if not low <= i <= high]
+    if dropped and span_label is not None:
+        runs: list[list[int]] = []
+        for pid in dropped:
+            if runs and pid == runs[-1][-1] + 1:
+                runs[-1].append(pid)
+            else:
+                runs.append([pid])
+        spans = [span_label(r[0], r[-1]) for r in runs]
+        notes.append(capped(f"(more of this passage beyond {option}: show {', '.join(spans)})"))
+    elif len(lines) < len(body) and cut_inside is None:
+        notes.append(f"({len(body) - len(lines)} more lines of it past {option})")
+    return Block(head, [*lines, *notes], block.name, blank=block.blank)
+
+
+def bounded(
+    blocks: list[Block],
+    max_chars: int | None,
+    used: int,
+    width: int | None,
+    noun: str,
+    span_label: Callable[[int, int], str] | None = None,
+    option: str = OPTION,
+    spans: bool = False,
+) -> list[str]:
+    """Blocks, in order, while they fit in `max_chars` characters (None: no bound) beside the
+    `used` ones before them. The first that does not fit is cut around its best line (`_cut`)
+    where it is the first or CUT_ROOM characters are left, else left out; the rest are left
+    out, named by one capped line that says how many and the first NAMED_MOST (`spans`: by the
+    span of their paragraphs). Whatever the blocks, what is printed is within the bound but for
+    that line and a cut's notes."""
+    out: list[str] = []
+    left: list[Block] = []
     for index, block in enumerate(blocks):
-        if left or (max_chars is not None and kept and used + _size(block) > max_chars):
-            left.append(index)
-            continue
-        kept += block
-        used += _size(block)
-    return kept, left
+        size = block.size()
+        if max_chars is not None and used + size > max_chars:
+            room = max_chars - used
+            if out and room < CUT_ROOM:
+                left = blocks[index:]
+                break
+            block, left = _cut(block, room, span_label, option), blocks[index + 1 :]
+        used += block.size()
+        for line in ([""] if block.blank else []) + block.head + block.body:
+            out += wrapped(line, width)
+        if left:
+            break
+    if left:
+        names = [capped(b.name, 120) for b in left[:NAMED_MOST]]
+        more = f"; and {len(left) - NAMED_MOST:,} more" if len(left) > NAMED_MOST else ""
+        named = f"{'; '.join(names)}{more}"
+        if spans and span_label is not None:  # paragraphs in order: named by their span
+            first, last = left[0].pids[0], left[-1].pids[-1]
+            named = span_label(first, last) if first != last else left[0].name
+        line = f"Left out past {max_chars:,} characters ({option}): {len(left):,} {noun}: {named}."
+        out += ["", *wrapped(capped(line), width)]
+    return out
 
 
 REPLIES = 3  # paragraphs of dialogue printed after a passage that ends in dialogue
@@ -121,24 +234,12 @@ def _spans_label(document: Document, ids: list[int]) -> str:
     return ", ".join(document.span_label(r[0], r[-1]) for r in runs)
 
 
-def _passages_within(
-    titles: list[str], blocks: list[list[str]], max_chars: int | None, used: int, width: int | None
-) -> list[str]:
-    """Whole passages in rank order while they fit in `max_chars` beside the `used` characters
-    before them, then one line naming, by their `titles`, those left out."""
-    kept, left = _within(blocks, max_chars, used)
-    if left:
-        named = "; ".join(titles[i] for i in left)
-        kept += ["", *wrapped(f"Left out past {max_chars:,} characters (--max-chars): {named}.", width)]
-    return kept
-
-
-def _passage_block(document: Document, title: str, ids: Iterable[int], width: int | None) -> list[str]:
-    """A passage as printed: a blank line, its head line, then each paragraph as `[N] text`."""
-    lines = ["", *wrapped(title, width)]
-    for pid in ids:
-        lines += wrapped(f"[{document.label(pid)}] {printable(document.paragraph(pid).text)}", width)
-    return lines
+def _passage_block(document: Document, title: str, ids: list[int], scores: Sequence[float]) -> Block:
+    """A passage as printed: its head line, then each paragraph as `[N] text`; a cut keeps
+    those around its best-scoring paragraph."""
+    best = max(range(len(ids)), key=lambda i: scores[ids[i] - 1]) if scores else 0
+    body = [f"[{document.label(pid)}] {printable(document.paragraph(pid).text)}" for pid in ids]
+    return Block([title], body, title, pids=list(ids), best=best, whole=f"show {document.label(ids[best])}")
 
 
 def find_lines(
@@ -148,19 +249,21 @@ def find_lines(
     absent: list[str],
     width: int | None,
     expand: int | str | None = None,
+    option: str = OPTION,
 ) -> list[str]:
     """`find`'s passages as a reader reads them: a head line a passage (its rank, span and
     chapter), then its paragraphs, widened as `expand` says (`printed_span`), each paragraph
     printed once; whole passages, best first (the first `limit`, 0: all), up to `max_chars`
-    characters (None: no bound), then one line naming those left out; `absent`: the question's
-    words that no paragraph holds, said first."""
+    characters (None: no bound; a passage that does not fit cut around its best paragraph,
+    see `bounded`), then one line naming those left out (`option` sets the bound); `absent`:
+    the question's words that no paragraph holds, said first."""
     doc = result.document
     segments = result.segments if not limit else result.segments[:limit]
     heads = [
         f"{printable(doc.path)}: {len(doc):,} paragraphs; the {len(segments)} passages that fit best, best first."
     ]
     heads += question_notes(result, absent)
-    out = [line for head in heads for line in wrapped(head, width)]
+    out = [line for head in heads for line in wrapped(capped(head), width)]
     groups: list[tuple[list[int], list[int]]] = []  # (ranks, ids): passages of one scene together
     chapters: list[Chapter | None] = []  # of each group: its first passage's
     taken: set[int] = set()
@@ -185,50 +288,43 @@ def find_lines(
         + (f" {printable(chapter.title)}" if chapter else "")
         for (ranks, ids), chapter in zip(groups, chapters, strict=True)
     ]
-    blocks = [_passage_block(doc, title, ids, width) for title, (_, ids) in zip(titles, groups, strict=True)]
-    return out + _passages_within(titles, blocks, max_chars, _size(out), width)
+    scores = result.paragraph_scores
+    blocks = [_passage_block(doc, title, ids, scores) for title, (_, ids) in zip(titles, groups, strict=True)]
+    return out + bounded(blocks, max_chars, _size(out), width, "passages", doc.span_label, option)
 
 
 def paragraph_lines(
-    document: Document, paragraphs: list[Paragraph], max_chars: int | None, width: int | None
+    document: Document,
+    paragraphs: list[Paragraph],
+    max_chars: int | None,
+    width: int | None,
+    option: str = OPTION,
 ) -> list[str]:
     """Paragraphs as `[N] text`, a blank line between, each under its chapter where that changes,
-    up to `max_chars` characters (the first always), then one line naming those left out."""
-    blocks: list[list[str]] = []
+    up to `max_chars` characters (the first cut inside where it alone is longer), then one line
+    naming those left out."""
+    blocks: list[Block] = []
     chapter = None
     for p in paragraphs:
-        block = [""] if blocks else []
         now = document.chapter(p.id)
-        if now is not None and now != chapter:
-            block += wrapped(f"({printable(now.title)})", width)
+        head = [f"({printable(now.title)})"] if now is not None and now != chapter else []
         wrapping = document.wrapping(p.id)
-        block += wrapped(
-            f"[{document.label(p.id)}] {printable(p.text)}" + (f"  ({wrapping})" if wrapping else ""), width
-        )
-        blocks.append(block)
+        line = f"[{document.label(p.id)}] {printable(p.text)}" + (f"  ({wrapping})" if wrapping else "")
+        label = document.label(p.id)
+        blocks.append(Block(head, [line], label, pids=[p.id], blank=bool(blocks), whole=f"show {label}"))
         chapter = now
-    out, left = _within(blocks, max_chars)
-    if left:
-        first, last = paragraphs[left[0]].id, paragraphs[left[-1]].id
-        span = document.span_label(first, last) if len(left) > 1 else document.label(first)
-        out += [
-            "",
-            *wrapped(f"Left out past {max_chars:,} characters: {len(left)} paragraphs, {span}.", width),
-        ]
-    return out
+    return bounded(blocks, max_chars, 0, width, "paragraphs", document.span_label, option, spans=True)
 
 
-def search_lines(hits: Sequence[Hit], max_chars: int | None, used: int = 0) -> list[str]:
+def search_lines(hits: Sequence[Hit], max_chars: int | None, used: int = 0, option: str = OPTION) -> list[str]:
     """A library search's hits, each its book and id, then its whole paragraph, up to `max_chars`
-    characters beside the `used` ones before them (the first always), then one line naming those
-    left out."""
-    heads = [f"{hit.book} [{hit.label}]{about_line(hit.about)}" for hit in hits]
-    out, left = _within(
-        (["", head, hit.text] for head, hit in zip(heads, hits, strict=True)), max_chars, used
-    )
-    if left:
-        out += ["", f"Left out past {max_chars:,} characters: {'; '.join(heads[i] for i in left)}."]
-    return out
+    characters beside the `used` ones before them (the first cut inside where it alone is
+    longer), then one line naming those left out."""
+    blocks = []
+    for hit in hits:
+        head = f"{hit.book} [{hit.label}]{about_line(hit.about)}"
+        blocks.append(Block([head], [printable(hit.text)], head, whole=f"show {hit.book} {hit.label}"))
+    return bounded(blocks, max_chars, used, None, "paragraphs", None, option)
 
 
 def question_notes(result: FindResult, absent: list[str]) -> list[str]:
@@ -247,11 +343,19 @@ def question_notes(result: FindResult, absent: list[str]) -> list[str]:
 MAP_LINE_CHARS = 320  # of a candidate's line: its id, chapter and best-matching sentence (most whole)
 
 
-def map_lines(result: FindResult, count: int, absent: list[str], width: int | None) -> list[str]:
+def map_lines(
+    result: FindResult,
+    count: int,
+    absent: list[str],
+    width: int | None,
+    max_chars: int | None = None,
+    option: str = OPTION,
+) -> list[str]:
     """A map of the candidates, one line each, for a reader to pick from and `show`: the `count`
     paragraphs the retrieval ranks best (outside front and back matter), each with its rank, id,
     chapter and the sentence of it that shares most of the question's words, those words marked
-    *so*; `absent`: the question's words that no paragraph holds, said first."""
+    *so*, up to `max_chars` characters (then one line naming those left out); `absent`: the
+    question's words that no paragraph holds, said first."""
     doc = result.document
     asked = set(
         word_stems([w for w in map(str.lower, WORD.findall(result.question.text)) if w not in STOPWORDS])
@@ -269,7 +373,8 @@ def map_lines(result: FindResult, count: int, absent: list[str], width: int | No
         f"{printable(doc.path)}: {len(doc):,} paragraphs; the {min(count, len(ranked))} that fit best, best first (show N for one whole)."
     ]
     heads += question_notes(result, absent)
-    out = [line for head in heads for line in wrapped(head, width)]
+    out = [line for head in heads for line in wrapped(capped(head), width)]
+    lines: list[Block] = []
     for rank, pid in enumerate(ranked[:count], start=1):
         text = doc.paragraph(pid).text
         # whole sentences, not the clauses a quote is cut to: a reader judged a clause too little
@@ -286,9 +391,8 @@ def map_lines(result: FindResult, count: int, absent: list[str], width: int | No
             start = sentence.find(" ", start) + 1 if start else 0
             window = sentence[start : start + room - 4].rsplit(" ", 1)[0]
             sentence = ("… " if start else "") + window + " …"
-        line = f"{head} {printable(sentence)}"
-        out += wrapped(line, width)
-    return out
+        lines.append(Block([], [f"{head} {printable(sentence)}"], f"#{rank} [{doc.label(pid)}]", blank=False))
+    return out + bounded(lines, max_chars, _size(out), width, "candidates", None, option)
 
 
 def _stems(text: str) -> set[str]:
@@ -313,44 +417,44 @@ def cast_lines(
     detailed: bool,
     max_chars: int | None,
     width: int | None,
+    option: str = OPTION,
 ) -> list[str]:
     """The book's cast as a reader reads it: a line a member (its name, kind, how many
     paragraphs mention it and the first, its other forms), then the descriptions the text sets
     beside it, each with its paragraph; `detailed` (a name or description asked): also the names
     it is most often mentioned with, and where. Whole members up to `max_chars`, then one line
     naming those left out."""
-    blocks, names = [], []
+    blocks = []
     for member in members:
         first = member.mentions[0]
         chapter = document.chapter(first)
         where = f"first [{document.label(first)}]" + (f" {chapter.title}" if chapter else "")
         others = [f for f in member.forms if f != member.name]
         head = f"{member.name} ({member.kind}; {len(member.mentions):,} paragraphs, {where})"
-        block = ["", *wrapped(head + (f"; also {', '.join(others[:6])}" if others else ""), width)]
-        for d in member.descriptions:
-            block += wrapped(
-                f'  "{d.span}" [{document.label(d.pid)}]'
-                + (f" (said {d.times} times)" if d.times > 1 else ""),
-                width,
-            )
+        body = [
+            f'  "{d.span}" [{document.label(d.pid)}]' + (f" (said {d.times} times)" if d.times > 1 else "")
+            for d in member.descriptions
+        ]
         if detailed:
             for other, shared in cast.meetings(member)[:MEETS]:
                 ids = ", ".join(document.label(pid) for pid in shared[:4])
-                block += wrapped(
-                    f"  with {other.name} in {len(shared)} paragraphs: [{ids}]"
-                    + (" ..." if len(shared) > 4 else ""),
-                    width,
+                body.append(
+                    f"  with {other.name} in {len(shared)} paragraphs: [{ids}]" + (" ..." if len(shared) > 4 else "")
                 )
-        blocks.append([printable(line) for line in block])
-        names.append(member.name)
-    out, left = _within(blocks, max_chars)
-    if left:
-        out += ["", f"Left out past {max_chars:,} characters: {', '.join(names[i] for i in left)}."]
-    return out[1:] if out and out[0] == "" else out
+        head += f"; also {', '.join(others[:6])}" if others else ""
+        blocks.append(
+            Block([printable(head)], [printable(line) for line in body], printable(member.name), blank=bool(blocks))
+        )
+    return bounded(blocks, max_chars, 0, width, "members", None, option)
 
 
 def library_find_lines(
-    found: LibraryFound, limit: int, max_chars: int | None, width: int | None, expand: int | str | None = None
+    found: LibraryFound,
+    limit: int,
+    max_chars: int | None,
+    width: int | None,
+    expand: int | str | None = None,
+    option: str = OPTION,
 ) -> list[str]:
     """A question over a library as a reader reads it: which books were searched and why, then
     the passages of those books best first (the first `limit`, 0: all), each headed by its rank,
@@ -372,9 +476,9 @@ def library_find_lines(
     ]
     for c in found.candidates:
         heads += [f"{printable(c.name)}: {note}" for note in question_notes(c.found, [])]
-    out = [line for head in heads for line in wrapped(head, width)]
+    out = [line for head in heads for line in wrapped(capped(head, 2 * LINE_MOST), width)]
     passages = found.passages if not limit else found.passages[:limit]
-    titles, blocks = [], []
+    blocks = []
     taken: set[tuple[int, int]] = set()  # (book, paragraph) printed
     for rank, p in enumerate(passages, start=1):
         candidate = found.candidates[p.book]
@@ -385,12 +489,13 @@ def library_find_lines(
             continue
         taken.update((p.book, pid) for pid in ids)
         chapter = candidate.found.chapter_of(s)
-        titles.append(
-            f"#{rank} {printable(candidate.name)} [{_spans_label(doc, ids)}]"
-            + (f" {printable(chapter.title)}" if chapter else "")
+        title = f"#{rank} {printable(candidate.name)} [{_spans_label(doc, ids)}]" + (
+            f" {printable(chapter.title)}" if chapter else ""
         )
-        blocks.append(_passage_block(doc, titles[-1], ids, width))
-    return out + _passages_within(titles, blocks, max_chars, _size(out), width)
+        block = _passage_block(doc, title, ids, candidate.found.paragraph_scores)
+        # a passage cut names its paragraphs as `show BOOK N` takes them
+        blocks.append(replace(block, whole=f"show {printable(candidate.name)} {block.whole.removeprefix('show ')}"))
+    return out + bounded(blocks, max_chars, _size(out), width, "passages", None, option)
 
 
 def _titled(about: dict) -> str:

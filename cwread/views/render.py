@@ -158,10 +158,10 @@ def cast_view(
         out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def map_view(result: FindResult, count: int, absent: list[str]) -> None:
+def map_view(result: FindResult, count: int, absent: list[str], max_chars: int | None) -> None:
     """`find --map`: see cwread.views.reading.map_lines."""
     out = stdout(lines=True)
-    for line in reading.map_lines(result, count, absent, _reader_width(out)):
+    for line in reading.map_lines(result, count, absent, _reader_width(out), max_chars):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
