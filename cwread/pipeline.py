@@ -21,6 +21,7 @@ from cwread.answer.decide import Grounds, decide, shown_text
 from cwread.answer.support import check_confidence, check_quotes, check_support
 from cwread.backends import Backend, label
 from cwread.book import Document, Passage
+from cwread.book.chapters import is_heading
 from cwread.packing import pack, pack_segments
 from cwread.plan import (
     AnswerMode,
@@ -36,6 +37,7 @@ from cwread.records import AgentCall, FindResult, Outcome, Packet, SupportCheck,
 from cwread.retrieval.cast import named_in_book
 from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
+from cwread.retrieval.lexical import number_matches, numbers_asked
 from cwread.retrieval.segments import Budget, build_segments
 from cwread.text import grounding
 from cwread.trace import Trace, Turn, Unread
@@ -90,6 +92,11 @@ def find(
         top = float(scores.max()) if len(scores) else 0.0
         for place, pid in enumerate(describing):
             scores[pid - 1] = top + 1.0 - 0.01 * place
+    numbered = _numbered(document, asked.text)
+    if numbered:  # the paragraphs that hold the question's numbers first, those holding more first
+        lift = (float(scores.max()) if len(scores) else 0.0) + 1.0
+        for pid, held in numbered.items():
+            scores[pid - 1] += held * lift
     if hints.near is not None:  # the reader's place first, in the order the question ranks it
         first, last = document.file_span(hints.near)
         lift = (float(scores.max()) if len(scores) else 0.0) + 1.0
@@ -111,7 +118,35 @@ def find(
         paragraph_scores=tuple(scores.tolist()),
         timings={"retrieve": round(time.perf_counter() - t0, 4)},
         named=named,
+        numbered=tuple(sorted(numbered, key=lambda pid: -scores[pid - 1])),
     )
+
+
+COMMON_NUMBER = 20  # paragraphs (or 2% of a book) past which a number names nothing in particular
+
+
+def _numbered(document: Document, question: str) -> dict[int, int]:
+    """The paragraphs that hold numbers the question writes ("milestone number 5005"), as
+    words, in their text or their chapter's heading (a chapter headed "Milestone 5005" is
+    about it), with how many each holds; a heading itself is left to its chapter. A number
+    the text writes in more than COMMON_NUMBER paragraphs (or 2% of them) is no key."""
+    texts = [p.text for p in document.paragraphs]
+    common = max(COMMON_NUMBER, len(texts) // 50)
+    numbers = [n for n in numbers_asked(question) if int(number_matches(texts, [n]).sum()) <= common]
+    if not numbers:
+        return {}
+    held = number_matches(texts, numbers)
+    titles: dict[str, int] = {}
+    found: dict[int, int] = {}
+    for pid in range(1, len(texts) + 1):
+        chapter = document.chapter(pid)
+        title = chapter.title if chapter is not None else ""
+        if title not in titles:
+            titles[title] = int(number_matches([title], numbers)[0]) if title else 0
+        count = max(int(held[pid - 1]), titles[title]) if not is_heading(texts[pid - 1]) else int(held[pid - 1])
+        if count:
+            found[pid] = count
+    return found
 
 
 @dataclass(frozen=True)
@@ -172,7 +207,7 @@ def run(
     outcome = decide(
         as_asked(question, follows),  # answered, and its answer judged, as it was retrieved
         final,
-        Grounds(packet, retrieved, rank, planned.answer_reader),
+        Grounds(packet, retrieved, rank, planned.answer_reader, found.numbered),
         plan.answer_mode,
         support,
         plan.extract or Extract.SPAN,

@@ -151,6 +151,9 @@ class FindResult:
     built: tuple[str, ...] = ()
     # the question's descriptions the book's cast took for names, looked for too
     named: tuple[Named, ...] = ()
+    # the paragraphs that hold the numbers the question writes (in their text or their
+    # chapter's heading), those holding more first: ranked first, and an answer's first candidates
+    numbered: tuple[int, ...] = ()
 
     @property
     def anchors(self) -> list[int]:

@@ -4,6 +4,7 @@ refused in one line (exit 2), with nothing of them written to disk."""
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -195,3 +196,41 @@ def test_a_pandoc_epub_reads_without_its_navigation_or_note_marks(capsys, cache_
     every = "\n".join(p.text for p in document.paragraphs)
     assert "Table of Contents" not in every and "Title Page" not in every
     assert [s.name for s in document.sources] == ["title_page", "ch001", "ch002"]
+
+
+def _milestones_epub(path: Path, chapters: int) -> Path:
+    """An EPUB of `chapters` chapters, each headed by its milestone's number, the rest alike."""
+    import random
+
+    scenery = ["road", "hill", "river", "stone", "wagon", "oak", "meadow", "inn", "bridge", "lantern", "shepherd", "rain", "mist", "valley", "cart"]
+    pick = random.Random(5).choice
+    items, spine, files = [], [], {}
+    for n in range(1, chapters + 1):
+        items.append(f'<item id="c{n}" href="ch{n}.xhtml" media-type="application/xhtml+xml"/>')
+        spine.append(f'<itemref idref="c{n}"/>')
+        filler = " ".join(pick(scenery) for _ in range(25))
+        files[f"OEBPS/ch{n}.xhtml"] = (
+            f"<html xmlns='http://www.w3.org/1999/xhtml'><body><h1>Milestone {n}</h1>"
+            f"<p>Here the milestone stood as the {pick(scenery)} came in sight, and the "
+            f"{pick(scenery)} lay beyond the {pick(scenery)}.</p><p>{filler.capitalize()}.</p></body></html>"
+        )
+    opf = (
+        '<?xml version="1.0" encoding="utf-8"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
+        '<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>The Long Road</dc:title></metadata>'
+        f"<manifest>{''.join(items)}</manifest><spine>{''.join(spine)}</spine></package>"
+    )
+    return make_epub(path, opf=opf, chapters=files)
+
+
+def test_a_number_in_a_question_matches_as_a_word_ahead_of_its_neighbours(capsys, tmp_path, cache_dir):
+    """"Which chapter tells of milestone number 1005?": the chapter headed 1005 comes first, not
+    1004 or 100 beside it (`ask` gave passages of ch1002, ch100, ch1004, ch1003 and ch1006)."""
+    book = _milestones_epub(tmp_path / "road.epub", 1200)
+    asked = "Which chapter tells of milestone number 1005?"
+    code, out, _ = run(capsys, "find", str(book), asked, "--map", "--limit", "3", "--width", "0")
+    assert code == 0 and re.search(r"^#1 \[ch1005:\d\] ", out, re.M), out
+    code, out, _ = run(capsys, "find", str(book), asked, "--width", "0", "--max-chars", "3000")
+    assert code == 0 and re.search(r"^#1 \[ch1005:", out, re.M), out
+    code, out, _ = run(capsys, "ask", str(book), asked, "--json")
+    passages = [q["source"] for q in json.loads(out)["quotes"]][:3]
+    assert code == 4 and "ch1005" in passages, passages

@@ -10,6 +10,7 @@ from cwread.agents.extractive_qa import AnswerReader
 from cwread.answer import describe, extractive, span_scorer
 from cwread.answer.support import check_support
 from cwread.book import Evidence
+from cwread.book.chapters import is_heading
 from cwread.plan import AnswerMode, Extract
 from cwread.question import Question
 from cwread.records import AgentCall, Outcome, Packet, ParagraphJudgement, Quote, Status, SupportCheck
@@ -28,6 +29,7 @@ class Grounds:
     retrieved: Evidence | None = None
     rank: extractive.SentenceRanker | None = None
     reader: AnswerReader | None = None
+    numbered: tuple[int, ...] = ()  # paragraphs holding the question's numbers (FindResult.numbered)
 
 
 def decide(
@@ -111,7 +113,7 @@ def _extract(
     needed = grounding.answer_support_needed(question.text)
     judgement = None
     if picker is not None:
-        _, judgement = _judged_candidates(question, pool, rank, picker)
+        _, judgement = _judged_candidates(question, pool, rank, picker, grounds.numbered)
         if judgement is not None:
             pool = [p for p in pool if p[0] == judgement.chosen]
             # the Finder vouched for the paragraph: its answer sentence need share one of the
@@ -151,7 +153,9 @@ def _extract(
     )
 
 
-def _candidates(question: Question, pool, rank) -> tuple[list[int], dict[int, tuple[int, int]]]:
+def _candidates(
+    question: Question, pool, rank, numbered: tuple[int, ...] = ()
+) -> tuple[list[int], dict[int, tuple[int, int]]]:
     """The paragraphs of `pool` an answer could come from, best first (JUDGED_PARAGRAPHS at
     most; for "Who is X?", where the book first names X before them), each with the part of it
     that is judged and shown: a long paragraph by its sentences around the one most like the
@@ -159,18 +163,20 @@ def _candidates(question: Question, pool, rank) -> tuple[list[int], dict[int, tu
     of a paragraph the Finder judges")."""
     introduced = describe.first_mentions(question.text, pool)
     ranked = extractive.candidate_paragraphs(question.text, pool, rank, JUDGED_PARAGRAPHS)
-    candidates = list(dict.fromkeys([*introduced, *ranked]))[:JUDGED_PARAGRAPHS]
     text_of = {p[0]: p[1] for p in pool}
+    # "milestone number 5005": the paragraphs of its chapter first, not the heading that says it
+    numbered = [pid for pid in numbered if pid in text_of and not is_heading(text_of[pid])]
+    candidates = list(dict.fromkeys([*numbered, *introduced, *ranked]))[:JUDGED_PARAGRAPHS]
     windows = {pid: extractive.judged_window(question.text, text_of[pid], rank, JUDGED_CHARS) for pid in candidates}
     return candidates, windows
 
 
 def _judged_candidates(
-    question: Question, pool, rank, picker: AnswerPicker
+    question: Question, pool, rank, picker: AnswerPicker, numbered: tuple[int, ...] = ()
 ) -> tuple[dict[int, tuple[int, int]], ParagraphJudgement | None]:
     """The candidates' windows (see `_candidates`) and the Finder's judgement of them (None
     where there is none to judge)."""
-    candidates, windows = _candidates(question, pool, rank)
+    candidates, windows = _candidates(question, pool, rank, numbered)
     if not candidates:
         return windows, None
     text_of = {p[0]: p[1] for p in pool}
@@ -193,9 +199,9 @@ def _passages(question: Question, grounds: Grounds, picker: AnswerPicker | None)
         return Outcome(Status.ANSWERED, text, None, AnswerMode.EXTRACTIVE, True, (quote,), description=description)
     judgement = None
     if picker is not None:
-        windows, judgement = _judged_candidates(question, pool, grounds.rank, picker)
+        windows, judgement = _judged_candidates(question, pool, grounds.rank, picker, grounds.numbered)
     else:
-        _, windows = _candidates(question, pool, grounds.rank)
+        _, windows = _candidates(question, pool, grounds.rank, grounds.numbered)
     order = list(windows)
     if judgement is not None:
         score = dict(judgement.scores)

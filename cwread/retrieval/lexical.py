@@ -177,3 +177,27 @@ def section_scores(retriever: StoredIndex, spans: np.ndarray, query: str, n_docs
         if score > 0:
             np.maximum(out[first:end], score, out=out[first:end])
     return out
+
+
+# A number in a question ("milestone number 5005", "in 1887") is a word the answer's paragraph
+# holds as it is: its neighbours (5004, 500) share its look and its dense vector, and ranked by
+# fusion alone they came first and the chapter asked for never did.
+_NUMBER = re.compile(r"(?<![\w.,])\d+(?:,\d{3})*(?![\w]|[.,]\d)")
+
+
+def numbers_asked(question: str) -> list[str]:
+    """The numbers a question writes in digits, as words ("1,000" as "1000")."""
+    return list(dict.fromkeys(m.group().replace(",", "") for m in _NUMBER.finditer(question)))
+
+
+def number_matches(texts: Sequence[str], numbers: Sequence[str]) -> np.ndarray:
+    """For each text, how many of `numbers` it holds as whole words (5005 is not 15005, 500 or
+    5005.5; "5,005" is 5005)."""
+    counts = np.zeros(len(texts), dtype=np.int64)
+    if not numbers:
+        return counts
+    wanted = set(numbers)
+    for i, text in enumerate(texts):
+        held = {m.group().replace(",", "") for m in _NUMBER.finditer(text)} & wanted
+        counts[i] = len(held)
+    return counts
