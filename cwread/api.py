@@ -294,8 +294,9 @@ def _reader_note() -> str:
     )
 
 
-def doctor(settings: BackendSettings | None = None) -> DoctorReport:
-    """Which backend, models and embedder `ask` would use, and what is missing."""
+def doctor(settings: BackendSettings | None = None, prepare: bool = False) -> DoctorReport:
+    """Which backend, models and embedder `ask` would use, and what is missing; a model the
+    first question would prepare (hundreds of MB into the cache) is only said, unless `prepare`."""
     from cwread.agents.reading_budget import reading_note
     from cwread.cache import cache_root
 
@@ -312,7 +313,8 @@ def doctor(settings: BackendSettings | None = None) -> DoctorReport:
             notes += [
                 f"{backend.model}: {FACTS[fact].says} ({FACTS[fact].measured})" for fact in facts_of(backend)
             ]
-            verdict = backend.verify()  # a truncated GGUF passes every check but loading it
+            # a truncated GGUF passes every check but loading it
+            verdict = backend.verify() if prepare or not hasattr(backend, "unprepared") else backend.verify(prepare=False)
             if verdict is not None:
                 notes.append(f"{backend.model}: {verdict}")
     except ModelError as exc:  # an input error (a bad setting) still propagates: exit 2

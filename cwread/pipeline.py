@@ -122,6 +122,13 @@ def find(
     )
 
 
+def _lowercase(plan: Plan, document: Document) -> frozenset[str]:
+    """The book's lower-case words where an extractive answer may be checked for a name (read
+    once a book, cached): none for a plan that extracts nothing."""
+    extracts = plan.answer_mode in (AnswerMode.EXTRACTIVE, AnswerMode.GENERATIVE_OR_EXTRACTIVE)
+    return document.lowercase_words if extracts else frozenset()
+
+
 COMMON_NUMBER = 20  # paragraphs (or 2% of a book) past which a number names nothing in particular
 
 
@@ -207,7 +214,7 @@ def run(
     outcome = decide(
         as_asked(question, follows),  # answered, and its answer judged, as it was retrieved
         final,
-        Grounds(packet, retrieved, rank, planned.answer_reader, found.numbered),
+        Grounds(packet, retrieved, rank, planned.answer_reader, found.numbered, _lowercase(plan, found.document)),
         plan.answer_mode,
         support,
         plan.extract or Extract.SPAN,

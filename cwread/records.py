@@ -175,16 +175,36 @@ class FindResult:
         return self.document.chapter(best)
 
 
+@dataclass(frozen=True)
+class AskedFor:
+    """What a question asks for: `kind` ("colour", "count", "number", "time", "place name",
+    "name") and its `detail` (the thing counted: "men"; the unit of time: "month")."""
+
+    kind: str
+    detail: str | None = None
+
+    @property
+    def words(self) -> str:
+        """What was looked for, in a reader's words ("a colour", "a count of men")."""
+        if self.kind == "count":
+            return f"a number of {self.detail}"
+        if self.kind == "time":
+            return f"a {self.detail}" if self.detail != "time" else "a time"
+        return {"colour": "a colour", "number": "a number", "place name": "a place's name"}.get(self.kind, "a name")
+
+
 class Status(StrEnum):
     """Whether cwread stands behind an answer, the one field the view, the exit code, chat
     and MCP read: answered; no verdict (options or a claim a model judges at chance: only
     the best evidence); not determined from the text (the quotes do not back an answer);
-    passages (a novel's open question where no model reads: where the book answers it); or no
-    readable reply."""
+    not said (the question asks for a kind of thing, a colour or a name, that the text's best
+    answer does not hold: the text does not say); passages (a novel's open question where no
+    model reads: where the book answers it); or no readable reply."""
 
     ANSWERED = "answered"
     NO_VERDICT = "no-verdict"
     NOT_DETERMINED = "not-determined"
+    NOT_SAID = "not-said"
     PASSAGES = "passages"
     UNPARSEABLE = "unparseable"
 
@@ -306,6 +326,9 @@ class Outcome:
     reading: AnswerReading | None = (
         None  # the answer reader's, of the paragraph an extractive answer comes from
     )
+    # not said: what the question asked for, and the words that fit it best but hold none
+    asked_for: AskedFor | None = None
+    declined: str | None = None
 
     @property
     def parsed(self) -> bool:
@@ -317,7 +340,7 @@ class Outcome:
     def withheld(self) -> bool:
         """No answer is given by choice (not determined, no verdict, or passages): the best
         evidence stands in its place."""
-        return self.status in (Status.NOT_DETERMINED, Status.NO_VERDICT, Status.PASSAGES)
+        return self.status in (Status.NOT_DETERMINED, Status.NOT_SAID, Status.NO_VERDICT, Status.PASSAGES)
 
     @property
     def shown(self) -> Shown | None:

@@ -12,6 +12,7 @@ import pytest
 
 from cwread.cli import main
 from tests.conftest import EXAMPLES, REPO
+from tests.conftest import run as run_cli
 
 
 def _embedded_available() -> bool:
@@ -416,3 +417,19 @@ def test_a_closed_session_stops_its_model_and_a_later_question_starts_it_again(c
     assert again.citations and first.citations
     book.close()
     assert not llama_server._SERVERS
+
+
+def test_doctor_writes_nothing_and_says_what_the_first_question_prepares(capsys, tmp_path, monkeypatch, no_ollama):
+    """A diagnostic prepares nothing (it wrote 277 MB on first use): it loads the shipped files,
+    says what would be written and how large; --prepare does it."""
+    fresh = tmp_path / "fresh-cache"
+    monkeypatch.setenv("CWREAD_CACHE_DIR", str(fresh))
+    code, out, _ = run_cli(capsys, "doctor")
+    written = sum(f.stat().st_size for f in fresh.rglob("*") if f.is_file())
+    assert code == 0 and written < 1_000_000, written
+    assert "not prepared yet" in out and "about 140 MB" in out and "cwread doctor --prepare" in out
+
+
+def test_doctor_prepare_prepares(capsys, cache_dir, no_ollama):
+    code, out, _ = run_cli(capsys, "doctor", "--prepare")
+    assert code == 0 and "runs prepared for this CPU" in out and "not prepared yet" not in out

@@ -175,10 +175,10 @@ def test_a_damaged_decision_graph_is_one_line_and_llama_cpp_decides(cache_dir, m
 @pytest.mark.slow
 def test_doctor_says_where_the_decisions_run(capsys, cache_dir, monkeypatch):
     monkeypatch.delenv("CWREAD_ONNX_DECISIONS", raising=False)
-    code, out, _ = run(capsys, "doctor", "--backend", "embedded")
+    code, out, _ = run(capsys, "doctor", "--backend", "embedded", "--prepare")
     assert code == 0 and "decisions (YES or NO, scored) run on ONNX Runtime" in " ".join(out.split())
     monkeypatch.setenv("CWREAD_ONNX_DECISIONS", "0")
-    code, out, _ = run(capsys, "doctor", "--backend", "embedded")
+    code, out, _ = run(capsys, "doctor", "--backend", "embedded", "--prepare")
     assert code == 0 and "ONNX Runtime" not in out
 
 

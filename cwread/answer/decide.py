@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from cwread.agents.answer_picker import JUDGED_CHARS, JUDGED_PARAGRAPHS, AnswerPicker
 from cwread.agents.extractive_qa import AnswerReader
 from cwread.answer import describe, extractive, span_scorer
+from cwread.answer.asked_for import asked_for, holds
 from cwread.answer.support import check_support
 from cwread.book import Evidence
 from cwread.book.chapters import is_heading
@@ -30,6 +31,8 @@ class Grounds:
     rank: extractive.SentenceRanker | None = None
     reader: AnswerReader | None = None
     numbered: tuple[int, ...] = ()  # paragraphs holding the question's numbers (FindResult.numbered)
+    # the words the book writes in lower case (Document.lowercase_words): a name is none of them
+    lowercase_words: frozenset[str] = frozenset()
 
 
 def decide(
@@ -148,9 +151,28 @@ def _extract(
     # of words the question does not already say lowered token-F1 on the dev anthology (0.160
     # -> 0.132 on the extractive baseline's sentences, 20 records).
     text, quote = found
+    asked = asked_for(question.text)
+    if asked is not None and not holds(asked, question.text, text, _sentence(pool, quote), grounds.lowercase_words):
+        # "What colour was the hat?" answered by a sentence that names no colour: the text does not say
+        evidence = _best_evidence(question, final, grounds)
+        return Outcome(
+            Status.NOT_SAID, None, model_answer, AnswerMode.EXTRACTIVE, False, evidence, judgement=judgement,
+            reading=reading, asked_for=asked, declined=text,
+        )  # fmt: skip
     return Outcome(
         Status.ANSWERED, text, model_answer, AnswerMode.EXTRACTIVE, True, (quote,), judgement=judgement, reading=reading
     )
+
+
+def _sentence(pool, quote: Quote) -> str:
+    """The sentence of the packet that holds `quote` (the quote itself where none is found)."""
+    text = next((p[1] for p in pool if p[0] == quote.id), None)
+    if text is None:
+        return quote.text
+    for start, end in sentence_spans(text):
+        if start <= quote.start < end:
+            return text[start : max(end, quote.end)]
+    return quote.text
 
 
 def _candidates(

@@ -75,5 +75,10 @@ class CachedBackend:
         if close is not None:
             close()
 
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
+
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

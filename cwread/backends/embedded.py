@@ -37,12 +37,12 @@ from cwread.backends.llama_server import (
     verify_gguf,
 )
 from cwread.backends.logprobs import TOP_LOGPROBS, label_logprobs, reply_scores
-from cwread.backends.onnx_decisions import DECISIONS_FORMAT, DecisionScorer, decision_model
+from cwread.backends.onnx_decisions import DECISIONS_FORMAT, DecisionScorer, decision_entry, decision_model
 from cwread.backends.onnx_graph import DecisionsUnavailable
-from cwread.backends.prepared_gguf import PREPARED_FORMAT, prepared_model
+from cwread.backends.prepared_gguf import PREPARED_FORMAT, prepared_entry, prepared_model
 from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
 from cwread.backends.transport import cancel_event, within
-from cwread.cache import cache_kept, cache_root, file_sha256, notice, remove_entry
+from cwread.cache import cache_kept, cache_root, file_sha256, notice, read_entry, remove_entry
 from cwread.environment import env_switch
 from cwread.errors import InputError, ModelError
 
@@ -63,6 +63,11 @@ def at_exit() -> None:
         thread.join(EXIT_WAIT)
     close_servers()
 
+
+# what preparing writes into the cache, against the shipped GGUF's size (the default model:
+# 98 MB shipped, 139 MB as Q8_0 with its adapter merged, 240 MB of decision graph)
+PREPARED_PER_SHIPPED = 1.42
+DECISIONS_PER_SHIPPED = 2.44
 
 # what computes a reply (Generation.runtime): llama.cpp, or ONNX Runtime for the Finder's decisions
 LLAMA_CPP = "llama.cpp"
@@ -350,9 +355,33 @@ class EmbeddedBackend:
             self._runs, self.prepared = (self.path, self.lora), None
             return self._runs
 
-    def verify(self) -> str:
+    def unprepared(self) -> str | None:
+        """What the first call would write into the cache for this model, and about how large
+        (None: nothing: it runs as shipped, or is prepared already)."""
+        if not self._prepare or not cache_kept():
+            return None
+        shipped = self.path.stat().st_size
+        writes = []
+        if read_entry(prepared_entry(self.path, self.lora), trust_unchanged=True) is None:
+            merged = ", the Finder adapter merged in" if self.lora else ""
+            writes.append(f"the model as Q8_0{merged} (about {shipped * PREPARED_PER_SHIPPED / 1e6:.0f} MB)")
+        if self._decisions and read_entry(decision_entry(self.path, self.lora, self._lora_sha), trust_unchanged=True) is None:
+            writes.append(f"its decisions for ONNX Runtime (about {shipped * DECISIONS_PER_SHIPPED / 1e6:.0f} MB)")
+        if not writes:
+            return None
+        return (
+            f"not prepared yet: the first question that needs it writes {' and '.join(writes)} into the cache "
+            f"({cache_root()}), seconds once; `cwread doctor --prepare` does it now"
+        )
+
+    def verify(self, prepare: bool = True) -> str:
         """Load the model once to prove the file is whole (for `doctor`); a prepared one's
-        checksum is read (a run takes it as whole while its size and time are unchanged)."""
+        checksum is read (a run takes it as whole while its size and time are unchanged).
+        Not `prepare`: where it is not prepared yet, the shipped files are loaded instead, and
+        nothing is written (what would be is said)."""
+        pending = None if prepare else self.unprepared()
+        if pending is not None:
+            return f"the shipped files load ({verify_gguf(self.path, self.capabilities.context, self._threads, self.lora)}); {pending}"
         path, lora = self._files()
         if self.prepared is not None:
             try:

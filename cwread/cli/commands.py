@@ -111,14 +111,21 @@ def cast(
 @model_options
 def doctor(
     settings: Any = None,
+    prepare: Annotated[
+        bool,
+        typer.Option(
+            "--prepare", help="Prepare the embedded model for this CPU now (else the first question does it)."
+        ),
+    ] = False,
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
-    """Say which backend, models and embedder `ask` would use, and how to get what is missing."""
+    """Say which backend, models and embedder `ask` would use, and how to get what is missing.
+    It writes nothing: what the first question would prepare is said, with its size."""
     from cwread import api
     from cwread.views import json_output, render
 
-    report = api.doctor(settings)
+    report = api.doctor(settings, prepare)
     emit(json_out, lambda: json_output.doctor_json(report), lambda: render.doctor_view(report))
     if not report.ok:  # the report above says what is missing
         raise ModelError(report.backend_error, quiet=True)

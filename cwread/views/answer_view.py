@@ -116,6 +116,12 @@ def answer_view(trace: Trace) -> None:
                 head.append(f"\n{route}", style="dim")
         else:  # the model read them, and its answer is said below with why it is not shown
             head.append(f"\n{where[0].upper()}{where[1:]}.", style="dim")
+    elif status == Status.NOT_SAID:
+        head.append(wording.NOT_SAID, style="bold yellow")
+        why = wording.not_said_why(outcome)
+        declined = f" ({printable(repr(outcome.declined))})" if outcome.declined else ""
+        closest = ": the closest passages are below" if outcome.quotes else ""
+        head.append(f"\n{why[0].upper()}{why[1:]}{declined}{closest}.", style="dim")
     elif status == Status.NOT_DETERMINED:
         head.append(wording.NOT_DETERMINED, style="bold yellow")
         if outcome.mode == AnswerMode.EXTRACTIVE:
@@ -158,7 +164,13 @@ def answer_view(trace: Trace) -> None:
     if status == Status.PASSAGES:
         _passages_view(out, trace)
     elif outcome.quotes:
-        heading = "Evidence" if outcome.supported else "Best evidence (not an answer: read it)"
+        heading = (
+            "Evidence"
+            if outcome.supported
+            else "The closest passages (the text does not say)"
+            if status == Status.NOT_SAID
+            else "Best evidence (not an answer: read it)"
+        )
         out.print(Text(heading, style="bold"))
         by_paragraph: dict[int, list[tuple[int, int]]] = {}
         for q in outcome.quotes:

@@ -94,6 +94,8 @@ def answer_json(trace: Trace, face: wording.Face = wording.CLI) -> dict:
         "answer_reading": reading_json(doc, outcome.reading),
         # a "Who is X?" answered by the packet's description of X (None: not such an answer)
         "description": None if outcome.description is None else asdict(outcome.description),
+        # not said: what the question asked for, and the words that fit it best, which hold none
+        "asked_for": None if outcome.asked_for is None else {**asdict(outcome.asked_for), "declined": outcome.declined},
         "abstained": outcome.withheld,
         # the answer's quotes are the packet's; an abstention's best evidence may come from what was read
         "quotes": [

@@ -15,6 +15,7 @@ from cwread.records import Outcome, Status
 from cwread.trace import Trace
 
 NOT_DETERMINED = "not determined from the text"
+NOT_SAID = "the text does not say"
 NO_SENTENCE = "no sentence of the packet shares enough of the question"
 # a novel's open question on a model too small to read: where the book answers it, not a guess
 UNREAD = "no model here reads a novel's passages for an answer"
@@ -74,6 +75,13 @@ def no_sentence_why(outcome: Outcome, label: Callable[[int], str] = str) -> str:
     )
 
 
+def not_said_why(outcome: Outcome) -> str:
+    """Why the text is taken not to say: what the question asks for, and the best-fitting words,
+    which hold none."""
+    asked = outcome.asked_for.words if outcome.asked_for is not None else "a kind of answer"
+    return f"the question asks for {asked}, and the words of the text that fit it best hold none"
+
+
 def withheld_why(outcome: Outcome) -> str:
     """Why the model's open answer is not shown: its quotes, as checked."""
     check = f" ({outcome.check.why})" if outcome.check else ""
@@ -93,6 +101,8 @@ def failure(trace: Trace, face: Face = CLI) -> str | None:
         else:
             why = withheld_why(outcome)
         return f"{NOT_DETERMINED}: {why}{'; the best evidence is shown' if outcome.quotes else ''}"
+    if status == Status.NOT_SAID:
+        return f"{NOT_SAID}: {not_said_why(outcome)}{'; the closest passages are shown' if outcome.quotes else ''}"
     if status == Status.PASSAGES:
         why = UNREAD if outcome.model_answer is None else withheld_why(outcome)
         return f"{why}; {PASSAGES_SHOWN}" if outcome.quotes else f"{why}, and no passage read fits the question"
