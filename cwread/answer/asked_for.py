@@ -12,32 +12,26 @@ ask for no kind of word, and are left to the scores.
 from __future__ import annotations
 
 import re
+
 from cwread.records import AskedFor
 from cwread.text.words import WORD, word_stems
 
 COLOURS = frozenset(
-    "red blue green yellow white black brown grey gray golden gold silver silvery purple pink orange scarlet "
-    "crimson violet rosy rose azure amber ivory snowy snow-white blood-red coal-black dark fair pale bright "
-    "russet tawny chestnut auburn copper emerald ruby sapphire dun bay dappled piebald flaxen jet milk-white "
-    "lilac lavender".split()
+    ["red", "blue", "green", "yellow", "white", "black", "brown", "grey", "gray", "golden", "gold", "silver", "silvery", "purple", "pink", "orange", "scarlet", "crimson", "violet", "rosy", "rose", "azure", "amber", "ivory", "snowy", "snow-white", "blood-red", "coal-black", "dark", "fair", "pale", "bright", "russet", "tawny", "chestnut", "auburn", "copper", "emerald", "ruby", "sapphire", "dun", "bay", "dappled", "piebald", "flaxen", "jet", "milk-white", "lilac", "lavender"]
 )
 NUMBERS = frozenset(
-    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand "
-    "million dozen score once twice thrice half".split()
+    ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred", "thousand", "million", "dozen", "score", "once", "twice", "thrice", "half"]
 )
-ORDINALS = frozenset("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth last".split())
+ORDINALS = frozenset(["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "last"])
 MONTHS = frozenset(
-    "january february march april may june july august september october november december".split()
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
 )
 DAYS = frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday sabbath christmas easter midsummer "
-    "yesterday tomorrow today".split()
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "sabbath", "christmas", "easter", "midsummer", "yesterday", "tomorrow", "today"]
 )
-SEASONS = frozenset("spring summer autumn fall winter harvest midsummer midwinter".split())
+SEASONS = frozenset(["spring", "summer", "autumn", "fall", "winter", "harvest", "midsummer", "midwinter"])
 HOURS = frozenset(
-    "morning evening night noon midnight dawn dusk sunrise sunset afternoon daybreak twilight o'clock "
-    "midday nightfall".split()
+    ["morning", "evening", "night", "noon", "midnight", "dawn", "dusk", "sunrise", "sunset", "afternoon", "daybreak", "twilight", "o'clock", "midday", "nightfall"]
 )
 # the words that answer "what <unit>": "what month" a month's name, "what year" a number
 TIME_WORDS = {
@@ -112,11 +106,10 @@ def holds(asked: AskedFor, question: str, answer: str, sentence: str, lowercase_
             return True
         counted = word_stems([asked.detail.lower()])[0]
         said = [w.lower() for w in WORD.findall(sentence)]
-        for i, word in enumerate(said):
-            if word in NUMBERS or word[0].isdigit():
-                if counted in word_stems(said[i + 1 : i + 1 + NEAR_COUNT]):
-                    return True
-        return False
+        return any(
+            (word in NUMBERS or word[0].isdigit()) and counted in word_stems(said[i + 1 : i + 1 + NEAR_COUNT])
+            for i, word in enumerate(said)
+        )
     if asked.kind == "time":
         wanted = TIME_WORDS.get(asked.detail or "time", HOURS)
         return bool(lower & wanted) or any(w[0].isdigit() for w in words)

@@ -75,10 +75,5 @@ class CachedBackend:
         if close is not None:
             close()
 
-    def close(self) -> None:
-        close = getattr(self.inner, "close", None)
-        if close is not None:
-            close()
-
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
