@@ -233,7 +233,7 @@ def test_a_prepared_model_that_does_not_load_is_removed_and_the_shipped_files_ru
     made.write_bytes(b"GGUF damaged, its size and time as written")
     monkeypatch.setattr(embedded, "prepared_model", lambda m, a, say: embedded_prepared(made))
 
-    def load(path, n_ctx, threads, adapter=None):
+    def load(path, n_ctx, threads, adapter=None, user=None):
         if path == made:
             raise ModelError(f"llama.cpp cannot load {path}: bad tensor data")
         return ("server of", path, adapter)

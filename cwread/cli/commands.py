@@ -114,7 +114,9 @@ def doctor(
     prepare: Annotated[
         bool,
         typer.Option(
-            "--prepare", help="Prepare the embedded model for this CPU now (else the first question does it)."
+            "--prepare",
+            help="Prepare the embedded model for this CPU now (else the first question does it).",
+            metavar="",
         ),
     ] = False,
     json_out: JsonFlag = False,
