@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import io
 import json
+import shutil
 import sys
 import threading
 from collections.abc import Iterator
@@ -50,7 +51,7 @@ def decision_models(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def cache_dir(tmp_path_factory, monkeypatch, prepared_models, decision_models) -> Path:
+def cache_dir(tmp_path_factory, monkeypatch, prepared_models, decision_models) -> Iterator[Path]:
     """A fresh, empty cache root for one test (the static embedder ships with cwread), sharing
     the session's prepared models and their decision graphs; beside the test's folder, not in
     it (a book may be that folder)."""
@@ -58,7 +59,8 @@ def cache_dir(tmp_path_factory, monkeypatch, prepared_models, decision_models) -
     (root / "models").symlink_to(prepared_models, target_is_directory=True)
     (root / "decisions").symlink_to(decision_models, target_is_directory=True)
     monkeypatch.setenv("CWREAD_CACHE_DIR", str(root))
-    return root
+    yield root
+    shutil.rmtree(root, ignore_errors=True)  # a book's indexes and calls: the temporary folder stays small
 
 
 TINY_JUDGE = Path(__file__).parent / "data" / "judge-tiny"  # a random one-layer judge: the wiring, not the judgement

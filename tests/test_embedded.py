@@ -407,6 +407,7 @@ def test_a_closed_session_stops_its_model_and_a_later_question_starts_it_again(c
     from cwread import api
     from cwread.backends import embedded, llama_server
 
+    llama_server.close_servers()  # those earlier tests in this process left open: this session's alone
     question = api.make_question("Why did the Giant build a high wall round his garden?")
     settings = api.Settings()
     with api.open(str(EXAMPLES / "the_selfish_giant.txt"), settings) as book:

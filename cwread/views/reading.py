@@ -103,14 +103,7 @@ def _cut(block: Block, room: int, span_label: Callable[[int, int], str] | None, 
         notes.append(capped(f"(cut at {kept:,} of its {whole:,} characters, within {option}{how})"))
     dropped = [pid for i, pid in enumerate(block.pids) if not low <= i <= high]
     if dropped and span_label is not None:
-        runs: list[list[int]] = []
-        for pid in dropped:
-            if runs and pid == runs[-1][-1] + 1:
-                runs[-1].append(pid)
-            else:
-                runs.append([pid])
-        spans = [span_label(r[0], r[-1]) for r in runs]
-        notes.append(capped(f"(more of this passage beyond {option}: show {', '.join(spans)})"))
+        notes.append(capped(f"(more of this passage beyond {option}: show {runs_label(dropped, span_label)})"))
     elif len(lines) < len(body) and cut_inside is None:
         notes.append(f"({len(body) - len(lines)} more lines of it past {option})")
     return Block(head, [*lines, *notes], block.name, blank=block.blank)
@@ -223,15 +216,15 @@ def _same_scene(document: Document, shown: list[int], ids: list[int]) -> bool:
     return not any(scene_break(document.paragraph(pid).text) for pid in range(low + 1, high))
 
 
-def _spans_label(document: Document, ids: list[int]) -> str:
-    """Ids as runs: "954-960, 963-965"."""
+def runs_label(ids: list[int], span_label: Callable[[int, int], str]) -> str:
+    """Ids as runs, each labelled by `span_label` (Document.span_label): "954-960, 963-965"."""
     runs: list[list[int]] = []
     for pid in ids:
         if runs and pid == runs[-1][-1] + 1:
             runs[-1].append(pid)
         else:
             runs.append([pid])
-    return ", ".join(document.span_label(r[0], r[-1]) for r in runs)
+    return ", ".join(span_label(r[0], r[-1]) for r in runs)
 
 
 def _passage_block(document: Document, title: str, ids: list[int], scores: Sequence[float]) -> Block:
@@ -284,7 +277,7 @@ def find_lines(
             taken.update(gap)
             near[1][:] = sorted(joined + gap)
     titles = [
-        f"{'+'.join(f'#{r}' for r in ranks)} [{_spans_label(doc, ids)}]"
+        f"{'+'.join(f'#{r}' for r in ranks)} [{runs_label(ids, doc.span_label)}]"
         + (f" {printable(chapter.title)}" if chapter else "")
         for (ranks, ids), chapter in zip(groups, chapters, strict=True)
     ]
@@ -489,7 +482,7 @@ def library_find_lines(
             continue
         taken.update((p.book, pid) for pid in ids)
         chapter = candidate.found.chapter_of(s)
-        title = f"#{rank} {printable(candidate.name)} [{_spans_label(doc, ids)}]" + (
+        title = f"#{rank} {printable(candidate.name)} [{runs_label(ids, doc.span_label)}]" + (
             f" {printable(chapter.title)}" if chapter else ""
         )
         block = _passage_block(doc, title, ids, candidate.found.paragraph_scores)
