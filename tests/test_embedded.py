@@ -1,5 +1,6 @@
 """End to end with the real embedded model (SmolLM2-135M through llama.cpp) and the examples."""
 
+import io
 import itertools
 import json
 import os
@@ -434,3 +435,21 @@ def test_doctor_writes_nothing_and_says_what_the_first_question_prepares(capsys,
 def test_doctor_prepare_prepares(capsys, cache_dir, no_ollama):
     code, out, _ = run_cli(capsys, "doctor", "--prepare")
     assert code == 0 and "runs prepared for this CPU" in out and "not prepared yet" not in out
+
+
+def test_the_routes_to_a_reader_are_said_once_on_stderr(capsys, cache_dir, no_ollama, monkeypatch):
+    """Where no backend was chosen and no model here reads a novel: the two routes, once a run
+    on stderr (a chat's two questions: once), never in the answer on stdout."""
+    monkeypatch.delenv("CWREAD_BACKEND", raising=False)
+    hound = str(EXAMPLES / "the_hound_of_the_baskervilles.txt")
+    code, out, err = run_cli(capsys, "ask", hound, "What did Holmes deduce from the walking stick?")
+    assert code == 4 and "Serve a model that reads" not in out
+    assert err.count("Serve a model that reads: Ollama") == 1 and err.count("cwread mcp --root DIR") == 1
+    lines = b"What did Holmes deduce from the walking stick?\nWho is Stapleton?\nWhere did Sir Henry lose his boot?\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(lines)))
+    code, out, err = run_cli(capsys, "chat", hound)
+    assert "Serve a model that reads" not in out and err.count("Serve a model that reads: Ollama") == 1
+    code, out, err = run_cli(capsys, "ask", hound, "What did Holmes deduce from the walking stick?", "--backend", "embedded")
+    assert code == 4 and "Serve a model that reads" not in out + err  # a backend chosen: they know
+    code, out, _ = run_cli(capsys, "doctor")
+    assert "`cwread doctor` gives the commands" not in out and "the commands are below" in " ".join(out.split())

@@ -989,3 +989,12 @@ def test_a_cancelled_run_stops_waiting_for_its_model_call_at_once():
     assert time.monotonic() - start < 1.5
     release.set()
     assert within(5, lambda: "done") == "done"  # outside a cancellable run, calls are as before
+
+
+def test_an_eval_path_that_is_a_folder_or_missing_says_which(capsys, tmp_path):
+    """A folder that exists is not "no such file" (it was)."""
+    (tmp_path / "records").mkdir()
+    code, _out, err = run(capsys, "eval", str(tmp_path / "records"))
+    assert code == 2 and "is a folder: give the records' JSONL file" in err and err.count("\n") == 1
+    code, _out, err = run(capsys, "eval", str(tmp_path / "missing.jsonl"))
+    assert code == 2 and "missing.jsonl: no such file" in err

@@ -84,8 +84,8 @@ def test_a_novel_gets_the_passages_with_their_chapters_and_exit_4(capsys, novel,
     )
     assert code == 4
     assert "Answer: none given" in out and "no model here reads a novel's passages" in out.lower()
-    # the two routes to a reader, one line each
-    assert "Serve a model that reads: Ollama" in out and "cwread mcp --root DIR" in out
+    # the routes to a reader are for one who chose no backend, on stderr (test_embedded)
+    assert "Serve a model that reads" not in out + err and "cwread mcp --root DIR" not in out + err
     document = load_document(str(novel))
     answer = next(p.id for p in document.paragraphs if p.text == ANSWER)
     assert f"#1 [{answer}]  CHAPTER VII. THE CHAPEL" in out and ANSWER in out

@@ -106,9 +106,11 @@ def model_advice(selection: Selection | None) -> list[str]:
 
     if selection is not None and selection.finder.name != "embedded":
         return []
+    # doctor itself gives the commands: its routes say they are below, not to run it
+    here = [route.replace("`cwread doctor` gives the commands", "the commands are below") for route in READER_ROUTES]
     return [
         "The embedded model (SmolLM2-135M) finds and quotes evidence; it cannot read a novel for an answer.",
-        *READER_ROUTES,
+        *here,
         "Ollama's commands:",
         *[f"  {command}" for command in setup_commands()],
     ]

@@ -175,6 +175,7 @@ def _answer(book: str, asked, settings, output: Output, trace: str | None, quiet
 
     _check_trace(trace, book)
     document = open_document(book, output)
+    console.want_reader_routes(settings.session.backends.resolved().backend == "auto")
     notice = None if quiet else console.notice_once
     with console.progress(quiet) as progress:
         result = api.ask(document, asked, settings, progress=progress, notice=notice)
@@ -317,6 +318,7 @@ def chat(
         raise InputError("chat reads its questions from standard input: give the book's path")
     session = api.open(open_document(book, output), settings)
     session.selection(None if output.json_out else console.notice)  # a missing server is told first
+    console.want_reader_routes(settings.session.backends.resolved().backend == "auto")
     interactive = sys.stdin.isatty() and not output.json_out
     return Chat(session, output.json_out, trace, settings.run).main(interactive)
 

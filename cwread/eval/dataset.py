@@ -50,8 +50,12 @@ def load_records(path: str) -> list[Record]:
     """Records from a JSONL file (format in ../shared/data/README.md), validated: anything
     unusable is an InputError naming the file, the line and the field."""
     source = Path(path)
-    if not source.is_file():
+    if source.is_dir():
+        raise InputError(f"{path} is a folder: give the records' JSONL file")
+    if not source.exists():
         raise InputError(f"{path}: no such file")
+    if not source.is_file():
+        raise InputError(f"{path} is not a regular file: give the records' JSONL file")
     try:
         data = source.read_bytes()
     except OSError as exc:

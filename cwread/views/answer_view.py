@@ -11,7 +11,7 @@ from cwread.backends.select import READER_ROUTES
 from cwread.plan import AnswerMode, SupportMethod
 from cwread.records import SURE, Shown, Status, SupportCheck
 from cwread.trace import Trace
-from cwread.views import reading, wording
+from cwread.views import console, reading, wording
 from cwread.views.console import (
     NOTES_SAID,
     first_time_here,
@@ -99,8 +99,7 @@ def answer_view(trace: Trace) -> None:
             else "; no passage read shares a word with what was asked"
         )
         head.append(f"\n{trace.skipped.get('interpreter', '')}{read}.", style="dim")
-        for route in READER_ROUTES:
-            head.append(f"\n{route}", style="dim")
+        console.reader_routes(READER_ROUTES)  # on stderr, once a run
     elif status == Status.PASSAGES:
         head.append("none given", style="bold yellow")
         judged = outcome.judgement is not None and outcome.judgement.scores
@@ -112,8 +111,7 @@ def answer_view(trace: Trace) -> None:
         )
         if outcome.model_answer is None:  # no model read them: how to get one that does
             head.append(f"\n{wording.UNREAD[0].upper()}{wording.UNREAD[1:]}: {where}.", style="dim")
-            for route in READER_ROUTES:
-                head.append(f"\n{route}", style="dim")
+            console.reader_routes(READER_ROUTES)  # on stderr, once a run
         else:  # the model read them, and its answer is said below with why it is not shown
             head.append(f"\n{where[0].upper()}{where[1:]}.", style="dim")
     elif status == Status.NOT_SAID:

@@ -140,9 +140,28 @@ def first_time_here(line: str) -> bool:
 
 def begin_run() -> None:
     """Forget the last run's settings (the CLI may run several times in one process)."""
-    global _json_printed, _width
-    _json_printed, _width = False, None
+    global _json_printed, _width, _routes_wanted
+    _json_printed, _width, _routes_wanted = False, None, True
     NOTES_SAID.clear()
+
+
+_routes_wanted = True  # where the user chose no backend: how to get a model that reads is said
+
+
+def want_reader_routes(wanted: bool) -> None:
+    """Whether this run says the ways to a model that reads (not where a backend was chosen)."""
+    global _routes_wanted
+    _routes_wanted = wanted
+
+
+def reader_routes(lines: tuple[str, ...]) -> None:
+    """The ways to a model that reads, on stderr, once a run (a chat's too), where wanted."""
+    if not _routes_wanted:
+        return
+    for line in lines:
+        if line not in NOTES_SAID:
+            NOTES_SAID.add(line)
+            stderr().print(f"cwread: {one_line(line)}", highlight=False, markup=False, style="dim")
 
 
 def json_text(data: dict, indent: int | None = 2) -> str:
