@@ -37,7 +37,7 @@ from cwread.records import AgentCall, FindResult, Outcome, Packet, SupportCheck,
 from cwread.retrieval.cast import named_in_book
 from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
-from cwread.retrieval.lexical import number_matches, numbers_asked
+from cwread.retrieval.lexical import numbers_asked, numbers_held
 from cwread.retrieval.segments import Budget, build_segments
 from cwread.text import grounding
 from cwread.trace import Trace, Turn, Unread
@@ -137,20 +137,25 @@ def _numbered(document: Document, question: str) -> dict[int, int]:
     words, in their text or their chapter's heading (a chapter headed "Milestone 5005" is
     about it), with how many each holds; a heading itself is left to its chapter. A number
     the text writes in more than COMMON_NUMBER paragraphs (or 2% of them) is no key."""
-    texts = [p.text for p in document.paragraphs]
-    common = max(COMMON_NUMBER, len(texts) // 50)
-    numbers = [n for n in numbers_asked(question) if int(number_matches(texts, [n]).sum()) <= common]
-    if not numbers:
+    asked = numbers_asked(question)
+    if not asked:  # most questions: nothing read
         return {}
-    held = number_matches(texts, numbers)
-    titles: dict[str, int] = {}
+    texts = [p.text for p in document.paragraphs]
+    held = numbers_held(texts, asked)
+    common = max(COMMON_NUMBER, len(texts) // 50)
+    keys = frozenset(n for n in asked if sum(n in h for h in held) <= common)
+    if not keys:
+        return {}
+    titles: dict[str, frozenset[str]] = {}
     found: dict[int, int] = {}
-    for pid in range(1, len(texts) + 1):
-        chapter = document.chapter(pid)
-        title = chapter.title if chapter is not None else ""
-        if title not in titles:
-            titles[title] = int(number_matches([title], numbers)[0]) if title else 0
-        count = max(int(held[pid - 1]), titles[title]) if not is_heading(texts[pid - 1]) else int(held[pid - 1])
+    for pid, (text, numbers) in enumerate(zip(texts, held, strict=True), start=1):
+        count = len(numbers & keys)
+        if not is_heading(text):
+            chapter = document.chapter(pid)
+            title = chapter.title if chapter is not None else ""
+            if title not in titles:
+                titles[title] = numbers_held([title], keys)[0]
+            count = max(count, len(titles[title]))
         if count:
             found[pid] = count
     return found

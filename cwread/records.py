@@ -189,7 +189,7 @@ class AskedFor:
         if self.kind == "count":
             return f"a number of {self.detail}"
         if self.kind == "time":
-            return f"a {self.detail}" if self.detail != "time" else "a time"
+            return f"{'an' if self.detail == 'hour' else 'a'} {self.detail or 'time'}"
         return {"colour": "a colour", "number": "a number", "place name": "a place's name"}.get(self.kind, "a name")
 
 

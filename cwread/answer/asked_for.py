@@ -17,22 +17,51 @@ from cwread.records import AskedFor
 from cwread.text.words import WORD, word_stems
 
 COLOURS = frozenset(
-    ["red", "blue", "green", "yellow", "white", "black", "brown", "grey", "gray", "golden", "gold", "silver", "silvery", "purple", "pink", "orange", "scarlet", "crimson", "violet", "rosy", "rose", "azure", "amber", "ivory", "snowy", "snow-white", "blood-red", "coal-black", "dark", "fair", "pale", "bright", "russet", "tawny", "chestnut", "auburn", "copper", "emerald", "ruby", "sapphire", "dun", "bay", "dappled", "piebald", "flaxen", "jet", "milk-white", "lilac", "lavender"]
-)
+    [
+        "red", "blue", "green", "yellow", "white", "black", "brown", "grey", "gray", "golden", "gold",
+        "silver", "silvery", "purple", "pink", "orange", "scarlet", "crimson", "violet", "rosy", "rose",
+        "azure", "amber", "ivory", "snowy", "snow-white", "blood-red", "coal-black", "dark", "fair", "pale",
+        "bright", "russet", "tawny", "chestnut", "auburn", "copper", "emerald", "ruby", "sapphire", "dun",
+        "bay", "dappled", "piebald", "flaxen", "jet", "milk-white", "lilac", "lavender"
+    ]
+)  # fmt: skip
 NUMBERS = frozenset(
-    ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred", "thousand", "million", "dozen", "score", "once", "twice", "thrice", "half"]
-)
-ORDINALS = frozenset(["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "last"])
+    [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+        "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty",
+        "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred", "thousand",
+        "million", "dozen", "score", "once", "twice", "thrice", "half"
+    ]
+)  # fmt: skip
+ORDINALS = frozenset(
+    [
+        "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+        "eleventh", "twelfth", "last"
+    ]
+)  # fmt: skip
 MONTHS = frozenset(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
-)
+    [
+        "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+        "november", "december"
+    ]
+)  # fmt: skip
 DAYS = frozenset(
-    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "sabbath", "christmas", "easter", "midsummer", "yesterday", "tomorrow", "today"]
-)
-SEASONS = frozenset(["spring", "summer", "autumn", "fall", "winter", "harvest", "midsummer", "midwinter"])
+    [
+        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "sabbath",
+        "christmas", "easter", "midsummer", "yesterday", "tomorrow", "today"
+    ]
+)  # fmt: skip
+SEASONS = frozenset(
+    [
+        "spring", "summer", "autumn", "fall", "winter", "harvest", "midsummer", "midwinter"
+    ]
+)  # fmt: skip
 HOURS = frozenset(
-    ["morning", "evening", "night", "noon", "midnight", "dawn", "dusk", "sunrise", "sunset", "afternoon", "daybreak", "twilight", "o'clock", "midday", "nightfall"]
-)
+    [
+        "morning", "evening", "night", "noon", "midnight", "dawn", "dusk", "sunrise", "sunset", "afternoon",
+        "daybreak", "twilight", "o'clock", "midday", "nightfall"
+    ]
+)  # fmt: skip
 # the words that answer "what <unit>": "what month" a month's name, "what year" a number
 TIME_WORDS = {
     "month": MONTHS,
@@ -51,7 +80,9 @@ NEAR_COUNT = 3  # words after a number within which the thing counted stands ("t
 _WH = re.compile(r"\b(?:what|which|how|who|whom|whose|where|when|why)\b")
 _COLOUR = re.compile(r"(?:what|which) (?:shade of )?colou?rs?\b")
 _COUNT = re.compile(r"how (?:many|much) (\w+)")
-_NUMBER = re.compile(r"how (?:many|much|old|long|far|often|tall|big|high|deep|wide|heavy)\b|what (?:age|number)\b")
+_NUMBER = re.compile(
+    r"how (?:many|much|old|long|far|often|tall|big|high|deep|wide|heavy)\b|what (?:age|number)\b"
+)
 _TIME = re.compile(r"(?:what|which) (month|day|year|season|time|hour|date|week)\b")
 _PLACE = re.compile(
     r"(?:what|which) (?:town|city|country|village|kingdom|land|street|island|county|province|realm|castle|"
@@ -90,7 +121,9 @@ def asked_for(question: str) -> AskedFor | None:
     return None
 
 
-def holds(asked: AskedFor, question: str, answer: str, sentence: str, lowercase_words: frozenset[str]) -> bool:
+def holds(
+    asked: AskedFor, question: str, answer: str, sentence: str, lowercase_words: frozenset[str]
+) -> bool:
     """Whether `answer` (from `sentence`) holds what was `asked` for: a colour word; a number
     (for a count, beside the thing counted, in its sentence); a word of the time asked (a
     month's name for "what month"); a name, a word the question does not hold and the book

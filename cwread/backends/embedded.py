@@ -46,8 +46,8 @@ from cwread.cache import cache_kept, cache_root, file_sha256, notice, read_entry
 from cwread.environment import env_switch
 from cwread.errors import InputError, ModelError
 
-# One llama.cpp server per (model, context, adapter) for the process, whichever session asks:
-# a dropped xllamacpp server can hang the process on exit, so servers are never let go.
+# One llama.cpp server per (model, context, adapter) for the process, whichever session asks,
+# kept while a backend holds it (llama_server.release) and closed at the process's exit (at_exit).
 DECISION_STATES = "decision-states"  # the decision model's kept prompt starts (onnx_decisions.py)
 
 _LOADING: set[threading.Thread] = set()  # models loading in the background (EmbeddedBackend.warm)

@@ -387,17 +387,18 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 for c in listed
             ]
             about = json_output.about_line(entry.about).strip()
-            lines = reading.bounded(
-                blocks, bound_chars(max_chars), len(about) + 1, None, "chapters", None, MAX_CHARS
+            bound = bound_chars(max_chars)
+            printed, left = reading.fit(blocks, bound, len(about) + 1, None, MAX_CHARS)
+            lines = reading.printed_lines(printed, None) + reading.left_out_lines(
+                left, bound, "chapters", None, MAX_CHARS
             )
-            shown = sum(1 for line in lines if line and not line.startswith("Left out past"))
             data = {
                 "book": entry.name,
                 "kind": entry.format,
                 **json_output.about_json(entry.about),
                 "paragraphs": len(document),
                 "chapters": len(listed),
-                "contents": listed[:shown],  # those the text holds; the rest by a larger max_chars
+                "contents": listed[: len(printed)],  # those the text holds; the rest by a larger max_chars
             }
             return result(data, (about + "\n" if entry.about else "") + "\n".join(lines))
 

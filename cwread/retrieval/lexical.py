@@ -190,14 +190,8 @@ def numbers_asked(question: str) -> list[str]:
     return list(dict.fromkeys(m.group().replace(",", "") for m in _NUMBER.finditer(question)))
 
 
-def number_matches(texts: Sequence[str], numbers: Sequence[str]) -> np.ndarray:
-    """For each text, how many of `numbers` it holds as whole words (5005 is not 15005, 500 or
+def numbers_held(texts: Sequence[str], numbers: Sequence[str]) -> list[frozenset[str]]:
+    """For each text, which of `numbers` it holds as whole words (5005 is not 15005, 500 or
     5005.5; "5,005" is 5005)."""
-    counts = np.zeros(len(texts), dtype=np.int64)
-    if not numbers:
-        return counts
-    wanted = set(numbers)
-    for i, text in enumerate(texts):
-        held = {m.group().replace(",", "") for m in _NUMBER.finditer(text)} & wanted
-        counts[i] = len(held)
-    return counts
+    wanted = frozenset(numbers)
+    return [frozenset(m.group().replace(",", "") for m in _NUMBER.finditer(text)) & wanted for text in texts]

@@ -161,7 +161,7 @@ def reader_routes(lines: tuple[str, ...]) -> None:
     for line in lines:
         if line not in NOTES_SAID:
             NOTES_SAID.add(line)
-            stderr().print(f"cwread: {one_line(line)}", highlight=False, markup=False, style="dim")
+            notice(line)
 
 
 def json_text(data: dict, indent: int | None = 2) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from cwread.book import Document, Paragraph
 from cwread.book.chapters import Chapter, is_heading
@@ -47,9 +47,9 @@ def capped(line: str, most: int = LINE_MOST) -> str:
 
 @dataclass(frozen=True)
 class Block:
-    """What a bound keeps whole or cuts: `head` lines (kept, each capped), then `body` lines,
-    each a paragraph's (`pids`, None for a line of no paragraph) or another line; a cut keeps
-    the body lines around `best`. `name`: how a left-out line names the block."""
+    """What a bound keeps whole or cuts: `head` lines (kept, each capped), then `body` lines
+    (a passage's: one a paragraph, its ids in `pids`); a cut keeps the body lines around
+    `best`. `name`: how a left-out line names the block."""
 
     head: list[str]
     body: list[str]
@@ -61,10 +61,6 @@ class Block:
 
     def size(self) -> int:
         return _size([*([""] if self.blank else []), *self.head, *self.body])
-
-
-def _size(lines: list[str]) -> int:
-    return sum(len(line) + 1 for line in lines)
 
 
 def _cut(block: Block, room: int, span_label: Callable[[int, int], str] | None, option: str = OPTION) -> Block:
@@ -109,6 +105,29 @@ def _cut(block: Block, room: int, span_label: Callable[[int, int], str] | None, 
     return Block(head, [*lines, *notes], block.name, blank=block.blank)
 
 
+def fit(
+    blocks: list[Block],
+    max_chars: int | None,
+    used: int,
+    span_label: Callable[[int, int], str] | None = None,
+    option: str = OPTION,
+) -> tuple[list[Block], list[Block]]:
+    """The blocks printed within `max_chars` characters (None: no bound) beside the `used` ones
+    before them, and those left out. The first that does not fit is cut around its best line
+    (`_cut`) where it is the first or CUT_ROOM characters are left, else left out, and so are
+    the rest."""
+    printed: list[Block] = []
+    for index, block in enumerate(blocks):
+        if max_chars is not None and used + block.size() > max_chars:
+            room = max_chars - used
+            if printed and room < CUT_ROOM:
+                return printed, blocks[index:]
+            return [*printed, _cut(block, room, span_label, option)], blocks[index + 1 :]
+        printed.append(block)
+        used += block.size()
+    return printed, []
+
+
 def bounded(
     blocks: list[Block],
     max_chars: int | None,
@@ -119,37 +138,44 @@ def bounded(
     option: str = OPTION,
     spans: bool = False,
 ) -> list[str]:
-    """Blocks, in order, while they fit in `max_chars` characters (None: no bound) beside the
-    `used` ones before them. The first that does not fit is cut around its best line (`_cut`)
-    where it is the first or CUT_ROOM characters are left, else left out; the rest are left
-    out, named by one capped line that says how many and the first NAMED_MOST (`spans`: by the
-    span of their paragraphs). Whatever the blocks, what is printed is within the bound but for
-    that line and a cut's notes."""
-    out: list[str] = []
-    left: list[Block] = []
-    for index, block in enumerate(blocks):
-        size = block.size()
-        if max_chars is not None and used + size > max_chars:
-            room = max_chars - used
-            if out and room < CUT_ROOM:
-                left = blocks[index:]
-                break
-            block, left = _cut(block, room, span_label, option), blocks[index + 1 :]
-        used += block.size()
-        for line in ([""] if block.blank else []) + block.head + block.body:
-            out += wrapped(line, width)
-        if left:
-            break
-    if left:
-        names = [capped(b.name, 120) for b in left[:NAMED_MOST]]
-        more = f"; and {len(left) - NAMED_MOST:,} more" if len(left) > NAMED_MOST else ""
-        named = f"{'; '.join(names)}{more}"
-        if spans and span_label is not None:  # paragraphs in order: named by their span
-            first, last = left[0].pids[0], left[-1].pids[-1]
-            named = span_label(first, last) if first != last else left[0].name
-        line = f"Left out past {max_chars:,} characters ({option}): {len(left):,} {noun}: {named}."
-        out += ["", *wrapped(capped(line), width)]
-    return out
+    """The blocks that `fit`, as lines, then one line naming those left out (`left_out_lines`).
+    Whatever the blocks, what is printed is within the bound but for that line and a cut's
+    notes."""
+    printed, left = fit(blocks, max_chars, used, span_label, option)
+    said = left_out_lines(left, max_chars, noun, span_label, option, spans)
+    return printed_lines(printed, width) + [wrapped_line for line in said for wrapped_line in wrapped(line, width)]
+
+
+def printed_lines(printed: list[Block], width: int | None) -> list[str]:
+    """Blocks as lines, each wrapped at `width`."""
+    return [
+        wrapped_line
+        for block in printed
+        for line in ([""] if block.blank else []) + block.head + block.body
+        for wrapped_line in wrapped(line, width)
+    ]
+
+
+def left_out_lines(
+    left: list[Block],
+    max_chars: int | None,
+    noun: str,
+    span_label: Callable[[int, int], str] | None = None,
+    option: str = OPTION,
+    spans: bool = False,
+) -> list[str]:
+    """One capped line naming the blocks `left` out, after a blank one (none: no line): how
+    many and the first NAMED_MOST (`spans`: by the span of their paragraphs); unwrapped."""
+    if not left:
+        return []
+    names = [capped(b.name, 120) for b in left[:NAMED_MOST]]
+    more = f"; and {len(left) - NAMED_MOST:,} more" if len(left) > NAMED_MOST else ""
+    named = f"{'; '.join(names)}{more}"
+    if spans and span_label is not None:  # paragraphs in order: named by their span
+        first, last = left[0].pids[0], left[-1].pids[-1]
+        named = span_label(first, last) if first != last else left[0].name
+    line = f"Left out past {max_chars:,} characters ({option}): {len(left):,} {noun}: {named}."
+    return ["", capped(line)]
 
 
 REPLIES = 3  # paragraphs of dialogue printed after a passage that ends in dialogue
@@ -227,12 +253,16 @@ def runs_label(ids: list[int], span_label: Callable[[int, int], str]) -> str:
     return ", ".join(span_label(r[0], r[-1]) for r in runs)
 
 
-def _passage_block(document: Document, title: str, ids: list[int], scores: Sequence[float]) -> Block:
+def _passage_block(
+    document: Document, title: str, ids: list[int], scores: Sequence[float], book: str = ""
+) -> Block:
     """A passage as printed: its head line, then each paragraph as `[N] text`; a cut keeps
-    those around its best-scoring paragraph."""
+    those around its best-scoring paragraph, and names it as `show` takes it (`book`: of a
+    library, before the paragraph's id)."""
     best = max(range(len(ids)), key=lambda i: scores[ids[i] - 1]) if scores else 0
     body = [f"[{document.label(pid)}] {printable(document.paragraph(pid).text)}" for pid in ids]
-    return Block([title], body, title, pids=list(ids), best=best, whole=f"show {document.label(ids[best])}")
+    shown = " ".join(filter(None, ["show", book, document.label(ids[best])]))
+    return Block([title], body, title, pids=list(ids), best=best, whole=shown)
 
 
 def find_lines(
@@ -302,8 +332,8 @@ def paragraph_lines(
         now = document.chapter(p.id)
         head = [f"({printable(now.title)})"] if now is not None and now != chapter else []
         wrapping = document.wrapping(p.id)
-        line = f"[{document.label(p.id)}] {printable(p.text)}" + (f"  ({wrapping})" if wrapping else "")
         label = document.label(p.id)
+        line = f"[{label}] {printable(p.text)}" + (f"  ({wrapping})" if wrapping else "")
         blocks.append(Block(head, [line], label, pids=[p.id], blank=bool(blocks), whole=f"show {label}"))
         chapter = now
     return bounded(blocks, max_chars, 0, width, "paragraphs", document.span_label, option, spans=True)
@@ -485,9 +515,7 @@ def library_find_lines(
         title = f"#{rank} {printable(candidate.name)} [{runs_label(ids, doc.span_label)}]" + (
             f" {printable(chapter.title)}" if chapter else ""
         )
-        block = _passage_block(doc, title, ids, candidate.found.paragraph_scores)
-        # a passage cut names its paragraphs as `show BOOK N` takes them
-        blocks.append(replace(block, whole=f"show {printable(candidate.name)} {block.whole.removeprefix('show ')}"))
+        blocks.append(_passage_block(doc, title, ids, candidate.found.paragraph_scores, printable(candidate.name)))
     return out + bounded(blocks, max_chars, _size(out), width, "passages", None, option)
 
 
