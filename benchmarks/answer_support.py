@@ -278,7 +278,7 @@ def reask_on_quotes(data: str, rows_path: str, gguf: str, out: Path, num_ctx: in
     from cwread.agents.interpreter import interpreter_request, parse_reply
     from cwread.backends.callcache import CachedBackend
     from cwread.backends.embedded import EmbeddedBackend
-    from cwread.book import Passage
+    from cwread.book import ShownParagraph
 
     records = {r.id: r for r in load_records(data)}
     done = {r["id"]: r["agreement"] for r in read_rows(out)} if out.exists() else {}
@@ -289,7 +289,7 @@ def reask_on_quotes(data: str, rows_path: str, gguf: str, out: Path, num_ctx: in
                 continue
             backend = backend or CachedBackend(EmbeddedBackend(gguf, num_ctx=num_ctx))
             question = records[row["id"]].question
-            quotes = [Passage(i, text, str(pid)) for i, (pid, text) in enumerate(row["model_quotes"], 1)]
+            quotes = [ShownParagraph(i, text, str(pid)) for i, (pid, text) in enumerate(row["model_quotes"], 1)]
             parsed, _ = shared.call_agent(
                 backend,
                 lambda retry: interpreter_request(question, quotes, retry=retry),  # noqa: B023 (used at once)

@@ -41,7 +41,7 @@ def best_scores(session, rank, judge, asked: str) -> tuple[float, float]:
     """(the Finder's best score, the ranker's best score) of the paragraphs `asked` reads."""
     question = api.make_question(asked)
     found = session.find(question)
-    evidence = [(p[0], p[1]) for p in found.document.passages(pid for s in found.read for pid in s.ids)]
+    evidence = [(p[0], p[1]) for p in found.document.shown(pid for s in found.read for pid in s.ids)]
     candidates = extractive.candidate_paragraphs(asked, evidence, rank, JUDGED_PARAGRAPHS)
     if not candidates:
         return NEVER, NEVER

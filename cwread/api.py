@@ -143,7 +143,7 @@ EXPANSIONS = ("replies", "scene")  # besides a number of paragraphs each way
 
 def expansion(value: str | None) -> int | str | None:
     """How a reader asked a passage widened: "replies", "scene", or a number of paragraphs on
-    each side (cwread.views.reading.printed_span); InputError otherwise."""
+    each side (cwread.retrieval.passages.printed_span); InputError otherwise."""
     if value is None or value in EXPANSIONS:
         return value
     if value.isdigit():

@@ -19,7 +19,7 @@ from cwread.cache import cache_root
 from cwread.errors import CwreadError, InputError, error_exit
 from cwread.session import Conversation, Session
 from cwread.settings import RunSettings
-from cwread.views import answer_view, console, json_output, render, trace_json, wording
+from cwread.views import answer_view, console, json_output, reading, render, trace_json, wording
 from cwread.views.output_files import append_output_file, check_output_path, write_output_file
 from cwread.views.terminal import one_line
 
@@ -123,10 +123,14 @@ class Chat:
             self._line(json_output.show_json(document, shown)) if self.json_lines else render.show_view(document, shown)
         elif name == "/find":
             found = self.session.find(api.make_question(rest), self.asking.budget, self.asking.retrieval)
+            shown = len(found.anchor_segments)
+            passages = found.printed(shown)
             if self.json_lines:
-                self._line(json_output.find_json(found, len(found.anchor_segments)))
-            else:
-                render.find_view(found, len(found.anchor_segments))
+                self._line(json_output.find_json(found, shown, passages))
+            elif console.stdout().is_terminal:
+                render.find_view(found, passages, shown)
+            else:  # a reader in a pipe: bounded plain text, as find's
+                render.find_text_view(found, passages, shown, reading.READER_CHARS, api.absent_words(document, rest))
         elif name == "/json":
             if not self.traces:
                 raise InputError("no answer yet: ask a question first")

@@ -23,6 +23,7 @@ from cwread.library.catalog import Library
 from cwread.progress import Progress
 from cwread.question import NO_HINTS, Hints, Question
 from cwread.records import FindResult
+from cwread.retrieval.passages import Passage, best_paragraph, printed_span
 from cwread.retrieval.segments import Budget, Segment
 from cwread.session import Session
 from cwread.settings import RunSettings, SessionSettings
@@ -50,8 +51,8 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class LibraryPassage:
-    """A passage of a candidate book (`book`: its index among the candidates) with its score
+class LibrarySegment:
+    """A segment of a candidate book (`book`: its index among the candidates) with its score
     across the library: its score in its book's ranking, as a share of that book's best,
     times the book's share of the best candidate's score."""
 
@@ -69,7 +70,7 @@ class LibraryFound:
     question: Question
     roots: tuple[str, ...]
     candidates: tuple[Candidate, ...]
-    passages: tuple[LibraryPassage, ...]
+    segments: tuple[LibrarySegment, ...]
     books: int
     matching: int
     index_built: bool  # the library's index was built or brought up to date for this question
@@ -79,7 +80,29 @@ class LibraryFound:
     @property
     def answering(self) -> Candidate | None:
         """The book whose passage ranks first, which answers the question (None: no passage)."""
-        return self.candidates[self.passages[0].book] if self.passages else None
+        return self.candidates[self.segments[0].book] if self.segments else None
+
+    def printed(self, limit: int, expand: int | str | None = None) -> tuple[Passage, ...]:
+        """The first `limit` segments (0: all) as passages, each headed by its book: widened as
+        `expand` says (`printed_span`), each paragraph of a book printed once; not joined by
+        scene (one book's passages are rarely neighbours here)."""
+        out = []
+        taken: set[tuple[int, int]] = set()  # (book, paragraph) printed
+        for rank, ranked in enumerate(self.segments if not limit else self.segments[:limit], start=1):
+            found = self.candidates[ranked.book].found
+            document, s = found.document, ranked.segment
+            start, end = printed_span(document, s, expand)
+            ids = tuple(pid for pid in range(start, end + 1) if (ranked.book, pid) not in taken)
+            if not ids:
+                continue
+            taken.update((ranked.book, pid) for pid in ids)
+            best = best_paragraph(ids, found.paragraph_scores)
+            name = self.candidates[ranked.book].name
+            anchors = tuple(a for a in s.anchors if a in ids)
+            out.append(
+                Passage(document, (rank,), ids, best, found.chapter_of(s), s.origin, ranked.score, anchors, name)
+            )
+        return tuple(out)
 
 
 def find_in_library(
@@ -138,7 +161,7 @@ def find_in_library(
         question=question,
         roots=tuple(str(r) for r in library.roots),
         candidates=tuple(candidates),
-        passages=tuple(_ranked(candidates)),
+        segments=tuple(_ranked(candidates)),
         books=hits.books,
         matching=len(by_book),
         index_built=hits.built,
@@ -189,8 +212,8 @@ def ask_in_library(
     return LibraryAnswer(found, sessions[best.name].ask(question, run, progress=progress, notice=notice))
 
 
-def _ranked(candidates: list[Candidate]) -> list[LibraryPassage]:
-    """The candidates' anchor passages ranked together (see LibraryPassage)."""
+def _ranked(candidates: list[Candidate]) -> list[LibrarySegment]:
+    """The candidates' anchor segments ranked together (see LibrarySegment)."""
     if not candidates:
         return []
     best = candidates[0].score or 1.0
@@ -198,7 +221,7 @@ def _ranked(candidates: list[Candidate]) -> list[LibraryPassage]:
     for i, candidate in enumerate(candidates):
         anchors = candidate.found.anchor_segments or candidate.found.segments[:1]
         top = max((s.score for s in anchors), default=0.0) or 1.0
-        out += [LibraryPassage(i, s, (s.score / top) * (candidate.score / best)) for s in anchors]
+        out += [LibrarySegment(i, s, (s.score / top) * (candidate.score / best)) for s in anchors]
     out.sort(key=lambda p: (-p.score, p.book, p.segment.start))
     return out
 

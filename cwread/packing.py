@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cwread.book import Document, Evidence, Passage
+from cwread.book import Document, Evidence, ShownParagraph
 from cwread.records import Packet, PacketItem, Verdict
 from cwread.retrieval.segments import Budget, Segment
 
@@ -96,7 +96,7 @@ def _pack_kept(
             out.append(PacketItem(pid, text, reason_of.get(pid, ""), pid in truncated, _label(document, pid)))
         return out
 
-    chosen = _fitting(chosen, lambda ids: [Passage(i.id, i.text, i.label) for i in items_for(ids)], fits)
+    chosen = _fitting(chosen, lambda ids: [ShownParagraph(i.id, i.text, i.label) for i in items_for(ids)], fits)
     considered = sorted(set(cores + rest))
     return Packet(
         items=tuple(items_for(chosen)),
@@ -126,7 +126,7 @@ def pack_ranked(
         used += length
         if most is not None and len(chosen) >= most:
             break
-    return packet_of(document, _fitting(chosen, document.passages, fits))
+    return packet_of(document, _fitting(chosen, document.shown, fits))
 
 
 def packet_of(document: Document, ids: list[int]) -> Packet:

@@ -20,7 +20,7 @@ from cwread.answer import describe, extractive
 from cwread.answer.decide import Grounds, decide, shown_text
 from cwread.answer.support import check_confidence, check_quotes, check_support
 from cwread.backends import Backend, label
-from cwread.book import Document, Passage
+from cwread.book import Document, ShownParagraph
 from cwread.book.chapters import is_heading
 from cwread.packing import pack, pack_segments
 from cwread.plan import (
@@ -391,5 +391,5 @@ def _skipped(plan: Plan, found: FindResult, judged: FinderStage, outcome: Outcom
     return skipped
 
 
-def _paragraphs(document: Document, segments) -> list[Passage]:
-    return document.passages(pid for s in segments for pid in s.ids)
+def _paragraphs(document: Document, segments) -> list[ShownParagraph]:
+    return document.shown(pid for s in segments for pid in s.ids)

@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from cwread.book import Document, Forged, Passage, Quote
+from cwread.book import Document, Forged, Quote, ShownParagraph
 from cwread.book.chapters import Chapter
 from cwread.plan import AnswerMode
 from cwread.question import Question
 from cwread.retrieval.cast import Named
+from cwread.retrieval.passages import Passage, find_passages
 from cwread.retrieval.segments import Budget, Segment
 
 
@@ -127,8 +128,8 @@ class Packet:
     def chars(self) -> int:
         return sum(len(item.text) for item in self.items)
 
-    def evidence(self) -> list[Passage]:
-        return [Passage(item.id, item.text, item.label) for item in self.items]
+    def evidence(self) -> list[ShownParagraph]:
+        return [ShownParagraph(item.id, item.text, item.label) for item in self.items]
 
 
 EMPTY_PACKET = Packet(items=())
@@ -173,6 +174,11 @@ class FindResult:
         """The chapter a passage is in: its best-scored anchor's, else its first paragraph's."""
         best = max(segment.anchors, key=lambda a: self.paragraph_scores[a - 1], default=segment.start)
         return self.document.chapter(best)
+
+    def printed(self, limit: int, expand: int | str | None = None) -> tuple[Passage, ...]:
+        """The first `limit` segments (0: all) as a reader is shown them (`find_passages`)."""
+        segments = self.segments if not limit else self.segments[:limit]
+        return find_passages(self.document, segments, self.paragraph_scores, self.chapter_of, expand)
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ MILL = [
 def test_expand_widens_a_passage_to_the_replies_the_scene_or_n_each_side(tmp_path):
     from cwread.book import load_document
     from cwread.retrieval.segments import Segment
-    from cwread.views.reading import printed_span
+    from cwread.retrieval.passages import printed_span
 
     book = tmp_path / "mill.txt"
     book.write_text("\n\n".join(MILL) + "\n", encoding="utf-8")
@@ -150,7 +150,10 @@ def test_passages_of_one_scene_print_together_in_story_order(tmp_path):
         Segment(9, 10, "anchor", 2.0, (9,)),
         Segment(2, 3, "anchor", 1.0, (2,)),
     )
-    lines = find_lines(replace(found, segments=ranked), 0, None, [], 100)
+    found = replace(found, segments=ranked)
+    passages = found.printed(0)
+    assert [(p.ranks, p.ids) for p in passages] == [((1, 3), (2, 3, 4, 5, 6)), ((2,), (9, 10))]
+    lines = find_lines(found, passages, 0, None, [], 100)
     heads = [line for line in lines if line.startswith("#")]
     # #3 sits a paragraph before #1 in the same scene: printed with it, in order, the gap filled;
     # #2 is past the break ("* * *"): its own passage
@@ -169,3 +172,47 @@ def test_a_question_of_two_parts_is_also_asked_part_by_part():
         "Who ground the cup to powder, and why?"
     ]
     assert build_queries(asked, {"A": "Betty"}) == [asked, f"{asked} Betty"]  # options: no parts
+
+
+def test_in_a_pipe_a_paragraph_is_one_line_that_opens_with_its_id(capsys, novel, cache_dir):  # noqa: F811
+    """As ripgrep prints a match: never wrapped unless --width asks, so grep keeps each id."""
+    from cwread.book import load_document
+
+    doc = load_document(str(novel))
+    asked = ("find", str(novel), "Where did Silas hide the brass key?")
+    code, out, _ = run(capsys, *asked)
+    printed = [line for line in out.splitlines() if line.startswith("[")]
+    whole = {f"[{p.id}] {p.text}" for p in doc.paragraphs}
+    assert code == 0 and len(printed) > 5 and set(printed) <= whole
+    assert max(len(line) for line in printed) > 100  # wider than the 100 columns a pipe once got
+    others = [line for line in out.splitlines() if line and not line.startswith(("[", "#"))]
+    assert len(others) <= 3  # the head, and the line naming what was left out
+    code, mapped, _ = run(capsys, *asked, "--map")
+    lines = mapped.splitlines()[1:]
+    assert code == 0 and lines and all(re.match(r"#\d+ \[\d+\]", line) for line in lines if line)
+    code, wrapped, _ = run(capsys, *asked, "--width", "60")
+    assert code == 0 and max(len(line) for line in wrapped.splitlines()) <= 60
+
+
+def test_find_on_a_terminal_keeps_to_a_screenful_with_chapters(capsys, novel, cache_dir, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("FORCE_COLOR", "1")  # Rich takes stdout for a terminal
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("TERM", raising=False)
+    asked = ("find", str(novel), "Where did Silas hide the brass key?")
+    code, out, _ = run(capsys, *asked)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    printed, _, left = shown.partition("Left out past 60 lines (--max-chars 0 prints them all): ")
+    assert code == 0 and len(printed.splitlines()) <= 60 and re.match(r"\d+ passages: #\d+ \[", left)
+    titles = re.findall(r"^╭─ (#[\d+#]+) \[[\d, -]+\] (CHAPTER [A-Z]+\.)", printed, re.M)
+    assert titles and titles[0][1] == "CHAPTER VII."  # each box names its chapter, as the plain text does
+    assert "Silas hid the brass key" in printed and "score" not in printed and "anchor" not in printed
+    named = re.findall(r"#(\d+) \[", left)
+    assert int(named[0]) > max(int(r) for t in titles for r in re.findall(r"\d+", t[0]))
+    code, everything, _ = run(capsys, *asked, "--max-chars", "0")
+    assert code == 0 and "Left out" not in everything and len(everything.splitlines()) > 60
+    code, scene, _ = run(capsys, *asked, "--expand", "scene")  # a first passage longer than a screen
+    scene = re.sub(r"\x1b\[[0-9;]*m", "", scene)
+    printed = scene.partition("Left out past")[0]
+    assert code == 0 and len(printed.splitlines()) <= 60 and "Silas hid the brass key" in printed
+    assert re.search(r"^\(more of this passage: show [\d, -]+\)$", printed, re.M)

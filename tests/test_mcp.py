@@ -112,7 +112,8 @@ def test_a_bad_argument_is_a_tool_error_and_the_server_goes_on(tmp_path):
     )
     missing, out_of_range, found = results
     assert missing.is_error and out_of_range.is_error and "input:" in out_of_range.content[0].text
-    assert not found.is_error and len(found.structured_content["segments"]) == 2
+    assert not found.is_error
+    assert sorted(rank for p in found.structured_content["passages"] for rank in p["ranks"]) == [1, 2]
 
 
 def test_the_mcp_command_refuses_a_root_that_is_not_a_folder(capsys, tmp_path):
@@ -462,9 +463,12 @@ def test_find_and_show_give_readable_text_once_within_a_bound(tmp_path):
         and "Chapter 1. Mr. Sherlock Holmes" in text
     )
     assert len(text) <= 15_000 + 2_000  # passages up to the bound, and the line naming the rest
-    segments = found.structured_content["segments"]
-    assert segments and all("text" not in s and "chapter" in s for s in segments)
-    assert "budget" not in found.structured_content and "timings" not in found.structured_content
+    # built from the passages the text prints, not the CLI's JSON: each head line is a passage's
+    passages = found.structured_content["passages"]
+    heads = [line for line in text.splitlines() if line.startswith("#")]
+    assert [h.split(" [")[0] for h in heads] == ["+".join(f"#{r}" for r in p["ranks"]) for p in passages][: len(heads)]
+    assert all("text" not in p and "chapter" in p for p in passages)
+    assert not {"budget", "timings", "segments", "embedder"} & set(found.structured_content)
     assert (
         "Left out past 15,000 characters" in bounded.content[0].text and len(bounded.content[0].text) < 17_000
     )

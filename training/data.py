@@ -196,7 +196,7 @@ def finder_dev_set(
                 segment.start,
                 segment.end,
                 document.span_text(segment.start, segment.end),
-                paragraphs=document.passages(segment.ids),
+                paragraphs=document.shown(segment.ids),
                 decision_first=decision_first,
             )
             segments.append(

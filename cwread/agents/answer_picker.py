@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from cwread.agents import shared
 from cwread.agents.finder import finder_request, parse_finder_reply
 from cwread.backends import Backend
-from cwread.book import Passage
+from cwread.book import ShownParagraph
 from cwread.question import Question
 from cwread.records import SURE, ModelCall, ParagraphJudgement, yes_odds
 
@@ -32,7 +32,7 @@ class AnswerPicker:
         self.backend = backend
         self.threshold = threshold
 
-    def __call__(self, question: Question, paragraphs: Sequence[Passage]) -> ParagraphJudgement:
+    def __call__(self, question: Question, paragraphs: Sequence[ShownParagraph]) -> ParagraphJudgement:
         """Each paragraph judged in order until one scores SURE (the rest are not read: a call
         that cannot change the answer is not made)."""
         scores: list[tuple[int, float]] = []

@@ -34,7 +34,7 @@ from cwread.agents import shared
 from cwread.agents.judge_finder import JudgeFinder
 from cwread.agents.reading_budget import ReadingBudget
 from cwread.backends import Backend, GenerationRequest
-from cwread.book import Document, Evidence, Passage
+from cwread.book import Document, Evidence, ShownParagraph
 from cwread.errors import InputError
 from cwread.plan import AUTO, DECISION_FIRST, QUOTE_FIRST, SCORE, FinderUse
 from cwread.progress import Progress
@@ -131,9 +131,9 @@ def clue_request(decision: GenerationRequest, reply: str, evidence: Evidence) ->
     )
 
 
-def _split_marked(text: str) -> list[Passage]:
+def _split_marked(text: str) -> list[ShownParagraph]:
     """(id, text) of each `[N] ...` paragraph in a segment's text."""
-    return [Passage(int(m.group(1)), m.group(2)) for m in re.finditer(r"^\[(\d+)\] (.*)$", text, re.M)]
+    return [ShownParagraph(int(m.group(1)), m.group(2)) for m in re.finditer(r"^\[(\d+)\] (.*)$", text, re.M)]
 
 
 def parse_finder_reply(text: str) -> shared.ParsedReply:
@@ -222,7 +222,7 @@ class GenerativeFinder(_ChatFinder):
 
     def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
         decision_first = self.reply == DECISION_FIRST
-        paragraphs = document.passages(segment.ids)
+        paragraphs = document.shown(segment.ids)
 
         def request(retry: bool) -> GenerationRequest:
             return _request(document, segment, question, retry, decision_first)
@@ -330,7 +330,7 @@ def _request(
         segment.end,
         document.span_text(segment.start, segment.end),
         retry=retry,
-        paragraphs=document.passages(segment.ids),
+        paragraphs=document.shown(segment.ids),
         decision_first=decision_first,
     )
 

@@ -47,7 +47,7 @@ class JudgeFinder:
         self.label = f"judge:{judge.info.name}@{judge.info.version}"
 
     def cost(self, document: Document, segment: Segment, question: Question) -> int:
-        return sum(len(p.text.split()) for p in document.passages(segment.ids))
+        return sum(len(p.text.split()) for p in document.shown(segment.ids))
 
     def judge(
         self, document: Document, segments: Sequence[Segment], question: Question, ranking: Sequence[float] | None = None

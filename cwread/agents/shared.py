@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cwread.backends import Backend, Decision, GenerationRequest
-from cwread.book import LABEL, SOURCE_NAME, Evidence, Passage
+from cwread.book import LABEL, SOURCE_NAME, Evidence, ShownParagraph
 from cwread.question import Question
 from cwread.records import GroundedReply, ModelCall, yes_odds
 from cwread.text import grounding
@@ -40,19 +40,19 @@ def question_block(question: Question) -> str:
     return question.form.block(question)
 
 
-def shown_evidence(paragraphs: Evidence) -> list[Passage]:
+def shown_evidence(paragraphs: Evidence) -> list[ShownParagraph]:
     """The paragraphs as an agent is shown them: the book's tags and bracketed numbers defused."""
-    return [Passage(p[0], neutralise(p[1]), *p[2:]) for p in paragraphs]
+    return [ShownParagraph(p[0], neutralise(p[1]), *p[2:]) for p in paragraphs]
 
 
 def shown_ids(paragraphs: Evidence) -> dict[str, int]:
     """The label each paragraph is shown under, and its id."""
-    return {Passage(*p).shown_id: p[0] for p in paragraphs}
+    return {ShownParagraph(*p).shown_id: p[0] for p in paragraphs}
 
 
 def names_files(paragraphs: Evidence) -> bool:
     """Whether the evidence comes from a book of several files (its labels are `name:N`)."""
-    return any(":" in Passage(*p).shown_id for p in paragraphs)
+    return any(":" in ShownParagraph(*p).shown_id for p in paragraphs)
 
 
 def evidence_block(paragraphs: Evidence) -> str:
@@ -72,7 +72,7 @@ def evidence_block(paragraphs: Evidence) -> str:
 
 def span_title(paragraphs: Evidence) -> str:
     """The first and last paragraph of a segment as shown: "12-16", or "ch03:12-16"."""
-    first, last = Passage(*paragraphs[0]).shown_id, Passage(*paragraphs[-1]).shown_id
+    first, last = ShownParagraph(*paragraphs[0]).shown_id, ShownParagraph(*paragraphs[-1]).shown_id
     return first if first == last else f"{first}-{last.rpartition(':')[2]}"
 
 

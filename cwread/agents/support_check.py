@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cwread.agents import shared
 from cwread.backends import Backend, GenerationRequest
-from cwread.book import Evidence, Passage
+from cwread.book import Evidence, ShownParagraph
 from cwread.question import Question
 from cwread.records import ModelCall, Quote
 
@@ -49,10 +49,10 @@ def support_request(
     return shared.decision_request((("system", SUPPORT_SYSTEM), ("user", user)), seed=1 if retry else 0)
 
 
-def quoted_evidence(quotes: tuple[Quote, ...], packet: Evidence) -> list[Passage]:
+def quoted_evidence(quotes: tuple[Quote, ...], packet: Evidence) -> list[ShownParagraph]:
     """The quotes as the check is shown them: each under its paragraph's label, in the packet's order."""
-    labels = {p[0]: Passage(*p).label for p in packet}
-    return [Passage(q.id, q.text, labels.get(q.id, "")) for q in quotes]
+    labels = {p[0]: ShownParagraph(*p).label for p in packet}
+    return [ShownParagraph(q.id, q.text, labels.get(q.id, "")) for q in quotes]
 
 
 class SupportAgent:

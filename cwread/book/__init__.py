@@ -34,8 +34,8 @@ from cwread.book.document import (
     Evidence,
     Forged,
     Paragraph,
-    Passage,
     Quote,
+    ShownParagraph,
     Source,
 )
 from cwread.book.load import document_from_bytes, load_document
@@ -48,8 +48,8 @@ __all__ = [
     "Evidence",
     "Forged",
     "Paragraph",
-    "Passage",
     "Quote",
+    "ShownParagraph",
     "Source",
     "document_from_bytes",
     "load_document",

@@ -28,7 +28,7 @@ class Paragraph:
     page: int | None = None  # the page it starts on, in a book that has pages (a PDF)
 
 
-class Passage(NamedTuple):
+class ShownParagraph(NamedTuple):
     """A paragraph's id, the text an agent is shown of it (a packet may cut a long one) and
     the label it is shown under ("" for its id: see `Document.label`)."""
 
@@ -41,7 +41,7 @@ class Passage(NamedTuple):
         return self.label or str(self.id)
 
 
-Evidence = Sequence[Passage]  # what an agent is shown, in the order it is shown
+Evidence = Sequence[ShownParagraph]  # what an agent is shown, in the order it is shown
 
 
 @dataclass(frozen=True)
@@ -160,9 +160,9 @@ class Document:
         source = self._by_name.get(name)
         return source.first + n - 1 if source is not None and 1 <= n <= len(source) else None
 
-    def passages(self, ids) -> list[Passage]:
+    def shown(self, ids) -> list[ShownParagraph]:
         """The paragraphs `ids`, in the order given, as an agent is shown them."""
-        return [Passage(pid, self.paragraph(pid).text, self.label(pid)) for pid in ids]
+        return [ShownParagraph(pid, self.paragraph(pid).text, self.label(pid)) for pid in ids]
 
     def span_text(self, start: int, end: int) -> str:
         """Paragraphs start..end (inclusive) as `[label] text` lines, the form models are shown."""

@@ -17,9 +17,9 @@ from cwread.plugins import load_plugins
 load_plugins()  # before the options read the registries for their choices and help
 from cwread.cli.app import app, emit, open_document  # noqa: E402
 from cwread.cli.options import (  # noqa: E402
-    FIND_CHARS,
     LIBRARY_PASSAGES,
     MAP_CANDIDATES,
+    READER_CHARS,
     Book,
     DebugFlag,
     EmbedderOpt,
@@ -125,15 +125,17 @@ def find(
         result = api.find(document, asked, settings, progress=progress, hints=hints)
     shown = len(result.anchor_segments) if shape.limit is None else shape.limit
     if shape.compact and not output.json_out:
-        bound = shape.printed_chars(FIND_CHARS)
+        bound = shape.printed_chars(READER_CHARS)
         render.map_view(result, shape.limit or MAP_CANDIDATES, api.absent_words(document, asked.text), bound)
-    elif output.json_out:
-        console.print_json(json_output.find_json(result, shown))
+        return
+    passages = result.printed(shown, shape.expand)
+    if output.json_out:
+        console.print_json(json_output.find_json(result, shown, passages))
     elif shape.plain or not console.stdout().is_terminal:  # a reader in a pipe: bounded plain text
-        bound = shape.printed_chars(FIND_CHARS)
-        render.find_text_view(result, shown, bound, api.absent_words(document, asked.text), shape.expand)
+        bound = shape.printed_chars(READER_CHARS)
+        render.find_text_view(result, passages, shown, bound, api.absent_words(document, asked.text))
     else:
-        render.find_view(result, shown, shape.expand)
+        render.find_view(result, passages, shown, shape.max_chars)
 
 
 def _find_library(book: str, asked, settings, shape, output) -> None:
@@ -157,12 +159,10 @@ def _find_library(book: str, asked, settings, shape, output) -> None:
             most_books=shape.books_opened,
         )
     if output.json_out:
-        console.print_json(json_output.library_find_json(found, shape.limit or 0))
+        console.print_json(json_output.library_find_json(found, found.printed(shape.limit or 0, shape.expand)))
         return
-    bound = shape.printed_chars(FIND_CHARS)
-    render.library_find_view(
-        found, shape.limit if shape.limit is not None else LIBRARY_PASSAGES, bound, shape.expand
-    )
+    passages = found.printed(shape.limit if shape.limit is not None else LIBRARY_PASSAGES, shape.expand)
+    render.library_find_view(found, passages, shape.printed_chars(READER_CHARS))
     if not found.candidates:
         raise typer.Exit(4)
 

@@ -14,7 +14,7 @@ from cwread.cli.settings_groups import eval_settings_options, model_options, ses
 from cwread.environment import install_extra
 from cwread.errors import InputError, ModelError
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
-from cwread.views.reading import CAST_LISTED
+from cwread.views.reading import CAST_LISTED, READER_CHARS
 
 
 @app.command()
@@ -48,7 +48,6 @@ def contents(book: Book, output: Any = None, debug: DebugFlag = False) -> None:
     emit(output.json_out, lambda: json_output.contents_json(document, chapters), lambda: render.contents_view(chapters))
 
 
-CAST_CHARS = 15_000  # printed by `cast`, as `find` prints
 
 
 @app.command()
@@ -76,7 +75,7 @@ def cast(
             min=0,
             help="Print whole members up to this many characters, then one line naming those left out; 0: no bound.",
         ),
-    ] = CAST_CHARS,
+    ] = READER_CHARS,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:

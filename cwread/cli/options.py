@@ -18,6 +18,8 @@ from cwread.library_question import MOST_BOOKS
 from cwread.question import FORMS, make_question
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER
 from cwread.retrieval.fusion import METHODS as RETRIEVALS
+from cwread.views.reading import READER_CHARS
+from cwread.views.render import TERMINAL_LINES
 
 Book = Annotated[
     str,
@@ -120,7 +122,6 @@ evaluation_options = option_group(
 )
 
 
-FIND_CHARS = 15_000  # find's plain text by default: the anchor segments that fit best, not all
 MAP_CANDIDATES = 25  # lines of find --map: about 3,000 characters to pick from
 LIBRARY_PASSAGES = 12  # passages find --library prints at most (within --max-chars): from several books
 
@@ -160,7 +161,7 @@ FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
     "max_chars": option(
         int | None,
         "Print whole passages, best first, up to this many characters, then one line naming those left "
-        f"out; 0: no bound.  [default: {FIND_CHARS:,} as plain text, none in boxes]",
+        f"out; 0: no bound.  [default: {READER_CHARS:,} as plain text; {TERMINAL_LINES} lines on a terminal]",
         None,
         "--max-chars",
         min=0,

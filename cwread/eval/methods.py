@@ -144,7 +144,7 @@ def direct(ctx: EvalContext, record: Record, found: FindResult) -> Trace:
     lo, hi = 0, len(document)
     while lo < hi:  # binary search for the largest prefix that fits
         mid = (lo + hi + 1) // 2
-        request = interpreter_request(found.question, document.passages(range(1, mid + 1)))
+        request = interpreter_request(found.question, document.shown(range(1, mid + 1)))
         if prompt_fits(interpreter, request):
             lo = mid
         else:

@@ -37,7 +37,6 @@ from cwread.mcp.texts import (
     BOOKS_WORDS,
     INSTRUCTIONS,
     MENTIONS_LISTED,
-    READER_CHARS,
     BookArg,
     JudgeArg,
     MaxCharsArg,
@@ -46,6 +45,7 @@ from cwread.mcp.texts import (
     bound_chars,
 )
 from cwread.views import json_output, reading
+from cwread.views.reading import READER_CHARS
 from cwread.views.terminal import defused, one_line, printable
 
 MAX_CHARS = "max_chars"  # the tools' bound, as a left-out line names it
@@ -176,12 +176,17 @@ def build_server(settings: ServerSettings) -> MCPServer:
             progress=reporter(ctx),
             hints=hints,
         )
-        data = json_output.library_find_json(found, limit)
-        data = {k: v for k, v in data.items() if k not in ("version", "cwread", "timings")}
-        for passage in data["passages"]:
-            del passage["text"]  # the text once, in the text content
+        passages = found.printed(limit, widen)
+        data = {
+            "question": question,
+            "searched": [{"book": c.name, **json_output.about_json(c.about)} for c in found.candidates],
+            "books": found.books,
+            "books_matching": found.matching,
+            # the text once, in the text content
+            "passages": [json_output.passage_json(p) for p in passages],
+        }
         return result(
-            data, "\n".join(reading.library_find_lines(found, limit, bound_chars(max_chars), None, widen, MAX_CHARS))
+            data, "\n".join(reading.library_find_lines(found, passages, bound_chars(max_chars), None, MAX_CHARS))
         )
 
     @server.tool(
@@ -250,16 +255,16 @@ def build_server(settings: ServerSettings) -> MCPServer:
                     {"book": book, "question": question},
                     "\n".join(reading.map_lines(found, limit, absent, None, bound_chars(max_chars), MAX_CHARS)),
                 )
-            lines = reading.find_lines(found, limit, bound_chars(max_chars), absent, None, widen, MAX_CHARS)
-            data = json_output.find_json(found, limit)
-            # the text once, in the text content; what a reader has no use for (budgets, timings) left out
+            passages = found.printed(limit, widen)
+            lines = reading.find_lines(found, passages, limit, bound_chars(max_chars), absent, None, MAX_CHARS)
             data = {
-                k: v for k, v in data.items() if k not in ("budget", "timings", "index_built", "embedder")
+                "book": book,
+                "question": question,
+                "paragraphs": len(document),
+                "named": json_output.named_json(document, found.named),
+                # the text once, in the text content
+                "passages": [json_output.passage_json(p) for p in passages],
             }
-            for segment, s in zip(data["segments"], found.segments, strict=False):
-                del segment["text"]
-                chapter = found.chapter_of(s)
-                segment["chapter"] = chapter.title if chapter is not None else None
             return result(data, "\n".join(lines))
 
         return await off_thread(work)

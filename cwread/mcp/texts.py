@@ -10,6 +10,7 @@ from pydantic import Field
 
 from cwread.book.formats import format_names
 from cwread.errors import InputError
+from cwread.retrieval.passages import quoted_passages
 from cwread.trace import Trace
 from cwread.views import json_output, trace_json, wording
 
@@ -32,7 +33,6 @@ def answer_content(trace: Trace) -> dict[str, Any]:
 MENTIONS_LISTED = 20  # of a cast member's mentions, in the structured content
 
 
-READER_CHARS = 15_000  # of a tool's text, by default: as the CLI's find into a pipe
 
 
 def bound_chars(max_chars: int) -> int | None:
@@ -49,10 +49,9 @@ def answer_text(trace: Trace) -> str:
     lines = [head]
     if trace.outcome.quotes:
         lines.append(f"Quotes ({BOOKS_WORDS}):")
-        document = trace.document
-        for q in trace.outcome.quotes:
-            chapter = document.chapter(q.id)
-            lines.append(f'[{document.label(q.id)}]{f" ({chapter.title})" if chapter else ""} "{q.text}"')
+        for passage in quoted_passages(trace.document, trace.outcome.quotes):
+            chapter = f" ({passage.chapter.title})" if passage.chapter else ""
+            lines.append(f'[{passage.span}]{chapter} "{passage.excerpt.text}"')
     return "\n".join(lines)
 
 

@@ -10,6 +10,7 @@ from cwread.agents.judge_finder import JudgeFinder
 from cwread.backends.select import READER_ROUTES
 from cwread.plan import AnswerMode, SupportMethod
 from cwread.records import SURE, Shown, Status, SupportCheck
+from cwread.retrieval.passages import quoted_passages
 from cwread.trace import Trace
 from cwread.views import console, reading, wording
 from cwread.views.console import (
@@ -239,11 +240,10 @@ def _passages_view(out: Console, trace: Trace) -> None:
     """Where the book answers a question no model read for an answer: each passage headed by
     its rank, id and chapter (and page), then its text, "…" where it is a part of its paragraph."""
     doc = trace.document
-    for rank, quote in enumerate(trace.outcome.quotes, start=1):
-        chapter = doc.chapter(quote.id)
-        page = doc.page(quote.id)
+    for passage in quoted_passages(doc, trace.outcome.quotes):
+        quote, chapter, page = passage.excerpt, passage.chapter, doc.page(passage.best)
         head = Text()
-        head.append(f"#{rank} [{doc.label(quote.id)}]", style="bold cyan")
+        head.append(f"{passage.rank_label} [{passage.span}]", style="bold cyan")
         head.append(
             (f"  {printable(chapter.title)}" if chapter is not None else "")
             + (f"  p. {page}" if page is not None else ""),

@@ -16,6 +16,7 @@ from cwread.library.contents import Chapter
 from cwread.library_question import LibraryFound
 from cwread.records import FindResult, Forged, Quote
 from cwread.retrieval.cast import CastMember, Named
+from cwread.retrieval.passages import Passage
 from cwread.retrieval.segments import Segment
 from cwread.trace import DoctorReport, IndexReport
 from cwread.views.terminal import redact_credentials
@@ -140,8 +141,9 @@ def eval_json(meta: dict, summary: dict) -> dict:
     return {"version": TRACE_VERSION, **meta, **summary}
 
 
-def find_json(result: FindResult, limit: int | None) -> dict:
-    """The `cwread find --json` document: ranked segments, the first `limit` with their text."""
+def find_json(result: FindResult, limit: int | None, passages: Sequence[Passage]) -> dict:
+    """The `cwread find --json` document: ranked segments, the first `limit` with their text,
+    and the `passages` a reader is shown of them (`FindResult.printed`)."""
     doc = result.document
     shown = result.segments if not limit else result.segments[:limit]
     return {
@@ -168,7 +170,31 @@ def find_json(result: FindResult, limit: int | None) -> dict:
             }
             for rank, s in enumerate(shown, start=1)
         ],
+        "passages": [passage_json(p) for p in passages],
         "timings": result.timings,
+    }
+
+
+def passage_json(passage: Passage) -> dict:
+    """A passage as printed: its rank (and those of the segments printed with it), book (of a
+    library), first and last paragraph and its paragraphs as `show` takes them, the file it
+    starts in, the chapter, the page it starts on, why it ranks (kind, score, the paragraphs
+    retrieval ranked high) and its best paragraph."""
+    doc, first = passage.document, passage.ids[0]
+    return {
+        "rank": passage.ranks[0],
+        "ranks": list(passage.ranks),
+        **({"book": passage.book} if passage.book else {}),
+        "start": id_json(doc, first),
+        "end": id_json(doc, passage.ids[-1]),
+        "paragraphs": passage.span,
+        "source": doc.ref(first)[0],
+        "kind": passage.origin,
+        "chapter": passage.chapter.title if passage.chapter else None,
+        "page": doc.page(first),
+        "score": round(passage.score, 6),
+        "anchors": [id_json(doc, a) for a in passage.anchors],
+        "best": id_json(doc, passage.best),
     }
 
 
@@ -180,28 +206,13 @@ def error_json(code: int, kind: str, message: str) -> dict:
     }
 
 
-def library_find_json(found: LibraryFound, limit: int | None) -> dict:
+def library_find_json(found: LibraryFound, passages: Sequence[Passage]) -> dict:
     """`cwread find LIBRARY QUESTION --library --json`: the books searched (why: their share of
     the library's best-matching paragraphs; what was built for them, and how long each took)
-    and the passages ranked together, the first `limit` with their text, each with its book."""
-    shown = found.passages if not limit else found.passages[:limit]
-    out_passages = []
-    for rank, p in enumerate(shown, start=1):
-        candidate = found.candidates[p.book]
-        doc = candidate.found.document
-        chapter = candidate.found.chapter_of(p.segment)
-        out_passages.append(
-            {
-                "rank": rank,
-                "book": candidate.name,
-                **segment_json(doc, p.segment),
-                "chapter": chapter.title if chapter else None,
-                "page": doc.page(p.segment.start),
-                "score": round(p.score, 6),
-                "anchors": [id_json(doc, a) for a in p.segment.anchors],
-                "text": doc.span_text(p.segment.start, p.segment.end),
-            }
-        )
+    and the `passages` printed (`LibraryFound.printed`), with their text, each with its book."""
+    out_passages = [
+        {**passage_json(p), "text": p.document.span_text(p.ids[0], p.ids[-1])} for p in passages
+    ]
     return {
         "version": TRACE_VERSION,
         "cwread": __version__,
@@ -224,7 +235,7 @@ def library_find_json(found: LibraryFound, limit: int | None) -> dict:
             for c in found.candidates
         ],
         "skipped": list(found.skipped),
-        "total_passages": len(found.passages),
+        "total_passages": len(found.segments),
         "passages": out_passages,
         "timings": found.timings,
     }

@@ -9,12 +9,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cwread.book import Document, Paragraph
-from cwread.book.chapters import Chapter, is_heading
+from cwread.book.chapters import is_heading
 from cwread.library.catalog import Hit
 from cwread.library_question import LibraryFound
 from cwread.records import FindResult
 from cwread.retrieval.cast import Cast, CastMember
-from cwread.retrieval.segments import Segment
+from cwread.retrieval.passages import Passage, runs_label
 from cwread.text.sentences import sentences
 from cwread.text.words import STOPWORDS, WORD, word_stems
 from cwread.views.json_output import about_line
@@ -32,6 +32,7 @@ def _size(lines: list[str]) -> int:
     return sum(len(line) + 1 for line in lines)
 
 
+READER_CHARS = 15_000  # of plain text for a reader, by default (find, cast, MCP's tools): the best passages, not all
 LINE_MOST = 400  # characters of a head line or a left-out line, whatever it names
 NAMED_MOST = 5  # things a left-out line names before "and N more"
 OPTION = "--max-chars"  # how the bound is set, as the CLI says it (MCP: max_chars)
@@ -177,141 +178,52 @@ def left_out_lines(
     return ["", capped(line)]
 
 
-REPLIES = 3  # paragraphs of dialogue printed after a passage that ends in dialogue
-SCENE_PARAGRAPHS = 40  # of a passage widened to its scene, at most (centred on the passage)
-_SPEAKS = ("“", '"', "‘", "'")
-
-
-def _speech(text: str) -> bool:
-    return text.lstrip(" _*([").startswith(_SPEAKS)
-
-
-def scene_break(text: str) -> bool:
-    """Whether a paragraph bounds a scene: a chapter heading, or a line with no letters ("* * *")."""
-    return is_heading(text) or not any(c.isalpha() for c in text)
-
-
-def printed_span(document: Document, segment: Segment, expand: int | str | None = None) -> tuple[int, int]:
-    """The paragraphs a reader is shown for a passage: the passage, widened by `expand`:
-    "replies", the speech that follows a passage ending in dialogue (up to REPLIES paragraphs:
-    the answer is often the next speaker's line); a number, as many paragraphs on each side;
-    "scene", out to the scene's bounds (a heading or a break line, SCENE_PARAGRAPHS at most).
-    Never past the passage's file or story. (By default none: on the dev novels' first calls
-    the replies printed no more gold and 1,300 more characters; see benchmarks/README.md.)"""
-    first, last = document.story(segment.start)
-    start, end = segment.start, segment.end
-    if expand is None:
-        return start, end
-    if expand == "replies":
-        while end < last and end - segment.end < REPLIES and _speech(document.paragraph(end).text):
-            if not _speech(document.paragraph(end + 1).text):
-                break
-            end += 1
-    elif expand == "scene":
-        while (
-            start > first
-            and not scene_break(document.paragraph(start - 1).text)
-            and segment.end - start < SCENE_PARAGRAPHS // 2
-        ):
-            start -= 1
-        while (
-            end < last
-            and not scene_break(document.paragraph(end + 1).text)
-            and end - start < SCENE_PARAGRAPHS
-        ):
-            end += 1
-    else:
-        start, end = max(first, start - int(expand)), min(last, end + int(expand))
-    return start, end
-
-
-SCENE_GAP = 2  # paragraphs between two passages printed as one scene
-
-
-def _same_scene(document: Document, shown: list[int], ids: list[int]) -> bool:
-    """Whether passage `ids` sits within SCENE_GAP paragraphs of the `shown` ones, in their
-    chapter and file, with no scene break between."""
-    if ids[0] > shown[-1] + SCENE_GAP + 1 or ids[-1] < shown[0] - SCENE_GAP - 1:
-        return False
-    if document.chapter(ids[0]) != document.chapter(shown[0]) or document.file_span(
-        ids[0]
-    ) != document.file_span(shown[0]):
-        return False
-    low, high = (shown[-1], ids[0]) if ids[0] > shown[-1] else (ids[-1], shown[0])
-    return not any(scene_break(document.paragraph(pid).text) for pid in range(low + 1, high))
-
-
-def runs_label(ids: list[int], span_label: Callable[[int, int], str]) -> str:
-    """Ids as runs, each labelled by `span_label` (Document.span_label): "954-960, 963-965"."""
-    runs: list[list[int]] = []
-    for pid in ids:
-        if runs and pid == runs[-1][-1] + 1:
-            runs[-1].append(pid)
-        else:
-            runs.append([pid])
-    return ", ".join(span_label(r[0], r[-1]) for r in runs)
-
-
-def _passage_block(
-    document: Document, title: str, ids: list[int], scores: Sequence[float], book: str = ""
-) -> Block:
+def _passage_block(passage: Passage, title: str) -> Block:
     """A passage as printed: its head line, then each paragraph as `[N] text`; a cut keeps
-    those around its best-scoring paragraph, and names it as `show` takes it (`book`: of a
-    library, before the paragraph's id)."""
-    best = max(range(len(ids)), key=lambda i: scores[ids[i] - 1]) if scores else 0
-    body = [f"[{document.label(pid)}] {printable(document.paragraph(pid).text)}" for pid in ids]
-    shown = " ".join(filter(None, ["show", book, document.label(ids[best])]))
-    return Block([title], body, title, pids=list(ids), best=best, whole=shown)
+    those around its best paragraph, and names it as `show` takes it (of a library, the book's
+    name before the paragraph's id)."""
+    doc = passage.document
+    body = [f"[{doc.label(pid)}] {printable(doc.paragraph(pid).text)}" for pid in passage.ids]
+    shown = " ".join(filter(None, ["show", printable(passage.book), doc.label(passage.best)]))
+    best = passage.ids.index(passage.best)
+    return Block([title], body, title, pids=list(passage.ids), best=best, whole=shown)
+
+
+def passage_title(passage: Passage) -> str:
+    """A passage's head line: its rank(s), book (of a library), span and chapter."""
+    book = f" {printable(passage.book)}" if passage.book else ""
+    chapter = f" {printable(passage.chapter.title)}" if passage.chapter else ""
+    return f"{passage.rank_label}{book} [{passage.span}]{chapter}"
+
+
+def considered(result: FindResult, limit: int) -> int:
+    """How many of a find's segments its first `limit` (0: all) are."""
+    return len(result.segments[:limit] if limit else result.segments)
 
 
 def find_lines(
     result: FindResult,
+    passages: Sequence[Passage],
     limit: int,
     max_chars: int | None,
     absent: list[str],
     width: int | None,
-    expand: int | str | None = None,
     option: str = OPTION,
 ) -> list[str]:
-    """`find`'s passages as a reader reads them: a head line a passage (its rank, span and
-    chapter), then its paragraphs, widened as `expand` says (`printed_span`), each paragraph
-    printed once; whole passages, best first (the first `limit`, 0: all), up to `max_chars`
-    characters (None: no bound; a passage that does not fit cut around its best paragraph,
-    see `bounded`), then one line naming those left out (`option` sets the bound); `absent`:
-    the question's words that no paragraph holds, said first."""
+    """`find`'s passages as a reader reads them (`FindResult.printed`: its first `limit`
+    segments, 0: all, widened, those of one scene joined): a head line a passage (its rank, span and
+    chapter), then its paragraphs, whole passages best first, up to `max_chars` characters
+    (None: no bound; a passage that does not fit cut around its best paragraph, see
+    `bounded`), then one line naming those left out (`option` sets the bound); `absent`: the
+    question's words that no paragraph holds, said first."""
     doc = result.document
-    segments = result.segments if not limit else result.segments[:limit]
     heads = [
-        f"{printable(doc.path)}: {len(doc):,} paragraphs; the {len(segments)} passages that fit best, best first."
+        f"{printable(doc.path)}: {len(doc):,} paragraphs; the {considered(result, limit)} passages that fit "
+        "best, best first."
     ]
     heads += question_notes(result, absent)
     out = [line for head in heads for line in wrapped(capped(head), width)]
-    groups: list[tuple[list[int], list[int]]] = []  # (ranks, ids): passages of one scene together
-    chapters: list[Chapter | None] = []  # of each group: its first passage's
-    taken: set[int] = set()
-    for rank, s in enumerate(segments, start=1):
-        start, end = printed_span(doc, s, expand)
-        ids = [pid for pid in range(start, end + 1) if pid not in taken]
-        if not ids:
-            continue  # all shown with a passage before it
-        taken.update(ids)
-        near = next((g for g in groups if _same_scene(doc, g[1], ids)), None)
-        if near is None:
-            groups.append(([rank], ids))
-            chapters.append(result.chapter_of(s))
-        else:  # beside a passage printed before: with it, in the story's order, the gap filled
-            near[0].append(rank)
-            joined = sorted(near[1] + ids)
-            gap = [pid for pid in range(joined[0], joined[-1] + 1) if pid not in taken]
-            taken.update(gap)
-            near[1][:] = sorted(joined + gap)
-    titles = [
-        f"{'+'.join(f'#{r}' for r in ranks)} [{runs_label(ids, doc.span_label)}]"
-        + (f" {printable(chapter.title)}" if chapter else "")
-        for (ranks, ids), chapter in zip(groups, chapters, strict=True)
-    ]
-    scores = result.paragraph_scores
-    blocks = [_passage_block(doc, title, ids, scores) for title, (_, ids) in zip(titles, groups, strict=True)]
+    blocks = [_passage_block(p, passage_title(p)) for p in passages]
     return out + bounded(blocks, max_chars, _size(out), width, "passages", doc.span_label, option)
 
 
@@ -472,17 +384,15 @@ def cast_lines(
 
 def library_find_lines(
     found: LibraryFound,
-    limit: int,
+    passages: Sequence[Passage],
     max_chars: int | None,
     width: int | None,
-    expand: int | str | None = None,
     option: str = OPTION,
 ) -> list[str]:
     """A question over a library as a reader reads it: which books were searched and why, then
-    the passages of those books best first (the first `limit`, 0: all), each headed by its rank,
-    book (its name as `show` takes it, and its title where its catalogue gives one), span and
-    chapter, widened as `expand` says (`printed_span`), each paragraph once; whole passages up
-    to `max_chars`, then one line naming those left out."""
+    its `passages` (`LibraryFound.printed`), each headed by its rank, book (its name as `show`
+    takes it, and its title where its catalogue gives one), span and chapter; whole passages
+    up to `max_chars`, then one line naming those left out."""
     shelf = ", ".join(found.roots)
     if not found.candidates:
         return wrapped(
@@ -499,22 +409,7 @@ def library_find_lines(
     for c in found.candidates:
         heads += [f"{printable(c.name)}: {note}" for note in question_notes(c.found, [])]
     out = [line for head in heads for line in wrapped(capped(head, 2 * LINE_MOST), width)]
-    passages = found.passages if not limit else found.passages[:limit]
-    blocks = []
-    taken: set[tuple[int, int]] = set()  # (book, paragraph) printed
-    for rank, p in enumerate(passages, start=1):
-        candidate = found.candidates[p.book]
-        doc, s = candidate.found.document, p.segment
-        start, end = printed_span(doc, s, expand)
-        ids = [pid for pid in range(start, end + 1) if (p.book, pid) not in taken]
-        if not ids:
-            continue
-        taken.update((p.book, pid) for pid in ids)
-        chapter = candidate.found.chapter_of(s)
-        title = f"#{rank} {printable(candidate.name)} [{runs_label(ids, doc.span_label)}]" + (
-            f" {printable(chapter.title)}" if chapter else ""
-        )
-        blocks.append(_passage_block(doc, title, ids, candidate.found.paragraph_scores, printable(candidate.name)))
+    blocks = [_passage_block(p, passage_title(p)) for p in passages]
     return out + bounded(blocks, max_chars, _size(out), width, "passages", None, option)
 
 

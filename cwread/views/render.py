@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from rich.console import Console
+from rich.panel import Panel
 from rich.text import Text
 
 from cwread.book import Document, Paragraph
 from cwread.library.catalog import Found
 from cwread.library.contents import Chapter
+from cwread.library_question import LibraryFound
 from cwread.records import FindResult
 from cwread.retrieval.cast import Cast, CastMember
+from cwread.retrieval.passages import Passage
 from cwread.trace import DoctorReport, IndexReport
 from cwread.views import reading
 from cwread.views.console import notice, panel, stderr, stdout, width, without_measurements
@@ -123,91 +128,155 @@ def _matcher(query: str):
     return matched
 
 
-READER_WIDTH = 100  # columns of a reader's text into a pipe or file, where no --width is given
-
-
 def _reader_width(out: Console) -> int | None:
-    """Where a reader's text wraps: --width, else the terminal's, else READER_WIDTH; None: never (--width 0)."""
+    """Where a reader's text wraps: at --width (0: never); else on a terminal at its width, and
+    into a pipe or file never: a paragraph is one line that opens with its id, as grep reads it."""
     if width() == 0:
         return None
-    return width() or (out.width if out.is_terminal else READER_WIDTH)
+    return width() or (out.width if out.is_terminal else None)
+
+
+def _print_lines(lines: list[str]) -> None:
+    out = stdout(lines=True)
+    for line in lines:
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def find_text_view(
-    result: FindResult, limit: int, max_chars: int | None, absent: list[str], expand: int | str | None = None
+    result: FindResult, passages: Sequence[Passage], limit: int, max_chars: int | None, absent: list[str]
 ) -> None:
     """`find` for a reader in a pipe (an AI assistant, a script): see cwread.views.reading.find_lines."""
-    out = stdout(lines=True)
-    for line in reading.find_lines(result, limit, max_chars, absent, _reader_width(out), expand):
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    _print_lines(reading.find_lines(result, passages, limit, max_chars, absent, _reader_width(stdout(lines=True))))
 
 
-def library_find_view(found, limit: int, max_chars: int | None, expand: int | str | None = None) -> None:
+def library_find_view(found: LibraryFound, passages: Sequence[Passage], max_chars: int | None) -> None:
     """`find --library`: see cwread.views.reading.library_find_lines."""
-    out = stdout(lines=True)
-    for line in reading.library_find_lines(found, limit, max_chars, _reader_width(out), expand):
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    _print_lines(reading.library_find_lines(found, passages, max_chars, _reader_width(stdout(lines=True))))
 
 
 def cast_view(
     document: Document, cast: Cast, members: list[CastMember], detailed: bool, max_chars: int | None
 ) -> None:
     """`cast`: see cwread.views.reading.cast_lines."""
-    out = stdout(lines=True)
-    for line in reading.cast_lines(document, cast, members, detailed, max_chars, _reader_width(out)):
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    _print_lines(
+        reading.cast_lines(document, cast, members, detailed, max_chars, _reader_width(stdout(lines=True)))
+    )
 
 
 def map_view(result: FindResult, count: int, absent: list[str], max_chars: int | None) -> None:
     """`find --map`: see cwread.views.reading.map_lines."""
-    out = stdout(lines=True)
-    for line in reading.map_lines(result, count, absent, _reader_width(out), max_chars):
-        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    _print_lines(reading.map_lines(result, count, absent, _reader_width(stdout(lines=True)), max_chars))
 
 
-def find_view(result: FindResult, limit: int, expand: int | str | None = None) -> None:
+TERMINAL_LINES = 60  # of `find` on a terminal, by default: a screenful or two
+
+
+def find_view(result: FindResult, passages: Sequence[Passage], limit: int, max_chars: int | None = None) -> None:
+    """`find` on a terminal: the question, then each passage in a box headed by its rank, span and
+    chapter, the paragraphs retrieval ranked high in bold; whole passages best first within
+    TERMINAL_LINES lines (`max_chars`: within so many characters of text instead; 0, no bound),
+    the first cut around its best paragraph where it alone is longer, then one line naming those
+    left out."""
     out = stdout()
     doc = result.document
-    segments = result.segments if not limit else result.segments[:limit]
-    out.print(
-        Text.assemble(
-            ("Question: ", "bold"),
-            printable(result.question.text),
-            "\n",
-            *[(f"  ({k}) {printable(v)}\n") for k, v in result.question.options.items()],
-            (f"{printable(doc.path)}: {len(doc)} paragraphs, {len(result.segments)} segments; ", "dim"),
-            (f"showing {len(segments)} (Finder reads {result.budget.read}); ", "dim"),
-            (f"anchors {', '.join(map(doc.label, result.anchors))}", "dim"),
-        )
+    head = Text.assemble(
+        ("Question: ", "bold"),
+        printable(result.question.text),
+        "\n",
+        *[(f"  ({k}) {printable(v)}\n") for k, v in result.question.options.items()],
+        (
+            f"{printable(doc.path)}: {len(doc):,} paragraphs; the {reading.considered(result, limit)} passages "
+            "that fit best, best first.",
+            "dim",
+        ),
     )
-    for note in reading.question_notes(result, []):
-        out.print(Text(note, style="dim"))
-    taken: set[int] = set()
-    for rank, s in enumerate(segments, start=1):
-        start, end = reading.printed_span(doc, s, expand)
-        ids = [pid for pid in range(start, end + 1) if pid not in taken]
-        if not ids:
-            continue
-        taken.update(ids)
-        body = Text()
-        for pid in ids:
-            p = doc.paragraph(pid)
-            style = "bold" if pid in s.anchors else ""
-            body.append(paragraph_tag(doc, pid), style="bold cyan")
-            body.append(printable(p.text), style=style)
-            if pid != ids[-1]:
-                body.append("\n\n")
-        # a Text, not markup: "[ch03:1-5]" would be read as a style tag and vanish
-        title = Text(f"#{rank} {s.origin} [{doc.span_label(ids[0], ids[-1])}]  score {s.score:.4f}")
-        out.print(
-            panel(
-                out,
-                body,
-                title=title,
-                title_align="left",
-                border_style="cyan" if s.origin == "anchor" else "dim",
-            )
+    notes = [Text(note, style="dim") for note in reading.question_notes(result, [])]
+    most_lines = TERMINAL_LINES if max_chars is None else None
+    bound = f"{most_lines} lines" if most_lines else f"{max_chars:,} characters"
+    lines = sum(_height(out, t) for t in (head, *notes))
+    chars = 0
+
+    def left_out(rest: Sequence[Passage]) -> list[Text]:
+        if not rest:
+            return []
+        named = "; ".join(reading.capped(reading.passage_title(p), 120) for p in rest[: reading.NAMED_MOST])
+        more = f"; and {len(rest) - reading.NAMED_MOST:,} more" if len(rest) > reading.NAMED_MOST else ""
+        line = f"Left out past {bound} (--max-chars 0 prints them all): {len(rest)} passages: {named}{more}."
+        return [Text(line, style="dim")]
+
+    def cut_note(passage: Passage, ids: Sequence[int]) -> list[Text]:
+        dropped = [pid for pid in passage.ids if pid not in ids]
+        return [Text(f"(more of this passage: show {reading.runs_label(dropped, doc.span_label)})", style="dim")]
+
+    def fits(box: Panel, ids: Sequence[int], after: list[Text]) -> bool:
+        """Whether `box` (of paragraphs `ids`) and the lines `after` it keep within the bound."""
+        height = _height(out, box) + sum(_height(out, t) for t in after)
+        return (most_lines is None or lines + height <= most_lines) and (
+            not max_chars or chars + sum(len(doc.paragraph(pid).text) for pid in ids) <= max_chars
         )
+
+    out.print(head)
+    for note in notes:
+        out.print(note)
+    after: list[Text] = []
+    for index, passage in enumerate(passages):
+        box = _passage_box(out, passage, passage.ids)
+        if fits(box, passage.ids, left_out(passages[index + 1 :])):
+            out.print(box)
+            lines += _height(out, box)
+            chars += sum(len(doc.paragraph(pid).text) for pid in passage.ids)
+            continue
+        after = left_out(passages[index:])
+        if index == 0:  # the first is printed whatever its length: around its best paragraph
+            ids = _around(
+                passage,
+                lambda p, ids: fits(_passage_box(out, p, ids), ids, cut_note(p, ids) + left_out(passages[1:])),
+            )
+            out.print(_passage_box(out, passage, ids))
+            after = cut_note(passage, ids) + left_out(passages[1:])
+        break
+    for line in after:
+        out.print(line)
+
+
+def _height(out: Console, renderable) -> int:
+    """The lines `renderable` takes on `out`."""
+    return len(out.render_lines(renderable, out.options, pad=False))
+
+
+def _around(passage: Passage, fits: Callable[[Passage, Sequence[int]], bool]) -> tuple[int, ...]:
+    """Of `passage`'s paragraphs, its best and those around it, as many as `fits` takes (the
+    best alone where none does)."""
+    ids = passage.ids
+    low = high = ids.index(passage.best)
+    grew = True
+    while grew:
+        grew = False
+        for nxt in (high + 1, low - 1):
+            if 0 <= nxt < len(ids) and fits(passage, ids[min(low, nxt) : max(high, nxt) + 1]):
+                low, high = min(low, nxt), max(high, nxt)
+                grew = True
+    return ids[low : high + 1]
+
+
+def _passage_box(out: Console, passage: Passage, ids: Sequence[int]) -> Panel:
+    """A passage's paragraphs `ids` in a box headed by its rank, span and chapter."""
+    doc = passage.document
+    body = Text()
+    for pid in ids:
+        body.append(paragraph_tag(doc, pid), style="bold cyan")
+        body.append(printable(doc.paragraph(pid).text), style="bold" if pid in passage.anchors else "")
+        if pid != ids[-1]:
+            body.append("\n\n")
+    shown = replace(passage, ids=tuple(ids)) if tuple(ids) != passage.ids else passage
+    # a Text, not markup: "[ch03:1-5]" would be read as a style tag and vanish
+    return panel(
+        out,
+        body,
+        title=Text(reading.passage_title(shown)),
+        title_align="left",
+        border_style="cyan" if passage.origin == "anchor" else "dim",
+    )
 
 
 def contents_view(chapters: list[Chapter]) -> None:
