@@ -91,8 +91,8 @@ MILL = [
 
 def test_expand_widens_a_passage_to_the_replies_the_scene_or_n_each_side(tmp_path):
     from cwread.book import load_document
-    from cwread.retrieval.segments import Segment
     from cwread.retrieval.passages import printed_span
+    from cwread.retrieval.segments import Segment
 
     book = tmp_path / "mill.txt"
     book.write_text("\n\n".join(MILL) + "\n", encoding="utf-8")

@@ -33,16 +33,20 @@ from cwread.book.formats import format_names
 from cwread.errors import CwreadError, InputError, error_exit
 from cwread.library_question import find_in_library
 from cwread.mcp.books import Books, ServerSettings
-from cwread.mcp.texts import (
+from cwread.mcp.replies import (
     BOOKS_WORDS,
     INSTRUCTIONS,
-    MENTIONS_LISTED,
     BookArg,
     JudgeArg,
     MaxCharsArg,
     answer_content,
     answer_text,
     bound_chars,
+    cast_content,
+    find_content,
+    library_find_content,
+    search_content,
+    show_content,
 )
 from cwread.views import json_output, reading
 from cwread.views.reading import READER_CHARS
@@ -177,14 +181,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             hints=hints,
         )
         passages = found.printed(limit, widen)
-        data = {
-            "question": question,
-            "searched": [{"book": c.name, **json_output.about_json(c.about)} for c in found.candidates],
-            "books": found.books,
-            "books_matching": found.matching,
-            # the text once, in the text content
-            "passages": [json_output.passage_json(p) for p in passages],
-        }
+        data = library_find_content(found, passages)
         return result(
             data, "\n".join(reading.library_find_lines(found, passages, bound_chars(max_chars), None, MAX_CHARS))
         )
@@ -257,14 +254,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 )
             passages = found.printed(limit, widen)
             lines = reading.find_lines(found, passages, limit, bound_chars(max_chars), absent, None, MAX_CHARS)
-            data = {
-                "book": book,
-                "question": question,
-                "paragraphs": len(document),
-                "named": json_output.named_json(document, found.named),
-                # the text once, in the text content
-                "passages": [json_output.passage_json(p) for p in passages],
-            }
+            data = find_content(book, found, passages)
             return result(data, "\n".join(lines))
 
         return await off_thread(work)
@@ -292,18 +282,14 @@ def build_server(settings: ServerSettings) -> MCPServer:
             document = session.document
             whole, members = api.cast(document, query)
             members = members[:limit]
-            data = json_output.cast_json(document, members, query)
-            for member in data["members"]:  # ids a reader follows: the first few, and how many
-                member["mentioned"] = len(member["mentions"])
-                member["mentions"] = member["mentions"][:MENTIONS_LISTED]
-            data = {k: v for k, v in data.items() if k not in ("version", "cwread", "document")}
+            data = cast_content(book, document, members, query)
             text = "\n".join(
                 reading.cast_lines(
                     document, whole, members, bool(query.strip()), bound_chars(max_chars), None, MAX_CHARS
                 )
             )
             return result(
-                {"book": book, **data},
+                data,
                 text or f"no one in the book's cast is named or described by {query!r}",
             )
 
@@ -335,9 +321,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             notes: list[str] = []
             shown = api.show(document, paragraphs, notes, around)
             lines = reading.paragraph_lines(document, shown, bound_chars(max_chars), None, MAX_CHARS)
-            data = json_output.show_json(document, shown)
-            for paragraph in data["paragraphs"]:  # the text once, in the text content
-                del paragraph["text"]
+            data = show_content(book, document, shown)
             return result(data, "\n".join([*notes, *lines]))
 
         return await off_thread(work)
@@ -435,11 +419,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 raise InputError("limit must be at least 1")
             bound = bound_chars(max_chars)
             found = library.search(query, min(limit, SEARCH_MOST), reporter(ctx), books=books)
-            data = json_output.search_json(found)
-            # the text once, in the text content: whole paragraphs, each under its book and id
-            data["hits"] = [{k: v for k, v in hit.items() if k != "text"} for hit in data["hits"]]
-            if limit > SEARCH_MOST:
-                data["capped"] = f"limit {limit} capped at {SEARCH_MOST} paragraphs"
+            data = search_content(found, SEARCH_MOST, limit)
             head = f"Paragraphs ({BOOKS_WORDS}):" if found.hits else "no paragraph matches"
             lines = [head, *reading.search_lines(found.hits, bound, len(head) + 1, MAX_CHARS)]
             if "capped" in data:
