@@ -1,6 +1,7 @@
 """`cwread ask` and `cwread verify` through the real CLI, on a registered scripted backend."""
 
 import json
+import re
 
 import pytest
 
@@ -481,7 +482,10 @@ def test_the_view_says_the_finder_was_skipped_and_why(capsys, story, cache_dir, 
     )
     assert code == 0 and scripted.finder.requests == []
     # a note on the run goes to stderr: stdout holds the answer view alone
-    assert "Finder skipped: off, as asked" in err and "Finder skipped: off, as asked" not in out and "no model call" in out
+    assert "Finder skipped: off, as asked" in err and "Finder skipped: off, as asked" not in out
+    # how the answer was reached, in one plain sentence; the run's statistics are --debug's
+    assert re.search(r"^\[5\] fits the question best .*the book's", out, re.M)
+    assert "no model call" not in out and "needed" not in out
     code, _, err = run(capsys, "ask", str(story), "Who?", "--backend", "scripted", "--finder", "sometimes")
     assert code == 2 and "--finder must be one of auto, judge, on, off" in err
 
@@ -495,8 +499,10 @@ def test_a_finder_skipped_for_what_the_model_is_is_noted_once_on_a_machine(capsy
     assert code == 0 and len(note) == 1 and "keeps nearly every segment" in note[0]
     # the measurement it rests on is the trace's and doctor's to give, not the note's
     assert "benchmarks/" not in note[0] and note[0].endswith("(--finder on runs it)")
-    code, out, err = run(capsys, *args)  # the same model again: the summary line says it, the note is not repeated
-    assert code == 0 and "Finder skipped:" not in err and "no segment judged (every one read kept);" in out
+    code, out, err = run(capsys, *args)  # the same model again: the note is not repeated
+    assert code == 0 and "Finder skipped:" not in err and "segment" not in out
+    code, out, err = run(capsys, *args, "--debug")  # the run's statistics: on stderr, asked for
+    assert code == 0 and "cwread: no segment judged (every one read kept);" in err and "segment" not in out
     code, out, _ = run(capsys, *args, "--json")
     assert "benchmarks/results/" in json.loads(out)["skipped"]["finder"]  # the trace keeps it whole
     code, _, err = run(capsys, *args, "--finder", "off")  # another reason is said

@@ -345,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         return code
 
     console.begin_run()
+    console.want_statistics(debug)
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="cwread", standalone_mode=False)

@@ -3,13 +3,15 @@ is given and where the book answers it, the evidence packed, the notes on the ru
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 from rich.text import Text
 
 from cwread.agents.judge_finder import JudgeFinder
 from cwread.backends.select import READER_ROUTES
 from cwread.plan import AnswerMode, SupportMethod
-from cwread.records import SURE, Shown, Status, SupportCheck
+from cwread.records import Shown, Status, SupportCheck
 from cwread.retrieval.passages import quoted_passages
 from cwread.trace import Trace
 from cwread.views import console, reading, wording
@@ -61,37 +63,22 @@ def answer_view(trace: Trace) -> None:
             head.append(f"  {printable(question.options[trace.answer])}")
         if outcome.shown == Shown.QUOTED_WORDS:
             head.append("  (words quoted from the text)", style="dim")
-            judged = outcome.judgement
             if outcome.description is not None:
                 said = outcome.description
                 head.append(
                     f"\nHow the text describes {printable(said.name)}, beside the name ("
                     + (
-                        "the packet's only description"
+                        "the only description the passages read give"
                         if said.descriptions == 1
-                        else f"{said.times} of the {said.descriptions} descriptions the packet gives"
+                        else f"{said.times} of the {said.descriptions} descriptions the passages read give"
                     )
                     + "); no model asked.",
                     style="dim",
                 )
-            elif judged is not None and judged.best is not None:
-                head.append(
-                    f"\nThe Finder judged [{doc.label(judged.best[0])}] the one to answer from "
-                    f"({judged.best[1]:+.2f}; {len(judged.scores)} judged"
-                    f"{f', {len(judged.unjudged)} more left unread once it scored {SURE:+.0f}' if judged.unjudged else ''}"
-                    f", {judged.threshold:+.2f} needed).",
-                    style="dim",
-                )
-            if outcome.reading is not None:
-                read = outcome.reading
-                what = "picked these words of" if read.answered else "found an answer in"
-                head.append(
-                    f"\nThe answer reader {what} [{doc.label(read.paragraph)}] ({read.score:+.2f}; {read.threshold:+.2f} needed)"
-                    + ("." if read.answered else "; the sentence's words are given."),
-                    style="dim",
-                )
+            else:
+                head.append(f"\n{_how_found(trace)}", style="dim")
         elif outcome.check is not None and outcome.supported:
-            head.append(f"\nThe model's {question.form.chosen}; {_support_line(outcome.check)}.", style="dim")
+            head.append(f"\nThe model's {question.form.chosen}; {_without_scores(_support_line(outcome.check))}.", style="dim")
     elif status == Status.NO_VERDICT:
         head.append("no verdict", style="bold yellow")
         read = (
@@ -104,7 +91,7 @@ def answer_view(trace: Trace) -> None:
     elif status == Status.PASSAGES:
         head.append("none given", style="bold yellow")
         judged = outcome.judgement is not None and outcome.judgement.scores
-        order = "in the order the Finder judged them to hold the answer" if judged else "best-fitting first"
+        order = "in the order they were judged to hold the answer" if judged else "best-fitting first"
         where = (
             f"below is where the book answers it, {order}"
             if outcome.quotes
@@ -201,27 +188,55 @@ def answer_view(trace: Trace) -> None:
             NOTES_SAID.add(line)
             if stage not in _SAID_ONCE_HERE or first_time_here(line):
                 notes.print(Text(line, style="dim"))
+    if console.statistics_wanted():  # the run's statistics: the trace's, and --debug's on stderr
+        notes.print(Text(printable(_statistics_line(trace)), style="dim"))
+
+
+def _statistics_line(trace: Trace) -> str:
+    """What the run did, in numbers: segments kept, the packet, calls, tokens, seconds."""
+    doc = trace.document
     kept = sum(v.kept for v in trace.verdicts)
-    finder_line = (
+    finder = (
         "no segment judged (every one read kept)"
         if "finder" in trace.skipped
         else f"{'Judge' if trace.plan and trace.plan.finder == JudgeFinder.reply else 'Finder'} kept {kept} of {len(trace.verdicts)} segments"
     )
     tokens = trace.tokens()
-    checked = "self-checked" if trace.self_check else "no self-check"
     forged = sum(len(c.reply.forged) for c in trace.agent_calls)
-    _print_wrapped(
-        out,
-        Text(
-            f"{finder_line}; packet {len(trace.packet.items)} "
-            f"paragraphs ({', '.join(map(doc.label, trace.packet.ids[:12]))}{'…' if len(trace.packet.items) > 12 else ''})"
-            f"{' (fallback: nothing kept)' if trace.packet.fallback else ''}"
-            f"{'' if trace.model_calls else '; no model call'}; {checked}; "
-            f"{f'{forged} quote(s) not in the text dropped; ' if forged else ''}"
-            f"{tokens['prompt']} prompt tokens; {trace.timings.get('total', 0):.1f} s",
-            style="dim",
-        ),
+    ids = ", ".join(map(doc.label, trace.packet.ids[:12])) + ("…" if len(trace.packet.items) > 12 else "")
+    return (
+        f"cwread: {finder}; packet {len(trace.packet.items)} paragraphs ({ids})"
+        f"{' (fallback: nothing kept)' if trace.packet.fallback else ''}"
+        f"{'' if trace.model_calls else '; no model call'}; {'self-checked' if trace.self_check else 'no self-check'}; "
+        f"{f'{forged} quote(s) not in the text dropped; ' if forged else ''}"
+        f"{tokens['prompt']} prompt tokens; {trace.timings.get('total', 0):.1f} s"
     )
+
+
+_SCORES = re.compile(r" ?\([^()]*(?:score|threshold|needed)[^()]*\)")
+
+
+def _without_scores(why: str) -> str:
+    """`why` without its parentheses of scores and thresholds: the trace's and --debug's."""
+    return _SCORES.sub("", why)
+
+
+def _how_found(trace: Trace) -> str:
+    """How words quoted from the text were found, in one plain sentence (scores and thresholds
+    are the trace's and --debug's)."""
+    outcome, doc = trace.outcome, trace.document
+    judged, read = outcome.judgement, outcome.reading
+    where = f"[{doc.label(read.paragraph if read is not None else outcome.quotes[0].id)}]" if (
+        read is not None or outcome.quotes
+    ) else "the passages"
+    chose = (
+        f"Of the passages that fit the question best, {where} was judged to answer it"
+        if judged is not None and judged.best is not None
+        else f"{where} fits the question best of the passages read"
+    )
+    if read is not None and read.answered:
+        return f"{chose}, and a small reading model pointed at these words in it (the book's, not a model's)."
+    return f"{chose}; its sentence is given, in the book's words."
 
 
 def _print_wrapped(out: Console, text: Text) -> None:

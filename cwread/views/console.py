@@ -140,9 +140,21 @@ def first_time_here(line: str) -> bool:
 
 def begin_run() -> None:
     """Forget the last run's settings (the CLI may run several times in one process)."""
-    global _json_printed, _width, _routes_wanted
-    _json_printed, _width, _routes_wanted = False, None, True
+    global _json_printed, _width, _routes_wanted, _statistics_wanted
+    _json_printed, _width, _routes_wanted, _statistics_wanted = False, None, True, False
     NOTES_SAID.clear()
+
+
+_statistics_wanted = False  # --debug: a run's statistics on stderr (the trace always has them)
+
+
+def want_statistics(wanted: bool) -> None:
+    global _statistics_wanted
+    _statistics_wanted = wanted
+
+
+def statistics_wanted() -> bool:
+    return _statistics_wanted
 
 
 _routes_wanted = True  # where the user chose no backend: how to get a model that reads is said
