@@ -586,3 +586,32 @@ def test_no_tool_hands_a_client_the_books_control_characters_raw(tmp_path):
         everything = str(result.structured_content) + "".join(c.text for c in result.content)
         assert not raw & set(everything), (result.content[0].text[:200], raw & set(everything))
     assert "\u241b]52" in results[0].content[0].text  # the escape shown as ␛, the text kept
+
+
+def test_the_docs_client_and_configuration_run_as_written(tmp_path):
+    """docs/chat-and-mcp.md's client configuration names `cwread mcp --root`, and its Python
+    client, run as a reader copies it, prints the passages and a cited answer."""
+    import json
+    import subprocess
+
+    from tests.conftest import REPO
+
+    page = (REPO / "docs" / "chat-and-mcp.md").read_text(encoding="utf-8")
+    config = json.loads(page.split("```json\n", 1)[1].split("```", 1)[0])
+    assert config["mcpServers"]["cwread"]["command"] == "cwread"
+    assert config["mcpServers"]["cwread"]["args"][:2] == ["mcp", "--root"]
+    client = page.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len([line for line in client.splitlines() if line.strip()]) <= 15
+    env = {
+        **os.environ,
+        "CWREAD_CACHE_DIR": str(tmp_path / "cache"),
+        "OLLAMA_HOST": "http://127.0.0.1:9",
+        "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    env.pop("CWREAD_BACKEND", None)
+    done = subprocess.run(
+        [sys.executable, "-c", client], cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(r"^\[7\] \"My own garden is my own garden", done.stdout, re.M)
+    assert re.search(r"\[7\]\]?$", done.stdout.strip()), done.stdout[-300:]
