@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cwread.errors import InputError
+from cwread.library import MOST_BOOKS
 from cwread.library.catalog import Library
 from cwread.progress import Progress
 from cwread.question import NO_HINTS, Hints, Question
@@ -29,7 +30,6 @@ from cwread.session import Session
 from cwread.settings import RunSettings, SessionSettings
 from cwread.trace import Trace
 
-MOST_BOOKS = 3  # candidate books opened and searched for one question
 LIBRARY_HITS = 300  # paragraphs the library's index ranks for a question, to choose books from
 CANDIDATE_HITS = 3  # a book's best hits summed: its score as a candidate
 

@@ -21,7 +21,7 @@ from cwread.plan import (
     READER_CHOICES,
     FinderUse,
 )
-from cwread.retrieval.embedders import DEFAULT_EMBEDDER
+from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.retrieval.segments import Budget
 
 

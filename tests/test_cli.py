@@ -325,3 +325,18 @@ def test_ask_help_puts_the_common_options_first_and_groups_the_rest(capsys):
         "How much is read (the paper's budgets)",
     ]
     assert where["--b-c"] > where["--width"] and where["--gguf"] > where["--b-c"]
+
+
+def test_version_is_answered_before_the_cli_is_imported():
+    """`cwread --version` starts as fast as Python (benchmarks/startup.py): no typer, no numpy."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; sys.argv = ['cwread', '--version']; from cwread.cli import entry; entry(); "
+        "print(sorted(m for m in ('typer', 'numpy', 'rich') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    from cwread import __version__
+
+    assert done.stdout.splitlines() == [f"cwread {__version__}", "[]"]

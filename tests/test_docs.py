@@ -7,7 +7,7 @@ import re
 import pytest
 import typer.main
 
-from cwread.cli import app
+from cwread.cli.core import app
 from tests.conftest import REPO
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

@@ -426,3 +426,9 @@ def test_eval_cli_json_report_and_out(capsys, tmp_path, cache_dir, scripted, eva
     capsys.readouterr()
     code = main(["eval", data, "-m", "nonsense"])
     assert code == 2 and "unknown method" in capsys.readouterr().err
+
+
+def test_the_methods_named_for_the_cli_are_those_defined():
+    from cwread.eval import METHOD_NAMES
+
+    assert tuple(METHODS) == METHOD_NAMES

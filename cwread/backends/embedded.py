@@ -16,6 +16,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cwread.backends import (
     DEFAULT_NUM_CTX,
@@ -37,14 +38,14 @@ from cwread.backends.llama_server import (
     verify_gguf,
 )
 from cwread.backends.logprobs import TOP_LOGPROBS, label_logprobs, reply_scores
-from cwread.backends.onnx_decisions import DECISIONS_FORMAT, DecisionScorer, decision_entry, decision_model
-from cwread.backends.onnx_graph import DecisionsUnavailable
-from cwread.backends.prepared_gguf import PREPARED_FORMAT, prepared_entry, prepared_model
 from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
 from cwread.backends.transport import cancel_event, within
 from cwread.cache import cache_kept, cache_root, file_sha256, notice, read_entry, remove_entry
 from cwread.environment import env_switch
 from cwread.errors import InputError, ModelError
+
+if TYPE_CHECKING:  # numpy and the graph's writers load only when a model is prepared or decides
+    from cwread.backends.onnx_decisions import DecisionScorer
 
 # One llama.cpp server per (model, context, adapter) for the process, whichever session asks,
 # kept while a backend holds it (llama_server.release) and closed at the process's exit (at_exit).
@@ -142,6 +143,9 @@ class EmbeddedBackend:
         if self.lora is not None and not self.lora.is_file():
             raise ModelError(f"LoRA adapter not found: {self.lora}")
         adapter_name = trained.label if trained else self.lora.name if self.lora else ""
+        from cwread.backends.onnx_decisions import DECISIONS_FORMAT
+        from cwread.backends.prepared_gguf import PREPARED_FORMAT
+
         self.model = path.name + (f"+{adapter_name}" if adapter_name else "")
         identity = f"{path.name}:{path.stat().st_size}"  # keys the call cache
         # the adapter's content, read once: it keys the call cache and the decision model
@@ -310,6 +314,9 @@ class EmbeddedBackend:
                 # written from the shipped files, the adapter merged in: a run that only decides
                 # never needs the model prepared for llama.cpp
                 if cache_kept():  # else written again on every run, for one
+                    from cwread.backends.onnx_decisions import DecisionScorer, decision_model
+                    from cwread.backends.onnx_graph import DecisionsUnavailable
+
                     folder = None
                     try:
                         announce = self._announce or (lambda line: None)
@@ -360,6 +367,9 @@ class EmbeddedBackend:
         (None: nothing: it runs as shipped, or is prepared already)."""
         if not self._prepare or not cache_kept():
             return None
+        from cwread.backends.onnx_decisions import decision_entry
+        from cwread.backends.prepared_gguf import prepared_entry
+
         shipped = self.path.stat().st_size
         writes = []
         if read_entry(prepared_entry(self.path, self.lora), trust_unchanged=True) is None:
@@ -402,6 +412,13 @@ class EmbeddedBackend:
         from cwread.text.tokens import count_tokens
 
         return count_tokens(text)
+
+
+def prepared_model(*args, **kwargs):
+    """cwread.backends.prepared_gguf.prepared_model, imported when first called (it loads numpy)."""
+    from cwread.backends.prepared_gguf import prepared_model as prepare
+
+    return prepare(*args, **kwargs)
 
 
 def _decide(scorer: DecisionScorer, request: GenerationRequest) -> Generation:

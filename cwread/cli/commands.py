@@ -13,8 +13,8 @@ from cwread.cli.options import Book, DebugFlag, EmbedderOpt, JsonFlag, evaluatio
 from cwread.cli.settings_groups import eval_settings_options, model_options, session_options
 from cwread.environment import install_extra
 from cwread.errors import InputError, ModelError
-from cwread.retrieval.embedders import DEFAULT_EMBEDDER
-from cwread.views.reading import CAST_LISTED, READER_CHARS
+from cwread.retrieval import DEFAULT_EMBEDDER
+from cwread.views import CAST_LISTED, READER_CHARS
 
 
 @app.command()

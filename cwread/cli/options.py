@@ -13,13 +13,12 @@ import typer
 from cwread.book.formats import format_names
 from cwread.cli.option_groups import listed, option, option_group
 from cwread.errors import InputError
-from cwread.eval.methods import METHODS as EVAL_METHODS
-from cwread.library_question import MOST_BOOKS
+from cwread.eval import METHOD_NAMES as EVAL_METHODS
+from cwread.library import MOST_BOOKS
 from cwread.question import FORMS, make_question
-from cwread.retrieval.embedders import DEFAULT_EMBEDDER
-from cwread.retrieval.fusion import METHODS as RETRIEVALS
-from cwread.views.reading import READER_CHARS
-from cwread.views.render import TERMINAL_LINES
+from cwread.retrieval import DEFAULT_EMBEDDER
+from cwread.retrieval import METHODS as RETRIEVALS
+from cwread.views import READER_CHARS, TERMINAL_LINES
 
 Book = Annotated[
     str,

@@ -15,7 +15,7 @@ from cwread.cli.option_groups import in_panel, listed, option, option_group
 from cwread.cli.options import EmbedderOpt, RetrievalOpt
 from cwread.errors import InputError
 from cwread.plan import ANSWER_CHOICES, FINDER_CHOICES, FINDER_REPLIES
-from cwread.retrieval.embedders import DEFAULT_EMBEDDER
+from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.retrieval.segments import make_budget
 from cwread.settings import (
     ASKED_READ_TOKENS,

@@ -9,3 +9,20 @@ JSONL file as they finish, resume), `report` (summary with intervals, Markdown).
 It builds on `cwread.api` and the pipeline's stages; the CLI calls `run.evaluate` and renders
 the summary.
 """
+
+# the methods by name, as `cwread eval -m` takes them, so that its help names them without
+# loading the pipeline: `methods.METHODS` defines each, in this order (a test holds them equal)
+METHOD_NAMES = (
+    "pipeline",
+    "no-self-check",
+    "no-finder",
+    "direct",
+    "bm25-rag",
+    "dense-rag",
+    "closed-book",
+    "extractive",
+    "ranked-extractive",
+    "finder",
+    "retrieval",
+    "judge",
+)

@@ -26,9 +26,9 @@ import numpy as np
 
 from cwread.environment import install_extra
 from cwread.errors import InputError, ModelError
+from cwread.retrieval import DEFAULT_EMBEDDER
 
 Progress = Callable[[int, int], None]
-DEFAULT_EMBEDDER = "minilm-static"
 STATIC_DIMS = 256
 
 

@@ -19,12 +19,11 @@ from cwread.book import Document
 from cwread.cache import cache_root, read_entry, remove_entry, write_entry
 from cwread.errors import CacheError, InputError
 from cwread.progress import Progress
-from cwread.retrieval import lexical
+from cwread.retrieval import METHODS, lexical
 from cwread.retrieval.embedders import Embedder
 from cwread.text.words import STOPWORDS, WORD
 
 RRF_K = 60
-METHODS = ("fused", "bm25", "dense")
 # The section ranking's vote against the paragraphs' own (1.0). On the dev novel (48 questions)
 # gold in the top 8 paragraphs went from 54% to 62% with it, on 30 questions written for The
 # Hound of the Baskervilles from 39% to 44%; on the fairytale anthology from 85% to 89%.

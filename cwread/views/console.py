@@ -14,7 +14,6 @@ from rich.panel import Panel
 
 from cwread.errors import CwreadError, OutputError
 from cwread.progress import Progress
-from cwread.views.json_output import error_json
 from cwread.views.terminal import one_line
 
 _STAGES = {
@@ -200,6 +199,8 @@ def print_json(data: dict, one_line: bool = False) -> None:
 def print_json_error(code: int, kind: str, message: str) -> None:
     """With --json, a failure is a JSON document too, unless the run already printed its one."""
     if not _json_printed:
+        from cwread.views.json_output import error_json  # the records' JSON: loaded when an error needs it
+
         print_json(error_json(code, kind, message))
 
 

@@ -17,6 +17,7 @@ from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.passages import Passage, runs_label
 from cwread.text.sentences import sentences
 from cwread.text.words import STOPWORDS, WORD, word_stems
+from cwread.views import CAST_LISTED, READER_CHARS  # noqa: F401  (READER_CHARS: read here by the faces)
 from cwread.views.json_output import about_line
 from cwread.views.terminal import printable
 
@@ -32,7 +33,6 @@ def _size(lines: list[str]) -> int:
     return sum(len(line) + 1 for line in lines)
 
 
-READER_CHARS = 15_000  # of plain text for a reader, by default (find, cast, MCP's tools): the best passages, not all
 LINE_MOST = 400  # characters of a head line or a left-out line, whatever it names
 NAMED_MOST = 5  # things a left-out line names before "and N more"
 OPTION = "--max-chars"  # how the bound is set, as the CLI says it (MCP: max_chars)
@@ -340,7 +340,6 @@ def _marked(text: str, asked: set[str]) -> str:
     )
 
 
-CAST_LISTED = 30  # members `cast` lists with no name asked
 MEETS = 5  # the names a member is most often mentioned with, shown when it is asked for
 
 

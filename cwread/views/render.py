@@ -23,7 +23,7 @@ from cwread.records import FindResult
 from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.passages import Passage
 from cwread.trace import DoctorReport, IndexReport
-from cwread.views import reading
+from cwread.views import TERMINAL_LINES, reading
 from cwread.views.console import notice, panel, stderr, stdout, width, without_measurements
 from cwread.views.json_output import about_line, book_path
 from cwread.views.terminal import one_line, printable
@@ -168,7 +168,6 @@ def map_view(result: FindResult, count: int, absent: list[str], max_chars: int |
     _print_lines(reading.map_lines(result, count, absent, _reader_width(stdout(lines=True)), max_chars))
 
 
-TERMINAL_LINES = 60  # of `find` on a terminal, by default: a screenful or two
 
 
 def find_view(result: FindResult, passages: Sequence[Passage], limit: int, max_chars: int | None = None) -> None:

@@ -1,0 +1,50 @@
+"""How fast cwread starts: `cwread --version`, a usage error and `show`, against a bare
+`python -c pass`, each the median of --repeats runs in a fresh process (run it on an idle
+machine: the targets are ratios, #91 item 6: --version and a usage error within 5x, show within 8x).
+
+    python benchmarks/startup.py [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GIANT = str(REPO / "examples" / "the_selfish_giant.txt")
+RUNS = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "cwread --version": [sys.executable, "-m", "cwread", "--version"],
+    "a usage error (cwread ask)": [sys.executable, "-m", "cwread", "ask"],
+    "cwread show BOOK 7": [sys.executable, "-m", "cwread", "show", GIANT, "7"],
+}
+TARGETS = {"cwread --version": 5, "a usage error (cwread ask)": 5, "cwread show BOOK 7": 8}
+
+
+def seconds(command: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, capture_output=True, check=False, cwd=REPO)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    options = parser.parse_args()
+    for command in RUNS.values():
+        seconds(command)  # warm the file cache
+    medians = {name: statistics.median(seconds(c) for _ in range(options.repeats)) for name, c in RUNS.items()}
+    bare = medians["python -c pass"]
+    print("| run | median s | × python -c pass | target |")
+    print("|---|---|---|---|")
+    for name, value in medians.items():
+        target = f"≤ {TARGETS[name]}×" if name in TARGETS else ""
+        print(f"| {name} | {value:.3f} | {value / bare:.1f} | {target} |")
+
+
+if __name__ == "__main__":
+    main()

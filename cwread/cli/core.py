@@ -1,0 +1,435 @@
+"""The `cwread` command line: parses options, calls `cwread.api`, renders with `cwread.views`.
+Every failure becomes one line and its exit code from the one table (cwread.errors; `main`);
+with `--json`, stdout carries exactly one JSON document and everything else goes to stderr."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import suppress
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cwread.plugins import load_plugins
+
+load_plugins()  # before the options read the registries for their choices and help
+from cwread.cli.app import app, emit, open_document  # noqa: E402
+from cwread.cli.options import (  # noqa: E402
+    LIBRARY_PASSAGES,
+    MAP_CANDIDATES,
+    READER_CHARS,
+    Book,
+    DebugFlag,
+    EmbedderOpt,
+    Output,
+    RetrievalOpt,
+    TraceOpt,
+    find_options,
+    output_options,
+    question_options,
+)
+from cwread.cli.settings_groups import budget_options, settings_options  # noqa: E402
+from cwread.errors import (  # noqa: E402
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    AnswerError,
+    CwreadError,
+    InputError,
+    Interrupted,
+    OutputError,
+    error_exit,
+)
+from cwread.retrieval import DEFAULT_EMBEDDER  # noqa: E402
+
+
+def _click_types(name: str) -> tuple[type[BaseException], ...]:
+    """Click's exception class `name`, whether typer vendors click (typer ≥ 0.22) or not."""
+    import importlib
+
+    found = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        with suppress(ImportError, AttributeError):
+            found.append(getattr(importlib.import_module(module), name))
+    return tuple(found)
+
+
+@app.command()
+@output_options
+def show(
+    book: Book,
+    paragraphs: Annotated[
+        str,
+        typer.Argument(
+            help="Paragraph ids: 12, 10-14, 10- (to the end), 10+4 (10 and the 4 after it), 3,7,10-12 or all; in a folder or an EPUB, by file: ch03:12, "
+            "ch03:12-20, ch03:40-ch04:2 or ch03 (the whole file); in a PDF, by page: p37 or "
+            "p37-39.",
+            show_default=False,
+        ),
+    ],
+    around: Annotated[
+        int,
+        typer.Option(
+            "--around", min=0, help="Each paragraph with this many of its neighbours before and after it."
+        ),
+    ] = 0,
+    output: Any = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Print paragraphs with their ids, e.g. `cwread show novel.txt 1200-1210`."""
+    from cwread import api
+    from cwread.views import console, json_output, render
+
+    document = open_document(book, output)
+    notes: list[str] = []
+    selected = api.show(document, paragraphs, notes, around)
+    for line in notes:
+        console.notice(line)
+    emit(output.json_out, lambda: json_output.show_json(document, selected), lambda: render.show_view(document, selected))
+
+
+@app.command()
+@question_options
+@budget_options
+@find_options
+@output_options
+def find(
+    book: Book,
+    asked: Any = None,
+    budget: Any = None,
+    retrieval: RetrievalOpt = "fused",
+    embedder: EmbedderOpt = DEFAULT_EMBEDDER,
+    shape: Any = None,
+    output: Any = None,
+    debug: DebugFlag = False,
+) -> None:
+    """Rank the passages a question needs, each with its paragraph span.
+
+    Anchor segments sit around the paragraphs ranked highest (BM25 with each paragraph's
+    neighbours, BM25 of the section around it and the dense model, fused by reciprocal rank);
+    local windows cover the rest of the text, so nothing is out of reach. The Finder reads
+    segments in this order, up to the read budget; by default the anchor segments are printed.
+    """
+    from cwread import api
+    from cwread.views import console, json_output, render
+
+    settings = api.Settings(api.SessionSettings(embedder), api.RunSettings(budget, retrieval))
+    if shape.library:
+        _find_library(book, asked, settings, shape, output)
+        return
+    document = open_document(book, output)
+    hints = api.Hints(shape.also, api.paragraph_id(document, shape.near) if shape.near is not None else None)
+    with console.progress() as progress:
+        result = api.find(document, asked, settings, progress=progress, hints=hints)
+    shown = len(result.anchor_segments) if shape.limit is None else shape.limit
+    if shape.compact and not output.json_out:
+        bound = shape.printed_chars(READER_CHARS)
+        render.map_view(result, shape.limit or MAP_CANDIDATES, api.absent_words(document, asked.text), bound)
+        return
+    passages = result.printed(shown, shape.expand)
+    if output.json_out:
+        console.print_json(json_output.find_json(result, shown, passages))
+    elif shape.plain or not console.stdout().is_terminal:  # a reader in a pipe: bounded plain text
+        bound = shape.printed_chars(READER_CHARS)
+        render.find_text_view(result, passages, shown, bound, api.absent_words(document, asked.text))
+    else:
+        render.find_view(result, passages, shown, shape.max_chars)
+
+
+def _find_library(book: str, asked, settings, shape, output) -> None:
+    """`find --library`: a question over a library's books (cwread.library_question)."""
+    from cwread import api
+    from cwread.library_question import library_roots
+    from cwread.views import console, json_output, render
+
+    if shape.near is not None:
+        raise InputError("--near names a paragraph of one book; with --library give none")
+    roots = library_roots(book)
+    console.set_width(output.width)
+    with console.progress() as progress:
+        found = api.find_library(
+            roots,
+            asked,
+            settings,
+            progress=progress,
+            notice=console.notice,
+            hints=api.Hints(shape.also),
+            most_books=shape.books_opened,
+        )
+    if output.json_out:
+        console.print_json(json_output.library_find_json(found, found.printed(shape.limit or 0, shape.expand)))
+        return
+    passages = found.printed(shape.limit if shape.limit is not None else LIBRARY_PASSAGES, shape.expand)
+    render.library_find_view(found, passages, shape.printed_chars(READER_CHARS))
+    if not found.candidates:
+        raise typer.Exit(4)
+
+
+def _answer(book: str, asked, settings, output: Output, trace: str | None, quiet: bool = False):
+    """Shared by `ask` and `verify`: run the pipeline with `settings`, print as `output` says
+    (and the JSON trace to `trace`), return the trace."""
+    from cwread import api
+    from cwread.views import console
+
+    _check_trace(trace, book)
+    document = open_document(book, output)
+    console.want_reader_routes(settings.session.backends.resolved().backend == "auto")
+    notice = None if quiet else console.notice_once
+    with console.progress(quiet) as progress:
+        result = api.ask(document, asked, settings, progress=progress, notice=notice)
+    return _report(result, output, trace, quiet)
+
+
+def _check_trace(trace: str | None, book: str) -> None:
+    """Before any work, so that a finished answer is never lost: `--trace` can be written, and
+    is not the book itself."""
+    from cwread.views.output_files import check_output_path
+
+    if trace is not None:
+        check_output_path(trace, "--trace")
+        if book != "-" and Path(trace).exists() and Path(trace).resolve() == Path(book).resolve():
+            raise InputError("--trace would overwrite the book itself; give another file name")
+
+
+def _report(result, output: Output, trace: str | None, quiet: bool = False):
+    """An answer's trace printed (the JSON or the view, the JSON to `trace` too) and, where no
+    answer stands, why on stderr; the trace returned."""
+    from cwread.views import answer_view, console, trace_json, wording
+    from cwread.views.output_files import write_output_file
+
+    data = trace_json.ask_json(result)
+    if trace is not None:
+        write_output_file(trace, console.json_text(data) + "\n", "--trace")
+    if output.json_out and not quiet:
+        console.print_json(data)
+    elif not quiet:
+        answer_view.answer_view(result)
+    failure = wording.failure(result)
+    if failure is not None and not quiet:  # no answer (the trace's exit 4) is an outcome, not an error
+        console.notice(failure)
+    return result
+
+
+@app.command()
+@question_options
+@settings_options
+@output_options
+def ask(
+    book: Book,
+    asked: Any = None,
+    output: Any = None,
+    settings: Any = None,
+    trace: TraceOpt = None,
+    library: Annotated[
+        bool,
+        typer.Option(
+            "--library",
+            help="BOOK is a library (a folder of books, or a Calibre library): answer from the book whose "
+            "passages fit the question best, of those its index matches best (as find --library).",
+            metavar="",
+        ),
+    ] = False,
+    debug: DebugFlag = False,
+) -> int:
+    """Answer a question about a text, citing the paragraphs it rests on.
+
+    Free-form without options, multiple choice with -o "A=..." -o "B=...". Retrieval finds the
+    segments the question needs and their evidence is packed in story order. With a served
+    model that reads, the Finder judges each segment first and the Interpreter answers from the
+    packet only. On the embedded default (no server) a short text's answer is its sentence that
+    fits best, from the paragraph the trained Finder judges to hold it; a novel gets no answer but
+    the passages that fit best, each with its chapter (exit 4); options and claims get no verdict
+    (--judge-anyway asks it all the same). Exit 4 if the text does not determine an answer (the
+    best evidence is shown) or no reply could be parsed; exit 1 for a verdict its kind calls false
+    (a registered kind's; `verify` for claims).
+    """
+    if library:
+        return _answer_library(book, asked, settings, output, trace).exit_code
+    return _answer(book, asked, settings, output, trace).exit_code
+
+
+def _answer_library(library: str, asked, settings, output: Output, trace: str | None):
+    """`ask --library`: the answer from the book whose passages fit `asked` best among the
+    library's candidate books (cwread.library_question); exit 4 where no book holds the
+    question's words."""
+    from cwread import api
+    from cwread.library_question import library_roots
+    from cwread.views import console
+
+    _check_trace(trace, library)
+    roots = library_roots(library)
+    console.set_width(output.width)
+    with console.progress() as progress:
+        answered = api.ask_library(roots, asked, settings, progress=progress, notice=console.notice)
+    if answered.trace is None:
+        raise AnswerError(f"no book of {library} holds the question's words (say it otherwise)")
+    return _report(answered.trace, output, trace)
+
+
+@app.command()
+@settings_options
+@output_options
+def verify(
+    book: Book,
+    claim: Annotated[str, typer.Argument(help="The claim to check against the text.", show_default=False)],
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print nothing; only the exit code tells.", metavar="")
+    ] = False,
+    output: Any = None,
+    settings: Any = None,
+    trace: TraceOpt = None,
+    debug: DebugFlag = False,
+) -> int:
+    """Judge a claim TRUE or FALSE from the text: exit 0 TRUE, 1 FALSE, 4 undetermined.
+
+    For scripts: `cwread verify book.txt "claim" --quiet && echo supported`.
+    """
+    from cwread import api
+
+    result = _answer(book, api.make_question(claim, claim=True), settings, output, trace, quiet)
+    return result.exit_code
+
+
+@app.command()
+@settings_options
+@output_options
+def chat(
+    book: Book,
+    output: Any = None,
+    settings: Any = None,
+    trace: TraceOpt = None,
+    debug: DebugFlag = False,
+) -> int:
+    """Ask question after question about one book, which stays open (Ctrl-D ends).
+
+    Each answer is given as `ask` gives it. At a terminal: line editing, history, /help for
+    commands (/show, /find, /verify, /json, /save); Ctrl-C cancels the answer in progress. With
+    --json, for scripts: one question a line in, one JSON trace a line out (with its "exit").
+    Exit status: with questions piped in, that of the last answer (or command); at a terminal, 0
+    unless it failed.
+    """
+    from cwread import api
+    from cwread.chat import Chat
+    from cwread.views import console
+
+    if book == "-":
+        raise InputError("chat reads its questions from standard input: give the book's path")
+    session = api.open(open_document(book, output), settings)
+    session.selection(None if output.json_out else console.notice)  # a missing server is told first
+    console.want_reader_routes(settings.session.backends.resolved().backend == "auto")
+    interactive = sys.stdin.isatty() and not output.json_out
+    return Chat(session, output.json_out, trace, settings.run).main(interactive)
+
+
+from cwread.cli import commands  # noqa: E402, F401  (registers its commands on the app)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: runs the app and turns every failure into one line and an exit code
+    (and, with --json, a JSON error document on stdout)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("CWREAD_DEBUG") == "1"
+    json_out = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+    from cwread.views import console
+    from cwread.views.terminal import one_line
+
+    def fail(code: int, kind: str, message: str, line: str | None = None) -> int:
+        if line is not None:
+            with suppress(OSError):
+                print(one_line(line), file=sys.stderr, flush=True)
+        if json_out:
+            with suppress(OSError, console.ReaderGone, OutputError):
+                console.print_json_error(code, kind, message)
+        return code
+
+    console.begin_run()
+    console.want_statistics(debug)
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=args, prog_name="cwread", standalone_mode=False)
+        if result == EXIT_INTERRUPTED:  # typer turns Ctrl-C into a silent Exit(130)
+            return fail(EXIT_INTERRUPTED, "interrupted", "interrupted", "cwread: interrupted")
+        return result if isinstance(result, int) else 0
+    except console.ReaderGone:
+        return _reader_gone()
+    except CwreadError as exc:
+        _traceback(debug)
+        code = error_exit(exc)
+        kind = exc.kind
+        if isinstance(exc, Interrupted):
+            return fail(code, kind, str(exc), f"cwread: {exc}")
+        if isinstance(exc, OutputError):  # stdout is unwritable: the JSON error cannot go there
+            fail(code, kind, str(exc), f"cwread: error: {exc}")
+            _discard_stdout()
+            return code
+        # no answer (exit 4) is an outcome, not an error: "cwread: no verdict: ..."
+        prefix = "cwread: " if isinstance(exc, AnswerError) else "cwread: error: "
+        return fail(code, kind, str(exc), None if exc.quiet else f"{prefix}{exc}")
+    except _click_types("UsageError") as exc:
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        message = " ".join(exc.format_message().split())
+        if not message:  # an empty message follows the help text shown for a bare `cwread`
+            return EXIT_USAGE
+        return fail(EXIT_USAGE, "usage", message, f"cwread: error: {message}{hint}")
+    except (typer.Exit, *_click_types("Exit")) as exc:
+        return exc.exit_code
+    except (typer.Abort, KeyboardInterrupt, *_click_types("Abort")):
+        return fail(EXIT_INTERRUPTED, "interrupted", "interrupted", "cwread: interrupted")
+    except BrokenPipeError:
+        return _reader_gone()
+    except Exception as exc:  # a bug of ours: still one line, and the traceback on --debug
+        _traceback(debug)
+        message = f"internal error ({type(exc).__name__}: {exc}); rerun with --debug and report the traceback"
+        return fail(EXIT_INTERNAL, "internal", message, f"cwread: error: {message}")
+
+
+def _traceback(debug: bool) -> None:
+    if debug:
+        import traceback
+
+        traceback.print_exc()
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush has nowhere to fail."""
+    with suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _reader_gone() -> int:
+    """The reader of our stdout went away (e.g. `| head`): not an error of ours."""
+    _discard_stdout()
+    return 0
+
+
+def entry() -> None:
+    """The `cwread` command. After Ctrl-C, or a failure with calls still out, it exits at once:
+    a worker thread still waiting on a server that hangs would otherwise hold the process open
+    (finished work is already kept: cache entries and eval rows are written as each call ends)."""
+    import atexit
+    import signal
+    import threading
+
+    from cwread.backends.transport import INTERRUPTED
+
+    def on_ctrl_c(signum, frame) -> None:
+        INTERRUPTED.set()  # kept, should a C call swallow the exception (cwread.backends)
+        raise KeyboardInterrupt
+
+    with suppress(ValueError):  # not the main thread: Python's own handler stays
+        signal.signal(signal.SIGINT, on_ctrl_c)
+    code = main()
+    if code == EXIT_INTERRUPTED or threading.active_count() > 1:
+        # a model loading or a llama.cpp server in a call is not waited for: os._exit ends them
+        embedded = sys.modules.get("cwread.backends.embedded")
+        if embedded is not None:
+            atexit.unregister(embedded.at_exit)
+        atexit._run_exitfuncs()  # e.g. a temporary cache folder is removed
+        with suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
