@@ -30,7 +30,7 @@ from cwread.backends.select import (
 )
 from cwread.book import Document, Paragraph, load_document
 from cwread.errors import InputError, ModelError
-from cwread.library.catalog import Found, Library
+from cwread.library.catalog import Found, Library, Shelving, shelving
 from cwread.library.contents import Chapter, contents_of
 from cwread.library_question import (
     MOST_BOOKS,
@@ -201,6 +201,13 @@ def find(
     return Session(document, settings.session).find(
         question, settings.run.budget, settings.run.retrieval, progress, hints=hints
     )
+
+
+def read_as(book: str) -> Shelving | None:
+    """How a book named on the command line is read where nothing says: a folder as a shelf of
+    books or as one book (cwread.library.catalog.shelving); None for anything but a folder."""
+    path = Path(book).expanduser()
+    return shelving(path) if book != "-" and path.is_dir() else None
 
 
 def find_library(

@@ -116,7 +116,7 @@ def find(
     from cwread.views import console, json_output, render
 
     settings = api.Settings(api.SessionSettings(embedder), api.RunSettings(budget, retrieval))
-    if shape.library:
+    if _read_as_shelf(book, shape.library):
         _find_library(book, asked, settings, shape, output)
         return
     document = open_document(book, output)
@@ -136,6 +136,25 @@ def find(
         render.find_text_view(result, passages, shown, bound, api.absent_words(document, asked.text))
     else:
         render.find_view(result, passages, shown, shape.max_chars)
+
+
+def _read_as_shelf(book: str, library: bool | None) -> bool:
+    """Whether BOOK is asked as a library: as --library or --no-library says; else a folder as
+    it reads (a shelf of books, or one book's parts: cwread.library.catalog.shelving), said on
+    stderr with the option that reads it the other way."""
+    if library is not None:
+        return library
+    from cwread import api
+    from cwread.views import console
+
+    reading = api.read_as(book)
+    if reading is None:
+        return False
+    if reading.shelf:
+        console.notice(f"{book}: a shelf of {reading.books} books ({reading.why}); --no-library reads it as one book")
+    else:
+        console.notice(f"{book}: one book ({reading.why}); --library reads its files as separate books")
+    return reading.shelf
 
 
 def _find_library(book: str, asked, settings, shape, output) -> None:
@@ -223,14 +242,16 @@ def ask(
     settings: Any = None,
     trace: TraceOpt = None,
     library: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            "--library",
+            "--library/--no-library",
             help="BOOK is a library (a folder of books, or a Calibre library): answer from the book whose "
-            "passages fit the question best, of those its index matches best (as find --library).",
+            "passages fit the question best, of those its index matches best (as find --library); "
+            "--no-library: a folder is one book.  [default: as the folder reads, said on stderr]",
             metavar="",
+            show_default=False,
         ),
-    ] = False,
+    ] = None,
     debug: DebugFlag = False,
 ) -> int:
     """Answer a question about a text, citing the paragraphs it rests on.
@@ -245,7 +266,7 @@ def ask(
     best evidence is shown) or no reply could be parsed; exit 1 for a verdict its kind calls false
     (a registered kind's; `verify` for claims).
     """
-    if library:
+    if _read_as_shelf(book, library):
         return _answer_library(book, asked, settings, output, trace).exit_code
     return _answer(book, asked, settings, output, trace).exit_code
 

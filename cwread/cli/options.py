@@ -137,7 +137,7 @@ class FindShape:
     also: str
     expand: int | str | None
     near: str | None
-    library: bool
+    library: bool | None  # None: as the folder reads (cwread.library.catalog.shelving)
     books_opened: int
     compact: bool
     plain: bool
@@ -190,11 +190,14 @@ FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
         show_default=False,
     ),
     "library": option(
-        bool,
+        bool | None,
         "BOOK is a library (a folder of books, or a Calibre library): search the books its index "
-        "matches best, at most --books-opened, each as one book, their passages ranked together.",
-        False,
-        "--library",
+        "matches best, at most --books-opened, each as one book, their passages ranked together; "
+        "--no-library: a folder is one book.  [default: as the folder reads, said on stderr]",
+        None,
+        "--library/--no-library",
+        metavar="",
+        show_default=False,
     ),
     "books_opened": option(int, "With --library: the candidate books searched at most.", MOST_BOOKS, "--books-opened", min=1),
     "compact": option(

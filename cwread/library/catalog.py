@@ -21,6 +21,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import stat
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from functools import cached_property
 from pathlib import Path
 
 from cwread.book import Document, calibre, load_document
+from cwread.book.chapters import is_heading
 from cwread.book.formats import book_suffixes, format_names, format_of
 from cwread.cache import cache_root
 from cwread.errors import CacheError, InputError
@@ -444,3 +446,91 @@ def _folder_stamp(path: Path) -> tuple[int, tuple]:
 def stamp_of(path: Path) -> tuple:
     """What changes when the book at `path` (a file or a folder) does."""
     return _folder_stamp(path)[1] if path.is_dir() else _stamp(path.stat())
+
+
+@dataclass(frozen=True)
+class Shelving:
+    """How a folder is read: as a `shelf` of `books` separate books (a question over it is asked
+    as over a library), or as one book of chapters; `why`, in a reader's words."""
+
+    shelf: bool
+    books: int
+    why: str
+
+
+HEAD_BYTES = 8192  # of a file, read to find a title of its own
+_GUTENBERG_TITLE = re.compile(
+    r"project gutenberg(?: e-?book,? of|['’]s(?: e-?book of)?) (.+?)(?:,\s+by\b|\r?\n)", re.I
+)
+# a title page: a short first line, then "by AUTHOR" ("THE SELFISH GIANT" / "by Oscar Wilde")
+_BYLINE = re.compile(r"\A\W*([^\n]{1,80}?)\s*\n(?:[ \t]*\r?\n)*[ \t]*by\s+[A-Z]", re.I)
+_TITLE_LINE = re.compile(r"^\s*title:\s*(\S.*?)\s*$", re.I | re.M)
+# a title that names a part, not a book: "Chapter 3", "Part Two", "BOOK IV"
+_PART_TITLE = re.compile(
+    r"^(chapter|part|book|act|scene|canto|section|volume|vol|letter|episode)\b[\s.:-]*"
+    r"([ivxlcdm]+\b|\d+|one|two|three|four|five|six|seven|eight|nine|ten|the\s+\w+)",
+    re.I,
+)
+_HTML_TITLE = re.compile(r"<title[^>]*>\s*([^<]*?\S)\s*</title>", re.I)
+# a file named as a part of something: "ch03", "chapter-2", "part_1", "07", "letter 12"
+_PART_NAME = re.compile(
+    r"^(ch|chap|chapter|part|pt|book|section|sec|act|scene|canto|letter|vol|volume|episode)?[\s._-]*\d+\b",
+    re.I,
+)
+
+
+def shelving(folder: Path) -> Shelving:
+    """Whether `folder` is a shelf of separate books or one book's parts. A shelf: a Calibre
+    library, or a folder where most entries are books of their own, by format (an EPUB or a
+    PDF) or by a title of their own (a Project Gutenberg header, a "Title:" line) with at least
+    two titles between them; anything else (chapters, parts named by number, letters, one titled
+    file and its sequels) is one book."""
+    if calibre.is_library(folder):
+        return Shelving(True, len(calibre.book_folders(folder)), "a Calibre library")
+    if calibre.is_book_folder(folder):
+        return Shelving(False, 1, "a Calibre book's folder")
+    entries = Library((folder,)).books()
+    if len(entries) < 2:
+        return Shelving(False, len(entries), "it holds one book")
+    titles, parts = [], 0
+    for book in entries:
+        title = _own_title(book.path)
+        if title is not None and not (_PART_TITLE.match(title) or _PART_NAME.match(title)):
+            titles.append(title.casefold())
+        elif title is not None or _PART_NAME.match(Path(book.name).stem) or _opens_with_heading(book.path):
+            parts += 1  # "Chapter 3" is no book's title
+    titled = len(titles)
+    if len(set(titles)) >= 2 and titled > parts and 2 * titled >= len(entries):
+        return Shelving(True, len(entries), f"{titled} of its {len(entries)} entries are books with titles of their own")
+    return Shelving(False, 1, f"its {len(entries)} entries read as one book's parts")
+
+
+def _own_title(path: Path) -> str | None:
+    """A title the file (or a folder's first file) gives itself; an EPUB or PDF is a book by
+    its format, named by its file."""
+    if path.is_dir():
+        first = next((f for f in sorted(path.iterdir()) if f.is_file() and not f.name.startswith(".")), None)
+        return _own_title(first) if first is not None else None
+    if path.suffix.lower() in (".epub", ".pdf"):
+        return path.name
+    head = _head(path)
+    found = _GUTENBERG_TITLE.search(head) or _TITLE_LINE.search(head) or _BYLINE.match(head)
+    if found is None and path.suffix.lower() in (".html", ".htm", ".xhtml"):
+        found = _HTML_TITLE.search(head)
+    return " ".join(found.group(1).split()) if found else None
+
+
+def _opens_with_heading(path: Path) -> bool:
+    """Whether a text file's first line is a chapter heading ("CHAPTER IV", "Part Two")."""
+    if path.is_dir():
+        return False
+    first = next((line for line in _head(path).splitlines() if line.strip()), "")
+    return is_heading(first.lstrip("\ufeff"))
+
+
+def _head(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
