@@ -29,6 +29,7 @@ from cwread.backends.select import (
     serving_notes,
 )
 from cwread.book import Document, Paragraph, load_document
+from cwread.environment import read_settings_file, settings_path, shown_setting
 from cwread.errors import InputError, ModelError
 from cwread.library.catalog import Found, Library, Shelving, shelving
 from cwread.library.contents import Chapter, contents_of
@@ -340,4 +341,6 @@ def doctor(settings: BackendSettings | None = None, prepare: bool = False) -> Do
         embedder_built=(static_model_dir() / "embeddings.npy").is_file(),
         notes=tuple(notes),
         advice=tuple(model_advice(selection)),
+        settings_file=str(settings_path()),
+        settings=tuple((key, shown_setting(key, value)) for key, value in read_settings_file().items()),
     )

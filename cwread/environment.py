@@ -1,12 +1,14 @@
-"""Settings read from the environment (`CWREAD_*`), validated once, in one way."""
+"""Settings read from the environment (`CWREAD_*`), validated once, in one way; and the settings
+file, whose values stand in for the environment's where it holds none."""
 
 from __future__ import annotations
 
 import math
 import os
 from collections.abc import Callable
+from pathlib import Path
 
-from cwread.errors import InputError
+from cwread.errors import InputError, keep_secret
 
 
 def env_positive(name: str, kind: Callable[[str], int | float]) -> int | float | None:
@@ -51,3 +53,105 @@ def install_extra(name: str) -> str:
     except PackageNotFoundError:
         wanted = []
     return f"pip install '{' '.join(wanted) or f'cwread[{name}]'}'"
+
+
+# The settings file: what a user sets once (`cwread config set KEY VALUE`), each key the
+# environment variable it stands for. Flags win over the environment, the environment over
+# the file: the file's values are put in the environment, at the faces, where it holds none.
+SETTINGS_FILE_KEYS = {
+    "backend": "CWREAD_BACKEND",
+    "finder_model": "CWREAD_FINDER_MODEL",
+    "interpreter_model": "CWREAD_INTERPRETER_MODEL",
+    "base_url": "OPENAI_BASE_URL",
+    "finder_base_url": "CWREAD_FINDER_BASE_URL",
+    "api_key": "OPENAI_API_KEY",
+    "ollama_host": "OLLAMA_HOST",
+    "gguf": "CWREAD_GGUF",
+    "finder_lora": "CWREAD_FINDER_LORA",
+    "num_ctx": "CWREAD_NUM_CTX",
+    "timeout": "CWREAD_TIMEOUT",
+    "constraint": "CWREAD_CONSTRAINT",
+    "embedder": "CWREAD_EMBEDDER",
+    "width": "CWREAD_WIDTH",
+}
+SECRET_KEYS = frozenset({"api_key"})  # never printed: shown as "(set)"
+
+
+def settings_path() -> Path:
+    """The settings file: CWREAD_CONFIG, else config.toml in the user's config folder
+    ($XDG_CONFIG_HOME/cwread, else ~/.config/cwread)."""
+    explicit = os.environ.get("CWREAD_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "cwread" / "config.toml"
+
+
+def read_settings_file(path: Path | None = None) -> dict[str, str]:
+    """The settings the file holds, each a string ({} where there is no file); InputError, one
+    line, for a file that is not TOML or holds a key cwread does not take."""
+    import tomllib
+
+    path = path or settings_path()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the settings file ({getattr(exc, 'strerror', None) or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not a TOML settings file ({exc}); mend it or remove it") from None
+    unknown = sorted(set(data) - set(SETTINGS_FILE_KEYS))
+    if unknown:
+        raise InputError(f"{path}: unknown setting {unknown[0]!r}; it takes: {', '.join(SETTINGS_FILE_KEYS)}")
+    bad = next((k for k, v in data.items() if not isinstance(v, str | int | float) or isinstance(v, bool)), None)
+    if bad is not None:
+        raise InputError(f"{path}: {bad} must be a string or a number")
+    return {key: str(value) for key, value in data.items()}
+
+
+def apply_settings_file() -> dict[str, str]:
+    """The settings file's values put in the environment where it holds none (flags and the
+    environment win); the keys applied, with their values."""
+    applied = {}
+    for key, value in read_settings_file().items():
+        name = SETTINGS_FILE_KEYS[key]
+        if not os.environ.get(name):
+            os.environ[name] = applied[key] = value
+        if key in SECRET_KEYS:
+            keep_secret(value)
+    return applied
+
+
+def write_setting(key: str, value: str | None) -> Path:
+    """Set `key` to `value` in the settings file (None: remove it), written whole through a
+    temporary file, readable by its owner alone (it may hold a key). InputError for an
+    unknown key."""
+    from cwread.cache import write_file_atomic
+
+    if key not in SETTINGS_FILE_KEYS:
+        raise InputError(f"unknown setting {key!r}; cwread config takes: {', '.join(SETTINGS_FILE_KEYS)}")
+    path = settings_path()
+    settings = read_settings_file(path)
+    if value is None:
+        settings.pop(key, None)
+    else:
+        settings[key] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "# cwread's settings: `cwread config set KEY VALUE`; flags and CWREAD_* variables win\n" + "".join(
+        f"{k} = {_toml_string(v)}\n" for k, v in settings.items()
+    )
+    write_file_atomic(path, text, mode=0o600)
+    return path
+
+
+def _toml_string(value: str) -> str:
+    """`value` as a TOML basic string: JSON's escapes, and DEL escaped too (TOML forbids it bare)."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def shown_setting(key: str, value: str) -> str:
+    """A setting's value as it may be printed: a secret's never."""
+    return "(set)" if key in SECRET_KEYS else value

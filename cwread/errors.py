@@ -67,3 +67,21 @@ class OutputError(CwreadError):
 def error_exit(exc: CwreadError) -> int:
     """What a failure exits with: its class's code (a subclass keeps its parent's)."""
     return exc.exit_code
+
+
+_SECRETS: set[str] = set()  # values no text cwread prints may hold (a server's key)
+
+
+def keep_secret(value: str | None) -> None:
+    """Mark `value` (an API key) as never to be printed: every message and JSON document
+    cwread writes shows *** in its place (cwread.views)."""
+    if value and len(value) >= 4:
+        _SECRETS.add(value)
+
+
+def hide_secrets(text: str) -> str:
+    """`text` with every value marked by `keep_secret` replaced by ***."""
+    for secret in _SECRETS:
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text

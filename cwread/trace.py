@@ -180,6 +180,8 @@ class DoctorReport:
     embedder_built: bool
     notes: tuple[str, ...] = ()  # advice on the backend chosen (e.g. Ollama's parallelism)
     advice: tuple[str, ...] = ()  # how to get better models, when only the embedded one runs
+    settings_file: str = ""  # the settings file's path (cwread.environment.settings_path)
+    settings: tuple[tuple[str, str], ...] = ()  # what it sets, a key shown as "(set)"
 
     @property
     def ok(self) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import io
 import json
+import os
 import shutil
 import sys
 import threading
@@ -22,6 +23,8 @@ from cwread.cli import main
 from tests.scripted_replies import finder_reply
 
 REPO = Path(__file__).resolve().parent.parent
+# the tests read no user's settings file (cwread.environment.settings_path): one that is never there
+os.environ["CWREAD_CONFIG"] = str(REPO / "tests" / "no-settings-file.toml")
 SHARED_DATA = REPO.parent / "shared" / "data"
 EXAMPLES = REPO / "examples"
 

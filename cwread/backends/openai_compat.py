@@ -37,7 +37,7 @@ from cwread.backends.transport import (
     too_slow_message,
     within,
 )
-from cwread.errors import InputError, ModelError
+from cwread.errors import InputError, ModelError, keep_secret
 
 DEFAULT_CONCURRENCY = 4  # servers that do not say how many calls they serve at once
 NO_KEY = "no-key"  # local servers ignore the key; the client insists on one
@@ -76,10 +76,12 @@ class OpenAISettings:
     api_key: str | None = None
 
     def resolved(self) -> OpenAISettings:
+        api_key = self.api_key or os.environ.get("OPENAI_API_KEY") or None
+        keep_secret(api_key)  # never printed: not in a message, the trace or doctor
         return OpenAISettings(
             base_url=self.base_url or os.environ.get("OPENAI_BASE_URL") or None,
             finder_base_url=self.finder_base_url or os.environ.get("CWREAD_FINDER_BASE_URL") or None,
-            api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or None,
+            api_key=api_key,
         )
 
     def refuse(self, backend: str) -> None:

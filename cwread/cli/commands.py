@@ -274,3 +274,56 @@ def mcp(
         ) from None
     roots = tuple(Path(r) for r in (root or ["."]))
     serve(ServerSettings(roots, session, max_sessions=sessions))
+
+
+config_app = typer.Typer(
+    help="The settings file: what you set once (a backend, a model, a server and its key). "
+    "Flags and environment variables win over it; a key is never printed.",
+    no_args_is_help=True,
+)
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("set")
+def config_set(
+    key: Annotated[str, typer.Argument(help="One of the settings `cwread config show` lists.", show_default=False)],
+    value: Annotated[str, typer.Argument(help="Its value.", show_default=False)],
+) -> None:
+    """Set KEY to VALUE in the settings file (`cwread config set backend ollama`)."""
+    from cwread.environment import shown_setting, write_setting
+    from cwread.views import console
+
+    path = write_setting(key, value)
+    console.notice(f"{key} = {shown_setting(key, value)} in {path}")
+
+
+@config_app.command("unset")
+def config_unset(key: Annotated[str, typer.Argument(help="The setting to remove.", show_default=False)]) -> None:
+    """Remove KEY from the settings file."""
+    from cwread.environment import write_setting
+    from cwread.views import console
+
+    console.notice(f"{key} removed from {write_setting(key, None)}")
+
+
+@config_app.command("show")
+def config_show(json_out: JsonFlag = False) -> None:
+    """The settings file's path and what it sets (a key shown as "(set)"), then every setting it
+    takes, each with the environment variable it stands for."""
+    from cwread.environment import SETTINGS_FILE_KEYS, read_settings_file, settings_path, shown_setting
+    from cwread.views import console
+
+    path, held = settings_path(), read_settings_file()
+    shown = {key: shown_setting(key, value) for key, value in held.items()}
+    if json_out:
+        console.print_json({"path": str(path), "settings": shown, "takes": SETTINGS_FILE_KEYS})
+        return
+    out = console.stdout(lines=True)
+    out.print(f"{path}{'' if path.exists() else ' (none yet)'}", highlight=False, markup=False)
+    for key, value in shown.items():
+        out.print(f"{key} = {value}", highlight=False, markup=False)
+    out.print(
+        "takes: " + ", ".join(f"{key} ({name})" for key, name in SETTINGS_FILE_KEYS.items()),
+        highlight=False,
+        markup=False,
+    )

@@ -31,6 +31,7 @@ from cwread.cli.options import (  # noqa: E402
     question_options,
 )
 from cwread.cli.settings_groups import budget_options, settings_options  # noqa: E402
+from cwread.environment import apply_settings_file  # noqa: E402
 from cwread.errors import (  # noqa: E402
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -369,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     console.want_statistics(debug)
     command = typer.main.get_command(app)
     try:
+        if args[:1] != ["config"]:  # the settings file stands in for the environment (config mends it)
+            apply_settings_file()
         result = command.main(args=args, prog_name="cwread", standalone_mode=False)
         if result == EXIT_INTERRUPTED:  # typer turns Ctrl-C into a silent Exit(130)
             return fail(EXIT_INTERRUPTED, "interrupted", "interrupted", "cwread: interrupted")

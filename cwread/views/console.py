@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.panel import Panel
 
-from cwread.errors import CwreadError, OutputError
+from cwread.errors import CwreadError, OutputError, hide_secrets
 from cwread.progress import Progress
 from cwread.views.terminal import one_line
 
@@ -179,7 +179,7 @@ def json_text(data: dict, indent: int | None = 2) -> str:
     """`data` as JSON (indented, or on one line with `indent` None), every control character
     escaped: JSON escapes C0 itself, and DEL and C1 (U+009B is a terminal's CSI) are escaped
     here, so the text stays exact."""
-    dumped = json.dumps(data, ensure_ascii=False, indent=indent)
+    dumped = hide_secrets(json.dumps(data, ensure_ascii=False, indent=indent))  # a key never printed
     return _C1_AND_DEL.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
 
 

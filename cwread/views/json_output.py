@@ -132,6 +132,7 @@ def doctor_json(report: DoctorReport) -> dict:
         "cache": report.cache,
         "backend": backend,
         "embedder": {"default": report.embedder, "installed": report.embedder_built},
+        "settings": {"path": report.settings_file, "values": dict(report.settings)},
         "advice": list(report.advice),
     }
 

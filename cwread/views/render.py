@@ -319,6 +319,8 @@ def doctor_view(report: DoctorReport) -> None:
         )
     )
     out.print(Text(f"cache {one_line(report.cache)}"))
+    held = "; ".join(f"{key} = {value}" for key, value in report.settings) or "none set (cwread config set KEY VALUE)"
+    out.print(Text(f"settings {one_line(report.settings_file)}: {one_line(held)}"))
     if report.advice:
         out.print()
         for line in report.advice:

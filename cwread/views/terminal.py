@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from cwread.errors import hide_secrets
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NEWLINE = re.compile(r"[\n\t]")
 
@@ -57,5 +59,6 @@ _CREDENTIALS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@]*):[^\s/@]*@")
 
 
 def redact_credentials(text: str) -> str:
-    """`text` with the password of every URL in it replaced by ***."""
-    return _CREDENTIALS.sub(r"\1:***@", text)
+    """`text` with the password of every URL in it, and every key (cwread.errors.keep_secret),
+    replaced by ***."""
+    return hide_secrets(_CREDENTIALS.sub(r"\1:***@", text))

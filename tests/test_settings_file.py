@@ -1,0 +1,76 @@
+"""The settings file: set once with `cwread config`, read by every command where no flag or
+environment variable says otherwise, and a key in it never printed. Through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import stat
+import tomllib
+
+import pytest
+
+from cwread.environment import SETTINGS_FILE_KEYS
+from tests.conftest import run
+
+KEY = "sk-test-secret-9876"
+
+
+@pytest.fixture
+def settings_file(tmp_path, monkeypatch):
+    """A settings file of the test's own, and every variable it stands for unset (restored after:
+    the file's values are put in the environment)."""
+    path = tmp_path / "config" / "cwread" / "config.toml"
+    monkeypatch.setenv("CWREAD_CONFIG", str(path))
+    for name in SETTINGS_FILE_KEYS.values():
+        monkeypatch.setenv(name, "")
+    return path
+
+
+def test_config_sets_shows_and_unsets_a_setting_a_key_never_printed(capsys, settings_file, cache_dir):
+    code, _, err = run(capsys, "config", "set", "backend", "ollama")
+    assert code == 0 and f"backend = ollama in {settings_file}" in err
+    code, _, err = run(capsys, "config", "set", "api_key", KEY)
+    assert code == 0 and KEY not in err and "api_key = (set)" in err
+    assert tomllib.loads(settings_file.read_text(encoding="utf-8")) == {"backend": "ollama", "api_key": KEY}
+    assert stat.S_IMODE(settings_file.stat().st_mode) == 0o600  # it holds a key: its owner's alone
+    code, out, _ = run(capsys, "config", "show", "--json")
+    assert code == 0 and json.loads(out)["settings"] == {"backend": "ollama", "api_key": "(set)"}
+    code, out, err = run(capsys, "doctor", "--json")
+    assert KEY not in out + err
+    assert json.loads(out)["settings"] == {"path": str(settings_file), "values": {"backend": "ollama", "api_key": "(set)"}}
+    code, _, _ = run(capsys, "config", "unset", "backend")
+    assert code == 0 and tomllib.loads(settings_file.read_text(encoding="utf-8")) == {"api_key": KEY}
+    code, _, err = run(capsys, "config", "set", "colour", "red")
+    assert code == 2 and "unknown setting 'colour'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_flags_and_the_environment_win_over_the_file(capsys, settings_file, cache_dir, story, monkeypatch):
+    run(capsys, "config", "set", "width", "40")
+    asked = ("show", str(story), "1-24")
+    code, out, _ = run(capsys, *asked)
+    widths = [len(line) for line in out.splitlines()]
+    assert code == 0 and max(widths) <= 40 and max(widths) > 30  # the file's width
+    monkeypatch.setenv("CWREAD_WIDTH", "60")
+    code, out, _ = run(capsys, *asked)
+    assert code == 0 and 40 < max(len(line) for line in out.splitlines()) <= 60  # the environment's
+    code, out, _ = run(capsys, *asked, "--width", "80")
+    assert code == 0 and 60 < max(len(line) for line in out.splitlines()) <= 80  # the flag's
+
+
+def test_a_key_in_the_file_is_hidden_in_every_message(capsys, settings_file, cache_dir, story):
+    run(capsys, "config", "set", "backend", "openai")
+    run(capsys, "config", "set", "api_key", KEY)
+    run(capsys, "config", "set", "base_url", f"http://127.0.0.1:9/{KEY}/v1")  # a URL that carries it
+    code, out, err = run(capsys, "ask", str(story), "Who kept the lighthouse?", "--json")
+    assert code == 3 and "no OpenAI-compatible server answers" in err
+    assert KEY not in out + err and "http://127.0.0.1:9/***/v1" in err
+
+
+def test_a_broken_settings_file_is_one_line_and_exit_2(capsys, settings_file, cache_dir, story):
+    settings_file.parent.mkdir(parents=True)
+    settings_file.write_text('backend = "ollama\n', encoding="utf-8")
+    code, _, err = run(capsys, "show", str(story), "1")
+    assert code == 2 and "not a TOML settings file" in err and len(err.strip().splitlines()) == 1
+    settings_file.write_text('backend = "ollama"\nfavourite = 3\n', encoding="utf-8")
+    code, _, err = run(capsys, "show", str(story), "1")
+    assert code == 2 and "unknown setting 'favourite'" in err
