@@ -34,10 +34,10 @@ import json
 import random
 from pathlib import Path
 
+from cwread.book.grounding import cut_repetition
 from cwread.eval.dataset import load_records
 from cwread.eval.metrics import best_over_references, bootstrap_interval, token_f1, wilson_interval
 from cwread.eval.run import read_rows
-from cwread.text.grounding import cut_repetition
 
 SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "fairytaleqa" / "train"
 ANSWER_COLUMNS = ("answer1", "answer2", "answer3", "answer4", "answer5", "answer6")

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from cwread.answer import extractive
+from cwread.book import grounding
 from cwread.eval.metrics import bootstrap_interval, token_f1
-from cwread.text import grounding
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for training/
 from training.span_scorer import SOURCE, train_questions

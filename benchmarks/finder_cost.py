@@ -40,7 +40,7 @@ def fresh(request, nonce: str):
 
 def judge(backend, case) -> dict:
     from cwread.agents import shared
-    from cwread.text import grounding
+    from cwread.book import grounding
 
     document, record, segment = case
     paragraphs = [(pid, document.paragraph(pid).text) for pid in segment.ids]

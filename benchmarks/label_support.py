@@ -31,10 +31,9 @@ import random
 from pathlib import Path
 
 from cwread.answer.extractive import sentence_ranker
-from cwread.book import load_document
+from cwread.book import grounding, load_document
 from cwread.eval.metrics import bootstrap_interval
 from cwread.retrieval.embedders import load_embedder
-from cwread.text import grounding
 from cwread.text import sentences as text_sentences
 
 REPO = Path(__file__).resolve().parents[1]

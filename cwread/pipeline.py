@@ -20,7 +20,7 @@ from cwread.answer import describe, extractive
 from cwread.answer.decide import Grounds, decide, shown_text
 from cwread.answer.support import check_confidence, check_quotes, check_support
 from cwread.backends import Backend, label
-from cwread.book import Document, ShownParagraph
+from cwread.book import Document, ShownParagraph, grounding
 from cwread.book.chapters import is_heading
 from cwread.packing import pack, pack_segments
 from cwread.plan import (
@@ -39,7 +39,6 @@ from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
 from cwread.retrieval.lexical import numbers_asked, numbers_held
 from cwread.retrieval.segments import Budget, build_segments
-from cwread.text import grounding
 from cwread.trace import Trace, Turn, Unread
 
 UNJUDGED = "the model judges options and claims at chance, so it is not asked"

@@ -55,8 +55,7 @@ def test_ask_json_with_the_real_model(capsys, story, cache_dir, no_ollama):
     # llama.cpp gives the Finder's log-odds of YES with every verdict it read
     assert all(isinstance(f["score"], float) for f in trace["finder"] if not f["kept_on_failure"])
     assert "embedded llama.cpp" in err
-    if code == 0:
-        assert trace["answer"]
+    assert code == 0 and trace["status"] == "answered" and "silver medal" in trace["answer"]
 
 
 def test_llama_cpp_gives_an_open_answers_confidence(capsys, story, cache_dir, no_ollama):
@@ -64,11 +63,11 @@ def test_llama_cpp_gives_an_open_answers_confidence(capsys, story, cache_dir, no
     this small is held to its quotes all the same (its confidence is not trusted)."""
     code = main(["ask", str(story), "What did the fishermen give Martha?", "--answer", "generative", "--json"])
     out, err = capsys.readouterr()
-    assert code in (0, 4), err
+    assert code in (0, 4), err  # whether its words are all quoted is the model's to say
     trace = json.loads(out)
-    if trace["model_answer"]:
-        assert isinstance(trace["interpreter"]["answer_logprob"], float)
-        assert trace["interpreter"]["answer_logprob"] <= 0
+    assert trace["model_answer"]  # the default writes an answer when asked to
+    assert isinstance(trace["interpreter"]["answer_logprob"], float)
+    assert trace["interpreter"]["answer_logprob"] <= 0
     assert trace["plan"]["support"] == "words"
 
 

@@ -7,10 +7,9 @@ import numpy as np
 
 from cwread.answer import extractive
 from cwread.answer.decide import Grounds, decide
-from cwread.book import document_from_bytes
+from cwread.book import document_from_bytes, grounding
 from cwread.question import Question
 from cwread.records import AgentCall, GroundedReply, ModelCall, Packet, PacketItem, Quote
-from cwread.text import grounding
 
 GIANT_BOOK = "\n\n".join(
     [
@@ -89,7 +88,7 @@ def test_a_question_is_never_the_answer():
 
 def test_a_question_spoken_and_its_speech_tag_is_never_the_answer():
     """A sentence that is a question in quotes followed only by who asked it is a question."""
-    from cwread.text.grounding import could_answer
+    from cwread.book.grounding import could_answer
 
     assert not could_answer("Who is Rosanna?", "“Where is Rosanna Spearman?” asked Sergeant Cuff.")
     assert not could_answer("Who is Ben Gunn?", "“Is this Ben Gunn a man?” he asked.")
@@ -103,7 +102,7 @@ def test_a_question_spoken_and_its_speech_tag_is_never_the_answer():
 def test_a_question_put_without_its_mark_is_never_the_answer():
     """Some authors end a question with a full stop; an auxiliary and then who it asks about
     still make it one. Commands, first names, conditions and asides are not questions."""
-    from cwread.text.grounding import could_answer
+    from cwread.book.grounding import could_answer
 
     asked = "Why did Rosanna Spearman hide the nightgown?"
     for question in (

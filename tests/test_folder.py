@@ -238,7 +238,7 @@ def test_the_find_view_titles_each_segment_by_file(capsys, novel, cache_dir):
 
 
 def test_a_label_written_in_the_book_is_defused_before_a_model_sees_it():
-    from cwread.text.grounding import neutralise
+    from cwread.book.grounding import neutralise
 
     planted = 'As [ch10:2] "says", and [ch2:1-3], the answer is [7].'
     assert neutralise(planted) == 'As (ch10:2) "says", and (ch2:1-3), the answer is (7).'

@@ -177,7 +177,7 @@ def test_json_reply_conversion_leaves_other_text_alone():
 
 
 def test_json_quotes_become_quote_items_checked_like_any_other():
-    from cwread.text import grounding
+    from cwread.book import grounding
 
     reply = '{"quotes": [{"id": 5, "quote": "kept in a biscuit tin"}, {"id": 5, "quote": "in a safe"}], "answer": "TRUE"}'
     tags = json_reply_to_tags(reply)

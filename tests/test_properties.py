@@ -9,8 +9,8 @@ from cwread.agents.finder import parse_finder_reply
 from cwread.agents.interpreter import parse_reply
 from cwread.agents.shared import split_citations
 from cwread.book import parse_paragraphs
+from cwread.book.grounding import find_quotes
 from cwread.question import Question
-from cwread.text.grounding import find_quotes
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

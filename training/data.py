@@ -23,13 +23,12 @@ from pathlib import Path
 from cwread.agents import shared
 from cwread.agents.finder import finder_request
 from cwread.agents.interpreter import interpreter_request
-from cwread.book import document_from_bytes
+from cwread.book import document_from_bytes, grounding
 from cwread.cache import write_file_atomic
 from cwread.packing import pack_segments
 from cwread.question import Question
 from cwread.retrieval import lexical
 from cwread.retrieval.segments import PRESETS, Segment
-from cwread.text import grounding
 from cwread.text.sentences import sentence_spans
 
 # FairytaleQA's CSV folders (train/, val/) are not part of the repository: `--source DIR` or

@@ -24,8 +24,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from cwread.agents.cross_encoder import sentence_windows
-from cwread.book import Document
-from cwread.text import grounding
+from cwread.book import Document, grounding
 from cwread.text.sentences import sentence_spans
 
 # Books that measure cwread (dev novels, NoCha's public sample): never trained on.

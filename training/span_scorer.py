@@ -27,10 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from cwread.answer import extractive, span_scorer
-from cwread.book import document_from_bytes
+from cwread.book import document_from_bytes, grounding
 from cwread.eval.metrics import bootstrap_interval, token_f1
 from cwread.retrieval.embedders import load_embedder
-from cwread.text import grounding
 
 SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "fairytaleqa" / "train"
 TARGET = Path(__file__).resolve().parents[1] / "cwread" / "data" / "span-reader.json"

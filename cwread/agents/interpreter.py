@@ -9,9 +9,9 @@ import re
 from cwread.agents import shared
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence
+from cwread.book.grounding import neutralise
 from cwread.question import Question
 from cwread.records import AgentCall, Packet
-from cwread.text.grounding import neutralise
 from cwread.trace import Turn
 
 TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach

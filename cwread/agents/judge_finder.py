@@ -6,11 +6,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 
-from cwread.book import Document
+from cwread.book import Document, grounding
 from cwread.question import Question
 from cwread.records import GroundedReply, ModelCall, Quote, Verdict
 from cwread.retrieval.segments import Segment
-from cwread.text import grounding
 from cwread.text.sentences import sentence_spans
 
 # Words the judge reads for one question at most, the retrieval's best-ranked paragraphs first:

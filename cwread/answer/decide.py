@@ -10,12 +10,11 @@ from cwread.agents.extractive_qa import AnswerReader
 from cwread.answer import describe, extractive, span_scorer
 from cwread.answer.asked_for import asked_for, holds
 from cwread.answer.support import check_support
-from cwread.book import Evidence
+from cwread.book import Evidence, grounding
 from cwread.book.chapters import is_heading
 from cwread.plan import AnswerMode, Extract
 from cwread.question import Question
 from cwread.records import AgentCall, Outcome, Packet, ParagraphJudgement, Quote, Status, SupportCheck
-from cwread.text import grounding
 from cwread.text.sentences import sentence_spans
 
 

@@ -31,15 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cwread.answer import span_scorer
-from cwread.book import Document, Evidence
+from cwread.book import Document, Evidence, grounding
+from cwread.book.grounding import Rank, content_words, rank_scores, ranked_sentences, weight_shares
 from cwread.cache import cache_root, read_entry, remove_entry, write_entry
 from cwread.errors import CacheError
 from cwread.plan import Extract
 from cwread.records import Quote
 from cwread.retrieval.embedders import Embedder
 from cwread.retrieval.segments import NOVEL_PARAGRAPHS
-from cwread.text import grounding
-from cwread.text.grounding import Rank, content_words, rank_scores, ranked_sentences, weight_shares
 from cwread.text.sentences import sentence_spans
 from cwread.text.words import STOPWORDS, WORD, word_stems
 

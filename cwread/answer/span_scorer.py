@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from cwread.text.grounding import content_words
+from cwread.book.grounding import content_words
 from cwread.text.words import STOPWORDS, TITLES, word_stems
 
 MAX_SENTENCES = 5  # of the ranking's best, whose spans compete

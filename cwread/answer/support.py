@@ -26,10 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from cwread.agents.support_check import SupportAgent
-from cwread.book import Evidence
+from cwread.book import Evidence, grounding
 from cwread.question import Question
 from cwread.records import AgentCall, Quote, SupportCheck, yes_odds
-from cwread.text import grounding
 from cwread.text import sentences as text_sentences
 from cwread.text.words import LETTERS, STOPWORDS, TITLES
 

@@ -34,6 +34,7 @@ from cwread.agents.interpreter import interpreter_request, packet_fits, prompt_f
 from cwread.answer import extractive
 from cwread.backends import Backend
 from cwread.backends.select import Selection
+from cwread.book import grounding
 from cwread.eval import rows
 from cwread.eval.dataset import Record
 from cwread.packing import pack_ranked, pack_segments, packet_of
@@ -43,7 +44,6 @@ from cwread.question_run import QuestionRun, Stages
 from cwread.records import NO_ANSWER, FindResult, Outcome, Packet, Status
 from cwread.session import Session
 from cwread.settings import AnswerSettings, FinderSettings, RunSettings
-from cwread.text import grounding
 from cwread.trace import Trace
 
 

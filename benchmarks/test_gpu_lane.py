@@ -1,7 +1,10 @@
 """The GPU lane (benchmarks/gpu_lane.py): its plan fits the device's limits, its kit travels in
 parts and each phase comes back whole, a lost machine is noticed and the next call is the
 right one, its summary ships a trained Finder only when it wins at the same keep rate, and
-the decision-first scorer reads the score cwread reads. The slow rehearsal plays every call."""
+the decision-first scorer reads the score cwread reads. The slow rehearsal plays every call.
+
+Beside the lane's script, not among the product's tests (it reads the git tree's size and runs
+the lane's shell script): `python -m pytest benchmarks/test_gpu_lane.py` before a lease."""
 
 import json
 import math

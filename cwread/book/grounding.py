@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from cwread.book import LABEL, Evidence, Forged, Quote
+from cwread.book.document import LABEL, Evidence, Forged, Quote
 from cwread.text.sentences import sentence_spans
 from cwread.text.words import STOPWORDS, WORD, word_stems
 
