@@ -14,6 +14,7 @@ document/segments/retrieval → cache/errors. The records a run returns are in
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,7 @@ from cwread.backends.select import (
 from cwread.book import Document, Paragraph, load_document
 from cwread.environment import read_settings_file, settings_path, shown_setting
 from cwread.errors import InputError, ModelError
-from cwread.library.catalog import Found, Library, Shelving, shelving
+from cwread.library.catalog import EVERYWHERE, Found, Library, Shelving, Within, shelving
 from cwread.library.contents import Chapter, contents_of
 from cwread.library_question import (
     MOST_BOOKS,
@@ -73,6 +74,7 @@ __all__ = [
     "SessionSettings",
     "Settings",
     "Trace",
+    "Within",
     "ask",
     "ask_library",
     "cast",
@@ -123,12 +125,60 @@ def contents(document: Document) -> list[Chapter]:
     return contents_of(document)
 
 
-def cast(document: Document, query: str = "") -> tuple[Cast, list[CastMember]]:
+def cast(document: Document, query: str = "", upto: int | None = None) -> tuple[Cast, list[CastMember]]:
     """A book's cast (cwread.retrieval.cast: the people and places its text names, their forms,
     descriptions and mentions, built once and cached), and its members `query` names or
-    describes, best first (no query: all, the most mentioned first)."""
+    describes, best first (no query: all, the most mentioned first); `upto`: as known to a
+    reader who has read to that paragraph (Cast.read_upto)."""
     whole = book_cast(document)
+    if upto is not None:
+        whole = whole.read_upto(document, upto)
     return whole, (whole.lookup(query) if query.strip() else list(whole.members))
+
+
+_NTH_CHAPTER = re.compile(r"^(?:ch|chap|chapter)\s*\.?\s*(\d+)$", re.I)
+
+
+def reading_limit(document: Document, upto: str) -> int:
+    """The last paragraph a reader has read, as they say it: a paragraph as `show` takes it
+    ("1200", "ch03:12"), a file of a book of files ("ch03": to its end), or the N-th chapter of
+    its contents ("ch12", "chapter 12": to that chapter's end); InputError otherwise."""
+    said = upto.strip()
+    try:
+        ids = document.parse_spec(said)
+    except InputError:
+        ids = []
+    if ids:
+        return max(ids)
+    nth = _NTH_CHAPTER.match(said)
+    listed = [c for c in contents_of(document) if c.wrapping is None]
+    # the chapters the text heads, where it heads any (not what comes before the first); else its files
+    chapters = [c for c in listed if document.chapter(c.first) is not None] or listed
+    numbered = [c for c in chapters if nth is not None and _heading_number(c.heading) == int(nth.group(1))]
+    if numbered:  # "ch7" is the chapter headed VII, whatever comes before it
+        return numbered[0].last
+    if nth is None or not 1 <= int(nth.group(1)) <= len(chapters):
+        raise InputError(
+            f"the reading limit {upto!r}: give a paragraph (1200, ch03:12) or a chapter of the {len(chapters)} "
+            "the contents list (ch12)"
+        )
+    return chapters[int(nth.group(1)) - 1].last
+
+
+_HEADING_NUMBER = re.compile(r"^(?:chapter|chap\.?|ch\.?)?\s*([ivxlcdm]+|\d+)\b\.?", re.I)
+_ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
+
+
+def _heading_number(heading: str) -> int | None:
+    """The number a chapter's heading gives it ("CHAPTER VII. THE CHAPEL": 7, "12": 12), else None."""
+    found = _HEADING_NUMBER.match(heading.strip())
+    if found is None:
+        return None
+    word = found.group(1).lower()
+    if word.isdigit():
+        return int(word)
+    values = [_ROMAN[c] for c in word]
+    return sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
 
 
 def paragraph_id(document: Document, label: str) -> int:
@@ -262,13 +312,14 @@ def ask(
     selection: Selection | None = None,
     progress: Progress | None = None,
     notice: Callable[[str], None] | None = None,
+    hints: Hints = NO_HINTS,
 ) -> Trace:
     """Answer one question (or verify a claim) about `document` with quoted paragraphs, in
     one call: `open` (the session's settings), then Session.ask (the run's: what each stage
-    is asked for)."""
+    is asked for; `hints`: what the reader adds, its reading limit say)."""
     settings = settings or Settings()
     session = open(document, settings, selection=selection)
-    return session.ask(question, settings.run, progress=progress, notice=notice)
+    return session.ask(question, settings.run, progress=progress, notice=notice, hints=hints)
 
 
 def search_library(
@@ -277,15 +328,15 @@ def search_library(
     limit: int = 10,
     progress: Progress | None = None,
     *,
-    books: str | None = None,
+    within: Within = EVERYWHERE,
     context: int = 0,
     notice: Callable[[str], None] | None = None,
 ) -> Found:
     """The `limit` paragraphs (0: every match) of the books under `roots` that best match
     `query` (BM25, no model call), best first; the library's index built if missing or
-    stale. `books`: a glob of the books' names to search; `context`: paragraphs shown around
-    each hit."""
-    return Library(roots, notice).search(query, limit, progress, books=books, context=context)
+    stale, `within` the books and paragraphs it names (Within: a glob of the books' names, a
+    reader's limit); `context`: paragraphs shown around each hit."""
+    return Library(roots, notice).search(query, limit, progress, within=within, context=context)
 
 
 def _reader_note() -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cwread.errors import InputError
 from cwread.library import MOST_BOOKS
-from cwread.library.catalog import Library
+from cwread.library.catalog import Library, Within
 from cwread.progress import Progress
 from cwread.question import NO_HINTS, Hints, Question
 from cwread.records import FindResult
@@ -126,7 +126,7 @@ def find_in_library(
     t0 = time.perf_counter()
     if hints.near is not None:
         raise InputError("--near names a paragraph of one book; a library question takes none")
-    hits = library.search(f"{question.text} {hints.also}".strip(), LIBRARY_HITS, progress, books=books)
+    hits = library.search(f"{question.text} {hints.also}".strip(), LIBRARY_HITS, progress, within=Within(books))
     by_book: dict[str, list[float]] = {}
     for hit in hits.hits:
         by_book.setdefault(hit.book, []).append(hit.score)

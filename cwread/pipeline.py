@@ -100,12 +100,16 @@ def find(
         first, last = document.file_span(hints.near)
         lift = (float(scores.max()) if len(scores) else 0.0) + 1.0
         scores[max(first, hints.near - NEAR_SPAN) - 1 : min(last, hints.near + NEAR_SPAN)] += lift
+    left_out = document.unread
+    if hints.upto is not None:  # the reader's limit: what lies past it is in no segment
+        left_out = left_out | frozenset(range(hints.upto + 1, len(document) + 1))
+        numbered = {pid: held for pid, held in numbered.items() if pid <= hints.upto}
     segments = build_segments(
         document.lengths,
         scores.tolist(),
         budget,
         [s.first for s in document.sources],
-        left_out=document.unread,
+        left_out=left_out,
     )
     return FindResult(
         document=document,
@@ -118,6 +122,7 @@ def find(
         timings={"retrieve": round(time.perf_counter() - t0, 4)},
         named=named,
         numbered=tuple(sorted(numbered, key=lambda pid: -scores[pid - 1])),
+        upto=hints.upto,
     )
 
 

@@ -30,10 +30,12 @@ MAX_QUESTION_CHARS = 4000  # a question with its options: about 1,000 tokens of 
 class Hints:
     """What a reader adds to a question for retrieval: `also`, words to look for beside the
     question's (the book's own for what it says otherwise, "motor garage"); `near`, the id of a
-    paragraph found already, whose neighbourhood ranks first."""
+    paragraph found already, whose neighbourhood ranks first; `upto`, the last paragraph the
+    reader has read: nothing after it is found, read or quoted (no spoilers)."""
 
     also: str = ""
     near: int | None = None
+    upto: int | None = None
 
 
 NO_HINTS = Hints()

@@ -64,7 +64,8 @@ NO_STAGES = Stages()
 class QuestionRun:
     """`question` carried through the method on `held`'s book, as `settings` ask (see the
     module): `plan`, `find`, `answer`. `follows`: the earlier turn a follow-up leans on;
-    `notice` hears which backend runs (when first selected) and what a small model changes."""
+    `notice` hears which backend runs (when first selected) and what a small model changes;
+    `hints`, what the reader adds to its retrieval (pipeline.find)."""
 
     def __init__(
         self,
@@ -75,8 +76,10 @@ class QuestionRun:
         stages: Stages = NO_STAGES,
         follows: Turn | None = None,
         notice: Notice | None = None,
+        hints: Hints = NO_HINTS,
     ) -> None:
         self.held = held
+        self.hints = hints  # what the reader adds to the question's retrieval (its limit, say)
         self.question = question
         self.settings = settings or RunSettings()
         self.stages = stages
@@ -141,7 +144,7 @@ class QuestionRun:
             # an in-process model loads while the book is searched
             backend.warm(self.notice, decisions_only=planning.decisions_only(planned, backend))
         if found is None:
-            found = self.find(progress, budget=planned.plan.budget)
+            found = self.find(progress, self.hints, budget=planned.plan.budget)
         if self.notice:
             for line in small_model_notices(self.question, self.settings.answering, planned):
                 self.notice(line)

@@ -155,6 +155,8 @@ class FindResult:
     # the paragraphs that hold the numbers the question writes (in their text or their
     # chapter's heading), those holding more first: ranked first, and an answer's first candidates
     numbered: tuple[int, ...] = ()
+    # the last paragraph the reader has read (Hints.upto): none past it is in a segment or shown
+    upto: int | None = None
 
     @property
     def anchors(self) -> list[int]:

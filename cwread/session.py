@@ -153,13 +153,16 @@ class Session:
         progress: Progress | None = None,
         notice: Notice | None = None,
         follows: Turn | None = None,
+        hints: Hints = NO_HINTS,
     ) -> Trace:
         """Answer a question (or verify a claim) about the book with quoted paragraphs
         (QuestionRun.answer). `run` says what is asked of each stage (RunSettings; `finder`
         reads in place of the one it would choose); `notice` hears which backend runs (when
         first selected) and what a small model changes; `follows`: the earlier turn a follow-up
-        leans on (see Conversation)."""
-        asked = QuestionRun(self, question, run, stages=Stages(finder=finder), follows=follows, notice=notice)
+        leans on (see Conversation); `hints`, what the reader adds to its retrieval (its limit)."""
+        asked = QuestionRun(
+            self, question, run, stages=Stages(finder=finder), follows=follows, notice=notice, hints=hints
+        )
         return asked.answer(progress)
 
 

@@ -58,10 +58,11 @@ def test_each_file_has_its_own_front_and_back_matter(shelf):
 
 def test_ask_find_verify_and_show_read_every_files_story(capsys, shelf, cache_dir, scripted):
     scripted.finder.size = scripted.interpreter.size = 135_000_000  # the embedded default's kind
-    code, out, _ = run(capsys, "ask", str(shelf), "Where did Tobias bury the silver spoons?", "--backend", "scripted", "--json")
+    # separate books, so a shelf by default (test_shelving): read here as one book, on purpose
+    code, out, _ = run(capsys, "ask", str(shelf), "Where did Tobias bury the silver spoons?", "--backend", "scripted", "--json", "--one-book")
     trace = json.loads(out)
     assert code == 0 and trace["citations"] == ["orchard:9"] and "pear tree" in trace["answer"]
-    code, out, _ = run(capsys, "find", str(shelf), "What did the harbour master count?", "--json", "--limit", "0")
+    code, out, _ = run(capsys, "find", str(shelf), "What did the harbour master count?", "--json", "--limit", "0", "--one-book")
     found = json.loads(out)
     read = [s["text"] for s in found["segments"]]
     assert code == 0 and any("counted the boats" in text for text in read)

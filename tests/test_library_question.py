@@ -86,7 +86,7 @@ def test_words_no_book_holds_and_bad_options_are_one_line(capsys, shelf, cache_d
     code, out, _ = run(capsys, "find", str(shelf), "zeppelin quartermaster", "--library")
     assert code == 4 and "none holds the question's words" in " ".join(out.split())
     code, _, err = run(capsys, "find", str(shelf), QUESTION, "--library", "--near", "3")
-    assert code == 2 and "--near names a paragraph of one book" in err
+    assert code == 2 and "--near and --upto name a place in one book" in err
     code, _, err = run(capsys, "find", str(shelf / "mill.txt"), QUESTION, "--library")
     assert code == 2 and "a library is a folder of books" in err
 

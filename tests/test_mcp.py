@@ -615,3 +615,18 @@ def test_the_docs_client_and_configuration_run_as_written(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert re.search(r"^\[7\] \"My own garden is my own garden", done.stdout, re.M)
     assert re.search(r"\[7\]\]?$", done.stdout.strip()), done.stdout[-300:]
+
+
+def test_a_readers_limit_bounds_find_cast_and_ask(tmp_path):
+    _, results, _ = call(
+        server(tmp_path, str(EXAMPLES)),
+        ("find", {"book": GIANT, "question": WALL, "upto": "5", "limit": 8}),
+        ("find", {"book": GIANT, "question": WALL, "limit": 8}),
+        ("cast", {"book": GIANT, "upto": "3"}),
+        ("find", {"question": WALL, "upto": "5"}),  # the whole library: no one book to limit
+    )
+    limited, whole, cast, library = results
+    assert not limited.is_error and all(p["end"] <= 5 for p in limited.structured_content["passages"])
+    assert "[7]" not in limited.content[0].text and "[7]" in whole.content[0].text
+    assert not cast.is_error and all(max(m["mentions"]) <= 3 for m in cast.structured_content["members"])
+    assert library.is_error and "give the book too" in library.content[0].text

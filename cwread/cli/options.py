@@ -81,6 +81,30 @@ OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
 output_options = option_group("output", OUTPUT_OPTIONS, Output)
 
 
+UPTO_HELP = (
+    "Where you have read to, as a paragraph (1200, ch03:12) or a chapter (ch12): nothing past it "
+    "is found, read or quoted (no spoilers)."
+)
+UptoOpt = Annotated[str | None, typer.Option("--upto", help=UPTO_HELP, show_default=False)]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What `ask` and `verify` take of the reader beyond the question: where they have read to
+    (`upto`: nothing past it is found, read or quoted) and the file the JSON trace is also
+    written to (`trace`)."""
+
+    upto: str | None
+    trace: str | None
+
+
+READING_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "upto": (UptoOpt, None),
+    "trace": (TraceOpt, None),
+}
+reading_options = option_group("reading", READING_OPTIONS, Reading)
+
+
 QUESTION_OPTIONS: dict[str, tuple[Any, Any]] = {
     "question": (Annotated[str, typer.Argument(help="The question.", show_default=False)], inspect.Parameter.empty),
     "option": option(list[str] | None, 'An answer option, "A=text" (repeat for B, C, ...).', None, "--option", "-o"),
@@ -137,6 +161,7 @@ class FindShape:
     also: str
     expand: int | str | None
     near: str | None
+    upto: str | None
     library: bool | None  # None: as the folder reads (cwread.library.catalog.shelving)
     books_opened: int
     compact: bool
@@ -147,12 +172,26 @@ class FindShape:
         return default if self.max_chars is None else (self.max_chars or None)
 
 
-def _find_shape(**values) -> FindShape:
+def _find_shape(one_book: bool, **values) -> FindShape:
     from cwread import api
 
     if values["limit"] is not None and values["limit"] < 0:
         raise InputError("--limit must be 0 (all) or a positive number")
-    return FindShape(**{**values, "expand": api.expansion(values["expand"])})
+    library = shelf_chosen(values["library"], one_book)
+    return FindShape(**{**values, "library": library, "expand": api.expansion(values["expand"])})
+
+
+ONE_BOOK_HELP = "A folder is one book of chapters, whatever it reads as."
+
+
+def shelf_chosen(library: bool, one_book: bool) -> bool | None:
+    """Whether the user chose a folder's reading: True (--library), False (--one-book), or None
+    (as it reads); InputError for both."""
+    if library and one_book:
+        raise InputError("--library and --one-book contradict each other; give one")
+    return True if library else False if one_book else None
+
+
 
 
 FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
@@ -189,16 +228,17 @@ FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
         "--near",
         show_default=False,
     ),
+    "upto": option(str | None, UPTO_HELP, None, "--upto", show_default=False),
     "library": option(
-        bool | None,
+        bool,
         "BOOK is a library (a folder of books, or a Calibre library): search the books its index "
-        "matches best, at most --books-opened, each as one book, their passages ranked together; "
-        "--no-library: a folder is one book.  [default: as the folder reads, said on stderr]",
-        None,
-        "--library/--no-library",
-        metavar="",
+        "matches best, at most --books-opened, each as one book, their passages ranked together.  "
+        "[default: a folder as it reads, said on stderr]",
+        False,
+        "--library",
         show_default=False,
     ),
+    "one_book": option(bool, ONE_BOOK_HELP, False, "--one-book", show_default=False),
     "books_opened": option(int, "With --library: the candidate books searched at most.", MOST_BOOKS, "--books-opened", min=1),
     "compact": option(
         bool,

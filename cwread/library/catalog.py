@@ -97,6 +97,19 @@ class Found:
     built: bool
 
 
+@dataclass(frozen=True)
+class Within:
+    """What part of a library a search reads: `books`, those whose name (or catalogue title or
+    author) matches this glob ("*gatsby*", "novels/*"); `upto`, of each book only its first so
+    many paragraphs (a reader's limit). None: all."""
+
+    books: str | None = None
+    upto: int | None = None
+
+
+EVERYWHERE = Within()
+
+
 class Library:
     """The books under `roots` (see the module's docstring)."""
 
@@ -241,13 +254,13 @@ class Library:
         query: str,
         limit: int = 10,
         progress: Progress | None = None,
-        books: str | None = None,
+        within: Within = EVERYWHERE,
         context: int = 0,
     ) -> Found:
         """The `limit` paragraphs (0: every one that matches) of all the books that best match
-        `query` (BM25), best first; `books`: only the books whose name matches this glob
-        ("*gatsby*", "novels/*"); `context`: each hit with as many paragraphs of its book
-        before and after it."""
+        `query` (BM25), best first, `within` the books and paragraphs it names; `context`: each
+        hit with as many paragraphs of its book before and after it."""
+        books = within.books
         if not query.strip():
             raise InputError("the search is empty: give words to look for")
         if limit < 0:
@@ -264,7 +277,7 @@ class Library:
                 listed = ", ".join(names[:NAMED_BOOKS]) + (f", … ({len(names):,} in all)" if len(names) > NAMED_BOOKS else "")
                 raise InputError(f"no book of the library matches {books!r}; its books: {listed or 'none'}")
         try:
-            stored = store.search(query, limit, chosen)
+            stored = store.search(query, limit, chosen, within.upto)
             arounds = {(h.book, h.id): store.around(h.book, h.id, context) if context else [] for h in stored}
         except sqlite3.Error as exc:
             raise CacheError(f"the library's index cannot be read: {exc}") from None
@@ -446,6 +459,8 @@ def _folder_stamp(path: Path) -> tuple[int, tuple]:
 def stamp_of(path: Path) -> tuple:
     """What changes when the book at `path` (a file or a folder) does."""
     return _folder_stamp(path)[1] if path.is_dir() else _stamp(path.stat())
+
+
 
 
 @dataclass(frozen=True)

@@ -70,9 +70,11 @@ class ParagraphStore(Protocol):
         """Hold the book `name` no more."""
         ...
 
-    def search(self, query: str, limit: int, books: Sequence[str] | None = None) -> list[StoredHit]:
+    def search(
+        self, query: str, limit: int, books: Sequence[str] | None = None, upto: int | None = None
+    ) -> list[StoredHit]:
         """The `limit` paragraphs (0: all) that best match `query` by BM25, best first; only of
-        `books` where given."""
+        `books` where given; of each book only its first `upto` paragraphs where given."""
         ...
 
     def around(self, book: str, pid: int, context: int) -> list[tuple[int, str]]:
@@ -195,7 +197,9 @@ class SqliteStore:
         base = book_id * ROWS_PER_BOOK
         self._db.execute("DELETE FROM paragraphs WHERE rowid BETWEEN ? AND ?", (base, base + ROWS_PER_BOOK - 1))
 
-    def search(self, query: str, limit: int, books: Sequence[str] | None = None) -> list[StoredHit]:
+    def search(
+        self, query: str, limit: int, books: Sequence[str] | None = None, upto: int | None = None
+    ) -> list[StoredHit]:
         expression = match_expression(query)
         if expression is None:
             return []
@@ -209,6 +213,9 @@ class SqliteStore:
                 return []
             sql += f" AND (rowid / {ROWS_PER_BOOK}) IN ({','.join('?' * len(wanted))})"
             arguments += wanted
+        if upto is not None:  # the reader's limit, in each book
+            sql += f" AND (rowid % {ROWS_PER_BOOK}) <= ?"
+            arguments.append(upto)
         sql += " ORDER BY rank" + (" LIMIT ?" if limit else "")
         if limit:
             arguments.append(limit)

@@ -186,6 +186,15 @@ BookArg = Annotated[
 ]
 
 
+UptoArg = Annotated[
+    str | None,
+    Field(
+        description="Where the reader has read to: a paragraph ('1200', 'ch03:12') or a chapter ('ch12'); "
+        "nothing past it is found, read or quoted (no spoilers)."
+    ),
+]
+
+
 JudgeArg = Annotated[
     bool,
     Field(

@@ -39,6 +39,7 @@ from cwread.mcp.replies import (
     BookArg,
     JudgeArg,
     MaxCharsArg,
+    UptoArg,
     answer_content,
     answer_text,
     bound_chars,
@@ -109,14 +110,17 @@ def build_server(settings: ServerSettings) -> MCPServer:
 
         return progress
 
-    def answer(book: str, question, ctx: Context | None, judge_anyway: bool = False) -> CallToolResult:
+    def answer(
+        book: str, question, ctx: Context | None, judge_anyway: bool = False, upto: str | None = None
+    ) -> CallToolResult:
         session, lock = books.open(book)
         with lock:
             run = api.RunSettings(
                 finding=api.FinderSettings(),  # as a question asked reads (settings.ASKED_READ_TOKENS)
                 answering=api.AnswerSettings(judge_anyway=judge_anyway),
             )
-            trace = session.ask(question, run, progress=reporter(ctx))
+            limit = api.reading_limit(session.document, upto) if upto else None
+            trace = session.ask(question, run, progress=reporter(ctx), hints=api.Hints(upto=limit))
         return result(answer_content(trace), answer_text(trace))
 
     @server.tool(
@@ -140,10 +144,17 @@ def build_server(settings: ServerSettings) -> MCPServer:
             Field(description='Options of a multiple-choice question: ["A=text", "B=text"].'),
         ] = None,
         judge_anyway: JudgeArg = False,
+        upto: UptoArg = None,
         ctx: Context | None = None,
     ) -> CallToolResult:
         asked = api.make_question(question, options)
-        return await off_thread(lambda: answer(book or best_book(asked, ctx), asked, ctx, judge_anyway))
+
+        def work() -> CallToolResult:
+            if upto and not book.strip():
+                raise InputError("upto names a place in one book; give the book too")
+            return answer(book or best_book(asked, ctx), asked, ctx, judge_anyway, upto)
+
+        return await off_thread(work)
 
     def best_book(question, ctx) -> str:
         """The book of the library whose passages fit `question` best (cwread.library_question)."""
@@ -163,9 +174,10 @@ def build_server(settings: ServerSettings) -> MCPServer:
         book: BookArg,
         claim: Annotated[str, Field(description="The claim to judge TRUE or FALSE, as one statement.")],
         judge_anyway: JudgeArg = False,
+        upto: UptoArg = None,
         ctx: Context | None = None,
     ) -> CallToolResult:
-        return await off_thread(lambda: answer(book, api.make_question(claim, claim=True), ctx, judge_anyway))
+        return await off_thread(lambda: answer(book, api.make_question(claim, claim=True), ctx, judge_anyway, upto))
 
     def library_find(
         question: str, limit: int, max_chars: int, hints, near: str | None, widen, ctx
@@ -232,6 +244,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 description="A paragraph found already ('957', 'ch03:12'): the passages within 100 of it first."
             ),
         ] = None,
+        upto: UptoArg = None,
         ctx: Context | None = None,
     ) -> CallToolResult:
         def work() -> CallToolResult:
@@ -239,12 +252,15 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 raise InputError("limit must be at least 1")
             widen = api.expansion(expand)
             if not book.strip():
+                if upto:
+                    raise InputError("upto names a place in one book; give the book too")
                 return library_find(question, limit, max_chars, api.Hints(also), near, widen, ctx)
             session, _ = books.open(book)
             document = session.document
             around = api.paragraph_id(document, near) if near is not None else None
+            limit_read = api.reading_limit(document, upto) if upto else None
             found = session.find(
-                api.make_question(question), progress=reporter(ctx), hints=api.Hints(also, around)
+                api.make_question(question), progress=reporter(ctx), hints=api.Hints(also, around, limit_read)
             )
             absent = api.absent_words(document, question)
             if compact:
@@ -274,13 +290,14 @@ def build_server(settings: ServerSettings) -> MCPServer:
         ] = "",
         limit: Annotated[int, Field(description="Members to return, best first.")] = reading.CAST_LISTED,
         max_chars: MaxCharsArg = READER_CHARS,
+        upto: UptoArg = None,
     ) -> CallToolResult:
         def work() -> CallToolResult:
             if limit < 1:
                 raise InputError("limit must be at least 1")
             session, _ = books.open(book)
             document = session.document
-            whole, members = api.cast(document, query)
+            whole, members = api.cast(document, query, api.reading_limit(document, upto) if upto else None)
             members = members[:limit]
             data = cast_content(book, document, members, query)
             text = "\n".join(
@@ -412,13 +429,18 @@ def build_server(settings: ServerSettings) -> MCPServer:
             Field(description='Only the books whose name matches this glob: "*hound*", "novels/*".'),
         ] = None,
         max_chars: MaxCharsArg = READER_CHARS,
+        upto: Annotated[
+            int | None, Field(description="Where the reader has read to, a paragraph number: of each book, none past it.")
+        ] = None,
         ctx: Context | None = None,
     ) -> CallToolResult:
         def work() -> CallToolResult:
             if limit < 1:
                 raise InputError("limit must be at least 1")
+            if upto is not None and upto < 1:
+                raise InputError("upto must be a paragraph number, 1 or more")
             bound = bound_chars(max_chars)
-            found = library.search(query, min(limit, SEARCH_MOST), reporter(ctx), books=books)
+            found = library.search(query, min(limit, SEARCH_MOST), reporter(ctx), within=api.Within(books, upto))
             data = search_content(found, SEARCH_MOST, limit)
             head = f"Paragraphs ({BOOKS_WORDS}):" if found.hits else "no paragraph matches"
             lines = [head, *reading.search_lines(found.hits, bound, len(head) + 1, MAX_CHARS)]

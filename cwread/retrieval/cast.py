@@ -101,6 +101,23 @@ class Cast:
         scored.sort(key=lambda pair: pair[0])  # stable: the most mentioned first on a tie
         return by_name + [m for _, m in scored]
 
+    def read_upto(self, document: Document, last: int) -> Cast:
+        """The cast as a reader who has read to paragraph `last` knows it: the members mentioned
+        by then, each with its mentions, descriptions and forms (its name too) from those
+        paragraphs alone, the most mentioned first. (A description's `times` counts the book's.)"""
+        known = []
+        for member in self.members:
+            mentions = tuple(pid for pid in member.mentions if pid <= last)
+            if not mentions:
+                continue
+            read = " ".join(document.paragraph(pid).text for pid in mentions)
+            forms = tuple(f for f in member.forms if f in read) or member.forms[:1]
+            name = member.name if member.name in read else forms[0]
+            descriptions = tuple(d for d in member.descriptions if d.pid <= last)
+            known.append(CastMember(name, member.kind, forms, mentions, descriptions))
+        known.sort(key=lambda m: -len(m.mentions))  # stable: the book's order on a tie
+        return Cast(tuple(known))
+
     def meetings(self, member: CastMember) -> list[tuple[CastMember, list[int]]]:
         """The other members mentioned in the same paragraphs as `member`, the most such
         paragraphs first, each with them (where two names meet: a scene of theirs)."""

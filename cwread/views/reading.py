@@ -298,7 +298,7 @@ def map_lines(
     ranked = sorted(
         (
             pid
-            for pid in range(1, len(scores) + 1)
+            for pid in range(1, min(len(scores), result.upto or len(scores)) + 1)
             if not doc.wrapping(pid) and not is_heading(doc.paragraph(pid).text)
         ),
         key=lambda pid: -scores[pid - 1],
