@@ -20,7 +20,7 @@ from tests.conftest import REPO
 
 LAYERS = [
     ["cwread.cli"],
-    ["cwread.chat", "cwread.mcp"],
+    ["cwread.chat", "cwread.mcp", "cwread.web"],
     ["cwread.eval"],
     ["cwread.views"],
     ["cwread.api"],

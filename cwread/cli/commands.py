@@ -292,6 +292,39 @@ def mcp(
     serve(ServerSettings(roots, session, max_sessions=sessions))
 
 
+@app.command()
+@session_options
+def serve(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Books to serve: files, folders of one book, or shelves (a folder of books, a Calibre library).",
+            show_default=False,
+        ),
+    ],
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="The port; 0: any free one.")] = 8765,
+    host: Annotated[
+        str, typer.Option("--host", help="The address to listen on: this machine alone by default.")
+    ] = "127.0.0.1",
+    open_browser: Annotated[bool, typer.Option("--open", help="Open it in the browser.", metavar="")] = False,
+    session: Any = None,
+    debug: DebugFlag = False,
+) -> None:
+    """The reading room: the books in a browser, each paragraph with its id; a question's passages in
+    their place in the book; the cast; a reading limit kept in the browser (no spoilers).
+
+    Its first line on stdout is its URL. It reads the books and writes nothing of theirs; Ctrl-C
+    stops it.
+    """
+    from pathlib import Path
+
+    try:
+        from cwread.web.server import run_server
+    except ImportError as exc:
+        raise InputError(f"cwread serve needs the web extra ({exc.name} is missing): {install_extra('web')}") from None
+    run_server([Path(p) for p in paths], session, host, port, open_browser)
+
+
 config_app = typer.Typer(
     help="The settings file: what you set once (a backend, a model, a server and its key). "
     "Flags and environment variables win over it; a key is never printed.",
