@@ -316,3 +316,14 @@ def test_search_on_one_book_file_searches_that_book_alone(capsys, library, cache
     assert code == 0 and f"{library}/giant.txt " in out.replace("'", "")
     code, _, err = run(capsys, "search", str(book), "wall", "--books", "*")
     assert code == 2 and "give the folder, not a book" in err
+
+
+def test_search_on_a_file_reads_that_file_alone(capsys, library, cache_dir):
+    """`search FILE` indexes the file, not every book of its folder (the folder's other books
+    are read when the folder is searched)."""
+    code, out, _ = run(capsys, "search", str(library / "giant.txt"), "high wall", "--json")
+    found = json.loads(out)
+    assert code == 0 and found["books"] == 1 and {h["book"] for h in found["hits"]} == {"giant.txt"}
+    code, out, _ = run(capsys, "search", str(library), "foundry", "--json")
+    found = json.loads(out)
+    assert code == 0 and found["index_built"] is True and found["books"] == 3  # the rest read now

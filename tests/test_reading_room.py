@@ -115,3 +115,16 @@ def test_serve_prints_its_url_first_and_a_port_in_use_is_one_line(tmp_path):
     finally:
         server.send_signal(2)  # Ctrl-C
         server.wait(timeout=10)
+
+
+def test_a_shelf_given_puts_each_of_its_books_on_the_shelf(tmp_path, cache_dir):
+    from tests.test_shelving import _gutenberg, _write
+
+    shelf = _write(tmp_path / "novels", {
+        "lamp.txt": _gutenberg("The Lamp", "A. Keeper"), "tide.txt": _gutenberg("The Tide", "A. Keeper"),
+    })  # fmt: skip
+    client = TestClient(make_app(Room([shelf], api.SessionSettings())), base_url="http://127.0.0.1:8765")
+    listed = client.get("/").text
+    assert "lamp.txt" in listed and "tide.txt" in listed and "/book/2" in listed
+    found = client.get(f"/search?q={quote('the keeper climbed the stair')}").text
+    assert "lamp.txt [" in found and "tide.txt [" in found

@@ -267,13 +267,14 @@ class Library:
             raise InputError("the limit must be 0 (every match) or more")
         if context < 0:
             raise InputError("the context must be 0 paragraphs or more")
-        store, held, built = self.sync(progress)
-        chosen = None
         if books is not None:
             _check_glob(books)
+        store, held, built = self.sync(progress, books)
+        chosen = None
+        if books is not None:
             chosen = [name for name, book in held.items() if _matches(books, name, book.about)]
             if not chosen:
-                names = sorted(held)
+                names = sorted(b.name for b in self.books())
                 listed = ", ".join(names[:NAMED_BOOKS]) + (f", … ({len(names):,} in all)" if len(names) > NAMED_BOOKS else "")
                 raise InputError(f"no book of the library matches {books!r}; its books: {listed or 'none'}")
         try:
@@ -298,8 +299,9 @@ class Library:
                     book.about,
                 )
             )
-        paragraphs = sum(b.paragraphs for b in held.values())
-        return Found(query, tuple(hits), len(held), paragraphs, (*self.unread, *self.left_out), built)
+        searched = [held[name] for name in chosen] if chosen is not None else list(held.values())
+        paragraphs = sum(b.paragraphs for b in searched)
+        return Found(query, tuple(hits), len(searched), paragraphs, (*self.unread, *self.left_out), built)
 
     def indexed(self, books: list[Book]) -> dict[str, dict]:
         """Of `books`, those the search index of this library holds as they are now, each with
@@ -322,13 +324,19 @@ class Library:
             self._store = open_store(folder / f"index-v{STORE_VERSION}-{key}.sqlite", self._notice)
         return self._store
 
-    def sync(self, progress: Progress | None = None) -> tuple[SqliteStore, dict[str, HeldBook], bool]:
+    def sync(
+        self, progress: Progress | None = None, only: str | None = None
+    ) -> tuple[SqliteStore, dict[str, HeldBook], bool]:
         """The index brought up to date with the books as they are: a book added or changed
         (its size, times or inode) read and put in, alone; one removed dropped. The store, the
-        books it now holds, and whether any book was read. Each book is its own transaction: an interrupted sync keeps what it
-        finished, and the next one goes on from there."""
+        books it now holds, and whether any book was read. Each book is its own transaction: an
+        interrupted sync keeps what it finished, and the next one goes on from there. `only`: a
+        glob of the books' names (Within.books): those alone are brought up to date (`search
+        FILE` reads that file, not its folder)."""
         books = self.books()
-        if not books:
+        if only is not None:
+            books = [b for b in books if _matches(only, b.name, b.about)]
+        elif not books:
             raise InputError(f"no books under {', '.join(map(str, self.roots))}")
         try:
             store = self.store()
@@ -336,8 +344,9 @@ class Library:
         except (CacheError, sqlite3.Error) as exc:
             raise CacheError(f"the library's index cannot be read or written: {exc}") from None
         listed = {b.name for b in books}
+        considered = set(held) if only is None else {n for n, b in held.items() if _matches(only, n, b.about)}
         try:
-            for name in set(held) - listed:
+            for name in considered - listed:
                 store.drop(name)
         except sqlite3.Error as exc:
             raise CacheError(f"the library's index cannot be written: {exc}") from None
@@ -363,12 +372,12 @@ class Library:
                 raise CacheError(f"the library's index cannot be written: {exc}") from None
         if progress and stale:
             progress("reading books", len(stale), len(stale))
-        if stale or set(held) - listed:  # what it holds now, read again only where it changed
+        if stale or considered - listed:  # what it holds now, read again only where it changed
             try:
                 held = store.held()
             except sqlite3.Error as exc:
                 raise CacheError(f"the library's index cannot be read: {exc}") from None
-        if not held:
+        if not held and (only is None or books):  # a glob that names no book is the search's to say
             why = f": {'; '.join(self.unread[:3])}" if self.unread else ""
             raise InputError(f"no book of the library could be read{why}")
         return store, held, bool(stale)

@@ -11,6 +11,7 @@ bidi characters made visible: the book is data.
 
 from __future__ import annotations
 
+import glob
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,7 @@ class ShelfBook:
     name: str
     path: Path
     about: dict
+    shelf: Path | None = None  # the folder of books it was found in; None: given alone
 
 
 def shelf_of(paths: list[Path]) -> tuple[list[ShelfBook], tuple[Path, ...]]:
@@ -69,7 +71,7 @@ def shelf_of(paths: list[Path]) -> tuple[list[ShelfBook], tuple[Path, ...]]:
         if path.is_dir() and shelving(path).shelf:
             roots.append(path)
             for book in Library((path,)).books():
-                books.append(ShelfBook(len(books) + 1, book.name, book.path, book.about))
+                books.append(ShelfBook(len(books) + 1, book.name, book.path, book.about, path))
         else:
             roots.append(path.parent)
             books.append(ShelfBook(len(books) + 1, path.name, path, {}))
@@ -85,6 +87,12 @@ class Room:
     def __init__(self, paths: list[Path], session: api.SessionSettings, max_sessions: int = 4) -> None:
         self.books, roots = shelf_of(paths)
         self.held = Books(ServerSettings(roots, session, max_sessions))
+        # the folders searched: a shelf whole, a book given alone by its name (its folder's
+        # other files are neither read nor indexed)
+        shelves = dict.fromkeys(b.shelf for b in self.books if b.shelf is not None)
+        self.searched = [(shelf, None) for shelf in shelves] + [
+            (b.path.parent, glob.escape(b.path.name)) for b in self.books if b.shelf is None
+        ]
         self._pages: dict[str, list[tuple[int, int, str]]] = {}
         self._lock = threading.Lock()
 
@@ -151,8 +159,8 @@ def make_app(room: Room, allowed_hosts: tuple[str, ...] = LOOPBACK) -> Starlette
         hits = []
         if words:
             by_path = {b.path: b for b in room.books}
-            for root in room.held.roots:
-                found = Library((root,)).search(words, SEARCH_HITS * 2, within=Within(upto=upto))
+            for root, alone in room.searched:
+                found = Library((root,)).search(words, SEARCH_HITS * 2, within=Within(alone, upto))
                 for hit in found.hits:
                     served = by_path.get((root / hit.book).resolve())
                     if served is not None:
