@@ -69,13 +69,18 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
     data = answered.structured_content
     book = (EXAMPLES / GIANT).read_text(encoding="utf-8")
     assert data["answer"] and data["quotes"] and data["citations"]
+    from cwread.book import load_document
+
+    paragraphs = load_document(str(EXAMPLES / GIANT))
     for quote in data["quotes"]:  # each quote is in the paragraph it names, at its offsets
-        [cited] = [c for c in data["cited_paragraphs"] if c["paragraph"] == quote["paragraph"]]
-        assert cited["text"][quote["start"] : quote["end"]] == quote["quote"]
+        assert paragraphs.paragraph(quote["id"]).text[quote["start"] : quote["end"]] == quote["quote"]
         assert " ".join(quote["quote"].split()) in " ".join(book.split())
-        assert "not instructions" in quote["is"]
+    assert "not instructions" in data["quotes_are"] and data["book"] == GIANT
     assert data["models"]["finder"].startswith("embedded:") and "finder" in data["skipped"]
-    assert "--" not in data["skipped"]["finder"]  # an assistant is told no command-line flag
+    assert "--" not in data["skipped"]["finder"] and "benchmarks/" not in str(data["skipped"])
+    # each thing once: no paragraph text beside its quote, no run statistics, no server path
+    assert not {"cited_paragraphs", "plan", "document", "packet", "answer_judgement"} & set(data)
+    assert str(EXAMPLES) not in str(data)
     assert answered.content[0].text.startswith("Answer: ")
     assert progress  # the first call built the index, and said so
 
@@ -90,7 +95,8 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
     assert not shelf.is_error and shelf.structured_content["searched"][0]["book"] == GIANT
     assert shelf.content[0].text.count("\n#") <= 2 and f"#1 {GIANT} [" in shelf.content[0].text
     assert all("text" not in p for p in shelf.structured_content["passages"])
-    assert not shelf_answer.is_error and shelf_answer.structured_content["document"]["path"].endswith(GIANT)
+    assert not shelf_answer.is_error and shelf_answer.structured_content["book"] == GIANT
+    assert f"Quotes from {GIANT}" in shelf_answer.content[0].text  # a library's answer names its book
     assert shelf_answer.structured_content["answer"] == data["answer"]
 
 
@@ -175,7 +181,7 @@ def test_a_folder_under_the_root_is_a_book_cited_by_file(tmp_path):
     assert not results[0].is_error and answer["quotes"]
     for quote in answer["quotes"]:
         assert (
-            quote["source"] in ("part1", "part2") and quote["id"] == f"{quote['source']}:{quote['paragraph']}"
+            quote["id"].split(":")[0] in ("part1", "part2") and quote["id"].split(":")[1].isdigit()
         )
     assert shown["paragraphs"][0]["id"] == "part1:1"
     assert "secret.txt: a link out of the folder, not followed" in shown["skipped"]
@@ -195,8 +201,8 @@ def test_every_parameter_says_what_it_takes_and_no_verdict_says_what_a_client_ca
         ("verify", {"book": GIANT, "claim": "The Giant built a high wall round his garden."}),
     )
     verdict = results[0].structured_content
-    assert verdict["verdict"] is None and "judge_anyway" in verdict["failure"]
-    assert "--judge-anyway" not in verdict["failure"]
+    assert verdict["verdict"] is None and "judge_anyway" in verdict["why"]
+    assert "--judge-anyway" not in verdict["why"]
 
 
 def test_a_cancelled_call_frees_its_book_at_once(tmp_path):

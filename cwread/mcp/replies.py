@@ -19,21 +19,51 @@ from cwread.records import FindResult
 from cwread.retrieval.cast import CastMember
 from cwread.retrieval.passages import Passage, quoted_passages
 from cwread.trace import Trace
-from cwread.views import json_output, trace_json, wording
+from cwread.views import json_output, wording
+from cwread.views.console import without_measurements
 
 
-def answer_content(trace: Trace) -> dict[str, Any]:
-    """What an agent needs of an answer: the answer (None: not determined), the verdict for a
-    claim, its quotes with offsets, the cited paragraphs, why nothing stands if so, what was
-    skipped and the models."""
-    answer = trace_json.answer_json(trace, wording.MCP)
+def answer_content(trace: Trace, book: str) -> dict[str, Any]:
+    """What an agent needs of an answer, each thing once: the book (as list_books names it),
+    the answer (None: cwread stands behind none) or the verdict for a claim, why none stands,
+    its quotes (each its paragraph's id, chapter and page, its words and their offsets into the
+    paragraph as `show` gives it), the citations, what was skipped that the why does not say,
+    in one line each, and the models. The run's statistics (plan, scores, packet) are the
+    CLI's trace's."""
+    document = trace.document
+    why = wording.failure(trace, wording.MCP)
+    quotes = []
+    for q in trace.outcome.quotes:
+        page = document.page(q.id)
+        chapter = document.chapter(q.id)
+        quotes.append(
+            {
+                "id": json_output.id_json(document, q.id),
+                "chapter": chapter.title if chapter else None,
+                **({"page": page} if page is not None else {}),
+                "quote": q.text,
+                "start": q.start,
+                "end": q.end,
+            }
+        )
+    skipped = {
+        stage: without_measurements(said)
+        for stage, said in wording.skipped(trace, wording.MCP).items()
+        if said != why and (why is None or said not in why)
+    }
     return {
-        **answer,
-        "quotes": [{**q, "is": BOOKS_WORDS} for q in answer["quotes"]],
-        "skipped": wording.skipped(trace, wording.MCP),
-        "plan": trace_json.plan_json(trace.plan),
+        "book": book,
+        "question": trace.question.text,
+        **({"options": trace.question.options} if trace.question.options else {}),
+        "status": trace.status,
+        "answer": trace.answer,
+        **({"verdict": trace.answer} if trace.question.form.verdict else {}),
+        "why": why,
+        "quotes": quotes,
+        "quotes_are": BOOKS_WORDS,
+        "citations": [json_output.id_json(document, pid) for pid in trace.citations],
+        "skipped": skipped,
         "models": dict(trace.models),
-        "document": json_output.document_json(trace.document),
     }
 
 
@@ -141,14 +171,14 @@ def bound_chars(max_chars: int) -> int | None:
     return max_chars or None
 
 
-def answer_text(trace: Trace) -> str:
+def answer_text(trace: Trace, book: str) -> str:
     """The answer for clients that show text only: the answer or why there is none, then the
     quotes, marked as the book's words."""
     failure = wording.failure(trace, wording.MCP)
     head = f"Answer: {trace.answer}" if failure is None else f"No answer: {failure}"
     lines = [head]
     if trace.outcome.quotes:
-        lines.append(f"Quotes ({BOOKS_WORDS}):")
+        lines.append(f"Quotes from {book} ({BOOKS_WORDS}):")
         for passage in quoted_passages(trace.document, trace.outcome.quotes):
             chapter = f" ({passage.chapter.title})" if passage.chapter else ""
             lines.append(f'[{passage.span}]{chapter} "{passage.excerpt.text}"')

@@ -121,7 +121,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             )
             limit = api.reading_limit(session.document, upto) if upto else None
             trace = session.ask(question, run, progress=reporter(ctx), hints=api.Hints(upto=limit))
-        return result(answer_content(trace), answer_text(trace))
+        return result(answer_content(trace, book), answer_text(trace, book))
 
     @server.tool(
         description="Answer a question about a book (or, with no book, about the library's book whose passages "
