@@ -14,7 +14,7 @@ from cwread.book.chapters import Chapter
 from cwread.plan import AnswerMode
 from cwread.question import Question
 from cwread.retrieval.cast import Named
-from cwread.retrieval.passages import PASSAGE_MOST, Passage, find_passages
+from cwread.retrieval.passages import Passage, find_passages
 from cwread.retrieval.segments import Budget, Segment
 
 
@@ -180,9 +180,7 @@ class FindResult:
     def printed(self, limit: int, expand: int | str | None = None) -> tuple[Passage, ...]:
         """The first `limit` segments (0: all) as a reader is shown them (`find_passages`)."""
         segments = self.segments if not limit else self.segments[:limit]
-        # widened as the reader asked: printed whole; else a long scene around its best
-        most = PASSAGE_MOST if expand is None else None
-        return find_passages(self.document, segments, self.paragraph_scores, self.chapter_of, expand, most)
+        return find_passages(self.document, segments, self.paragraph_scores, self.chapter_of, expand)
 
 
 @dataclass(frozen=True)

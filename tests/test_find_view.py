@@ -2,7 +2,6 @@
 character budget with one line naming what was left out, chapters on each passage, and the
 question's words the book does not hold. Through the real CLI."""
 
-import json
 import re
 
 from tests.conftest import run
@@ -217,27 +216,3 @@ def test_find_on_a_terminal_keeps_to_a_screenful_with_chapters(capsys, novel, ca
     printed = scene.partition("Left out past")[0]
     assert code == 0 and len(printed.splitlines()) <= 60 and "Silas hid the brass key" in printed
     assert re.search(r"^\(more of this passage: show [\d, -]+\)$", printed, re.M)
-
-
-def test_a_long_scene_is_printed_around_its_best_paragraph_and_names_the_rest(capsys, novel, cache_dir):  # noqa: F811
-    """Passages of one scene joined can run to 20 paragraphs where the answer is one: printed
-    around the best (PASSAGE_MOST), the rest named by span to show; widened on purpose
-    (--expand), printed whole."""
-    from cwread.retrieval.passages import LONG_PASSAGE, PASSAGE_MOST
-
-    asked = ("find", str(novel), "Where did Silas hide the brass key?", "--limit", "0", "--max-chars", "0")
-    code, out, _ = run(capsys, *asked, "--json")
-    passages = json.loads(out)["passages"]
-    long = [p for p in passages if p["beyond"]]
-    assert code == 0 and long
-    for p in long:
-        shown = range(int(p["start"]), int(p["end"]) + 1)
-        assert len(shown) == PASSAGE_MOST and int(p["best"]) in shown
-        hidden = [int(n) for part in p["beyond"].split(", ") for n in part.split("-")]
-        assert not set(range(min(hidden), max(hidden) + 1)) & set(shown) or min(hidden) < shown[0]
-    assert all(int(p["end"]) - int(p["start"]) + 1 <= LONG_PASSAGE for p in passages if not p["beyond"])
-    code, text, _ = run(capsys, *asked)
-    notes = re.findall(r"^\(around its best paragraph; the rest: show ([\d, -]+)\)$", text, re.M)
-    assert code == 0 and notes == [p["beyond"] for p in long]
-    code, out, _ = run(capsys, *asked, "--json", "--expand", "2")
-    assert code == 0 and not any(p["beyond"] for p in json.loads(out)["passages"])

@@ -34,12 +34,6 @@ class Passage:
     anchors: tuple[int, ...] = ()
     book: str = ""
     excerpt: Quote | None = None
-    beyond: tuple[int, ...] = ()  # its paragraphs not printed (a long one is printed around its best)
-
-    @property
-    def beyond_span(self) -> str:
-        """The paragraphs of it not printed, as `show` takes them ("" where none)."""
-        return runs_label(list(self.beyond), self.document.span_label) if self.beyond else ""
 
     @property
     def span(self) -> str:
@@ -72,11 +66,6 @@ def runs_label(ids: list[int], span_label: Callable[[int, int], str]) -> str:
 REPLIES = 3  # paragraphs of dialogue printed after a passage that ends in dialogue
 SCENE_PARAGRAPHS = 40  # of a passage widened to its scene, at most (centred on the passage)
 SCENE_GAP = 2  # paragraphs between two passages printed as one scene
-# where the reader did not widen it, a scene of joined passages longer than LONG_PASSAGE
-# paragraphs is printed around its best, PASSAGE_MOST of them, the rest named by span (#88: a
-# reader was printed 20-24 paragraphs where the answer was two)
-LONG_PASSAGE = 12
-PASSAGE_MOST = 8
 _SPEAKS = ("“", '"', "‘", "'")
 
 
@@ -147,14 +136,12 @@ def find_passages(
     scores: Sequence[float],
     chapter_of: Callable[[Segment], Chapter | None],
     expand: int | str | None = None,
-    most: int | None = None,
 ) -> tuple[Passage, ...]:
     """A find's `segments` (ranked) as passages: each widened as `expand` says (`printed_span`),
     each paragraph printed once (a segment all printed before is left out), one beside a passage
     printed before in its scene (`_same_scene`) joined to it in the story's order, the gap
     between filled; `scores`, each paragraph's (its best is a cut's centre); `chapter_of`, a
-    segment's chapter (a joined passage keeps its first's); `most`, the paragraphs printed of one
-    (None: all): a longer one keeps those around its best, the rest in `beyond`."""
+    segment's chapter (a joined passage keeps its first's)."""
     groups: list[tuple[list[int], list[int]]] = []  # (ranks, ids)
     firsts: list[Segment] = []
     taken: set[int] = set()
@@ -175,20 +162,19 @@ def find_passages(
             taken.update(gap)
             near[1][:] = sorted(joined + gap)
     ranked = {rank: s for rank, s in enumerate(segments, start=1)}
-    out = []
-    for (ranks, ids), first in zip(groups, firsts, strict=True):
-        best = best_paragraph(ids, scores)
-        printed, beyond = ids, []
-        if most is not None and len(ids) > LONG_PASSAGE:
-            at = ids.index(best)
-            start = min(max(0, at - most // 2), len(ids) - most)
-            printed, beyond = ids[start : start + most], ids[:start] + ids[start + most :]
-        anchors = tuple(sorted({a for r in ranks for a in ranked[r].anchors if a in printed}))
-        out.append(
-            Passage(document, tuple(ranks), tuple(printed), best, chapter_of(first), first.origin, first.score,
-                    anchors, beyond=tuple(beyond))
-        )  # fmt: skip
-    return tuple(out)
+    return tuple(
+        Passage(
+            document,
+            tuple(ranks),
+            tuple(ids),
+            best_paragraph(ids, scores),
+            chapter_of(first),
+            first.origin,
+            first.score,
+            tuple(sorted({a for r in ranks for a in ranked[r].anchors if a in ids})),
+        )
+        for (ranks, ids), first in zip(groups, firsts, strict=True)
+    )
 
 
 def quoted_passages(document: Document, quotes: Sequence[Quote]) -> tuple[Passage, ...]:

@@ -196,7 +196,6 @@ def passage_json(passage: Passage) -> dict:
         "score": round(passage.score, 6),
         "anchors": [id_json(doc, a) for a in passage.anchors],
         "best": id_json(doc, passage.best),
-        "beyond": passage.beyond_span or None,  # its paragraphs not printed, as show takes them
     }
 
 

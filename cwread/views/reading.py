@@ -186,10 +186,7 @@ def _passage_block(passage: Passage, title: str) -> Block:
     body = [f"[{doc.label(pid)}] {printable(doc.paragraph(pid).text)}" for pid in passage.ids]
     shown = " ".join(filter(None, ["show", printable(passage.book), doc.label(passage.best)]))
     best = passage.ids.index(passage.best)
-    head = [title]
-    if passage.beyond:  # a long scene: printed around its best paragraph
-        head.append(capped(f"(around its best paragraph; the rest: show {passage.beyond_span})"))
-    return Block(head, body, title, pids=list(passage.ids), best=best, whole=shown)
+    return Block([title], body, title, pids=list(passage.ids), best=best, whole=shown)
 
 
 def passage_title(passage: Passage) -> str:

@@ -267,8 +267,6 @@ def _passage_box(out: Console, passage: Passage, ids: Sequence[int]) -> Panel:
         body.append(printable(doc.paragraph(pid).text), style="bold" if pid in passage.anchors else "")
         if pid != ids[-1]:
             body.append("\n\n")
-    if passage.beyond:  # a long scene: printed around its best paragraph
-        body.append(f"\n\n(around its best paragraph; the rest: show {passage.beyond_span})", style="dim")
     shown = replace(passage, ids=tuple(ids)) if tuple(ids) != passage.ids else passage
     # a Text, not markup: "[ch03:1-5]" would be read as a style tag and vanish
     return panel(

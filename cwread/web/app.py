@@ -301,7 +301,6 @@ def _passage_view(document: Document, passage: Passage) -> dict:
         "span": passage.span,
         "chapter": printable(passage.chapter.title) if passage.chapter else "",
         "best": document.label(passage.best),
-        "beyond": passage.beyond_span,
         "paragraphs": [
             (anchor(document, p), document.label(p), marked(document.paragraph(p).text, [])) for p in passage.ids
         ],
