@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -220,6 +221,18 @@ def test_console_script_end_to_end(story, cache_dir):
     assert proc.stderr.strip().count("\n") == 0 and "no such file" in proc.stderr
 
 
+def _option_text(help_text: str, flag: str) -> str:
+    """An option's whole entry in plain help: its line and the indented lines that go on with it."""
+    lines = help_text.splitlines()
+    at = next(i for i, line in enumerate(lines) if flag + " " in line)
+    rest = []
+    for line in lines[at + 1 :]:
+        if line.lstrip().startswith("-") or not line.startswith("      "):
+            break
+        rest.append(line.strip())
+    return " ".join([lines[at], *rest])
+
+
 def test_help_lists_every_registered_choice(capsys, monkeypatch):
     """Choices in help come from their registries: a method, backend or mode added there is
     listed without touching the help text."""
@@ -231,7 +244,7 @@ def test_help_lists_every_registered_choice(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "1000")  # one line an option: no name is broken across lines
     _, eval_help, _ = run(capsys, "eval", "--help")
     _, ask_help, _ = run(capsys, "ask", "--help")
-    method_line = next(line for line in eval_help.splitlines() if "--method" in line)
+    method_line = _option_text(eval_help, "--method")
     assert [m for m in EVAL_METHODS if m not in method_line] == []
     for flag, names in (
         ("--retrieval", RETRIEVALS),
@@ -239,7 +252,7 @@ def test_help_lists_every_registered_choice(capsys, monkeypatch):
         ("--answer", ANSWER_CHOICES),
         ("--finder-reply", FINDER_REPLIES),
     ):
-        line = next(line for line in ask_help.splitlines() if flag + " " in line)
+        line = _option_text(ask_help, flag)
         assert [n for n in names if n not in line] == [], flag
 
 
@@ -310,9 +323,12 @@ def test_show_takes_neighbours_and_a_relative_range(capsys, story):
     assert [p["id"] for p in json.loads(out)["paragraphs"]] == [1, 2, 3, 4]  # every paragraph once
 
 
-def test_ask_help_puts_the_common_options_first_and_groups_the_rest(capsys):
+def test_ask_help_puts_the_common_options_first_and_groups_the_rest(capsys, monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")  # a terminal's help: Rich's panels
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("TERM", raising=False)
     code, out, _ = run(capsys, "ask", "--help")
-    lines = out.splitlines()
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", out).splitlines()
     where = {
         flag: next(i for i, line in enumerate(lines) if f"{flag} " in line)
         for flag in ("--json", "--width", "--b-c", "--gguf")
@@ -340,3 +356,14 @@ def test_version_is_answered_before_the_cli_is_imported():
     from cwread import __version__
 
     assert done.stdout.splitlines() == [f"cwread {__version__}", "[]"]
+
+
+def test_help_into_a_pipe_is_plain_text(capsys):
+    """An assistant reads the help through a pipe: no boxes padded to the width, two fifths the
+    characters of Rich's panels (#88: the help read once cost 25,000 characters)."""
+    sizes = {}
+    for command in ([], ["find"], ["show"], ["search"]):
+        code, out, _ = run(capsys, *command, "--help")
+        assert code == 0 and "╭" not in out and "│" not in out
+        sizes[" ".join(command) or "cwread"] = len(out)
+    assert sum(sizes.values()) < 12_000, sizes

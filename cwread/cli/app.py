@@ -23,7 +23,7 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},  # every command's too: click contexts inherit it
     add_completion=True,
-    rich_markup_mode="markdown",
+    rich_markup_mode="markdown",  # on a terminal; a pipe gets plain help (cwread.cli.core.main)
     pretty_exceptions_enable=False,
 )
 

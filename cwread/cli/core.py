@@ -383,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
 
     console.begin_run()
     console.want_statistics(debug)
+    # a terminal gets Rich's panels; a pipe (an assistant reading the help) plain text, two
+    # fifths the characters (cwread --help with find, show and search: 25,400 against 10,800)
+    app.rich_markup_mode = "markdown" if console.stdout().is_terminal else None
     command = typer.main.get_command(app)
     try:
         if args[:1] != ["config"]:  # the settings file stands in for the environment (config mends it)

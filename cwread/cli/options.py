@@ -23,8 +23,9 @@ from cwread.views import READER_CHARS, TERMINAL_LINES
 Book = Annotated[
     str,
     typer.Argument(
-        help=f"The book: a {format_names()} file, or a folder of them read as one book (each "
-        "paragraph then cited as FILE:N); - reads standard input.",
+        help=f"The book: a {format_names()} file, or a folder of them: one book (each paragraph "
+        "cited as FILE:N), or a shelf where its files are separate books (find, ask); - reads "
+        "standard input.",
         show_default=False,
     ),
 ]
