@@ -327,3 +327,16 @@ def test_search_on_a_file_reads_that_file_alone(capsys, library, cache_dir):
     code, out, _ = run(capsys, "search", str(library), "foundry", "--json")
     found = json.loads(out)
     assert code == 0 and found["index_built"] is True and found["books"] == 3  # the rest read now
+
+
+def test_a_quoted_phrase_is_matched_as_written(capsys, tmp_path, cache_dir):
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    (shelf / "dock.txt").write_text("He stretched out his arms toward the green light at the end of the dock.\n", encoding="utf-8")
+    (shelf / "lamp.txt").write_text("The light of the lamp was green and dim, and no one came to the door.\n", encoding="utf-8")
+    code, out, _ = run(capsys, "search", str(shelf), '"green light"', "--json")
+    assert code == 0 and [h["book"] for h in json.loads(out)["hits"]] == ["dock.txt"]
+    code, out, _ = run(capsys, "search", str(shelf), "green light", "--json")  # unquoted: any of the words
+    assert code == 0 and {h["book"] for h in json.loads(out)["hits"]} == {"dock.txt", "lamp.txt"}
+    code, out, _ = run(capsys, "search", str(shelf), '“the end of the dock” arms', "--json")
+    assert code == 0 and [h["book"] for h in json.loads(out)["hits"]] == ["dock.txt"]

@@ -88,10 +88,25 @@ def query_words(query: str) -> list[str]:
     return list(dict.fromkeys(w.lower() for w in _WORD.findall(query) if w.lower() not in STOPWORDS))
 
 
+_PHRASE = re.compile(r'"([^"]+)"|“([^”]+)”')
+
+
 def match_expression(query: str) -> str | None:
     """An FTS5 query for `query`'s words (query_words), any of them (BM25 weighs them), each
-    quoted (nothing in it is FTS5 syntax); None where no word is left."""
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in query_words(query)) or None
+    quoted (nothing in it is FTS5 syntax); a phrase the query quotes ("green light") must be
+    in the paragraph as written, word for word (its stop words too); None where no word is left."""
+    phrases = [" ".join(w.lower() for w in _WORD.findall(a or b)) for a, b in _PHRASE.findall(query)]
+    phrases = [p for p in phrases if p]
+    words = " OR ".join(_quoted(w) for w in query_words(query))
+    if not phrases:
+        return words or None
+    # the phrases required; every word (theirs too) weighed, so the OR group always holds
+    return " AND ".join([*(_quoted(p) for p in phrases), f"({words})"]) if words else " AND ".join(map(_quoted, phrases))
+
+
+def _quoted(words: str) -> str:
+    """`words` as an FTS5 string (a phrase where there are several): nothing in it is syntax."""
+    return '"' + words.replace('"', '""') + '"'
 
 
 class SqliteStore:

@@ -417,7 +417,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
         annotations=read_only,
     )
     async def search(
-        query: Annotated[str, Field(description="The words to look for.")],
+        query: Annotated[
+            str, Field(description='The words to look for; a quoted phrase ("green light") is matched as written.')
+        ],
         limit: Annotated[
             int,
             Field(
