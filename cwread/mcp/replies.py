@@ -32,20 +32,9 @@ def answer_content(trace: Trace, book: str) -> dict[str, Any]:
     CLI's trace's."""
     document = trace.document
     why = wording.failure(trace, wording.MCP)
-    quotes = []
-    for q in trace.outcome.quotes:
-        page = document.page(q.id)
-        chapter = document.chapter(q.id)
-        quotes.append(
-            {
-                "id": json_output.id_json(document, q.id),
-                "chapter": chapter.title if chapter else None,
-                **({"page": page} if page is not None else {}),
-                "quote": q.text,
-                "start": q.start,
-                "end": q.end,
-            }
-        )
+    quotes = [
+        {**_place(document, q.id), "quote": q.text, "start": q.start, "end": q.end} for q in trace.outcome.quotes
+    ]
     skipped = {
         stage: without_measurements(said)
         for stage, said in wording.skipped(trace, wording.MCP).items()

@@ -63,6 +63,26 @@ class Block:
         return _size([*([""] if self.blank else []), *self.head, *self.body])
 
 
+def grown(count: int, best: int, fits: Callable[[int, int], bool]) -> tuple[int, int]:
+    """The run `low..high` of `count` lines around the `best` one, grown a line at a time, after
+    it then before it, while `fits(low, high)` holds (the best alone where no more fits)."""
+    low = high = best
+    grew = True
+    while grew:
+        grew = False
+        for nxt in (high + 1, low - 1):
+            if 0 <= nxt < count and fits(min(low, nxt), max(high, nxt)):
+                low, high = min(low, nxt), max(high, nxt)
+                grew = True
+    return low, high
+
+
+def named_list(names: list[str]) -> str:
+    """The first NAMED_MOST of `names`, each capped, then how many more: what a left-out line says."""
+    more = f"; and {len(names) - NAMED_MOST:,} more" if len(names) > NAMED_MOST else ""
+    return "; ".join(capped(name, 120) for name in names[:NAMED_MOST]) + more
+
+
 def _cut(block: Block, room: int, span_label: Callable[[int, int], str] | None, option: str = OPTION) -> Block:
     """`block` within `room` characters: its head, the body lines around its best, and a line
     naming the paragraphs cut (to `show`); where the best alone is longer than what is left, it
@@ -81,16 +101,7 @@ def _cut(block: Block, room: int, span_label: Callable[[int, int], str] | None, 
         cut_inside = (len(kept), len(text))
         lines = [kept.rstrip() + " …"]
     else:
-        while True:
-            grew = False
-            for side in (1, -1):
-                nxt = high + 1 if side > 0 else low - 1
-                if 0 <= nxt < len(body) and used + len(body[nxt]) + 1 <= left:
-                    used += len(body[nxt]) + 1
-                    low, high = (low, nxt) if side > 0 else (nxt, high)
-                    grew = True
-            if not grew:
-                break
+        low, high = grown(len(body), block.best, lambda lo, hi: _size(body[lo : hi + 1]) <= left)
         lines = body[low : high + 1]
     notes = []
     if cut_inside is not None:
@@ -168,9 +179,7 @@ def left_out_lines(
     many and the first NAMED_MOST (`spans`: by the span of their paragraphs); unwrapped."""
     if not left:
         return []
-    names = [capped(b.name, 120) for b in left[:NAMED_MOST]]
-    more = f"; and {len(left) - NAMED_MOST:,} more" if len(left) > NAMED_MOST else ""
-    named = f"{'; '.join(names)}{more}"
+    named = named_list([b.name for b in left])
     if spans and span_label is not None:  # paragraphs in order: named by their span
         first, last = left[0].pids[0], left[-1].pids[-1]
         named = span_label(first, last) if first != last else left[0].name

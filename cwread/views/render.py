@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from rich.console import Console
@@ -168,8 +168,6 @@ def map_view(result: FindResult, count: int, absent: list[str], max_chars: int |
     _print_lines(reading.map_lines(result, count, absent, _reader_width(stdout(lines=True)), max_chars))
 
 
-
-
 def find_view(result: FindResult, passages: Sequence[Passage], limit: int, max_chars: int | None = None) -> None:
     """`find` on a terminal: the question, then each passage in a box headed by its rank, span and
     chapter, the paragraphs retrieval ranked high in bold; whole passages best first within
@@ -198,9 +196,8 @@ def find_view(result: FindResult, passages: Sequence[Passage], limit: int, max_c
     def left_out(rest: Sequence[Passage]) -> list[Text]:
         if not rest:
             return []
-        named = "; ".join(reading.capped(reading.passage_title(p), 120) for p in rest[: reading.NAMED_MOST])
-        more = f"; and {len(rest) - reading.NAMED_MOST:,} more" if len(rest) > reading.NAMED_MOST else ""
-        line = f"Left out past {bound} (--max-chars 0 prints them all): {len(rest)} passages: {named}{more}."
+        named = reading.named_list([reading.passage_title(p) for p in rest])
+        line = f"Left out past {bound} (--max-chars 0 prints them all): {len(rest)} passages: {named}."
         return [Text(line, style="dim")]
 
     def cut_note(passage: Passage, ids: Sequence[int]) -> list[Text]:
@@ -217,23 +214,26 @@ def find_view(result: FindResult, passages: Sequence[Passage], limit: int, max_c
     out.print(head)
     for note in notes:
         out.print(note)
-    after: list[Text] = []
+    stop = len(passages)  # the first passage that does not fit
     for index, passage in enumerate(passages):
         box = _passage_box(out, passage, passage.ids)
-        if fits(box, passage.ids, left_out(passages[index + 1 :])):
-            out.print(box)
-            lines += _height(out, box)
-            chars += sum(len(doc.paragraph(pid).text) for pid in passage.ids)
-            continue
-        after = left_out(passages[index:])
-        if index == 0:  # the first is printed whatever its length: around its best paragraph
-            ids = _around(
-                passage,
-                lambda p, ids: fits(_passage_box(out, p, ids), ids, cut_note(p, ids) + left_out(passages[1:])),
-            )
-            out.print(_passage_box(out, passage, ids))
-            after = cut_note(passage, ids) + left_out(passages[1:])
-        break
+        if not fits(box, passage.ids, left_out(passages[index + 1 :])):
+            stop = index
+            break
+        out.print(box)
+        lines += _height(out, box)
+        chars += sum(len(doc.paragraph(pid).text) for pid in passage.ids)
+    after = left_out(passages[stop:])
+    if stop == 0 and passages:  # the first is printed whatever its length: around its best paragraph
+        first, ids, rest = passages[0], passages[0].ids, left_out(passages[1:])
+
+        def cut_fits(low: int, high: int) -> bool:
+            part = ids[low : high + 1]
+            return fits(_passage_box(out, first, part), part, cut_note(first, part) + rest)
+
+        low, high = reading.grown(len(ids), ids.index(first.best), cut_fits)
+        out.print(_passage_box(out, first, ids[low : high + 1]))
+        after = cut_note(first, ids[low : high + 1]) + rest
     for line in after:
         out.print(line)
 
@@ -241,21 +241,6 @@ def find_view(result: FindResult, passages: Sequence[Passage], limit: int, max_c
 def _height(out: Console, renderable) -> int:
     """The lines `renderable` takes on `out`."""
     return len(out.render_lines(renderable, out.options, pad=False))
-
-
-def _around(passage: Passage, fits: Callable[[Passage, Sequence[int]], bool]) -> tuple[int, ...]:
-    """Of `passage`'s paragraphs, its best and those around it, as many as `fits` takes (the
-    best alone where none does)."""
-    ids = passage.ids
-    low = high = ids.index(passage.best)
-    grew = True
-    while grew:
-        grew = False
-        for nxt in (high + 1, low - 1):
-            if 0 <= nxt < len(ids) and fits(passage, ids[min(low, nxt) : max(high, nxt) + 1]):
-                low, high = min(low, nxt), max(high, nxt)
-                grew = True
-    return ids[low : high + 1]
 
 
 def _passage_box(out: Console, passage: Passage, ids: Sequence[int]) -> Panel:

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import glob
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio.to_thread
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -246,27 +249,20 @@ def make_app(room: Room, allowed_hosts: tuple[str, ...] = LOOPBACK) -> Starlette
         ]
         return page("cast.html", title=f"{room.book(number).name}: the cast", book=room.book(number), members=shown)
 
-    async def guarded(request: Request) -> Response:
-        """Each page on a worker thread; a fault of the reader's (a bad id, a bad limit) is a
-        page that says so in one line, never a traceback."""
-        import anyio.to_thread
+    def route(path: str, handler: Callable[[Request], Response]) -> Route:
+        """`handler`'s page at `path`, on a worker thread; a fault of the reader's (a bad id, a
+        bad limit) is a page that says so in one line, never a traceback."""
 
-        handler = HANDLERS[request.scope["route_name"]]
-        try:
-            return await anyio.to_thread.run_sync(handler, request)
-        except CwreadError as exc:
-            return page("error.html", status=400 if isinstance(exc, InputError) else 500, title="Not read", message=str(exc))
-        except (ValueError, StopIteration) as exc:
-            return page("error.html", status=400, title="Not read", message=f"bad request: {exc}")
-
-    HANDLERS = {"shelf": shelf, "search": search, "book": book, "read": read, "ask": ask, "cast": cast}
-
-    def route(path: str, name: str) -> Route:
         async def endpoint(request: Request) -> Response:
-            request.scope["route_name"] = name
-            return await guarded(request)
+            try:
+                return await anyio.to_thread.run_sync(handler, request)
+            except CwreadError as exc:
+                status = 400 if isinstance(exc, InputError) else 500
+                return page("error.html", status=status, title="Not read", message=str(exc))
+            except (ValueError, StopIteration) as exc:
+                return page("error.html", status=400, title="Not read", message=f"bad request: {exc}")
 
-        return Route(path, endpoint, name=name)
+        return Route(path, endpoint, name=handler.__name__)
 
     async def headers(request: Request, call_next) -> Response:
         response = await call_next(request)
@@ -275,16 +271,14 @@ def make_app(room: Room, allowed_hosts: tuple[str, ...] = LOOPBACK) -> Starlette
         response.headers["Referrer-Policy"] = "no-referrer"
         return response
 
-    from starlette.middleware.base import BaseHTTPMiddleware
-
     return Starlette(
         routes=[
-            route("/", "shelf"),
-            route("/search", "search"),
-            route("/book/{number:int}", "book"),
-            route("/book/{number:int}/read", "read"),
-            route("/book/{number:int}/ask", "ask"),
-            route("/book/{number:int}/cast", "cast"),
+            route("/", shelf),
+            route("/search", search),
+            route("/book/{number:int}", book),
+            route("/book/{number:int}/read", read),
+            route("/book/{number:int}/ask", ask),
+            route("/book/{number:int}/cast", cast),
             Mount("/static", StaticFiles(packages=[("cwread.web", "static")]), name="static"),
         ],
         middleware=[
