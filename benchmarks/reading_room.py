@@ -13,6 +13,7 @@ Debian's chromium, takes the shelf, a question and a cast into docs/.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import shutil
 import statistics
@@ -37,6 +38,7 @@ QUESTIONS = [  # written here for timing, not dev questions
 
 
 CACHE = tempfile.mkdtemp(prefix="cwread-room-cache-")
+atexit.register(shutil.rmtree, CACHE, ignore_errors=True)  # nothing left in /tmp
 
 
 def serve(*paths: Path) -> tuple[subprocess.Popen, str]:
