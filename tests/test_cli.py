@@ -242,8 +242,8 @@ def test_help_lists_every_registered_choice(capsys, monkeypatch):
     from cwread.retrieval.fusion import METHODS as RETRIEVALS
 
     monkeypatch.setenv("COLUMNS", "1000")  # one line an option: no name is broken across lines
-    _, eval_help, _ = run(capsys, "eval", "--help")
-    _, ask_help, _ = run(capsys, "ask", "--help")
+    _, eval_help, _ = run(capsys, "eval", "--help-all")
+    _, ask_help, _ = run(capsys, "ask", "--help-all")
     method_line = _option_text(eval_help, "--method")
     assert [m for m in EVAL_METHODS if m not in method_line] == []
     for flag, names in (
@@ -261,6 +261,24 @@ def test_dash_h_is_help(capsys, args):
     code, out, err = run(capsys, *args)
     assert code == 0, err
     assert "Usage:" in out
+
+
+def test_the_help_an_assistant_reads_once_is_short_and_names_the_rest(capsys, story):
+    """Into a pipe, `cwread --help` with find's, show's and search's fits 6,000 characters
+    (#88): the second panels' options are counted and shown by --help-all, and still work."""
+    helps = {c: run(capsys, *([c] if c else []), "--help")[1] for c in ("", "find", "show", "search")}
+    assert sum(len(h) for h in helps.values()) <= 6000
+    assert all("<str>" not in h and "{" not in h.splitlines()[0] for h in helps.values())
+    assert "--b-c" not in helps["find"] and "--encoding" not in helps["find"]
+    more = re.search(r"(\d+) more options \(([^)]*)\): --help-all", " ".join(helps["find"].split()))
+    assert more and "Budgets" in more.group(2)
+    code, every, _ = run(capsys, "find", "--help-all")
+    listed = [line for line in every.splitlines() if line.startswith(("-", "  -"))]
+    shown = [line for line in helps["find"].splitlines() if line.startswith(("-", "  -"))]
+    assert code == 0 and "--b-c N" in every and "--encoding TEXT" in every
+    assert len(listed) - len(shown) == int(more.group(1))
+    code, _, _ = run(capsys, "show", str(story), "1", "--encoding", "utf-8", "--width", "40")  # hidden, still taken
+    assert code == 0
 
 
 def test_show_to_the_end_all_and_a_range_past_it(capsys, story):
@@ -329,18 +347,19 @@ def test_ask_help_puts_the_common_options_first_and_groups_the_rest(capsys, monk
     monkeypatch.delenv("TERM", raising=False)
     code, out, _ = run(capsys, "ask", "--help")
     lines = re.sub(r"\x1b\[[0-9;]*m", "", out).splitlines()
+    panels = [line.split("─ ")[1].split(" ─")[0] for line in lines if line.startswith("╭─ ")]
+    assert code == 0 and panels == ["Arguments", "Options"] and len(lines) < 80  # one screen
+    plain = " ".join(" ".join(line.strip("│ ") for line in lines).split())
+    assert "--json " in plain and "--b-c " not in plain and "more options (Question kind" in plain
+    code, out, _ = run(capsys, "ask", "--help-all")
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", out).splitlines()
     where = {
         flag: next(i for i, line in enumerate(lines) if f"{flag} " in line)
         for flag in ("--json", "--width", "--b-c", "--gguf")
     }
-    assert code == 0 and where["--json"] < 80 and where["--width"] < 80  # one screen
-    panels = [line for line in lines if line.startswith("╭─ ")]
-    assert [p.split("─ ")[1].split(" ─")[0] for p in panels][:3] == [
-        "Arguments",
-        "Options",
-        "How much is read (the paper's budgets)",
-    ]
-    assert where["--b-c"] > where["--width"] and where["--gguf"] > where["--b-c"]
+    panels = [line.split("─ ")[1].split(" ─")[0] for line in lines if line.startswith("╭─ ")]
+    assert code == 0 and panels[:3] == ["Arguments", "Options", "Question kind"] and "Budgets" in panels
+    assert where["--json"] < where["--width"] < where["--b-c"] < where["--gguf"]
 
 
 def test_version_is_answered_before_the_cli_is_imported():

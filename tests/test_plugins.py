@@ -74,7 +74,7 @@ def test_a_plugin_adds_a_format_a_backend_and_a_kind_through_the_real_cli(tmp_pa
 
     done = cwread(installed, cache, "show", str(book), "2")
     assert done.returncode == 0 and done.stdout.startswith("[2] The ship came in at dawn.")
-    help_text = " ".join(cwread(installed, cache, "ask", "--help").stdout.split())
+    help_text = " ".join(cwread(installed, cache, "ask", "--help-all").stdout.split())
     assert "Toy" in help_text and "echo" in help_text  # the help reads the registries after the plug-in
 
     asked = [

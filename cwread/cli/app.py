@@ -16,9 +16,8 @@ app = typer.Typer(
     help=(
         f"Read long narratives ({format_names()}) with numbered paragraphs: show them, find the "
         "passages a question needs, and (with a model) answer with [N] citations.\n\n"
-        "Exit codes: 0 ok, 1 claim FALSE, 2 usage/input error, 3 model/backend/cache failure, "
-        "4 no answer (not determined from the text, or unparseable), 70 internal error, "
-        "130 interrupted."
+        "Exit codes: 0 ok, 1 claim FALSE, 2 usage or input error, 3 model, backend or cache failure, "
+        "4 no answer, 70 internal error, 130 interrupted."
     ),
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},  # every command's too: click contexts inherit it

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import typer
 
-from cwread.book.formats import format_names
 from cwread.cli.app import app, emit, open_document
 from cwread.cli.options import (
     Book,
@@ -33,7 +32,7 @@ def index(
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
-    """Build the cached lexical and dense indexes of a text, so later questions start fast."""
+    """Build a book's cached indexes, so later questions start fast."""
     from cwread import api
     from cwread.views import console, json_output, render
 
@@ -46,8 +45,9 @@ def index(
 @app.command()
 @output_options
 def contents(book: Book, output: Any = None, debug: DebugFlag = False) -> None:
-    """List a book's chapters, each with its paragraph range as `show` takes it (chapters found from
-    the text's headings, within each file of a folder or EPUB)."""
+    """List a book's chapters with their paragraph ranges (as `show` takes them).
+
+    Chapters are found from the text's headings, within each file of a folder or EPUB."""
     from cwread import api
     from cwread.views import json_output, render
 
@@ -88,8 +88,9 @@ def cast(
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
-    """List the people and places a book names, from its text alone: each one's forms, the
-    descriptions the text sets beside the name ("Stapleton, the naturalist") with their
+    """List the people and places a book names, or those a name matches.
+
+    From the text alone: each one's forms, the descriptions the text sets beside the name ("Stapleton, the naturalist") with their
     paragraphs, and where it is first mentioned; with a name or description, those it matches,
     and the names each meets most often, with where. `find` and `ask` look for the name of
     someone a question calls by such a description."""
@@ -130,7 +131,9 @@ def doctor(
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
-    """Say which backend, models and embedder `ask` would use, and how to get what is missing.
+    """Say which backend and models `ask` would use, and what is missing.
+
+    Also the embedder, and how to get what is missing.
     It writes nothing: what the first question would prepare is said, with its size."""
     from cwread import api
     from cwread.views import json_output, render
@@ -148,7 +151,9 @@ def modelfiles(
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
-    """Write the Ollama Modelfiles of cwread's agents, for `ollama create cwread-finder -f ...`."""
+    """Write the Ollama Modelfiles of cwread's agents.
+
+    For `ollama create cwread-finder -f ...`."""
     from pathlib import Path
 
     from cwread.backends.modelfiles import setup_commands, write_modelfiles
@@ -180,7 +185,7 @@ def eval_command(
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
-    """Run the pipeline and baselines on benchmark records and score them.
+    """Score the pipeline and baselines on benchmark records.
 
     Reports accuracy (mcq, claim), pair accuracy, token-F1 and ROUGE-L (open), evidence
     recall, citation validity, format rate, cost, answer distributions beside constant
@@ -202,8 +207,8 @@ def search(
     library: Annotated[
         str,
         typer.Argument(
-            help=f"A folder of books: each file ({format_names()}) and each folder in it is a book "
-            "(or a Calibre library: each book's folder); or one book's file, searched alone.",
+            help="A folder of books (each file or folder in it a book; or a Calibre library), or one "
+            "book's file.",
             show_default=False,
         ),
     ],
@@ -211,33 +216,32 @@ def search(
     limit: Annotated[int, typer.Option(help="Paragraphs to print, best first; 0: every one that matches.")] = 10,
     context: Annotated[
         int,
-        typer.Option("--context", "-C", help="Paragraphs of the book to print before and after each hit."),
+        typer.Option("--context", "-C", help="Paragraphs to print before and after each hit."),
     ] = 0,
     books: Annotated[
         str | None,
         typer.Option(
             "--books",
-            help="Search only the books whose name (their path in the folder) matches this glob, e.g. '*gatsby*'.",
+            help="Only the books whose path in the folder matches this glob ('*gatsby*').",
+            metavar="GLOB",
             show_default=False,
         ),
     ] = None,
     upto: Annotated[
         int | None,
         typer.Option(
-            "--upto", min=1, help="Where you have read to, a paragraph number: of each book, none past it.",
+            "--upto", min=1, help="Where you have read to: of each book, no paragraph past it.", metavar="N",
             show_default=False,
         ),
     ] = None,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
-    """Rank the paragraphs of every book in a folder by BM25 (no model call), e.g.
-    `cwread search ~/books "the yew alley"`. Each hit is headed by its book's path and its
-    paragraph as `show` takes them (`cwread show ~/books/hound.txt 1203`), then its page and
-    score; the words matched are highlighted on a terminal.
+    """Rank the paragraphs of a folder of books by words (no model call).
 
-    The index of the whole library is built on the first search and kept until a book
-    changes; a changed book is read again alone.
+    E.g. `cwread search ~/books "the yew alley"`: a quoted phrase is matched as written. Each
+    hit opens with its book's path and paragraph id, as `show` takes them. The index is built on
+    the first search and kept until a book changes.
     """
     from pathlib import Path
 
@@ -274,7 +278,9 @@ def mcp(
     session: Any = None,
     debug: DebugFlag = False,
 ) -> None:
-    """Serve cwread's tools (ask, verify, find, show, list_books, contents, cast, search) to an MCP client over stdio.
+    """Serve cwread's tools to an MCP client over stdio.
+
+    The tools: ask, verify, find, show, list_books, contents, cast, search.
 
     For a client's configuration: `{"command": "cwread", "args": ["mcp", "--root", "/path/to/books"]}`.
     Books stay open across calls; every quote returned is verified to be in its paragraph.
@@ -310,8 +316,10 @@ def serve(
     session: Any = None,
     debug: DebugFlag = False,
 ) -> None:
-    """The reading room: the books in a browser, each paragraph with its id; a question's passages in
-    their place in the book; the cast; a reading limit kept in the browser (no spoilers).
+    """The reading room: the books in a browser.
+
+    Each paragraph with its id; a question's passages in their place in the book; the cast; a
+    reading limit kept in the browser (no spoilers).
 
     Its first line on stdout is its URL. It reads the books and writes nothing of theirs; Ctrl-C
     stops it.

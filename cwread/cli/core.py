@@ -15,6 +15,7 @@ import typer
 from cwread.plugins import load_plugins
 
 load_plugins()  # before the options read the registries for their choices and help
+from cwread.cli import help_text  # noqa: E402
 from cwread.cli.app import app, emit, open_document  # noqa: E402
 from cwread.cli.options import (  # noqa: E402
     LIBRARY_PASSAGES,
@@ -83,7 +84,7 @@ def show(
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
-    """Print paragraphs with their ids, e.g. `cwread show novel.txt 1200-1210`."""
+    """Print paragraphs with their ids (`cwread show novel.txt 1200-1210`)."""
     from cwread import api
     from cwread.views import console, json_output, render
 
@@ -110,12 +111,12 @@ def find(
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
-    """Rank the passages a question needs, each with its paragraph span.
+    """Print the passages a question needs, best first (no model call).
 
-    Anchor segments sit around the paragraphs ranked highest (BM25 with each paragraph's
-    neighbours, BM25 of the section around it and the dense model, fused by reciprocal rank);
-    local windows cover the rest of the text, so nothing is out of reach. The Finder reads
-    segments in this order, up to the read budget; by default the anchor segments are printed.
+    Each paragraph opens with its id.
+
+    `cwread show BOOK ID` reads on from a paragraph. Passages are found around the paragraphs
+    ranked highest by BM25 and a dense model together (docs/budgets.md says how).
     """
     from cwread import api
     from cwread.views import console, json_output, render
@@ -319,7 +320,7 @@ def verify(
     reading: Any = None,
     debug: DebugFlag = False,
 ) -> int:
-    """Judge a claim TRUE or FALSE from the text: exit 0 TRUE, 1 FALSE, 4 undetermined.
+    """Judge a claim TRUE or FALSE from the text (exit 0, 1; 4: undetermined).
 
     For scripts: `cwread verify book.txt "claim" --quiet && echo supported`.
     """
@@ -339,7 +340,7 @@ def chat(
     trace: TraceOpt = None,
     debug: DebugFlag = False,
 ) -> int:
-    """Ask question after question about one book, which stays open (Ctrl-D ends).
+    """Ask question after question about one book (Ctrl-D ends).
 
     Each answer is given as `ask` gives it. At a terminal: line editing, history, /help for
     commands (/show, /find, /verify, /json, /save); Ctrl-C cancels the answer in progress. With
@@ -385,8 +386,10 @@ def main(argv: list[str] | None = None) -> int:
     console.want_statistics(debug)
     # a terminal gets Rich's panels; a pipe (an assistant reading the help) plain text, two
     # fifths the characters (cwread --help with find, show and search: 25,400 against 10,800)
-    app.rich_markup_mode = "markdown" if console.stdout().is_terminal else None
+    terminal = console.stdout().is_terminal
+    app.rich_markup_mode = "markdown" if terminal else None
     command = typer.main.get_command(app)
+    args = help_text.prepare(command, args, plain=not terminal)
     try:
         if args[:1] != ["config"]:  # the settings file stands in for the environment (config mends it)
             apply_settings_file()

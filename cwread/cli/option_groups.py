@@ -27,8 +27,8 @@ def option(kind: Any, help: str, default: Any = None, *names: str, **settings: A
 
 
 def in_panel(panel: str, options: dict[str, tuple[Any, Any]]) -> dict[str, tuple[Any, Any]]:
-    """`options` listed under their own heading in --help (the common ones stay first, under
-    "Options"): each option's typer info copied, so an annotation shared elsewhere keeps its own."""
+    """`options` listed under their own heading, shown by --help-all, not -h (cwread.cli.help):
+    each option's typer info copied, so an annotation shared elsewhere keeps its own."""
     out = {}
     for key, (annotation, default) in options.items():
         kind, *extras = typing.get_args(annotation)
@@ -36,6 +36,7 @@ def in_panel(panel: str, options: dict[str, tuple[Any, Any]]) -> dict[str, tuple
         for extra in extras:
             if isinstance(extra, typer.models.OptionInfo):
                 extra.rich_help_panel = panel
+                extra.hidden = True
         out[key] = (Annotated[(kind, *extras)], default)
     return out
 

@@ -20,24 +20,34 @@ from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.retrieval import METHODS as RETRIEVALS
 from cwread.views import READER_CHARS, TERMINAL_LINES
 
+IN_OUT = "Input and output"  # the second panels (--help-all; cwread.cli.help_text)
+RANKING = "Ranking"
+LIBRARIES = "Libraries"
+
 Book = Annotated[
     str,
     typer.Argument(
-        help=f"The book: a {format_names()} file, or a folder of them: one book (each paragraph "
-        "cited as FILE:N), or a shelf where its files are separate books (find, ask); - reads "
-        "standard input.",
+        help=f"A {format_names()} file, a folder of them (one book, or a shelf of books), or - "
+        "(standard input).",
         show_default=False,
+        metavar="BOOK",
     ),
 ]
 JsonFlag = Annotated[
     bool,
     typer.Option("--json", help="Print exactly one JSON document on stdout; all else on stderr.", metavar=""),
 ]
-DebugFlag = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.", metavar="")]
+DebugFlag = Annotated[
+    bool,
+    typer.Option("--debug", help="Show tracebacks on errors.", metavar="", hidden=True, rich_help_panel=IN_OUT),
+]
 EmbedderOpt = Annotated[
     str,
     typer.Option(
         envvar="CWREAD_EMBEDDER",
+        hidden=True,
+        rich_help_panel=RANKING,
+        metavar="NAME",
         help=f"Dense model: {DEFAULT_EMBEDDER} (fast default), minilm (full MiniLM, slower), none "
         "(BM25 only), or the path of a sentence-transformers model (e.g. BGE-M3 on a GPU).",
     ),
@@ -48,6 +58,9 @@ RetrievalOpt = Annotated[
         "--retrieval",
         help=f"How paragraphs are ranked: {listed(RETRIEVALS)} (fused: BM25 and the dense model, "
         "by reciprocal rank).",
+        hidden=True,
+        rich_help_panel=RANKING,
+        metavar="|".join(RETRIEVALS),
     ),
 ]
 TraceOpt = Annotated[str | None, typer.Option("--trace", help="Also write the JSON trace to this file.")]
@@ -67,6 +80,8 @@ OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
     "encoding": option(
         str | None,
         "Force the text encoding (default: detect UTF-8/UTF-16 marks, else UTF-8, cp1252, latin-1).",
+        hidden=True,
+        rich_help_panel=IN_OUT,
     ),
     "width": option(
         int | None,
@@ -77,16 +92,15 @@ OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
         envvar="CWREAD_WIDTH",
         min=0,
         show_default=False,
+        hidden=True,
+        rich_help_panel=IN_OUT,
     ),
 }
 output_options = option_group("output", OUTPUT_OPTIONS, Output)
 
 
-UPTO_HELP = (
-    "Where you have read to, as a paragraph (1200, ch03:12) or a chapter (ch12): nothing past it "
-    "is found, read or quoted (no spoilers)."
-)
-UptoOpt = Annotated[str | None, typer.Option("--upto", help=UPTO_HELP, show_default=False)]
+UPTO_HELP = "Where you have read to (1200, ch03:12, or a chapter: ch12): nothing past it is used."
+UptoOpt = Annotated[str | None, typer.Option("--upto", help=UPTO_HELP, show_default=False, metavar="ID")]
 
 
 @dataclass(frozen=True)
@@ -107,8 +121,10 @@ reading_options = option_group("reading", READING_OPTIONS, Reading)
 
 
 QUESTION_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "question": (Annotated[str, typer.Argument(help="The question.", show_default=False)], inspect.Parameter.empty),
-    "option": option(list[str] | None, 'An answer option, "A=text" (repeat for B, C, ...).', None, "--option", "-o"),
+    "question": (Annotated[str, typer.Argument(help="The question.", show_default=False, metavar="QUESTION")], inspect.Parameter.empty),
+    "option": option(
+        list[str] | None, "An answer option (repeat for B, C, ...).", None, "-o", "--option", metavar="A=TEXT"
+    ),
     "kind": option(
         str | None,
         f"The kind of question, where it is not open (or mcq, given -o): one of {listed(FORMS)} "
@@ -116,6 +132,9 @@ QUESTION_OPTIONS: dict[str, tuple[Any, Any]] = {
         None,
         "--kind",
         show_default=False,
+        metavar="|".join(FORMS),
+        hidden=True,
+        rich_help_panel="Question kind",
     ),
 }
 # the question, its options (-o) and its kind, validated into a Question before any work
@@ -196,60 +215,78 @@ def shelf_chosen(library: bool, one_book: bool) -> bool | None:
 
 
 FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "limit": option(int | None, "Segments to print, 0 for all.  [default: the anchor segments]", show_default=False),
+    "limit": option(
+        int | None, "Passages to print, 0: all.  [default: the anchor segments]", show_default=False, metavar="N"
+    ),
     "max_chars": option(
         int | None,
-        "Print whole passages, best first, up to this many characters, then one line naming those left "
-        f"out; 0: no bound.  [default: {READER_CHARS:,} as plain text; {TERMINAL_LINES} lines on a terminal]",
+        "Print whole passages, best first, up to this many characters, then a line naming the rest; "
+        f"0: no bound.  [default: {READER_CHARS:,}; {TERMINAL_LINES} lines on a terminal]",
         None,
         "--max-chars",
         min=0,
         show_default=False,
+        metavar="N",
     ),
     "also": option(
         str,
-        "Words to look for beside the question's (the book's own for what it says otherwise: \"motor "
-        "garage\"); the dense ranking keeps the question's.",
+        "Words to look for beside the question's, as the book may put it (\"motor garage\").",
         "",
         "--also",
         show_default=False,
+        metavar="WORDS",
     ),
     "expand": option(
         str | None,
-        "Widen each passage printed: replies (the speech that follows a passage ending in dialogue), "
-        "scene (to the scene's heading or break), or N paragraphs each side.",
+        "Widen each passage: replies (the speech that follows), scene, or N paragraphs each side.",
         None,
         "--expand",
         show_default=False,
+        metavar="replies|scene|N",
     ),
     "near": option(
         str | None,
-        "A paragraph you found already (as show takes it): the passages within 100 paragraphs of it first.",
+        "A paragraph found already (1200, ch03:12): the passages within 100 paragraphs of it first.",
         None,
         "--near",
         show_default=False,
+        metavar="ID",
     ),
-    "upto": option(str | None, UPTO_HELP, None, "--upto", show_default=False),
+    "upto": option(str | None, UPTO_HELP, None, "--upto", show_default=False, metavar="ID"),
     "library": option(
         bool,
-        "BOOK is a library (a folder of books, or a Calibre library): search the books its index "
-        "matches best, at most --books-opened, each as one book, their passages ranked together.  "
-        "[default: a folder as it reads, said on stderr]",
+        "BOOK is a folder of books or a Calibre library: search the books its index matches best, "
+        "their passages ranked together.  [default: as the folder reads, said on stderr]",
         False,
         "--library",
         show_default=False,
     ),
-    "one_book": option(bool, ONE_BOOK_HELP, False, "--one-book", show_default=False),
-    "books_opened": option(int, "With --library: the candidate books searched at most.", MOST_BOOKS, "--books-opened", min=1),
+    "one_book": option(
+        bool, ONE_BOOK_HELP, False, "--one-book", show_default=False, hidden=True, rich_help_panel=LIBRARIES
+    ),
+    "books_opened": option(
+        int,
+        "With --library: the candidate books searched at most.",
+        MOST_BOOKS,
+        "--books-opened",
+        min=1,
+        hidden=True,
+        rich_help_panel=LIBRARIES,
+    ),
     "compact": option(
         bool,
-        "One line a candidate paragraph: its rank, id, chapter and the sentence that shares most of the "
-        f"question's words, those marked *so* ({MAP_CANDIDATES} lines, or --limit): pick, then show.",
+        "One line a candidate paragraph (rank, id, chapter, the part that best matches, the "
+        f"question's words marked *so*; {MAP_CANDIDATES} lines, or --limit): pick, then show.",
         False,
         "--map",
     ),
     "plain": option(
-        bool, "Plain text (no boxes, wrapped at --width), as into a pipe or file, on a terminal too.", False, "--plain"
+        bool,
+        "Plain text, as into a pipe or file, on a terminal too.",
+        False,
+        "--plain",
+        hidden=True,
+        rich_help_panel=IN_OUT,
     ),
 }
 find_options = option_group("shape", FIND_OPTIONS, _find_shape)

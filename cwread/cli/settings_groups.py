@@ -35,7 +35,7 @@ def self_check_choice(value: str) -> bool | None:
     return SELF_CHECK[value]
 
 
-BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("How much is read (the paper's budgets)", {
+BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("Budgets", {
     "preset": option(
         str,
         "Budget preset: auto (fitted to the book and the Interpreter's context: the focused values for "
@@ -212,7 +212,9 @@ model_options = option_group("settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS}, 
 
 SESSION_OPTIONS: dict[str, tuple[Any, Any]] = {
     "embedder": (EmbedderOpt, DEFAULT_EMBEDDER),
-    "no_cache": option(bool, "Bypass the model-call cache.", False, "--no-cache"),
+    "no_cache": option(
+        bool, "Bypass the model-call cache.", False, "--no-cache", hidden=True, rich_help_panel="Backends and models"
+    ),
 }
 
 
@@ -282,7 +284,7 @@ def _answering(self_check: str = "auto", **values) -> AnswerSettings:
 
 ANSWERING_OPTIONS = {
     **{k: v for k, v in ANSWERING_OPTIONS.items() if k == "answer_mode"},
-    **in_panel("How answers are checked", {k: v for k, v in ANSWERING_OPTIONS.items() if k != "answer_mode"}),
+    **in_panel("Answer checks", {k: v for k, v in ANSWERING_OPTIONS.items() if k != "answer_mode"}),
 }
 
 
