@@ -205,6 +205,29 @@ def test_every_parameter_says_what_it_takes_and_no_verdict_says_what_a_client_ca
     assert "--judge-anyway" not in verdict["why"]
 
 
+def test_the_tool_list_an_agent_reads_once_fits_6000_characters(tmp_path):
+    """#88: the list with its schemas, as the client receives it, in at most 6,000 characters:
+    no pydantic titles, an optional argument as its type; a client that sends null for one, or
+    a string where a number is wanted, is still answered (validation keeps the full signature)."""
+    import json
+
+    async def go():
+        async with Client(server(tmp_path, str(EXAMPLES)), read_timeout_seconds=120) as client:
+            listed = (await client.list_tools()).tools
+            sent_null = await client.call_tool("find", {"book": GIANT, "question": WALL, "expand": None, "limit": 1})
+            wrong = await client.call_tool("show", {"book": GIANT, "paragraphs": "7", "around": "many"})
+            return listed, sent_null, wrong
+
+    listed, sent_null, wrong = asyncio.run(go())
+    wire = json.dumps([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listed])
+    assert len(wire) <= 6000 and '"title"' not in wire and '"anyOf"' not in wire
+    find = next(t for t in listed if t.name == "find").input_schema["properties"]
+    assert find["expand"] == {"type": "string", "description": find["expand"]["description"]}
+    assert find["max_chars"]["default"] == 15000 and find["limit"]["type"] == "integer"
+    assert not sent_null.is_error and "[" in sent_null.content[0].text
+    assert wrong.is_error
+
+
 def test_a_cancelled_call_frees_its_book_at_once(tmp_path):
     """A model call that hangs (a server that never answers): the client gives up on `ask`,
     and the next `ask` on the same book reaches the model at once, not after the first

@@ -11,7 +11,6 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from cwread.book import Document, Paragraph
-from cwread.book.formats import format_names
 from cwread.errors import InputError
 from cwread.library.catalog import Found
 from cwread.library_question import LibraryFound
@@ -189,8 +188,7 @@ INSTRUCTIONS = (
 MaxCharsArg = Annotated[
     int,
     Field(
-        description="At most this many characters of text (whole passages or paragraphs, then a line naming "
-        "what was left out); 0: no bound."
+        description="Characters at most (0: no bound); a last line names the rest."
     ),
 ]
 
@@ -198,9 +196,7 @@ MaxCharsArg = Annotated[
 BookArg = Annotated[
     str,
     Field(
-        description=f"A book under one of the server's roots: a {format_names()} file, or a folder "
-        "of them, as list_books names it: its path relative to the first root, or an absolute path "
-        "inside any root."
+        description="As list_books names it (or a path in a root)."
     ),
 ]
 
@@ -208,8 +204,7 @@ BookArg = Annotated[
 UptoArg = Annotated[
     str | None,
     Field(
-        description="Where the reader has read to: a paragraph ('1200', 'ch03:12') or a chapter ('ch12'); "
-        "nothing past it is found, read or quoted (no spoilers)."
+        description="Read up to ('1200', 'ch03:12', 'ch12'): nothing past it is used."
     ),
 ]
 
@@ -217,7 +212,6 @@ UptoArg = Annotated[
 JudgeArg = Annotated[
     bool,
     Field(
-        description="Ask the model for a verdict on options or a claim even where it judges them at chance "
-        "(the small embedded default); without it such a question gets only the best evidence."
+        description="A verdict from a model that judges at chance (the embedded default) anyway."
     ),
 ]

@@ -29,7 +29,6 @@ from pydantic import Field
 
 from cwread import __version__, api
 from cwread.backends.transport import cancellable
-from cwread.book.formats import format_names
 from cwread.errors import CwreadError, InputError, error_exit
 from cwread.library_question import find_in_library
 from cwread.mcp.books import Books, ServerSettings
@@ -57,11 +56,39 @@ MAX_CHARS = "max_chars"  # the tools' bound, as a left-out line names it
 SEARCH_MOST = 100  # hits a search returns at most: 10**12 asked once returned 20,000 (7.2 MB)
 
 
+class _Server(MCPServer):
+    """The SDK's server, its tool list in compact schemas: an agent reads the list once a
+    session, and pydantic's titles and `anyOf [T, null]` say nothing the names and types do not
+    (10,900 characters against 5,800 with the descriptions shortened; #88). Arguments are still
+    validated against the full signatures."""
+
+    async def list_tools(self):
+        return [t.model_copy(update={"input_schema": compact_schema(t.input_schema)}) for t in await super().list_tools()]
+
+
+def compact_schema(schema: Any) -> Any:
+    """`schema` without titles, an optional value as its type alone (absent means not given)."""
+    if isinstance(schema, list):
+        return [compact_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: compact_schema(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    if "properties" in schema:  # property names are data, not schema keywords: a "title" argument stays
+        out["properties"] = {name: compact_schema(v) for name, v in schema["properties"].items()}
+    options = out.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        out.pop("anyOf")
+        out.update(next(o for o in options if o != {"type": "null"}))
+        if out.get("default", 0) is None:
+            out.pop("default")
+    return out
+
+
 def build_server(settings: ServerSettings) -> MCPServer:
-    """The MCP server: its four tools on `settings`' books."""
+    """The MCP server: its tools on `settings`' books."""
     books = Books(settings)
     # stderr is the client's log: warnings and worse, not every library's debug lines
-    server = MCPServer("cwread", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    server = _Server("cwread", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     def result(structured: dict[str, Any], text: str, error: bool = False) -> CallToolResult:
@@ -124,25 +151,16 @@ def build_server(settings: ServerSettings) -> MCPServer:
         return result(answer_content(trace, book), answer_text(trace, book))
 
     @server.tool(
-        description="Answer a question about a book (or, with no book, about the library's book whose passages "
-        'fit it best) with quotes from it: free-form, or multiple choice with options ["A=text", "B=text", ...]. '
-        "The answer is null when the text does not determine one (the best evidence is quoted instead). "
-        "Quotes are verified to be in the paragraph named.",
+        description="Answer a question about a book with verified quotes; null where the text does not "
+        "determine one (the best evidence is quoted instead).",
         annotations=read_only,
     )
     async def ask(
-        question: Annotated[str, Field(description="The question, in plain words.")],
+        question: Annotated[str, Field(description="The question.")],
         book: Annotated[
-            str,
-            Field(
-                description="The book, as list_books names it; empty: the book of the whole library whose "
-                "passages fit the question best (as find with no book chooses it; named in the reply)."
-            ),
+            str, Field(description="As list_books names it; empty: the library's book that fits best.")
         ] = "",
-        options: Annotated[
-            list[str] | None,
-            Field(description='Options of a multiple-choice question: ["A=text", "B=text"].'),
-        ] = None,
+        options: Annotated[list[str] | None, Field(description='Multiple choice: ["A=text", "B=text"].')] = None,
         judge_anyway: JudgeArg = False,
         upto: UptoArg = None,
         ctx: Context | None = None,
@@ -166,13 +184,13 @@ def build_server(settings: ServerSettings) -> MCPServer:
         return found.answering.name
 
     @server.tool(
-        description="Judge a claim TRUE or FALSE from a book, with the quotes it rests on; verdict null "
-        "when the text does not determine it.",
+        description="Judge a claim TRUE or FALSE from a book, with its quotes; null where the text does not "
+        "determine it.",
         annotations=read_only,
     )
     async def verify(
         book: BookArg,
-        claim: Annotated[str, Field(description="The claim to judge TRUE or FALSE, as one statement.")],
+        claim: Annotated[str, Field(description="One statement.")],
         judge_anyway: JudgeArg = False,
         upto: UptoArg = None,
         ctx: Context | None = None,
@@ -199,50 +217,32 @@ def build_server(settings: ServerSettings) -> MCPServer:
         )
 
     @server.tool(
-        description="The passages of a book (or, with no book, of the whole library) a question needs, best "
-        "first (no model call): as text, each "
-        "passage's rank, paragraph span and chapter, then its paragraphs as [N] text, whole passages up to "
-        "max_chars characters and a line naming those left out; the question's words no paragraph holds "
-        "are named first (say them otherwise). Structured: each passage's span, chapter and score.",
+        description="The passages a question needs, best first (no model call), each paragraph as [N] "
+        "text. Start here; then show to read on.",
         annotations=read_only,
     )
     async def find(
-        question: Annotated[str, Field(description="The question whose passages are wanted.")],
+        question: Annotated[str, Field(description="The question.")],
         book: Annotated[
-            str,
-            Field(
-                description="The book, as list_books names it; empty: the whole library (the books whose "
-                "paragraphs match the question best are searched, at most 3, their passages ranked together, "
-                "each headed by its book)."
-            ),
+            str, Field(description="As list_books names it; empty: the books of the library that fit best.")
         ] = "",
-        limit: Annotated[int, Field(description="Passages to consider, best first.")] = 8,
+        limit: Annotated[int, Field(description="Passages at most.")] = 8,
         max_chars: MaxCharsArg = READER_CHARS,
         compact: Annotated[
             bool,
-            Field(
-                description="A map instead: one line a candidate paragraph (its rank, id, chapter and the "
-                "sentence sharing most of the question's words, marked *so*), `limit` lines; then show the ones to read."
-            ),
+            Field(description="One line a candidate paragraph instead."),
         ] = False,
         also: Annotated[
             str,
-            Field(
-                description="Words to look for beside the question's: the book's own words for what it says otherwise."
-            ),
+            Field(description="More words, as the book may put them."),
         ] = "",
         expand: Annotated[
             str | None,
-            Field(
-                description="Widen each passage: 'replies' (the speech after a passage ending in dialogue), "
-                "'scene' (to its heading or break) or a number of paragraphs each side."
-            ),
+            Field(description="Widen each passage: 'replies', 'scene' or a number of paragraphs."),
         ] = None,
         near: Annotated[
             str | None,
-            Field(
-                description="A paragraph found already ('957', 'ch03:12'): the passages within 100 of it first."
-            ),
+            Field(description="A paragraph id: the passages near it first."),
         ] = None,
         upto: UptoArg = None,
         ctx: Context | None = None,
@@ -276,19 +276,16 @@ def build_server(settings: ServerSettings) -> MCPServer:
         return await off_thread(work)
 
     @server.tool(
-        description="The people and places a book names, from its text alone (no model call): each one's "
-        "name, kind, forms, the descriptions the text sets beside the name ('Stapleton, the naturalist') with "
-        "their paragraphs, and its first mention; given a name or a description ('the lawyer'), those it "
-        "matches, each with the names it meets most often and where. Use it when a question calls someone by "
-        "a role or relation: find looks for the name then.",
+        description="The people and places a book names, or those a name or role ('the lawyer') matches "
+        "(no model call).",
         annotations=read_only,
     )
     async def cast(
         book: BookArg,
         query: Annotated[
-            str, Field(description="A name or a description; empty: the most mentioned members.")
+            str, Field(description="A name or a role; empty: the most mentioned.")
         ] = "",
-        limit: Annotated[int, Field(description="Members to return, best first.")] = reading.CAST_LISTED,
+        limit: Annotated[int, Field(description="Members at most.")] = reading.CAST_LISTED,
         max_chars: MaxCharsArg = READER_CHARS,
         upto: UptoArg = None,
     ) -> CallToolResult:
@@ -313,8 +310,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
         return await off_thread(work)
 
     @server.tool(
-        description='Paragraphs of a book by number: "12", "10-14" or "3,7,10-12"; in a book that is a '
-        'folder or an EPUB, by file and number: "ch03:12", "ch03:12-20" or "ch03" (the whole file).',
+        description="Paragraphs of a book by id.",
         annotations=read_only,
     )
     async def show(
@@ -322,11 +318,11 @@ def build_server(settings: ServerSettings) -> MCPServer:
         paragraphs: Annotated[
             str,
             Field(
-                description='Paragraph numbers: "12", "10-14", "10+6" (10 and the 6 after it), "3,7,10-12", "ch03:12-20".'
+                description='"12", "10-14", "10+6" (10 and 6 after), "3,7", "ch03:12-20" (a folder or EPUB).'
             ),
         ],
         around: Annotated[
-            int, Field(description="Each paragraph with this many neighbours before and after it.")
+            int, Field(description="Neighbours before and after each.")
         ] = 0,
         max_chars: MaxCharsArg = READER_CHARS,
     ) -> CallToolResult:
@@ -346,10 +342,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
     library = books.library
 
     @server.tool(
-        description=f"The books under the server's roots: each file ({format_names()}) and each "
-        "folder directly in a root, with its name (what the other tools take as book), kind, size, "
-        "whether the search index holds it as it is now (search builds it) and, if so, its number "
-        "of sources (files or chapters; 0 for a single file) and paragraphs.",
+        description="The books under the server's roots: name (the other tools' book), kind and size.",
         annotations=read_only,
     )
     async def list_books() -> CallToolResult:
@@ -378,10 +371,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
         return await off_thread(work)
 
     @server.tool(
-        description="A book's table of contents: each chapter its text heads ('CHAPTER IV', 'XXIII', a "
-        "title in capitals), within each source (a folder's file, an EPUB's chapter), with its paragraph "
-        "range as show takes it, its pages where it has them, and its heading; a part with no heading "
-        "is headed by its first paragraph.",
+        description="A book's chapters, each with its paragraph range (as show takes it) and heading.",
         annotations=read_only,
     )
     async def contents(book: BookArg, max_chars: MaxCharsArg = READER_CHARS) -> CallToolResult:
@@ -411,28 +401,25 @@ def build_server(settings: ServerSettings) -> MCPServer:
         return await off_thread(work)
 
     @server.tool(
-        description="Search every book under the server's roots for paragraphs matching some words "
-        "(BM25, no model call): each hit with its book, paragraph (as show takes it), page where there "
-        "is one, score and text, best first. The first search builds the library's index.",
+        description="Paragraphs of every book matching some words (BM25, no model call), best first, each "
+        "with its book and id.",
         annotations=read_only,
     )
     async def search(
         query: Annotated[
-            str, Field(description='The words to look for; a quoted phrase ("green light") is matched as written.')
+            str, Field(description='Words; a quoted phrase ("green light") is matched as written.')
         ],
         limit: Annotated[
             int,
-            Field(
-                description=f"Paragraphs to return, best first: 1 to {SEARCH_MOST} (more is capped there)."
-            ),
+            Field(description=f"Hits, at most {SEARCH_MOST}."),
         ] = 10,
         books: Annotated[
             str | None,
-            Field(description='Only the books whose name matches this glob: "*hound*", "novels/*".'),
+            Field(description='Only the books whose name matches this glob: "*hound*".'),
         ] = None,
         max_chars: MaxCharsArg = READER_CHARS,
         upto: Annotated[
-            int | None, Field(description="Where the reader has read to, a paragraph number: of each book, none past it.")
+            int | None, Field(description="Where the reader has read to: no paragraph past it.")
         ] = None,
         ctx: Context | None = None,
     ) -> CallToolResult:
