@@ -55,6 +55,28 @@ def test_the_map_is_one_line_a_candidate_with_the_questions_words_marked(capsys,
     assert code == 0 and len([line for line in out.splitlines() if line.startswith("#")]) == 5
 
 
+def test_a_map_line_gives_the_best_sentence_with_its_neighbours(capsys, tmp_path, cache_dir):
+    """#88 item 3: a short best sentence comes with the sentences beside it (the next one first),
+    the part within about 200 characters, the question's words marked."""
+    from cwread.views.reading import MAP_PART_CHARS
+
+    long_tail = " ".join(["The rain went on over the moor all that night and the next."] * 6)
+    paragraphs = [
+        "CHAPTER I",
+        "The ferryman looked at the river for a while. Tobias wasted no more words. He rowed the "
+        "widow across to the island before noon, and left her at the old landing. " + long_tail,
+        *(f"Paragraph {i} tells of fields, fences and the long road to the market town." for i in range(30)),
+    ]
+    book = tmp_path / "ferry.txt"
+    book.write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "find", str(book), "What words did Tobias waste?", "--map", "--width", "0")
+    line = next(line for line in out.splitlines() if line.startswith("#1 "))
+    part = line.split("] ", 1)[1]
+    assert code == 0 and "*Tobias* *wasted* no more *words*." in part
+    assert "He rowed the widow across" in part and "ferryman" in part  # both neighbours fit
+    assert "rain" not in part and len(part.replace("*", "")) <= MAP_PART_CHARS
+
+
 def test_also_adds_the_books_own_words_to_the_lexical_side(capsys, novel, cache_dir):  # noqa: F811
     asked = (
         "find",

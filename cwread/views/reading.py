@@ -283,7 +283,7 @@ def question_notes(result: FindResult, absent: list[str]) -> list[str]:
     return notes
 
 
-MAP_LINE_CHARS = 320  # of a candidate's line: its id, chapter and best-matching sentence (most whole)
+MAP_LINE_CHARS = 320  # of a candidate's line: its id, chapter and best-matching part (most whole)
 
 
 def map_lines(
@@ -320,11 +320,7 @@ def map_lines(
     lines: list[Block] = []
     for rank, pid in enumerate(ranked[:count], start=1):
         text = doc.paragraph(pid).text
-        # whole sentences, not the clauses a quote is cut to: a reader judged a clause too little
-        # ("came back to her in her *new* *home*," with the answer in the clause after it)
-        spans = sentences(text) or ((0, len(text)),)
-        best = max(spans, key=lambda span: len(_stems(text[slice(*span)]) & asked))
-        sentence = " ".join(_marked(text[slice(*best)], asked).split())
+        sentence = " ".join(_marked(best_part(text, asked), asked).split())
         chapter = doc.chapter(pid)
         head = f"#{rank} [{doc.label(pid)}]" + (f" ({printable(chapter.title)})" if chapter else "")
         room = MAP_LINE_CHARS - len(head) - 1
@@ -336,6 +332,32 @@ def map_lines(
             sentence = ("… " if start else "") + window + " …"
         lines.append(Block([], [f"{head} {printable(sentence)}"], f"#{rank} [{doc.label(pid)}]", blank=False))
     return out + bounded(lines, max_chars, _size(out), width, "candidates", None, option)
+
+
+MAP_PART_CHARS = 200  # of a paragraph's text on its map line: the best sentence and its neighbours
+
+
+def best_part(text: str, asked: set[str], chars: int = MAP_PART_CHARS) -> str:
+    """The part of `text` that best matches the question's stems `asked`: the sentence that
+    holds most of them, then its neighbours while the part stays within `chars` (one that holds
+    more of the words first, else the nearer, else the next: an answer tends to follow its
+    set-up), so a short line of dialogue comes with what surrounds it. Whole sentences, not the clauses a quote is cut to: a reader
+    judged a clause too little ("came back to her in her *new* *home*," with the answer in the
+    clause after it)."""
+    spans = list(sentences(text) or ((0, len(text)),))
+    held = [_stems(text[slice(*span)]) & asked for span in spans]
+    best = first = last = max(range(len(spans)), key=lambda i: len(held[i]))
+    while True:
+        words = set().union(*held[first : last + 1])
+        grown = [
+            (len(held[i] - words), -abs(i - best), i == last + 1, i)
+            for i in (first - 1, last + 1)
+            if 0 <= i < len(spans) and spans[max(i, last)][1] - spans[min(i, first)][0] <= chars
+        ]
+        if not grown:
+            return text[spans[first][0] : spans[last][1]]
+        *_, i = max(grown)
+        first, last = min(first, i), max(last, i)
 
 
 def _stems(text: str) -> set[str]:
