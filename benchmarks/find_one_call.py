@@ -2,8 +2,10 @@
 question: is a gold paragraph printed, how many characters, the widest line. This checkout, and
 with `--before REV` that revision's (a git worktree), paired.
 
-A paragraph counts as printed when its id opens a line of the output as `[N]` (inside a box's
-border too), with at least its first 60 characters on the screen after it.
+A gold paragraph counts as printed whole when its id opens a line of the output as `[N]` (inside
+a box's border too); by its line when a passage past the bound is given a line that quotes it
+(`#9 [1199-1205] Chapter 12, at [1200]: ...`); the best passage holds gold when the first
+passage printed has a gold paragraph.
 
     python benchmarks/find_one_call.py [--before REV] [--out FILE]
 """
@@ -26,6 +28,8 @@ from extractive_dev import REPO, SETS, open_record_list
 
 NOVELS = ("novelqa", "hound", "moonstone")
 PRINTED = re.compile(r"^\W*\[(\d+)\]")
+LINED = re.compile(r"^#\d+\S* \[[^\]]*\].*?, at \[(\d+)\]: ")
+HEAD = re.compile(r"^#\d+")
 
 
 def find_output(checkout: Path, book: str, question: str) -> str:
@@ -45,6 +49,23 @@ def printed_ids(output: str) -> set[int]:
     return {int(m.group(1)) for line in output.splitlines() if (m := PRINTED.match(line))}
 
 
+def lined_ids(output: str) -> set[int]:
+    return {int(m.group(1)) for line in output.splitlines() if (m := LINED.match(line))}
+
+
+def first_passage_ids(output: str) -> set[int]:
+    """The ids printed under the first passage's head line."""
+    lines = output.splitlines()
+    start = next((i for i, line in enumerate(lines) if HEAD.match(line)), len(lines))
+    ids = set()
+    for line in lines[start + 1 :]:
+        if HEAD.match(line) or not line.strip():
+            break
+        if m := PRINTED.match(line):
+            ids.add(int(m.group(1)))
+    return ids
+
+
 def measure(checkout: Path) -> list[dict]:
     rows = []
     for name in NOVELS:
@@ -56,6 +77,8 @@ def measure(checkout: Path) -> list[dict]:
                     "set": name,
                     "id": record["id"],
                     "gold_printed": bool(gold & printed_ids(output)),
+                    "gold_lined": bool(gold & (printed_ids(output) | lined_ids(output))),
+                    "best_holds": bool(gold & first_passage_ids(output)),
                     "chars": len(output),
                     "widest": max((len(line) for line in output.splitlines()), default=0),
                 }
@@ -68,8 +91,11 @@ def summary(label: str, rows: list[dict]) -> list[str]:
     for name in (*NOVELS, "all"):
         part = [r for r in rows if name in ("all", r["set"])]
         gold = sum(r["gold_printed"] for r in part)
+        lined = sum(r.get("gold_lined", r["gold_printed"]) for r in part)
+        best = sum(r.get("best_holds", False) for r in part)
         lines.append(
             f"| {label} | {name} | {len(part)} | {gold} ({100 * gold / len(part):.0f}%) | "
+            f"{lined} ({100 * lined / len(part):.0f}%) | {best} ({100 * best / len(part):.0f}%) | "
             f"{statistics.median(r['chars'] for r in part):,.0f} | {max(r['chars'] for r in part):,} | "
             f"{max(r['widest'] for r in part):,} |"
         )
@@ -90,8 +116,11 @@ def main() -> None:
                 runs = {"before": measure(tree), **runs}
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False, capture_output=True)
-    print("| run | set | questions | gold printed | median characters | most characters | widest line |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| run | set | questions | gold printed whole | whole or by its line | best passage holds it "
+        "| median characters | most characters | widest line |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for label, rows in runs.items():
         print("\n".join(summary(label, rows)))
     if args.out:

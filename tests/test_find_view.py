@@ -19,17 +19,27 @@ def test_a_pipe_gets_plain_text_within_the_width(capsys, novel, cache_dir):  # n
     assert f"] {ANSWER[:40]}" in out
 
 
-def test_max_chars_prints_whole_passages_then_names_the_rest(capsys, novel, cache_dir):  # noqa: F811
-    asked = ("find", str(novel), "What did Martha sing at the inn?", "--width", "100")
-    code, bounded, _ = run(capsys, *asked, "--max-chars", "2000")
+def test_max_chars_prints_whole_passages_then_a_line_each_then_names_the_rest(capsys, novel, cache_dir):  # noqa: F811
+    """Within the bound: the best passages whole, the next a line each (the part of a paragraph
+    that best matches, its id to show), then one line naming the rest, in rank order."""
+    asked = ("find", str(novel), "What did Martha sing at the inn?", "--width", "0")
+    code, bounded, _ = run(capsys, *asked, "--max-chars", "2500", "--limit", "0")
     assert code == 0
-    passages, _, left = bounded.rpartition("\nLeft out past 2,000 characters (--max-chars): ")
-    assert len(passages) <= 2000 and re.match(r"\d+ passages: #", left)
-    named = re.findall(r"#(\d+) \[", left)
-    printed = re.findall(r"^#(\d+) \[", passages, re.M)
-    assert printed and named and int(named[0]) == int(printed[-1]) + 1  # whole passages, in rank order
-    code, unbounded, _ = run(capsys, *asked, "--max-chars", "0")
-    assert code == 0 and "Left out" not in unbounded and len(unbounded) > len(bounded)
+    within, _, left = bounded.rpartition("\nLeft out past 2,500 characters (--max-chars): ")
+    assert len(within) <= 2500 and re.match(r"\d+ passages: #", left)
+    whole, _, lined = within.partition("\nThe next passages, a line each (show one to read it whole):\n")
+    printed = re.findall(r"^#(\d+)\S* \[", whole, re.M)
+    lines = lined.splitlines()
+    assert printed and lines and all(re.match(r"#[\d+#]+ \[[\d, -]+\].*, at \[\d+\]: \S", line) for line in lines)
+    firsts = printed + [line[1:].split("+")[0].split(" ")[0] for line in lines]
+    firsts += re.findall(r"(?:: |; )#(\d+)\S* \[", left)
+    ranks = [int(r) for r in firsts]
+    assert ranks == sorted(set(ranks)) and ranks[0] == 1  # each passage once, by rank
+    assert any("*" in line for line in lines)  # the question's words marked
+    code, unbounded, _ = run(capsys, *asked, "--max-chars", "0", "--limit", "0")
+    assert code == 0 and "Left out" not in unbounded and "a line each" not in unbounded
+    passages = int(re.search(r"(\d+) passages: ", left).group(1)) + len(printed) + len(lines)
+    assert len(re.findall(r"^#\d+", unbounded, re.M)) == passages
 
 
 def test_the_questions_words_the_book_does_not_hold_are_named(capsys, novel, cache_dir):  # noqa: F811

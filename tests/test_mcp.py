@@ -223,7 +223,7 @@ def test_the_tool_list_an_agent_reads_once_fits_6000_characters(tmp_path):
     assert len(wire) <= 6000 and '"title"' not in wire and '"anyOf"' not in wire
     find = next(t for t in listed if t.name == "find").input_schema["properties"]
     assert find["expand"] == {"type": "string", "description": find["expand"]["description"]}
-    assert find["max_chars"]["default"] == 15000 and find["limit"]["type"] == "integer"
+    assert find["max_chars"]["default"] == 7000 and find["limit"]["type"] == "integer"
     assert not sent_null.is_error and "[" in sent_null.content[0].text
     assert wrong.is_error
 
@@ -492,16 +492,16 @@ def test_find_and_show_give_readable_text_once_within_a_bound(tmp_path):
         and "#1 [" in text
         and "Chapter 1. Mr. Sherlock Holmes" in text
     )
-    assert len(text) <= 15_000 + 2_000  # passages up to the bound, and the line naming the rest
+    assert len(text) <= 7_000 + 500  # passages up to the bound, and the line naming the rest
     # built from the passages the text prints, not the CLI's JSON: each head line is a passage's
     passages = found.structured_content["passages"]
     heads = [line for line in text.splitlines() if line.startswith("#")]
     assert [h.split(" [")[0] for h in heads] == ["+".join(f"#{r}" for r in p["ranks"]) for p in passages][: len(heads)]
     assert all("text" not in p and "chapter" in p for p in passages)
     assert not {"budget", "timings", "segments", "embedder"} & set(found.structured_content)
-    assert (
-        "Left out past 15,000 characters" in bounded.content[0].text and len(bounded.content[0].text) < 17_000
-    )
+    assert "The next passages, a line each" in bounded.content[0].text  # the best whole, the next a line each
+    assert "Left out past 7,000 characters (max_chars)" in bounded.content[0].text
+    assert len(bounded.content[0].text) < 7_000 + 500
     assert "Left out" not in unbounded.content[0].text and len(unbounded.content[0].text) > 17_000
     shown = long.content[0].text
     assert len(shown) < 16_000 and "Left out past 15,000 characters" in shown

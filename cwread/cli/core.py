@@ -18,6 +18,7 @@ load_plugins()  # before the options read the registries for their choices and h
 from cwread.cli import help_text  # noqa: E402
 from cwread.cli.app import app, emit, open_document  # noqa: E402
 from cwread.cli.options import (  # noqa: E402
+    FIND_CHARS,
     LIBRARY_PASSAGES,
     MAP_CANDIDATES,
     ONE_BOOK_HELP,
@@ -142,7 +143,7 @@ def find(
     if output.json_out:
         console.print_json(json_output.find_json(result, shown, passages))
     elif shape.plain or not console.stdout().is_terminal:  # a reader in a pipe: bounded plain text
-        bound = shape.printed_chars(READER_CHARS)
+        bound = shape.printed_chars(FIND_CHARS)
         render.find_text_view(result, passages, shown, bound, api.absent_words(document, asked.text))
     else:
         render.find_view(result, passages, shown, shape.max_chars)
@@ -191,7 +192,7 @@ def _find_library(book: str, asked, settings, shape, output) -> None:
         console.print_json(json_output.library_find_json(found, found.printed(shape.limit or 0, shape.expand)))
         return
     passages = found.printed(shape.limit if shape.limit is not None else LIBRARY_PASSAGES, shape.expand)
-    render.library_find_view(found, passages, shape.printed_chars(READER_CHARS))
+    render.library_find_view(found, passages, shape.printed_chars(FIND_CHARS))
     if not found.candidates:
         raise typer.Exit(4)
 

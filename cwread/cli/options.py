@@ -18,7 +18,7 @@ from cwread.library import MOST_BOOKS
 from cwread.question import FORMS, make_question
 from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.retrieval import METHODS as RETRIEVALS
-from cwread.views import READER_CHARS, TERMINAL_LINES
+from cwread.views import FIND_CHARS, READER_CHARS, TERMINAL_LINES  # noqa: F401  (READER_CHARS: the CLI's)
 
 IN_OUT = "Input and output"  # the second panels (--help-all; cwread.cli.help_text)
 RANKING = "Ranking"
@@ -220,8 +220,8 @@ FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
     "max_chars": option(
         int | None,
-        "Print whole passages, best first, up to this many characters, then a line naming the rest; "
-        f"0: no bound.  [default: {READER_CHARS:,}; {TERMINAL_LINES} lines on a terminal]",
+        "Print whole passages, best first, up to this many characters, then the rest a line each; "
+        f"0: no bound.  [default: {FIND_CHARS:,}; {TERMINAL_LINES} lines on a terminal]",
         None,
         "--max-chars",
         min=0,

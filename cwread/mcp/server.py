@@ -49,7 +49,7 @@ from cwread.mcp.replies import (
     show_content,
 )
 from cwread.views import json_output, reading
-from cwread.views.reading import READER_CHARS
+from cwread.views.reading import FIND_CHARS, READER_CHARS
 from cwread.views.terminal import defused, one_line, printable
 
 MAX_CHARS = "max_chars"  # the tools' bound, as a left-out line names it
@@ -63,7 +63,10 @@ class _Server(MCPServer):
     validated against the full signatures."""
 
     async def list_tools(self):
-        return [t.model_copy(update={"input_schema": compact_schema(t.input_schema)}) for t in await super().list_tools()]
+        return [
+            t.model_copy(update={"input_schema": compact_schema(t.input_schema)})
+            for t in await super().list_tools()
+        ]
 
 
 def compact_schema(schema: Any) -> Any:
@@ -160,7 +163,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
         book: Annotated[
             str, Field(description="As list_books names it; empty: the library's book that fits best.")
         ] = "",
-        options: Annotated[list[str] | None, Field(description='Multiple choice: ["A=text", "B=text"].')] = None,
+        options: Annotated[
+            list[str] | None, Field(description='Multiple choice: ["A=text", "B=text"].')
+        ] = None,
         judge_anyway: JudgeArg = False,
         upto: UptoArg = None,
         ctx: Context | None = None,
@@ -195,7 +200,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
         upto: UptoArg = None,
         ctx: Context | None = None,
     ) -> CallToolResult:
-        return await off_thread(lambda: answer(book, api.make_question(claim, claim=True), ctx, judge_anyway, upto))
+        return await off_thread(
+            lambda: answer(book, api.make_question(claim, claim=True), ctx, judge_anyway, upto)
+        )
 
     def library_find(
         question: str, limit: int, max_chars: int, hints, near: str | None, widen, ctx
@@ -213,7 +220,8 @@ def build_server(settings: ServerSettings) -> MCPServer:
         passages = found.printed(limit, widen)
         data = library_find_content(found, passages)
         return result(
-            data, "\n".join(reading.library_find_lines(found, passages, bound_chars(max_chars), None, MAX_CHARS))
+            data,
+            "\n".join(reading.library_find_lines(found, passages, bound_chars(max_chars), None, MAX_CHARS)),
         )
 
     @server.tool(
@@ -227,7 +235,10 @@ def build_server(settings: ServerSettings) -> MCPServer:
             str, Field(description="As list_books names it; empty: the books of the library that fit best.")
         ] = "",
         limit: Annotated[int, Field(description="Passages at most.")] = 8,
-        max_chars: MaxCharsArg = READER_CHARS,
+        max_chars: Annotated[
+            int,
+            Field(description="Characters of passages printed whole (0: no bound); the rest a line each."),
+        ] = FIND_CHARS,
         compact: Annotated[
             bool,
             Field(description="One line a candidate paragraph instead."),
@@ -266,10 +277,14 @@ def build_server(settings: ServerSettings) -> MCPServer:
             if compact:
                 return result(
                     {"book": book, "question": question},
-                    "\n".join(reading.map_lines(found, limit, absent, None, bound_chars(max_chars), MAX_CHARS)),
+                    "\n".join(
+                        reading.map_lines(found, limit, absent, None, bound_chars(max_chars), MAX_CHARS)
+                    ),
                 )
             passages = found.printed(limit, widen)
-            lines = reading.find_lines(found, passages, limit, bound_chars(max_chars), absent, None, MAX_CHARS)
+            lines = reading.find_lines(
+                found, passages, limit, bound_chars(max_chars), absent, None, MAX_CHARS
+            )
             data = find_content(book, found, passages)
             return result(data, "\n".join(lines))
 
@@ -282,9 +297,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
     )
     async def cast(
         book: BookArg,
-        query: Annotated[
-            str, Field(description="A name or a role; empty: the most mentioned.")
-        ] = "",
+        query: Annotated[str, Field(description="A name or a role; empty: the most mentioned.")] = "",
         limit: Annotated[int, Field(description="Members at most.")] = reading.CAST_LISTED,
         max_chars: MaxCharsArg = READER_CHARS,
         upto: UptoArg = None,
@@ -321,9 +334,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 description='"12", "10-14", "10+6" (10 and 6 after), "3,7", "ch03:12-20" (a folder or EPUB).'
             ),
         ],
-        around: Annotated[
-            int, Field(description="Neighbours before and after each.")
-        ] = 0,
+        around: Annotated[int, Field(description="Neighbours before and after each.")] = 0,
         max_chars: MaxCharsArg = READER_CHARS,
     ) -> CallToolResult:
         def work() -> CallToolResult:
@@ -379,7 +390,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
             entry, document, chapters = library.contents(book)
             listed = [json_output.chapter_json(c) for c in chapters]
             blocks = [
-                reading.Block([], [reading.capped(f"{c['paragraphs']}: {c['heading']}")], c["paragraphs"], blank=False)
+                reading.Block(
+                    [], [reading.capped(f"{c['paragraphs']}: {c['heading']}")], c["paragraphs"], blank=False
+                )
                 for c in listed
             ]
             about = json_output.about_line(entry.about).strip()
@@ -429,7 +442,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
             if upto is not None and upto < 1:
                 raise InputError("upto must be a paragraph number, 1 or more")
             bound = bound_chars(max_chars)
-            found = library.search(query, min(limit, SEARCH_MOST), reporter(ctx), within=api.Within(books, upto))
+            found = library.search(
+                query, min(limit, SEARCH_MOST), reporter(ctx), within=api.Within(books, upto)
+            )
             data = search_content(found, SEARCH_MOST, limit)
             head = f"Paragraphs ({BOOKS_WORDS}):" if found.hits else "no paragraph matches"
             lines = [head, *reading.search_lines(found.hits, bound, len(head) + 1, MAX_CHARS)]

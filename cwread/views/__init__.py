@@ -3,6 +3,11 @@
 The bounds a reader's text keeps to by default, declared here so that the CLI's options can
 name them without importing the views."""
 
-READER_CHARS = 15_000  # of plain text for a reader, by default (find, cast, MCP's tools): the best passages, not all
+READER_CHARS = 15_000  # of plain text for a reader, by default (show, cast, search, MCP's tools)
+# of `find`, by default: the best passages whole, the next a line each (cwread.views.reading.
+# passages_within); on the dev novels' first find, as many gold paragraphs reached as by 15,000
+# characters of whole passages, in half the characters (benchmarks/README.md, "The first find
+# in half the characters")
+FIND_CHARS = 7_000
 TERMINAL_LINES = 60  # of `find` on a terminal, by default: a screenful or two
 CAST_LISTED = 30  # members `cast` lists with no name asked

@@ -17,7 +17,7 @@ from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.passages import Passage, runs_label
 from cwread.text.sentences import sentences
 from cwread.text.words import STOPWORDS, WORD, word_stems
-from cwread.views import CAST_LISTED, READER_CHARS  # noqa: F401  (READER_CHARS: read here by the faces)
+from cwread.views import CAST_LISTED, FIND_CHARS, READER_CHARS  # noqa: F401  (read here by the faces)
 from cwread.views.json_output import about_line
 from cwread.views.terminal import printable
 
@@ -83,7 +83,9 @@ def named_list(names: list[str]) -> str:
     return "; ".join(capped(name, 120) for name in names[:NAMED_MOST]) + more
 
 
-def _cut(block: Block, room: int, span_label: Callable[[int, int], str] | None, option: str = OPTION) -> Block:
+def _cut(
+    block: Block, room: int, span_label: Callable[[int, int], str] | None, option: str = OPTION
+) -> Block:
     """`block` within `room` characters: its head, the body lines around its best, and a line
     naming the paragraphs cut (to `show`); where the best alone is longer than what is left, it
     is cut inside, with "…" and its id."""
@@ -110,7 +112,9 @@ def _cut(block: Block, room: int, span_label: Callable[[int, int], str] | None, 
         notes.append(capped(f"(cut at {kept:,} of its {whole:,} characters, within {option}{how})"))
     dropped = [pid for i, pid in enumerate(block.pids) if not low <= i <= high]
     if dropped and span_label is not None:
-        notes.append(capped(f"(more of this passage beyond {option}: show {runs_label(dropped, span_label)})"))
+        notes.append(
+            capped(f"(more of this passage beyond {option}: show {runs_label(dropped, span_label)})")
+        )
     elif len(lines) < len(body) and cut_inside is None:
         notes.append(f"({len(body) - len(lines)} more lines of it past {option})")
     return Block(head, [*lines, *notes], block.name, blank=block.blank)
@@ -154,7 +158,9 @@ def bounded(
     notes."""
     printed, left = fit(blocks, max_chars, used, span_label, option)
     said = left_out_lines(left, max_chars, noun, span_label, option, spans)
-    return printed_lines(printed, width) + [wrapped_line for line in said for wrapped_line in wrapped(line, width)]
+    return printed_lines(printed, width) + [
+        wrapped_line for line in said for wrapped_line in wrapped(line, width)
+    ]
 
 
 def printed_lines(printed: list[Block], width: int | None) -> list[str]:
@@ -198,11 +204,83 @@ def _passage_block(passage: Passage, title: str) -> Block:
     return Block([title], body, title, pids=list(passage.ids), best=best, whole=shown)
 
 
-def passage_title(passage: Passage) -> str:
-    """A passage's head line: its rank(s), book (of a library), span and chapter."""
+def passage_title(passage: Passage, chapter_most: int = LINE_MOST) -> str:
+    """A passage's head line: its rank(s), book (of a library), span and chapter (capped)."""
     book = f" {printable(passage.book)}" if passage.book else ""
-    chapter = f" {printable(passage.chapter.title)}" if passage.chapter else ""
+    chapter = f" {capped(printable(passage.chapter.title), chapter_most)}" if passage.chapter else ""
     return f"{passage.rank_label}{book} [{passage.span}]{chapter}"
+
+
+PASSAGE_LINES = 15  # passages after those printed whole given a line each, at most; the rest are named
+CUT_LEAST = 600  # characters left for the best passage cut, or it too is given a line
+PASSAGE_PART_CHARS = 160  # of such a line's part of its best paragraph
+LINE_CHAPTER_CHARS = 40  # of its chapter's title
+
+
+def passages_within(
+    passages: Sequence[Passage],
+    question: str,
+    used: int,
+    max_chars: int | None,
+    width: int | None,
+    option: str = OPTION,
+) -> list[str]:
+    """`passages` within `max_chars` characters beside the `used` ones: the best printed whole,
+    then each of the next PASSAGE_LINES as one line (its rank, span and chapter and the part of
+    its best paragraph that best matches the question, those words marked: `best_part`), so that
+    a reader sees what each holds and shows the one it wants; the lines' room is kept before a
+    passage is printed whole, but the best passage has at least half the bound (cut around its
+    best paragraph where it is longer); then one line naming the rest. None: every passage
+    whole."""
+    if not passages:
+        return []
+    blocks = [_passage_block(p, passage_title(p)) for p in passages]
+    if max_chars is None:
+        return printed_lines(blocks, width)
+    asked = asked_stems(question)
+    said = [_passage_line(p, asked) for p in passages]
+    head = ["", "The next passages, a line each (show one to read it whole):"]
+
+    def lines_size(start: int) -> int:
+        rest = said[start : start + PASSAGE_LINES]
+        return _size(head) + _size(rest) if rest else 0
+
+    whole, room = 0, max_chars - used
+    while whole < len(blocks) and blocks[whole].size() + lines_size(whole + 1) <= room:
+        room -= blocks[whole].size()
+        whole += 1
+    printed = blocks[:whole]
+    if not printed:  # the best passage cut around its best paragraph, not left out: half the
+        # room at least, all of it where that is too little for a paragraph's worth
+        first_room = max(room - lines_size(1), room // 2)
+        span_label = None if passages[0].book else passages[0].document.span_label
+        printed = [_cut(blocks[0], first_room if first_room >= CUT_LEAST else room, span_label, option)]
+        room -= printed[0].size()
+    out = printed_lines(printed, width)
+    rest = said[len(printed) :]
+    lined = []
+    for line in rest[:PASSAGE_LINES]:
+        if _size([*head, *lined, line]) > room:
+            break
+        lined.append(line)
+    if lined:
+        out += [w for line in [*head, *lined] for w in wrapped(line, width)]
+    named = [
+        _passage_block(p, passage_title(p, LINE_CHAPTER_CHARS)) for p in passages[len(printed) + len(lined) :]
+    ]
+    said_out = left_out_lines(named, max_chars, "passages", None, option)
+    return out + [w for line in said_out for w in wrapped(line, width)]
+
+
+def _passage_line(passage: Passage, asked: set[str]) -> str:
+    """A passage as one line: its rank, span and chapter, and the part of its paragraph that
+    best matches the question (`_line_paragraph`, `best_part`), the question's words marked."""
+    pid = _line_paragraph(passage, asked)
+    part = " ".join(
+        _marked(best_part(passage.document.paragraph(pid).text, asked, PASSAGE_PART_CHARS), asked).split()
+    )
+    where = f"{passage_title(passage, LINE_CHAPTER_CHARS)}, at [{passage.document.label(pid)}]"
+    return capped(f"{where}: {printable(part)}", len(where) + PASSAGE_PART_CHARS + 10)
 
 
 def considered(result: FindResult, limit: int) -> int:
@@ -232,8 +310,7 @@ def find_lines(
     ]
     heads += question_notes(result, absent)
     out = [line for head in heads for line in wrapped(capped(head), width)]
-    blocks = [_passage_block(p, passage_title(p)) for p in passages]
-    return out + bounded(blocks, max_chars, _size(out), width, "passages", doc.span_label, option)
+    return out + passages_within(passages, result.question.text, _size(out), max_chars, width, option)
 
 
 def paragraph_lines(
@@ -259,7 +336,9 @@ def paragraph_lines(
     return bounded(blocks, max_chars, 0, width, "paragraphs", document.span_label, option, spans=True)
 
 
-def search_lines(hits: Sequence[Hit], max_chars: int | None, used: int = 0, option: str = OPTION) -> list[str]:
+def search_lines(
+    hits: Sequence[Hit], max_chars: int | None, used: int = 0, option: str = OPTION
+) -> list[str]:
     """A library search's hits, each its book and id, then its whole paragraph, up to `max_chars`
     characters beside the `used` ones before them (the first cut inside where it alone is
     longer), then one line naming those left out."""
@@ -300,9 +379,7 @@ def map_lines(
     *so*, up to `max_chars` characters (then one line naming those left out); `absent`: the
     question's words that no paragraph holds, said first."""
     doc = result.document
-    asked = set(
-        word_stems([w for w in map(str.lower, WORD.findall(result.question.text)) if w not in STOPWORDS])
-    )
+    asked = asked_stems(result.question.text)
     scores = result.paragraph_scores
     ranked = sorted(
         (
@@ -360,6 +437,21 @@ def best_part(text: str, asked: set[str], chars: int = MAP_PART_CHARS) -> str:
         first, last = min(first, i), max(last, i)
 
 
+def _line_paragraph(passage: Passage, asked: set[str]) -> int:
+    """The paragraph a passage's line quotes: its best, unless that is a heading (it names the
+    chapter, which the line gives already); then the one holding most of the question's words."""
+    doc = passage.document
+    if not is_heading(doc.paragraph(passage.best).text):
+        return passage.best
+    told = [pid for pid in passage.ids if not is_heading(doc.paragraph(pid).text)] or [passage.best]
+    return max(told, key=lambda pid: len(_stems(doc.paragraph(pid).text) & asked))
+
+
+def asked_stems(question: str) -> set[str]:
+    """The stems of a question's words, stop words aside: what a line marks *so*."""
+    return set(word_stems([w for w in map(str.lower, WORD.findall(question)) if w not in STOPWORDS]))
+
+
 def _stems(text: str) -> set[str]:
     return set(word_stems([w.lower() for w in WORD.findall(text)]))
 
@@ -403,11 +495,17 @@ def cast_lines(
             for other, shared in cast.meetings(member)[:MEETS]:
                 ids = ", ".join(document.label(pid) for pid in shared[:4])
                 body.append(
-                    f"  with {other.name} in {len(shared)} paragraphs: [{ids}]" + (" ..." if len(shared) > 4 else "")
+                    f"  with {other.name} in {len(shared)} paragraphs: [{ids}]"
+                    + (" ..." if len(shared) > 4 else "")
                 )
         head += f"; also {', '.join(others[:6])}" if others else ""
         blocks.append(
-            Block([printable(head)], [printable(line) for line in body], printable(member.name), blank=bool(blocks))
+            Block(
+                [printable(head)],
+                [printable(line) for line in body],
+                printable(member.name),
+                blank=bool(blocks),
+            )
         )
     return bounded(blocks, max_chars, 0, width, "members", None, option)
 
@@ -439,8 +537,7 @@ def library_find_lines(
     for c in found.candidates:
         heads += [f"{printable(c.name)}: {note}" for note in question_notes(c.found, [])]
     out = [line for head in heads for line in wrapped(capped(head, 2 * LINE_MOST), width)]
-    blocks = [_passage_block(p, passage_title(p)) for p in passages]
-    return out + bounded(blocks, max_chars, _size(out), width, "passages", None, option)
+    return out + passages_within(passages, found.question.text, _size(out), max_chars, width, option)
 
 
 def _titled(about: dict) -> str:
