@@ -130,7 +130,7 @@ class Chat:
             elif console.stdout().is_terminal:
                 render.find_view(found, passages, shown)
             else:  # a reader in a pipe: bounded plain text, as find's
-                render.find_text_view(found, passages, shown, reading.FIND_CHARS, api.absent_words(document, rest))
+                render.find_text_view(found, passages, shown, reading.FIND_CHARS)
         elif name == "/json":
             if not self.traces:
                 raise InputError("no answer yet: ask a question first")

@@ -185,7 +185,7 @@ def test_passages_of_one_scene_print_together_in_story_order(tmp_path):
     found = replace(found, segments=ranked)
     passages = found.printed(0)
     assert [(p.ranks, p.ids) for p in passages] == [((1, 3), (2, 3, 4, 5, 6)), ((2,), (9, 10))]
-    lines = find_lines(found, passages, 0, None, [], 100)
+    lines = find_lines(found, passages, 0, None, 100)
     heads = [line for line in lines if line.startswith("#")]
     # #3 sits a paragraph before #1 in the same scene: printed with it, in order, the gap filled;
     # #2 is past the break ("* * *"): its own passage

@@ -487,6 +487,8 @@ def test_find_and_show_give_readable_text_once_within_a_bound(tmp_path):
     assert len(listed) == 11 and all(line.startswith(f"#{i} [") for i, line in enumerate(listed[1:], start=1))
     assert "*stick*" in compact.content[0].text and len(compact.content[0].text) < 2_500
     text = found.content[0].text
+    assert text.startswith(f"{hound}: 1,546 paragraphs") and str(EXAMPLES) not in text  # as the client named it
+    assert compact.content[0].text.startswith(f"{hound}: ")
     assert (
         "No paragraph holds: automobile" in text
         and "#1 [" in text

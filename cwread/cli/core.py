@@ -137,14 +137,14 @@ def find(
     shown = len(result.anchor_segments) if shape.limit is None else shape.limit
     if shape.compact and not output.json_out:
         bound = shape.printed_chars(READER_CHARS)
-        render.map_view(result, shape.limit or MAP_CANDIDATES, api.absent_words(document, asked.text), bound)
+        render.map_view(result, shape.limit or MAP_CANDIDATES, bound)
         return
     passages = result.printed(shown, shape.expand)
     if output.json_out:
         console.print_json(json_output.find_json(result, shown, passages))
     elif shape.plain or not console.stdout().is_terminal:  # a reader in a pipe: bounded plain text
         bound = shape.printed_chars(FIND_CHARS)
-        render.find_text_view(result, passages, shown, bound, api.absent_words(document, asked.text))
+        render.find_text_view(result, passages, shown, bound)
     else:
         render.find_view(result, passages, shown, shape.max_chars)
 

@@ -273,18 +273,13 @@ def build_server(settings: ServerSettings) -> MCPServer:
             found = session.find(
                 api.make_question(question), progress=reporter(ctx), hints=api.Hints(also, around, limit_read)
             )
-            absent = api.absent_words(document, question)
-            if compact:
+            if compact:  # the book named as the client named it, not by the server's path
                 return result(
                     {"book": book, "question": question},
-                    "\n".join(
-                        reading.map_lines(found, limit, absent, None, bound_chars(max_chars), MAX_CHARS)
-                    ),
+                    "\n".join(reading.map_lines(found, limit, None, bound_chars(max_chars), MAX_CHARS, book)),
                 )
             passages = found.printed(limit, widen)
-            lines = reading.find_lines(
-                found, passages, limit, bound_chars(max_chars), absent, None, MAX_CHARS
-            )
+            lines = reading.find_lines(found, passages, limit, bound_chars(max_chars), None, MAX_CHARS, book)
             data = find_content(book, found, passages)
             return result(data, "\n".join(lines))
 

@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from cwread.answer.extractive import absent_words
 from cwread.book import Document, Paragraph
 from cwread.book.chapters import is_heading
 from cwread.library.catalog import Hit
@@ -293,22 +294,20 @@ def find_lines(
     passages: Sequence[Passage],
     limit: int,
     max_chars: int | None,
-    absent: list[str],
     width: int | None,
     option: str = OPTION,
+    name: str | None = None,
 ) -> list[str]:
     """`find`'s passages as a reader reads them (`FindResult.printed`: its first `limit`
-    segments, 0: all, widened, those of one scene joined): a head line a passage (its rank, span and
-    chapter), then its paragraphs, whole passages best first, up to `max_chars` characters
-    (None: no bound; a passage that does not fit cut around its best paragraph, see
-    `bounded`), then one line naming those left out (`option` sets the bound); `absent`: the
-    question's words that no paragraph holds, said first."""
+    segments, 0: all, widened, those of one scene joined), within `max_chars` characters
+    (`passages_within`; `option` names the bound); the question's words that no paragraph holds
+    said first. `name`: the book's, as the reader gave it (None: its path)."""
     doc = result.document
     heads = [
-        f"{printable(doc.path)}: {len(doc):,} paragraphs; the {considered(result, limit)} passages that fit "
-        "best, best first."
+        f"{printable(name or doc.path)}: {len(doc):,} paragraphs; the {considered(result, limit)} passages "
+        "that fit best, best first."
     ]
-    heads += question_notes(result, absent)
+    heads += question_notes(result)
     out = [line for head in heads for line in wrapped(capped(head), width)]
     return out + passages_within(passages, result.question.text, _size(out), max_chars, width, option)
 
@@ -349,11 +348,13 @@ def search_lines(
     return bounded(blocks, max_chars, used, None, "paragraphs", None, option)
 
 
-def question_notes(result: FindResult, absent: list[str]) -> list[str]:
+def question_notes(result: FindResult, absent: bool = True) -> list[str]:
     """What the reader should know of how the question was read: its words no paragraph holds
-    (`absent`), and the descriptions the book's cast took for names, with where the book says so."""
+    (where `absent`: not of one book of several), and the descriptions the book's cast took for
+    names, with where the book says so."""
     doc = result.document
-    notes = [f"No paragraph holds: {', '.join(absent)} (say it otherwise)."] if absent else []
+    missing = absent_words(doc, result.question.text) if absent else []
+    notes = [f"No paragraph holds: {', '.join(missing)} (say it otherwise)."] if missing else []
     for n in result.named:
         notes.append(
             f'Looked for {printable(n.member.words)} too: the book says "{printable(n.description.span)}" '
@@ -368,16 +369,16 @@ MAP_LINE_CHARS = 320  # of a candidate's line: its id, chapter and best-matching
 def map_lines(
     result: FindResult,
     count: int,
-    absent: list[str],
     width: int | None,
     max_chars: int | None = None,
     option: str = OPTION,
+    name: str | None = None,
 ) -> list[str]:
     """A map of the candidates, one line each, for a reader to pick from and `show`: the `count`
     paragraphs the retrieval ranks best (outside front and back matter), each with its rank, id,
     chapter and the sentence of it that shares most of the question's words, those words marked
-    *so*, up to `max_chars` characters (then one line naming those left out); `absent`: the
-    question's words that no paragraph holds, said first."""
+    *so*, up to `max_chars` characters (then one line naming those left out); the question's
+    words that no paragraph holds said first; `name`: the book's, as the reader gave it."""
     doc = result.document
     asked = asked_stems(result.question.text)
     scores = result.paragraph_scores
@@ -390,9 +391,10 @@ def map_lines(
         key=lambda pid: -scores[pid - 1],
     )
     heads = [
-        f"{printable(doc.path)}: {len(doc):,} paragraphs; the {min(count, len(ranked))} that fit best, best first (show N for one whole)."
+        f"{printable(name or doc.path)}: {len(doc):,} paragraphs; the {min(count, len(ranked))} that fit best, "
+        "best first (show N for one whole)."
     ]
-    heads += question_notes(result, absent)
+    heads += question_notes(result)
     out = [line for head in heads for line in wrapped(capped(head), width)]
     lines: list[Block] = []
     for rank, pid in enumerate(ranked[:count], start=1):
@@ -535,7 +537,7 @@ def library_find_lines(
         f"{len(found.candidates)} that hold them most: {searched}. Passages best first; show BOOK N for more."
     ]
     for c in found.candidates:
-        heads += [f"{printable(c.name)}: {note}" for note in question_notes(c.found, [])]
+        heads += [f"{printable(c.name)}: {note}" for note in question_notes(c.found, absent=False)]
     out = [line for head in heads for line in wrapped(capped(head, 2 * LINE_MOST), width)]
     return out + passages_within(passages, found.question.text, _size(out), max_chars, width, option)
 

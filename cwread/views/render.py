@@ -143,10 +143,10 @@ def _print_lines(lines: list[str]) -> None:
 
 
 def find_text_view(
-    result: FindResult, passages: Sequence[Passage], limit: int, max_chars: int | None, absent: list[str]
+    result: FindResult, passages: Sequence[Passage], limit: int, max_chars: int | None
 ) -> None:
     """`find` for a reader in a pipe (an AI assistant, a script): see cwread.views.reading.find_lines."""
-    _print_lines(reading.find_lines(result, passages, limit, max_chars, absent, _reader_width(stdout(lines=True))))
+    _print_lines(reading.find_lines(result, passages, limit, max_chars, _reader_width(stdout(lines=True))))
 
 
 def library_find_view(found: LibraryFound, passages: Sequence[Passage], max_chars: int | None) -> None:
@@ -163,12 +163,14 @@ def cast_view(
     )
 
 
-def map_view(result: FindResult, count: int, absent: list[str], max_chars: int | None) -> None:
+def map_view(result: FindResult, count: int, max_chars: int | None) -> None:
     """`find --map`: see cwread.views.reading.map_lines."""
-    _print_lines(reading.map_lines(result, count, absent, _reader_width(stdout(lines=True)), max_chars))
+    _print_lines(reading.map_lines(result, count, _reader_width(stdout(lines=True)), max_chars))
 
 
-def find_view(result: FindResult, passages: Sequence[Passage], limit: int, max_chars: int | None = None) -> None:
+def find_view(
+    result: FindResult, passages: Sequence[Passage], limit: int, max_chars: int | None = None
+) -> None:
     """`find` on a terminal: the question, then each passage in a box headed by its rank, span and
     chapter, the paragraphs retrieval ranked high in bold; whole passages best first within
     TERMINAL_LINES lines (`max_chars`: within so many characters of text instead; 0, no bound),
@@ -187,7 +189,7 @@ def find_view(result: FindResult, passages: Sequence[Passage], limit: int, max_c
             "dim",
         ),
     )
-    notes = [Text(note, style="dim") for note in reading.question_notes(result, [])]
+    notes = [Text(note, style="dim") for note in reading.question_notes(result, absent=False)]
     most_lines = TERMINAL_LINES if max_chars is None else None
     bound = f"{most_lines} lines" if most_lines else f"{max_chars:,} characters"
     lines = sum(_height(out, t) for t in (head, *notes))
@@ -202,7 +204,9 @@ def find_view(result: FindResult, passages: Sequence[Passage], limit: int, max_c
 
     def cut_note(passage: Passage, ids: Sequence[int]) -> list[Text]:
         dropped = [pid for pid in passage.ids if pid not in ids]
-        return [Text(f"(more of this passage: show {reading.runs_label(dropped, doc.span_label)})", style="dim")]
+        return [
+            Text(f"(more of this passage: show {reading.runs_label(dropped, doc.span_label)})", style="dim")
+        ]
 
     def fits(box: Panel, ids: Sequence[int], after: list[Text]) -> bool:
         """Whether `box` (of paragraphs `ids`) and the lines `after` it keep within the bound."""
@@ -304,7 +308,10 @@ def doctor_view(report: DoctorReport) -> None:
         )
     )
     out.print(Text(f"cache {one_line(report.cache)}"))
-    held = "; ".join(f"{key} = {value}" for key, value in report.settings) or "none set (cwread config set KEY VALUE)"
+    held = (
+        "; ".join(f"{key} = {value}" for key, value in report.settings)
+        or "none set (cwread config set KEY VALUE)"
+    )
     out.print(Text(f"settings {one_line(report.settings_file)}: {one_line(held)}"))
     if report.advice:
         out.print()
