@@ -33,7 +33,10 @@ def main() -> None:
     parser.add_argument("log", type=Path)
     parser.add_argument("records", type=Path, nargs="+")
     args = parser.parse_args()
-    gold = {r["id"]: set(r.get("evidence") or []) for path in args.records for r in read_jsonl(path)}
+    records = {r["id"]: r for path in args.records for r in read_jsonl(path)}
+    gold = {qid: set(r.get("evidence") or []) for qid, r in records.items()}
+    # a two-fact question: its gold in parts, each a fact; "both" where a cited id holds each
+    parts = {qid: [set(p) for p in r["parts"]] for qid, r in records.items() if r.get("parts")}
     calls: dict[str, int] = defaultdict(int)
     chars: dict[str, int] = defaultdict(int)
     for call in read_jsonl(args.log):
@@ -43,7 +46,11 @@ def main() -> None:
     for answer in read_jsonl(args.answers):
         qid = answer["id"]
         cited = {int(c) for c in answer.get("cited") or [] if str(c).isdigit()}
-        rows.append({"id": qid, "set": qid.split("-")[0], "gold_cited": bool(cited & gold[qid]), "calls": calls[qid], "chars": chars[qid]})
+        both = all(cited & part for part in parts[qid]) if qid in parts else None
+        rows.append(
+            {"id": qid, "set": qid.split("-")[0], "gold_cited": bool(cited & gold[qid]), "both": both,
+             "calls": calls[qid], "chars": chars[qid]}
+        )  # fmt: skip
     print("| set | questions | cited a gold paragraph [95%] | median calls | median characters read | most |")
     print("|---|---|---|---|---|---|")
     for name in (*sorted({r["set"] for r in rows}), "all"):
@@ -57,6 +64,16 @@ def main() -> None:
         )
     missed = [r["id"] for r in rows if not r["gold_cited"]]
     print(f"\nno gold cited: {', '.join(missed) or 'none'}")
+    two = [r for r in rows if r["both"] is not None]
+    if two:
+        print(
+            f"two-fact questions: {len(two)}; a gold paragraph cited {sum(r['gold_cited'] for r in two)}, "
+            f"one for each fact {sum(r['both'] for r in two)} "
+            f"({', '.join(r['id'] for r in two if not r['both']) or 'none'} short of both)"
+        )
+    helped = {tag: chars[tag] for tag in chars if tag not in records}
+    if helped:
+        print(f"read outside the questions (help, tool lists): {sum(helped.values()):,} characters in {sum(calls[t] for t in helped)} calls")
 
 
 if __name__ == "__main__":
