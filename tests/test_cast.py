@@ -87,3 +87,29 @@ def test_cast_and_find_through_the_cli(capsys, tmp_path):
     assert [n.member.words for n in named_in_book(doc, "Why did the lawyer burn the letters?")] == ["Payne"]
     assert named_in_book(doc, "What was the strange thing about the keys?") == []
     assert named_in_book(doc, "Who was his only friend?") == []
+
+
+def test_a_description_relative_to_someone_unnamed_is_no_ones_name(capsys, tmp_path):
+    """#88 item 4: "his aunt" (someone's) is not the aunt a question asks of ("her aunt", of
+    whoever "her" is), nor the one it names ("Aunt Bess"); "his companion" is not "the lady
+    companion"; "the lawyer" still names Payne."""
+    cast = build_cast(
+        [
+            *STORY,
+            "Lucy met Inspector Grey, his companion, at the station.",
+            "Aunt Bess sent Lucy a parcel of books.",
+        ]
+    )
+    for question in (
+        "What did Lucy's aunt send her?",
+        "Why did Aunt Bess send the books?",
+        "What did her aunt find at noon?",
+        "Why did the lady companion leave the house?",
+    ):
+        assert cast.named_in(question) == [], question
+    [lawyer] = cast.named_in("What did the lawyer burn?")
+    assert "Payne" in lawyer.member.forms
+    book = tmp_path / "wilde.txt"
+    book.write_text("\n\n".join(STORY) + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "find", str(book), "What did her aunt find at noon?", "--plain")
+    assert code == 0 and "Looked for" not in out

@@ -132,8 +132,8 @@ class Cast:
     def named_in(self, question: str) -> list[Named]:
         """The members a question calls by a description and not by name ("the naturalist"
         for Stapleton): a description whose head ("naturalist", "lawyer", "brother") is in the
-        question, a relation's with its every other word ("the younger brother of Sir Charles",
-        not "his brother"), of one member only or matching more of its words than any other's.
+        question, a relation's with its every other word and someone named in it ("the younger
+        brother of Sir Charles", not "his brother"), of one member only or matching more of its words than any other's.
         A place beside a name ("of Merripit House") says where, not who."""
         lowered = {w.lower() for w in WORD.findall(question)}
         stems = set(word_stems([w for w in lowered if w not in STOPWORDS]))
@@ -147,8 +147,11 @@ class Cast:
                 if head is None or word_stems([head])[0] not in stems:
                     continue
                 score = _overlap(d.said, stems)
-                if head in KIN and score < 1.0 and len(_content(d.said)) > 1:
-                    continue  # "the farmer's wife" is not whoever's wife a question asks of
+                if head in KIN and (score < 1.0 or len(_content(d.said)) < 2):
+                    # "the farmer's wife" is not whoever's wife a question asks of, nor is "his
+                    # mother" (someone's) the mother of whom a question asks ("Eloise gave her
+                    # mother"), nor "his uncle" the one it names ("Uncle Charlie")
+                    continue
                 key = (score, d.times)
                 held = best.get(head)
                 if held is None or key > held[:2]:
@@ -170,6 +173,7 @@ KIN = frozenset(
         "nephew", "niece", "husband", "wife", "grandfather", "grandmother", "grandson",
         "granddaughter", "friend", "widow", "child", "parents", "children", "sweetheart", "lover",
         "fiance", "fiancé", "fiancée", "sons", "daughters", "brothers", "sisters", "friends",
+        "companion", "companions",
     }
 )  # fmt: skip
 # where a description's head ends: a preposition or a relative ("the man who escaped")
