@@ -413,7 +413,7 @@ def map_lines(
     return out + bounded(lines, max_chars, _size(out), width, "candidates", None, option)
 
 
-MAP_PART_CHARS = 200  # of a paragraph's text on its map line: the best sentence and its neighbours
+MAP_PART_CHARS = 140  # of a paragraph's text on its map line: its best sentence and neighbours (200 cost readers 15% more characters for no more answers: benchmarks/README.md)
 
 
 def best_part(text: str, asked: set[str], chars: int = MAP_PART_CHARS) -> str:
