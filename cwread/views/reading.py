@@ -376,7 +376,7 @@ def map_lines(
 ) -> list[str]:
     """A map of the candidates, one line each, for a reader to pick from and `show`: the `count`
     paragraphs the retrieval ranks best (outside front and back matter), each with its rank, id,
-    chapter and the sentence of it that shares most of the question's words, those words marked
+    chapter and the part of it that best matches the question (`best_part`), its words marked
     *so*, up to `max_chars` characters (then one line naming those left out); the question's
     words that no paragraph holds said first; `name`: the book's, as the reader gave it."""
     doc = result.document
