@@ -113,3 +113,18 @@ def test_a_description_relative_to_someone_unnamed_is_no_ones_name(capsys, tmp_p
     book.write_text("\n\n".join(STORY) + "\n", encoding="utf-8")
     code, out, _ = run(capsys, "find", str(book), "What did her aunt find at noon?", "--plain")
     assert code == 0 and "Looked for" not in out
+
+
+def test_a_word_that_opens_the_sentence_is_no_part_of_the_name_looked_for(capsys, tmp_path):
+    """#88 item 5, seen by a reader: "Then Poppylinda, the majestic black cat" is Poppylinda."""
+    book = tmp_path / "cat.txt"
+    book.write_text(
+        "\n\n".join(
+            ["CHAPTER I", "Missy came home from school.", "Then Poppylinda, the majestic black cat, trod up the steps."]
+            + [f"Missy read her lesson number {i} by the lamp." for i in range(20)]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    code, out, _ = run(capsys, "find", str(book), "What did the black cat do?", "--plain")
+    assert code == 0 and 'Looked for Poppylinda too: the book says "Then Poppylinda, the majestic black cat"' in out

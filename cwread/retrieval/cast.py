@@ -279,6 +279,7 @@ def named_in_book(document: Document, question: str) -> list[Named]:
         if not any(stem in lowered for stem in stems):
             continue
         for name, said, span, appositive in descriptions_in(text, _a_name):
+            name = _unopened(name)
             _, tally = found.setdefault(_form_key(name), (name, {}))
             _tally(tally, said, span, pid, appositive)
     members = [CastMember(name, "name", (name,), (), _kept(tally)) for name, tally in found.values()]
@@ -309,6 +310,19 @@ def _a_name(name: str) -> bool:
     return any(
         w.lower().rstrip(".") not in STOPWORDS and w.lower().rstrip(".") not in TITLES for w in name.split()
     )
+
+
+def _unopened(name: str) -> str:
+    """A name without the function words that open its sentence ("Then Poppylinda, the
+    majestic black cat": Poppylinda)."""
+    words = name.split()
+    while (
+        len(words) > 1
+        and words[0].lower().rstrip(".") in STOPWORDS
+        and words[0].lower().rstrip(".") not in TITLES
+    ):
+        words.pop(0)
+    return " ".join(words)
 
 
 def _possessive(word: str) -> bool:
