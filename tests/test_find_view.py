@@ -4,6 +4,7 @@ question's words the book does not hold. Through the real CLI."""
 
 import re
 
+from cwread.cli.options import MAP_CANDIDATES
 from tests.conftest import run
 from tests.test_passages import ANSWER, novel  # noqa: F401  (the fixture)
 
@@ -54,7 +55,7 @@ def test_the_map_is_one_line_a_candidate_with_the_questions_words_marked(capsys,
         capsys, "find", str(novel), "Where did Silas hide the brass key?", "--map", "--width", "0"
     )
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 1 + 25
+    assert code == 0 and len(lines) == 1 + MAP_CANDIDATES
     assert lines[1].startswith("#1 [") and "(CHAPTER VII. THE CHAPEL)" in lines[1]
     assert "*Silas* *hid* the *brass* *key*" in lines[1]  # the answer's line first, its words marked
     assert all(re.match(r"#\d+ \[\d+\] ", line) for line in lines[1:])

@@ -401,7 +401,8 @@ def map_lines(
         text = doc.paragraph(pid).text
         sentence = " ".join(_marked(best_part(text, asked), asked).split())
         chapter = doc.chapter(pid)
-        head = f"#{rank} [{doc.label(pid)}]" + (f" ({printable(chapter.title)})" if chapter else "")
+        title = capped(printable(chapter.title), LINE_CHAPTER_CHARS) if chapter else ""
+        head = f"#{rank} [{doc.label(pid)}]" + (f" ({title})" if chapter else "")
         room = MAP_LINE_CHARS - len(head) - 1
         if len(sentence) > room:  # a window that holds the first marked word, cut at words
             mark = max(sentence.find("*"), 0)
