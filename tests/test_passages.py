@@ -54,10 +54,32 @@ def small_model(scripted):
 def test_chapters_are_found_from_the_headings(novel):
     document = load_document(str(novel))
     assert len(document) > 1000
-    assert [c.title for c in document.chapters][:2] == ["THE KEEPER'S YEAR", "CHAPTER I. THE HARBOUR"]
+    # the book's title before its numbered chapters heads none (#88 item 6)
+    assert [c.title for c in document.chapters][:2] == ["CHAPTER I. THE HARBOUR", "CHAPTER II. THE STORM"]
     answer = next(p.id for p in document.paragraphs if p.text == ANSWER)
     assert document.chapter(answer).title == "CHAPTER VII. THE CHAPEL"
-    assert document.chapter(1).title == "THE KEEPER'S YEAR"
+    assert document.chapter(1) is None
+
+
+def test_headings_in_the_books_own_layout(capsys, tmp_path):
+    """#88 item 6, through the real CLI: a title page and a dedication before numbered chapters
+    head nothing, nor does a letter's signature ("HARRY.") or a quoted line ("Party!"); titles
+    with a full stop that the book repeats as a pattern ("FIRST NARRATIVE.") do."""
+    parts = ["THE LAMP AT DUSK", "TO THE MEMORY OF", "MY FATHER", "FIRST NARRATIVE."]
+    for number, roman in enumerate(("I", "II", "III", "IV"), start=1):
+        parts.append(f"CHAPTER {roman}")
+        parts += [f"Ruth walked to the mill on day {number} of the flood, and the water rose {i} feet." for i in range(8)]
+        if number == 2:
+            parts += ["Dear Ruth, the mill is safe. Your loving", "HARRY.", '"Party!" said Aunt Nettie significantly.']
+            parts += ["Ruth read the letter twice.", "SECOND NARRATIVE."]
+    book = tmp_path / "lamp.txt"
+    book.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "contents", str(book), "--json")
+    headings = [c["heading"] for c in json.loads(out)["contents"]]
+    assert code == 0
+    assert any(h.startswith("SECOND NARRATIVE.") for h in headings)
+    assert any(h.startswith("FIRST NARRATIVE. / CHAPTER I") for h in headings)  # its series begins there
+    assert not any(h.startswith(("HARRY", '"Party', "TO THE MEMORY", "THE LAMP AT DUSK /")) for h in headings)
 
 
 @pytest.mark.parametrize(
@@ -72,6 +94,8 @@ def test_chapters_are_found_from_the_headings(novel):
         ("THE END", False),
         ("HELP! HELP!", False),  # a shout ends a sentence
         ("Martha kept the lighthouse for thirty years.", False),
+        ('"Party!" said Aunt Nettie significantly.', False),  # "Part" and a "y": no PART heading
+        ("Part II", True),
     ],
 )
 def test_what_reads_as_a_heading(line, heading):

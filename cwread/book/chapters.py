@@ -19,16 +19,21 @@ HEADING_CHARS = 100  # a heading, its title at most
 HEADING_WORDS = 12
 TITLE_CHARS = 80  # of a run of headings joined, as shown beside a passage
 
+# the word whole: "Party!" is no PART (a quoted line read as a heading, #88 item 6)
 _CHAPTER_WORD = re.compile(
-    r"^\W*(?:CHAPTER|Chapter|CHAP\.|Chap\.|BOOK|Book|PART|Part|VOLUME|Volume|STAVE|Stave|LETTER|Letter|"
-    r"SECTION|Section|SCENE|Scene|ACT|Act|CANTO|Canto)\s*[-\u2014.:]?\s*"
+    r"^\W*(?:(?:CHAPTER|Chapter|BOOK|Book|PART|Part|VOLUME|Volume|STAVE|Stave|LETTER|Letter|"
+    r"SECTION|Section|SCENE|Scene|ACT|Act|CANTO|Canto)\b|CHAP\.|Chap\.)\s*[-\u2014.:]?\s*"
     r"(?:[IVXLCivxlc]+|\d+|(?:the\s+)?[A-Za-z]+)\b"
 )
 # "XXIII", "XXIII.", "12", "12." (not "01": an image's number, not a chapter's)
 _NUMBER_ALONE = re.compile(r"^\W*(?:[IVXLC]+|[1-9]\d{0,2})\.?\s*$")
-_NAMED_PART = re.compile(r"^\W*(?:PROLOGUE|Prologue|EPILOGUE|Epilogue|PREFACE|Preface|INTRODUCTION|Introduction)\b")
+_NAMED_PART = re.compile(
+    r"^\W*(?:PROLOGUE|Prologue|EPILOGUE|Epilogue|PREFACE|Preface|INTRODUCTION|Introduction)\b"
+)
 _THE_END = re.compile(r"^\W*(?:THE END|The End|FINIS|Finis)\W*$")
 _SENTENCE_END = re.compile(r"[.!?,;:\u201d\"'\u2019]\s*$")
+_TITLE_STOP = re.compile(r"[A-Z]{2}\.\s*$")  # "SECOND PERIOD.", "FIRST NARRATIVE.": a heading's full stop
+_QUOTED = re.compile(r"^[\"'\u201c\u2018]")
 
 
 @dataclass(frozen=True)
@@ -50,8 +55,43 @@ def is_heading(text: str) -> bool:
     if _CHAPTER_WORD.match(line) or _NUMBER_ALONE.match(line) or _NAMED_PART.match(line):
         return True
     letters = [c for c in line if c.isalpha()]
+    if len(letters) < 3 or not all(c.isupper() for c in letters) or _QUOTED.match(line):
+        return False  # not in capitals, or a line of speech
     # a title in capitals ("THE SELFISH GIANT", "FIRST PERIOD"), not a shout that ends a sentence
-    return len(letters) >= 3 and all(c.isupper() for c in letters) and not _SENTENCE_END.search(line.rstrip(")]"))
+    # ("HELP! HELP!") nor a letter's signature ("HARRY."); but see `_stopped_series`
+    return not _SENTENCE_END.search(line.rstrip(")]"))
+
+
+def _stopped_series(texts: Sequence[str], stories: Sequence[tuple[int, int]]) -> set[int]:
+    """Titles in capitals with a full stop that the book repeats as a pattern ("FIRST
+    NARRATIVE.", "SECOND NARRATIVE."; "SECOND PERIOD." beside "FIRST PERIOD"): two words or
+    more, their last word ending another such title or a heading. A signature ("HARRY.", "ESME
+    FALCONER.") ends none."""
+    found: dict[int, str] = {}
+    lasts: dict[str, int] = {}
+    for first, last in stories:
+        for pid in range(first, last + 1):
+            line = " ".join(texts[pid - 1].split())
+            if len(line) > HEADING_CHARS or _QUOTED.match(line):
+                continue
+            words = line.rstrip(".").split()
+            if not words or not all(c.isupper() for c in line if c.isalpha()):
+                continue
+            if _TITLE_STOP.search(line) and len(words) >= 2:
+                found[pid] = words[-1]
+            if _TITLE_STOP.search(line) or is_heading(line):
+                lasts[words[-1]] = lasts.get(words[-1], 0) + 1
+    return {pid for pid, word in found.items() if lasts[word] >= 2}
+
+
+def numbered(text: str) -> bool:
+    """Whether a heading says it is one of a series: a chapter word, a number, a named part
+    ("CHAPTER IV", "XXIII", "PROLOGUE"), not a title in capitals alone."""
+    line = " ".join(text.split())
+    return bool(_CHAPTER_WORD.match(line) or _NUMBER_ALONE.match(line) or _NAMED_PART.match(line))
+
+
+SERIES_LEAST = 3  # numbered headings that make a book's layout: its titles in capitals then follow them
 
 
 def find_chapters(
@@ -63,32 +103,63 @@ def find_chapters(
     """The chapters of a book whose paragraphs are `texts` (ids from 1), headings looked for
     within its `stories` (first and last ids, one a file) only, leaving out the ids in `skip`
     (a table of contents, a caption). A run of headings in a row is one chapter; a file's first
-    id (in `file_firsts`) ends a run."""
+    id (in `file_firsts`) ends a run. In a book whose layout numbers its chapters (at least
+    SERIES_LEAST headings numbered or repeating a pattern), a title in capitals before the first
+    of them is the book's title page or dedication, not a chapter."""
     starts = set(file_firsts)
+    stopped = _stopped_series(texts, stories)
     out: list[Chapter] = []
     for first, last in stories:
-        out += _story_chapters(texts, first, last, starts, skip)
-    return tuple(out)
+        out += _story_chapters(texts, first, last, starts, skip, stopped)
+    runs = [(chapter, _run_end(texts, chapter.first, starts, stopped)) for chapter in out]
+    # the headings of the book's series: numbered, or titles it repeats as a pattern
+    series = [
+        pid
+        for c, end in runs
+        for pid in range(c.first, end + 1)
+        if numbered(texts[pid - 1]) or pid in stopped
+    ]
+    if len(series) < SERIES_LEAST:
+        return tuple(out)
+    kept: list[Chapter] = []
+    for chapter, end in runs:
+        if chapter.first >= series[0]:
+            kept.append(chapter)
+        elif series[0] <= end:  # a run that opens with the book's title, then its first numbered
+            # heading ("THE FIREFLY OF FRANCE / CHAPTER I / ALARUMS…"): the chapter from that one on
+            kept.append(Chapter(series[0], _title(texts, series[0], end)))
+    return tuple(kept)
+
+
+def _run_end(texts: Sequence[str], first: int, starts: set[int], stopped: set[int]) -> int:
+    """The last heading of the run of headings that begins at `first`."""
+    end = first
+    while end < len(texts) and end + 1 not in starts and (is_heading(texts[end]) or end + 1 in stopped):
+        end += 1
+    return end
+
+
+def _title(texts: Sequence[str], first: int, last: int) -> str:
+    """The title of a run of headings first..last: their lines joined, capped."""
+    title = " / ".join(" ".join(texts[i - 1].split()) for i in range(first, last + 1))
+    return title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1].rstrip() + "\u2026"
 
 
 def _story_chapters(
-    texts: Sequence[str], first: int, last: int, starts: set[int], skip: frozenset[int]
+    texts: Sequence[str], first: int, last: int, starts: set[int], skip: frozenset[int], stopped: set[int]
 ) -> list[Chapter]:
     out: list[Chapter] = []
     run: list[int] = []
 
     def close() -> None:
         if run:
-            title = " / ".join(" ".join(texts[i - 1].split()) for i in run)
-            if len(title) > TITLE_CHARS:
-                title = title[: TITLE_CHARS - 1].rstrip() + "\u2026"
-            out.append(Chapter(run[0], title))
+            out.append(Chapter(run[0], _title(texts, run[0], run[-1])))
             run.clear()
 
     for pid in range(first, last + 1):
         if pid in starts or not run or pid != run[-1] + 1:
             close()
-        if pid not in skip and is_heading(texts[pid - 1]):
+        if pid not in skip and (is_heading(texts[pid - 1]) or pid in stopped):
             run.append(pid)
     close()
     return out
