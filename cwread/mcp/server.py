@@ -226,7 +226,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
 
     @server.tool(
         description="The passages a question needs, best first (no model call), each paragraph as [N] "
-        "text. Start here; then show to read on.",
+        "text; compact: one line a candidate, the cheaper first look. Then show to read on.",
         annotations=read_only,
     )
     async def find(
