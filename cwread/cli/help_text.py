@@ -18,7 +18,8 @@ _HELP_LINE = "This help."
 def prepare(command: Any, args: list[str], plain: bool) -> list[str]:
     """Set up the help of `command` and its subcommands for this run; the arguments to run it
     with (--help-all becomes --help, every option then shown)."""
-    show_all = HELP_ALL in args
+    options = args[: args.index("--")] if "--" in args else args  # past "--", words are the user's
+    show_all = HELP_ALL in options
     for cmd in _commands(command):
         hidden = [p for p in cmd.params if getattr(p, "hidden", False) or p.name in _TYPER_OWN]
         for param in hidden:
@@ -30,7 +31,10 @@ def prepare(command: Any, args: list[str], plain: bool) -> list[str]:
                 param.metavar = _value_name(param)
         if plain:
             cmd.format_help = MethodType(_plain_help, cmd)
-    return ["--help" if a == HELP_ALL else a for a in args] if show_all else args
+    if not show_all:
+        return args
+    at = options.index(HELP_ALL)
+    return [*args[:at], "--help", *args[at + 1 :]]
 
 
 _TYPER_OWN = ("install_completion", "show_completion")  # rarely wanted; --help-all shows them
