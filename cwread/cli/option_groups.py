@@ -26,17 +26,23 @@ def option(kind: Any, help: str, default: Any = None, *names: str, **settings: A
     return Annotated[kind, typer.Option(*names, help=help, **settings)], default
 
 
+def second_panel(panel: str) -> dict[str, Any]:
+    """An option's settings that list it under `panel`, a second panel shown by --help-all, not
+    -h (cwread.cli.help_text): what a reader does not use every day."""
+    return {"hidden": True, "rich_help_panel": panel}
+
+
 def in_panel(panel: str, options: dict[str, tuple[Any, Any]]) -> dict[str, tuple[Any, Any]]:
-    """`options` listed under their own heading, shown by --help-all, not -h (cwread.cli.help):
-    each option's typer info copied, so an annotation shared elsewhere keeps its own."""
+    """`options` in their own `second_panel`: each option's typer info copied, so an annotation
+    shared elsewhere keeps its own."""
     out = {}
     for key, (annotation, default) in options.items():
         kind, *extras = typing.get_args(annotation)
         extras = [copy.copy(e) if isinstance(e, typer.models.OptionInfo) else e for e in extras]
         for extra in extras:
             if isinstance(extra, typer.models.OptionInfo):
-                extra.rich_help_panel = panel
-                extra.hidden = True
+                for setting, value in second_panel(panel).items():
+                    setattr(extra, setting, value)
         out[key] = (Annotated[(kind, *extras)], default)
     return out
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from cwread.book.formats import format_names
-from cwread.cli.option_groups import listed, option, option_group
+from cwread.cli.option_groups import listed, option, option_group, second_panel
 from cwread.errors import InputError
 from cwread.eval import METHOD_NAMES as EVAL_METHODS
 from cwread.library import MOST_BOOKS
@@ -39,14 +39,13 @@ JsonFlag = Annotated[
 ]
 DebugFlag = Annotated[
     bool,
-    typer.Option("--debug", help="Show tracebacks on errors.", metavar="", hidden=True, rich_help_panel=IN_OUT),
+    typer.Option("--debug", help="Show tracebacks on errors.", metavar="", **second_panel(IN_OUT)),
 ]
 EmbedderOpt = Annotated[
     str,
     typer.Option(
         envvar="CWREAD_EMBEDDER",
-        hidden=True,
-        rich_help_panel=RANKING,
+        **second_panel(RANKING),
         metavar="NAME",
         help=f"Dense model: {DEFAULT_EMBEDDER} (fast default), minilm (full MiniLM, slower), none "
         "(BM25 only), or the path of a sentence-transformers model (e.g. BGE-M3 on a GPU).",
@@ -58,8 +57,7 @@ RetrievalOpt = Annotated[
         "--retrieval",
         help=f"How paragraphs are ranked: {listed(RETRIEVALS)} (fused: BM25 and the dense model, "
         "by reciprocal rank).",
-        hidden=True,
-        rich_help_panel=RANKING,
+        **second_panel(RANKING),
         metavar="|".join(RETRIEVALS),
     ),
 ]
@@ -80,8 +78,7 @@ OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
     "encoding": option(
         str | None,
         "Force the text encoding (default: detect UTF-8/UTF-16 marks, else UTF-8, cp1252, latin-1).",
-        hidden=True,
-        rich_help_panel=IN_OUT,
+        **second_panel(IN_OUT),
     ),
     "width": option(
         int | None,
@@ -92,8 +89,7 @@ OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
         envvar="CWREAD_WIDTH",
         min=0,
         show_default=False,
-        hidden=True,
-        rich_help_panel=IN_OUT,
+        **second_panel(IN_OUT),
     ),
 }
 output_options = option_group("output", OUTPUT_OPTIONS, Output)
@@ -133,8 +129,7 @@ QUESTION_OPTIONS: dict[str, tuple[Any, Any]] = {
         "--kind",
         show_default=False,
         metavar="|".join(FORMS),
-        hidden=True,
-        rich_help_panel="Question kind",
+        **second_panel("Question kind"),
     ),
 }
 # the question, its options (-o) and its kind, validated into a Question before any work
@@ -265,7 +260,7 @@ FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
         show_default=False,
     ),
     "one_book": option(
-        bool, ONE_BOOK_HELP, False, "--one-book", show_default=False, hidden=True, rich_help_panel=LIBRARIES
+        bool, ONE_BOOK_HELP, False, "--one-book", show_default=False, **second_panel(LIBRARIES)
     ),
     "books_opened": option(
         int,
@@ -273,8 +268,7 @@ FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
         MOST_BOOKS,
         "--books-opened",
         min=1,
-        hidden=True,
-        rich_help_panel=LIBRARIES,
+        **second_panel(LIBRARIES),
     ),
     "compact": option(
         bool,
@@ -288,8 +282,7 @@ FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
         "Plain text, as into a pipe or file, on a terminal too.",
         False,
         "--plain",
-        hidden=True,
-        rich_help_panel=IN_OUT,
+        **second_panel(IN_OUT),
     ),
 }
 find_options = option_group("shape", FIND_OPTIONS, _find_shape)

@@ -11,7 +11,7 @@ from typing import Any
 from cwread.backends import DEFAULT_NUM_CTX
 from cwread.backends.provider import BackendSettings, backend_option_keys, backend_sections
 from cwread.backends.select import PROVIDERS
-from cwread.cli.option_groups import in_panel, listed, option, option_group
+from cwread.cli.option_groups import in_panel, listed, option, option_group, second_panel
 from cwread.cli.options import EmbedderOpt, RetrievalOpt
 from cwread.errors import InputError
 from cwread.plan import ANSWER_CHOICES, FINDER_CHOICES, FINDER_REPLIES
@@ -213,7 +213,7 @@ model_options = option_group("settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS}, 
 SESSION_OPTIONS: dict[str, tuple[Any, Any]] = {
     "embedder": (EmbedderOpt, DEFAULT_EMBEDDER),
     "no_cache": option(
-        bool, "Bypass the model-call cache.", False, "--no-cache", hidden=True, rich_help_panel="Backends and models"
+        bool, "Bypass the model-call cache.", False, "--no-cache", **second_panel("Backends and models")
     ),
 }
 
