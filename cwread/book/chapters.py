@@ -52,7 +52,7 @@ def is_heading(text: str) -> bool:
         return False
     if _THE_END.match(line):  # the end of the story heads nothing
         return False
-    if _CHAPTER_WORD.match(line) or _NUMBER_ALONE.match(line) or _NAMED_PART.match(line):
+    if numbered(line):
         return True
     letters = [c for c in line if c.isalpha()]
     if len(letters) < 3 or not all(c.isupper() for c in letters) or _QUOTED.match(line):
@@ -77,9 +77,10 @@ def _stopped_series(texts: Sequence[str], stories: Sequence[tuple[int, int]]) ->
             words = line.rstrip(".").split()
             if not words or not all(c.isupper() for c in line if c.isalpha()):
                 continue
-            if _TITLE_STOP.search(line) and len(words) >= 2:
+            stop = _TITLE_STOP.search(line)
+            if stop and len(words) >= 2:
                 found[pid] = words[-1]
-            if _TITLE_STOP.search(line) or is_heading(line):
+            if stop or is_heading(line):
                 lasts[words[-1]] = lasts.get(words[-1], 0) + 1
     return {pid for pid, word in found.items() if lasts[word] >= 2}
 
@@ -108,35 +109,14 @@ def find_chapters(
     of them is the book's title page or dedication, not a chapter."""
     starts = set(file_firsts)
     stopped = _stopped_series(texts, stories)
-    out: list[Chapter] = []
-    for first, last in stories:
-        out += _story_chapters(texts, first, last, starts, skip, stopped)
-    runs = [(chapter, _run_end(texts, chapter.first, starts, stopped)) for chapter in out]
+    runs = [run for first, last in stories for run in _story_runs(texts, first, last, starts, skip, stopped)]
     # the headings of the book's series: numbered, or titles it repeats as a pattern
-    series = [
-        pid
-        for c, end in runs
-        for pid in range(c.first, end + 1)
-        if numbered(texts[pid - 1]) or pid in stopped
-    ]
-    if len(series) < SERIES_LEAST:
-        return tuple(out)
-    kept: list[Chapter] = []
-    for chapter, end in runs:
-        if chapter.first >= series[0]:
-            kept.append(chapter)
-        elif series[0] <= end:  # a run that opens with the book's title, then its first numbered
-            # heading ("THE FIREFLY OF FRANCE / CHAPTER I / ALARUMS…"): the chapter from that one on
-            kept.append(Chapter(series[0], _title(texts, series[0], end)))
-    return tuple(kept)
-
-
-def _run_end(texts: Sequence[str], first: int, starts: set[int], stopped: set[int]) -> int:
-    """The last heading of the run of headings that begins at `first`."""
-    end = first
-    while end < len(texts) and end + 1 not in starts and (is_heading(texts[end]) or end + 1 in stopped):
-        end += 1
-    return end
+    series = [pid for first, end in runs for pid in range(first, end + 1) if numbered(texts[pid - 1]) or pid in stopped]
+    if len(series) >= SERIES_LEAST:  # the runs from the series on; one that opens with the book's
+        # title, then its first numbered heading ("THE FIREFLY OF FRANCE / CHAPTER I / ALARUMS…"),
+        # from that one
+        runs = [(max(first, series[0]), end) for first, end in runs if end >= series[0]]
+    return tuple(Chapter(first, _title(texts, first, end)) for first, end in runs)
 
 
 def _title(texts: Sequence[str], first: int, last: int) -> str:
@@ -145,15 +125,16 @@ def _title(texts: Sequence[str], first: int, last: int) -> str:
     return title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1].rstrip() + "\u2026"
 
 
-def _story_chapters(
+def _story_runs(
     texts: Sequence[str], first: int, last: int, starts: set[int], skip: frozenset[int], stopped: set[int]
-) -> list[Chapter]:
-    out: list[Chapter] = []
+) -> list[tuple[int, int]]:
+    """The runs of headings in a row within first..last, each as its first and last id."""
+    out: list[tuple[int, int]] = []
     run: list[int] = []
 
     def close() -> None:
         if run:
-            out.append(Chapter(run[0], _title(texts, run[0], run[-1])))
+            out.append((run[0], run[-1]))
             run.clear()
 
     for pid in range(first, last + 1):
