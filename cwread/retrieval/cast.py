@@ -133,7 +133,8 @@ class Cast:
         """The members a question calls by a description and not by name ("the naturalist"
         for Stapleton): a description whose head ("naturalist", "lawyer", "brother") is in the
         question, a relation's with its every other word and someone named in it ("the younger
-        brother of Sir Charles", not "his brother"), of one member only or matching more of its words than any other's.
+        brother of Sir Charles", not "his brother"), of one member only or matching more of its
+        words than any other's.
         A place beside a name ("of Merripit House") says where, not who."""
         lowered = {w.lower() for w in WORD.findall(question)}
         stems = set(word_stems([w for w in lowered if w not in STOPWORDS]))

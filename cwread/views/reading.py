@@ -266,9 +266,8 @@ def passages_within(
         lined.append(line)
     if lined:
         out += [w for line in [*head, *lined] for w in wrapped(line, width)]
-    named = [
-        _passage_block(p, passage_title(p, LINE_CHAPTER_CHARS)) for p in passages[len(printed) + len(lined) :]
-    ]
+    # named only: a left-out line reads a block's name, not its paragraphs
+    named = [Block([], [], passage_title(p, LINE_CHAPTER_CHARS)) for p in passages[len(printed) + len(lined) :]]
     said_out = left_out_lines(named, max_chars, "passages", None, option)
     return out + [w for line in said_out for w in wrapped(line, width)]
 
