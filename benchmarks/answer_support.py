@@ -255,7 +255,7 @@ def finder_scores(data: str, rows_path: str) -> dict[str, float]:
     from cwread.agents import finder
     from cwread.agents.shared import yes_odds
     from cwread.backends import embedded, embedded_files
-    from cwread.question import Question
+    from cwread.records.question import Question
 
     shipped = embedded_files.shipped_finder()
     backend = embedded.EmbeddedBackend(lora=shipped.path, trained=shipped.trained, prepare=True)

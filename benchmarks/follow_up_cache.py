@@ -41,7 +41,7 @@ def main() -> int:
         from cwread import api
         from cwread.backends.embedded import EmbeddedSettings
         from cwread.backends.openai_compat import OpenAISettings
-        from cwread.session import Conversation
+        from cwread.run.session import Conversation
 
         settings = (
             api.BackendSettings(backend="openai", own=(OpenAISettings(base_url=args.base_url),))

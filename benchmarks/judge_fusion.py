@@ -8,7 +8,7 @@ segments the default reads, every paragraph of them scored by the judge (not onl
 30,000 words the Finder reads, so the judge is at its best), and each segment scored two ways:
 its best paragraph's score, and its best window's over the segment's text joined (a line of
 dialogue then reads with the lines around it). Each order below is packed whole by
-cwread.packing.pack_segments under the record's B_c, as the default packs:
+cwread.run.packing.pack_segments under the record's B_c, as the default packs:
 - rank: the retriever's order (the default);
 - judge: the segments by their judge score, best first;
 - fused (w, k): reciprocal-rank fusion, 1/(k + rank place) + w/(k + judge place);
@@ -34,8 +34,8 @@ from judge_recall import paired_gain
 from cwread.agents.cross_encoder import Judge
 from cwread.book.load import load_document
 from cwread.eval.dataset import load_records
-from cwread.packing import pack_segments
-from cwread.session import Session
+from cwread.run.packing import pack_segments
+from cwread.run.session import Session
 
 HERE = Path(__file__).resolve().parent
 SETS = {

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from cwread import api
 from cwread.agents import judge_finder
-from cwread.plan import FinderUse
+from cwread.records.plan import FinderUse
 from cwread.settings import FinderSettings, RunSettings
 
 

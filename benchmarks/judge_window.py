@@ -36,7 +36,7 @@ from extractive_dev import SETS, open_record_list
 from cwread import api
 from cwread.answer import decide
 from cwread.eval.metrics import best_over_references, bootstrap_interval, token_f1
-from cwread.question import Question
+from cwread.records.question import Question
 
 WHOLE = 10**9  # a window no paragraph is longer than: each read whole
 JUDGE_DATA = Path(__file__).resolve().parents[1] / "training" / "data" / "judge"

@@ -24,10 +24,10 @@ from unittest import mock
 from cwread import api
 from cwread.eval import metrics
 from cwread.eval.dataset import load_records
-from cwread.packing import pack, pack_ranked
 from cwread.records import Verdict
 from cwread.retrieval import fusion, lexical
 from cwread.retrieval.segments import make_budget
+from cwread.run.packing import pack, pack_ranked
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data"

@@ -33,7 +33,7 @@ from cwread.backends.logprobs import label_logprobs
 from cwread.backends.onnx_decisions import DecisionScorer, _tokenizer, render_chatml, write_decision_model
 from cwread.backends.onnx_graph import FLOAT_PARTS, SMOOTHING, float_forward, model_shape, model_weights
 from cwread.backends.prepared_gguf import lora_deltas
-from cwread.question import Question
+from cwread.records.question import Question
 
 REPO = Path(__file__).resolve().parent.parent
 BOOK = REPO / "examples" / "the_hound_of_the_baskervilles.txt"

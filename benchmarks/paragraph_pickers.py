@@ -34,7 +34,7 @@ from cwread import api
 from cwread.agents.answer_picker import JUDGED_PARAGRAPHS
 from cwread.answer import extractive
 from cwread.eval.metrics import ratio_interval
-from cwread.question import Question
+from cwread.records.question import Question
 from cwread.settings import Settings
 
 NOVELS = ("novelqa", "hound", "moonstone")

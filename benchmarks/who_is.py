@@ -22,7 +22,7 @@ from unittest import mock
 from cwread import api
 from cwread.answer import describe
 from cwread.eval.metrics import wilson_interval
-from cwread.question import Question
+from cwread.records.question import Question
 from cwread.settings import Settings
 
 HERE = Path(__file__).resolve().parent

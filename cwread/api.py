@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cwread import planning
 from cwread.agents.model_facts import FACTS, facts_of
 from cwread.backends import label
 from cwread.backends.select import (
@@ -34,7 +33,19 @@ from cwread.environment import read_settings_file, settings_path, shown_setting
 from cwread.errors import InputError, ModelError
 from cwread.library.catalog import EVERYWHERE, Found, Library, Shelving, Within, shelving
 from cwread.library.contents import Chapter, contents_of
-from cwread.library_question import (
+from cwread.plugins import load_plugins
+from cwread.progress import Progress
+from cwread.records import FindResult
+from cwread.records.plan import Plan
+from cwread.records.question import NO_HINTS, Hints, Question, make_question
+from cwread.records.trace import DoctorReport, IndexReport, Trace
+from cwread.retrieval.cast import Cast, CastMember
+from cwread.retrieval.cast_build import book_cast
+from cwread.retrieval.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
+from cwread.retrieval.fusion import open_index
+from cwread.retrieval.segments import Budget, make_budget
+from cwread.run import planning
+from cwread.run.library_question import (
     MOST_BOOKS,
     LibraryAnswer,
     LibraryFound,
@@ -42,19 +53,8 @@ from cwread.library_question import (
     find_in_library,
     session_opener,
 )
-from cwread.plan import Plan
-from cwread.plugins import load_plugins
-from cwread.progress import Progress
-from cwread.question import NO_HINTS, Hints, Question, make_question
-from cwread.records import FindResult
-from cwread.retrieval.cast import Cast, CastMember
-from cwread.retrieval.cast_build import book_cast
-from cwread.retrieval.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
-from cwread.retrieval.fusion import open_index
-from cwread.retrieval.segments import Budget, make_budget
-from cwread.session import Session
+from cwread.run.session import Session
 from cwread.settings import AnswerSettings, FinderSettings, RunSettings, SessionSettings, Settings
-from cwread.trace import DoctorReport, IndexReport, Trace
 
 load_plugins()  # formats, backends and kinds other packages add (cwread.plugins)
 
@@ -273,7 +273,7 @@ def find_library(
 ) -> LibraryFound:
     """A question over the library under `roots`: the books its index matches best (at most
     `most_books`) searched as `find` searches one, their passages ranked together
-    (cwread.library_question). Each book's indexes are built when first needed and kept."""
+    (cwread.run.library_question). Each book's indexes are built when first needed and kept."""
     settings = settings or Settings()
     library = Library(roots, notice)
     return find_in_library(

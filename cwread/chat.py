@@ -17,7 +17,7 @@ from cwread import api
 from cwread.backends.transport import INTERRUPTED
 from cwread.cache import cache_root
 from cwread.errors import CwreadError, InputError, error_exit
-from cwread.session import Conversation, Session
+from cwread.run.session import Conversation, Session
 from cwread.settings import RunSettings
 from cwread.views import answer_view, console, json_output, reading, render, trace_json, wording
 from cwread.views.output_files import append_output_file, check_output_path, write_output_file

@@ -9,7 +9,7 @@ pyproject.toml:
     toy = "cwread_toy:PROVIDER"        # a cwread.backends.provider.Provider
 
     [project.entry-points."cwread.kinds"]
-    toy = "cwread_toy:FORM"            # a cwread.question.AnswerForm
+    toy = "cwread_toy:FORM"            # a cwread.records.question.AnswerForm
 
 and each is registered as cwread's own are (`register` of its registry), before the CLI builds its
 help and before `cwread.api` answers anything, so a plug-in's format is read everywhere a book is,
@@ -36,9 +36,9 @@ def load_plugins(notice: Callable[[str], None] = _say) -> list[str]:
     global _loaded
     if _loaded is not None:
         return list(_loaded)
-    from cwread import question
     from cwread.backends import provider
     from cwread.book import formats
+    from cwread.records import question
 
     registries = {
         "cwread.formats": (formats.register, formats.BookFormat),

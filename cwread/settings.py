@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from cwread.backends.provider import BackendSettings
 from cwread.errors import InputError
-from cwread.plan import (
+from cwread.records.plan import (
     ANSWER_CHOICES,
     AUTO,
     FINDER_CHOICES,

@@ -4,7 +4,7 @@ from cwread.agents import shared
 from cwread.agents.finder import finder_request, parse_finder_reply
 from cwread.agents.interpreter import SELF_CHECK_SYSTEM, interpreter_request, needs_self_check, parse_reply
 from cwread.agents.shared import answer_grammar, extract_citations, split_citations
-from cwread.question import Question
+from cwread.records.question import Question
 
 
 @pytest.mark.parametrize(

@@ -238,7 +238,7 @@ def test_help_lists_every_registered_choice(capsys, monkeypatch):
     listed without touching the help text."""
     from cwread.backends.select import PROVIDERS
     from cwread.eval.methods import METHODS as EVAL_METHODS
-    from cwread.plan import ANSWER_CHOICES, FINDER_REPLIES
+    from cwread.records.plan import ANSWER_CHOICES, FINDER_REPLIES
     from cwread.retrieval.fusion import METHODS as RETRIEVALS
 
     monkeypatch.setenv("COLUMNS", "1000")  # one line an option: no name is broken across lines

@@ -283,7 +283,7 @@ def test_a_follow_up_reads_a_segment_read_before_from_llama_cpps_prompt_cache(st
     """The Finder's prompt puts the segment before the question, so a second question on the
     same segments has llama.cpp read its own tail only; the trace counts what came from the cache."""
     from cwread import api
-    from cwread.session import Conversation
+    from cwread.run.session import Conversation
 
     book = api.open(str(story), api.Settings(api.SessionSettings(backends=api.BackendSettings(backend="embedded"), use_cache=False)))
     conversation = Conversation(book)

@@ -15,7 +15,7 @@ from cwread.eval import report as eval_report
 from cwread.eval import rows as rows_module
 from cwread.eval import summary as eval_summary
 from cwread.eval.methods import METHODS, EvalContext
-from cwread.question import Question
+from cwread.records.question import Question
 from cwread.retrieval.segments import make_budget
 from tests.conftest import EVAL_RECORDS, write_records
 from tests.scripted_replies import finder_reply, smart_interpreter

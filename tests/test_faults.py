@@ -821,7 +821,7 @@ def test_timeout_bounds_a_call_whose_reply_drips(capsys, story, cache_dir, dripp
 def test_timeout_bounds_an_ollama_call_whose_reply_drips(cache_dir, dripping_server):
     from cwread.backends.ollama import OllamaBackend
     from cwread.errors import ModelError
-    from cwread.question import Question
+    from cwread.records.question import Question
 
     backend = OllamaBackend("m", host=dripping_server.host, timeout=2, structured=True)
     with pytest.raises(ModelError, match="too slow"):  # the model list drips, or else the call

@@ -120,7 +120,7 @@ def test_rows_without_scores_report_no_ranking(tmp_path, cache_dir, eval_data):
 def test_an_unreadable_reply_kept_for_recall_has_no_score():
     from cwread.agents.finder import GenerativeFinder
     from cwread.book import document_from_bytes
-    from cwread.question import Question
+    from cwread.records.question import Question
     from cwread.retrieval.segments import Segment
 
     doc = document_from_bytes(b"The key is under the mat.\n\nThe door is red.", "t")
@@ -210,7 +210,7 @@ def test_a_decision_first_clue_from_a_schema_server_is_read_as_its_quote():
     constraint) replies JSON to the clue asked after a YES too: its quote is the clue."""
     from cwread.agents.finder import GenerativeFinder
     from cwread.book import document_from_bytes
-    from cwread.question import Question
+    from cwread.records.question import Question
     from cwread.retrieval.segments import Segment
 
     doc = document_from_bytes(b"The key is under the mat.\n\nThe door is red.", "t")

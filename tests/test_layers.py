@@ -1,13 +1,13 @@
 """The package's layers: no package imports a package above it, and no module is in an import
 cycle.
 
-The faces (the CLI, then chat and MCP) → eval → views → api → a question over a library → the
-session → a question's run (question_run, pipeline, planning) → the answer and packing → the
-agents → the settings, plug-ins and the trace → the records → plans and questions → backends,
-retrieval, library → book → text → base (cache, errors, progress): two packages of one layer
-would hide a cycle between them (book imported text while text's grounding imported book).
-`training/` imports cwread, never the reverse. Checked on the source (imports inside functions
-and relative ones too), so a new arrow back up fails here.
+The faces (the CLI, then chat, MCP and the reading room) → eval → views → api → a question's run
+(cwread.run: the session, the plan carried out, a question over a library) → the answer → the
+agents → the settings and plug-ins → the records of a run (cwread.records: the plan, the
+question, the trace) → backends, retrieval, library → book → text → base (cache, errors,
+progress): two packages of one layer would hide a cycle between them (book imported text while
+text's grounding imported book). `training/` imports cwread, never the reverse. Checked on the
+source (imports inside functions and relative ones too), so a new arrow back up fails here.
 """
 
 from __future__ import annotations
@@ -24,16 +24,11 @@ LAYERS = [
     ["cwread.eval"],
     ["cwread.views"],
     ["cwread.api"],
-    ["cwread.library_question"],
-    ["cwread.session"],
-    ["cwread.question_run"],
-    ["cwread.pipeline"],
-    ["cwread.planning"],
-    ["cwread.answer", "cwread.packing"],
+    ["cwread.run"],
+    ["cwread.answer"],
     ["cwread.agents"],
-    ["cwread.settings", "cwread.plugins", "cwread.trace"],
+    ["cwread.settings", "cwread.plugins"],
     ["cwread.records"],
-    ["cwread.plan", "cwread.question"],
     ["cwread.backends", "cwread.retrieval", "cwread.library"],
     ["cwread.book"],
     ["cwread.text"],
@@ -167,9 +162,9 @@ def test_each_environment_variable_is_read_in_one_module():
 
 
 def test_the_pipeline_compares_no_mode_strings():
-    """Modes, kinds and sources are types (cwread.plan, cwread.question): a misspelt string
+    """Modes, kinds and sources are types (cwread.records.plan, cwread.records.question): a misspelt string
     compared in the pipeline would silently never match."""
-    tree = ast.parse((REPO / "cwread" / "pipeline.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "cwread" / "run" / "pipeline.py").read_text(encoding="utf-8"))
     compared = [
         f"line {node.lineno}: {ast.unparse(node)}"
         for node in ast.walk(tree)
@@ -182,7 +177,7 @@ def test_the_pipeline_compares_no_mode_strings():
     assert compared == []
 
 
-# the fields that hold a mode, a source, a status or a kind (cwread.plan, cwread.records)
+# the fields that hold a mode, a source, a status or a kind (cwread.records.plan, cwread.records)
 MODE_FIELDS = {
     "answer_mode",
     "mode",

@@ -15,7 +15,7 @@ from cwread.backends import ollama as ollama_provider
 from cwread.backends.ollama import OllamaBackend, refused_here
 from cwread.backends.select import BackendSettings, select_backends
 from cwread.errors import ModelError
-from cwread.question import Question
+from cwread.records.question import Question
 
 
 def chat_response(content: str) -> dict:

@@ -21,7 +21,7 @@ from cwread.backends.onnx_decisions import (
     render_chatml,
     write_decision_model,
 )
-from cwread.question import Question
+from cwread.records.question import Question
 from tests.conftest import EXAMPLES, default_model_installed, run
 
 needs_model = pytest.mark.skipif(not default_model_installed(), reason="the embedded model is not installed (see the README)")

@@ -18,7 +18,7 @@ from cwread.backends import openai_compat
 from cwread.backends.openai_compat import OpenAIBackend, OpenAISettings
 from cwread.backends.select import BackendSettings, select_backends
 from cwread.errors import InputError, ModelError
-from cwread.question import Question
+from cwread.records.question import Question
 from tests.conftest import loopback_server, run
 
 URL = "http://server.test:8080/v1"

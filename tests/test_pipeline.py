@@ -14,12 +14,12 @@ from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.book import document_from_bytes
 from cwread.errors import ModelError
-from cwread.packing import pack
-from cwread.pipeline import run
-from cwread.planning import plan_run
-from cwread.question import Question
 from cwread.records import GroundedReply, Quote, Verdict
+from cwread.records.question import Question
 from cwread.retrieval.segments import Budget, Segment
+from cwread.run.packing import pack
+from cwread.run.pipeline import run
+from cwread.run.planning import plan_run
 from cwread.settings import AnswerSettings, RunSettings
 from tests.scripted_replies import finder_reply
 

@@ -10,7 +10,7 @@ from cwread.agents.interpreter import parse_reply
 from cwread.agents.shared import split_citations
 from cwread.book import parse_paragraphs
 from cwread.book.grounding import find_quotes
-from cwread.question import Question
+from cwread.records.question import Question
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

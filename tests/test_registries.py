@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from cwread import question as question_module
 from cwread.backends import provider, select
 from cwread.backends.provider import AutoClaim, BackendSettings, Built, ModelRef, Provider
 from cwread.backends.scripted import ScriptedBackend
 from cwread.book import formats
+from cwread.records import question as question_module
 from tests.conftest import run
 from tests.plugin_package.cwread_toy_plugin import FORM, EchoSettings
 from tests.plugin_package.cwread_toy_plugin import FORMAT as TOY

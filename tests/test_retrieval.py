@@ -8,7 +8,7 @@ from cwread import api
 from cwread.book import document_from_bytes
 from cwread.cache import file_sha256
 from cwread.errors import InputError
-from cwread.question import parse_options
+from cwread.records.question import parse_options
 from cwread.retrieval.fusion import build_queries, open_index, paragraph_scores, reciprocal_rank_fusion
 from tests.conftest import run
 

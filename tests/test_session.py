@@ -6,15 +6,16 @@ import json
 
 import pytest
 
-from cwread import api, planning, question_run, session
+from cwread import api
 from cwread.agents.finder import GenerativeFinder, ScoringFinder, ScriptedFinder, make_finder
 from cwread.backends import Generation
 from cwread.backends import select as backend_select
 from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.errors import InputError
-from cwread.question import leans_on_previous
+from cwread.records.question import leans_on_previous
 from cwread.retrieval import fusion
+from cwread.run import planning, question_run, session
 from cwread.settings import FinderSettings
 from tests.conftest import run
 from tests.scripted_replies import finder_reply, smart_interpreter
@@ -179,7 +180,7 @@ def test_the_readme_python_example_runs(tmp_path, monkeypatch):
 
 def test_a_follow_up_is_retrieved_and_answered_with_the_last_turn_in_view(story, cache_dir):
 
-    from cwread.session import Conversation
+    from cwread.run.session import Conversation
 
     chosen = selection()
     conversation = Conversation(api.open(str(story), NO_CACHE, selection=chosen))
@@ -202,7 +203,7 @@ def test_a_follow_up_is_retrieved_and_answered_with_the_last_turn_in_view(story,
 
 def test_a_follow_up_cannot_quote_the_conversation(story, cache_dir):
     """Quotes come only from the book: one of the last answer's words, not in the packet, is dropped."""
-    from cwread.session import Conversation
+    from cwread.run.session import Conversation
 
     first_answer = '<reason>[2] "Martha Quill kept the lighthouse on Gannet Rock for thirty years, and she never once let the lamp go dark."</reason><answer>Martha Quill</answer>'
     forged = '<reason>[99] "Martha Quill, the keeper"</reason><answer>a medal</answer>'

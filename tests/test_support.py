@@ -339,8 +339,8 @@ def test_a_readers_answer_is_withheld_for_a_quote_not_in_the_book_or_a_name_no_q
 
 def test_a_quote_outside_the_packet_withholds_a_readers_answer():
     from cwread.answer.support import FORGED, OUTSIDE_PACKET, check_quotes
-    from cwread.question import Question
     from cwread.records import AgentCall, GroundedReply
+    from cwread.records.question import Question
 
     reply = GroundedReply(quotes=(Quote(5, "a biscuit tin", 0, 13),))
     final = AgentCall("in a tin", None, reply)
@@ -358,8 +358,8 @@ def test_a_readers_answer_that_is_a_name_no_quote_holds_is_withheld(tmp_path):
     it: a first word the book never writes in lower case is a name."""
     from cwread.answer.support import check_quotes
     from cwread.book import load_document
-    from cwread.question import Question
     from cwread.records import AgentCall, GroundedReply
+    from cwread.records.question import Question
 
     book = tmp_path / "styles.txt"
     book.write_text("“You have my word,” said Inglethorp haughtily.\n\nJapp shrugged; two men went in.\n", encoding="utf-8")

@@ -7,7 +7,7 @@ import pytest
 from cwread.agents import shared
 from cwread.agents.finder import FINDER_SYSTEM, parse_finder_reply
 from cwread.agents.interpreter import parse_reply
-from cwread.question import Question
+from cwread.records.question import Question
 from tests.conftest import SHARED_DATA
 from training import data
 from training.__main__ import main

@@ -25,10 +25,10 @@ from cwread.agents.finder import finder_request
 from cwread.agents.interpreter import interpreter_request
 from cwread.book import document_from_bytes, grounding
 from cwread.cache import write_file_atomic
-from cwread.packing import pack_segments
-from cwread.question import Question
+from cwread.records.question import Question
 from cwread.retrieval import lexical
 from cwread.retrieval.segments import PRESETS, Segment
+from cwread.run.packing import pack_segments
 from cwread.text.sentences import sentence_spans
 
 # FairytaleQA's CSV folders (train/, val/) are not part of the repository: `--source DIR` or
@@ -269,7 +269,7 @@ Source: FairytaleQA (Apache-2.0), `{source.name}/{split}`: story sections as num
   clue sentence of the gold paragraph, or a no-clue rationale), segment, story
 
 ## interpreter.jsonl ({len(interpreter)} examples)
-- a packet from `cwread.packing.pack_segments` over the gold paragraphs plus the top BM25 distractors;
+- a packet from `cwread.run.packing.pack_segments` over the gold paragraphs plus the top BM25 distractors;
   free-form answers (FairytaleQA has no multiple choice)
 - columns: id, prompt (`cwread.agents.interpreter.interpreter_request`), kind, answer, answers,
   allowed_ids (packet ids), gold_ids, evidence (packet text), target (a reference reply for

@@ -32,7 +32,7 @@ from cwread.agents.finder import parse_finder_reply
 from cwread.agents.interpreter import parse_reply
 from cwread.agents.shared import extract_citations
 from cwread.eval.metrics import token_f1
-from cwread.question import Question
+from cwread.records.question import Question
 from cwread.text.words import STOPWORDS
 
 FINDER_FORMAT = 1.0

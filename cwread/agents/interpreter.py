@@ -10,9 +10,9 @@ from cwread.agents import shared
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence
 from cwread.book.grounding import neutralise
-from cwread.question import Question
 from cwread.records import AgentCall, Packet
-from cwread.trace import Turn
+from cwread.records.question import Question
+from cwread.records.trace import Turn
 
 TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach
 INTERPRETER_MAX_TOKENS = 480  # up to three quotes of a sentence each, then the answer

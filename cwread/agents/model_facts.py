@@ -1,6 +1,6 @@
 """What has been measured about models, in one table, each fact with the measurement it rests
 on. Backends say what a model is (its size, whether an adapter is loaded: `Capabilities`);
-this table says what follows for cwread, and the plan (cwread.pipeline) reads it.
+this table says what follows for cwread, and the plan (cwread.run.pipeline) reads it.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from cwread.answer.asked_for import asked_for, holds
 from cwread.answer.support import check_support
 from cwread.book import Evidence, grounding
 from cwread.book.chapters import is_heading
-from cwread.plan import AnswerMode, Extract
-from cwread.question import Question
 from cwread.records import AgentCall, Outcome, Packet, ParagraphJudgement, Quote, Status, SupportCheck
+from cwread.records.plan import AnswerMode, Extract
+from cwread.records.question import Question
 from cwread.text.sentences import sentence_spans
 
 
@@ -98,7 +98,7 @@ def _extract(
     extract: Extract,
     picker: AnswerPicker | None = None,
 ) -> Outcome:
-    """The extractive answer (`extract`: cwread.plan.EXTRACTS): the best-fitting words or
+    """The extractive answer (`extract`: cwread.records.plan.EXTRACTS): the best-fitting words or
     sentence of the packet (what is cited is what was read: the view's packet, the JSON's
     and the citations agree), or not determined when none shares enough of the question."""
     model_answer = final.answer if final else None

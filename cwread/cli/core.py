@@ -169,9 +169,9 @@ def _read_as_shelf(book: str, library: bool | None) -> bool:
 
 
 def _find_library(book: str, asked, settings, shape, output) -> None:
-    """`find --library`: a question over a library's books (cwread.library_question)."""
+    """`find --library`: a question over a library's books (cwread.run.library_question)."""
     from cwread import api
-    from cwread.library_question import library_roots
+    from cwread.run.library_question import library_roots
     from cwread.views import console, json_output, render
 
     if shape.near is not None or shape.upto is not None:
@@ -290,10 +290,10 @@ def ask(
 
 def _answer_library(library: str, asked, settings, output: Output, trace: str | None):
     """`ask --library`: the answer from the book whose passages fit `asked` best among the
-    library's candidate books (cwread.library_question); exit 4 where no book holds the
+    library's candidate books (cwread.run.library_question); exit 4 where no book holds the
     question's words."""
     from cwread import api
-    from cwread.library_question import library_roots
+    from cwread.run.library_question import library_roots
     from cwread.views import console
 
     _check_trace(trace, library)

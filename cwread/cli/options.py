@@ -15,7 +15,7 @@ from cwread.cli.option_groups import listed, option, option_group, second_panel
 from cwread.errors import InputError
 from cwread.eval import METHOD_NAMES as EVAL_METHODS
 from cwread.library import MOST_BOOKS
-from cwread.question import FORMS, make_question
+from cwread.records.question import FORMS, make_question
 from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.retrieval import METHODS as RETRIEVALS
 from cwread.views import FIND_CHARS, READER_CHARS, TERMINAL_LINES  # noqa: F401  (READER_CHARS: the CLI's)

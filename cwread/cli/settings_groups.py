@@ -14,7 +14,7 @@ from cwread.backends.select import PROVIDERS
 from cwread.cli.option_groups import in_panel, listed, option, option_group, second_panel
 from cwread.cli.options import EmbedderOpt, RetrievalOpt
 from cwread.errors import InputError
-from cwread.plan import ANSWER_CHOICES, FINDER_CHOICES, FINDER_REPLIES
+from cwread.records.plan import ANSWER_CHOICES, FINDER_CHOICES, FINDER_REPLIES
 from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.retrieval.segments import make_budget
 from cwread.settings import (

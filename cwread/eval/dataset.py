@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cwread.book import SOURCE_NAME, Document
 from cwread.errors import InputError
-from cwread.question import FORMS, Question
+from cwread.records.question import FORMS, Question
 
 
 @dataclass(frozen=True)

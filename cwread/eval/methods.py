@@ -19,7 +19,7 @@
 
 Each function takes the run's context, the record and its retrieval with the question as
 shown (options may be rotated), and returns a Trace. They are built from the pipeline's own
-stages (`cwread.pipeline`, `cwread.packing`), so a baseline differs from the pipeline only
+stages (`cwread.run.pipeline`, `cwread.run.packing`), so a baseline differs from the pipeline only
 where it is meant to.
 """
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from cwread import api, pipeline, planning
+from cwread import api
 from cwread.agents.finder import make_finder, read_segments, reading_budget
 from cwread.agents.interpreter import interpreter_request, packet_fits, prompt_fits
 from cwread.answer import extractive
@@ -37,14 +37,15 @@ from cwread.backends.select import Selection
 from cwread.book import grounding
 from cwread.eval import rows
 from cwread.eval.dataset import Record
-from cwread.packing import pack_ranked, pack_segments, packet_of
-from cwread.plan import AnswerMode, Extract, FinderUse
-from cwread.question import Question
-from cwread.question_run import QuestionRun, Stages
 from cwread.records import NO_ANSWER, FindResult, Outcome, Packet, Status
-from cwread.session import Session
+from cwread.records.plan import AnswerMode, Extract, FinderUse
+from cwread.records.question import Question
+from cwread.records.trace import Trace
+from cwread.run import pipeline, planning
+from cwread.run.packing import pack_ranked, pack_segments, packet_of
+from cwread.run.question_run import QuestionRun, Stages
+from cwread.run.session import Session
 from cwread.settings import AnswerSettings, FinderSettings, RunSettings
-from cwread.trace import Trace
 
 
 @dataclass

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cwread import api, planning
+from cwread import api
 from cwread.backends import label
 from cwread.backends.select import select
 from cwread.errors import InputError, Interrupted
@@ -18,9 +18,10 @@ from cwread.eval.dataset import Record, load_records, rotations, spread_sample
 from cwread.eval.methods import METHODS, EvalContext, with_question
 from cwread.eval.report import report_markdown
 from cwread.eval.summary import summarize
-from cwread.plan import AUTO, AnswerMode, FinderUse
 from cwread.progress import Progress
-from cwread.question import QuestionKind
+from cwread.records.plan import AUTO, AnswerMode, FinderUse
+from cwread.records.question import QuestionKind
+from cwread.run import planning
 from cwread.settings import EVAL_READ_TOKENS, AnswerSettings, FinderSettings, RunSettings, Settings
 from cwread.views.output_files import check_output_path, write_output_file
 
@@ -169,7 +170,7 @@ def evaluate(
         selection = select(session.backends, session.use_cache, notice)
     finding = run.finding
     # open answers are given as `ask` gives them: each plan resolves "auto" for its question and
-    # book (a novel's passages on a model too small to read; cwread.planning.plan_run)
+    # book (a novel's passages on a model too small to read; cwread.run.planning.plan_run)
     answering = run.answering if selection else replace(run.answering, answer_mode=AnswerMode.GENERATIVE)
     mode = planning.open_answer_mode(answering, selection.interpreter) if selection else AnswerMode.GENERATIVE
     ctx = EvalContext(selection, budget, session.embedder, options.permute_options, answering, finding)

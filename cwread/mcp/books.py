@@ -12,7 +12,7 @@ from cwread import api
 from cwread.book import load_document
 from cwread.errors import InputError
 from cwread.library.catalog import Library, stamp_of
-from cwread.session import Session
+from cwread.run.session import Session
 
 DEFAULT_SESSIONS = 4  # books held open at once: each holds its index and embedder in memory
 

@@ -13,11 +13,11 @@ from pydantic import Field
 from cwread.book import Document, Paragraph
 from cwread.errors import InputError
 from cwread.library.catalog import Found
-from cwread.library_question import LibraryFound
 from cwread.records import FindResult
+from cwread.records.trace import Trace
 from cwread.retrieval.cast import CastMember
 from cwread.retrieval.passages import Passage, quoted_passages
-from cwread.trace import Trace
+from cwread.run.library_question import LibraryFound
 from cwread.views import json_output, wording
 from cwread.views.console import without_measurements
 

@@ -30,7 +30,6 @@ from pydantic import Field
 from cwread import __version__, api
 from cwread.backends.transport import cancellable
 from cwread.errors import CwreadError, InputError, error_exit
-from cwread.library_question import find_in_library
 from cwread.mcp.books import Books, ServerSettings
 from cwread.mcp.replies import (
     BOOKS_WORDS,
@@ -48,6 +47,7 @@ from cwread.mcp.replies import (
     search_content,
     show_content,
 )
+from cwread.run.library_question import find_in_library
 from cwread.views import json_output, reading
 from cwread.views.reading import FIND_CHARS, READER_CHARS
 from cwread.views.terminal import defused, one_line, printable
@@ -180,7 +180,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
         return await off_thread(work)
 
     def best_book(question, ctx) -> str:
-        """The book of the library whose passages fit `question` best (cwread.library_question)."""
+        """The book of the library whose passages fit `question` best (cwread.run.library_question)."""
         found = find_in_library(
             books.library, question, lambda name: books.open(name)[0], progress=reporter(ctx)
         )
@@ -207,7 +207,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
     def library_find(
         question: str, limit: int, max_chars: int, hints, near: str | None, widen, ctx
     ) -> CallToolResult:
-        """find with no book: a question over the whole library (cwread.library_question)."""
+        """find with no book: a question over the whole library (cwread.run.library_question)."""
         if near is not None:
             raise InputError("near names a paragraph of one book; give the book too")
         found = find_in_library(

@@ -150,7 +150,7 @@ def _minilm_version() -> str:
 
 def load_embedder(spec: str | None = None) -> Embedder | None:
     """The embedder named by `spec` (see module doc); None for "none". Loaded anew: a reading
-    session (cwread.session) keeps the one it uses."""
+    session (cwread.run.session) keeps the one it uses."""
     spec = spec or DEFAULT_EMBEDDER
     if spec == "none":
         return None

@@ -13,12 +13,12 @@ from cwread import __version__
 from cwread.book import Document, Paragraph
 from cwread.library.catalog import Found, Hit
 from cwread.library.contents import Chapter
-from cwread.library_question import LibraryFound
 from cwread.records import FindResult, Forged, Quote
+from cwread.records.trace import DoctorReport, IndexReport
 from cwread.retrieval.cast import CastMember, Named
 from cwread.retrieval.passages import Passage
 from cwread.retrieval.segments import Segment
-from cwread.trace import DoctorReport, IndexReport
+from cwread.run.library_question import LibraryFound
 from cwread.views.terminal import redact_credentials
 
 # 2: paragraphs are named by `id` (a number in a single file, "ch03:12" in a book of several

@@ -12,10 +12,10 @@ from cwread.answer.extractive import absent_words
 from cwread.book import Document, Paragraph
 from cwread.book.chapters import is_heading
 from cwread.library.catalog import Hit
-from cwread.library_question import LibraryFound
 from cwread.records import FindResult
 from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.passages import Passage, runs_label
+from cwread.run.library_question import LibraryFound
 from cwread.text.sentences import sentences
 from cwread.text.words import STOPWORDS, WORD, word_stems
 from cwread.views import CAST_LISTED, FIND_CHARS, READER_CHARS  # noqa: F401  (read here by the faces)

@@ -18,11 +18,11 @@ from rich.text import Text
 from cwread.book import Document, Paragraph
 from cwread.library.catalog import Found
 from cwread.library.contents import Chapter
-from cwread.library_question import LibraryFound
 from cwread.records import FindResult
+from cwread.records.trace import DoctorReport, IndexReport
 from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.passages import Passage
-from cwread.trace import DoctorReport, IndexReport
+from cwread.run.library_question import LibraryFound
 from cwread.views import TERMINAL_LINES, reading
 from cwread.views.console import notice, panel, stderr, stdout, width, without_measurements
 from cwread.views.json_output import about_line, book_path

@@ -8,9 +8,9 @@ from dataclasses import asdict
 
 from cwread import __version__
 from cwread.book import Document
-from cwread.plan import Plan
 from cwread.records import AgentCall, AnswerReading, GroundedReply, ParagraphJudgement, SupportCheck, Verdict
-from cwread.trace import Trace
+from cwread.records.plan import Plan
+from cwread.records.trace import Trace
 from cwread.views import wording
 from cwread.views.json_output import (
     TRACE_VERSION,
@@ -163,7 +163,7 @@ def ask_json(trace: Trace, face: wording.Face = wording.CLI) -> dict:
 
 
 def plan_json(plan: Plan | None) -> dict | None:
-    """What the run resolved to do before its first call (see cwread.plan.Plan)."""
+    """What the run resolved to do before its first call (see cwread.records.plan.Plan)."""
     return None if plan is None else asdict(plan)
 
 

@@ -9,10 +9,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from cwread.book import Document
-from cwread.pipeline import UNJUDGED, YES_OR_NO_UNJUDGED
-from cwread.plan import AnswerMode
 from cwread.records import Outcome, Status
-from cwread.trace import Trace
+from cwread.records.plan import AnswerMode
+from cwread.records.trace import Trace
+from cwread.run.pipeline import UNJUDGED, YES_OR_NO_UNJUDGED
 
 NOT_DETERMINED = "not determined from the text"
 NOT_SAID = "the text does not say"
@@ -93,7 +93,7 @@ def failure(trace: Trace, face: Face = CLI) -> str | None:
     outcome = trace.outcome
     status = trace.status
     if status == Status.NO_VERDICT:
-        # an open question with no verdict is a yes-or-no one (cwread.question.asks_yes_or_no)
+        # an open question with no verdict is a yes-or-no one (cwread.records.question.asks_yes_or_no)
         return f"no verdict: {no_verdict(trace.question.is_open, face)}"
     if status == Status.NOT_DETERMINED:
         if outcome.mode == AnswerMode.EXTRACTIVE:

@@ -10,7 +10,7 @@ from cwread.backends.provider import BackendSettings, Built, ModelRef, Provider
 from cwread.backends.scripted import ScriptedBackend
 from cwread.book.formats.base import BookFormat, Reading, part_from_text
 from cwread.errors import InputError
-from cwread.question import AnswerForm
+from cwread.records.question import AnswerForm
 
 
 def _read_toy(data: bytes, name: str, encoding: str | None, max_bytes: int) -> Reading:

@@ -3,7 +3,7 @@
 It holds what a question needs and a second question would otherwise build again: the
 document, its indexes (one per embedder), the embedder, the backends (selected once, behind
 the call cache) and the sentence ranker (the book's word rarities). Each question is carried
-through the method by its own run (cwread.question_run.QuestionRun), which borrows them.
+through the method by its own run (cwread.run.question_run.QuestionRun), which borrows them.
 `cwread.api.ask` and `find` are one-call conveniences over a session; a conversation or a
 tool server keeps one.
 """
@@ -18,14 +18,14 @@ from cwread.answer import extractive
 from cwread.backends.select import Selection, select, with_call_cache
 from cwread.book import Document
 from cwread.progress import Progress
-from cwread.question import NO_HINTS, Hints, Question, leans_on_previous
-from cwread.question_run import QuestionRun, Stages
 from cwread.records import FindResult
+from cwread.records.question import NO_HINTS, Hints, Question, leans_on_previous
+from cwread.records.trace import Trace, Turn
 from cwread.retrieval.embedders import Embedder, load_embedder
 from cwread.retrieval.fusion import Index, open_index
 from cwread.retrieval.segments import Budget, fit_budget, make_budget
+from cwread.run.question_run import QuestionRun, Stages
 from cwread.settings import RunSettings, SessionSettings
-from cwread.trace import Trace, Turn
 
 Notice = Callable[[str], None]
 
@@ -123,7 +123,7 @@ class Session:
         with self._lock:
             return embedder in self._indexes
 
-    # ---- questions: each one run's own (cwread.question_run) ------------------------------
+    # ---- questions: each one run's own (cwread.run.question_run) ------------------------------
 
     def find(
         self,

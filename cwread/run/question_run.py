@@ -1,9 +1,9 @@
 """One question's run, start to end, and its one owner: plan, find, read, pack, answer.
 
-A reading session (cwread.session) holds what every question of a book needs: the book, its
+A reading session (cwread.run.session) holds what every question of a book needs: the book, its
 indexes, the embedders, the backends selected once, the sentence rankers. A QuestionRun
 borrows them (`BookHeld`) and carries one question through the method: the Plan resolved
-before any model call (cwread.planning), retrieval (pipeline.find), then the Finder, packing,
+before any model call (cwread.run.planning), retrieval (pipeline.find), then the Finder, packing,
 the Interpreter and the answer (pipeline.run). A caller puts its own part in place of one the
 settings would choose by one mechanism, `Stages` (eval's ablations: its backends, a packet).
 """
@@ -15,26 +15,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from cwread import pipeline, planning
 from cwread.agents.finder import Finder
 from cwread.agents.model_facts import JUDGES_AT_CHANCE, holds
 from cwread.answer import extractive
 from cwread.backends.select import Selection
 from cwread.book import Document
-from cwread.plan import AUTO, AnswerMode
 from cwread.progress import Progress
-from cwread.question import NO_HINTS, Hints, Question
 from cwread.records import FindResult, Packet
+from cwread.records.plan import AUTO, AnswerMode
+from cwread.records.question import NO_HINTS, Hints, Question
+from cwread.records.trace import Trace, Turn
 from cwread.retrieval.fusion import Index, check_method
 from cwread.retrieval.segments import Budget
+from cwread.run import pipeline, planning
 from cwread.settings import AnswerSettings, RunSettings
-from cwread.trace import Trace, Turn
 
 Notice = Callable[[str], None]
 
 
 class BookHeld(Protocol):
-    """What a run borrows from the session that holds its book (cwread.session.Session)."""
+    """What a run borrows from the session that holds its book (cwread.run.session.Session)."""
 
     document: Document
 

@@ -11,8 +11,8 @@ from enum import StrEnum
 
 from cwread.book import Document, Forged, Quote, ShownParagraph
 from cwread.book.chapters import Chapter
-from cwread.plan import AnswerMode
-from cwread.question import Question
+from cwread.records.plan import AnswerMode
+from cwread.records.question import Question
 from cwread.retrieval.cast import Named
 from cwread.retrieval.passages import Passage, find_passages
 from cwread.retrieval.segments import Budget, Segment

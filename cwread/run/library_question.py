@@ -22,13 +22,13 @@ from cwread.errors import InputError
 from cwread.library import MOST_BOOKS
 from cwread.library.catalog import Library, Within
 from cwread.progress import Progress
-from cwread.question import NO_HINTS, Hints, Question
 from cwread.records import FindResult
+from cwread.records.question import NO_HINTS, Hints, Question
+from cwread.records.trace import Trace
 from cwread.retrieval.passages import Passage, best_paragraph, printed_span
 from cwread.retrieval.segments import Budget, Segment
-from cwread.session import Session
+from cwread.run.session import Session
 from cwread.settings import RunSettings, SessionSettings
-from cwread.trace import Trace
 
 LIBRARY_HITS = 300  # paragraphs the library's index ranks for a question, to choose books from
 CANDIDATE_HITS = 3  # a book's best hits summed: its score as a candidate

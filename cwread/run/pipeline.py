@@ -22,24 +22,24 @@ from cwread.answer.support import check_confidence, check_quotes, check_support
 from cwread.backends import Backend, label
 from cwread.book import Document, ShownParagraph, grounding
 from cwread.book.chapters import is_heading
-from cwread.packing import pack, pack_segments
-from cwread.plan import (
+from cwread.progress import Progress
+from cwread.records import AgentCall, FindResult, Outcome, Packet, SupportCheck, Verdict
+from cwread.records.plan import (
     AnswerMode,
     Extract,
     PacketSource,
     Plan,
     SupportMethod,
 )
-from cwread.planning import PlannedRun
-from cwread.progress import Progress
-from cwread.question import NO_HINTS, Hints, Question
-from cwread.records import AgentCall, FindResult, Outcome, Packet, SupportCheck, Verdict
+from cwread.records.question import NO_HINTS, Hints, Question
+from cwread.records.trace import Trace, Turn, Unread
 from cwread.retrieval.cast import named_in_book
 from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
 from cwread.retrieval.lexical import numbers_asked, numbers_held
 from cwread.retrieval.segments import Budget, build_segments
-from cwread.trace import Trace, Turn, Unread
+from cwread.run.packing import pack, pack_segments
+from cwread.run.planning import PlannedRun
 
 UNJUDGED = "the model judges options and claims at chance, so it is not asked"
 YES_OR_NO_UNJUDGED = (

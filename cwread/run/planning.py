@@ -1,6 +1,6 @@
 """Planning a question's run: what it will do (the Plan, recorded in the trace) and with what (the
 backends, the Finder, the sentence ranker, the answer reader), resolved once from its settings
-before any model call; cwread.pipeline carries it out."""
+before any model call; cwread.run.pipeline carries it out."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from cwread.agents.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL,
 from cwread.answer import extractive
 from cwread.backends import Backend
 from cwread.backends.select import Selection
-from cwread.plan import (
+from cwread.records.plan import (
     ANSWER_CHOICES,
     AUTO,
     AnswerMode,
@@ -24,7 +24,7 @@ from cwread.plan import (
     Plan,
     SupportMethod,
 )
-from cwread.question import Question, asks_yes_or_no
+from cwread.records.question import Question, asks_yes_or_no
 from cwread.retrieval.segments import NOVEL_PARAGRAPHS, Budget
 from cwread.settings import AnswerSettings, FinderSettings, RunSettings
 
@@ -95,7 +95,7 @@ def plan_run(
     of the one `run.finding` chooses. `packet_given`: the caller packs (eval's ablations).
     `budget`: the budget fitted to the book, recorded with why it was chosen. An extractive
     answer is the span reader's words in a book of `paragraphs` up to NOVEL_PARAGRAPHS, the
-    best sentence in a novel (see cwread.plan.Extract)."""
+    best sentence in a novel (see cwread.records.plan.Extract)."""
     run = run or RunSettings()
     answering, finding = run.answering, run.finding
     judge_missing = None

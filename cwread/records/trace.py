@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 
 from cwread.book import Document
 from cwread.errors import EXIT_CLAIM_FALSE, EXIT_NO_ANSWER
-from cwread.plan import Plan
-from cwread.question import Question
 from cwread.records import (
     EMPTY_PACKET,
     NO_ANSWER,
@@ -21,6 +19,8 @@ from cwread.records import (
     Status,
     Verdict,
 )
+from cwread.records.plan import Plan
+from cwread.records.question import Question
 from cwread.retrieval.segments import Budget, Segment
 
 
