@@ -1,6 +1,6 @@
 """Who is X? on novels no dev set uses: the answer with the packet's description of X, or the
 Finder's pick among where the book first names X and the best-fitting paragraphs
-(cwread.answer.describe), and without either (the Finder's pick among the best-fitting, the
+(cwread.retrieval.describe), and without either (the Finder's pick among the best-fitting, the
 default before), on the embedded default.
 
     python benchmarks/who_is.py BOOKS_DIR [--data benchmarks/data/who_is.jsonl]
@@ -20,9 +20,9 @@ from pathlib import Path
 from unittest import mock
 
 from cwread import api
-from cwread.answer import describe
 from cwread.eval.metrics import wilson_interval
 from cwread.records.question import Question
+from cwread.retrieval import describe
 from cwread.settings import Settings
 
 HERE = Path(__file__).resolve().parent

@@ -32,7 +32,7 @@ from cwread.book import Document, Paragraph, load_document
 from cwread.environment import read_settings_file, settings_path, shown_setting
 from cwread.errors import InputError, ModelError
 from cwread.library.catalog import EVERYWHERE, Found, Library, Shelving, Within, shelving
-from cwread.library.contents import Chapter, contents_of
+from cwread.library.contents import ContentsEntry, contents_of
 from cwread.plugins import load_plugins
 from cwread.progress import Progress
 from cwread.records import FindResult
@@ -119,7 +119,7 @@ def absent_words(document: Document, text: str) -> list[str]:
     return absent(document, text)
 
 
-def contents(document: Document) -> list[Chapter]:
+def contents(document: Document) -> list[ContentsEntry]:
     """A book's contents: the chapters its text heads, within each of its files, each with its
     paragraph range (cwread.library.catalog.contents_of)."""
     return contents_of(document)

@@ -1,12 +1,12 @@
-"""A "Who is X?" question answered by the packet's own description of X (cwread.answer.describe):
+"""A "Who is X?" question answered by the packet's own description of X (cwread.retrieval.describe):
 the phrase beside the name, not the sentence most like the question; through the real CLI, no
 Finder call made for it."""
 
 import json
 from pathlib import Path
 
-from cwread.answer.describe import Asked, asked, asked_name, described, first_mentions
 from cwread.backends.scripted import ScriptedBackend
+from cwread.retrieval.describe import Asked, asked, asked_name, described, first_mentions
 from tests.conftest import run
 from tests.test_answer_judge import SMALL, judging
 

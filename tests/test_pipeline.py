@@ -8,6 +8,7 @@ import pytest
 from cwread import api
 from cwread.agents.finder import GenerativeFinder, read_segments
 from cwread.agents.interpreter import prompt_fits
+from cwread.answer.extractive import sentence_ranker
 from cwread.backends import GenerationRequest
 from cwread.backends.callcache import CachedBackend
 from cwread.backends.scripted import ScriptedBackend
@@ -16,6 +17,7 @@ from cwread.book import document_from_bytes
 from cwread.errors import ModelError
 from cwread.records import GroundedReply, Quote, Verdict
 from cwread.records.question import Question
+from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.segments import Budget, Segment
 from cwread.run.packing import pack
 from cwread.run.pipeline import run
@@ -231,6 +233,7 @@ def test_direct_pipeline_call_records_models_and_tokens(story, cache_dir):
     found = replace(api.find(doc, Question("Where was the medal?", "mcq", {"A": "a biscuit tin", "B": "y"})), budget=budget())
     selection = Selection(finder, interp, "scripted")
     settings = RunSettings(answering=AnswerSettings(self_check=False))
-    trace = run(plan_run(found.question, selection, settings, budget=found.budget), found)
+    rank = sentence_ranker(found.document, load_embedder(found.embedder))
+    trace = run(plan_run(found.question, selection, settings, budget=found.budget, rank=rank), found)
     assert trace.models == {"finder": "scripted:f", "interpreter": "scripted:i"}
     assert trace.tokens()["prompt"] > 0 and trace.answer == "A"

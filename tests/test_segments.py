@@ -174,3 +174,34 @@ def test_a_paragraph_left_out_is_in_no_segment_and_bounds_those_beside_it():
     assert seen == [pid for pid in range(1, n + 1) if pid not in (5, 20)]
     first = segs[0]
     assert first.origin == "anchor" and first.anchors[0] == 6 and first.start == 6
+
+
+def test_a_books_tier_is_decided_once_and_its_budget_plan_and_answer_read_it():
+    """One tier (cwread.book.Tier) past NOVEL_PARAGRAPHS: the budget's preset, the plan's
+    answer mode and how an extractive answer is cut all follow
+    it, at the boundary."""
+    from cwread.answer.extractive import extract_kind, sentence_ranker
+    from cwread.backends.scripted import ScriptedBackend
+    from cwread.backends.select import Selection
+    from cwread.book import NOVEL_PARAGRAPHS, Tier, document_from_bytes
+    from cwread.records.plan import AnswerMode, Extract
+    from cwread.records.question import Question
+    from cwread.retrieval.segments import fit_budget
+    from cwread.run.planning import plan_run
+
+    model = ScriptedBackend(model="m")  # a model that writes
+    for n, tier in ((NOVEL_PARAGRAPHS, Tier.STORY), (NOVEL_PARAGRAPHS + 1, Tier.NOVEL)):
+        text = "\n\n".join(f"Day {i} passed quietly at the mill." for i in range(n))
+        book = document_from_bytes(text.encode(), "tale.txt")
+        assert book.tier == tier
+        assert fit_budget(make_budget(), book.lengths).preset == tier
+        planned = plan_run(
+            Question("Why did the mill stop?", "open"),
+            Selection(model, model, "scripted"),
+            tier=book.tier,
+            rank=sentence_ranker(book, None),
+        )
+        novel = tier == Tier.NOVEL
+        # where its quotes do not back its words: in a novel where the book answers, not a guess
+        assert (planned.plan.answer_mode == AnswerMode.GENERATIVE_OR_PASSAGES) is novel
+        assert (extract_kind(book.tier) == Extract.SENTENCE) is novel  # the span reader ships

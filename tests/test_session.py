@@ -87,7 +87,9 @@ def test_a_scripted_finder_plugs_into_the_pipeline(story, cache_dir):
         return max(scores.get(pid, -2.0) for pid in segment.ids)
 
     trace = book.ask(
-        api.make_question(MEDAL), api.RunSettings(budget=api.make_budget(p_r=0, p_w=1)), finder=ScriptedFinder(score)
+        api.make_question(MEDAL),
+        api.RunSettings(budget=api.make_budget(p_r=0, p_w=1)),
+        stages=question_run.Stages(finder=ScriptedFinder(score)),
     )
     assert trace.plan.finder == "scripted" and trace.verdicts
     assert {v.segment.start for v in trace.verdicts if v.decision == "YES"} == {5}
@@ -232,9 +234,9 @@ def test_the_backends_a_plan_calls_are_warmed_before_the_book_is_searched(story,
             "warm",
             lambda notice=None, decisions_only=False, name=name: events.append(f"warm {name}" + " decisions" * decisions_only),
         )
-    real_find = question_run.QuestionRun.find
+    real_index = session.Session.index
     monkeypatch.setattr(
-        question_run.QuestionRun, "find", lambda self, *a, **k: events.append("find") or real_find(self, *a, **k)
+        session.Session, "index", lambda self, *a, **k: events.append("find") or real_index(self, *a, **k)
     )
     book = api.open(str(story), NO_CACHE)
     book.ask(api.make_question(MEDAL))  # the scripted model writes: the Interpreter is asked

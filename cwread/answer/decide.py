@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 from cwread.agents.answer_picker import JUDGED_CHARS, JUDGED_PARAGRAPHS, AnswerPicker
 from cwread.agents.extractive_qa import AnswerReader
-from cwread.answer import describe, extractive, span_scorer
+from cwread.answer import extractive, span_scorer
 from cwread.answer.asked_for import asked_for, holds
 from cwread.answer.support import check_support
 from cwread.book import Evidence, grounding
@@ -15,6 +15,7 @@ from cwread.book.chapters import is_heading
 from cwread.records import AgentCall, Outcome, Packet, ParagraphJudgement, Quote, Status, SupportCheck
 from cwread.records.plan import AnswerMode, Extract
 from cwread.records.question import Question
+from cwread.retrieval import describe
 from cwread.text.sentences import sentence_spans
 
 

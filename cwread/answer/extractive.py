@@ -31,14 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cwread.answer import span_scorer
-from cwread.book import Document, Evidence, grounding
+from cwread.book import NOVEL_PARAGRAPHS, Document, Evidence, Tier, grounding
 from cwread.book.grounding import Rank, content_words, rank_scores, ranked_sentences, weight_shares
 from cwread.cache import cache_root, read_entry, remove_entry, write_entry
 from cwread.errors import CacheError
 from cwread.records import Quote
 from cwread.records.plan import Extract
 from cwread.retrieval.embedders import Embedder
-from cwread.retrieval.segments import NOVEL_PARAGRAPHS
 from cwread.text.sentences import sentence_spans
 from cwread.text.words import STOPWORDS, WORD, word_stems
 
@@ -135,21 +134,21 @@ def asks_why(question: str) -> bool:
     return _WHY.search(question) is not None
 
 
-def whole_sentence_why(paragraphs: int | None) -> str | None:
-    """Why an extractive answer in a book of `paragraphs` is its best sentence whole rather
-    than the span reader's words, or None where the reader cuts it: in a novel (over
-    NOVEL_PARAGRAPHS) the reader, fit on short tales, lost to the sentence on the dev novels
-    (benchmarks/README.md, "Figures the code rests on")."""
-    if paragraphs is not None and paragraphs > NOVEL_PARAGRAPHS:
-        return f"in a novel ({paragraphs:,} paragraphs) an extractive answer is its best sentence whole"
+def whole_sentence_why(tier: Tier | None) -> str | None:
+    """Why an extractive answer in a book of `tier` is its best sentence whole rather than the
+    span reader's words, or None where the reader cuts it: in a novel the reader, fit on short
+    tales, lost to the sentence on the dev novels (benchmarks/README.md, "Figures the code
+    rests on")."""
+    if tier == Tier.NOVEL:
+        return f"in a novel (over {NOVEL_PARAGRAPHS:,} paragraphs) an extractive answer is its best sentence whole"
     if span_scorer.shipped_model() is None:
         return "no span reader weights are installed: an extractive answer is its best sentence whole"
     return None
 
 
-def extract_kind(paragraphs: int | None) -> Extract:
-    """How an extractive answer is cut in a book of `paragraphs` (see `whole_sentence_why`)."""
-    return Extract.SPAN if whole_sentence_why(paragraphs) is None else Extract.SENTENCE
+def extract_kind(tier: Tier | None) -> Extract:
+    """How an extractive answer is cut in a book of `tier` (see `whole_sentence_why`)."""
+    return Extract.SPAN if whole_sentence_why(tier) is None else Extract.SENTENCE
 
 
 def best_answer(

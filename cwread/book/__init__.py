@@ -29,6 +29,7 @@ text, HTML, EPUB, PDF), `folder` (what of a folder is read, in what order) and `
 from cwread.book.decoding import read_bytes, readable_size
 from cwread.book.document import (
     LABEL,
+    NOVEL_PARAGRAPHS,
     SOURCE_NAME,
     Document,
     Evidence,
@@ -37,12 +38,15 @@ from cwread.book.document import (
     Quote,
     ShownParagraph,
     Source,
+    Tier,
+    tier_of,
 )
 from cwread.book.load import document_from_bytes, load_document
 from cwread.book.paragraphs import parse_paragraphs
 
 __all__ = [
     "LABEL",
+    "NOVEL_PARAGRAPHS",
     "SOURCE_NAME",
     "Document",
     "Evidence",
@@ -51,9 +55,11 @@ __all__ = [
     "Quote",
     "ShownParagraph",
     "Source",
+    "Tier",
     "document_from_bytes",
     "load_document",
     "parse_paragraphs",
     "read_bytes",
     "readable_size",
+    "tier_of",
 ]

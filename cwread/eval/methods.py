@@ -43,7 +43,7 @@ from cwread.records.question import Question
 from cwread.records.trace import Trace
 from cwread.run import pipeline, planning
 from cwread.run.packing import pack_ranked, pack_segments, packet_of
-from cwread.run.question_run import QuestionRun, Stages
+from cwread.run.question_run import Stages
 from cwread.run.session import Session
 from cwread.settings import AnswerSettings, FinderSettings, RunSettings
 
@@ -97,7 +97,7 @@ class EvalContext:
         # this run's backends (and the Finder the plan makes on them), whatever the book's
         # session was opened with; from `packet` on where one is given
         stages = Stages(backends=self.selection, packet=packet)
-        return QuestionRun(self.session_of(found), found.question, run, stages=stages).answer(found=found)
+        return self.session_of(found).ask(found.question, run, stages=stages, found=found)
 
 
 # a method gets the record's retrieval with the question as shown (options may be rotated)
@@ -180,7 +180,7 @@ def _extractive(ranked: bool) -> MethodRun:
         question = found.question
         chosen = None
         if question.is_open and ranked:
-            spans = extractive.extract_kind(len(found.document.paragraphs)) == Extract.SPAN
+            spans = extractive.extract_kind(found.document.tier) == Extract.SPAN
             chosen = extractive.best_answer(question.text, packet.evidence(), ctx.rank(found), spans=spans)
         elif question.is_open:
             best = grounding.best_sentence(question.text, packet.evidence())

@@ -35,7 +35,7 @@ from cwread.book.chapters import is_heading
 from cwread.book.formats import book_suffixes, format_names, format_of
 from cwread.cache import cache_root
 from cwread.errors import CacheError, InputError
-from cwread.library.contents import Chapter, contents_of
+from cwread.library.contents import ContentsEntry, contents_of
 from cwread.library.store import STORE_VERSION, HeldBook, SqliteStore, open_store
 from cwread.progress import Progress
 
@@ -241,7 +241,7 @@ class Library:
         """The book read, held to the roots."""
         return load_document(str(book.path), within=self.roots)
 
-    def contents(self, name: str) -> tuple[Book, Document, list[Chapter]]:
+    def contents(self, name: str) -> tuple[Book, Document, list[ContentsEntry]]:
         """A book's sources, each cut at the chapters its text heads (cwread.book.chapters),
         each with its paragraph range and heading (a part before the first heading: its first
         paragraph)."""

@@ -9,7 +9,7 @@ from cwread.book import Document
 
 
 @dataclass(frozen=True)
-class Chapter:
+class ContentsEntry:
     """One entry of a book's contents: a chapter its text heads, or a source of a book (a
     folder's file, an EPUB's chapter) or a single file where it heads none, or what comes before
     its first heading: its source's name (None for a single file), its paragraph range as ids
@@ -25,8 +25,8 @@ class Chapter:
     wrapping: str | None = None  # "front matter" or "back matter": outside its file's story (Document.stories)
 
 
-def contents_of(document: Document) -> list[Chapter]:
-    """A book's contents: its sources, each cut at the chapters its text heads (see Chapter)."""
+def contents_of(document: Document) -> list[ContentsEntry]:
+    """A book's contents: its sources, each cut at the chapters its text heads (see ContentsEntry)."""
     spans = [(s.name, s.first, s.last) for s in document.sources] or [(None, 1, len(document))]
     chapters = []
     for source, first, last in spans:
@@ -43,12 +43,12 @@ def contents_of(document: Document) -> list[Chapter]:
     return chapters
 
 
-def _chapter(document: Document, source: str | None, first: int, last: int, title: str | None) -> Chapter:
+def _chapter(document: Document, source: str | None, first: int, last: int, title: str | None) -> ContentsEntry:
     """Paragraphs first..last of `source` as a contents entry, headed by `title` (else its first paragraph)."""
     pages = [p.page for p in document.paragraphs[first - 1 : last] if p.page is not None]
     heading = title or " ".join(document.paragraph(first).text.split())
     wrapping = document.wrapping(first)
-    return Chapter(
+    return ContentsEntry(
         source,
         first,
         last,

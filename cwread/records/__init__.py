@@ -14,6 +14,7 @@ from cwread.book.chapters import Chapter
 from cwread.records.plan import AnswerMode
 from cwread.records.question import Question
 from cwread.retrieval.cast import Named
+from cwread.retrieval.describe import Described
 from cwread.retrieval.passages import Passage, find_passages
 from cwread.retrieval.segments import Budget, Segment
 
@@ -247,18 +248,6 @@ SURE = 0.0
 
 
 @dataclass(frozen=True)
-class Description:
-    """How the packet describes the one a "Who is X?" question names (cwread.answer.describe):
-    the name, the description chosen ("butler", its words without articles), the sentences that
-    say it, and those that describe the name at all."""
-
-    name: str
-    said: str
-    times: int
-    descriptions: int
-
-
-@dataclass(frozen=True)
 class ParagraphJudgement:
     """The trained Finder's judgement of the paragraphs an extractive answer could come from
     (the sentence ranker's best, in its order): each one's score, ln P(YES) - ln P(NO), and
@@ -330,7 +319,7 @@ class Outcome:
     quotes: tuple[Quote, ...] = ()
     check: SupportCheck | None = None  # of the model's answer, shown or withheld
     judgement: ParagraphJudgement | None = None  # of an extractive answer's paragraphs, where judged
-    description: Description | None = None  # a "Who is X?" answered by the packet's description of X
+    description: Described | None = None  # a "Who is X?" answered by the packet's description of X
     reading: AnswerReading | None = (
         None  # the answer reader's, of the paragraph an extractive answer comes from
     )

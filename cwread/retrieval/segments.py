@@ -20,6 +20,7 @@ import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, fields, replace
 
+from cwread.book import NOVEL_PARAGRAPHS, Tier, tier_of
 from cwread.errors import InputError
 
 SEGMENT_CHAR_CAP = 6000
@@ -60,12 +61,8 @@ AUTO = "auto"  # budgets that follow the book and the Interpreter's context: fit
 DEFAULT_PRESET = AUTO
 PRESET_CHOICES = (AUTO, *PRESETS)
 
-# Past this many paragraphs a text is read as a novel: the paper's novel-scale packing (its
-# NoCha setting has N_E 10, P_w 8, B_c 16,000) and anchors and reading that grow with the book.
-# On the dev novel (2,632 paragraphs) that took gold in the packet from 66% to 84%, on 30
-# questions written for The Hound of the Baskervilles (1,546) from 46% to 63%, on 30 for The
-# Moonstone (3,763) from 29% to 48%; the fairytale anthology (404) keeps the focused values.
-NOVEL_PARAGRAPHS = 1000
+# a novel's values (the paper's NoCha setting has N_E 10, P_w 8, B_c 16,000); anchors and reading grow
+# with it (fit_budget)
 NOVEL = {"n_e": 10, "p_r": 3, "p_w": 8, "b_c": 16000}
 # The evidence may take this share of the Interpreter's context, at about this many
 # characters a token (the packet is also cut to fit exactly, paragraph by paragraph).
@@ -113,14 +110,13 @@ def fit_budget(budget: Budget, lengths: Sequence[int], context_tokens: int | Non
     n = len(lengths)
     focused = PRESETS["focused"]
     values = {k: getattr(focused, k) for k in BUDGET_VALUES}
-    if n > NOVEL_PARAGRAPHS:
-        tier = "novel"
+    tier = tier_of(n)
+    if tier == Tier.NOVEL:
         values.update(NOVEL)
         values["anchors"] = min(40, max(8, round(8 * math.sqrt(n / 400))))
         values["read"] = min(160, max(24, round(n / 20)))
         why = f"a novel of {n:,} paragraphs (over {NOVEL_PARAGRAPHS:,}): anchors and reading grow with it"
     else:
-        tier = "story"
         why = f"a text of {n:,} paragraphs (up to {NOVEL_PARAGRAPHS:,}): the focused values"
     if context_tokens:
         room = int(context_tokens * EVIDENCE_SHARE * CHARS_PER_TOKEN) // 100 * 100
@@ -129,7 +125,7 @@ def fit_budget(budget: Budget, lengths: Sequence[int], context_tokens: int | Non
             why += f"; B_c cut to {room:,} characters for the Interpreter's {context_tokens:,}-token context"
     values.update({k: getattr(budget, k) for k in budget.fixed})
     why += set_by_you
-    return replace(budget, preset=tier, why=why, **values)
+    return replace(budget, preset=str(tier), why=why, **values)
 
 
 @dataclass(frozen=True)

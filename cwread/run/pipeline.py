@@ -16,12 +16,11 @@ from cwread.agents.finder import Finder, read_segments, reading_budget
 from cwread.agents.interpreter import interpret, packet_fits
 from cwread.agents.judge_finder import JUDGE_WORDS, JudgeFinder
 from cwread.agents.support_check import SupportAgent
-from cwread.answer import describe, extractive
+from cwread.answer import extractive
 from cwread.answer.decide import Grounds, decide, shown_text
 from cwread.answer.support import check_confidence, check_quotes, check_support
 from cwread.backends import Backend, label
 from cwread.book import Document, ShownParagraph, grounding
-from cwread.book.chapters import is_heading
 from cwread.progress import Progress
 from cwread.records import AgentCall, FindResult, Outcome, Packet, SupportCheck, Verdict
 from cwread.records.plan import (
@@ -33,10 +32,10 @@ from cwread.records.plan import (
 )
 from cwread.records.question import NO_HINTS, Hints, Question
 from cwread.records.trace import Trace, Turn, Unread
+from cwread.retrieval import describe
 from cwread.retrieval.cast import named_in_book
-from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
-from cwread.retrieval.lexical import numbers_asked, numbers_held
+from cwread.retrieval.lifts import lift_describing, lift_near, lift_numbered, numbered
 from cwread.retrieval.segments import Budget, build_segments
 from cwread.run.packing import pack, pack_segments
 from cwread.run.planning import PlannedRun
@@ -45,7 +44,6 @@ UNJUDGED = "the model judges options and claims at chance, so it is not asked"
 YES_OR_NO_UNJUDGED = (
     "a yes-or-no question is a claim, and the model judges claims at chance, so it is not asked"
 )
-NEAR_SPAN = 100  # paragraphs each way of a reader's `near` paragraph that rank first (a scene or two)
 
 
 def as_asked(question: Question, follows: Turn | None) -> Question:
@@ -67,8 +65,7 @@ def find(
     by `index`'s scores for the question (`retrieval`: "fused", "bm25" or "dense"; `embedder`
     names the dense model); a follow-up is retrieved with the question of the turn it `follows`
     joined to it. `hints`: the reader's words added to the lexical side (`also`), and a
-    paragraph found already (`near`): those within NEAR_SPAN of it, in its file, rank first
-    (in their own order)."""
+    paragraph found already (`near`): those near it rank first (cwread.retrieval.lifts)."""
     t0 = time.perf_counter()
     document = index.document
     asked = as_asked(question, follows)
@@ -77,33 +74,14 @@ def find(
     named = tuple(named_in_book(document, asked.text))
     lexical = " ".join([hints.also, *(n.member.words for n in named)]).strip()
     scores = paragraph_scores(index, build_queries(asked.text, question.options or None), retrieval, lexical)
-    # "Who is X?": the paragraphs that describe X lead, or where none does, those that first name
-    # X (the name alone finds the paragraphs that use it most, seldom the one that says who it is)
-    paragraphs = (
-        [(p.id, p.text) for p in document.paragraphs if not document.wrapping(p.id)]
-        if describe.asked(asked.text)
-        else []
-    )
-    describing = describe.describing_paragraphs(asked.text, paragraphs) or describe.first_mentions(
-        asked.text, paragraphs
-    )
-    if describing:
-        top = float(scores.max()) if len(scores) else 0.0
-        for place, pid in enumerate(describing):
-            scores[pid - 1] = top + 1.0 - 0.01 * place
-    numbered = _numbered(document, asked.text)
-    if numbered:  # the paragraphs that hold the question's numbers first, those holding more first
-        lift = (float(scores.max()) if len(scores) else 0.0) + 1.0
-        for pid, held in numbered.items():
-            scores[pid - 1] += held * lift
-    if hints.near is not None:  # the reader's place first, in the order the question ranks it
-        first, last = document.file_span(hints.near)
-        lift = (float(scores.max()) if len(scores) else 0.0) + 1.0
-        scores[max(first, hints.near - NEAR_SPAN) - 1 : min(last, hints.near + NEAR_SPAN)] += lift
+    lift_describing(scores, document, asked.text)
+    held = numbered(document, asked.text)
+    lift_numbered(scores, held)
+    lift_near(scores, document, hints.near)
     left_out = document.unread
     if hints.upto is not None:  # the reader's limit: what lies past it is in no segment
         left_out = left_out | frozenset(range(hints.upto + 1, len(document) + 1))
-        numbered = {pid: held for pid, held in numbered.items() if pid <= hints.upto}
+        held = {pid: count for pid, count in held.items() if pid <= hints.upto}
     segments = build_segments(
         document.lengths,
         scores.tolist(),
@@ -121,7 +99,7 @@ def find(
         paragraph_scores=tuple(scores.tolist()),
         timings={"retrieve": round(time.perf_counter() - t0, 4)},
         named=named,
-        numbered=tuple(sorted(numbered, key=lambda pid: -scores[pid - 1])),
+        numbered=tuple(sorted(held, key=lambda pid: -scores[pid - 1])),
         upto=hints.upto,
     )
 
@@ -131,38 +109,6 @@ def _lowercase(plan: Plan, document: Document) -> frozenset[str]:
     once a book, cached): none for a plan that extracts nothing."""
     extracts = plan.answer_mode in (AnswerMode.EXTRACTIVE, AnswerMode.GENERATIVE_OR_EXTRACTIVE)
     return document.lowercase_words if extracts else frozenset()
-
-
-COMMON_NUMBER = 20  # paragraphs (or 2% of a book) past which a number names nothing in particular
-
-
-def _numbered(document: Document, question: str) -> dict[int, int]:
-    """The paragraphs that hold numbers the question writes ("milestone number 5005"), as
-    words, in their text or their chapter's heading (a chapter headed "Milestone 5005" is
-    about it), with how many each holds; a heading itself is left to its chapter. A number
-    the text writes in more than COMMON_NUMBER paragraphs (or 2% of them) is no key."""
-    asked = numbers_asked(question)
-    if not asked:  # most questions: nothing read
-        return {}
-    texts = [p.text for p in document.paragraphs]
-    held = numbers_held(texts, asked)
-    common = max(COMMON_NUMBER, len(texts) // 50)
-    keys = frozenset(n for n in asked if sum(n in h for h in held) <= common)
-    if not keys:
-        return {}
-    titles: dict[str, frozenset[str]] = {}
-    found: dict[int, int] = {}
-    for pid, (text, numbers) in enumerate(zip(texts, held, strict=True), start=1):
-        count = len(numbers & keys)
-        if not is_heading(text):
-            chapter = document.chapter(pid)
-            title = chapter.title if chapter is not None else ""
-            if title not in titles:
-                titles[title] = numbers_held([title], keys)[0]
-            count = max(count, len(titles[title]))
-        if count:
-            found[pid] = count
-    return found
 
 
 @dataclass(frozen=True)
@@ -187,12 +133,10 @@ def run(
     planned; pack, interpret, self-check, check support, decide.
 
     Given a `packet` (ablations, baselines; the plan says "given"), the Finder and packing are
-    skipped. The planned `rank` ranks sentences and weighs a label's words (none planned: the
-    book's word rarity and the retrieval's embedder, cwread.answer.extractive); `follows`: the
-    earlier turn a follow-up leans on, shown to the Interpreter as conversation."""
+    skipped. The planned `rank` ranks sentences and weighs a label's words (the book's word
+    rarity and the retrieval's embedder, cwread.answer.extractive); `follows`: the earlier turn a follow-up leans on, shown to the Interpreter as conversation."""
     plan, selection = planned.plan, planned.backends
     question, interpreter = found.question, selection.interpreter
-    rank = planned.rank or extractive.sentence_ranker(found.document, load_embedder(found.embedder))
     t0 = time.perf_counter()
     judged = _finder_stage(found, plan, planned.finder, progress)
     seconds = {"finder": round(time.perf_counter() - t0, 3)}
@@ -213,7 +157,7 @@ def run(
     first, checked = _interpret(plan, interpreter, question, packet, progress, seconds, follows)
     final = checked if checked is not None and checked.answer is not None else first
     t1 = time.perf_counter()
-    support = _check_support(plan, interpreter, question, final, packet, progress, rank.weights, found.document)
+    support = _check_support(plan, interpreter, question, final, packet, progress, planned.rank.weights, found.document)
     seconds["support_check"] = round(time.perf_counter() - t1, 3)
     retrieved = _paragraphs(found.document, found.read) if plan.evidence != PacketSource.GIVEN else None
     picker = (
@@ -223,7 +167,7 @@ def run(
     outcome = decide(
         as_asked(question, follows),  # answered, and its answer judged, as it was retrieved
         final,
-        Grounds(packet, retrieved, rank, planned.answer_reader, found.numbered, _lowercase(plan, found.document)),
+        Grounds(packet, retrieved, planned.rank, planned.answer_reader, found.numbered, _lowercase(plan, found.document)),
         plan.answer_mode,
         support,
         plan.extract or Extract.SPAN,
@@ -383,7 +327,7 @@ def _skipped(plan: Plan, found: FindResult, judged: FinderStage, outcome: Outcom
     if (
         plan.extract == Extract.SENTENCE and plan.answer_mode != AnswerMode.GENERATIVE
     ):  # else no words of the book are given
-        why = extractive.whole_sentence_why(len(found.document.paragraphs))
+        why = extractive.whole_sentence_why(found.document.tier)
         if why is not None and outcome.description is None:
             skipped["spans"] = why
     elif (

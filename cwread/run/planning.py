@@ -15,6 +15,7 @@ from cwread.agents.model_facts import FACTS, JUDGES_AT_CHANCE, KEEPS_NEARLY_ALL,
 from cwread.answer import extractive
 from cwread.backends import Backend
 from cwread.backends.select import Selection
+from cwread.book import Tier
 from cwread.records.plan import (
     ANSWER_CHOICES,
     AUTO,
@@ -25,7 +26,7 @@ from cwread.records.plan import (
     SupportMethod,
 )
 from cwread.records.question import Question, asks_yes_or_no
-from cwread.retrieval.segments import NOVEL_PARAGRAPHS, Budget
+from cwread.retrieval.segments import Budget
 from cwread.settings import AnswerSettings, FinderSettings, RunSettings
 
 
@@ -34,13 +35,13 @@ class PlannedRun:
     """A plan with what carries it out, resolved once (QuestionRun.plan) and then run (pipeline.run):
     the `plan` recorded in the trace, the `backends`, the `finder` that reads (built even when
     the plan skips it, so a judge that cannot run is told before any work) and the `rank` of
-    the book's sentences (None: built from the retrieval's embedder). A caller's own part goes
+    the book's sentences (the session's, built once a book). A caller's own part goes
     in before planning (question_run.Stages)."""
 
     plan: Plan
     backends: Selection
     finder: Finder
-    rank: extractive.SentenceRanker | None = None
+    rank: extractive.SentenceRanker
     answer_reader: AnswerReader | None = None  # picks an extractive answer's words (None: the ranker does)
 
 
@@ -81,8 +82,8 @@ def plan_run(
     packet_given: bool = False,
     finder: Finder | None = None,
     budget: Budget | None = None,
-    paragraphs: int | None = None,
-    rank: extractive.SentenceRanker | None = None,
+    tier: Tier | None = None,
+    rank: extractive.SentenceRanker,
 ) -> PlannedRun:
     """What a run on `question` will do with these backends and settings (the Plan), and
     with what (see PlannedRun).
@@ -94,8 +95,8 @@ def plan_run(
     it reads (its calls could not change the answer); a given `finder` always runs, in place
     of the one `run.finding` chooses. `packet_given`: the caller packs (eval's ablations).
     `budget`: the budget fitted to the book, recorded with why it was chosen. An extractive
-    answer is the span reader's words in a book of `paragraphs` up to NOVEL_PARAGRAPHS, the
-    best sentence in a novel (see cwread.records.plan.Extract)."""
+    answer is the span reader's words in a story, the best sentence in a novel (`tier`: the
+    book's, cwread.book.Tier) (see cwread.records.plan.Extract)."""
     run = run or RunSettings()
     answering, finding = run.answering, run.finding
     judge_missing = None
@@ -118,15 +119,14 @@ def plan_run(
         chosen = mode == AnswerMode.EXTRACTIVE and answering.answer_mode == AUTO
         if chosen and not verdict and asks_yes_or_no(question):
             mode = AnswerMode.EVIDENCE_ONLY  # a claim put as a question: no sentence is its yes or no
-        elif chosen and small and paragraphs is not None and paragraphs > NOVEL_PARAGRAPHS:
+        elif chosen and small and tier == Tier.NOVEL:
             # no model here reads a novel: its extractive answers quoted the answer too seldom to
             # be shown (benchmarks/README.md, "Passages on novels"), so it gets where the book answers
             mode = AnswerMode.PASSAGES
         elif (
             mode == AnswerMode.GENERATIVE_OR_EXTRACTIVE
             and answering.answer_mode == AUTO
-            and paragraphs is not None
-            and paragraphs > NOVEL_PARAGRAPHS
+            and tier == Tier.NOVEL
         ):  # a model that reads: where its quotes do not back its words, the same passages, not a guess
             mode = AnswerMode.GENERATIVE_OR_PASSAGES
     else:  # a label is the model's verdict, or none from a model that judges at chance
@@ -183,7 +183,7 @@ def plan_run(
         budget=budget,
         support=support,
         support_threshold=threshold,
-        extract=extractive.extract_kind(paragraphs)
+        extract=extractive.extract_kind(tier)
         if question.is_open and mode not in (AnswerMode.PASSAGES, AnswerMode.GENERATIVE_OR_PASSAGES)
         else None,
         self_check_skipped=self_check_skipped if asked else None,

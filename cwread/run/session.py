@@ -3,7 +3,8 @@
 It holds what a question needs and a second question would otherwise build again: the
 document, its indexes (one per embedder), the embedder, the backends (selected once, behind
 the call cache) and the sentence ranker (the book's word rarities). Each question is carried
-through the method by its own run (cwread.run.question_run.QuestionRun), which borrows them.
+through the method by its own run (cwread.run.question_run.QuestionRun), handed what it needs
+opened: the run never calls back.
 `cwread.api.ask` and `find` are one-call conveniences over a session; a conversation or a
 tool server keeps one.
 """
@@ -11,9 +12,10 @@ tool server keeps one.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import replace
 
-from cwread.agents.finder import Finder
 from cwread.answer import extractive
 from cwread.backends.select import Selection, select, with_call_cache
 from cwread.book import Document
@@ -22,9 +24,10 @@ from cwread.records import FindResult
 from cwread.records.question import NO_HINTS, Hints, Question, leans_on_previous
 from cwread.records.trace import Trace, Turn
 from cwread.retrieval.embedders import Embedder, load_embedder
-from cwread.retrieval.fusion import Index, open_index
-from cwread.retrieval.segments import Budget, fit_budget, make_budget
-from cwread.run.question_run import QuestionRun, Stages
+from cwread.retrieval.fusion import Index, check_method, open_index
+from cwread.retrieval.segments import Budget
+from cwread.run import planning
+from cwread.run.question_run import NO_STAGES, QuestionRun, Stages
 from cwread.settings import RunSettings, SessionSettings
 
 Notice = Callable[[str], None]
@@ -114,16 +117,34 @@ class Session:
                 self._rankers[name] = extractive.sentence_ranker(self.document, self._embedder(name))
             return self._rankers[name]
 
-    def budget_for(self, budget: Budget | None = None, context_tokens: int | None = None) -> Budget:
-        """`budget` (default: auto) fitted to this book and an Interpreter of `context_tokens`."""
-        return fit_budget(budget or make_budget(), self.document.lengths, context_tokens)
-
     def has_index(self, embedder: str) -> bool:
         """Whether the book's indexes with `embedder`'s vectors are open already."""
         with self._lock:
             return embedder in self._indexes
 
     # ---- questions: each one run's own (cwread.run.question_run) ------------------------------
+
+    def _found(
+        self,
+        asked: QuestionRun,
+        progress: Progress | None = None,
+        budget: Budget | None = None,
+        context_tokens: int | None = None,
+    ) -> FindResult:
+        """`asked` retrieved on this book's index for its retrieval, opened (and built, the
+        first time) here; the trace's timings say how long opening took and what was built."""
+        embedder = self.embedder_for(asked.settings.retrieval)
+        check_method(asked.settings.retrieval)
+        t0 = time.perf_counter()
+        opened = self.has_index(embedder)
+        index = self.index(embedder, progress)
+        seconds = time.perf_counter() - t0
+        found = asked.find(index, embedder, budget, context_tokens)
+        return replace(
+            found,
+            timings={"index": round(seconds, 4), **found.timings},
+            built=() if opened else tuple(index.built),
+        )
 
     def find(
         self,
@@ -136,34 +157,45 @@ class Session:
         hints: Hints = NO_HINTS,
     ) -> FindResult:
         """Retrieve and segment (QuestionRun.find) with `budget` and `retrieval`."""
-        asked = QuestionRun(self, question, RunSettings(budget, retrieval), follows=follows)
-        return asked.find(progress, hints, context_tokens)
+        asked = QuestionRun(self.document, question, RunSettings(budget, retrieval), follows=follows, hints=hints)
+        return self._found(asked, progress, context_tokens=context_tokens)
+
+    def _planned(self, asked: QuestionRun) -> planning.PlannedRun:
+        """`asked`'s plan with this session's backends (selected first: a bad setting or a
+        missing server is told before any work) and the book's sentence ranker."""
+        backends = asked.stages.backends or self.selection(asked.notice)
+        return asked.plan(backends, self.ranker(self.embedder_for(asked.settings.retrieval)))
 
     def plan(self, question: Question, run: RunSettings | None = None, notice: Notice | None = None):
         """What a run of `question` with `run` will do on this book, and with what
         (QuestionRun.plan)."""
-        return QuestionRun(self, question, run, notice=notice).plan()
+        return self._planned(QuestionRun(self.document, question, run, notice=notice))
 
     def ask(
         self,
         question: Question,
         run: RunSettings | None = None,
         *,
-        finder: Finder | None = None,
+        stages: Stages = NO_STAGES,
+        found: FindResult | None = None,
         progress: Progress | None = None,
         notice: Notice | None = None,
         follows: Turn | None = None,
         hints: Hints = NO_HINTS,
     ) -> Trace:
         """Answer a question (or verify a claim) about the book with quoted paragraphs
-        (QuestionRun.answer). `run` says what is asked of each stage (RunSettings; `finder`
-        reads in place of the one it would choose); `notice` hears which backend runs (when
-        first selected) and what a small model changes; `follows`: the earlier turn a follow-up
-        leans on (see Conversation); `hints`, what the reader adds to its retrieval (its limit)."""
-        asked = QuestionRun(
-            self, question, run, stages=Stages(finder=finder), follows=follows, notice=notice, hints=hints
-        )
-        return asked.answer(progress)
+        (QuestionRun.answer): plan, warm the models the plan calls, find (unless `found` is
+        given), then read, pack, interpret and decide. `run` says what is asked of each stage
+        (RunSettings; `stages` puts a caller's parts in place of those it would choose);
+        `notice` hears which backend runs (when first selected) and what a small model
+        changes; `follows`: the earlier turn a follow-up leans on (see Conversation); `hints`,
+        what the reader adds to its retrieval (its limit)."""
+        asked = QuestionRun(self.document, question, run, stages=stages, follows=follows, notice=notice, hints=hints)
+        planned = self._planned(asked)
+        asked.warm(planned)
+        if found is None:
+            found = self._found(asked, progress, budget=planned.plan.budget)
+        return asked.answer(planned, found, progress)
 
 
 class Conversation:

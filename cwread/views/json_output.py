@@ -12,7 +12,7 @@ from dataclasses import asdict
 from cwread import __version__
 from cwread.book import Document, Paragraph
 from cwread.library.catalog import Found, Hit
-from cwread.library.contents import Chapter
+from cwread.library.contents import ContentsEntry
 from cwread.records import FindResult, Forged, Quote
 from cwread.records.trace import DoctorReport, IndexReport
 from cwread.retrieval.cast import CastMember, Named
@@ -65,7 +65,7 @@ def ref_json(document: Document, pid: int) -> dict:
     return place if page is None else {**place, "page": page}
 
 
-def chapter_json(chapter: Chapter) -> dict:
+def chapter_json(chapter: ContentsEntry) -> dict:
     """A contents entry: its source, its paragraphs as `show` takes them, its pages and heading."""
     return {
         "source": chapter.name,
@@ -78,7 +78,7 @@ def chapter_json(chapter: Chapter) -> dict:
     }
 
 
-def contents_json(document: Document, chapters: list[Chapter]) -> dict:
+def contents_json(document: Document, chapters: list[ContentsEntry]) -> dict:
     """`cwread contents --json`: the book and its contents."""
     return {
         "version": TRACE_VERSION,

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from cwread.book import Document, Paragraph
 from cwread.library.catalog import Found
-from cwread.library.contents import Chapter
+from cwread.library.contents import ContentsEntry
 from cwread.records import FindResult
 from cwread.records.trace import DoctorReport, IndexReport
 from cwread.retrieval.cast import Cast, CastMember
@@ -267,7 +267,7 @@ def _passage_box(out: Console, passage: Passage, ids: Sequence[int]) -> Panel:
     )
 
 
-def contents_view(chapters: list[Chapter]) -> None:
+def contents_view(chapters: list[ContentsEntry]) -> None:
     """A book's contents, a line an entry: its paragraphs as `show` takes them, then its heading."""
     out = stdout(lines=True)
     for chapter in chapters:

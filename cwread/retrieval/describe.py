@@ -16,8 +16,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from cwread.book import Evidence
-from cwread.records import Description, Quote
+from cwread.book import Evidence, Quote
 from cwread.text.descriptions import DESCRIPTION, END, TITLE_BEFORE, is_description, normalized
 from cwread.text.sentences import sentence_spans
 from cwread.text.words import STOPWORDS, TITLES
@@ -32,6 +31,18 @@ _WHERE_LIVES = re.compile(r"^\s*where\s+(?:does|did)\s+(?P<name>[^?]+?)\s+live\s
 _NAME_WORD = re.compile(r"^(?:[A-Z][\w'’-]*\.?)$")
 MOST_NAME_WORDS = 4
 DESCRIBING_ANCHORS = 3  # paragraphs describing a who-is question's name that retrieval anchors
+
+
+@dataclass(frozen=True)
+class Described:
+    """How the packet describes the one a "Who is X?" question names (`described`):
+    the name, the description chosen ("butler", its words without articles), the sentences that
+    say it, and those that describe the name at all."""
+
+    name: str
+    said: str
+    times: int
+    descriptions: int
 
 
 @dataclass(frozen=True)
@@ -179,9 +190,9 @@ def describing_paragraphs(question: str, evidence: Evidence, most: int = DESCRIB
     return list(dict.fromkeys(f.quote.id for f in answering[:most]))
 
 
-def described(question: str, evidence: Evidence) -> tuple[str, Quote, Description] | None:
+def described(question: str, evidence: Evidence) -> tuple[str, Quote, Described] | None:
     """The answer to a "Who is X?" question from `evidence`: the words that describe X as the
-    book puts them beside the name, the sentence they are quoted from, and the Description
+    book puts them beside the name, the sentence they are quoted from, and the Described
     (how often the packet says so); None when the question asks no name or no sentence
     describes it."""
     asking = asked(question)
@@ -195,5 +206,5 @@ def described(question: str, evidence: Evidence) -> tuple[str, Quote, Descriptio
     return (
         best.span,
         best.quote,
-        Description(asking.name, best.said, sum(f.said == best.said for f in found), len(found)),
+        Described(asking.name, best.said, sum(f.said == best.said for f in found), len(found)),
     )
