@@ -74,3 +74,39 @@ def test_a_folders_files_are_cut_at_their_own_headings(capsys, tmp_path):
         ("a:3-4", "CHAPTER II"),
         ("b:1-2", "Martha kept the lighthouse for thirty years."),  # a file that heads nothing
     ]
+
+
+def test_an_html_books_own_headings_head_its_chapters_read_again_from_the_cache(capsys, tmp_path, cache_dir):
+    """Headings the markup gives (h1-h6) head chapters in their own case, where the text's
+    grammar alone would take "The Lamp Room" for a line; a heading tag round a long paragraph
+    heads nothing. Large enough that its reading is cached: the second read keeps them."""
+    filler = "".join(f"<p>Day {i} at the lighthouse passed with the lamp trimmed and the log kept.</p>\n" for i in range(900))
+    markup = (
+        "<html><body><h1>The Keeper</h1>\n<h2>The Lamp Room</h2>\n"
+        "<p>Martha Quill kept the lighthouse on Gannet Rock for thirty years.</p>\n" + filler
+        + "<h2>Storm over Gannet Rock</h2>\n<p>One winter a storm smashed the lantern glass.</p>\n"
+        + "<h3>" + "A heading tag round a whole paragraph of prose, which no reader takes for a title. " * 2 + "</h3>\n"
+        + "<p>Martha held a sheet against the wind all night.</p></body></html>"
+    )
+    book = tmp_path / "keeper.html"
+    book.write_text(markup, encoding="utf-8")
+    assert book.stat().st_size > 64 * 1024  # its reading is cached (cwread.book.load)
+    for _ in range(2):  # read, then read again from the cache
+        code, entries, _ = contents(capsys, book)
+        assert code == 0
+        assert [(e["paragraphs"], e["heading"]) for e in entries] == [
+            ("1-903", "The Keeper / The Lamp Room"),
+            ("904-907", "Storm over Gannet Rock"),
+        ]
+    code, out, _ = run(capsys, "find", str(book), "What did the storm smash?", "--max-chars", "2000")
+    assert code == 0 and "Storm over Gannet Rock" in out
+
+
+def test_phase_heads_a_chapter_as_in_a_contents_list():
+    """One list of chapter words for a heading and for a contents list ("Phase the First")."""
+    from cwread.book.chapters import is_heading
+    from cwread.book.story import lists_chapters
+
+    assert is_heading("Phase the First: The Maiden") and is_heading("PHASE THE SECOND")
+    assert lists_chapters("Phase the First 1  Phase the Second 45  Phase the Third 98")
+    assert not is_heading("a phase of the moon")

@@ -20,9 +20,12 @@ HEADING_WORDS = 12
 TITLE_CHARS = 80  # of a run of headings joined, as shown beside a passage
 
 # the word whole: "Party!" is no PART (a quoted line read as a heading, #88 item 6)
+# The words a chapter heading opens with, in capitals or capitalised ("CHAPTER", "Phase"): the one
+# list the headings (`numbered`) and a contents list (cwread.book.story) are read by.
+CHAPTER_WORDS = ("CHAPTER", "BOOK", "PART", "VOLUME", "STAVE", "LETTER", "SECTION", "SCENE", "ACT", "CANTO", "PHASE")
+WORD_ALTERNATIVES = "|".join(f"{word}|{word.capitalize()}" for word in CHAPTER_WORDS)
 _CHAPTER_WORD = re.compile(
-    r"^\W*(?:(?:CHAPTER|Chapter|BOOK|Book|PART|Part|VOLUME|Volume|STAVE|Stave|LETTER|Letter|"
-    r"SECTION|Section|SCENE|Scene|ACT|Act|CANTO|Canto)\b|CHAP\.|Chap\.)\s*[-\u2014.:]?\s*"
+    rf"^\W*(?:(?:{WORD_ALTERNATIVES})\b|CHAP\.|Chap\.)\s*[-\u2014.:]?\s*"
     r"(?:[IVXLCivxlc]+|\d+|(?:the\s+)?[A-Za-z]+)\b"
 )
 # "XXIII", "XXIII.", "12", "12." (not "01": an image's number, not a chapter's)
@@ -45,13 +48,19 @@ class Chapter:
     title: str
 
 
-def is_heading(text: str) -> bool:
-    """Whether a paragraph reads as a chapter heading (see the module's docstring)."""
+def _heading_sized(text: str) -> bool:
+    """Whether a paragraph is as short as a heading is, and not the story's end."""
     line = " ".join(text.split())
     if not line or len(line) > HEADING_CHARS or len(line.split()) > HEADING_WORDS:
         return False
-    if _THE_END.match(line):  # the end of the story heads nothing
+    return not _THE_END.match(line)  # the end of the story heads nothing
+
+
+def is_heading(text: str) -> bool:
+    """Whether a paragraph reads as a chapter heading (see the module's docstring)."""
+    if not _heading_sized(text):
         return False
+    line = " ".join(text.split())
     if numbered(line):
         return True
     letters = [c for c in line if c.isalpha()]
@@ -100,15 +109,18 @@ def find_chapters(
     stories: Sequence[tuple[int, int]],
     file_firsts: Sequence[int] = (),
     skip: frozenset[int] = frozenset(),
+    marked: frozenset[int] = frozenset(),
 ) -> tuple[Chapter, ...]:
     """The chapters of a book whose paragraphs are `texts` (ids from 1), headings looked for
     within its `stories` (first and last ids, one a file) only, leaving out the ids in `skip`
     (a table of contents, a caption). A run of headings in a row is one chapter; a file's first
     id (in `file_firsts`) ends a run. In a book whose layout numbers its chapters (at least
     SERIES_LEAST headings numbered or repeating a pattern), a title in capitals before the first
-    of them is the book's title page or dedication, not a chapter."""
+    of them is the book's title page or dedication, not a chapter. The ids in `marked` are
+    headings the book's markup says are headings (HTML's h1-h6): headings in their own case
+    ("The Stapletons of Merripit House"), as long as a heading is, and part of its series."""
     starts = set(file_firsts)
-    stopped = _stopped_series(texts, stories)
+    stopped = _stopped_series(texts, stories) | {pid for pid in marked if _heading_sized(texts[pid - 1])}
     runs = [run for first, last in stories for run in _story_runs(texts, first, last, starts, skip, stopped)]
     # the headings of the book's series: numbered, or titles it repeats as a pattern
     series = [pid for first, end in runs for pid in range(first, end + 1) if numbered(texts[pid - 1]) or pid in stopped]

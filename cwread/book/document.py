@@ -132,6 +132,7 @@ class Document:
     replaced: int = 0  # invalid bytes replaced by U+FFFD while decoding (see `decode`)
     sources: tuple[Source, ...] = ()  # none for a single file
     skipped: tuple[str, ...] = ()  # files of a folder left out, each "name: why"
+    headings: frozenset[int] = frozenset()  # the paragraphs the format's markup heads (HTML's h1-h6)
 
     def __len__(self) -> int:
         return len(self.paragraphs)
@@ -275,7 +276,7 @@ class Document:
         """The chapters the text heads, in order (cwread.book.chapters): none in a text without
         headings."""
         texts = [p.text for p in self.paragraphs]
-        return find_chapters(texts, self.stories, self._firsts, frozenset(self.asides))
+        return find_chapters(texts, self.stories, self._firsts, frozenset(self.asides), self.headings)
 
     @cached_property
     def _chapter_firsts(self) -> list[int]:

@@ -60,6 +60,7 @@ def document_from_bytes(
             paragraphs=parts[0].paragraphs(),
             fingerprint=parts[0].fingerprint,
             replaced=reading.replaced,
+            headings=frozenset(parts[0].headings),
         )
     return _assemble(
         name, sha256, reading.encoding, list(parts), reading.replaced, ()
@@ -114,6 +115,7 @@ def _part_json(part: Part) -> dict:
         "blocks": part.blocks,
         "lines": part.lines,
         "pages": part.pages,
+        "headings": part.headings,
     }
 
 
@@ -125,7 +127,8 @@ def _reading_from_json(body: dict, name: str) -> Reading:
         if not len(texts) == len(blocks) == len(lines) or (pages and len(pages) != len(texts)):
             raise ValueError("a damaged parse")
         path = raw["path"] if raw["name"] else name
-        parts.append(Part(raw["name"], path, texts, blocks, lines, raw["fingerprint"], pages))
+        headings = tuple(raw.get("headings") or ())
+        parts.append(Part(raw["name"], path, texts, blocks, lines, raw["fingerprint"], pages, headings))
     return Reading(tuple(parts), str(body["used"]), int(body["replaced"]))
 
 
@@ -135,11 +138,13 @@ def _assemble(
     """One book of several sources, numbered through in their order (see `Document`)."""
     paragraphs: list[Paragraph] = []
     sources: list[Source] = []
+    headings: set[int] = set()
     for part in parts:
         if not part.texts:
             continue
         first = len(paragraphs) + 1
         paragraphs.extend(part.paragraphs(first))
+        headings.update(first - 1 + number for number in part.headings)
         sources.append(Source(part.name, part.path, first, len(paragraphs), part.fingerprint))
     if not paragraphs:
         raise InputError(f"{path} is empty (only whitespace)")
@@ -155,6 +160,7 @@ def _assemble(
         replaced=replaced,
         sources=tuple(sources),
         skipped=skipped,
+        headings=frozenset(headings),
     )
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from cwread.book.chapters import WORD_ALTERNATIVES
+
 _START = re.compile(r"^\W*\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG", re.I)
 
 
@@ -23,11 +25,11 @@ _END_LINE = re.compile(r"^\W*end of (?:the )?project gutenberg", re.I)
 CREDIT_REACH = 3  # paragraphs inside a marker that may still be its credits
 
 
-# A chapter heading's word and number, capitalised as headings are ("CHAPTER IV", "Chapter 4",
-# "Phase the First", "Letter 2"; not "for my part I think"):
-# a paragraph naming three or more is a list of chapters. In 19 novels of Project Gutenberg it
+# A chapter heading's word (cwread.book.chapters.CHAPTER_WORDS) and number, capitalised as headings
+# are ("CHAPTER IV", "Chapter 4", "Phase the First", "Letter 2"; not "for my part I think"): a
+# paragraph naming three or more is a list of chapters. In 19 novels of Project Gutenberg it
 # finds 20 paragraphs (in 8 of them), each a table of contents, and none of a story.
-_HEADING_WORDS = "CHAPTER|Chapter|BOOK|Book|PART|Part|STAVE|Stave|LETTER|Letter|PHASE|Phase"
+_HEADING_WORDS = WORD_ALTERNATIVES
 
 
 _CHAPTER_HEADING = re.compile(

@@ -19,7 +19,7 @@ from xml.etree import ElementTree
 from cwread.book.decoding import decode
 from cwread.book.document import safe_name
 from cwread.book.formats.base import BookFormat, Reading, part_from_text
-from cwread.book.formats.html import html_text
+from cwread.book.formats.html import html_blocks
 from cwread.book.formats.registry import source_name
 from cwread.errors import InputError
 
@@ -38,8 +38,11 @@ def is_epub(data: bytes, name: str) -> bool:
 
 def _read(data: bytes, name: str, encoding: str | None, max_bytes: int) -> Reading:
     chapters = epub_chapters(data, name, max_bytes, lambda raw, where: decode(raw, None, where)[0])
-    names = _chapter_names([path for path, _ in chapters])
-    parts = tuple(part_from_text(n, path, text) for n, (path, text) in zip(names, chapters, strict=True))
+    names = _chapter_names([path for path, _, _ in chapters])
+    parts = tuple(
+        part_from_text(n, path, text, headings=headings)
+        for n, (path, text, headings) in zip(names, chapters, strict=True)
+    )
     return Reading(parts, "epub")
 
 
@@ -57,8 +60,8 @@ def _chapter_names(paths: list[str]) -> list[str]:
     return names
 
 
-def epub_chapters(data: bytes, name: str, max_bytes: int, decode) -> list[tuple[str, str]]:
-    """(path in the package, text) of each of an EPUB's content documents that holds text,
+def epub_chapters(data: bytes, name: str, max_bytes: int, decode) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(path in the package, text, its headings: `html_blocks`) of each of an EPUB's content documents that holds text,
     in spine order (see module doc); a document the spine names twice is read once. `decode`
     turns a content document's bytes into text (the text reader's detection)."""
     try:
@@ -96,7 +99,7 @@ def epub_chapters(data: bytes, name: str, max_bytes: int, decode) -> list[tuple[
         if _local(el.tag) == "item"
     }
     spine = [el.get("idref") for el in package.iter() if _local(el.tag) == "itemref"]
-    chapters: dict[str, str] = {}
+    chapters: dict[str, tuple[str, tuple[str, ...]]] = {}
     for idref in spine:
         href, media = manifest.get(idref, ("", ""))
         if not href or media not in CONTENT_TYPES:
@@ -104,12 +107,12 @@ def epub_chapters(data: bytes, name: str, max_bytes: int, decode) -> list[tuple[
         path = posixpath.normpath(posixpath.join(base, unquote(href.split("#")[0])))
         if path not in names or path in chapters:
             continue
-        text = html_text(decode(reader.read(path), f"{name}:{path}"))
+        text, headings = html_blocks(decode(reader.read(path), f"{name}:{path}"))
         if text:
-            chapters[path] = text
+            chapters[path] = (text, headings)
     if not chapters:
         raise InputError(f"{name} has no readable text in its spine")
-    return list(chapters.items())
+    return [(path, text, headings) for path, (text, headings) in chapters.items()]
 
 
 class _Reader:

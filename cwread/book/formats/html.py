@@ -19,6 +19,7 @@ BLOCKS = {
     "section", "article", "header", "footer", "aside", "figcaption", "caption", "address",
     "tr", "table", "ul", "ol", "dl", "figure", "main", "body", "hr",
 }  # fmt: skip
+HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}  # a block the markup says is a heading
 SKIPPED = {"script", "style", "nav", "head", "svg", "math", "template", "noscript", "iframe", "object"}
 # What a reader never reads, marked by role or class rather than by tag: navigation bars,
 # sidebars and footers of documentation generators (Sphinx, MkDocs, Read the Docs, pandoc),
@@ -63,7 +64,8 @@ def _read(data: bytes, name: str, encoding: str | None, max_bytes: int) -> Readi
     text, used, replaced = decode(data, encoding, name)
     if not looks_like_html(text, name):  # sniffed from its first bytes alone: read it as text
         return Reading((part_from_text("", name, text),), used, replaced)
-    return Reading((part_from_text("", name, html_text(text)),), f"html ({used})", replaced)
+    blocks, headings = html_blocks(text)
+    return Reading((part_from_text("", name, blocks, headings=headings),), f"html ({used})", replaced)
 
 
 class _Blocks(html.parser.HTMLParser):
@@ -72,7 +74,9 @@ class _Blocks(html.parser.HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.blocks: list[str] = []
+        self.headings: list[str] = []  # the blocks that are headings in the markup, in order
         self._current: list[str] = []
+        self._heading = 0  # heading elements open
         self._skipping = 0
         self._skipped_tag: str | None = None  # the outermost element left out by its role or class
         self._skipped_depth = 0  # elements of that tag open inside it, itself included
@@ -82,6 +86,8 @@ class _Blocks(html.parser.HTMLParser):
         text = "\n".join(_SPACE.sub(" ", line).strip() for line in lines if line.strip())
         if text:
             self.blocks.append(text)
+            if self._heading:
+                self.headings.append(text)
         self._current = []
 
     def handle_starttag(self, tag, attrs):
@@ -97,6 +103,7 @@ class _Blocks(html.parser.HTMLParser):
             self._current.append("\n")
         elif tag in BLOCKS:
             self._flush()
+            self._heading += tag in HEADINGS
 
     def handle_startendtag(self, tag, attrs):
         if self._skipped_tag is not None:
@@ -117,6 +124,8 @@ class _Blocks(html.parser.HTMLParser):
             self._skipping = max(0, self._skipping - 1)
         elif tag in BLOCKS:
             self._flush()
+            if tag in HEADINGS:
+                self._heading = max(0, self._heading - 1)
 
     def handle_data(self, data):
         if not self._skipping and self._skipped_tag is None:
@@ -148,13 +157,20 @@ def _split_lines(parts: list[str]) -> list[list[str]]:
     return lines
 
 
-def html_text(markup: str) -> str:
+def html_blocks(markup: str) -> tuple[str, tuple[str, ...]]:
     """The blocks of an HTML or XHTML document, a blank line between them (a <br> is a line
-    break inside its block, which the paragraph parser joins)."""
+    break inside its block, which the paragraph parser joins), and those of them its markup
+    heads (h1-h6), in order: the book's own headings, which `part_from_text` marks."""
     parser = _Blocks()
     parser.feed(markup)
     parser.close()
-    return "\n\n".join(parser.blocks)
+    return "\n\n".join(parser.blocks), tuple(parser.headings)
 
 
-FORMAT = BookFormat("html", _sniff, _read, suffixes=("html", "htm", "xhtml", "xml"), label="HTML")
+def html_text(markup: str) -> str:
+    """The blocks of an HTML or XHTML document as text (see `html_blocks`)."""
+    return html_blocks(markup)[0]
+
+
+# version 2: its headings marked
+FORMAT = BookFormat("html", _sniff, _read, version=2, suffixes=("html", "htm", "xhtml", "xml"), label="HTML")
