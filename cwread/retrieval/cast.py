@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from cwread.book import Document
 from cwread.book.chapters import is_heading
-from cwread.text.descriptions import (
+from cwread.retrieval.descriptions import (
     descriptions_in,
     normalized,
 )

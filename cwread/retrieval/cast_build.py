@@ -26,7 +26,7 @@ from cwread.retrieval.cast import (
     _possessive,
     _tally,
 )
-from cwread.text.descriptions import descriptions_in, last_word
+from cwread.retrieval.descriptions import descriptions_in, last_word
 from cwread.text.words import STOPWORDS, TITLES
 
 CAST_VERSION = 2  # of the cached cast: a change to how it is built bumps it

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from cwread.book import Evidence, Quote
-from cwread.text.descriptions import DESCRIPTION, END, TITLE_BEFORE, is_description, normalized
+from cwread.retrieval.descriptions import DESCRIPTION, END, TITLE_BEFORE, is_description, normalized
 from cwread.text.sentences import sentence_spans
 from cwread.text.words import STOPWORDS, TITLES
 
