@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Protocol
 
 from cwread.errors import CacheError
-from cwread.text.words import STOPWORDS
+from cwread.text.words import STOPWORDS, TERM
 
 STORE_VERSION = 3  # of the schema, the tokenizer and what is a hit (2: no contents, front matter or captions; 3: a folder's files each with their own): another opens a new file
 ROWS_PER_BOOK = 2**24  # paragraph ids a book may hold (a 16M-paragraph book is far past any)
 BUSY_SECONDS = 60.0  # how long a writer waits for another process's transaction
-_WORD = re.compile(r"\w\w+")
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ class ParagraphStore(Protocol):
 
 def query_words(query: str) -> list[str]:
     """The words of `query` a search looks for: lower case, stop words left out, each once."""
-    return list(dict.fromkeys(w.lower() for w in _WORD.findall(query) if w.lower() not in STOPWORDS))
+    return list(dict.fromkeys(w.lower() for w in TERM.findall(query) if w.lower() not in STOPWORDS))
 
 
 _PHRASE = re.compile(r'"([^"]+)"|“([^”]+)”')
@@ -95,7 +94,7 @@ def match_expression(query: str) -> str | None:
     """An FTS5 query for `query`'s words (query_words), any of them (BM25 weighs them), each
     quoted (nothing in it is FTS5 syntax); a phrase the query quotes ("green light") must be
     in the paragraph as written, word for word (its stop words too); None where no word is left."""
-    phrases = [" ".join(w.lower() for w in _WORD.findall(a or b)) for a, b in _PHRASE.findall(query)]
+    phrases = [" ".join(w.lower() for w in TERM.findall(a or b)) for a, b in _PHRASE.findall(query)]
     phrases = [p for p in phrases if p]
     words = " OR ".join(_quoted(w) for w in query_words(query))
     if not phrases:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cwread.text.words import STOPWORDS, stemmer
+from cwread.text.words import STOPWORDS, TERM, stemmer
 
 LEXICAL_VERSION = 3
 # A paragraph's context: CONTEXT_WIDTH neighbours each side, a match d paragraphs away counting
@@ -34,14 +34,12 @@ CONTEXT_DECAY = 0.5
 # Sections overlap by half, so a passage is never split between two: each paragraph is scored
 # by the best section that holds it.
 SECTION_CHARS = 4000
-# bm25s.tokenize's words: scikit-learn's CountVectorizer pattern, two word characters or more
-_WORDS = re.compile(r"(?u)\b\w\w+\b")
 
 
 def tokenize(texts: list[str]) -> list[list[str]]:
     """Lower-cased, stop-word-free, stemmed tokens (the same for paragraphs and queries), as
     bm25s.tokenize(texts, stopwords, stemmer, return_ids=False) gives them."""
-    words = [[w for w in _WORDS.findall(text.lower()) if w not in STOPWORDS] for text in texts]
+    words = [[w for w in TERM.findall(text.lower()) if w not in STOPWORDS] for text in texts]
     unique = list(dict.fromkeys(w for doc in words for w in doc))
     stems = dict(zip(unique, stemmer().stemWords(unique), strict=True))
     return [[stems[w] for w in doc] for doc in words]

@@ -1,4 +1,4 @@
-"""Words as cwread reads them: one word pattern, the function words no search or check counts,
+"""Words as cwread reads them: one word pattern (and one for an index's terms), the function words no search or check counts,
 the titles that stand before a name, and word stems (irregular forms taken to their base)."""
 
 from __future__ import annotations
@@ -10,6 +10,10 @@ from functools import lru_cache
 WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 # a run of letters alone: a name's words ("Henry's" names Henry), a word's case
 LETTERS = re.compile(r"[^\W\d_]+")
+# an index term: two word characters or more, an apostrophe between two (scikit-learn's token
+# pattern, which bm25s.tokenize uses; SQLite FTS5's unicode61 tokenizer splits words alike): what
+# the lexical indexes hold (BM25 over a book, FTS5 over a library) and a query is matched by
+TERM = re.compile(r"(?u)\b\w\w+\b")
 
 # Titles before a name (lower case): not names themselves, and a sentence does not end at one
 # written short with its full stop ("Dr. Mortimer"). ABBREVIATED are those written so.

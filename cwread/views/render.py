@@ -6,7 +6,6 @@ nothing of options or exit codes.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import replace
@@ -23,6 +22,7 @@ from cwread.records.trace import DoctorReport, IndexReport
 from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.passages import Passage
 from cwread.run.library_question import LibraryFound
+from cwread.text.words import TERM
 from cwread.views import TERMINAL_LINES, reading
 from cwread.views.console import notice, panel, stderr, stdout, width, without_measurements
 from cwread.views.json_output import about_line, book_path
@@ -99,15 +99,13 @@ def _search_text(label: str, text: str, most: int, matched, style: str = "") -> 
     text = printable(text if len(text) <= most else text[: most - 1].rstrip() + "…")
     line = Text(text, style=style)
     if matched is not None:
-        for m in _WORD_RE.finditer(text):
+        for m in TERM.finditer(text):
             if matched(m.group(0)):
                 line.stylize("bold red", m.start(), m.end())
     if label:
         line = Text.assemble((f"[{label}] ", "cyan"), line)
     return line
 
-
-_WORD_RE = re.compile(r"\w+")
 
 
 def _matcher(query: str):
