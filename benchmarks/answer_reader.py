@@ -3,8 +3,8 @@ and the ranker alone.
 
 Runs `cwread eval -m pipeline` on the open records of the four dev sets (extractive_dev.SETS)
 three times with the embedded default: the ranker alone, no model at all (`--finder-lora none
---answer-reader off`); before the reader (`--answer-reader off`: the Finder's paragraph, the
-ranker's sentence); and with the reader never withholding (`--reader-threshold -1000`; each
+--set answer.reader=off`); before the reader (`--set answer.reader=off`: the Finder's paragraph, the
+ranker's sentence); and with the reader never withholding (`--set answer.reader_threshold=-1000`; each
 row keeps the reader's score, `answer_reader_score`). Then, per threshold, as if answers under
 it were withheld: abstained %, gold-quoted % of shown answers, token-F1 over shown answers and
 over all questions, and the paired F1 difference (a withheld answer scores 0) against before,
@@ -73,9 +73,9 @@ def main() -> None:
         for name, source in SETS.items():
             records = work / f"{name}-open.jsonl"
             open_records(source, records)
-            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", *EXTRACTIVE, "--finder-lora", "none", "--answer-reader", "off", reuse=args.reuse)
-            before = rows_of(records, work / f"{name}-before.rows.jsonl", *EXTRACTIVE, "--answer-reader", "off", reuse=args.reuse)
-            read = rows_of(records, work / f"{name}-reader.rows.jsonl", *EXTRACTIVE, "--reader-threshold", NEVER, reuse=args.reuse)
+            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", *EXTRACTIVE, "--finder-lora", "none", "--set", "answer.reader=off", reuse=args.reuse)
+            before = rows_of(records, work / f"{name}-before.rows.jsonl", *EXTRACTIVE, "--set", "answer.reader=off", reuse=args.reuse)
+            read = rows_of(records, work / f"{name}-reader.rows.jsonl", *EXTRACTIVE, "--set", f"answer.reader_threshold={NEVER}", reuse=args.reuse)
             runs[name] = (base, before, read)
         pooled = tuple({f"{n}/{k}": r for n in NOVELS for k, r in runs[n][i].items()} for i in range(3))
         print("| set | open | answers | abstained % | gold-quoted % of shown | F1 over shown | F1 over all | F1 − before [95%] |")

@@ -89,7 +89,7 @@ def answered_rows(rows_path: str, ids) -> list[dict]:
 def scored_rows(data: str, rows_path: str) -> list[dict]:
     """Per record with a readable model answer: its F1, the support score (None: withheld
     before any call), and the F1 of the extractive answer given in its place (the row's
-    answer in a run where no model answer passed: `--support-threshold 99`)."""
+    answer in a run where no model answer passed: `--set answer.support_threshold=99`)."""
     references = references_of(data)
     out = []
     for row in answered_rows(rows_path, references):
@@ -343,7 +343,7 @@ def main() -> None:
     tab = sub.add_parser("table")
     tab.add_argument("data", help="the eval records the rows are of")
     tab.add_argument(
-        "rows", help="rows of `cwread eval ... --support-threshold 99` (every answer checked, none passed)"
+        "rows", help="rows of `cwread eval ... --set answer.support_threshold=99` (every answer checked, none passed)"
     )
     tab.add_argument("--words", help="rows of the same run before the check: word containment decided")
     conf = sub.add_parser("confidence")

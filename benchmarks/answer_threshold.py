@@ -3,7 +3,7 @@ the dev sets, beside the sentence ranker alone.
 
 Runs `cwread eval -m pipeline` on the open records of the four dev sets (extractive_dev.SETS)
 twice with the embedded default: with the shipped Finder adapter never withholding an answer
-(`--answer-threshold -1000`; each row keeps the Finder's best score, `answer_judge_score`), and
+(`--set answer.threshold=-1000`; each row keeps the Finder's best score, `answer_judge_score`), and
 without it (`--finder-lora none`: the ranker alone). Then, per threshold, as if the answers
 under it were withheld: abstained %, gold-quoted % of shown answers, token-F1 over all
 questions, and the paired F1 difference against the ranker alone with its 95% bootstrap
@@ -30,7 +30,7 @@ from cwread.eval.metrics import bootstrap_interval
 
 # the extractive answer on every set (on a novel the default now shows passages: passages.py)
 EXTRACTIVE = ("--answer", "extractive")
-NEVER = "-1000"  # --answer-threshold under any score: the Finder's choice is always shown
+NEVER = "-1000"  # answer.threshold under any score: the Finder's choice is always shown
 
 
 def rows_of(records: Path, out: Path, *flags: str, reuse: bool = False) -> dict[str, dict]:
@@ -85,8 +85,8 @@ def main() -> None:
             records = work / f"{name}-open.jsonl"
             open_records(source, records)
             # the answer reader off in both: this curve is the Finder's (benchmarks/answer_reader.py has the reader's)
-            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", *EXTRACTIVE, "--finder-lora", "none", "--answer-reader", "off", reuse=args.reuse_ranker)
-            judged = rows_of(records, work / f"{name}-judged.rows.jsonl", *EXTRACTIVE, "--answer-threshold", NEVER, "--answer-reader", "off")
+            base = rows_of(records, work / f"{name}-ranker.rows.jsonl", *EXTRACTIVE, "--finder-lora", "none", "--set", "answer.reader=off", reuse=args.reuse_ranker)
+            judged = rows_of(records, work / f"{name}-judged.rows.jsonl", *EXTRACTIVE, "--set", f"answer.threshold={NEVER}", "--set", "answer.reader=off")
             gold = sum(1 for r in base.values() if r.get("cited_gold") and r["answer"] is not None)
             answered = sum(1 for r in base.values() if r["answer"] is not None)
             print(

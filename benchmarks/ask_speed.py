@@ -2,7 +2,7 @@
 
 For each case, `cwread ask`/`verify --json` runs through the real CLI, once as before (the
 Finder run whatever it keeps on every segment of the read budget, options and claims judged:
-`--finder on --judge-anyway --read-tokens none`) and
+`--finder on --judge-anyway --set finder.read_tokens=none`) and
 once as shipped (defaults), each from a cold call cache; the trace's timings give the share
 of index, Finder and Interpreter. Cases: the README example (its index cold too); a first and
 a second question on The Moonstone once its index is built (embedded default); a claim on the
@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 MOONSTONE = REPO.parent / "shared" / "data" / "novels" / "the_moonstone.txt"
 GIANT = REPO / "examples" / "the_selfish_giant.txt"
-BEFORE = ["--finder", "on", "--judge-anyway", "--read-tokens", "none"]
+BEFORE = ["--finder", "on", "--judge-anyway", "--set", "finder.read_tokens=none"]
 
 
 def cases(gguf: str | None) -> list[tuple[str, list[str], bool]]:

@@ -1,7 +1,7 @@
 """Which open answers the embedded default shows, per dev set: the rule that shows an extractive
 answer on a story and the passages on a novel (AnswerMode.PASSAGES), beside the extractive
 answer shown everywhere (the default before it, `--answer extractive`) and the ranker alone
-(no model: `--finder-lora none --answer-reader off --answer extractive`).
+(no model: `--finder-lora none --set answer.reader=off --answer extractive`).
 
 For each set and configuration: the answers shown; how many of them quote a gold paragraph, as
 a share with its 95% Wilson interval; the wrong ones shown (shown, quoting no gold: each an exit
@@ -26,7 +26,7 @@ from extractive_dev import SETS, open_records
 from cwread.eval.metrics import wilson_interval
 
 CONFIGS = {
-    "ranker alone (no model)": ("--finder-lora", "none", "--answer-reader", "off", "--answer", "extractive"),
+    "ranker alone (no model)": ("--finder-lora", "none", "--set", "answer.reader=off", "--answer", "extractive"),
     "extractive everywhere (before)": ("--answer", "extractive"),
     "the rule (default)": (),
 }

@@ -32,10 +32,10 @@ from passages import header, line, share
 from cwread.eval.metrics import best_over_references, token_f1
 
 NOVELS = ("novelqa", "hound", "moonstone")
-BUDGET = ("--finder", "off", "--b-c", "5000", "--num-ctx", "4096")
+BUDGET = ("--finder", "off", "--set", "budget.b_c=5000", "--num-ctx", "4096")
 RULES = {
     "containment (default)": (),
-    "quoted answers (`--quoted-answers`)": ("--quoted-answers",),
+    "quoted answers (`--set answer.quoted_answers=on`)": ("--set", "answer.quoted_answers=on"),
 }
 
 

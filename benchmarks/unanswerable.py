@@ -44,7 +44,7 @@ ANSWERABLE_PER_STORY = 5  # the first five FairytaleQA questions of each train s
 HERE = Path(__file__).resolve().parent
 
 CONFIGS = {
-    "ranker alone (no model)": ("--finder-lora", "none", "--answer-reader", "off", "--answer", "extractive"),
+    "ranker alone (no model)": ("--finder-lora", "none", "--set", "answer.reader=off", "--answer", "extractive"),
     "the default": (),
 }
 

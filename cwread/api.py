@@ -54,7 +54,7 @@ from cwread.run.library_question import (
     session_opener,
 )
 from cwread.run.session import Session
-from cwread.settings import AnswerSettings, FinderSettings, RunSettings, SessionSettings, Settings
+from cwread.settings import AnswerSettings, FinderSettings, RunSettings, SessionSettings, Settings, with_knobs
 
 load_plugins()  # formats, backends and kinds other packages add (cwread.plugins)
 
@@ -88,6 +88,7 @@ __all__ = [
     "open_document",
     "search_library",
     "show",
+    "with_knobs",
 ]
 
 
@@ -349,7 +350,7 @@ def _reader_note() -> str:
         return f"answer reader: {e}; the sentence ranker picks an extractive answer's words"
     return (
         f"answer reader: {reader.name} picks the words of an extractive answer's paragraph, "
-        f"none shown under {reader.threshold:+.2f} (--reader-threshold, --answer-reader off)"
+        f"none shown under {reader.threshold:+.2f} (answer.reader_threshold sets another; answer.reader=off, none)"
     )
 
 

@@ -58,6 +58,8 @@ def install_extra(name: str) -> str:
 # The settings file: what a user sets once (`cwread config set KEY VALUE`), each key the
 # environment variable it stands for. Flags win over the environment, the environment over
 # the file: the file's values are put in the environment, at the faces, where it holds none.
+# A stage's setting ("finder.read_tokens", a dotted key: cwread.settings.knob_names) stands for
+# no variable: the faces read it (`settings_file_knobs`) before a run's own.
 SETTINGS_FILE_KEYS = {
     "backend": "CWREAD_BACKEND",
     "finder_model": "CWREAD_FINDER_MODEL",
@@ -101,7 +103,8 @@ def read_settings_file(path: Path | None = None) -> dict[str, str]:
         raise InputError(f"{path}: cannot read the settings file ({getattr(exc, 'strerror', None) or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not a TOML settings file ({exc}); mend it or remove it") from None
-    unknown = sorted(set(data) - set(SETTINGS_FILE_KEYS))
+    data = {**{k: v for k, v in data.items() if not isinstance(v, dict)}, **_dotted(data)}
+    unknown = sorted(key for key in data if key not in SETTINGS_FILE_KEYS and not is_stage_key(key))
     if unknown:
         raise InputError(f"{path}: unknown setting {unknown[0]!r}; it takes: {', '.join(SETTINGS_FILE_KEYS)}")
     bad = next((k for k, v in data.items() if not isinstance(v, str | int | float) or isinstance(v, bool)), None)
@@ -110,11 +113,29 @@ def read_settings_file(path: Path | None = None) -> dict[str, str]:
     return {key: str(value) for key, value in data.items()}
 
 
+def _dotted(data: dict) -> dict[str, object]:
+    """A table's entries as dotted keys: `finder.read_tokens = 2000` is TOML's table "finder"."""
+    return {f"{table}.{key}": value for table, entries in data.items() if isinstance(entries, dict) for key, value in entries.items()}
+
+
+def is_stage_key(key: str) -> bool:
+    """Whether `key` is written as a stage's setting is, "stage.field" (which are: cwread.settings)."""
+    stage, dot, name = key.partition(".")
+    return bool(dot and stage.isidentifier() and name.isidentifier())
+
+
+def settings_file_knobs() -> dict[str, str]:
+    """The stages' settings the settings file holds, "stage.field" → its text."""
+    return {key: value for key, value in read_settings_file().items() if is_stage_key(key)}
+
+
 def apply_settings_file() -> dict[str, str]:
     """The settings file's values put in the environment where it holds none (flags and the
     environment win); the keys applied, with their values."""
     applied = {}
     for key, value in read_settings_file().items():
+        if key not in SETTINGS_FILE_KEYS:
+            continue  # a stage's setting: read by the faces, not through the environment
         name = SETTINGS_FILE_KEYS[key]
         if not os.environ.get(name):
             os.environ[name] = applied[key] = value
@@ -129,8 +150,10 @@ def write_setting(key: str, value: str | None) -> Path:
     unknown key."""
     from cwread.cache import write_file_atomic
 
-    if key not in SETTINGS_FILE_KEYS:
-        raise InputError(f"unknown setting {key!r}; cwread config takes: {', '.join(SETTINGS_FILE_KEYS)}")
+    if key not in SETTINGS_FILE_KEYS and not is_stage_key(key):
+        raise InputError(
+            f"unknown setting {key!r}; cwread config takes: {', '.join(SETTINGS_FILE_KEYS)}, and a stage's (finder.read_tokens)"
+        )
     path = settings_path()
     settings = read_settings_file(path)
     if value is None:

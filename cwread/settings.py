@@ -8,7 +8,9 @@ The environment (`CWREAD_*`) is read where a setting is resolved, each variable 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 
 from cwread.backends.provider import BackendSettings
 from cwread.errors import InputError
@@ -22,7 +24,7 @@ from cwread.records.plan import (
     FinderUse,
 )
 from cwread.retrieval import DEFAULT_EMBEDDER
-from cwread.retrieval.segments import Budget
+from cwread.retrieval.segments import BUDGET_VALUES, Budget, make_budget
 
 
 @dataclass(frozen=True)
@@ -116,11 +118,11 @@ class FinderSettings:
 
     def __post_init__(self) -> None:
         if self.use not in FINDER_CHOICES:
-            raise InputError(f"--finder must be one of {', '.join(FINDER_CHOICES)}, not {self.use!r}")
+            raise InputError(f"finder.use must be one of {', '.join(FINDER_CHOICES)}, not {self.use!r}")
         object.__setattr__(self, "use", FinderUse(self.use))
         object.__setattr__(self, "read_tokens", _read_tokens(self.read_tokens))
         if self.reply not in FINDER_REPLIES:
-            raise InputError(f"--finder-reply must be one of {', '.join(FINDER_REPLIES)}, not {self.reply!r}")
+            raise InputError(f"finder.reply must be one of {', '.join(FINDER_REPLIES)}, not {self.reply!r}")
         _check_threshold(self.keep_threshold, "keep")
 
 
@@ -136,7 +138,7 @@ def _read_tokens(value: int | str | None) -> int | str | None:
             return int(text)
     elif isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
-    raise InputError(f"--read-tokens must be {READ_TOKENS_CHOICES}, not {value!r}")
+    raise InputError(f"finder.read_tokens must be {READ_TOKENS_CHOICES}, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -159,3 +161,100 @@ class Settings:
 
     session: SessionSettings = field(default_factory=SessionSettings)
     run: RunSettings = field(default_factory=RunSettings)
+
+
+# The stages' settings a user sets by name, "stage.field" (`finder.read_tokens=2000`): each a
+# field of its stage's record, read from its text by the field's type and validated by the
+# record. A field that repeats its stage's name drops it ("answer_mode" is answer.mode).
+STAGES: dict[str, type] = {"budget": Budget, "finder": FinderSettings, "answer": AnswerSettings}
+KNOB_HELP = {
+    "budget.preset": "auto (fitted to the book and the Interpreter's context), focused or broad",
+    "budget.anchors": "anchor paragraphs",
+    "budget.read": "segments the Finder reads at most",
+    "budget.n_e": "N_E, evidence segments packed at most",
+    "budget.p_r": "P_r, neighbours around each anchor",
+    "budget.p_w": "P_w, paragraphs per local window",
+    "budget.b_c": "B_c, characters packed at most",
+    "finder.use": f"{', '.join(FINDER_CHOICES)} (auto skips a Finder measured to keep nearly every segment)",
+    "finder.read_tokens": "prompt tokens the Finder reads at most: a number, auto (about half a minute here) or none",
+    "finder.reply": f"the Finder's reply: {', '.join(FINDER_REPLIES)}",
+    "finder.keep_threshold": "keep a segment whose Finder score, ln P(YES) - ln P(NO), is at least this",
+    "answer.mode": f"open questions: {', '.join((*ANSWER_CHOICES, AUTO))}",
+    "answer.self_check": "the Interpreter's second pass: auto, on or off",
+    "answer.judge_anyway": "on: a model that judges at chance gives its verdict all the same",
+    "answer.support_threshold": "ask the model whether its quotes support its answer; show it at this score",
+    "answer.confidence_threshold": "show an answer not all quoted at this mean token log-probability",
+    "answer.threshold": "the trained Finder's score under which an extractive answer is none",
+    "answer.reader": f"the answer reader: {', '.join(READER_CHOICES)}",
+    "answer.reader_threshold": "the answer reader's score under which its words are no answer",
+    "answer.quoted_answers": "on: a model's own words where every quote is verbatim",
+}
+_SWITCH = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
+
+
+def _fields(stage: str) -> dict[str, str]:
+    """A stage's settable fields, by the name a user gives (see STAGES)."""
+    record = STAGES[stage]
+    names = ["preset", *BUDGET_VALUES] if record is Budget else [f.name for f in fields(record)]
+    return {name.removeprefix(f"{stage}_"): name for name in names}
+
+
+def knob_names() -> list[str]:
+    """Every stage setting a user may set, "stage.field", in the stages' order."""
+    return [f"{stage}.{name}" for stage in STAGES for name in _fields(stage)]
+
+
+def _value(key: str, text: str, kind: object) -> object:
+    """`text` read as a field of type `kind`: a number, a switch (on/off; auto for None), none
+    for an optional field's None, else the text itself for the record to check."""
+    options = set(typing.get_args(kind)) or {kind}
+    word = text.strip().lower()
+    if type(None) in options and word in ("none", "auto") and options & {bool, float}:
+        return None
+    if bool in options:
+        if word not in _SWITCH:
+            raise InputError(f"{key} must be on or off{', or auto' if type(None) in options else ''}, not {text!r}")
+        return _SWITCH[word]
+    for number in (int, float):
+        if number in options and str not in options:
+            if type(None) in options and word == "none":
+                return None
+            try:
+                value = number(word)
+            except ValueError:
+                raise InputError(f"{key} must be a number, not {text!r}") from None
+            if not math.isfinite(value):
+                raise InputError(f"{key} must be a finite number, not {text!r}")
+            return value
+    return text.strip()
+
+
+def with_knobs(run: RunSettings, knobs: Mapping[str, str]) -> RunSettings:
+    """`run` with the stage settings `knobs` ("stage.field" → its text) set, each read by its
+    field's type and checked by its record; InputError, one line naming the key, for a key no
+    stage has or a value its record refuses."""
+    known = knob_names()
+    given: dict[str, dict[str, object]] = {stage: {} for stage in STAGES}
+    for key, text in knobs.items():
+        stage, _, name = key.partition(".")
+        if key not in known:
+            raise InputError(f"unknown setting {key!r}; the settings are: {', '.join(known)}")
+        field_name = _fields(stage)[name]
+        kind = typing.get_type_hints(STAGES[stage])[field_name]
+        given[stage][field_name] = _value(key, text, kind)
+    budget = make_budget(**given["budget"]) if given["budget"] else run.budget
+    finding = replace(run.finding, **given["finder"]) if given["finder"] else run.finding
+    answering = replace(run.answering, **given["answer"]) if given["answer"] else run.answering
+    return replace(run, budget=budget, finding=finding, answering=answering)
+
+
+def parse_knobs(items: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """Stage settings written KEY=VALUE, the last of a key winning; InputError for one without
+    its "="."""
+    knobs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"a setting is KEY=VALUE (finder.read_tokens=2000), not {item!r}")
+        knobs[key.strip()] = value
+    return knobs

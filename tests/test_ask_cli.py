@@ -441,7 +441,7 @@ def test_a_yes_or_no_question_gets_no_sentence_for_an_answer_from_a_small_model(
         assert code == 0 and json.loads(out)["answer_kind"] == "quoted-words", anyway
     # a choice is a question like any other: answered, here by the ranker's sentence (the reader off)
     code, out, _ = run(capsys, "ask", str(story), "Was the medal in the tin or the drawer?", "--backend", "scripted",
-                       "--answer-reader", "off", "--json")  # fmt: skip
+                       "--set", "answer.reader=off", "--json")  # fmt: skip
     assert code == 0 and json.loads(out)["answer_kind"] == "quoted-words"
     scripted.interpreter.size = None  # a model that reads answers in its own words
     scripted.interpreter.enqueue('<reason>[5] "The fishermen of the harbour later gave her a silver medal"</reason><answer>Yes</answer>')
@@ -487,7 +487,7 @@ def test_the_view_says_the_finder_was_skipped_and_why(capsys, story, cache_dir, 
     assert re.search(r"^\[5\] fits the question best .*the book's", out, re.M)
     assert "no model call" not in out and "needed" not in out
     code, _, err = run(capsys, "ask", str(story), "Who?", "--backend", "scripted", "--finder", "sometimes")
-    assert code == 2 and "--finder must be one of auto, judge, on, off" in err
+    assert code == 2 and "finder.use must be one of auto, judge, on, off" in err
 
 
 def test_a_finder_skipped_for_what_the_model_is_is_noted_once_on_a_machine(capsys, story, cache_dir, scripted):

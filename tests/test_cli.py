@@ -94,12 +94,12 @@ def test_find_budget_flags(capsys, story, cache_dir):
         str(story),
         "lamp",
         "--json",
-        "--preset",
-        "broad",
-        "--anchors",
-        "1",
-        "--p-w",
-        "2",
+        "--set",
+        "budget.preset=broad",
+        "--set",
+        "budget.anchors=1",
+        "--set",
+        "budget.p_w=2",
         "--limit",
         "0",
         "--retrieval",
@@ -158,9 +158,11 @@ def write(tmp_path, name, data: bytes):
         (lambda t, s: ["find", str(s), "   "], "question is empty"),
         (lambda t, s: ["find", str(s), "q", "-o", "A="], "option A is empty"),
         (lambda t, s: ["find", str(s), "q", "-o", "A=x"], "at least two options"),
-        (lambda t, s: ["find", str(s), "q", "--preset", "huge"], "unknown preset"),
-        (lambda t, s: ["find", str(s), "q", "--p-w", "0"], "p_w"),
-        (lambda t, s: ["find", str(s), "q", "--anchors", "many"], "valid integer"),
+        (lambda t, s: ["find", str(s), "q", "--set", "budget.preset=huge"], "unknown preset"),
+        (lambda t, s: ["find", str(s), "q", "--set", "budget.p_w=0"], "p_w"),
+        (lambda t, s: ["find", str(s), "q", "--set", "budget.anchors=many"], "budget.anchors must be a number"),
+        (lambda t, s: ["find", str(s), "q", "--set", "finder.use=on"], "only budget.* settings apply"),
+        (lambda t, s: ["find", str(s), "q", "--set", "budget.b_c"], "a setting is KEY=VALUE"),
         (lambda t, s: ["find", str(s), "q", "--retrieval", "magic"], "unknown retrieval method"),
         (lambda t, s: ["find", str(s)], "Missing argument"),
         (lambda t, s: ["frobnicate"], "No such command"),
@@ -240,6 +242,7 @@ def test_help_lists_every_registered_choice(capsys, monkeypatch):
     from cwread.eval.methods import METHODS as EVAL_METHODS
     from cwread.records.plan import ANSWER_CHOICES, FINDER_REPLIES
     from cwread.retrieval.fusion import METHODS as RETRIEVALS
+    from cwread.settings import knob_names
 
     monkeypatch.setenv("COLUMNS", "1000")  # one line an option: no name is broken across lines
     _, eval_help, _ = run(capsys, "eval", "--help-all")
@@ -250,7 +253,7 @@ def test_help_lists_every_registered_choice(capsys, monkeypatch):
         ("--retrieval", RETRIEVALS),
         ("--backend", PROVIDERS),
         ("--answer", ANSWER_CHOICES),
-        ("--finder-reply", FINDER_REPLIES),
+        ("--set", [*FINDER_REPLIES, *knob_names()]),
     ):
         line = _option_text(ask_help, flag)
         assert [n for n in names if n not in line] == [], flag
@@ -269,13 +272,13 @@ def test_the_help_an_assistant_reads_once_is_short_and_names_the_rest(capsys, st
     helps = {c: run(capsys, *([c] if c else []), "--help")[1] for c in ("", "find", "show", "search")}
     assert sum(len(h) for h in helps.values()) <= 6000
     assert all("<str>" not in h and "{" not in h.splitlines()[0] for h in helps.values())
-    assert "--b-c" not in helps["find"] and "--encoding" not in helps["find"]
+    assert "--set" not in helps["find"] and "--encoding" not in helps["find"]
     more = re.search(r"(\d+) more options \(([^)]*)\): --help-all", " ".join(helps["find"].split()))
-    assert more and "Budgets" in more.group(2)
+    assert more and "Stage settings" in more.group(2)
     code, every, _ = run(capsys, "find", "--help-all")
     listed = [line for line in every.splitlines() if line.startswith(("-", "  -"))]
     shown = [line for line in helps["find"].splitlines() if line.startswith(("-", "  -"))]
-    assert code == 0 and "--b-c N" in every and "--encoding TEXT" in every
+    assert code == 0 and "--set KEY=VALUE" in every and "budget.b_c" in every and "--encoding TEXT" in every
     assert len(listed) - len(shown) == int(more.group(1))
     code, _, _ = run(capsys, "show", str(story), "1", "--encoding", "utf-8", "--width", "40")  # hidden, still taken
     assert code == 0
@@ -350,16 +353,16 @@ def test_ask_help_puts_the_common_options_first_and_groups_the_rest(capsys, monk
     panels = [line.split("─ ")[1].split(" ─")[0] for line in lines if line.startswith("╭─ ")]
     assert code == 0 and panels == ["Arguments", "Options"] and len(lines) < 80  # one screen
     plain = " ".join(" ".join(line.strip("│ ") for line in lines).split())
-    assert "--json " in plain and "--b-c " not in plain and "more options (Question kind" in plain
+    assert "--json " in plain and "--set " not in plain and "more options (Question kind" in plain
     code, out, _ = run(capsys, "ask", "--help-all")
     lines = re.sub(r"\x1b\[[0-9;]*m", "", out).splitlines()
     where = {
         flag: next(i for i, line in enumerate(lines) if f"{flag} " in line)
-        for flag in ("--json", "--width", "--b-c", "--gguf")
+        for flag in ("--json", "--width", "--set", "--gguf")
     }
     panels = [line.split("─ ")[1].split(" ─")[0] for line in lines if line.startswith("╭─ ")]
-    assert code == 0 and panels[:3] == ["Arguments", "Options", "Question kind"] and "Budgets" in panels
-    assert where["--json"] < where["--width"] < where["--b-c"] < where["--gguf"]
+    assert code == 0 and panels[:3] == ["Arguments", "Options", "Question kind"] and "Stage settings" in panels
+    assert where["--json"] < where["--width"] < where["--set"] < where["--gguf"]
 
 
 def test_version_is_answered_before_the_cli_is_imported():

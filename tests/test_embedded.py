@@ -42,7 +42,7 @@ def no_ollama(monkeypatch):
 
 
 def test_ask_json_with_the_real_model(capsys, story, cache_dir, no_ollama):
-    code = main(["ask", str(story), "What did the fishermen give Martha?", "--json", "--read", "3"])
+    code = main(["ask", str(story), "What did the fishermen give Martha?", "--json", "--set", "budget.read=3"])
     out, err = capsys.readouterr()
     assert code in (0, 4), err
     trace = json.loads(out)
@@ -72,7 +72,7 @@ def test_llama_cpp_gives_an_open_answers_confidence(capsys, story, cache_dir, no
 
 
 def test_verify_on_the_embedded_model_gives_no_verdict_but_evidence(capsys, story, cache_dir, no_ollama):
-    code = main(["verify", str(story), "Martha kept the medal in a biscuit tin.", "--read", "3"])
+    code = main(["verify", str(story), "Martha kept the medal in a biscuit tin.", "--set", "budget.read=3"])
     out, err = capsys.readouterr()
     assert code == 4 and "no verdict" in out and "[5]" in out  # the medal paragraph, to read
     assert "judges options and claims at chance" in err and "--judge-anyway" in err
@@ -80,7 +80,7 @@ def test_verify_on_the_embedded_model_gives_no_verdict_but_evidence(capsys, stor
 
 def test_verify_judge_anyway_exits_0_or_1_with_the_real_model(capsys, story, cache_dir, no_ollama):
     code = main(
-        ["verify", str(story), "Martha kept the medal in a biscuit tin.", "--read", "3", "--judge-anyway"]
+        ["verify", str(story), "Martha kept the medal in a biscuit tin.", "--set", "budget.read=3", "--judge-anyway"]
     )
     out, err = capsys.readouterr()
     assert code in (0, 1)
@@ -94,8 +94,8 @@ def test_call_cache_makes_a_repeated_question_free(capsys, story, cache_dir, no_
         str(story),
         "Who slept on the lamp?",
         "--json",
-        "--read",
-        "2",
+        "--set",
+        "budget.read=2",
         "--answer",
         "generative",
         "--finder",

@@ -421,7 +421,7 @@ def test_eval_cli_json_report_and_out(capsys, tmp_path, cache_dir, scripted, eva
     assert summary["methods"]["retrieval"]["evidence_recall"]["anchor"] == 1.0
     assert "# cwread eval" in report.read_text() and "threshold" not in report.read_text()
     # the support check's thresholds as asked are in the header, beside the rows that used them
-    code = main(["eval", data, "-m", "retrieval", "--min-confidence", "-0.4", "--support-threshold", "1.5", "--report", str(report)])
+    code = main(["eval", data, "-m", "retrieval", "--set", "answer.confidence_threshold=-0.4", "--set", "answer.support_threshold=1.5", "--report", str(report)])
     assert code == 0 and "support threshold 1.5, min confidence -0.4" in report.read_text()
     capsys.readouterr()
     code = main(["eval", data, "-m", "nonsense"])

@@ -12,7 +12,7 @@ from cwread.settings import FinderSettings
 from tests.conftest import run
 from tests.scripted_replies import finder_reply
 
-SPLIT = ("--p-r", "0", "--anchors", "6")  # each paragraph a segment of its own: six to read
+SPLIT = ("--set", "budget.p_r=0", "--set", "budget.anchors=6")  # each paragraph a segment of its own: six to read
 
 
 def ask(capsys, story, *extra):
@@ -36,19 +36,19 @@ class Named:
 
 
 def test_a_token_budget_reads_segments_in_rank_order_until_it_is_spent(capsys, story, cache_dir, scripted):
-    everything = ask(capsys, story, "--read-tokens", "none")
+    everything = ask(capsys, story, "--set", "finder.read_tokens=none")
     assert len(everything["finder"]) == 6 and everything["not_read"] is None
     assert "reading" not in everything["skipped"]
     costs = prompt_tokens(scripted.finder.requests)
     scripted.finder.requests.clear()
     budget = costs[0] + costs[1]  # the first two segments exactly
-    trace = ask(capsys, story, "--read-tokens", str(budget), "--no-cache")
+    trace = ask(capsys, story, "--set", f"finder.read_tokens={budget}", "--no-cache")
     assert [(v["start"], v["end"]) for v in trace["finder"]] == [
         (v["start"], v["end"]) for v in everything["finder"][:2]
     ]
     assert len(scripted.finder.requests) == 2  # no call for what was not read
     unread = trace["not_read"]
-    assert unread["budget_tokens"] == budget and unread["why"] == f"--read-tokens {budget:,}"
+    assert unread["budget_tokens"] == budget and unread["why"] == f"finder.read_tokens={budget:,}"
     assert [(s["start"], s["end"]) for s in unread["segments"]] == [
         (v["start"], v["end"]) for v in everything["finder"][2:]
     ]
@@ -56,14 +56,14 @@ def test_a_token_budget_reads_segments_in_rank_order_until_it_is_spent(capsys, s
 
 
 def test_the_first_segment_is_read_whatever_the_budget(capsys, story, cache_dir, scripted):
-    trace = ask(capsys, story, "--read-tokens", "1")
+    trace = ask(capsys, story, "--set", "finder.read_tokens=1")
     assert len(trace["finder"]) == 1 and len(trace["not_read"]["segments"]) == 5
 
 
 def test_the_view_says_what_was_not_read(capsys, story, cache_dir, scripted):
     code, _out, err = run(
         capsys, "ask", str(story), "What did the fishermen give her?", "--backend", "scripted",
-        "--answer", "extractive", *SPLIT, "--read-tokens", "1",
+        "--answer", "extractive", *SPLIT, "--set", "finder.read_tokens=1",
     )
     assert code == 0, err
     assert "Not read: 5 of 6 segments, once the Finder's budget of 1 prompt tokens was spent" in " ".join(err.split())
@@ -101,7 +101,7 @@ def test_decision_first_asks_the_quote_of_kept_segments_only(capsys, story, cach
     quote_first = ask(capsys, story, "--no-cache")
     calls_before = len(scripted.finder.requests)
     scripted.finder.requests.clear()
-    trace = ask(capsys, story, "--no-cache", "--finder-reply", "decision-first")
+    trace = ask(capsys, story, "--no-cache", "--set", "finder.reply=decision-first")
     kept = [v for v in trace["finder"] if v["decision"] == "YES"]
     assert [v["decision"] for v in trace["finder"]] == [v["decision"] for v in quote_first["finder"]]
     assert len(kept) == 1 and len(scripted.finder.requests) == calls_before + len(kept)
@@ -114,13 +114,13 @@ def test_decision_first_asks_the_quote_of_kept_segments_only(capsys, story, cach
 
 @pytest.mark.parametrize("value", ["0", "-5", "lots", "1.5"])
 def test_a_bad_read_tokens_is_one_line(capsys, story, cache_dir, scripted, value):
-    code, _, err = run(capsys, "ask", str(story), "q?", "--backend", "scripted", "--read-tokens", value)
-    assert code == 2 and "--read-tokens must be" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "ask", str(story), "q?", "--backend", "scripted", "--set", f"finder.read_tokens={value}")
+    assert code == 2 and "finder.read_tokens must be" in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_bad_finder_reply_is_one_line(capsys, story, cache_dir, scripted):
-    code, _, err = run(capsys, "ask", str(story), "q?", "--backend", "scripted", "--finder-reply", "poem")
-    assert code == 2 and "--finder-reply must be one of auto, quote-first, decision-first" in err
+    code, _, err = run(capsys, "ask", str(story), "q?", "--backend", "scripted", "--set", "finder.reply=poem")
+    assert code == 2 and "finder.reply must be one of auto, quote-first, decision-first" in err
 
 
 def test_a_damaged_rate_file_is_measured_again(cache_dir):
@@ -159,7 +159,7 @@ def test_finder_settings_read_the_read_tokens_flag_once():
     assert FinderSettings(read_tokens="2000").read_tokens == 2000
     assert FinderSettings(read_tokens=2000).read_tokens == 2000
     for bad in ("0", 0, True, "1.5"):
-        with pytest.raises(InputError, match="--read-tokens must be"):
+        with pytest.raises(InputError, match=r"finder\.read_tokens must be"):
             FinderSettings(read_tokens=bad)
 
 

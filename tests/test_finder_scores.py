@@ -146,7 +146,7 @@ def test_a_keep_threshold_turns_scores_into_decisions(capsys, story, cache_dir, 
     whatever its label; the label alone decides without one."""
     scripted.finder = ScriptedBackend(default=scored_finder)
     scripted.interpreter = ScriptedBackend(default=smart_interpreter)
-    one_paragraph_segments = ["--p-r", "0", "--p-w", "1"]
+    one_paragraph_segments = ["--set", "budget.p_r=0", "--set", "budget.p_w=1"]
     question = [
         "ask",
         str(story),
@@ -156,7 +156,7 @@ def test_a_keep_threshold_turns_scores_into_decisions(capsys, story, cache_dir, 
         "--json",
         *one_paragraph_segments,
     ]
-    code = main([*question, "--keep-threshold", "1.0"])
+    code = main([*question, "--set", "finder.keep_threshold=1.0"])
     out, err = capsys.readouterr()
     assert code == 0, err
     trace = json.loads(out)
@@ -174,7 +174,7 @@ def test_a_keep_threshold_turns_scores_into_decisions(capsys, story, cache_dir, 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "x"])
 def test_a_keep_threshold_must_be_a_finite_number(capsys, story, value):
-    code = main(["ask", str(story), "What did Martha win?", "--keep-threshold", value])
+    code = main(["ask", str(story), "What did Martha win?", "--set", f"finder.keep_threshold={value}"])
     _, err = capsys.readouterr()
     assert code == 2 and "Traceback" not in err and err.strip().count("\n") <= 3, err
 
@@ -199,7 +199,7 @@ def test_the_eval_report_names_a_keep_threshold(capsys, tmp_path, cache_dir, scr
     data = eval_data
     report = tmp_path / "r.md"
     args = ["eval", data, "-m", "finder", "--backend", "scripted", "--report", str(report), "--no-cache"]
-    assert main([*args, "--keep-threshold", "-0.5"]) == 0
+    assert main([*args, "--set", "finder.keep_threshold=-0.5"]) == 0
     assert "B_c 13000, keep threshold -0.5)" in report.read_text()
     assert main(args) == 0
     assert "keep threshold" not in report.read_text()

@@ -263,33 +263,36 @@ def test_no_record_repeats_the_budget():
     exactly them."""
     import inspect
 
-    from cwread.cli.settings_groups import BUDGET_OPTIONS
     from cwread.retrieval.segments import BUDGET_VALUES, make_budget
+    from cwread.settings import knob_names
 
     repeated = []
     for path in (REPO / "cwread").rglob("*.py"):
         repeated += [f"{module_name(path)}:{line}" for line in repeated_budgets(path.read_text(encoding="utf-8"))]
     assert repeated == []
     assert repeated_budgets("class Copy:\n    anchors: int\n    read: int\n    n_e: int\n    b_c: int\n")
-    assert set(BUDGET_OPTIONS) == {"preset", *BUDGET_VALUES}
+    assert [k for k in knob_names() if k.startswith("budget.")] == [f"budget.{v}" for v in ("preset", *BUDGET_VALUES)]
     assert list(inspect.signature(make_budget).parameters) == ["preset", *BUDGET_VALUES]
 
 
-def test_each_option_group_names_its_settings_fields():
-    """The CLI's option groups are their settings records' fields, by name (a flag may read
-    otherwise: --finder sets `use`): a field added to a record is an option, or this fails.
-    The backend's shortcut flags (--gguf...) and --backend-option fill its `own` settings."""
+def test_each_stage_setting_is_its_records_field_and_the_backends_options_theirs():
+    """A run's settings are its stages' records' fields, by name ("stage.field": a field added to
+    a record is a setting, and needs its line of help, or this fails); the CLI sets them with
+    --set, four of them by shortcut flags too. The backend's options are BackendSettings'
+    fields; its shortcut flags (--gguf...) and --backend-option fill its `own` settings."""
     from dataclasses import fields
 
     from cwread.backends.provider import BackendSettings
     from cwread.cli import settings_groups
-    from cwread.settings import AnswerSettings, FinderSettings
+    from cwread.settings import KNOB_HELP, AnswerSettings, FinderSettings, knob_names
 
     def names(record) -> set[str]:
         return {f.name for f in fields(record)}
 
-    assert set(settings_groups.FINDER_OPTIONS) == names(FinderSettings)
-    assert set(settings_groups.ANSWERING_OPTIONS) | set(settings_groups.ASKED_OPTIONS) == names(AnswerSettings)
+    assert list(KNOB_HELP) == knob_names()
+    assert {k.removeprefix("finder.") for k in knob_names() if k.startswith("finder.")} == names(FinderSettings)
+    answer = {k.removeprefix("answer.") for k in knob_names() if k.startswith("answer.")}
+    assert {n.removeprefix("answer_") for n in names(AnswerSettings)} == answer
     backend = set(settings_groups.BACKEND_OPTIONS) | set(settings_groups.SERVER_OPTIONS) | set(settings_groups.SERVING_OPTIONS)
     assert backend - names(BackendSettings) == {*settings_groups.SHORTCUTS, "backend_option"}
     assert names(BackendSettings) - backend == {"own"}

@@ -228,7 +228,7 @@ def test_ask_through_a_real_llama_server(capsys, cache_dir):
             time.sleep(0.2)
     book = Path(__file__).parent.parent / "examples" / "the_selfish_giant.txt"
     code, out, err = run(
-        capsys, "ask", str(book), "What did the Giant put up?", "--base-url", url, "--json", "--read", "3"
+        capsys, "ask", str(book), "What did the Giant put up?", "--base-url", url, "--json", "--set", "budget.read=3"
     )
     assert code in (0, 4), err
     data = json.loads(out)
@@ -252,7 +252,7 @@ def test_doctor_names_the_server_and_its_parallel_calls(capsys, cache_dir, monke
     assert backend["notes"][:2] == [
         "the server takes 4 calls at once; cwread sends as many (--workers to change)",
         "the Finder's reading rate for qwen2.5-1.5b is not measured yet: the first question "
-        "measures it (--read-tokens auto reads about 30 s)",
+        "measures it (finder.read_tokens=auto reads about 30 s)",
     ]
     assert backend["notes"][2].startswith("answer reader: ") and len(backend["notes"]) == 3
 

@@ -216,7 +216,7 @@ def test_a_readers_answer_quoting_a_paragraph_outside_its_evidence_is_withheld(c
     """--quoted-answers: a verbatim quote of the book that is not in the evidence the model was
     given backs nothing (dropped, never shown), so its answer gives way to the passages."""
     scripted.interpreter.enqueue('<reason>[2] "A Novel"</reason><answer>under the third stone of the chapel</answer>')
-    code, out, _ = ask_writer(capsys, novel, "--json", "--quoted-answers")
+    code, out, _ = ask_writer(capsys, novel, "--json", "--set", "answer.quoted_answers=on")
     trace = json.loads(out)
     assert code == 4 and trace["status"] == "passages" and trace["answer"] is None
     assert trace["packet"] and all(p["id"] != 2 for p in trace["packet"]) and trace["dropped_citations"] == [2]

@@ -87,7 +87,7 @@ def _ask(capsys, story, *flags):
 
 
 def test_the_reader_picks_the_words_of_an_extractive_answer_through_the_cli(capsys, story, cache_dir, scripted):
-    code, out, err = _ask(capsys, story, "--reader-threshold", "-1000")
+    code, out, err = _ask(capsys, story, "--set", "answer.reader_threshold=-1000")
     assert code == 0, err
     trace = json.loads(out)
     assert trace["plan"]["answer_reader"].startswith("cwread-reader@") and trace["plan"]["reader_threshold"] == -1000
@@ -101,13 +101,13 @@ def test_the_reader_picks_the_words_of_an_extractive_answer_through_the_cli(caps
 
 
 def test_under_the_readers_threshold_no_answer_is_shown_and_the_evidence_is_labelled(capsys, story, cache_dir, scripted):
-    code, out, _ = _ask(capsys, story, "--reader-threshold", "1000")
+    code, out, _ = _ask(capsys, story, "--set", "answer.reader_threshold=1000")
     trace = json.loads(out)
     assert code == 4 and trace["status"] == "not-determined" and trace["answer"] is None
     assert trace["quotes"] and trace["answer_reading"]["score"] < 1000
     assert "answer reader found no answer" in trace["failure"]
     code, out, _ = run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--answer", "extractive",
-                       "--reader-threshold", "1000", "--no-cache")  # fmt: skip
+                       "--set", "answer.reader_threshold=1000", "--no-cache")  # fmt: skip
     assert code == 4 and "Best evidence (not an answer: read it)" in out and "found no answer" in out
 
 
@@ -123,7 +123,7 @@ def test_a_missing_or_damaged_reader_falls_back_to_the_sentence_ranker(capsys, s
         code, out, err = _ask(capsys, story)
     finally:
         load_reader.cache_clear()
-    _, plain, _ = _ask(capsys, story, "--answer-reader", "off")
+    _, plain, _ = _ask(capsys, story, "--set", "answer.reader=off")
     trace, without = json.loads(out), json.loads(plain)
     assert code in (0, 4) and trace["answer"] == without["answer"]  # the ranker's answer, as with the reader off
     assert trace["plan"]["answer_reader"] is None and trace["plan"]["reader_unavailable"]
@@ -133,7 +133,7 @@ def test_a_missing_or_damaged_reader_falls_back_to_the_sentence_ranker(capsys, s
 
 
 def test_an_unknown_reader_choice_is_one_line_and_exit_2(capsys, story, cache_dir):
-    code, _, err = _ask(capsys, story, "--answer-reader", "sometimes")
+    code, _, err = _ask(capsys, story, "--set", "answer.reader=sometimes")
     assert code == 2 and "unknown answer reader" in err and "Traceback" not in err
 
 

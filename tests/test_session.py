@@ -115,19 +115,19 @@ def test_the_scoring_finder_keeps_by_its_score_in_one_call_a_segment(capsys, sto
         "scripted",
         "--no-cache",
         "--json",
-        "--p-r",
-        "0",
-        "--p-w",
-        "1",
+        "--set",
+        "budget.p_r=0",
+        "--set",
+        "budget.p_w=1",
     ]
-    code, out, _ = run(capsys, *args, "--finder-reply", "score")
+    code, out, _ = run(capsys, *args, "--set", "finder.reply=score")
     trace = json.loads(out)
     assert code == 0 and trace["plan"]["finder"] == "score"
     assert len(scripted.finder.requests) == len(trace["finder"])  # no clue call after a YES
     assert [v["start"] for v in trace["finder"] if v["decision"] == "YES"] == [5]
     assert all(v["quotes"] == [] for v in trace["finder"])
     scripted.finder.requests.clear()
-    code, out, _ = run(capsys, *args, "--finder-reply", "score", "--keep-threshold", "-3")
+    code, out, _ = run(capsys, *args, "--set", "finder.reply=score", "--set", "finder.keep_threshold=-3")
     assert {v["decision"] for v in json.loads(out)["finder"]} == {"YES"}  # every score reaches -3
 
 
@@ -142,10 +142,10 @@ def test_make_finder_chooses_the_judge_the_settings_name():
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"use": "sometimes"}, "--finder must be one of"),
-        ({"reply": "poem"}, "--finder-reply must be one of"),
+        ({"use": "sometimes"}, "finder.use must be one of"),
+        ({"reply": "poem"}, "finder.reply must be one of"),
         ({"keep_threshold": float("nan")}, "finite number"),
-        ({"read_tokens": "lots"}, "--read-tokens must be"),
+        ({"read_tokens": "lots"}, "finder.read_tokens must be"),
     ],
 )
 def test_finder_settings_are_checked_once_where_they_are_made(settings, message):

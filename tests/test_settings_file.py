@@ -74,3 +74,29 @@ def test_a_broken_settings_file_is_one_line_and_exit_2(capsys, settings_file, ca
     settings_file.write_text('backend = "ollama"\nfavourite = 3\n', encoding="utf-8")
     code, _, err = run(capsys, "show", str(story), "1")
     assert code == 2 and "unknown setting 'favourite'" in err
+
+
+def test_a_stages_settings_come_from_the_file_then_set_then_a_shortcut(capsys, settings_file, cache_dir, story, scripted):
+    """A stage's setting is set once in the file (checked before it is written), --set wins over
+    it, a shortcut flag (--answer is answer.mode) over --set; each reaches the run's plan."""
+    asked = ("ask", str(story), "Where did Martha keep the medal?", "--backend", "scripted", "--json")
+    code, _, err = run(capsys, "config", "set", "budget.b_c", "900")
+    assert code == 0 and "budget.b_c = 900" in err
+    code, _, _ = run(capsys, "config", "set", "answer.mode", "extractive")
+    assert tomllib.loads(settings_file.read_text(encoding="utf-8")) == {"budget": {"b_c": "900"}, "answer": {"mode": "extractive"}}
+    code, out, _ = run(capsys, *asked)
+    plan = json.loads(out)["plan"]
+    assert code == 0 and plan["budget"]["b_c"] == 900 and plan["answer_mode"] == "extractive"
+    code, out, _ = run(capsys, *asked, "--set", "budget.b_c=1200", "--set", "answer.mode=generative", "--answer", "extractive")
+    plan = json.loads(out)["plan"]
+    assert code == 0 and plan["budget"]["b_c"] == 1200 and plan["answer_mode"] == "extractive"
+    code, out, _ = run(capsys, "find", str(story), "medal", "--json")  # find reads the budget's
+    assert code == 0 and json.loads(out)["budget"]["b_c"] == 900
+    for bad, message in (("budget.b_c", "budget.b_c must be a number"), ("finder.reed", "unknown setting 'finder.reed'")):
+        code, _, err = run(capsys, "config", "set", bad, "lots")
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    settings_file.write_text('[finder]\nreply = "poem"\n', encoding="utf-8")  # written by hand
+    code, out, err = run(capsys, *asked)
+    assert code == 2 and json.loads(out)["error"]["kind"] == "input"  # --json: the error as JSON too
+    assert f"{settings_file}: finder.reply must be one of" in err
+    assert len(err.strip().splitlines()) == 1

@@ -27,7 +27,7 @@ def support_reply(score: float) -> Generation:
     )
 
 
-CONFIDENT = ("--min-confidence", "-0.4")  # the model's confidence decides, at this threshold
+CONFIDENT = ("--set", "answer.confidence_threshold=-0.4")  # the model's confidence decides, at this threshold
 
 
 def sure(answer: str, logprob: float) -> Generation:
@@ -43,7 +43,7 @@ def scoring(scripted):
 
 def ask_json(capsys, story, *extra, threshold: str | None = "0"):
     """`ask --json` on the story; with the model's support check at `threshold` (None: without)."""
-    checked = ("--support-threshold", threshold) if threshold is not None else ()
+    checked = ("--set", f"answer.support_threshold={threshold}") if threshold is not None else ()
     code, out, err = run(
         capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache", "--json", *checked, *extra
     )
@@ -78,7 +78,7 @@ def test_a_paraphrase_the_quotes_support_is_shown_with_its_score(capsys, story, 
         interpreter_reply("she hid it in a box beneath where she slept"), support_reply(3.2)
     )
     code, out, _ = run(
-        capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache", "--support-threshold", "0"
+        capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache", "--set", "answer.support_threshold=0"
     )
     flat = " ".join(w for w in out.split() if w != "│")
     # in words; the score and threshold are the trace's (and --debug's)
@@ -118,9 +118,9 @@ def test_the_threshold_is_the_users_to_set(capsys, story, cache_dir, scoring):
     code, trace, _ = ask_json(capsys, story, threshold=None)
     assert trace["plan"]["support"] == "words" and trace["answer_kind"] == "quoted-words"
     code, _out, err = run(
-        capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--support-threshold", "nan"
+        capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--set", "answer.support_threshold=nan"
     )
-    assert code == 2 and "support threshold must be a finite number" in err
+    assert code == 2 and "answer.support_threshold must be a finite number" in err
 
 
 def test_a_name_no_quote_holds_withholds_the_answer_without_a_call(capsys, story, cache_dir, scoring):
@@ -153,8 +153,8 @@ def test_an_irrelevant_quote_does_not_make_a_claim_supported(capsys, story, cach
         "--json",
         "--self-check",
         "off",
-        "--support-threshold",
-        "0",
+        "--set",
+        "answer.support_threshold=0",
     )
     trace = json.loads(out)
     assert trace["answer"] is None and trace["model_answer"] == "TRUE" and trace["supported"] is False, err
@@ -235,7 +235,7 @@ def test_a_label_whose_quotes_do_not_bear_on_it_is_not_asked_of_the_model(capsys
     book, paragraphs = diary
     scoring.interpreter.enqueue(interpreter_reply("TRUE", paragraphs[10], 11), support_reply(3.0))
     _code, trace, err = verify_json(
-        capsys, book, "Martha buried the silver medal beneath the old oak tree.", "--support-threshold", "0"
+        capsys, book, "Martha buried the silver medal beneath the old oak tree.", "--set", "answer.support_threshold=0"
     )
     assert trace["supported"] is False and trace["support_check"]["call"] is None, err
     assert not any(r.messages[0][1] == SUPPORT_SYSTEM for r in scoring.interpreter.requests)
@@ -269,10 +269,10 @@ def test_an_answer_the_model_is_unsure_of_gives_way_to_the_quoted_words(capsys, 
     assert trace["model_answer"] == "she buried it in the garden"
     # the user's own threshold decides
     scoring.interpreter.enqueue(sure("she buried it in the garden", -1.4))
-    code, trace, err = ask_json(capsys, story, "--min-confidence", "-2", threshold=None)
+    code, trace, err = ask_json(capsys, story, "--set", "answer.confidence_threshold=-2", threshold=None)
     assert trace["answer"] == "she buried it in the garden" and trace["support_check"]["threshold"] == -2.0
-    code, _out, err = run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--min-confidence", "inf")
-    assert code == 2 and "confidence threshold must be a finite number" in err
+    code, _out, err = run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--set", "answer.confidence_threshold=inf")
+    assert code == 2 and "answer.confidence_threshold must be a finite number" in err
 
 
 def test_a_sure_answer_naming_someone_no_quote_names_is_withheld(capsys, story, cache_dir, scoring):
@@ -305,7 +305,7 @@ def ask_quoted(capsys, story, *extra):
 def test_a_readers_answer_is_shown_in_its_own_words_with_the_share_its_quotes_hold(capsys, story, cache_dir, scripted):
     paraphrase = "she hid it in a biscuit tin beneath her bed"  # "hid" and "beneath" are in no quote
     scripted.interpreter.enqueue(interpreter_reply(paraphrase))
-    code, trace, err = ask_quoted(capsys, story, "--quoted-answers", "--self-check", "off")
+    code, trace, err = ask_quoted(capsys, story, "--set", "answer.quoted_answers=on", "--self-check", "off")
     assert code == 0, err
     assert trace["answer"] == paraphrase and trace["answer_kind"] == "model-words"
     check = trace["support_check"]
@@ -314,7 +314,7 @@ def test_a_readers_answer_is_shown_in_its_own_words_with_the_share_its_quotes_ho
     # the view says what supports it: its quotes, and how much of the answer they hold
     scripted.interpreter.enqueue(interpreter_reply(paraphrase))
     code, out, _ = run(capsys, "ask", str(story), QUESTION, "--backend", "scripted", "--no-cache",
-                       "--quoted-answers", "--self-check", "off", "--width", "200")  # fmt: skip
+                       "--set", "answer.quoted_answers=on", "--self-check", "off", "--width", "200")  # fmt: skip
     assert code == 0 and paraphrase in out and "verbatim and hold" in out and "%" in out
 
 
@@ -330,10 +330,10 @@ def test_a_readers_answer_is_withheld_for_a_quote_not_in_the_book_or_a_name_no_q
 ):
     forged = interpreter_reply("she hid it in a tin", quote="She buried the medal in the sand.")
     scripted.interpreter.enqueue(forged)
-    code, trace, _ = ask_quoted(capsys, story, "--quoted-answers", "--self-check", "off", "--answer", "generative")
+    code, trace, _ = ask_quoted(capsys, story, "--set", "answer.quoted_answers=on", "--self-check", "off", "--answer", "generative")
     assert code == 4 and trace["answer"] is None and trace["support_check"]["why"] == "no quote of the book backs it"
     scripted.interpreter.enqueue(interpreter_reply("her brother Silas kept it in a biscuit tin"))
-    code, trace, _ = ask_quoted(capsys, story, "--quoted-answers", "--self-check", "off", "--answer", "generative")
+    code, trace, _ = ask_quoted(capsys, story, "--set", "answer.quoted_answers=on", "--self-check", "off", "--answer", "generative")
     assert code == 4 and trace["answer"] is None and "Silas" in trace["support_check"]["why"]
 
 

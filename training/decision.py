@@ -1,6 +1,6 @@
 """The Finder as a scorer: its decision-first reply trained and read in one forward pass.
 
-With `--finder-reply decision-first` the Finder answers `<answer>YES</answer>` or
+With `--set finder.reply=decision-first` the Finder answers `<answer>YES</answer>` or
 `<answer>NO</answer>` and cwread reads its score, ln P(YES) - ln P(NO), at the first token
 after `<answer>` (`cwread.backends.label_logprobs`: the log-probabilities of the tokens that
 can begin each label, summed). Here the same score is computed for a batch of prompts in one

@@ -274,7 +274,7 @@ class ScoringFinder(_ChatFinder):
     def __init__(self, backend: Backend, threshold: float = 0.0) -> None:
         if not backend.capabilities.logprobs:
             raise InputError(
-                f"--finder-reply score needs log-probabilities, which {backend.name}:{backend.model} "
+                f"finder.reply=score needs log-probabilities, which {backend.name}:{backend.model} "
                 "does not give; use quote-first or decision-first"
             )
         super().__init__(backend)

@@ -35,16 +35,16 @@ def rate_key(backend) -> str:
 
 
 def reading_note(finder) -> str:
-    """What `--read-tokens auto` gives the Finder on this machine (for `doctor`)."""
+    """What finder.read_tokens=auto gives the Finder on this machine (for `doctor`)."""
     rate = stored_rate(finder)
     if rate is None:
         return (
             f"the Finder's reading rate for {finder.model} is not measured yet: the first question "
-            f"measures it (--read-tokens auto reads about {FINDER_SECONDS:.0f} s)"
+            f"measures it (finder.read_tokens=auto reads about {FINDER_SECONDS:.0f} s)"
         )
     return (
         f"the Finder reads {rate:,.0f} prompt tokens/s with {finder.model} on this machine: "
-        f"--read-tokens auto reads about {int(rate * FINDER_SECONDS):,} tokens a question"
+        f"finder.read_tokens=auto reads about {int(rate * FINDER_SECONDS):,} tokens a question"
     )
 
 
@@ -121,8 +121,8 @@ class ReadingBudget:
 
     def why(self) -> str:
         if self.tokens is not None:
-            return f"--read-tokens {self.tokens:,}"
+            return f"finder.read_tokens={self.tokens:,}"
         return (
             f"about {self.seconds:.0f} s of reading at the {self.rate:,.0f} tokens/s measured for "
-            f"{self.rate_of.model} on this machine (--read-tokens to change)"
+            f"{self.rate_of.model} on this machine (finder.read_tokens sets another)"
         )

@@ -11,11 +11,11 @@ each held to a threshold the user calibrates for the model (benchmarks/answer_su
 the table for one), neither on by default because, measured on the 1.5B, each told its right
 answers from its wrong ones no better than a coin (benchmarks/README.md, "The answer's support
 check"):
-- the model's confidence in its own words (`check_confidence`, `--min-confidence`): the mean
+- the model's confidence in its own words (`check_confidence`, `answer.confidence_threshold`): the mean
   log-probability of its answer's tokens, which the answer's reply carries, so it costs no
   call;
 - the model asked, on the quotes alone, whether they state or directly imply the answer
-  (cwread.agents.support_check, `--support-threshold`), its score ln P(YES) - ln P(NO): one
+  (cwread.agents.support_check, `answer.support_threshold`), its score ln P(YES) - ln P(NO): one
   more call.
 Either way a name in an open answer that neither a quote nor the question holds withholds it:
 the quotes cannot be about someone they do not name.

@@ -17,7 +17,7 @@ from cwread.cli.options import (
     evaluation_options,
     output_options,
 )
-from cwread.cli.settings_groups import eval_settings_options, model_options, session_options
+from cwread.cli.settings_groups import eval_settings_options, knobs_given, model_options, session_options
 from cwread.environment import install_extra
 from cwread.errors import InputError, ModelError
 from cwread.retrieval import DEFAULT_EMBEDDER
@@ -261,6 +261,13 @@ def search(
     emit(output.json_out, lambda: json_output.search_json(found, str(root)), lambda: render.search_view(found, str(root)))
 
 
+def _file_run():
+    """A question's run as the settings file's stage settings set it (a server's questions)."""
+    from cwread import api
+
+    return api.with_knobs(api.RunSettings(), knobs_given(None))
+
+
 @app.command()
 @session_options
 def mcp(
@@ -295,7 +302,7 @@ def mcp(
             f"cwread mcp needs the MCP SDK ({exc.name} is missing): {install_extra('mcp')}"
         ) from None
     roots = tuple(Path(r) for r in (root or ["."]))
-    serve(ServerSettings(roots, session, max_sessions=sessions))
+    serve(ServerSettings(roots, session, max_sessions=sessions, run=_file_run()))
 
 
 @app.command()
@@ -330,12 +337,12 @@ def serve(
         from cwread.web.server import run_server
     except ImportError as exc:
         raise InputError(f"cwread serve needs the web extra ({exc.name} is missing): {install_extra('web')}") from None
-    run_server([Path(p) for p in paths], session, host, port, open_browser)
+    run_server([Path(p) for p in paths], session, host, port, open_browser, _file_run())
 
 
 config_app = typer.Typer(
-    help="The settings file: what you set once (a backend, a model, a server and its key). "
-    "Flags and environment variables win over it; a key is never printed.",
+    help="The settings file: what you set once (a backend, a model, a server and its key, a stage's "
+    "setting as --set takes it). Flags and environment variables win over it; a key is never printed.",
     no_args_is_help=True,
 )
 app.add_typer(config_app, name="config")
@@ -346,10 +353,14 @@ def config_set(
     key: Annotated[str, typer.Argument(help="One of the settings `cwread config show` lists.", show_default=False)],
     value: Annotated[str, typer.Argument(help="Its value.", show_default=False)],
 ) -> None:
-    """Set KEY to VALUE in the settings file (`cwread config set backend ollama`)."""
-    from cwread.environment import shown_setting, write_setting
+    """Set KEY to VALUE in the settings file (`cwread config set backend ollama`,
+    `cwread config set finder.read_tokens 2000`)."""
+    from cwread import api
+    from cwread.environment import is_stage_key, shown_setting, write_setting
     from cwread.views import console
 
+    if is_stage_key(key):  # checked as a run would read it, before it is written
+        api.with_knobs(api.RunSettings(), {key: value})
     path = write_setting(key, value)
     console.notice(f"{key} = {shown_setting(key, value)} in {path}")
 
@@ -380,7 +391,8 @@ def config_show(json_out: JsonFlag = False) -> None:
     for key, value in shown.items():
         out.print(f"{key} = {value}", highlight=False, markup=False)
     out.print(
-        "takes: " + ", ".join(f"{key} ({name})" for key, name in SETTINGS_FILE_KEYS.items()),
+        "takes: " + ", ".join(f"{key} ({name})" for key, name in SETTINGS_FILE_KEYS.items())
+        + ", and the stages' settings (cwread ask --help-all, --set)",
         highlight=False,
         markup=False,
     )

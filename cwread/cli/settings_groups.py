@@ -13,78 +13,67 @@ from cwread.backends.provider import BackendSettings, backend_option_keys, backe
 from cwread.backends.select import PROVIDERS
 from cwread.cli.option_groups import in_panel, listed, option, option_group, second_panel
 from cwread.cli.options import EmbedderOpt, RetrievalOpt
+from cwread.environment import settings_file_knobs, settings_path
 from cwread.errors import InputError
-from cwread.records.plan import ANSWER_CHOICES, FINDER_CHOICES, FINDER_REPLIES
+from cwread.records.plan import ANSWER_CHOICES, FINDER_CHOICES
 from cwread.retrieval import DEFAULT_EMBEDDER
-from cwread.retrieval.segments import make_budget
 from cwread.settings import (
     ASKED_READ_TOKENS,
-    AnswerSettings,
+    EVAL_READ_TOKENS,
+    KNOB_HELP,
     FinderSettings,
     RunSettings,
     SessionSettings,
     Settings,
+    parse_knobs,
+    with_knobs,
 )
 
-SELF_CHECK = {"auto": None, "on": True, "off": False}
-
-
-def self_check_choice(value: str) -> bool | None:
-    if value not in SELF_CHECK:
-        raise InputError(f"--self-check must be {listed(SELF_CHECK)}, not {value!r}")
-    return SELF_CHECK[value]
-
-
-BUDGET_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("Budgets", {
-    "preset": option(
-        str,
-        "Budget preset: auto (fitted to the book and the Interpreter's context: the focused values for "
-        "a text of up to 1,000 paragraphs, wider and growing with a novel; the trace's plan says what "
-        "was chosen and why), focused or broad.",
-        "auto",
+STAGE_PANEL = "Stage settings"
+# the stages' settings (cwread.settings.knob_names), each KEY=VALUE: one option for them all
+KNOB_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "knobs": option(
+        list[str] | None,
+        "A stage's setting, KEY=VALUE (repeat for more; a settings file's, `cwread config set KEY "
+        "VALUE`, come first): "
+        + "; ".join(f"{key}: {text}" for key, text in KNOB_HELP.items())
+        + ". docs/budgets.md says what the budget's values do.",
+        None,
+        "--set",
+        show_default=False,
+        metavar="KEY=VALUE",
+        **second_panel(STAGE_PANEL),
     ),
-    "anchors": option(int | None, "Anchor paragraphs (overrides the preset)."),
-    "read": option(int | None, "Segments the Finder reads at most."),
-    "n_e": option(int | None, "N_E: evidence segments packed at most.", None, "--n-e"),
-    "p_r": option(int | None, "P_r: neighbours around each anchor.", None, "--p-r"),
-    "p_w": option(int | None, "P_w: paragraphs per local window.", None, "--p-w"),
-    "b_c": option(int | None, "B_c: characters packed at most.", None, "--b-c"),
-})
+}
 
 
-FINDER_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("The Finder", {
-    "use": option(
-        str,
-        "auto (skip a Finder measured to keep nearly every segment, such as the embedded default: its "
-        "calls cannot change the answer), judge (cwread's small trained cross-encoder, run in-process: "
-        "no model call), on (run the model Finder anyway) or off (take every segment read as kept). "
-        f"One of: {listed(FINDER_CHOICES)}.",
-        "auto",
-        "--finder",
-    ),
-    "read_tokens": option(
+def knobs_given(knobs: list[str] | None, **shortcuts: str | None) -> dict[str, str]:
+    """The stage settings in force: the settings file's, then --set's, then the shortcut flags
+    given (each one key's: --finder is finder.use), the last of a key winning."""
+    held = settings_file_knobs()
+    try:
+        with_knobs(RunSettings(), held)
+    except InputError as exc:
+        raise InputError(f"{settings_path()}: {exc}") from None
+    given = {**held, **parse_knobs(knobs or [])}
+    given.update({key: value for key, value in shortcuts.items() if value is not None})
+    return given
+
+
+FINDER_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "finder": option(
         str | None,
-        "Prompt tokens the Finder reads at most, in rank order: a number, auto (what the Finder reads "
-        "in about half a minute at the rate measured for it on this machine) or none (only --read "
-        "caps it) [default: auto for ask and verify, none for eval].",
+        "finder.use, the setting most often changed: auto (skip a Finder measured to keep nearly every "
+        "segment, such as the embedded default: its calls cannot change the answer), judge (cwread's "
+        "small trained cross-encoder, run in-process: no model call), on (run the model Finder "
+        f"anyway) or off (take every segment read as kept). One of: {listed(FINDER_CHOICES)} "
+        "[default: auto].",
+        None,
+        "--finder",
         show_default=False,
+        **second_panel(STAGE_PANEL),
     ),
-    "reply": option(
-        str,
-        "The Finder's reply: quote-first (the clue's quote, then YES or NO), decision-first (YES or "
-        "NO, the quote written for kept segments only), score (YES or NO alone, kept by its score, "
-        "no quote) or auto (what a trained Finder adapter was trained on, else quote-first). "
-        f"One of: {listed(FINDER_REPLIES)}.",
-        "auto",
-        "--finder-reply",
-    ),
-    "keep_threshold": option(
-        float | None,
-        "Keep a segment when the Finder's score, ln P(YES) - ln P(NO), is at least this, whatever its "
-        "label (backends that give no score: the label decides).",
-        show_default=False,
-    ),
-})
+}
 
 
 BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("Backends and models", {
@@ -178,10 +167,6 @@ SERVING_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("Backends and models", {
 })
 
 
-def _budget(**values):
-    return make_budget(**values)
-
-
 def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **values):
     for flag, value in (("--num-ctx", num_ctx), ("--workers", workers), ("--timeout", timeout)):
         if value is not None and (not math.isfinite(value) or value <= 0):
@@ -204,9 +189,6 @@ def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **v
     )
 
 
-budget_options = option_group("budget", BUDGET_OPTIONS, _budget)
-
-
 model_options = option_group("settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS}, _settings)  # not serving
 
 
@@ -218,83 +200,30 @@ SESSION_OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 
 
-# how answers are given and checked: AnswerSettings' fields (ask's self-check and judge_anyway beside)
 ANSWERING_OPTIONS: dict[str, tuple[Any, Any]] = {
     "answer_mode": option(
-        str,
-        "Open questions: generative (the model's words, shown only if its quotes cover them), "
-        "extractive (the best-fitting quoted sentence), generative-or-extractive (the model's words, "
-        "else that sentence), or auto (extractive for a model too small to write, such as the "
+        str | None,
+        "Open questions (answer.mode): generative (the model's words, shown only if its quotes cover "
+        "them), extractive (the best-fitting quoted sentence), generative-or-extractive (the model's "
+        "words, else that sentence), or auto (extractive for a model too small to write, such as the "
         "embedded default, which on a novel gives the passages that fit instead of a guess; else "
-        f"generative-or-extractive). One of: {listed((*ANSWER_CHOICES, 'auto'))}.",
-        "auto",
-        "--answer",
-    ),
-    "support_threshold": option(
-        float | None,
-        "Ask the model whether its quotes state or imply its answer, and show the answer when that "
-        "score, ln P(YES) - ln P(NO), is at least this (calibrate it for your model, as the "
-        "benchmarks README says). Default: no such call; every content word of a free-form "
-        "answer must be quoted (Qwen2.5-Coder-1.5B's own check was measured at chance).",
-    ),
-    "confidence_threshold": option(
-        float | None,
-        "Show a free-form answer whose words are not all quoted when the mean log-probability of "
-        "its tokens is at least this and its quotes name whom it names (calibrate it for your "
-        "model). Default: off (Qwen2.5-Coder-1.5B's was measured at chance).",
+        f"generative-or-extractive). One of: {listed((*ANSWER_CHOICES, 'auto'))} [default: auto].",
         None,
-        "--min-confidence",
+        "--answer",
+        show_default=False,
     ),
-    "answer_threshold": option(
-        float | None,
-        "With the trained Finder adapter (the embedded default): give no extractive answer when the "
-        "Finder's best score of its candidate paragraphs is under this (-1000: always answer). "
-        "Default: -2.5, chosen on the dev sets (docs/answers.md).",
-    ),
-    "reader": option(
-        str,
-        "The answer reader, a small extractive model cwread ships: auto (it picks the words of the "
-        "paragraph an extractive answer comes from; $CWREAD_READER names another) or off (the "
-        "sentence ranker's words).",
-        "auto",
-        "--answer-reader",
-    ),
-    "quoted_answers": option(
-        bool,
-        "Show a model's free-form answer in its own words where every quote it gives is verbatim, "
-        "from the evidence it was given, and names whom it names, with how much of it the quotes "
-        "hold. Off by default: with Qwen2.5-Coder-1.5B few answers so shown quoted the answer "
-        "(benchmarks/README.md, \"A reader's answer\"); the default shows one only where every "
-        "content word is quoted.",
-        False,
-        "--quoted-answers",
-    ),
-    "reader_threshold": option(
-        float | None,
-        "Give no extractive answer when the answer reader's score for its words is under this "
-        "(-1000: always answer). Default: the reader's own, chosen on the dev sets (docs/answers.md).",
-    ),
-}
-
-
-def _answering(self_check: str = "auto", **values) -> AnswerSettings:
-    # the answer mode and thresholds are checked here, before any work (AnswerSettings)
-    return AnswerSettings(self_check=self_check_choice(self_check), **values)
-
-
-ANSWERING_OPTIONS = {
-    **{k: v for k, v in ANSWERING_OPTIONS.items() if k == "answer_mode"},
-    **in_panel("Answer checks", {k: v for k, v in ANSWERING_OPTIONS.items() if k != "answer_mode"}),
 }
 
 
 ASKED_OPTIONS: dict[str, tuple[Any, Any]] = {  # what ask, verify and chat add to how an answer is given
     "self_check": option(
         str,
-        "The Interpreter's second pass: auto (for claims and risky questions with options; a "
-        "free-form answer's was measured not to earn its call), on or off.",
-        "auto",
+        "The Interpreter's second pass (answer.self_check): auto (for claims and risky questions "
+        "with options; a free-form answer's was measured not to earn its call), on or off "
+        "[default: auto].",
+        None,
         "--self-check",
+        show_default=False,
     ),
     "judge_anyway": option(
         bool,
@@ -307,39 +236,50 @@ ASKED_OPTIONS: dict[str, tuple[Any, Any]] = {  # what ask, verify and chat add t
 }
 
 
-_ASK_FINDER_OPTIONS = {**FINDER_OPTIONS, "read_tokens": (FINDER_OPTIONS["read_tokens"][0], ASKED_READ_TOKENS)}
-
-
 _BACKEND_ALL = {**BACKEND_OPTIONS, **SERVER_OPTIONS, **SERVING_OPTIONS}
 
 
-def _settings_group(finder_options: dict, answering_options: dict, retrieval: bool):
-    """The option group that builds the whole settings tree (cwread.settings.Settings), each of
-    its records from its own options: the budget, how the Finder reads, the backends, the dense
-    model and call cache, how answers are given."""
+def _settings_group(answering_options: dict, retrieval: bool, read_tokens: str | None):
+    """The option group that builds the whole settings tree (cwread.settings.Settings): the
+    backends, the dense model and call cache, and a run's stages from their settings (--set,
+    with the shortcut flags); `read_tokens`, what the Finder reads unless told."""
 
     def build(**values) -> Settings:
-        def group(options: dict) -> dict:
-            return {key: values[key] for key in options}
-
-        session = _session(values["embedder"], values["no_cache"], **group(_BACKEND_ALL))
-        run = RunSettings(
-            _budget(**group(BUDGET_OPTIONS)),
-            values.get("retrieval", "fused"),
-            FinderSettings(**group(finder_options)),
-            _answering(**group(answering_options)),
+        session = _session(values["embedder"], values["no_cache"], **{key: values[key] for key in _BACKEND_ALL})
+        self_check, judge_anyway = values.get("self_check"), values.get("judge_anyway")
+        knobs = knobs_given(
+            values["knobs"],
+            **{
+                "finder.use": values["finder"],
+                "answer.mode": values["answer_mode"],
+                "answer.self_check": self_check,
+                "answer.judge_anyway": "on" if judge_anyway else None,
+            },
         )
-        return Settings(session, run)
+        base = RunSettings(retrieval=values.get("retrieval", "fused"), finding=FinderSettings(read_tokens=read_tokens))
+        return Settings(session, with_knobs(base, knobs))
 
     options = {
-        **BUDGET_OPTIONS,
-        **finder_options,
+        **KNOB_OPTIONS,
+        **FINDER_OPTIONS,
         **_BACKEND_ALL,
         **({"retrieval": (RetrievalOpt, "fused")} if retrieval else {}),
         **SESSION_OPTIONS,
         **answering_options,
     }
     return option_group("settings", options, build)
+
+
+def _budget(knobs: list[str] | None = None):
+    """find's budget, from the budget's settings alone: find reads with no model."""
+    stray = next((key for key in parse_knobs(knobs or []) if not key.startswith("budget.")), None)
+    if stray is not None:
+        raise InputError(f"find reads with no model: only budget.* settings apply, not {stray}")
+    budget = {key: value for key, value in knobs_given(knobs).items() if key.startswith("budget.")}
+    return with_knobs(RunSettings(), budget).budget
+
+
+budget_options = option_group("budget", KNOB_OPTIONS, _budget)
 
 
 def _session(embedder: str, no_cache: bool, **backends) -> SessionSettings:
@@ -351,10 +291,8 @@ session_options = option_group("session", {**_BACKEND_ALL, **SESSION_OPTIONS}, _
 
 
 # ask, verify and chat: the settings tree, in the order --help lists them
-settings_options = _settings_group(
-    _ASK_FINDER_OPTIONS, {**ANSWERING_OPTIONS, **ASKED_OPTIONS}, retrieval=True
-)
+settings_options = _settings_group({**ANSWERING_OPTIONS, **ASKED_OPTIONS}, retrieval=True, read_tokens=ASKED_READ_TOKENS)
 
 
 # eval: the same, reading with no token cap unless asked (settings.EVAL_READ_TOKENS); each method its own self-check
-eval_settings_options = _settings_group(FINDER_OPTIONS, ANSWERING_OPTIONS, retrieval=False)
+eval_settings_options = _settings_group(ANSWERING_OPTIONS, retrieval=False, read_tokens=EVAL_READ_TOKENS)

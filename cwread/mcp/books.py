@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cwread import api
@@ -20,11 +20,13 @@ DEFAULT_SESSIONS = 4  # books held open at once: each holds its index and embedd
 @dataclass(frozen=True)
 class ServerSettings:
     """What `cwread mcp` serves: the folders books may be read from, the backends, the dense
-    model, the call cache and how many books stay open."""
+    model, the call cache, how many books stay open, and what a question's run is asked for
+    (the stages' settings the settings file holds)."""
 
     roots: tuple[Path, ...]
     session: api.SessionSettings
     max_sessions: int = DEFAULT_SESSIONS
+    run: api.RunSettings = field(default_factory=api.RunSettings)
 
     def __post_init__(self) -> None:
         if self.max_sessions < 1:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import replace
 from typing import Annotated, Any
 
 import anyio.from_thread
@@ -145,10 +146,8 @@ def build_server(settings: ServerSettings) -> MCPServer:
     ) -> CallToolResult:
         session, lock = books.open(book)
         with lock:
-            run = api.RunSettings(
-                finding=api.FinderSettings(),  # as a question asked reads (settings.ASKED_READ_TOKENS)
-                answering=api.AnswerSettings(judge_anyway=judge_anyway),
-            )
+            asked = settings.run.answering  # as a question asked reads (settings.ASKED_READ_TOKENS)
+            run = replace(settings.run, answering=replace(asked, judge_anyway=judge_anyway or asked.judge_anyway))
             limit = api.reading_limit(session.document, upto) if upto else None
             trace = session.ask(question, run, progress=reporter(ctx), hints=api.Hints(upto=limit))
         return result(answer_content(trace, book), answer_text(trace, book))

@@ -37,12 +37,12 @@ class SupportMethod(StrEnum):
     """How `supported` is decided (cwread.answer.support): WORDS needs every content word of an open
     answer quoted (an option or claim: a tenth of its words' weight in the book); CONFIDENCE
     also shows an open answer whose words the model was sure of (the mean log-probability of
-    its tokens at least the threshold the user calibrated for it, --min-confidence) when its
+    its tokens at least the threshold the user calibrated for it, answer.confidence_threshold) when its
     quotes name whom it names; MODEL asks the Interpreter's model whether the quotes state or
     imply the answer and holds its score to the threshold the user calibrated for it
-    (--support-threshold); QUOTES shows an open answer in the model's own words where every
+    (answer.support_threshold); QUOTES shows an open answer in the model's own words where every
     quote it gives is verbatim and in the packet and they name whom it names, saying how much
-    of it they hold (--quoted-answers: a reader's answer, opt-in because with the 1.5B few such
+    of it they hold (answer.quoted_answers: a reader's answer, opt-in because with the 1.5B few such
     answers quoted the answer: benchmarks/README.md, "A reader's answer")."""
 
     MODEL = "model"

@@ -87,9 +87,11 @@ class Room:
     """The books served and their sessions: each opened once, kept while among the most
     recently used (cwread.mcp.books.Books), one answer at a time a book."""
 
-    def __init__(self, paths: list[Path], session: api.SessionSettings, max_sessions: int = 4) -> None:
+    def __init__(
+        self, paths: list[Path], session: api.SessionSettings, max_sessions: int = 4, run: api.RunSettings | None = None
+    ) -> None:
         self.books, roots = shelf_of(paths)
-        self.held = Books(ServerSettings(roots, session, max_sessions))
+        self.held = Books(ServerSettings(roots, session, max_sessions, run or api.RunSettings()))
         # the folders searched: a shelf whole, a book given alone by its name (its folder's
         # other files are neither read nor indexed)
         shelves = dict.fromkeys(b.shelf for b in self.books if b.shelf is not None)
@@ -217,7 +219,7 @@ def make_app(room: Room, allowed_hosts: tuple[str, ...] = LOOPBACK) -> Starlette
         question = api.make_question(words)
         hints = api.Hints(upto=upto)
         with lock:
-            trace = session.ask(question, api.RunSettings(finding=api.FinderSettings()), hints=hints)
+            trace = session.ask(question, room.held.settings.run, hints=hints)
         found = trace.found  # the answer's own retrieval: its passages are those it read from
         passages = found.printed(len(found.anchor_segments))
         answer = _answer_view(trace)

@@ -30,14 +30,21 @@ def bound_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run_server(paths: list[Path], session: api.SessionSettings, host: str, port: int, open_browser: bool) -> None:
+def run_server(
+    paths: list[Path],
+    session: api.SessionSettings,
+    host: str,
+    port: int,
+    open_browser: bool,
+    run: api.RunSettings | None = None,
+) -> None:
     """Serve the reading room until Ctrl-C: its URL first on stdout, a host beyond this machine
-    said on stderr."""
+    said on stderr. `run`: what a question's run is asked for (the settings file's stages)."""
     import uvicorn
 
     from cwread.views import console
 
-    room = Room(paths, session)
+    room = Room(paths, session, run=run or api.RunSettings())
     sock = bound_socket(host, port)
     port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
