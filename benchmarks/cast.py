@@ -22,7 +22,7 @@ from cwread.book import load_document
 from cwread.retrieval.cast import named_in_book
 from cwread.retrieval.cast_build import build_cast
 from cwread.retrieval.embedders import load_embedder
-from cwread.retrieval.fusion import open_index
+from cwread.retrieval.index import open_index
 
 NOVELS = ("novelqa", "hound", "moonstone")
 

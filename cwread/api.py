@@ -42,7 +42,7 @@ from cwread.records.trace import DoctorReport, IndexReport, Trace
 from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.cast_build import book_cast
 from cwread.retrieval.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
-from cwread.retrieval.fusion import open_index
+from cwread.retrieval.index import open_index
 from cwread.retrieval.segments import Budget, make_budget
 from cwread.run import planning
 from cwread.run.library_question import (
@@ -224,7 +224,7 @@ def index_document(
     """Build (or verify) the cached indexes of `document`, and the word counts its extractive
     answers weigh question words by."""
     from cwread.answer.extractive import book_idf
-    from cwread.retrieval.fusion import document_cache_dir
+    from cwread.retrieval.index import document_cache_dir
 
     t0 = time.perf_counter()
     index = open_index(document, load_embedder(embedder), progress)

@@ -7,7 +7,7 @@ import pytest
 from cwread import api
 from cwread.cache import cache_root, read_entry, write_entry
 from cwread.retrieval.embedders import load_static_minilm
-from cwread.retrieval.fusion import document_cache_dir, open_index
+from cwread.retrieval.index import document_cache_dir, open_index
 
 
 def test_cache_root_follows_environment(monkeypatch, tmp_path):

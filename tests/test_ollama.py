@@ -150,7 +150,7 @@ def test_timeout_is_a_model_error():
     def slow(request):
         raise httpx.ReadTimeout("timed out", request=request)
 
-    with pytest.raises(ModelError, match=r"did not answer within .* s; raise --timeout"):
+    with pytest.raises(ModelError, match=r"did not answer within .* s; raise the timeout setting"):
         backend_with(slow).generate(GenerationRequest(messages=(("user", "hi"),)))
 
 

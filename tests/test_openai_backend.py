@@ -250,7 +250,7 @@ def test_doctor_names_the_server_and_its_parallel_calls(capsys, cache_dir, monke
     backend = json.loads(out)["backend"]
     assert backend["finder"] == "openai:qwen2.5-1.5b" and f"server at {URL}" in backend["why"]
     assert backend["notes"][:2] == [
-        "the server takes 4 calls at once; cwread sends as many (--workers to change)",
+        "the server takes 4 calls at once; cwread sends as many (the workers setting changes it)",
         "the Finder's reading rate for qwen2.5-1.5b is not measured yet: the first question "
         "measures it (finder.read_tokens=auto reads about 30 s)",
     ]
@@ -368,7 +368,7 @@ def test_the_finder_can_have_a_server_of_its_own(monkeypatch):
                 backend="openai", own=(OpenAISettings(base_url=URL, finder_base_url="finder:8081"),)
             )
         )
-    with pytest.raises(InputError, match="--finder-base-url applies to --backend openai"):
+    with pytest.raises(InputError, match="finder_base_url applies to the openai backend"):
         select_backends(
             BackendSettings(
                 backend="embedded", own=(OpenAISettings(finder_base_url="http://finder.test:8081/v1"),)

@@ -9,7 +9,8 @@ from cwread.book import document_from_bytes
 from cwread.cache import file_sha256
 from cwread.errors import InputError
 from cwread.records.question import parse_options
-from cwread.retrieval.fusion import build_queries, open_index, paragraph_scores, reciprocal_rank_fusion
+from cwread.retrieval.fusion import build_queries, paragraph_scores, reciprocal_rank_fusion
+from cwread.retrieval.index import open_index
 from tests.conftest import run
 
 
@@ -215,7 +216,7 @@ def test_a_paragraph_is_scored_by_the_section_around_it(tmp_path, cache_dir):
 
 
 def test_the_section_index_is_cached_and_rebuilt_when_damaged(story, cache_dir):
-    from cwread.retrieval.fusion import document_cache_dir
+    from cwread.retrieval.index import document_cache_dir
 
     doc = api.open_document(str(story))
     assert open_index(doc, None).built == ["bm25"]
@@ -256,7 +257,7 @@ def test_an_index_that_cannot_be_read_is_built_again(name, story, cache_dir):
     """Whole by its checksums, yet not an index (arrays that disagree with the vocabulary, a
     vocabulary or parameters of another shape, as a bm25s of another layout could leave): built
     again, not a traceback."""
-    from cwread.retrieval.fusion import document_cache_dir
+    from cwread.retrieval.index import document_cache_dir
 
     doc = api.open_document(str(story))
     open_index(doc, None)

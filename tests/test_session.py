@@ -14,7 +14,7 @@ from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.errors import InputError
 from cwread.records.question import leans_on_previous
-from cwread.retrieval import fusion
+from cwread.retrieval import index as book_index
 from cwread.run import planning, question_run, session
 from cwread.settings import FinderSettings
 from tests.conftest import run
@@ -36,7 +36,7 @@ def selection() -> Selection:
 def test_a_session_answers_as_one_call_asks_and_builds_nothing_twice(story, cache_dir, monkeypatch):
     opened, loaded, selected = [], [], []
     monkeypatch.setattr(
-        session, "open_index", lambda *a, **k: opened.append(1) or fusion.open_index(*a, **k)
+        session, "open_index", lambda *a, **k: opened.append(1) or book_index.open_index(*a, **k)
     )
     monkeypatch.setattr(session, "load_embedder", lambda *a: loaded.append(1) or api.load_embedder(*a))
     chosen = selection()

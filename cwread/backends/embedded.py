@@ -474,7 +474,7 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
 def _auto(settings: BackendSettings, wanted: dict[str, ModelRef]) -> AutoClaim:
     """An adapter GGUF runs only in-process: given one, `auto` runs the agents here."""
     if settings.section(EmbeddedSettings).finder_lora not in (None, NO_ADAPTER):
-        return AutoClaim(True, "; --finder-lora given")
+        return AutoClaim(True, "; a Finder adapter given")
     return AutoClaim(False)
 
 

@@ -103,7 +103,7 @@ def default_gguf() -> Path:
     wheels = sorted(wheel_folder().glob(MODEL_WHEEL))
     if not wheels:
         raise ModelError(
-            f"the embedded model is not installed: {install_model()} (or give a GGUF with --gguf PATH, or run Ollama)"
+            f"the embedded model is not installed: {install_model()} (or name a GGUF file, the gguf setting, or run Ollama)"
         )
     return _unpacked(wheels[-1])
 

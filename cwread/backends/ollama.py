@@ -154,7 +154,7 @@ class OllamaBackend:
         if isinstance(exc, (ConnectionError, httpx.TransportError)):
             return ModelError(
                 f"Ollama is not reachable at {self.host}: start it with `ollama serve`, "
-                "set OLLAMA_HOST, or use --backend embedded"
+                "set OLLAMA_HOST, or use the embedded backend"
             )
         return ModelError(f"Ollama call failed: {type(exc).__name__}: {exc}")
 
@@ -233,7 +233,7 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
     """An Ollama backend for each agent in `wanted`, at its host (`ollama:MODEL@URL`, else
     OLLAMA_HOST); ModelError when a server lacks the model."""
     if settings.constraint == "grammar":
-        raise InputError("Ollama takes no grammar: use --constraint auto, json or none")
+        raise InputError("Ollama takes no grammar: the constraint must be auto, json or none")
     own = settings.section(OllamaSettings)
     kwargs = {
         "num_ctx": settings.num_ctx or DEFAULT_NUM_CTX,
@@ -258,7 +258,7 @@ def _notes(backend) -> list[str]:
     return [
         f"Ollama serves one call at a time unless its server runs with OLLAMA_NUM_PARALLEL=N; "
         f"cwread sends {backend.capabilities.parallel} Finder call(s) at once (set OLLAMA_NUM_PARALLEL "
-        "here to the server's value, or pass --workers)"
+        "here to the server's value, or set workers)"
     ]
 
 
@@ -313,7 +313,7 @@ PROVIDER = Provider(
     "an Ollama server",
     _build,
     OllamaSettings,
-    adapter_hint="with Ollama, put the adapter in a Modelfile (ADAPTER) and pass --finder-model",
+    adapter_hint="with Ollama, put the adapter in a Modelfile (ADAPTER) and name it as the Finder's model",
     notes=_notes,
     auto=_auto,
     auto_order=30,

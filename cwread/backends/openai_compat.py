@@ -87,7 +87,7 @@ class OpenAISettings:
     def refuse(self, backend: str) -> None:
         """InputError when a setting only this backend takes is given for `backend`."""
         if self.finder_base_url and backend != "openai":
-            raise InputError("--finder-base-url applies to --backend openai (with --base-url for the Interpreter)")
+            raise InputError("finder_base_url applies to the openai backend (with base_url for the Interpreter)")
 
 
 def base_url_from(url: str | None, flag: str = "--base-url") -> str | None:
@@ -162,8 +162,8 @@ class OpenAIBackend:
         if isinstance(exc, openai.APIConnectionError):
             return ModelError(
                 f"no OpenAI-compatible server answers at {self.base_url}: start one (e.g. "
-                "`llama-server -m MODEL.gguf --port 8080`), set OPENAI_BASE_URL or --base-url, "
-                "or use --backend embedded"
+                "`llama-server -m MODEL.gguf --port 8080`), set its address (base_url, OPENAI_BASE_URL), "
+                "or use the embedded backend"
             )
         if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
             return ModelError(f"{where} refused the key (HTTP {exc.status_code}): set OPENAI_API_KEY")
@@ -329,7 +329,7 @@ def _build(settings: BackendSettings, wanted: dict[str, ModelRef]) -> Built:
         url = base_url_from(ref.url, ref.named()) or (finder_url if role == "finder" else None) or base_url
         if url is None:
             raise InputError(
-                "--backend openai needs the server's address: --base-url URL or OPENAI_BASE_URL "
+                "the openai backend needs the server's address: base_url or OPENAI_BASE_URL "
                 "(e.g. http://127.0.0.1:8080/v1 for llama-server), or name it in the model "
                 "(openai:MODEL@URL)"
             )
@@ -357,13 +357,13 @@ def served_model(served: tuple[str, ...], wanted: str, base_url: str) -> str:
         return served[0]
     raise ModelError(
         f"the server at {base_url} has no model {wanted!r}; it serves {', '.join(served)}: "
-        "choose with --finder-model / --interpreter-model"
+        "choose with the finder_model and interpreter_model settings"
     )
 
 
 def _notes(backend) -> list[str]:
     parallel = backend.capabilities.parallel
-    return [f"the server takes {parallel} calls at once; cwread sends as many (--workers to change)"]
+    return [f"the server takes {parallel} calls at once; cwread sends as many (the workers setting changes it)"]
 
 
 def _auto(settings: BackendSettings, wanted: dict[str, ModelRef]) -> AutoClaim:

@@ -95,7 +95,7 @@ def serving_notes(selection: Selection) -> list[str]:
 # of an answer no model read, by `doctor` and by the README
 READER_ROUTES = (
     "Serve a model that reads: Ollama (qwen3:4b-instruct fits about 4 GB of GPU memory, qwen3:8b "
-    "about 8 GB; `cwread doctor` gives the commands) or any OpenAI-compatible server (--base-url).",
+    "about 8 GB; `cwread doctor` gives the commands) or any OpenAI-compatible server (base_url).",
     "Or read through an AI assistant: `cwread mcp --root DIR` lets it find, show and search your books.",
 )
 

