@@ -128,3 +128,31 @@ def test_a_word_that_opens_the_sentence_is_no_part_of_the_name_looked_for(capsys
     )
     code, out, _ = run(capsys, "find", str(book), "What did the black cat do?", "--plain")
     assert code == 0 and 'Looked for Poppylinda too: the book says "Then Poppylinda, the majestic black cat"' in out
+
+
+MEMBERS = [
+    "Mrs. Laura Lyons kept the shop in Coombe Tracey. Laura Lyons had come from New York, she said.",
+    "Sergeant Cuff called at the Hall that evening. The Sergeant asked for Laura Lyons, and Mrs. Lyons came down.",
+    "By Jove, said the Coroner, an Englishman would never do it. The Coroner sat down. Mademoiselle Cynthia smiled.",
+    "Cynthia Murdoch walked to Turpey Street with Sir John Morland, and the Sergeant followed Cynthia Murdoch.",
+    "John Clayton drove the cab. Clayton was paid, and John Clayton went back to Baker Street in the rain.",
+    "Sergeant Cuff wrote to Baker Street from the Hall; by Jove, the Coroner said, an Englishman in New York!",
+    "Mademoiselle Cynthia laughed, and the Sergeant went on to Coombe Tracey with John Clayton.",
+]
+
+
+def test_a_members_forms_are_its_own_and_a_common_word_names_no_one():
+    """A woman's full name with and without her title is one member, and "Mademoiselle Cynthia"
+    is Cynthia Murdoch; "the Sergeant" is Sergeant Cuff's, but "the Coroner" alone no one; a
+    place's own word ("the Hall", "Street" of a street named once), an oath and a nationality are
+    no members; "New York" stays whole; "Sir John Morland" is no form of John Clayton."""
+    cast = build_cast(MEMBERS).members
+    members = {m.name: m for m in cast}
+    [lyons] = [m for m in cast if any("Lyons" in form for form in m.forms)]
+    assert {"Mrs. Laura Lyons", "Laura Lyons", "Mrs. Lyons"} <= set(lyons.forms)
+    assert "Mademoiselle Cynthia" in members["Cynthia Murdoch"].forms
+    assert "Sergeant" in members["Sergeant Cuff"].forms
+    assert "Sir John" not in members["John Clayton"].forms
+    assert "New York" in members and "Baker Street" in members
+    for word in ("Mademoiselle Cynthia", "Coroner", "Hall", "Street", "Jove", "Englishman", "York"):
+        assert word not in members, word

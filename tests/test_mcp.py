@@ -89,9 +89,9 @@ def test_the_server_lists_its_tools_and_answers_with_checked_citations(tmp_path)
     assert not relative.is_error and relative.structured_content["answer"] == data["answer"]
     assert too_long.is_error and "input: the claim runs to 5,000 characters" in too_long.content[0].text
     assert not shown.is_error and shown.structured_content["paragraphs"][0]["id"] == 7
-    assert not cast.is_error and cast.content[0].text.startswith("Giant (")
+    assert not cast.is_error and cast.content[0].text.startswith("Selfish Giant (")
     [giant] = cast.structured_content["members"]
-    assert giant["name"] == "Giant" and giant["mentioned"] > len(giant["mentions"]) == 20
+    assert giant["name"] == "Selfish Giant" and "Giant" in giant["forms"] and giant["mentioned"] > len(giant["mentions"]) == 20
     assert not shelf.is_error and shelf.structured_content["searched"][0]["book"] == GIANT
     assert shelf.content[0].text.count("\n#") <= 2 and f"#1 {GIANT} [" in shelf.content[0].text
     assert all("text" not in p for p in shelf.structured_content["passages"])

@@ -19,6 +19,7 @@ import json
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -135,7 +136,7 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise CacheError(f"cannot open the library's index {self.path}: {exc}") from None
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            _write_ahead(db)
             db.execute("PRAGMA synchronous=NORMAL")
             # the schema in a write transaction: processes opening a new file at once queue here,
             # rather than fail at CREATE and take the file for damaged
@@ -302,3 +303,19 @@ def open_store(path: Path, notice: Callable[[str], None] | None = None) -> Sqlit
 
 
 __all__ = ["HeldBook", "ParagraphStore", "SqliteStore", "StoredHit", "match_expression", "open_store", "query_words"]
+
+
+def _write_ahead(db: sqlite3.Connection) -> None:
+    """The file in write-ahead mode. Switching to it may be refused at once as locked while
+    another connection opens the new file (SQLite takes no busy wait there): tried again until
+    BUSY_SECONDS, and not asked where the file is in that mode already."""
+    deadline = time.monotonic() + BUSY_SECONDS
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)

@@ -26,7 +26,7 @@ from cwread.retrieval.descriptions import (
 from cwread.text.words import STOPWORDS, TITLES, WORD, word_stems
 
 FEMALE_TITLES = frozenset(
-    {"mrs", "miss", "ms", "madam", "madame", "mme", "mlle", "lady", "queen", "princess"}
+    {"mrs", "miss", "ms", "madam", "madame", "mme", "mlle", "mademoiselle", "lady", "queen", "princess"}
 )
 MOST_DESCRIPTIONS = 6
 MIN_MENTIONS = 2  # paragraphs a name is mentioned in, to be of the cast

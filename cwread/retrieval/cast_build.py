@@ -29,7 +29,7 @@ from cwread.retrieval.cast import (
 from cwread.retrieval.descriptions import descriptions_in, last_word
 from cwread.text.words import STOPWORDS, TITLES
 
-CAST_VERSION = 2  # of the cached cast: a change to how it is built bumps it
+CAST_VERSION = 3  # of the cached cast: a change to how it is built bumps it
 
 # capitalized by custom, not as a name
 _NOT_NAMES = frozenset(
@@ -39,6 +39,25 @@ _NOT_NAMES = frozenset(
         "november", "december", "god", "heaven", "heavens", "christmas", "easter", "english",
         "french", "german", "american", "british", "scotch", "irish", "italian", "spanish",
         "christian", "oh", "ah", "yes", "no", "mamma", "papa", "dear", "good", "well", "chapter",
+        "jove", "african", "esquimau", "belgian", "russian", "englishman", "englishmen", "frenchman",
+        "dutch", "swiss", "austrian", "prussian", "egyptian", "chinese", "japanese", "neolithic",
+        "belgians", "russians", "germans", "americans", "italians", "frenchmen", "polish", "jew", "jews",
+    }
+)  # fmt: skip
+# an office: a form of the name it stands in ("the Sergeant" of "Sergeant Cuff"), alone no member ("the Coroner")
+_ROLES = frozenset(
+    {
+        "coroner", "inspector", "superintendent", "sergeant", "constable", "detective", "magistrate",
+        "judge", "vicar", "rector", "doctor", "professor", "president", "commissioner", "governor",
+        "mayor", "chairman", "secretary", "matron",
+    }
+)  # fmt: skip
+# words capitalized before a name that are no part of it: kin and calls ("Uncle Charlie", "Poor Sir
+# Charles"); any other capitalized word inside a sentence is the name's ("New York", "Turpey Street")
+_BEFORE_NAMES = frozenset(
+    {
+        "uncle", "aunt", "cousin", "brother", "sister", "father", "mother", "grandfather",
+        "grandmother", "granny", "poor", "old", "young", "master", "honourable", "honorable",
     }
 )  # fmt: skip
 _PLACE_WORDS = frozenset(
@@ -47,7 +66,8 @@ _PLACE_WORDS = frozenset(
         "mire", "tor", "church", "abbey", "station", "hotel", "inn", "manor", "river", "lake",
         "mount", "island", "bay", "hill", "farm", "cottage", "place", "terrace", "gardens",
         "bridge", "town", "city", "village", "county", "valley", "harbour", "harbor", "creek",
-        "falls", "fort", "point", "hospital", "college", "school", "club", "wood", "woods",
+        "falls", "fort", "point", "hospital", "college", "school", "club", "wood", "woods", "yard", "avenue",
+        "cross", "arms",
     }
 )  # fmt: skip
 _SPEECH = frozenset(
@@ -58,6 +78,7 @@ _SPEECH = frozenset(
 )  # fmt: skip
 _PLACE_BEFORE = frozenset({"in", "at", "into", "near", "towards", "toward", "through"})
 _MALE_TITLES = frozenset({"mr", "sir", "lord", "king", "prince", "monsieur", "messrs", "esq"})
+_UNMARRIED = frozenset({"miss", "mademoiselle", "mlle"})  # "Miss Rachel" of "Rachel Verinder"
 NAME_SHARE = 0.8  # of a word's uses written capitalized for it to be a name's
 
 # capitalized words in a row, one space apart ("Paris--the" is two words, the dash no space)
@@ -98,7 +119,7 @@ def build_cast(texts: Sequence[str], skip: frozenset[int] = frozenset()) -> Cast
     forms: dict[tuple[tuple[str, ...], str], _Form] = {}
     uses: list[tuple[int, tuple[tuple[str, ...], str], str]] = []  # pid, form, as written
     for pid, words, opens, before, after in runs:
-        found = _name_in(words, opens, name_words)
+        found = _name_in(words, opens, name_words, lower)
         if found is None:
             continue
         titles, key = found
@@ -188,26 +209,38 @@ def _may_name(word: str) -> bool:
     )
 
 
-def _name_in(words: list[str], opens: bool, name_words: set[str]) -> tuple[list[str], tuple[str, ...]] | None:
+def _before_name(word: str) -> bool:
+    """Whether a capitalized word before a name is no part of it (see _BEFORE_NAMES)."""
+    low = word.lower()
+    return low in _BEFORE_NAMES or low in _NOT_NAMES or low in STOPWORDS or low.startswith(("i'", "i’"))
+
+
+def _name_in(
+    words: list[str], opens: bool, name_words: set[str], lower: Counter[str]
+) -> tuple[list[str], tuple[str, ...]] | None:
     """A run's titles and its name's words, or None where it holds no name: the words that
-    open a sentence and are no name's ("Then Holmes") and function words are dropped."""
+    open a sentence and are no name's ("Then Holmes") and function words are dropped, and
+    words after the name that the text writes in lower case too (`lower`: a headline's
+    "Dangerously Ill"); a rare one stays ("Sir John Morland" is not "Sir John")."""
     bare = [_bare(w) for w in words]
-    start = 0
-    if opens:
-        while start < len(bare) and bare[start] not in name_words and bare[start].lower() not in TITLES:
-            start += 1
+    start, end = 0, len(bare)
     titles: list[str] = []
-    while start < len(bare) and bare[start].lower() in TITLES:
-        titles.append(words[start])  # as written: "Mr.", "Sir"
-        start += 1
-    end = len(bare)
-    while start < end and bare[start] not in name_words:
-        start += 1  # "November Katrine"
+    while start < end:  # titles taken, and the words before the name that are none of it
+        word = bare[start]
+        if word.lower() in TITLES:
+            titles.append(words[start])  # as written: "Mr.", "Sir"
+        elif word in name_words or not ((opens and not titles) or _before_name(word)):
+            break  # "New York" and "Medical Directory" whole
+        start += 1  # "Then Holmes", "Would Mr. Luker", "November Katrine", "Uncle Charlie"
     while end > start and bare[end - 1] not in name_words and bare[end - 1].lower() not in _PLACE_WORDS:
+        if not lower[bare[end - 1].lower()]:
+            break  # "Morland", named once
         end -= 1  # "Mr. Ravenel Dangerously Ill", a headline
     key = tuple(bare[start:end])
     if not key or not any(w in name_words for w in key) or any(w.lower() in STOPWORDS for w in key):
         return None
+    if all(w.lower() in _PLACE_WORDS for w in key):
+        return None  # "the Hall", "Street" of a street named once: a place's word, no name
     if len(key) > 4:
         return None  # a title of a work, a heading in a sentence: no name
     return titles, key
@@ -220,7 +253,12 @@ def _grouped(
 ) -> Cast:
     """Forms gathered into members (see the module's docstring), with their mentions and
     descriptions."""
-    order = sorted(forms.values(), key=lambda f: (-len(f.key), -f.times, f.key))
+    said: Counter[tuple[str, ...]] = Counter()  # a name's uses, whatever the title
+    for form in forms.values():
+        said[form.key] += form.times
+    # longest names first, the most used first; a name's forms together, a woman's title first
+    # ("Laura Lyons" then joins "Mrs. Laura Lyons", and "Lyons" with her)
+    order = sorted(forms.values(), key=lambda f: (-len(f.key), -said[f.key], f.key, not f.female))
     owners: dict[tuple[tuple[str, ...], str], list[int]] = {}  # a form's members (indexes into heads)
     heads: list[_Form] = []
     holding: dict[str, set[int]] = defaultdict(set)  # a word -> the heads whose name holds it
@@ -238,6 +276,10 @@ def _grouped(
             owners[(form.key, form.female)] = holders
             for i in holders:  # "Miss Lloyd" joined: "Mr. Sherman" (her father) may not
                 joined[i] |= {"female"} if form.female else {"male"} if form.male else set()
+                if not form.female and not form.male and heads[i].female and form.key == heads[i].key:
+                    joined[i].add("untitled")
+        elif len(form.key) == 1 and form.key[0].lower() in _ROLES:
+            owners[(form.key, form.female)] = []  # no name of its own
         else:
             owners[(form.key, form.female)] = [len(heads)]
             if (
@@ -251,6 +293,8 @@ def _grouped(
     last_full: dict[int, int] = {}  # member -> the last use of its own name in full
     for at, (pid, key, written) in enumerate(uses):
         holders = owners[key]
+        if not holders:
+            continue
         if len(holders) == 1:
             member = holders[0]
         else:
@@ -299,8 +343,12 @@ def _may_join(form: _Form, head: _Form, joined: set[str]) -> bool:
         return False
     if form.female == head.female:
         return True
+    if not form.female and len(form.key) > 1 and form.key == head.key:
+        return True  # "Laura Lyons" of "Mrs. Laura Lyons": her full name, without her title
+    if not form.female and "untitled" in joined:
+        return True  # "Louise" of "Miss Louise Briggs", who is "Louise Briggs" too
     return (
-        form.female == "miss"
+        form.female in _UNMARRIED
         and not head.female
         and len(head.key) > 1
         and not head.male

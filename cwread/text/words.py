@@ -19,7 +19,7 @@ TERM = re.compile(r"(?u)\b\w\w+\b")
 # written short with its full stop ("Dr. Mortimer"). ABBREVIATED are those written so.
 TITLES = frozenset(
     {
-        "mr", "mrs", "ms", "miss", "madam", "madame", "mme", "mlle", "monsieur", "messrs", "dr",
+        "mr", "mrs", "ms", "miss", "madam", "madame", "mme", "mlle", "mademoiselle", "monsieur", "messrs", "dr",
         "st", "sir", "lady", "lord", "king", "queen", "prince", "princess", "captain", "capt",
         "colonel", "col", "rev", "prof", "sgt", "esq",
     }
