@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from cwread.agents.model_facts import FACTS, facts_of
@@ -104,7 +105,7 @@ def open(
     session is opened as `settings.session` says (its dense model, backends and call cache),
     the backends selected from them unless given (a `selection`)."""
     document = book if isinstance(book, Document) else load_document(book, encoding=encoding)
-    return Session(document, (settings or Settings()).session, selection=selection)
+    return Session(document, _resolved((settings or Settings()).session), selection=selection)
 
 
 def open_document(path: str, encoding: str | None = None) -> Document:
@@ -289,6 +290,12 @@ def find_library(
     )
 
 
+def _resolved(session: SessionSettings) -> SessionSettings:
+    """A session's settings with the environment read into its backends (the API is a face,
+    as the CLI is: BackendSettings.resolved)."""
+    return replace(session, backends=session.backends.resolved())
+
+
 def ask_library(
     roots: tuple[Path, ...],
     question: Question,
@@ -302,7 +309,9 @@ def ask_library(
     book's trace (None where no book holds the question's words)."""
     settings = settings or Settings()
     library = Library(roots, notice)
-    return ask_in_library(library, question, session_opener(library, settings.session), settings.run, progress, notice)
+    return ask_in_library(
+        library, question, session_opener(library, _resolved(settings.session)), settings.run, progress, notice
+    )
 
 
 def ask(
@@ -340,12 +349,12 @@ def search_library(
     return Library(roots, notice).search(query, limit, progress, within=within, context=context)
 
 
-def _reader_note() -> str:
-    """Whether the answer reader loads, and what it does."""
+def _reader_note(folder: str | None) -> str:
+    """Whether the answer reader (in `folder`, else the one cwread ships) loads, and what it does."""
     from cwread.agents.extractive_qa import ReaderUnavailable, load_reader
 
     try:
-        reader = load_reader()
+        reader = load_reader(folder)
     except ReaderUnavailable as e:
         return f"answer reader: {e}; the sentence ranker picks an extractive answer's words"
     return (
@@ -354,9 +363,12 @@ def _reader_note() -> str:
     )
 
 
-def doctor(settings: BackendSettings | None = None, prepare: bool = False) -> DoctorReport:
+def doctor(
+    settings: BackendSettings | None = None, prepare: bool = False, answering: AnswerSettings | None = None
+) -> DoctorReport:
     """Which backend, models and embedder `ask` would use, and what is missing; a model the
-    first question would prepare (hundreds of MB into the cache) is only said, unless `prepare`."""
+    first question would prepare (hundreds of MB into the cache) is only said, unless `prepare`;
+    `answering`: whose answer reader is looked for (default: the one cwread ships)."""
     from cwread.agents.reading_budget import reading_note
     from cwread.cache import cache_root
 
@@ -379,7 +391,7 @@ def doctor(settings: BackendSettings | None = None, prepare: bool = False) -> Do
                 notes.append(f"{backend.model}: {verdict}")
     except ModelError as exc:  # an input error (a bad setting) still propagates: exit 2
         error = str(exc)
-    notes.append(_reader_note())
+    notes.append(_reader_note((answering or AnswerSettings()).reader_folder))
     plugins = load_plugins()
     if plugins:
         notes.append(f"plug-ins: {', '.join(plugins)}")

@@ -124,6 +124,16 @@ def is_stage_key(key: str) -> bool:
     return bool(dot and stage.isidentifier() and name.isidentifier())
 
 
+# Stages' settings the environment may give (below the flags, above the settings file): a folder
+# for the judge and another answer reader, as `python -m training` exports them.
+STAGE_VARIABLES = {"CWREAD_JUDGE": "finder.judge_folder", "CWREAD_READER": "answer.reader_folder"}
+
+
+def environment_knobs() -> dict[str, str]:
+    """The stages' settings the environment gives (STAGE_VARIABLES), read at the faces."""
+    return {key: os.environ[name] for name, key in STAGE_VARIABLES.items() if os.environ.get(name)}
+
+
 def settings_file_knobs() -> dict[str, str]:
     """The stages' settings the settings file holds, "stage.field" → its text."""
     return {key: value for key, value in read_settings_file().items() if is_stage_key(key)}

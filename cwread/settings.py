@@ -2,7 +2,9 @@
 harness, a script) builds once and passes whole: what a reading session is opened with
 (`SessionSettings`: the dense model, the backends, the call cache) and what each question's
 run is asked for (`RunSettings`: budget and retrieval, the Finder, the answer).
-The environment (`CWREAD_*`) is read where a setting is resolved, each variable in one module.
+The environment is read at the faces (the CLI, with MCP and the reading room, and `cwread.api`), each
+variable in one module: the backends' as BackendSettings.resolved, the stages' (CWREAD_JUDGE,
+CWREAD_READER) as stage settings (cwread.environment.environment_knobs).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class AnswerSettings:
     is its score under which none is shown (None: the reader's own, chosen on dev data);
     `quoted_answers`: show a model's open answer in its own words where its quotes are verbatim,
     in the packet and name whom it names (cwread.answer.support.check_quotes; else the words
-    decide)."""
+    decide); `reader_folder`: the answer reader's folder (None: the one cwread ships)."""
 
     answer_mode: str = "auto"
     self_check: bool | None = None
@@ -72,6 +74,7 @@ class AnswerSettings:
     reader: str = AUTO
     reader_threshold: float | None = None
     quoted_answers: bool = False
+    reader_folder: str | None = None
 
     def __post_init__(self) -> None:
         if self.answer_mode not in (*ANSWER_CHOICES, AUTO):
@@ -108,13 +111,15 @@ class FinderSettings:
     `reply`: one of FINDER_REPLIES. `keep_threshold`: a segment is kept when its score,
     ln P(YES) - ln P(NO) (the judge's: its logit), reaches this, whatever its label (None:
     the judge's own threshold for the judge, a trained adapter's for it, else the label
-    decides; a verdict without a score keeps its label).
+    decides; a verdict without a score keeps its label). `judge_folder`: the judge's folder
+    (None: the one cwread ships).
     """
 
     use: FinderUse = FinderUse.AUTO
     read_tokens: int | str | None = ASKED_READ_TOKENS
     reply: str = "auto"
     keep_threshold: float | None = None
+    judge_folder: str | None = None
 
     def __post_init__(self) -> None:
         if self.use not in FINDER_CHOICES:
@@ -179,6 +184,7 @@ KNOB_HELP = {
     "finder.read_tokens": "prompt tokens the Finder reads at most: a number, auto (about half a minute here) or none",
     "finder.reply": f"the Finder's reply: {', '.join(FINDER_REPLIES)}",
     "finder.keep_threshold": "keep a segment whose Finder score, ln P(YES) - ln P(NO), is at least this",
+    "finder.judge_folder": "the judge's folder (CWREAD_JUDGE; none ships yet)",
     "answer.mode": f"open questions: {', '.join((*ANSWER_CHOICES, AUTO))}",
     "answer.self_check": "the Interpreter's second pass: auto, on or off",
     "answer.judge_anyway": "on: a model that judges at chance gives its verdict all the same",
@@ -188,6 +194,7 @@ KNOB_HELP = {
     "answer.reader": f"the answer reader: {', '.join(READER_CHOICES)}",
     "answer.reader_threshold": "the answer reader's score under which its words are no answer",
     "answer.quoted_answers": "on: a model's own words where every quote is verbatim",
+    "answer.reader_folder": "another answer reader's folder (CWREAD_READER)",
 }
 _SWITCH = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
 

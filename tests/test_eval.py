@@ -17,6 +17,7 @@ from cwread.eval import summary as eval_summary
 from cwread.eval.methods import METHODS, EvalContext
 from cwread.records.question import Question
 from cwread.retrieval.segments import make_budget
+from cwread.settings import FinderSettings
 from tests.conftest import EVAL_RECORDS, write_records
 from tests.scripted_replies import finder_reply, smart_interpreter
 
@@ -115,8 +116,8 @@ def ctx(cache_dir):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_runs_and_scores(tmp_path, ctx, method, eval_data, request):
-    if method == "judge":
-        request.getfixturevalue("tiny_judge")
+    if method == "judge":  # the judge's folder as a face reads it from CWREAD_JUDGE
+        ctx.finding = FinderSettings(judge_folder=str(request.getfixturevalue("tiny_judge")))
     records = dataset.load_records(eval_data)
     rows = [run.run_record(r, method, ctx) for r in records]
     assert [r["method"] for r in rows] == [method] * 4

@@ -18,7 +18,7 @@ from tests.conftest import run
 
 
 def test_a_judge_loads_with_its_checksums_and_scores_every_passage(tiny_judge):
-    judge = load_judge()
+    judge = load_judge(str(tiny_judge))
     meta = json.loads((TINY / "judge.json").read_text())
     for name, digest in meta["sha256"].items():
         assert file_sha256(TINY / name) == digest

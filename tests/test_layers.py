@@ -159,6 +159,8 @@ def test_each_environment_variable_is_read_in_one_module():
             readers.setdefault(name, set()).add(module_name(path))
     assert {"OLLAMA_HOST", "OPENAI_API_KEY", "XDG_CACHE_HOME", "CWREAD_GGUF"} <= set(readers)
     assert {name: sorted(mods) for name, mods in readers.items() if len(mods) > 1} == {}
+    # read at the faces or where a face resolves it, never by an agent as it runs (#90)
+    assert sorted(m for mods in readers.values() for m in mods if m.startswith(("cwread.agents", "cwread.run"))) == []
 
 
 def test_the_pipeline_compares_no_mode_strings():
@@ -295,7 +297,7 @@ def test_each_stage_setting_is_its_records_field_and_the_backends_options_theirs
     assert {n.removeprefix("answer_") for n in names(AnswerSettings)} == answer
     backend = set(settings_groups.BACKEND_OPTIONS) | set(settings_groups.SERVER_OPTIONS) | set(settings_groups.SERVING_OPTIONS)
     assert backend - names(BackendSettings) == {*settings_groups.SHORTCUTS, "backend_option"}
-    assert names(BackendSettings) - backend == {"own"}
+    assert names(BackendSettings) - backend == {"own", "environment_read"}
 
 
 def test_providers_are_registered_one_line_each():

@@ -179,9 +179,9 @@ def _why(error: BaseException) -> str:
 
 @lru_cache(maxsize=4)
 def load_judge(folder: str | None = None) -> Judge:
-    """The judge in `folder` (default: the one cwread ships, or $CWREAD_JUDGE), loaded once;
-    JudgeUnavailable when it cannot be."""
-    where = folder or os.environ.get("CWREAD_JUDGE")
+    """The judge in `folder` (default: the one cwread ships; FinderSettings.judge_folder names
+    another), loaded once; JudgeUnavailable when it cannot be."""
+    where = folder
     if where is None and not (shipped_dir() / MANIFEST).is_file():
         raise JudgeUnavailable(
             "no judge is installed: cwread ships none yet (the one trained so far did not beat the "
@@ -189,5 +189,5 @@ def load_judge(folder: str | None = None) -> Judge:
         )
     path = Path(where).expanduser() if where else shipped_dir()
     if not path.is_dir():
-        raise JudgeUnavailable(f"no judge at {path} (CWREAD_JUDGE)")
+        raise JudgeUnavailable(f"no judge at {path}")
     return Judge(path)

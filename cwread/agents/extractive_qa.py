@@ -15,7 +15,6 @@ points at words rather than at none.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -135,10 +134,9 @@ class AnswerReader:
 
 @lru_cache(maxsize=4)
 def load_reader(folder: str | None = None) -> ExtractiveQaModel:
-    """The reader in `folder` (default: $CWREAD_READER, else the one cwread ships), loaded
-    once; ReaderUnavailable when it cannot be."""
-    where = folder or os.environ.get("CWREAD_READER")
-    path = Path(where).expanduser() if where else shipped_dir()
+    """The reader in `folder` (default: the one cwread ships; AnswerSettings.reader_folder names
+    another), loaded once; ReaderUnavailable when it cannot be."""
+    path = Path(folder).expanduser() if folder else shipped_dir()
     if not (path / MANIFEST).is_file():
-        raise ReaderUnavailable(f"no answer reader at {path}" + (" (CWREAD_READER)" if where else ""))
+        raise ReaderUnavailable(f"no answer reader at {path}")
     return ExtractiveQaModel(path)

@@ -342,7 +342,7 @@ def make_finder(settings: FinderSettings, backend: Backend) -> Finder:
     if settings.use == FinderUse.JUDGE:
         from cwread.agents.cross_encoder import load_judge
 
-        return JudgeFinder(load_judge(), settings.keep_threshold)
+        return JudgeFinder(load_judge(settings.judge_folder), settings.keep_threshold)
     trained = backend.capabilities.trained
     reply = settings.reply if settings.reply != AUTO else trained.reply if trained else QUOTE_FIRST
     threshold = settings.keep_threshold

@@ -208,10 +208,15 @@ class BackendSettings:
     workers: int | None = None
     constraint: str | None = None  # auto, grammar, json, none
     own: tuple[Any, ...] = ()
+    environment_read: bool = False  # resolved(): what the environment gives is in it
 
     def resolved(self) -> BackendSettings:
         """Flags first, then the environment (CWREAD_*), then defaults; each provider's
-        section the same, one for every provider registered."""
+        section the same, one for every provider registered. The faces call it once, as they
+        build a session's settings (the CLI, MCP and the reading room through it, cwread.api);
+        resolved settings are returned as they are."""
+        if self.environment_read:
+            return self
         env = os.environ
         constraint = (self.constraint or env.get("CWREAD_CONSTRAINT") or "auto").lower()
         if constraint not in CONSTRAINTS:
@@ -226,6 +231,7 @@ class BackendSettings:
             workers=self.workers,
             constraint=constraint,
             own=tuple(self.section(kind).resolved() for kind in kinds),
+            environment_read=True,
         )
 
     def section(self, kind: type) -> Any:

@@ -48,7 +48,8 @@ def with_call_cache(selection: Selection) -> Selection:
 def select_backends(settings: BackendSettings) -> Selection:
     """The Finder's and the Interpreter's backends for `settings` (see module doc): the agents
     that name a provider in their model get it; the rest get --backend's, `auto` deciding
-    which; each provider builds its agents' backends at once."""
+    which; each provider builds its agents' backends at once. `settings` come resolved from a
+    face (BackendSettings.resolved); a record built by hand is resolved here."""
     settings = settings.resolved()
     refs = {role: settings.model_ref(role) for role in ROLES}
     backend, why_auto = settings.backend, ""

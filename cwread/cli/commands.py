@@ -138,7 +138,7 @@ def doctor(
     from cwread import api
     from cwread.views import json_output, render
 
-    report = api.doctor(settings, prepare)
+    report = api.doctor(settings, prepare, _file_run().answering)
     emit(json_out, lambda: json_output.doctor_json(report), lambda: render.doctor_view(report))
     if not report.ok:  # the report above says what is missing
         raise ModelError(report.backend_error, quiet=True)

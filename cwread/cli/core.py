@@ -206,7 +206,7 @@ def _answer(book: str, asked, settings, output: Output, reading: Reading, quiet:
 
     _check_trace(reading.trace, book)
     document = open_document(book, output)
-    console.want_reader_routes(settings.session.backends.resolved().backend == "auto")
+    console.want_reader_routes(settings.session.backends.backend == "auto")
     notice = None if quiet else console.notice_once
     upto = api.reading_limit(document, reading.upto) if reading.upto is not None else None
     with console.progress(quiet) as progress:
@@ -357,7 +357,7 @@ def chat(
         raise InputError("chat reads its questions from standard input: give the book's path")
     session = api.open(open_document(book, output), settings)
     session.selection(None if output.json_out else console.notice)  # a missing server is told first
-    console.want_reader_routes(settings.session.backends.resolved().backend == "auto")
+    console.want_reader_routes(settings.session.backends.backend == "auto")
     interactive = sys.stdin.isatty() and not output.json_out
     return Chat(session, output.json_out, trace, settings.run).main(interactive)
 

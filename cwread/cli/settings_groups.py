@@ -13,7 +13,7 @@ from cwread.backends.provider import BackendSettings, backend_option_keys, backe
 from cwread.backends.select import PROVIDERS
 from cwread.cli.option_groups import in_panel, listed, option, option_group, second_panel
 from cwread.cli.options import EmbedderOpt, RetrievalOpt
-from cwread.environment import settings_file_knobs, settings_path
+from cwread.environment import environment_knobs, settings_file_knobs, settings_path
 from cwread.errors import InputError
 from cwread.records.plan import ANSWER_CHOICES, FINDER_CHOICES
 from cwread.retrieval import DEFAULT_EMBEDDER
@@ -48,14 +48,15 @@ KNOB_OPTIONS: dict[str, tuple[Any, Any]] = {
 
 
 def knobs_given(knobs: list[str] | None, **shortcuts: str | None) -> dict[str, str]:
-    """The stage settings in force: the settings file's, then --set's, then the shortcut flags
-    given (each one key's: --finder is finder.use), the last of a key winning."""
+    """The stage settings in force: the settings file's, the environment's (CWREAD_JUDGE...),
+    then --set's, then the shortcut flags given (each one key's: --finder is finder.use), the
+    last of a key winning."""
     held = settings_file_knobs()
     try:
         with_knobs(RunSettings(), held)
     except InputError as exc:
         raise InputError(f"{settings_path()}: {exc}") from None
-    given = {**held, **parse_knobs(knobs or [])}
+    given = {**held, **environment_knobs(), **parse_knobs(knobs or [])}
     given.update({key: value for key, value in shortcuts.items() if value is not None})
     return given
 
@@ -186,7 +187,7 @@ def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **v
             own[key] = value
     return BackendSettings(
         num_ctx=num_ctx, workers=workers, timeout=timeout, own=backend_sections(own), **values
-    )
+    ).resolved()  # the environment read here, at the face, once
 
 
 model_options = option_group("settings", {**BACKEND_OPTIONS, **SERVER_OPTIONS}, _settings)  # not serving

@@ -165,7 +165,7 @@ def plan_run(
     answer_reader, reader_missing = None, None
     if question.is_open and mode == AnswerMode.EXTRACTIVE and not packet_given and answering.reader == AUTO:
         try:  # the reader picks the words of the paragraph an extractive answer comes from
-            loaded = load_reader()
+            loaded = load_reader(answering.reader_folder)
             reader_at = loaded.threshold if answering.reader_threshold is None else answering.reader_threshold
             answer_reader = AnswerReader(loaded, reader_at)
         except ReaderUnavailable as e:  # the sentence ranker answers, as without one, and the trace says so
