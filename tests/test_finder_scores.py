@@ -125,7 +125,7 @@ def test_an_unreadable_reply_kept_for_recall_has_no_score():
 
     doc = document_from_bytes(b"The key is under the mat.\n\nThe door is red.", "t")
     garbled = Generation("no tags at all", label_logprobs=(("YES", -0.1), ("NO", -3.0)))
-    verdict = GenerativeFinder(ScriptedBackend([garbled, garbled])).judge_one(
+    verdict = GenerativeFinder(ScriptedBackend([garbled, garbled])).decide_one(
         doc,
         Segment(1, 1, "anchor", 1.0),
         Question("Where is the key?", "open"),
@@ -135,7 +135,7 @@ def test_an_unreadable_reply_kept_for_recall_has_no_score():
         '<reason>[1] "The key is under the mat."</reason><answer>NO</answer>',
         label_logprobs=(("YES", -2.0), ("NO", -0.5)),
     )
-    verdict = GenerativeFinder(ScriptedBackend([read])).judge_one(
+    verdict = GenerativeFinder(ScriptedBackend([read])).decide_one(
         doc, Segment(1, 1, "anchor", 1.0), Question("Where is the key?", "open")
     )
     assert verdict.decision == "NO" and verdict.score == pytest.approx(-1.5)
@@ -216,7 +216,7 @@ def test_a_decision_first_clue_from_a_schema_server_is_read_as_its_quote():
     doc = document_from_bytes(b"The key is under the mat.\n\nThe door is red.", "t")
     decision = Generation('{"quotes": [], "answer": "YES"}', structured=True)
     clue = Generation(json.dumps({"quotes": [{"id": 1, "quote": "The key is under the mat."}]}), structured=True)
-    verdict = GenerativeFinder(ScriptedBackend([decision, clue]), reply="decision-first").judge_one(
+    verdict = GenerativeFinder(ScriptedBackend([decision, clue]), reply="decision-first").decide_one(
         doc, Segment(1, 2, "anchor", 1.0), Question("Where is the key?", "open")
     )
     assert verdict.decision == "YES" and [q.text.rstrip(".") for q in verdict.reply.quotes] == ["The key is under the mat"]

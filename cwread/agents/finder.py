@@ -165,17 +165,17 @@ class Finder(Protocol):
         ...
 
 
-def _in_order(judge_one: Callable[[Segment], Verdict], segments: Sequence[Segment], workers: int):
-    """`judge_one` over `segments`, up to `workers` at once, yielded in order. Closed early (a
+def _in_order(decide_one: Callable[[Segment], Verdict], segments: Sequence[Segment], workers: int):
+    """`decide_one` over `segments`, up to `workers` at once, yielded in order. Closed early (a
     spent budget, Ctrl-C, a failed call), it does not wait for calls still out at a server."""
     if workers <= 1 or len(segments) <= 1:
         for segment in segments:
-            yield judge_one(segment)
+            yield decide_one(segment)
         return
     pool = ThreadPoolExecutor(max_workers=min(workers, len(segments)))
     try:
         # each call in the caller's context: its cancellation reaches the calls (cwread.backends)
-        futures = [pool.submit(contextvars.copy_context().run, judge_one, s) for s in segments]
+        futures = [pool.submit(contextvars.copy_context().run, decide_one, s) for s in segments]
         for future in futures:
             yield future.result()
     finally:
@@ -184,7 +184,7 @@ def _in_order(judge_one: Callable[[Segment], Verdict], segments: Sequence[Segmen
 
 class _ChatFinder:
     """A Finder that makes one chat call (and its retry) per segment on `backend`, as many
-    at once as the backend serves; subclasses say how a segment is judged (`judge_one`)."""
+    at once as the backend serves; subclasses say how a segment is decided (`decide_one`)."""
 
     reply = ""
     ranks = False
@@ -201,9 +201,9 @@ class _ChatFinder:
     def judge(
         self, document: Document, segments: Sequence[Segment], question: Question, ranking: Sequence[float] | None = None
     ) -> Iterator[Verdict]:
-        return _in_order(lambda s: self.judge_one(document, s, question), segments, self.parallel)
+        return _in_order(lambda s: self.decide_one(document, s, question), segments, self.parallel)
 
-    def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
+    def decide_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
         raise NotImplementedError
 
 
@@ -220,7 +220,7 @@ class GenerativeFinder(_ChatFinder):
         self.reply = reply
         self.threshold = threshold  # decision-first: a score reaching it asks the clue (kept)
 
-    def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
+    def decide_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
         decision_first = self.reply == DECISION_FIRST
         paragraphs = document.shown(segment.ids)
 
@@ -280,7 +280,7 @@ class ScoringFinder(_ChatFinder):
         super().__init__(backend)
         self.threshold = threshold
 
-    def judge_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
+    def decide_one(self, document: Document, segment: Segment, question: Question) -> Verdict:
         parsed, call = shared.call_agent(
             self.backend,
             lambda retry: _request(document, segment, question, retry, decision_first=True),

@@ -1,5 +1,5 @@
-"""A path (a file, a folder, or standard input) read into a `Document`: each file by the
-reader of its format (see `formats`), a large file's reading cached by its bytes, a folder's
+"""A path (a file, a folder, or standard input) read into a `Document`: each file by its
+format (see `formats`), a large file's reading cached by its bytes, a folder's
 files joined into one book of sources."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def load_document(
 def document_from_bytes(
     data: bytes, name: str, encoding: str | None = None, max_bytes: int | None = None
 ) -> Document:
-    """Build a Document from raw bytes (the core of `load_document`), read by the reader of
+    """Build a Document from raw bytes (the core of `load_document`), read by
     their format: a plain text, an HTML file, a PDF, or an EPUB (each chapter a source,
     cited by its file's name; `max_bytes` bounds what it expands to)."""
     sha256 = hashlib.sha256(data).hexdigest()
@@ -69,24 +69,24 @@ def document_from_bytes(
 
 def _read_file(data: bytes, sha256: str, name: str, encoding: str | None, max_bytes: int) -> Reading:
     """One file's bytes (`sha256`: their hash, which its callers need too) read by its
-    format's reader. A large file's reading is cached by its bytes (a 50 MB folder's parse
+    format. A large file's reading is cached by its bytes (a 50 MB folder's parse
     took 1.2 s of a 3 s question; a PDF's reading, longer)."""
     if not data.strip():
         raise InputError(f"{name} is empty")
-    reader = format_for(data, name)
-    if reader.cached_from is None or len(data) < reader.cached_from:
-        return reader.read(data, name, encoding, max_bytes)
+    book_format = format_for(data, name)
+    if book_format.cached_from is None or len(data) < book_format.cached_from:
+        return book_format.read(data, name, encoding, max_bytes)
     from cwread.cache import cache_root, read_entry, remove_entry, write_entry
     from cwread.errors import CacheError
 
-    key = f"{sha256}-{_slug(encoding or 'detect')}-v{PARSER_VERSION}-{reader.name}{reader.version}"
+    key = f"{sha256}-{_slug(encoding or 'detect')}-v{PARSER_VERSION}-{book_format.name}{book_format.version}"
     entry = cache_root() / "texts" / key[:2] / key
     if read_entry(entry) is not None:
         try:
             return _reading_from_json(json.loads((entry / "parsed.json").read_text(encoding="utf-8")), name)
         except (OSError, ValueError, KeyError, TypeError):
             remove_entry(entry)
-    reading = reader.read(data, name, encoding, max_bytes)
+    reading = book_format.read(data, name, encoding, max_bytes)
 
     def build(tmp: Path) -> dict:
         body = {

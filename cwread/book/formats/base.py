@@ -1,4 +1,4 @@
-"""What a format's reader is and what it gives back: one `Part` per file or chapter."""
+"""What a format is and what it gives back: one `Part` per file or chapter."""
 
 from __future__ import annotations
 

@@ -9,22 +9,22 @@ from cwread.book.document import safe_name
 from cwread.book.formats.base import BookFormat
 
 FORMATS: list[BookFormat] = []  # plain text last: whatever no other claims is read as text
-TEXT = "text"  # the format of a file no reader claims by its suffix
+TEXT = "text"  # the format of a file no format claims by its suffix
 
 
-def register(reader: BookFormat) -> None:
+def register(book_format: BookFormat) -> None:
     """Add a format, tried before plain text (which claims anything)."""
-    FORMATS.insert(len(FORMATS) - 1, reader)
+    FORMATS.insert(len(FORMATS) - 1, book_format)
 
 
 def format_for(data: bytes, name: str) -> BookFormat:
-    """The reader of a file with these bytes and this name."""
-    return next(reader for reader in FORMATS if reader.sniff(data, name))
+    """The format of a file with these bytes and this name."""
+    return next(f for f in FORMATS if f.sniff(data, name))
 
 
 def book_suffixes() -> frozenset[str]:
     """The file suffixes of every format, lower case, without the dot."""
-    return frozenset(suffix for reader in FORMATS for suffix in reader.suffixes)
+    return frozenset(suffix for f in FORMATS for suffix in f.suffixes)
 
 
 def format_of(suffix: str) -> str:
