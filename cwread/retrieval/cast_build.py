@@ -357,7 +357,9 @@ def _may_join(form: _Form, head: _Form, joined: set[str]) -> bool:
 
 
 def _placed(form: _Form) -> bool:
-    return form.key[-1].lower() in _PLACE_WORDS
+    """Whether a name is a place's by its words: a place word last ("Baker Street"), or a
+    saint's name inside it ("Styles St Mary", whose "Mary" is no one's form)."""
+    return form.key[-1].lower() in _PLACE_WORDS or any(w.lower().rstrip(".") == "st" for w in form.key[1:])
 
 
 def _described(members: list[CastMember], read: list[tuple[int, str]]) -> list[CastMember]:
