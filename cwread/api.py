@@ -19,43 +19,49 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cwread.agents.model_facts import FACTS, facts_of
-from cwread.backends import label
-from cwread.backends.select import (
-    BackendSettings,
-    Selection,
-    model_advice,
-    select_backends,
-    serving_notes,
-)
 from cwread.book import Document, Paragraph, load_document
 from cwread.environment import read_settings_file, settings_path, shown_setting
 from cwread.errors import InputError, ModelError
-from cwread.library.catalog import EVERYWHERE, Found, Library, Shelving, Within, shelving
-from cwread.library.contents import ContentsEntry, contents_of
 from cwread.plugins import load_plugins
 from cwread.progress import Progress
-from cwread.records import FindResult
 from cwread.records.plan import Plan
 from cwread.records.question import NO_HINTS, Hints, Question, make_question
-from cwread.records.trace import DoctorReport, IndexReport, Trace
-from cwread.retrieval.cast import Cast, CastMember
-from cwread.retrieval.cast_build import book_cast
-from cwread.retrieval.embedders import DEFAULT_EMBEDDER, load_embedder, static_model_dir
-from cwread.retrieval.index import open_index
+from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.retrieval.segments import Budget, make_budget
-from cwread.run import planning
-from cwread.run.library_question import (
-    MOST_BOOKS,
-    LibraryAnswer,
-    LibraryFound,
-    ask_in_library,
-    find_in_library,
-    session_opener,
-)
-from cwread.run.session import Session
 from cwread.settings import AnswerSettings, FinderSettings, RunSettings, SessionSettings, Settings, with_knobs
+
+if TYPE_CHECKING:
+    from cwread.backends.select import BackendSettings, Selection
+    from cwread.library.catalog import Found, Shelving, Within
+    from cwread.library.contents import ContentsEntry
+    from cwread.records import FindResult
+    from cwread.records.trace import DoctorReport, IndexReport, Trace
+    from cwread.retrieval.cast import Cast, CastMember
+    from cwread.run.library_question import LibraryAnswer, LibraryFound
+    from cwread.run.session import Session
+
+# Loaded when first used, so a command imports only what it uses (`show` reads no model, no index):
+# the names the API gives from the modules that hold them.
+_LAZY = {
+    "BackendSettings": "cwread.backends.select",
+    "Selection": "cwread.backends.select",
+    "Within": "cwread.library.catalog",
+    "FindResult": "cwread.records",
+    "Trace": "cwread.records.trace",
+    "Session": "cwread.run.session",
+    "load_embedder": "cwread.retrieval.embedders",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 load_plugins()  # formats, backends and kinds other packages add (cwread.plugins)
 
@@ -104,6 +110,8 @@ def open(
     as many questions as you like; nothing is read, indexed, loaded or selected twice. The
     session is opened as `settings.session` says (its dense model, backends and call cache),
     the backends selected from them unless given (a `selection`)."""
+    from cwread.run.session import Session
+
     document = book if isinstance(book, Document) else load_document(book, encoding=encoding)
     return Session(document, _resolved((settings or Settings()).session), selection=selection)
 
@@ -124,6 +132,8 @@ def absent_words(document: Document, text: str) -> list[str]:
 def contents(document: Document) -> list[ContentsEntry]:
     """A book's contents: the chapters its text heads, within each of its files, each with its
     paragraph range (cwread.library.catalog.contents_of)."""
+    from cwread.library.contents import contents_of
+
     return contents_of(document)
 
 
@@ -132,6 +142,8 @@ def cast(document: Document, query: str = "", upto: int | None = None) -> tuple[
     descriptions and mentions, built once and cached), and its members `query` names or
     describes, best first (no query: all, the most mentioned first); `upto`: as known to a
     reader who has read to that paragraph (Cast.read_upto)."""
+    from cwread.retrieval.cast_build import book_cast
+
     whole = book_cast(document)
     if upto is not None:
         whole = whole.read_upto(document, upto)
@@ -145,6 +157,8 @@ def reading_limit(document: Document, upto: str) -> int:
     """The last paragraph a reader has read, as they say it: a paragraph as `show` takes it
     ("1200", "ch03:12"), a file of a book of files ("ch03": to its end), or the N-th chapter of
     its contents ("ch12", "chapter 12": to that chapter's end); InputError otherwise."""
+    from cwread.library.contents import contents_of
+
     said = upto.strip()
     try:
         ids = document.parse_spec(said)
@@ -224,8 +238,11 @@ def index_document(
 ) -> IndexReport:
     """Build (or verify) the cached indexes of `document`, and the word counts its extractive
     answers weigh question words by."""
+
     from cwread.answer.extractive import book_idf
-    from cwread.retrieval.index import document_cache_dir
+    from cwread.records.trace import IndexReport
+    from cwread.retrieval.embedders import load_embedder
+    from cwread.retrieval.index import document_cache_dir, open_index
 
     t0 = time.perf_counter()
     index = open_index(document, load_embedder(embedder), progress)
@@ -250,6 +267,8 @@ def find(
     """Retrieve and segment, in one call: Session.find on a session opened with `settings`,
     by its run's budget and retrieval ("fused", "bm25" or "dense"), with what the reader adds
     (`hints`: words for the lexical side, a paragraph whose neighbourhood ranks first)."""
+    from cwread.run.session import Session
+
     settings = settings or Settings()
     return Session(document, settings.session).find(
         question, settings.run.budget, settings.run.retrieval, progress, hints=hints
@@ -259,6 +278,8 @@ def find(
 def read_as(book: str) -> Shelving | None:
     """How a book named on the command line is read where nothing says: a folder as a shelf of
     books or as one book (cwread.library.catalog.shelving); None for anything but a folder."""
+    from cwread.library.catalog import shelving
+
     path = Path(book).expanduser()
     return shelving(path) if book != "-" and path.is_dir() else None
 
@@ -271,11 +292,14 @@ def find_library(
     progress: Progress | None = None,
     notice: Callable[[str], None] | None = None,
     hints: Hints = NO_HINTS,
-    most_books: int = MOST_BOOKS,
+    most_books: int | None = None,
 ) -> LibraryFound:
     """A question over the library under `roots`: the books its index matches best (at most
     `most_books`) searched as `find` searches one, their passages ranked together
     (cwread.run.library_question). Each book's indexes are built when first needed and kept."""
+    from cwread.library.catalog import Library
+    from cwread.run.library_question import MOST_BOOKS, find_in_library, session_opener
+
     settings = settings or Settings()
     library = Library(roots, notice)
     return find_in_library(
@@ -286,7 +310,7 @@ def find_library(
         settings.run.retrieval,
         progress,
         hints=hints,
-        most_books=most_books,
+        most_books=MOST_BOOKS if most_books is None else most_books,
     )
 
 
@@ -307,6 +331,9 @@ def ask_library(
     """`question` answered from the book under `roots` whose passages fit it best, of those the
     library's index matches best (see `find_library`): the passages found and the answering
     book's trace (None where no book holds the question's words)."""
+    from cwread.library.catalog import Library
+    from cwread.run.library_question import ask_in_library, session_opener
+
     settings = settings or Settings()
     library = Library(roots, notice)
     return ask_in_library(
@@ -338,7 +365,7 @@ def search_library(
     limit: int = 10,
     progress: Progress | None = None,
     *,
-    within: Within = EVERYWHERE,
+    within: Within | None = None,
     context: int = 0,
     notice: Callable[[str], None] | None = None,
 ) -> Found:
@@ -346,7 +373,9 @@ def search_library(
     `query` (BM25, no model call), best first; the library's index built if missing or
     stale, `within` the books and paragraphs it names (Within: a glob of the books' names, a
     reader's limit); `context`: paragraphs shown around each hit."""
-    return Library(roots, notice).search(query, limit, progress, within=within, context=context)
+    from cwread.library.catalog import EVERYWHERE, Library
+
+    return Library(roots, notice).search(query, limit, progress, within=within or EVERYWHERE, context=context)
 
 
 def _reader_note(folder: str | None) -> str:
@@ -369,8 +398,14 @@ def doctor(
     """Which backend, models and embedder `ask` would use, and what is missing; a model the
     first question would prepare (hundreds of MB into the cache) is only said, unless `prepare`;
     `answering`: whose answer reader is looked for (default: the one cwread ships)."""
+    from cwread.agents.model_facts import FACTS, facts_of
     from cwread.agents.reading_budget import reading_note
+    from cwread.backends import label
+    from cwread.backends.select import BackendSettings, model_advice, select_backends, serving_notes
     from cwread.cache import cache_root
+    from cwread.records.trace import DoctorReport
+    from cwread.retrieval.embedders import static_model_dir
+    from cwread.run import planning
 
     finder = interpreter = why = error = None
     notes: list[str] = []

@@ -145,3 +145,10 @@ class Plan:
     reader_threshold: float | None = None  # its score under which no extractive answer is shown
     reader_unavailable: str | None = None  # why the answer reader could not be loaded
     skipped_by_choice: tuple[str, ...] = ()  # stages skipped by cwread's choice, which a setting runs
+
+
+# why the Interpreter gives no verdict, as the trace's `skipped` says it (and the views quote it)
+UNJUDGED = "the model judges options and claims at chance, so it is not asked"
+YES_OR_NO_UNJUDGED = (
+    "a yes-or-no question is a claim, and the model judges claims at chance, so it is not asked"
+)

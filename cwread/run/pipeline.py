@@ -24,6 +24,8 @@ from cwread.book import Document, ShownParagraph, grounding
 from cwread.progress import Progress
 from cwread.records import AgentCall, FindResult, Outcome, Packet, SupportCheck, Verdict
 from cwread.records.plan import (
+    UNJUDGED,
+    YES_OR_NO_UNJUDGED,
     AnswerMode,
     Extract,
     PacketSource,
@@ -40,11 +42,6 @@ from cwread.retrieval.lifts import lift_describing, lift_near, lift_numbered, nu
 from cwread.retrieval.segments import Budget, build_segments
 from cwread.run.packing import pack, pack_segments
 from cwread.run.planning import PlannedRun
-
-UNJUDGED = "the model judges options and claims at chance, so it is not asked"
-YES_OR_NO_UNJUDGED = (
-    "a yes-or-no question is a claim, and the model judges claims at chance, so it is not asked"
-)
 
 
 def as_asked(question: Question, follows: Turn | None) -> Question:

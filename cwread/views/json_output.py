@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from cwread import __version__
 from cwread.book import Document, Paragraph
@@ -18,8 +19,10 @@ from cwread.records.trace import DoctorReport, IndexReport
 from cwread.retrieval.cast import CastMember, Named
 from cwread.retrieval.passages import Passage
 from cwread.retrieval.segments import Segment
-from cwread.run.library_question import LibraryFound
 from cwread.views.terminal import redact_credentials
+
+if TYPE_CHECKING:  # a library's question: its modules load with it, not with every view
+    from cwread.run.library_question import LibraryFound
 
 # 2: paragraphs are named by `id` (a number in a single file, "ch03:12" in a book of several
 # files) with `source` and `paragraph`; a segment's anchor/window is its `kind`

@@ -7,20 +7,22 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from cwread.answer.extractive import absent_words
 from cwread.book import Document, Paragraph
 from cwread.book.chapters import is_heading
 from cwread.library.catalog import Hit
 from cwread.records import FindResult
 from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.passages import Passage, runs_label
-from cwread.run.library_question import LibraryFound
 from cwread.text.sentences import sentences
 from cwread.text.words import STOPWORDS, WORD, word_stems
 from cwread.views import CAST_LISTED, FIND_CHARS, READER_CHARS  # noqa: F401  (read here by the faces)
 from cwread.views.json_output import about_line
 from cwread.views.terminal import printable
+
+if TYPE_CHECKING:  # a library's question: its modules load with it, not with every view
+    from cwread.run.library_question import LibraryFound
 
 
 def wrapped(text: str, width: int | None) -> list[str]:
@@ -352,6 +354,8 @@ def question_notes(result: FindResult, absent: bool = True) -> list[str]:
     (where `absent`: not of one book of several), and the descriptions the book's cast took for
     names, with where the book says so."""
     doc = result.document
+    from cwread.answer.extractive import absent_words  # the book's word counts: find's, not show's
+
     missing = absent_words(doc, result.question.text) if absent else []
     notes = [f"No paragraph holds: {', '.join(missing)} (say it otherwise)."] if missing else []
     for n in result.named:

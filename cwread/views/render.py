@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.panel import Panel
@@ -21,12 +22,14 @@ from cwread.records import FindResult
 from cwread.records.trace import DoctorReport, IndexReport
 from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.passages import Passage
-from cwread.run.library_question import LibraryFound
 from cwread.text.words import TERM
 from cwread.views import TERMINAL_LINES, reading
 from cwread.views.console import notice, panel, stderr, stdout, width, without_measurements
 from cwread.views.json_output import about_line, book_path
 from cwread.views.terminal import one_line, printable
+
+if TYPE_CHECKING:  # a library's question: its modules load with it, not with every view
+    from cwread.run.library_question import LibraryFound
 
 
 def paragraph_tag(document: Document, pid: int) -> str:

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 
 from cwread.book import Document
 from cwread.records import Outcome, Status
-from cwread.records.plan import AnswerMode
+from cwread.records.plan import UNJUDGED, YES_OR_NO_UNJUDGED, AnswerMode
 from cwread.records.trace import Trace
-from cwread.run.pipeline import UNJUDGED, YES_OR_NO_UNJUDGED
 
 NOT_DETERMINED = "not determined from the text"
 NOT_SAID = "the text does not say"
