@@ -24,7 +24,7 @@ from unittest import mock
 from cwread import api
 from cwread.eval import metrics
 from cwread.eval.dataset import load_records
-from cwread.records import Verdict
+from cwread.records.stages import Verdict
 from cwread.retrieval import fusion, lexical
 from cwread.retrieval.segments import make_budget
 from cwread.run.packing import pack, pack_ranked

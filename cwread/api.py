@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from cwread.backends.select import BackendSettings, Selection
     from cwread.library.catalog import Found, Shelving, Within
     from cwread.library.contents import ContentsEntry
-    from cwread.records import FindResult
+    from cwread.records.stages import FindResult
     from cwread.records.trace import DoctorReport, IndexReport, Trace
     from cwread.retrieval.cast import Cast, CastMember
     from cwread.run.library_question import LibraryAnswer, LibraryFound
@@ -48,7 +48,7 @@ _LAZY = {
     "BackendSettings": "cwread.backends.select",
     "Selection": "cwread.backends.select",
     "Within": "cwread.library.catalog",
-    "FindResult": "cwread.records",
+    "FindResult": "cwread.records.stages",
     "Trace": "cwread.records.trace",
     "Session": "cwread.run.session",
     "load_embedder": "cwread.retrieval.embedders",

@@ -72,7 +72,7 @@ def test_without_a_trained_adapter_nothing_is_judged(capsys, story, cache_dir, s
 def test_judging_stops_at_a_paragraph_it_is_sure_of_and_says_so(capsys, story, cache_dir, scripted):
     """Candidates after one scored finder.SURE are not read (they could not change the choice);
     the trace lists them, the view says how many."""
-    from cwread.records import SURE
+    from cwread.records.stages import SURE
 
     scripted.finder = judging({"medal": SURE + 1.0})
     scripted.interpreter = ScriptedBackend(model="interp", size=SMALL)

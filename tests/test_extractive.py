@@ -8,8 +8,8 @@ import numpy as np
 from cwread.answer import extractive
 from cwread.answer.decide import Grounds, decide
 from cwread.book import document_from_bytes, grounding
-from cwread.records import AgentCall, GroundedReply, ModelCall, Packet, PacketItem, Quote
 from cwread.records.question import Question
+from cwread.records.stages import AgentCall, GroundedReply, ModelCall, Packet, PacketItem, Quote
 
 GIANT_BOOK = "\n\n".join(
     [

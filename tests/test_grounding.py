@@ -7,8 +7,8 @@ import pytest
 from cwread.agents import shared
 from cwread.answer import support
 from cwread.book import grounding
-from cwread.records import Quote
 from cwread.records.question import Question
+from cwread.records.stages import Quote
 from cwread.text import sentences as text_sentences
 from cwread.text.sentences import MAX_QUOTE_CHARS, sentence_spans
 from tests.conftest import EXAMPLES

@@ -15,8 +15,8 @@ from cwread.backends.scripted import ScriptedBackend
 from cwread.backends.select import Selection
 from cwread.book import document_from_bytes
 from cwread.errors import ModelError
-from cwread.records import GroundedReply, Quote, Verdict
 from cwread.records.question import Question
+from cwread.records.stages import GroundedReply, Quote, Verdict
 from cwread.retrieval.embedders import load_embedder
 from cwread.retrieval.segments import Budget, Segment
 from cwread.run.packing import pack

@@ -147,7 +147,7 @@ def test_a_decision_decodes_one_token_and_scores_as_the_whole_reply(fresh_shippe
 
     from cwread import api
     from cwread.agents import finder
-    from cwread.records import yes_odds
+    from cwread.records.stages import yes_odds
 
     shipped = embedded_files.shipped_finder()
     backend = embedded.EmbeddedBackend(lora=shipped.path, trained=shipped.trained)

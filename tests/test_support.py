@@ -8,7 +8,7 @@ import pytest
 from cwread.agents.support_check import SUPPORT_SYSTEM
 from cwread.answer.support import unquoted_names
 from cwread.backends import Generation, GenerationRequest
-from cwread.records import Quote
+from cwread.records.stages import Quote
 from tests.conftest import run
 
 MEDAL = "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."
@@ -339,8 +339,8 @@ def test_a_readers_answer_is_withheld_for_a_quote_not_in_the_book_or_a_name_no_q
 
 def test_a_quote_outside_the_packet_withholds_a_readers_answer():
     from cwread.answer.support import FORGED, OUTSIDE_PACKET, check_quotes
-    from cwread.records import AgentCall, GroundedReply
     from cwread.records.question import Question
+    from cwread.records.stages import AgentCall, GroundedReply
 
     reply = GroundedReply(quotes=(Quote(5, "a biscuit tin", 0, 13),))
     final = AgentCall("in a tin", None, reply)
@@ -358,8 +358,8 @@ def test_a_readers_answer_that_is_a_name_no_quote_holds_is_withheld(tmp_path):
     it: a first word the book never writes in lower case is a name."""
     from cwread.answer.support import check_quotes
     from cwread.book import load_document
-    from cwread.records import AgentCall, GroundedReply
     from cwread.records.question import Question
+    from cwread.records.stages import AgentCall, GroundedReply
 
     book = tmp_path / "styles.txt"
     book.write_text("“You have my word,” said Inglethorp haughtily.\n\nJapp shrugged; two men went in.\n", encoding="utf-8")

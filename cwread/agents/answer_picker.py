@@ -9,8 +9,8 @@ from cwread.agents import shared
 from cwread.agents.finder import finder_request, parse_finder_reply
 from cwread.backends import Backend
 from cwread.book import ShownParagraph
-from cwread.records import SURE, ModelCall, ParagraphJudgement, yes_odds
 from cwread.records.question import Question
+from cwread.records.stages import SURE, ModelCall, ParagraphJudgement, yes_odds
 
 # Candidate paragraphs the trained Finder judges for an extractive answer (extractive.
 # candidate_paragraphs), about 0.5 s each on 2 cores: on the dev novels the first five held gold

@@ -26,7 +26,7 @@ import numpy as np
 
 from cwread.agents.cross_encoder import open_model_folder
 from cwread.errors import ModelError
-from cwread.records import AnswerReading
+from cwread.records.stages import AnswerReading
 
 MANIFEST = "reader.json"
 BATCH = 16

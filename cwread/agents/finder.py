@@ -37,9 +37,9 @@ from cwread.backends import Backend, GenerationRequest
 from cwread.book import Document, Evidence, ShownParagraph
 from cwread.errors import InputError
 from cwread.progress import Progress
-from cwread.records import GroundedReply, ModelCall, Verdict, yes_odds
 from cwread.records.plan import AUTO, DECISION_FIRST, QUOTE_FIRST, SCORE, FinderUse
 from cwread.records.question import Question
+from cwread.records.stages import GroundedReply, ModelCall, Verdict, yes_odds
 from cwread.retrieval.segments import Segment
 from cwread.settings import FinderSettings
 

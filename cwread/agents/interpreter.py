@@ -10,8 +10,8 @@ from cwread.agents import shared
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence
 from cwread.book.grounding import neutralise
-from cwread.records import AgentCall, Packet
 from cwread.records.question import Question
+from cwread.records.stages import AgentCall, Packet
 from cwread.records.trace import Turn
 
 TOKEN_MARGIN = 0.15  # our token counts are estimates for models whose tokenizer we cannot reach

@@ -7,8 +7,8 @@ import time
 from collections.abc import Iterator, Sequence
 
 from cwread.book import Document, grounding
-from cwread.records import GroundedReply, ModelCall, Quote, Verdict
 from cwread.records.question import Question
+from cwread.records.stages import GroundedReply, ModelCall, Quote, Verdict
 from cwread.retrieval.segments import Segment
 from cwread.text.sentences import sentence_spans
 

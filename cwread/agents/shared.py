@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from cwread.backends import Backend, Decision, GenerationRequest
 from cwread.book import LABEL, SOURCE_NAME, Evidence, ShownParagraph, grounding
 from cwread.book.grounding import neutralise
-from cwread.records import GroundedReply, ModelCall, yes_odds
 from cwread.records.question import Question
+from cwread.records.stages import GroundedReply, ModelCall, yes_odds
 from cwread.text.sentences import sentence_spans
 
 OPEN_ANSWER_CHARS = 160

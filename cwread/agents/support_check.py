@@ -6,8 +6,8 @@ from __future__ import annotations
 from cwread.agents import shared
 from cwread.backends import Backend, GenerationRequest
 from cwread.book import Evidence, ShownParagraph
-from cwread.records import ModelCall, Quote
 from cwread.records.question import Question
+from cwread.records.stages import ModelCall, Quote
 
 SUPPORT_SYSTEM = (
     "You check answers in a reading assistant for long narratives. You are given sentences "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from cwread.records import AskedFor
+from cwread.records.stages import AskedFor
 from cwread.text.words import WORD, word_stems
 
 COLOURS = frozenset(

@@ -1,5 +1,5 @@
 """What is presented as the answer, and whether cwread stands behind it: the one Outcome
-that the view, the exit code, chat, MCP and the eval rows read (cwread.records.Outcome)."""
+that the view, the exit code, chat, MCP and the eval rows read (cwread.records.stages.Outcome)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from cwread.answer.asked_for import asked_for, holds
 from cwread.answer.support import check_support
 from cwread.book import Evidence, grounding
 from cwread.book.chapters import is_heading
-from cwread.records import AgentCall, Outcome, Packet, ParagraphJudgement, Quote, Status, SupportCheck
 from cwread.records.plan import AnswerMode, Extract
 from cwread.records.question import Question
+from cwread.records.stages import AgentCall, Outcome, Packet, ParagraphJudgement, Quote, Status, SupportCheck
 from cwread.retrieval import describe
 from cwread.text.sentences import sentence_spans
 

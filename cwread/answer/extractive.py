@@ -35,8 +35,8 @@ from cwread.book import NOVEL_PARAGRAPHS, Document, Evidence, Tier, grounding
 from cwread.book.grounding import Rank, content_words, rank_scores, ranked_sentences, weight_shares
 from cwread.cache import cache_root, read_entry, remove_entry, write_entry
 from cwread.errors import CacheError
-from cwread.records import Quote
 from cwread.records.plan import Extract
+from cwread.records.stages import Quote
 from cwread.retrieval.embedders import Embedder
 from cwread.text.sentences import sentence_spans
 from cwread.text.words import STOPWORDS, WORD, word_stems

@@ -27,8 +27,8 @@ from collections.abc import Iterable
 
 from cwread.agents.support_check import SupportAgent
 from cwread.book import Evidence, grounding
-from cwread.records import AgentCall, Quote, SupportCheck, yes_odds
 from cwread.records.question import Question
+from cwread.records.stages import AgentCall, Quote, SupportCheck, yes_odds
 from cwread.text import sentences as text_sentences
 from cwread.text.words import LETTERS, STOPWORDS, TITLES
 

@@ -37,9 +37,9 @@ from cwread.backends.select import Selection
 from cwread.book import grounding
 from cwread.eval import rows
 from cwread.eval.dataset import Record
-from cwread.records import NO_ANSWER, FindResult, Outcome, Packet, Status
 from cwread.records.plan import AnswerMode, Extract, FinderUse
 from cwread.records.question import Question
+from cwread.records.stages import NO_ANSWER, FindResult, Outcome, Packet, Status
 from cwread.records.trace import Trace
 from cwread.run import pipeline, planning
 from cwread.run.packing import pack_ranked, pack_segments, packet_of

@@ -6,7 +6,7 @@ import re
 
 from cwread.eval import metrics
 from cwread.eval.dataset import Record
-from cwread.records import FindResult, Verdict
+from cwread.records.stages import FindResult, Verdict
 from cwread.records.trace import Trace
 from cwread.views import trace_json
 

@@ -13,7 +13,7 @@ from pydantic import Field
 from cwread.book import Document, Paragraph
 from cwread.errors import InputError
 from cwread.library.catalog import Found
-from cwread.records import FindResult
+from cwread.records.stages import FindResult
 from cwread.records.trace import Trace
 from cwread.retrieval.cast import CastMember
 from cwread.retrieval.passages import Passage, quoted_passages

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 from cwread.book import Document
 from cwread.errors import EXIT_CLAIM_FALSE, EXIT_NO_ANSWER
-from cwread.records import (
+from cwread.records.plan import Plan
+from cwread.records.question import Question
+from cwread.records.stages import (
     EMPTY_PACKET,
     NO_ANSWER,
     AgentCall,
@@ -19,8 +21,6 @@ from cwread.records import (
     Status,
     Verdict,
 )
-from cwread.records.plan import Plan
-from cwread.records.question import Question
 from cwread.retrieval.segments import Budget, Segment
 
 

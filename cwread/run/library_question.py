@@ -22,8 +22,8 @@ from cwread.errors import InputError
 from cwread.library import MOST_BOOKS
 from cwread.library.catalog import Library, Within
 from cwread.progress import Progress
-from cwread.records import FindResult
 from cwread.records.question import NO_HINTS, Hints, Question
+from cwread.records.stages import FindResult
 from cwread.records.trace import Trace
 from cwread.retrieval.passages import Passage, best_paragraph, printed_span
 from cwread.retrieval.segments import Budget, Segment

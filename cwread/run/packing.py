@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cwread.book import Document, Evidence, ShownParagraph
-from cwread.records import Packet, PacketItem, Verdict
+from cwread.records.stages import Packet, PacketItem, Verdict
 from cwread.retrieval.segments import Budget, Segment
 
 

@@ -22,7 +22,6 @@ from cwread.answer.support import check_confidence, check_quotes, check_support
 from cwread.backends import Backend, label
 from cwread.book import Document, ShownParagraph, grounding
 from cwread.progress import Progress
-from cwread.records import AgentCall, FindResult, Outcome, Packet, SupportCheck, Verdict
 from cwread.records.plan import (
     UNJUDGED,
     YES_OR_NO_UNJUDGED,
@@ -33,6 +32,7 @@ from cwread.records.plan import (
     SupportMethod,
 )
 from cwread.records.question import NO_HINTS, Hints, Question
+from cwread.records.stages import AgentCall, FindResult, Outcome, Packet, SupportCheck, Verdict
 from cwread.records.trace import Trace, Turn, Unread
 from cwread.retrieval import describe
 from cwread.retrieval.cast import named_in_book

@@ -20,9 +20,9 @@ from cwread.answer import extractive
 from cwread.backends.select import Selection
 from cwread.book import Document
 from cwread.progress import Progress
-from cwread.records import FindResult, Packet
 from cwread.records.plan import AUTO, AnswerMode
 from cwread.records.question import NO_HINTS, Hints, Question
+from cwread.records.stages import FindResult, Packet
 from cwread.records.trace import Trace, Turn
 from cwread.retrieval.index import Index
 from cwread.retrieval.segments import Budget, fit_budget, make_budget

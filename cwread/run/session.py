@@ -20,8 +20,8 @@ from cwread.answer import extractive
 from cwread.backends.select import Selection, select, with_call_cache
 from cwread.book import Document
 from cwread.progress import Progress
-from cwread.records import FindResult
 from cwread.records.question import NO_HINTS, Hints, Question, leans_on_previous
+from cwread.records.stages import FindResult
 from cwread.records.trace import Trace, Turn
 from cwread.retrieval.embedders import Embedder, load_embedder
 from cwread.retrieval.fusion import check_method

@@ -10,8 +10,8 @@ from rich.text import Text
 
 from cwread.agents.judge_finder import JudgeFinder
 from cwread.backends.select import READER_ROUTES
-from cwread.records import Shown, Status, SupportCheck
 from cwread.records.plan import AnswerMode, SupportMethod
+from cwread.records.stages import Shown, Status, SupportCheck
 from cwread.records.trace import Trace
 from cwread.retrieval.passages import quoted_passages
 from cwread.views import console, reading, wording

@@ -14,7 +14,7 @@ from cwread import __version__
 from cwread.book import Document, Paragraph
 from cwread.library.catalog import Found, Hit
 from cwread.library.contents import ContentsEntry
-from cwread.records import FindResult, Forged, Quote
+from cwread.records.stages import FindResult, Forged, Quote
 from cwread.records.trace import DoctorReport, IndexReport
 from cwread.retrieval.cast import CastMember, Named
 from cwread.retrieval.passages import Passage

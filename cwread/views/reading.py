@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from cwread.book import Document, Paragraph
 from cwread.book.chapters import is_heading
 from cwread.library.catalog import Hit
-from cwread.records import FindResult
+from cwread.records.stages import FindResult
 from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.passages import Passage, runs_label
 from cwread.text.sentences import sentences

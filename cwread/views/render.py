@@ -18,7 +18,7 @@ from rich.text import Text
 from cwread.book import Document, Paragraph
 from cwread.library.catalog import Found
 from cwread.library.contents import ContentsEntry
-from cwread.records import FindResult
+from cwread.records.stages import FindResult
 from cwread.records.trace import DoctorReport, IndexReport
 from cwread.retrieval.cast import Cast, CastMember
 from cwread.retrieval.passages import Passage

@@ -8,8 +8,15 @@ from dataclasses import asdict
 
 from cwread import __version__
 from cwread.book import Document
-from cwread.records import AgentCall, AnswerReading, GroundedReply, ParagraphJudgement, SupportCheck, Verdict
 from cwread.records.plan import Plan
+from cwread.records.stages import (
+    AgentCall,
+    AnswerReading,
+    GroundedReply,
+    ParagraphJudgement,
+    SupportCheck,
+    Verdict,
+)
 from cwread.records.trace import Trace
 from cwread.views import wording
 from cwread.views.json_output import (
@@ -193,7 +200,7 @@ def _reply_json(doc: Document, reply: GroundedReply) -> dict:
 
 
 def support_json(check: SupportCheck | None) -> dict | None:
-    """How the support of the model's answer was decided (see cwread.records.SupportCheck)."""
+    """How the support of the model's answer was decided (see cwread.records.stages.SupportCheck)."""
     if check is None:
         return None
     call = check.call

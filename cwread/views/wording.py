@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from cwread.book import Document
-from cwread.records import Outcome, Status
 from cwread.records.plan import UNJUDGED, YES_OR_NO_UNJUDGED, AnswerMode
+from cwread.records.stages import Outcome, Status
 from cwread.records.trace import Trace
 
 NOT_DETERMINED = "not determined from the text"

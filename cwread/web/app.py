@@ -34,7 +34,7 @@ from cwread.book import Document
 from cwread.errors import CwreadError, InputError
 from cwread.library.catalog import Library, Within, shelving
 from cwread.mcp.books import Books, ServerSettings
-from cwread.records import Status
+from cwread.records.stages import Status
 from cwread.retrieval.passages import Passage, quoted_passages
 from cwread.views import wording
 from cwread.views.terminal import printable
