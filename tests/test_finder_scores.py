@@ -142,7 +142,7 @@ def test_an_unreadable_reply_kept_for_recall_has_no_score():
 
 
 def test_a_keep_threshold_turns_scores_into_decisions(capsys, story, cache_dir, scripted):
-    """--keep-threshold: a scored verdict keeps its segment when its score reaches the threshold,
+    """finder.keep_threshold: a scored verdict keeps its segment when its score reaches the threshold,
     whatever its label; the label alone decides without one."""
     scripted.finder = ScriptedBackend(default=scored_finder)
     scripted.interpreter = ScriptedBackend(default=smart_interpreter)

@@ -213,7 +213,7 @@ def test_a_folders_citations_name_their_file(capsys, tmp_path, cache_dir, small_
 
 
 def test_a_readers_answer_quoting_a_paragraph_outside_its_evidence_is_withheld(capsys, novel, cache_dir, scripted):
-    """--quoted-answers: a verbatim quote of the book that is not in the evidence the model was
+    """answer.quoted_answers=on: a verbatim quote of the book that is not in the evidence the model was
     given backs nothing (dropped, never shown), so its answer gives way to the passages."""
     scripted.interpreter.enqueue('<reason>[2] "A Novel"</reason><answer>under the third stone of the chapel</answer>')
     code, out, _ = ask_writer(capsys, novel, "--json", "--set", "answer.quoted_answers=on")

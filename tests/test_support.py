@@ -292,7 +292,7 @@ def test_a_small_models_confidence_is_not_trusted(capsys, story, cache_dir, scor
     assert trace["plan"]["support"] == "words" and trace["answer_kind"] == "quoted-words"
 
 
-# ---- a reader's answer (--quoted-answers): the model's own words on verbatim quotes ----------
+# ---- a reader's answer (answer.quoted_answers=on): the model's own words on verbatim quotes ----------
 
 
 def ask_quoted(capsys, story, *extra):
