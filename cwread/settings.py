@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
 from cwread.backends.provider import BackendSettings
+from cwread.environment import NO, YES
 from cwread.errors import InputError
 from cwread.records.plan import (
     ANSWER_CHOICES,
@@ -196,7 +197,6 @@ KNOB_HELP = {
     "answer.quoted_answers": "on: a model's own words where every quote is verbatim",
     "answer.reader_folder": "another answer reader's folder (CWREAD_READER)",
 }
-_SWITCH = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
 
 
 def _fields(stage: str) -> dict[str, str]:
@@ -216,16 +216,14 @@ def _value(key: str, text: str, kind: object) -> object:
     for an optional field's None, else the text itself for the record to check."""
     options = set(typing.get_args(kind)) or {kind}
     word = text.strip().lower()
-    if type(None) in options and word in ("none", "auto") and options & {bool, float}:
-        return None
+    if type(None) in options and str not in options and word in ("none", "auto"):
+        return None  # a field that reads its own text ("read_tokens") says what none and auto are
     if bool in options:
-        if word not in _SWITCH:
+        if word not in (*YES, *NO):
             raise InputError(f"{key} must be on or off{', or auto' if type(None) in options else ''}, not {text!r}")
-        return _SWITCH[word]
+        return word in YES
     for number in (int, float):
         if number in options and str not in options:
-            if type(None) in options and word == "none":
-                return None
             try:
                 value = number(word)
             except ValueError:
