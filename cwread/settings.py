@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
 from cwread.backends.provider import BackendSettings
-from cwread.environment import NO, YES
+from cwread.environment import NO, YES, environment_knobs, settings_file_knobs, settings_path
 from cwread.errors import InputError
 from cwread.records.plan import (
     ANSWER_CHOICES,
@@ -263,3 +263,22 @@ def parse_knobs(items: list[str] | tuple[str, ...]) -> dict[str, str]:
             raise InputError(f"a setting is KEY=VALUE (finder.read_tokens=2000), not {item!r}")
         knobs[key.strip()] = value
     return knobs
+
+
+def knobs_in_force(given: list[str] | tuple[str, ...] = (), **shortcuts: str | None) -> dict[str, str]:
+    """The stage settings a face runs with: the settings file's (checked, a bad one named with
+    the file), the environment's (CWREAD_JUDGE...), then `given` (KEY=VALUE texts), then the
+    face's `shortcuts` given (key: value, None for not given), the last of a key winning."""
+    held = settings_file_knobs()
+    try:
+        with_knobs(RunSettings(), held)
+    except InputError as exc:
+        raise InputError(f"{settings_path()}: {exc}") from None
+    knobs = {**held, **environment_knobs(), **parse_knobs(given)}
+    knobs.update({key: value for key, value in shortcuts.items() if value is not None})
+    return knobs
+
+
+def run_in_force() -> RunSettings:
+    """A question's run as the settings file and the environment set it (a server's questions)."""
+    return with_knobs(RunSettings(), knobs_in_force())

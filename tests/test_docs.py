@@ -33,7 +33,7 @@ def test_every_link_resolves(page):
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_every_option_named_is_one_a_command_takes(page):
-    known = _options() | {"--help", "--help-all"}  # --help-all: cwread.cli.help_text
+    known = _options() | {"--help", "--help-all"}  # --help-all: cwread.views.help
     text = page.read_text(encoding="utf-8")
     fenced = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.S | re.M)
     prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)

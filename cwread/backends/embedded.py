@@ -38,7 +38,15 @@ from cwread.backends.llama_server import (
     verify_gguf,
 )
 from cwread.backends.logprobs import TOP_LOGPROBS, label_logprobs, reply_scores
-from cwread.backends.provider import PROVIDERS, AutoClaim, BackendSettings, Built, ModelRef, Provider
+from cwread.backends.provider import (
+    PROVIDERS,
+    AutoClaim,
+    BackendSettings,
+    Built,
+    ModelRef,
+    Provider,
+    described,
+)
 from cwread.backends.transport import cancel_event, within
 from cwread.cache import cache_kept, cache_root, file_sha256, notice, read_entry, remove_entry
 from cwread.environment import env_switch
@@ -82,8 +90,12 @@ class EmbeddedSettings:
     Finder adapter cwread ships, on the default model; "none": the base model, also over
     CWREAD_FINDER_LORA). Its environment is read here and nowhere else."""
 
-    gguf: str | None = None
-    finder_lora: str | None = None
+    gguf: str | None = described(None, "GGUF file for the embedded backend [env: CWREAD_GGUF; default: SmolLM2-135M].")
+    finder_lora: str | None = described(
+        None,
+        "LoRA GGUF adapter for the embedded Finder, e.g. from `python -m training export` [env: CWREAD_FINDER_LORA; "
+        "unset: the trained Finder adapter cwread ships, on the default model; 'none': the base model].",
+    )
     # The default model and its shipped adapter run as prepared_gguf makes them (Q8_0, merged);
     # false (CWREAD_PREPARE_GGUF=0) runs the shipped files as they are, to compare or to debug.
     prepare: bool | None = None

@@ -24,6 +24,7 @@ from cwread.backends.provider import (
     Built,
     ModelRef,
     Provider,
+    described,
     models_said,
     places_said,
 )
@@ -71,9 +72,15 @@ class OpenAISettings:
     serves one model, so a trained Finder is a server of its own with --lora), and `api_key`
     (OPENAI_API_KEY; local servers need none). Its environment is read here and nowhere else."""
 
-    base_url: str | None = None
-    finder_base_url: str | None = None
-    api_key: str | None = None
+    base_url: str | None = described(
+        None, "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 for llama-server [env: OPENAI_BASE_URL]."
+    )
+    finder_base_url: str | None = described(
+        None,
+        "A second server for the Finder alone (a trained Finder: llama-server with --lora); the Interpreter "
+        "stays at base_url [env: CWREAD_FINDER_BASE_URL].",
+    )
+    api_key: str | None = described(None, "Key for that server [env: OPENAI_API_KEY; local servers need none].")
 
     def resolved(self) -> OpenAISettings:
         api_key = self.api_key or os.environ.get("OPENAI_API_KEY") or None

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cwread.backends import Backend
+from cwread.backends import DEFAULT_NUM_CTX, Backend
 from cwread.environment import NO, YES, env_positive
 from cwread.errors import InputError
 
@@ -193,6 +193,17 @@ def _typed(kind: type, name: str, raw: str, given: str) -> Any:
     return raw
 
 
+def described(default: Any, help: str) -> Any:
+    """A settings field with what it means to a user: one text that every face's help reads
+    (`setting_help`)."""
+    return field(default=default, metadata={"help": help})
+
+
+def setting_help(record: type, name: str) -> str:
+    """What field `name` of the settings `record` means, as `described` gave it."""
+    return next(item.metadata["help"] for item in dataclasses.fields(record) if item.name == name)
+
+
 @dataclass(frozen=True)
 class BackendSettings:
     """Which backend runs the agents and what every backend takes (each agent's model, the
@@ -200,13 +211,31 @@ class BackendSettings:
     sections given (e.g. `OpenAISettings(base_url=...)`), every other one taking its defaults
     and its environment."""
 
-    backend: str = "auto"
-    finder_model: str | None = None
-    interpreter_model: str | None = None
-    num_ctx: int | None = None
-    timeout: float | None = None
-    workers: int | None = None
-    constraint: str | None = None  # auto, grammar, json, none
+    backend: str = described(
+        "auto",
+        "auto (an OpenAI-compatible server when base_url is set, else Ollama when it serves the models, "
+        "else embedded), or a backend by name [env: CWREAD_BACKEND].",
+    )
+    finder_model: str | None = described(
+        None,
+        "The Finder's model: a server's model name, or [backend:]model[@url] to run it elsewhere "
+        "(openai:NAME@URL, ollama:NAME, embedded:FILE.gguf) [env: CWREAD_FINDER_MODEL; default: cwread-finder].",
+    )
+    interpreter_model: str | None = described(
+        None, "The Interpreter's model, as the Finder's [env: CWREAD_INTERPRETER_MODEL; default: cwread-interpreter]."
+    )
+    num_ctx: int | None = described(None, f"Context window in tokens [env: CWREAD_NUM_CTX; default: {DEFAULT_NUM_CTX}].")
+    timeout: float | None = described(
+        None,
+        "Seconds one call to a server (Ollama, OpenAI-compatible) may take [env: CWREAD_TIMEOUT; default: 30 plus "
+        "the prompt at 100 tokens/s and the reply at 10 tokens/s].",
+    )
+    workers: int | None = described(None, "Finder calls at once (default: what the backend serves).")
+    constraint: str | None = described(
+        None,
+        "How the server keeps the reply format: grammar (llama.cpp), json (a schema), none, or auto "
+        "[env: CWREAD_CONSTRAINT; default: auto].",
+    )
     own: tuple[Any, ...] = ()
     environment_read: bool = False  # resolved(): what the environment gives is in it
 

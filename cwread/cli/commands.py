@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import glob
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
 from cwread.cli.app import app, emit, open_document
+from cwread.cli.option_groups import arg, opt
 from cwread.cli.options import (
     Book,
     DebugFlag,
@@ -17,10 +18,11 @@ from cwread.cli.options import (
     evaluation_options,
     output_options,
 )
-from cwread.cli.settings_groups import eval_settings_options, knobs_given, model_options, session_options
+from cwread.cli.settings_groups import eval_settings_options, model_options, session_options
 from cwread.environment import install_extra
 from cwread.errors import InputError, ModelError
 from cwread.retrieval import DEFAULT_EMBEDDER
+from cwread.settings import run_in_force
 from cwread.views import CAST_LISTED, READER_CHARS
 
 
@@ -56,34 +58,19 @@ def contents(book: Book, output: Any = None, debug: DebugFlag = False) -> None:
     emit(output.json_out, lambda: json_output.contents_json(document, chapters), lambda: render.contents_view(chapters))
 
 
-
-
 @app.command()
 @output_options
 def cast(
     book: Book,
-    query: Annotated[
-        str,
-        typer.Argument(
-            help='A name ("Stapleton") or a description ("the naturalist"): the people it names or describes.',
-            show_default=False,
-        ),
-    ] = "",
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            help=f"Members to list, the most mentioned first (0: all); {CAST_LISTED} without a query.",
-            show_default=False,
-        ),
-    ] = None,
-    max_chars: Annotated[
-        int,
-        typer.Option(
-            "--max-chars",
-            min=0,
-            help="Print whole members up to this many characters, then one line naming those left out; 0: no bound.",
-        ),
-    ] = READER_CHARS,
+    query: arg('A name ("Stapleton") or a description ("the naturalist"): the people it names or describes.') = "",
+    limit: opt(
+        int | None, f"Members to list, the most mentioned first (0: all); {CAST_LISTED} without a query.",
+        show_default=False,
+    ) = None,
+    max_chars: opt(
+        int, "Print whole members up to this many characters, then one line naming those left out; 0: no bound.",
+        "--max-chars", min=0,
+    ) = READER_CHARS,
     upto: UptoOpt = None,
     output: Any = None,
     debug: DebugFlag = False,
@@ -95,7 +82,7 @@ def cast(
     and the names each meets most often, with where. `find` and `ask` look for the name of
     someone a question calls by such a description."""
     from cwread import api
-    from cwread.views import console, json_output, render
+    from cwread.views import console, json_output, render, wording
 
     if limit is not None and limit < 0:
         raise InputError("--limit must be 0 (all) or a positive number")
@@ -107,11 +94,7 @@ def cast(
         console.print_json(json_output.cast_json(document, members, query))
         return
     if not members:
-        console.notice(
-            f"no one in the book's cast is named or described by {query!r}"
-            if query.strip()
-            else "the book names no one twice"
-        )
+        console.notice(wording.no_cast(query))
         raise typer.Exit(4)
     render.cast_view(document, whole, members, bool(query.strip()), max_chars or None)
 
@@ -120,14 +103,9 @@ def cast(
 @model_options
 def doctor(
     settings: Any = None,
-    prepare: Annotated[
-        bool,
-        typer.Option(
-            "--prepare",
-            help="Prepare the embedded model for this CPU now (else the first question does it).",
-            metavar="",
-        ),
-    ] = False,
+    prepare: opt(
+        bool, "Prepare the embedded model for this CPU now (else the first question does it).", "--prepare"
+    ) = False,
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
@@ -138,7 +116,7 @@ def doctor(
     from cwread import api
     from cwread.views import json_output, render
 
-    report = api.doctor(settings, prepare, _file_run().answering)
+    report = api.doctor(settings, prepare, run_in_force().answering)
     emit(json_out, lambda: json_output.doctor_json(report), lambda: render.doctor_view(report))
     if not report.ok:  # the report above says what is missing
         raise ModelError(report.backend_error, quiet=True)
@@ -146,8 +124,8 @@ def doctor(
 
 @app.command()
 def modelfiles(
-    out: Annotated[str, typer.Option("--out", help="Folder to write the Modelfiles into.")] = "modelfiles",
-    force: Annotated[bool, typer.Option("--force", help="Replace different files of the same name.", metavar="")] = False,
+    out: opt(str, "Folder to write the Modelfiles into.", "--out") = "modelfiles",
+    force: opt(bool, "Replace different files of the same name.", "--force") = False,
     json_out: JsonFlag = False,
     debug: DebugFlag = False,
 ) -> None:
@@ -160,11 +138,7 @@ def modelfiles(
     from cwread.views import console, json_output, render
 
     written = write_modelfiles(Path(out), overwrite=force)
-    if json_out:
-        console.print_json({"version": json_output.TRACE_VERSION, "written": [str(p) for p in written]})
-        return
-    for path in written:
-        console.stdout(lines=True).print(render.printable(str(path)), markup=False, highlight=False)
+    emit(json_out, lambda: json_output.modelfiles_json(written), lambda: render.modelfiles_view(written))
     console.notice("then: " + "; ".join(setup_commands(out)[1:]))
 
 
@@ -172,14 +146,9 @@ def modelfiles(
 @eval_settings_options
 @evaluation_options
 def eval_command(
-    data: Annotated[
-        str,
-        typer.Argument(
-            help="Benchmark records, one JSON object a line (document path, question, options or claim, "
-            "gold answer and evidence).",
-            show_default=False,
-        ),
-    ],
+    data: arg(
+        "Benchmark records, one JSON object a line (document path, question, options or claim, gold answer and evidence)."
+    ),
     evaluation: Any = None,
     settings: Any = None,
     json_out: JsonFlag = False,
@@ -204,36 +173,18 @@ def eval_command(
 @app.command()
 @output_options
 def search(
-    library: Annotated[
-        str,
-        typer.Argument(
-            help="A folder of books (each file or folder in it a book; or a Calibre library), or one "
-            "book's file.",
-            show_default=False,
-        ),
-    ],
-    query: Annotated[str, typer.Argument(help="The words to look for.", show_default=False)],
-    limit: Annotated[int, typer.Option(help="Paragraphs to print, best first; 0: every one that matches.")] = 10,
-    context: Annotated[
-        int,
-        typer.Option("--context", "-C", help="Paragraphs to print before and after each hit."),
-    ] = 0,
-    books: Annotated[
-        str | None,
-        typer.Option(
-            "--books",
-            help="Only the books whose path in the folder matches this glob ('*gatsby*').",
-            metavar="GLOB",
-            show_default=False,
-        ),
-    ] = None,
-    upto: Annotated[
-        int | None,
-        typer.Option(
-            "--upto", min=1, help="Where you have read to: of each book, no paragraph past it.", metavar="N",
-            show_default=False,
-        ),
-    ] = None,
+    library: arg("A folder of books (each file or folder in it a book; or a Calibre library), or one book's file."),
+    query: arg("The words to look for."),
+    limit: opt(int, "Paragraphs to print, best first; 0: every one that matches.") = 10,
+    context: opt(int, "Paragraphs to print before and after each hit.", "--context", "-C") = 0,
+    books: opt(
+        str | None, "Only the books whose path in the folder matches this glob ('*gatsby*').", "--books",
+        metavar="GLOB", show_default=False,
+    ) = None,
+    upto: opt(
+        int | None, "Where you have read to: of each book, no paragraph past it.", "--upto", min=1, metavar="N",
+        show_default=False,
+    ) = None,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
@@ -261,27 +212,16 @@ def search(
     emit(output.json_out, lambda: json_output.search_json(found, str(root)), lambda: render.search_view(found, str(root)))
 
 
-def _file_run():
-    """A question's run as the settings file's stage settings set it (a server's questions)."""
-    from cwread import api
-
-    return api.with_knobs(api.RunSettings(), knobs_given(None))
-
-
 @app.command()
 @session_options
 def mcp(
-    root: Annotated[
+    root: opt(
         list[str] | None,
-        typer.Option(
-            "--root",
-            help="A folder whose books (files below it) the server may read; repeat for more. "
-            "Default: the current folder. Paths outside, `..` and symlinks that leave it are refused.",
-        ),
-    ] = None,
-    sessions: Annotated[
-        int, typer.Option("--sessions", help="Books held open at once (least recently used closed first).")
-    ] = 4,
+        "A folder whose books (files below it) the server may read; repeat for more. "
+        "Default: the current folder. Paths outside, `..` and symlinks that leave it are refused.",
+        "--root",
+    ) = None,
+    sessions: opt(int, "Books held open at once (least recently used closed first).", "--sessions") = 4,
     session: Any = None,
     debug: DebugFlag = False,
 ) -> None:
@@ -298,28 +238,18 @@ def mcp(
         from cwread.mcp.books import ServerSettings
         from cwread.mcp.stdio import serve
     except ImportError as exc:
-        raise InputError(
-            f"cwread mcp needs the MCP SDK ({exc.name} is missing): {install_extra('mcp')}"
-        ) from None
+        raise InputError(f"cwread mcp needs the MCP SDK ({exc.name} is missing): {install_extra('mcp')}") from None
     roots = tuple(Path(r) for r in (root or ["."]))
-    serve(ServerSettings(roots, session, max_sessions=sessions, run=_file_run()))
+    serve(ServerSettings(roots, session, max_sessions=sessions, run=run_in_force()))
 
 
 @app.command()
 @session_options
 def serve(
-    paths: Annotated[
-        list[str],
-        typer.Argument(
-            help="Books to serve: files, folders of one book, or shelves (a folder of books, a Calibre library).",
-            show_default=False,
-        ),
-    ],
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="The port; 0: any free one.")] = 8765,
-    host: Annotated[
-        str, typer.Option("--host", help="The address to listen on: this machine alone by default.")
-    ] = "127.0.0.1",
-    open_browser: Annotated[bool, typer.Option("--open", help="Open it in the browser.", metavar="")] = False,
+    paths: arg("Books to serve: files, folders of one book, or shelves (a folder of books, a Calibre library).", list[str]),
+    port: opt(int, "The port; 0: any free one.", "--port", min=0, max=65535) = 8765,
+    host: opt(str, "The address to listen on: this machine alone by default.", "--host") = "127.0.0.1",
+    open_browser: opt(bool, "Open it in the browser.", "--open") = False,
     session: Any = None,
     debug: DebugFlag = False,
 ) -> None:
@@ -337,7 +267,7 @@ def serve(
         from cwread.web.server import run_server
     except ImportError as exc:
         raise InputError(f"cwread serve needs the web extra ({exc.name} is missing): {install_extra('web')}") from None
-    run_server([Path(p) for p in paths], session, host, port, open_browser, _file_run())
+    run_server([Path(p) for p in paths], session, host, port, open_browser, run_in_force())
 
 
 config_app = typer.Typer(
@@ -350,8 +280,8 @@ app.add_typer(config_app, name="config")
 
 @config_app.command("set")
 def config_set(
-    key: Annotated[str, typer.Argument(help="One of the settings `cwread config show` lists.", show_default=False)],
-    value: Annotated[str, typer.Argument(help="Its value.", show_default=False)],
+    key: arg("One of the settings `cwread config show` lists."),
+    value: arg("Its value."),
 ) -> None:
     """Set KEY to VALUE in the settings file (`cwread config set backend ollama`,
     `cwread config set finder.read_tokens 2000`)."""
@@ -366,7 +296,7 @@ def config_set(
 
 
 @config_app.command("unset")
-def config_unset(key: Annotated[str, typer.Argument(help="The setting to remove.", show_default=False)]) -> None:
+def config_unset(key: arg("The setting to remove.")) -> None:
     """Remove KEY from the settings file."""
     from cwread.environment import write_setting
     from cwread.views import console
@@ -379,20 +309,9 @@ def config_show(json_out: JsonFlag = False) -> None:
     """The settings file's path and what it sets (a key shown as "(set)"), then every setting it
     takes, each with the environment variable it stands for."""
     from cwread.environment import SETTINGS_FILE_KEYS, read_settings_file, settings_path, shown_setting
-    from cwread.views import console
+    from cwread.views import render
 
     path, held = settings_path(), read_settings_file()
     shown = {key: shown_setting(key, value) for key, value in held.items()}
-    if json_out:
-        console.print_json({"path": str(path), "settings": shown, "takes": SETTINGS_FILE_KEYS})
-        return
-    out = console.stdout(lines=True)
-    out.print(f"{path}{'' if path.exists() else ' (none yet)'}", highlight=False, markup=False)
-    for key, value in shown.items():
-        out.print(f"{key} = {value}", highlight=False, markup=False)
-    out.print(
-        "takes: " + ", ".join(f"{key} ({name})" for key, name in SETTINGS_FILE_KEYS.items())
-        + ", and the stages' settings (cwread ask --help-all, --set)",
-        highlight=False,
-        markup=False,
-    )
+    data = {"path": str(path), "settings": shown, "takes": SETTINGS_FILE_KEYS}
+    emit(json_out, lambda: data, lambda: render.config_view(path, shown, SETTINGS_FILE_KEYS))

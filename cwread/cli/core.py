@@ -7,16 +7,15 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import suppress
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
 from cwread.plugins import load_plugins
 
 load_plugins()  # before the options read the registries for their choices and help
-from cwread.cli import help_text  # noqa: E402
 from cwread.cli.app import app, emit, open_document  # noqa: E402
+from cwread.cli.option_groups import arg, opt  # noqa: E402
 from cwread.cli.options import (  # noqa: E402
     FIND_CHARS,
     LIBRARY_PASSAGES,
@@ -50,6 +49,7 @@ from cwread.errors import (  # noqa: E402
     error_exit,
 )
 from cwread.retrieval import DEFAULT_EMBEDDER  # noqa: E402
+from cwread.views import help as help_text  # noqa: E402
 
 
 def _click_types(name: str) -> tuple[type[BaseException], ...]:
@@ -67,21 +67,12 @@ def _click_types(name: str) -> tuple[type[BaseException], ...]:
 @output_options
 def show(
     book: Book,
-    paragraphs: Annotated[
-        str,
-        typer.Argument(
-            help="Paragraph ids: 12, 10-14, 10- (to the end), 10+4 (10 and the 4 after it), 3,7,10-12 or all; in a folder or an EPUB, by file: ch03:12, "
-            "ch03:12-20, ch03:40-ch04:2 or ch03 (the whole file); in a PDF, by page: p37 or "
-            "p37-39.",
-            show_default=False,
-        ),
-    ],
-    around: Annotated[
-        int,
-        typer.Option(
-            "--around", min=0, help="Each paragraph with this many of its neighbours before and after it."
-        ),
-    ] = 0,
+    paragraphs: arg(
+        "Paragraph ids: 12, 10-14, 10- (to the end), 10+4 (10 and the 4 after it), 3,7,10-12 or all; in a "
+        "folder or an EPUB, by file: ch03:12, ch03:12-20, ch03:40-ch04:2 or ch03 (the whole file); in a PDF, "
+        "by page: p37 or p37-39."
+    ),
+    around: opt(int, "Each paragraph with this many of its neighbours before and after it.", "--around", min=0) = 0,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
@@ -156,16 +147,12 @@ def _read_as_shelf(book: str, library: bool | None) -> bool:
     if library is not None:
         return library
     from cwread import api
-    from cwread.views import console
+    from cwread.views import console, wording
 
     reading = api.read_as(book)
-    if reading is None:
-        return False
-    if reading.shelf:
-        console.notice(f"{book}: a shelf of {reading.books} books ({reading.why}); --one-book reads it as one book")
-    else:
-        console.notice(f"{book}: one book ({reading.why}); --library reads its files as separate books")
-    return reading.shelf
+    if reading is not None:
+        console.notice(wording.shelving(book, reading))
+    return reading is not None and reading.shelf
 
 
 def _find_library(book: str, asked, settings, shape, output) -> None:
@@ -180,12 +167,7 @@ def _find_library(book: str, asked, settings, shape, output) -> None:
     console.set_width(output.width)
     with console.progress() as progress:
         found = api.find_library(
-            roots,
-            asked,
-            settings,
-            progress=progress,
-            notice=console.notice,
-            hints=api.Hints(shape.also),
+            roots, asked, settings, progress=progress, notice=console.notice, hints=api.Hints(shape.also),
             most_books=shape.books_opened,
         )
     if output.json_out:
@@ -203,8 +185,9 @@ def _answer(book: str, asked, settings, output: Output, reading: Reading, quiet:
     the trace."""
     from cwread import api
     from cwread.views import console
+    from cwread.views.output_files import check_output_path
 
-    _check_trace(reading.trace, book)
+    check_output_path(reading.trace, "--trace", book)
     document = open_document(book, output)
     console.want_reader_routes(settings.session.backends.backend == "auto")
     notice = None if quiet else console.notice_once
@@ -212,17 +195,6 @@ def _answer(book: str, asked, settings, output: Output, reading: Reading, quiet:
     with console.progress(quiet) as progress:
         result = api.ask(document, asked, settings, progress=progress, notice=notice, hints=api.Hints(upto=upto))
     return _report(result, output, reading.trace, quiet)
-
-
-def _check_trace(trace: str | None, book: str) -> None:
-    """Before any work, so that a finished answer is never lost: `--trace` can be written, and
-    is not the book itself."""
-    from cwread.views.output_files import check_output_path
-
-    if trace is not None:
-        check_output_path(trace, "--trace")
-        if book != "-" and Path(trace).exists() and Path(trace).resolve() == Path(book).resolve():
-            raise InputError("--trace would overwrite the book itself; give another file name")
 
 
 def _report(result, output: Output, trace: str | None, quiet: bool = False):
@@ -255,18 +227,14 @@ def ask(
     output: Any = None,
     settings: Any = None,
     reading: Any = None,
-    library: Annotated[
+    library: opt(
         bool,
-        typer.Option(
-            "--library",
-            help="BOOK is a library (a folder of books, or a Calibre library): answer from the book whose "
-            "passages fit the question best, of those its index matches best (as find --library).  "
-            "[default: a folder as it reads, said on stderr]",
-            metavar="",
-            show_default=False,
-        ),
-    ] = False,
-    one_book: Annotated[bool, typer.Option("--one-book", help=ONE_BOOK_HELP, metavar="", show_default=False)] = False,
+        "BOOK is a library (a folder of books, or a Calibre library): answer from the book whose passages fit "
+        "the question best, of those its index matches best (as find --library).  [default: a folder as it "
+        "reads, said on stderr]",
+        "--library", show_default=False,
+    ) = False,
+    one_book: opt(bool, ONE_BOOK_HELP, "--one-book", show_default=False) = False,
     debug: DebugFlag = False,
 ) -> int:
     """Answer a question about a text, citing the paragraphs it rests on.
@@ -295,8 +263,9 @@ def _answer_library(library: str, asked, settings, output: Output, trace: str | 
     from cwread import api
     from cwread.run.library_question import library_roots
     from cwread.views import console
+    from cwread.views.output_files import check_output_path
 
-    _check_trace(trace, library)
+    check_output_path(trace, "--trace", library)
     roots = library_roots(library)
     console.set_width(output.width)
     with console.progress() as progress:
@@ -312,10 +281,8 @@ def _answer_library(library: str, asked, settings, output: Output, trace: str | 
 @reading_options
 def verify(
     book: Book,
-    claim: Annotated[str, typer.Argument(help="The claim to check against the text.", show_default=False)],
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Print nothing; only the exit code tells.", metavar="")
-    ] = False,
+    claim: arg("The claim to check against the text."),
+    quiet: opt(bool, "Print nothing; only the exit code tells.", "--quiet", "-q") = False,
     output: Any = None,
     settings: Any = None,
     reading: Any = None,

@@ -19,16 +19,26 @@ def listed(names) -> str:
     return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
 
 
-def option(kind: Any, help: str, default: Any = None, *names: str, **settings: Any) -> tuple[Any, Any]:
-    """One entry of an option group: its annotation (`kind`, with its help) and its default."""
+def opt(kind: Any, help: str, *names: str, **settings: Any) -> Any:
+    """An option's annotation: its value's type (`kind`), its help, its names and settings."""
     if kind is bool:  # a flag takes no value: no "<bool>" beside it in the help
         settings.setdefault("metavar", "")
-    return Annotated[kind, typer.Option(*names, help=help, **settings)], default
+    return Annotated[kind, typer.Option(*names, help=help, **settings)]
+
+
+def arg(help: str, kind: Any = str, **settings: Any) -> Any:
+    """An argument's annotation: its help, its value's type (`kind`), no default shown."""
+    return Annotated[kind, typer.Argument(help=help, show_default=False, **settings)]
+
+
+def option(kind: Any, help: str, default: Any = None, *names: str, **settings: Any) -> tuple[Any, Any]:
+    """One entry of an option group: its annotation (as `opt`) and its default."""
+    return opt(kind, help, *names, **settings), default
 
 
 def second_panel(panel: str) -> dict[str, Any]:
     """An option's settings that list it under `panel`, a second panel shown by --help-all, not
-    -h (cwread.cli.help_text): what a reader does not use every day."""
+    -h (cwread.views.help): what a reader does not use every day."""
     return {"hidden": True, "rich_help_panel": panel}
 
 

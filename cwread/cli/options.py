@@ -20,7 +20,7 @@ from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.retrieval import METHODS as RETRIEVALS
 from cwread.views import FIND_CHARS, READER_CHARS, TERMINAL_LINES  # noqa: F401  (READER_CHARS: the CLI's)
 
-IN_OUT = "Input and output"  # the second panels (--help-all; cwread.cli.help_text)
+IN_OUT = "Input and output"  # the second panels (--help-all; cwread.views.help)
 RANKING = "Ranking"
 LIBRARIES = "Libraries"
 
@@ -29,8 +29,7 @@ Book = Annotated[
     typer.Argument(
         help=f"A {format_names()} file, a folder of them (one book, or a shelf of books), or - "
         "(standard input).",
-        show_default=False,
-        metavar="BOOK",
+        show_default=False, metavar="BOOK",
     ),
 ]
 JsonFlag = Annotated[
@@ -44,9 +43,7 @@ DebugFlag = Annotated[
 EmbedderOpt = Annotated[
     str,
     typer.Option(
-        envvar="CWREAD_EMBEDDER",
-        **second_panel(RANKING),
-        metavar="NAME",
+        envvar="CWREAD_EMBEDDER", **second_panel(RANKING), metavar="NAME",
         help=f"Dense model: {DEFAULT_EMBEDDER} (fast default), minilm (full MiniLM, slower), none "
         "(BM25 only), or the path of a sentence-transformers model (e.g. BGE-M3 on a GPU).",
     ),
@@ -84,12 +81,7 @@ OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
         int | None,
         "Wrap output at this many columns; 0 never wraps. Default: the terminal's width, and no "
         "wrapping when output goes to a pipe or file.",
-        None,
-        "--width",
-        envvar="CWREAD_WIDTH",
-        min=0,
-        show_default=False,
-        **second_panel(IN_OUT),
+        None, "--width", envvar="CWREAD_WIDTH", min=0, show_default=False, **second_panel(IN_OUT),
     ),
 }
 output_options = option_group("output", OUTPUT_OPTIONS, Output)
@@ -125,11 +117,7 @@ QUESTION_OPTIONS: dict[str, tuple[Any, Any]] = {
         str | None,
         f"The kind of question, where it is not open (or mcq, given -o): one of {listed(FORMS)} "
         "(claim: as `cwread verify`).",
-        None,
-        "--kind",
-        show_default=False,
-        metavar="|".join(FORMS),
-        **second_panel("Question kind"),
+        None, "--kind", show_default=False, metavar="|".join(FORMS), **second_panel("Question kind"),
     ),
 }
 # the question, its options (-o) and its kind, validated into a Question before any work
@@ -141,16 +129,12 @@ question_options = option_group(
 EVALUATION_OPTIONS: dict[str, tuple[Any, Any]] = {
     "method": option(list[str] | None, f"{listed(EVAL_METHODS)} (repeat; default: all).", None, "--method", "-m"),
     "limit": option(int | None, "Only the first N records."),
-    "spread": option(
-        bool, "With --limit: N records evenly spaced through the file, not the first N.", False, "--spread"
-    ),
+    "spread": option(bool, "With --limit: N records evenly spaced through the file, not the first N.", False, "--spread"),
     "out": option(str | None, "Append a row per record and method to this JSONL file."),
     "resume": option(bool, "Skip records already in --out.", False, "--resume"),
     "report": option(str | None, "Write a Markdown report here."),
     "permute_options": option(
-        bool,
-        "Ask each multiple-choice question once per option rotation; right only if all are.",
-        False,
+        bool, "Ask each multiple-choice question once per option rotation; right only if all are.", False,
         "--permute-options",
     ),
 }
@@ -210,8 +194,6 @@ def shelf_chosen(library: bool, one_book: bool) -> bool | None:
     return True if library else False if one_book else None
 
 
-
-
 FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
     "limit": option(
         int | None, "Passages to print, 0: all.  [default: the anchor segments]", show_default=False, metavar="N"
@@ -220,69 +202,38 @@ FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
         int | None,
         "Print whole passages, best first, up to this many characters, then the rest a line each; "
         f"0: no bound.  [default: {FIND_CHARS:,}; {TERMINAL_LINES} lines on a terminal]",
-        None,
-        "--max-chars",
-        min=0,
-        show_default=False,
-        metavar="N",
+        None, "--max-chars", min=0, show_default=False, metavar="N",
     ),
     "also": option(
-        str,
-        "Words to look for beside the question's, as the book may put it (\"motor garage\").",
-        "",
-        "--also",
-        show_default=False,
-        metavar="WORDS",
+        str, "Words to look for beside the question's, as the book may put it (\"motor garage\").", "", "--also",
+        show_default=False, metavar="WORDS",
     ),
     "expand": option(
-        str | None,
-        "Widen each passage: replies (the speech that follows), scene, or N paragraphs each side.",
-        None,
-        "--expand",
-        show_default=False,
-        metavar="replies|scene|N",
+        str | None, "Widen each passage: replies (the speech that follows), scene, or N paragraphs each side.",
+        None, "--expand", show_default=False, metavar="replies|scene|N",
     ),
     "near": option(
-        str | None,
-        "A paragraph found already (1200, ch03:12): the passages within 100 paragraphs of it first.",
-        None,
-        "--near",
-        show_default=False,
-        metavar="ID",
+        str | None, "A paragraph found already (1200, ch03:12): the passages within 100 paragraphs of it first.",
+        None, "--near", show_default=False, metavar="ID",
     ),
     "upto": option(str | None, UPTO_HELP, None, "--upto", show_default=False, metavar="ID"),
     "library": option(
         bool,
         "BOOK is a folder of books or a Calibre library: search the books its index matches best, "
         "their passages ranked together.  [default: as the folder reads, said on stderr]",
-        False,
-        "--library",
-        show_default=False,
+        False, "--library", show_default=False,
     ),
-    "one_book": option(
-        bool, ONE_BOOK_HELP, False, "--one-book", show_default=False, **second_panel(LIBRARIES)
-    ),
+    "one_book": option(bool, ONE_BOOK_HELP, False, "--one-book", show_default=False, **second_panel(LIBRARIES)),
     "books_opened": option(
-        int,
-        "With --library: the candidate books searched at most.",
-        MOST_BOOKS,
-        "--books-opened",
-        min=1,
+        int, "With --library: the candidate books searched at most.", MOST_BOOKS, "--books-opened", min=1,
         **second_panel(LIBRARIES),
     ),
     "compact": option(
         bool,
         "One line a candidate paragraph (rank, id, chapter, the part that best matches, the "
         f"question's words marked *so*; {MAP_CANDIDATES} lines, or --limit): pick, then show.",
-        False,
-        "--map",
+        False, "--map",
     ),
-    "plain": option(
-        bool,
-        "Plain text, as into a pipe or file, on a terminal too.",
-        False,
-        "--plain",
-        **second_panel(IN_OUT),
-    ),
+    "plain": option(bool, "Plain text, as into a pipe or file, on a terminal too.", False, "--plain", **second_panel(IN_OUT)),
 }
 find_options = option_group("shape", FIND_OPTIONS, _find_shape)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cwread.backends import DEFAULT_NUM_CTX
-from cwread.backends.provider import BackendSettings, backend_option_keys, backend_sections
+from cwread.backends.embedded import EmbeddedSettings
+from cwread.backends.openai_compat import OpenAISettings
+from cwread.backends.provider import BackendSettings, backend_option_keys, backend_sections, setting_help
 from cwread.backends.select import PROVIDERS
 from cwread.cli.option_groups import in_panel, listed, option, option_group, second_panel
 from cwread.cli.options import EmbedderOpt, RetrievalOpt
-from cwread.environment import environment_knobs, settings_file_knobs, settings_path
 from cwread.errors import InputError
 from cwread.records.plan import ANSWER_CHOICES, FINDER_CHOICES
 from cwread.retrieval import DEFAULT_EMBEDDER
@@ -25,6 +25,7 @@ from cwread.settings import (
     RunSettings,
     SessionSettings,
     Settings,
+    knobs_in_force,
     parse_knobs,
     with_knobs,
 )
@@ -38,27 +39,9 @@ KNOB_OPTIONS: dict[str, tuple[Any, Any]] = {
         "VALUE`, come first): "
         + "; ".join(f"{key}: {text}" for key, text in KNOB_HELP.items())
         + ". docs/budgets.md says what the budget's values do.",
-        None,
-        "--set",
-        show_default=False,
-        metavar="KEY=VALUE",
-        **second_panel(STAGE_PANEL),
+        None, "--set", show_default=False, metavar="KEY=VALUE", **second_panel(STAGE_PANEL),
     ),
 }
-
-
-def knobs_given(knobs: list[str] | None, **shortcuts: str | None) -> dict[str, str]:
-    """The stage settings in force: the settings file's, the environment's (CWREAD_JUDGE...),
-    then --set's, then the shortcut flags given (each one key's: --finder is finder.use), the
-    last of a key winning."""
-    held = settings_file_knobs()
-    try:
-        with_knobs(RunSettings(), held)
-    except InputError as exc:
-        raise InputError(f"{settings_path()}: {exc}") from None
-    given = {**held, **environment_knobs(), **parse_knobs(knobs or [])}
-    given.update({key: value for key, value in shortcuts.items() if value is not None})
-    return given
 
 
 FINDER_OPTIONS: dict[str, tuple[Any, Any]] = {
@@ -69,77 +52,30 @@ FINDER_OPTIONS: dict[str, tuple[Any, Any]] = {
         "small trained cross-encoder, run in-process: no model call), on (run the model Finder "
         f"anyway) or off (take every segment read as kept). One of: {listed(FINDER_CHOICES)} "
         "[default: auto].",
-        None,
-        "--finder",
-        show_default=False,
-        **second_panel(STAGE_PANEL),
+        None, "--finder", show_default=False, **second_panel(STAGE_PANEL),
     ),
 }
 
 
-BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("Backends and models", {
-    "backend": option(
-        str | None,
-        "auto (an OpenAI-compatible server when --base-url is set, else Ollama when it serves the "
-        f"models, else embedded), or one of {listed(PROVIDERS)}. "
-        "[env: CWREAD_BACKEND]",
-        show_default=False,
-    ),
-    "finder_model": option(
-        str | None,
-        "The Finder's model: a server's model name, or [backend:]model[@url] to run it elsewhere "
-        "(openai:NAME@URL, ollama:NAME, embedded:FILE.gguf) "
-        "[env: CWREAD_FINDER_MODEL; default: cwread-finder].",
-    ),
-    "interpreter_model": option(
-        str | None,
-        "The Interpreter's model, as --finder-model [env: CWREAD_INTERPRETER_MODEL; default: "
-        "cwread-interpreter].",
-    ),
-    "gguf": option(
-        str | None, "GGUF file for the embedded backend [env: CWREAD_GGUF; default: SmolLM2-135M]."
-    ),
-    "finder_lora": option(
-        str | None,
-        "LoRA GGUF adapter for the embedded Finder, e.g. from `python -m training export` "
-        "[env: CWREAD_FINDER_LORA; unset: the trained Finder adapter cwread ships, on the default "
-        "model; 'none': the base model].",
-    ),
-})
+def _described(record: type, names: str, kind: Any = str | None) -> dict[str, tuple[Any, Any]]:
+    """The options of settings `record`'s fields `names`, each with the help its field gives."""
+    return {name: option(kind, setting_help(record, name), show_default=False) for name in names.split()}
 
 
+_ALL_BACKENDS = {"backend": option(str | None, f"{setting_help(BackendSettings, 'backend')[:-1]}: {listed(PROVIDERS)}.", show_default=False)}
+BACKEND_OPTIONS = in_panel(
+    "Backends and models",
+    _ALL_BACKENDS | _described(BackendSettings, "finder_model interpreter_model") | _described(EmbeddedSettings, "gguf finder_lora"),
+)
 SERVER_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("Backends and models", {
-    "base_url": option(
-        str | None,
-        "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 for llama-server [env: OPENAI_BASE_URL].",
-        show_default=False,
-    ),
-    "finder_base_url": option(
-        str | None,
-        "A second server for the Finder alone (a trained Finder: llama-server with --lora); the "
-        "Interpreter stays at --base-url [env: CWREAD_FINDER_BASE_URL].",
-        show_default=False,
-    ),
-    "api_key": option(
-        str | None,
-        "Key for that server [env: OPENAI_API_KEY; local servers need none].",
-        show_default=False,
-    ),
-    "constraint": option(
-        str | None,
-        "How the server keeps the reply format: grammar (llama.cpp), json (a schema), none, or auto "
-        "[env: CWREAD_CONSTRAINT; default: auto].",
-        show_default=False,
-    ),
+    **_described(OpenAISettings, "base_url finder_base_url api_key"),
+    **_described(BackendSettings, "constraint"),
     "backend_option": option(
         list[str] | None,
         "A backend's own setting, KEY=VALUE (repeat for more); a key is BACKEND.SETTING, or the "
         f"setting alone where one backend has it: {listed(backend_option_keys())}. "
         "--gguf, --finder-lora, --base-url, --finder-base-url and --api-key are shortcuts for some.",
-        None,
-        "--backend-option",
-        show_default=False,
-        metavar="KEY=VALUE",
+        None, "--backend-option", show_default=False, metavar="KEY=VALUE",
     ),
 })
 
@@ -152,20 +88,11 @@ SHORTCUTS = {
     "finder_base_url": "openai.finder_base_url",
     "api_key": "openai.api_key",
 }
-
-
-SERVING_OPTIONS: dict[str, tuple[Any, Any]] = in_panel("Backends and models", {
-    "num_ctx": option(
-        int | None, f"Context window in tokens [env: CWREAD_NUM_CTX; default: {DEFAULT_NUM_CTX}]."
-    ),
-    "workers": option(int | None, "Finder calls at once (default: what the backend serves)."),
-    "timeout": option(
-        float | None,
-        "Seconds one call to a server (Ollama, OpenAI-compatible) may take [env: CWREAD_TIMEOUT; "
-        "default: 30 plus the prompt at 100 tokens/s and the reply at 10 tokens/s].",
-        show_default=False,
-    ),
-})
+SERVING_OPTIONS = in_panel(
+    "Backends and models",
+    _described(BackendSettings, "num_ctx", int | None) | _described(BackendSettings, "workers", int | None)
+    | _described(BackendSettings, "timeout", float | None),
+)
 
 
 def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **values):
@@ -178,12 +105,8 @@ def _settings(num_ctx=None, workers=None, timeout=None, backend_option=None, **v
         if not sep or not key.strip():
             raise InputError(f"--backend-option takes KEY=VALUE, not {item!r}")
         own[key.strip()] = value
-    for (
-        flag,
-        key,
-    ) in SHORTCUTS.items():  # a shortcut flag given wins over the same key given with --backend-option
-        value = values.pop(flag, None)
-        if value is not None:
+    for flag, key in SHORTCUTS.items():  # a shortcut flag given wins over the same key in --backend-option
+        if (value := values.pop(flag, None)) is not None:
             own[key] = value
     return BackendSettings(
         num_ctx=num_ctx, workers=workers, timeout=timeout, own=backend_sections(own), **values
@@ -209,9 +132,7 @@ ANSWERING_OPTIONS: dict[str, tuple[Any, Any]] = {
         "words, else that sentence), or auto (extractive for a model too small to write, such as the "
         "embedded default, which on a novel gives the passages that fit instead of a guess; else "
         f"generative-or-extractive). One of: {listed((*ANSWER_CHOICES, 'auto'))} [default: auto].",
-        None,
-        "--answer",
-        show_default=False,
+        None, "--answer", show_default=False,
     ),
 }
 
@@ -222,17 +143,14 @@ ASKED_OPTIONS: dict[str, tuple[Any, Any]] = {  # what ask, verify and chat add t
         "The Interpreter's second pass (answer.self_check): auto (for claims and risky questions "
         "with options; a free-form answer's was measured not to earn its call), on or off "
         "[default: auto].",
-        None,
-        "--self-check",
-        show_default=False,
+        None, "--self-check", show_default=False,
     ),
     "judge_anyway": option(
         bool,
         "Options and claims: ask a model that judges at chance (the embedded default) for its verdict "
         "anyway, with a warning; else it gives none (exit 4). A yes-or-no question gets the sentence "
         "that fits best.",
-        False,
-        "--judge-anyway",
+        False, "--judge-anyway",
     ),
 }
 
@@ -248,15 +166,9 @@ def _settings_group(answering_options: dict, retrieval: bool, read_tokens: str |
     def build(**values) -> Settings:
         session = _session(values["embedder"], values["no_cache"], **{key: values[key] for key in _BACKEND_ALL})
         self_check, judge_anyway = values.get("self_check"), values.get("judge_anyway")
-        knobs = knobs_given(
-            values["knobs"],
-            **{
-                "finder.use": values["finder"],
-                "answer.mode": values["answer_mode"],
-                "answer.self_check": self_check,
-                "answer.judge_anyway": "on" if judge_anyway else None,
-            },
-        )
+        shortcuts = {"finder.use": values["finder"], "answer.mode": values["answer_mode"]}
+        shortcuts |= {"answer.self_check": self_check, "answer.judge_anyway": "on" if judge_anyway else None}
+        knobs = knobs_in_force(values["knobs"] or (), **shortcuts)
         base = RunSettings(retrieval=values.get("retrieval", "fused"), finding=FinderSettings(read_tokens=read_tokens))
         return Settings(session, with_knobs(base, knobs))
 
@@ -276,7 +188,7 @@ def _budget(knobs: list[str] | None = None):
     stray = next((key for key in parse_knobs(knobs or []) if not key.startswith("budget.")), None)
     if stray is not None:
         raise InputError(f"find reads with no model: only budget.* settings apply, not {stray}")
-    budget = {key: value for key, value in knobs_given(knobs).items() if key.startswith("budget.")}
+    budget = {key: value for key, value in knobs_in_force(knobs or ()).items() if key.startswith("budget.")}
     return with_knobs(RunSettings(), budget).budget
 
 

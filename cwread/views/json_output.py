@@ -361,3 +361,7 @@ def search_json(found: Found, root: str | None = None) -> dict:
         "index_built": found.built,
         "hits": [hit_json(hit, root) for hit in found.hits],
     }
+
+
+def modelfiles_json(written) -> dict:
+    return {"version": TRACE_VERSION, "written": [str(path) for path in written]}

@@ -36,10 +36,15 @@ def open_stream(path: str) -> int | None:
 _STREAM = re.compile(rf"/dev/(stdin|stdout|stderr)|/dev/fd/(\d+)|/proc/(?:self|{os.getpid()})/fd/(\d+)")
 
 
-def check_output_path(path: str, option: str) -> None:
-    """Before any work: InputError unless `path` (for the flag `option`) can be written: its
-    folder exists and takes a new file, and it is not a folder itself; an open stream it
-    names (open_stream) is open for writing."""
+def check_output_path(path: str | None, option: str, book: str | None = None) -> None:
+    """Before any work, so that finished work is never lost: InputError unless `path` (for the
+    flag `option`; None: nothing to check) can be written: its folder exists and takes a new
+    file, it is not a folder itself, nor the `book` read; an open stream it names (open_stream)
+    is open for writing."""
+    if path is None:
+        return
+    if book not in (None, "-") and Path(path).exists() and Path(path).resolve() == Path(book).resolve():
+        raise InputError(f"{option} would overwrite the book itself; give another file name")
     fd = open_stream(path)
     if fd is not None:
         try:

@@ -318,3 +318,20 @@ def doctor_view(report: DoctorReport) -> None:
         out.print()
         for line in report.advice:
             out.print(Text(printable(line)))
+
+
+def config_view(path, shown: dict[str, str], takes: dict[str, str]) -> None:
+    """The settings file's path, what it sets (as shown: a key never), and what it takes."""
+    out = stdout(lines=True)
+    out.print(f"{printable(str(path))}{'' if path.exists() else ' (none yet)'}", highlight=False, markup=False)
+    for key, value in shown.items():
+        out.print(printable(f"{key} = {value}"), highlight=False, markup=False)
+    listed = ", ".join(f"{key} ({name})" for key, name in takes.items())
+    out.print(f"takes: {listed}, and the stages' settings (cwread ask --help-all, --set)", highlight=False, markup=False)
+
+
+def modelfiles_view(written) -> None:
+    """The Modelfiles written, a path a line."""
+    out = stdout(lines=True)
+    for path in written:
+        out.print(printable(str(path)), markup=False, highlight=False)

@@ -128,3 +128,18 @@ def opened_notes(document: Document) -> list[str]:
         left = len(document.skipped) - SKIPPED_NAMED
         notes.append(f"left out of {document.path}: {shown}" + (f"; and {left} more (--json lists them)" if left > 0 else ""))
     return notes
+
+
+def shelving(book: str, reading) -> str:
+    """How a folder was read (a shelf of books or one book), with the option that reads it the
+    other way (cwread.library.catalog.shelving)."""
+    if reading.shelf:
+        return f"{book}: a shelf of {reading.books} books ({reading.why}); --one-book reads it as one book"
+    return f"{book}: one book ({reading.why}); --library reads its files as separate books"
+
+
+def no_cast(query: str) -> str:
+    """Why a cast lists no one: no member matches `query`, or (none given) no name recurs."""
+    if query.strip():
+        return f"no one in the book's cast is named or described by {query!r}"
+    return "the book names no one twice"
