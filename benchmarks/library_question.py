@@ -1,7 +1,7 @@
 """A question over a whole library (`find LIBRARY QUESTION --library`), as a reader asks it: a
 fresh process a question, its seconds and peak memory, and where the answer ranks.
 
-    python benchmarks/library_question.py novels LIBRARY [--before]
+    python benchmarks/library_question.py novels LIBRARY [--before] [--library-url URL]
     python benchmarks/library_question.py generated [--books 1000] [--mb 400]
 
 - novels: LIBRARY is a folder of novels (the 51 of `data/library50.txt`, fetched from their
@@ -11,7 +11,8 @@ fresh process a question, its seconds and peak memory, and where the answer rank
   index already built, the candidate books' own indexes not), then again (they are). Per
   question: whether its book was among those searched, and whether a gold paragraph of it is in
   the first three passages. `--before`: also the folder read as one book (`find LIBRARY Q`, one
-  process, its indexes built once), on the first ten questions.
+  process, its indexes built once), on the first ten questions. `--library-url`: the library's
+  index on that PostgreSQL server (cwread.library.postgres), not this machine's SQLite file.
 - generated: `--books` generated books (benchmarks/library_scale.py's generator); the library's
   index built, then one question with no candidate book indexed, the same again, and another.
 """
@@ -50,8 +51,8 @@ def questions() -> list[dict]:
     return out
 
 
-def ask(cache: Path, library: Path, record: dict) -> dict:
-    seconds, peak, out = cwread(REPO, cache, "find", str(library), record["question"], "--library", "--json")
+def ask(cache: Path, library: Path, record: dict, shared: tuple[str, ...] = ()) -> dict:
+    seconds, peak, out = cwread(REPO, cache, "find", str(library), record["question"], "--library", "--json", *shared)
     data = json.loads(out)
     gold = set(record["evidence"])
     first3 = data["passages"][:3]
@@ -68,14 +69,16 @@ def ask(cache: Path, library: Path, record: dict) -> dict:
     }
 
 
-def novels(library: Path, before: bool) -> None:
+def novels(library: Path, before: bool, url: str | None = None) -> None:
     asked = questions()
+    shared = ("--library-url", url) if url else ()
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"
-        seconds, _, _ = cwread(REPO, cache, "search", str(library), "the")  # the library's index, once
-        print(f"{len(list(library.iterdir()))} books; the library's index built in {seconds:.1f} s\n")
-        runs = {"first (candidate books indexed on the way)": [ask(cache, library, r) for r in asked]}
-        runs["again (indexes kept)"] = [ask(cache, library, r) for r in asked]
+        seconds, _, _ = cwread(REPO, cache, "search", str(library), "the", *shared)  # the library's index, once
+        where = "on PostgreSQL" if url else "in SQLite"
+        print(f"{len(list(library.iterdir()))} books; the library's index built {where} in {seconds:.1f} s\n")
+        runs = {"first (candidate books indexed on the way)": [ask(cache, library, r, shared) for r in asked]}
+        runs["again (indexes kept)"] = [ask(cache, library, r, shared) for r in asked]
     print(
         "| run | questions | book searched | its passage in the first 3 | gold in the first 3 | median s | most s | peak MiB |"
     )
@@ -137,12 +140,13 @@ def main() -> None:
     on_novels = sub.add_parser("novels")
     on_novels.add_argument("library", type=Path)
     on_novels.add_argument("--before", action="store_true")
+    on_novels.add_argument("--library-url", help="the library's index on this PostgreSQL server")
     on_generated = sub.add_parser("generated")
     on_generated.add_argument("--books", type=int, default=1000)
     on_generated.add_argument("--mb", type=int, default=400)
     args = parser.parse_args()
     if args.mode == "novels":
-        novels(args.library, args.before)
+        novels(args.library, args.before, args.library_url)
     else:
         generated(args.books, args.mb)
 

@@ -34,7 +34,7 @@ from cwread.settings import AnswerSettings, FinderSettings, RunSettings, Session
 
 if TYPE_CHECKING:
     from cwread.backends.select import BackendSettings, Selection
-    from cwread.library.catalog import Found, Shelving, Within
+    from cwread.library.catalog import Found, LibraryIndexed, Shelving, Within
     from cwread.library.contents import ContentsEntry
     from cwread.records.stages import FindResult
     from cwread.records.trace import DoctorReport, IndexReport, Trace
@@ -89,6 +89,7 @@ __all__ = [
     "find",
     "find_library",
     "index_document",
+    "index_library",
     "make_budget",
     "make_question",
     "open",
@@ -301,7 +302,7 @@ def find_library(
     from cwread.run.library_question import MOST_BOOKS, find_in_library, session_opener
 
     settings = settings or Settings()
-    library = Library(roots, notice)
+    library = Library(roots, notice, settings.session.library_url)
     return find_in_library(
         library,
         question,
@@ -335,7 +336,7 @@ def ask_library(
     from cwread.run.library_question import ask_in_library, session_opener
 
     settings = settings or Settings()
-    library = Library(roots, notice)
+    library = Library(roots, notice, settings.session.library_url)
     return ask_in_library(
         library, question, session_opener(library, _resolved(settings.session)), settings.run, progress, notice
     )
@@ -368,14 +369,31 @@ def search_library(
     within: Within | None = None,
     context: int = 0,
     notice: Callable[[str], None] | None = None,
+    library_url: str | None = None,
 ) -> Found:
     """The `limit` paragraphs (0: every match) of the books under `roots` that best match
     `query` (BM25, no model call), best first; the library's index built if missing or
     stale, `within` the books and paragraphs it names (Within: a glob of the books' names, a
-    reader's limit); `context`: paragraphs shown around each hit."""
+    reader's limit); `context`: paragraphs shown around each hit; `library_url`: the index on
+    a PostgreSQL server (SessionSettings.library_url)."""
     from cwread.library.catalog import EVERYWHERE, Library
 
-    return Library(roots, notice).search(query, limit, progress, within=within or EVERYWHERE, context=context)
+    library = Library(roots, notice, library_url)
+    return library.search(query, limit, progress, within=within or EVERYWHERE, context=context)
+
+
+def index_library(
+    roots: tuple[Path, ...],
+    progress: Progress | None = None,
+    notice: Callable[[str], None] | None = None,
+    library_url: str | None = None,
+) -> LibraryIndexed:
+    """The index of the library under `roots` brought up to date (each book added or changed
+    read and put in, one removed dropped), on the server `library_url` names or in this
+    machine's file: what it holds then."""
+    from cwread.library.catalog import Library
+
+    return Library(roots, notice, library_url).index(progress)
 
 
 def _reader_note(folder: str | None) -> str:

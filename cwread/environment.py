@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 from cwread.errors import InputError, keep_secret
@@ -55,6 +56,17 @@ def install_extra(name: str) -> str:
     return f"pip install '{' '.join(wanted) or f'cwread[{name}]'}'"
 
 
+def require_extra(module: str, extra: str, needs: str):
+    """Module `module` imported, or an InputError that says what `needs` ("cwread mcp needs
+    the MCP SDK"), what is missing and how to install cwread's `extra`."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise InputError(f"{needs} ({exc.name} is missing): {install_extra(extra)}") from None
+
+
 # The settings file: what a user sets once (`cwread config set KEY VALUE`), each key the
 # environment variable it stands for. Flags win over the environment, the environment over
 # the file: the file's values are put in the environment, at the faces, where it holds none.
@@ -75,6 +87,7 @@ SETTINGS_FILE_KEYS = {
     "constraint": "CWREAD_CONSTRAINT",
     "embedder": "CWREAD_EMBEDDER",
     "width": "CWREAD_WIDTH",
+    "library_url": "CWREAD_LIBRARY_URL",
 }
 SECRET_KEYS = frozenset({"api_key"})  # never printed: shown as "(set)"
 
@@ -186,5 +199,14 @@ def _toml_string(value: str) -> str:
 
 
 def shown_setting(key: str, value: str) -> str:
-    """A setting's value as it may be printed: a secret's never."""
-    return "(set)" if key in SECRET_KEYS else value
+    """A setting's value as it may be printed: a secret's never (a URL's password is ***)."""
+    if key in SECRET_KEYS:
+        return "(set)"
+    if key == "library_url":
+        from urllib.parse import urlsplit
+
+        with suppress(ValueError):
+            password = urlsplit(value).password
+            if password:
+                return value.replace(f":{password}@", ":***@", 1)
+    return value

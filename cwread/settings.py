@@ -34,11 +34,14 @@ from cwread.retrieval.segments import BUDGET_VALUES, Budget, make_budget
 class SessionSettings:
     """What a reading session holds for all its questions: `embedder`, the dense model that
     ranks by meaning; `backends`, which backends run the agents (each provider's own settings
-    inside); `use_cache`, whether model calls are answered from the call cache where held."""
+    inside); `use_cache`, whether model calls are answered from the call cache where held;
+    `library_url`, a PostgreSQL server that keeps a library's index, shared by a team
+    (cwread.library.postgres; None: this machine's SQLite file)."""
 
     embedder: str = DEFAULT_EMBEDDER
     backends: BackendSettings = field(default_factory=BackendSettings)
     use_cache: bool = True
+    library_url: str | None = None
 
 
 def _check_threshold(value: object, name: str) -> None:

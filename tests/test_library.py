@@ -85,7 +85,7 @@ def test_unreadable_books_are_named_and_the_rest_searched(capsys, library, cache
         (["search", "{empty}", "wall"], "no books under"),
         (["search", "{root}", "wall", "--books", "nomatch*"], "no book of the library matches 'nomatch*'; its books: giant.pdf, giant.txt, letters"),
         (["search", "{root}", "wall", "--books", "[a-"], "the pattern '[a-' opens a '[' at character 1 that it never closes"),
-        (["cast", "{root}/giant.txt", "--limit", "-1"], "--limit must be 0 (all) or a positive number"),
+        (["cast", "{root}/giant.txt", "--limit", "-1"], "Invalid value for '--limit'"),
     ],
 )
 def test_bad_searches_are_one_line_and_exit_2(capsys, library, cache_dir, tmp_path, args, message):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -14,12 +15,13 @@ from cwread.cli.options import (
     DebugFlag,
     EmbedderOpt,
     JsonFlag,
+    LibraryUrlOpt,
     UptoOpt,
     evaluation_options,
     output_options,
 )
 from cwread.cli.settings_groups import eval_settings_options, model_options, session_options
-from cwread.environment import install_extra
+from cwread.environment import require_extra
 from cwread.errors import InputError, ModelError
 from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.settings import run_in_force
@@ -31,13 +33,23 @@ from cwread.views import CAST_LISTED, READER_CHARS
 def index(
     book: Book,
     embedder: EmbedderOpt = DEFAULT_EMBEDDER,
+    library_url: LibraryUrlOpt = None,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
-    """Build a book's cached indexes, so later questions start fast."""
+    """Build a book's cached indexes, so later questions start fast.
+
+    With --library-url, BOOK is a folder of books: their index on that server is brought up to
+    date (a book added or changed read, one removed dropped)."""
     from cwread import api
+    from cwread.run.library_question import library_roots
     from cwread.views import console, json_output, render
 
+    if library_url is not None:
+        with console.progress() as progress:
+            built = api.index_library(library_roots(book), progress, console.notice, library_url)
+        emit(output.json_out, lambda: json_output.library_index_json(built), lambda: render.library_index_view(built))
+        return
     document = open_document(book, output)
     with console.progress() as progress:
         report = api.index_document(document, embedder, progress)
@@ -65,7 +77,7 @@ def cast(
     query: arg('A name ("Stapleton") or a description ("the naturalist"): the people it names or describes.') = "",
     limit: opt(
         int | None, f"Members to list, the most mentioned first (0: all); {CAST_LISTED} without a query.",
-        show_default=False,
+        show_default=False, min=0,
     ) = None,
     max_chars: opt(
         int, "Print whole members up to this many characters, then one line naming those left out; 0: no bound.",
@@ -84,8 +96,6 @@ def cast(
     from cwread import api
     from cwread.views import console, json_output, render, wording
 
-    if limit is not None and limit < 0:
-        raise InputError("--limit must be 0 (all) or a positive number")
     document = open_document(book, output)
     whole, members = api.cast(document, query, api.reading_limit(document, upto) if upto is not None else None)
     count = (0 if query.strip() else CAST_LISTED) if limit is None else limit
@@ -132,8 +142,6 @@ def modelfiles(
     """Write the Ollama Modelfiles of cwread's agents.
 
     For `ollama create cwread-finder -f ...`."""
-    from pathlib import Path
-
     from cwread.backends.modelfiles import setup_commands, write_modelfiles
     from cwread.views import console, json_output, render
 
@@ -185,6 +193,7 @@ def search(
         int | None, "Where you have read to: of each book, no paragraph past it.", "--upto", min=1, metavar="N",
         show_default=False,
     ) = None,
+    library_url: LibraryUrlOpt = None,
     output: Any = None,
     debug: DebugFlag = False,
 ) -> None:
@@ -194,8 +203,6 @@ def search(
     hit opens with its book's path and paragraph id, as `show` takes them. The index is built on
     the first search and kept until a book changes.
     """
-    from pathlib import Path
-
     from cwread import api
     from cwread.views import console, json_output, render
 
@@ -207,7 +214,8 @@ def search(
     console.set_width(output.width)
     with console.progress() as progress:
         found = api.search_library(
-            (root,), query, limit, progress, within=api.Within(books, upto), context=context, notice=console.notice
+            (root,), query, limit, progress, within=api.Within(books, upto), context=context, notice=console.notice,
+            library_url=library_url,
         )
     emit(output.json_out, lambda: json_output.search_json(found, str(root)), lambda: render.search_view(found, str(root)))
 
@@ -232,15 +240,9 @@ def mcp(
     For a client's configuration: `{"command": "cwread", "args": ["mcp", "--root", "/path/to/books"]}`.
     Books stay open across calls; every quote returned is verified to be in its paragraph.
     """
-    from pathlib import Path
-
-    try:
-        from cwread.mcp.books import ServerSettings
-        from cwread.mcp.stdio import serve
-    except ImportError as exc:
-        raise InputError(f"cwread mcp needs the MCP SDK ({exc.name} is missing): {install_extra('mcp')}") from None
+    stdio = require_extra("cwread.mcp.stdio", "mcp", "cwread mcp needs the MCP SDK")
     roots = tuple(Path(r) for r in (root or ["."]))
-    serve(ServerSettings(roots, session, max_sessions=sessions, run=run_in_force()))
+    stdio.serve(stdio.ServerSettings(roots, session, max_sessions=sessions, run=run_in_force()))
 
 
 @app.command()
@@ -261,13 +263,8 @@ def serve(
     Its first line on stdout is its URL. It reads the books and writes nothing of theirs; Ctrl-C
     stops it.
     """
-    from pathlib import Path
-
-    try:
-        from cwread.web.server import run_server
-    except ImportError as exc:
-        raise InputError(f"cwread serve needs the web extra ({exc.name} is missing): {install_extra('web')}") from None
-    run_server([Path(p) for p in paths], session, host, port, open_browser, run_in_force())
+    server = require_extra("cwread.web.server", "web", "cwread serve needs the web extra")
+    server.run_server([Path(p) for p in paths], session, host, port, open_browser, run_in_force())
 
 
 config_app = typer.Typer(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import suppress
+from dataclasses import replace
 from typing import Any
 
 import typer
@@ -25,6 +26,7 @@ from cwread.cli.options import (  # noqa: E402
     Book,
     DebugFlag,
     EmbedderOpt,
+    LibraryUrlOpt,
     Output,
     Reading,
     RetrievalOpt,
@@ -113,7 +115,8 @@ def find(
     from cwread import api
     from cwread.views import console, json_output, render
 
-    settings = api.Settings(api.SessionSettings(embedder), api.RunSettings(budget, retrieval))
+    session = api.SessionSettings(embedder, library_url=shape.library_url)
+    settings = api.Settings(session, api.RunSettings(budget, retrieval))
     if _read_as_shelf(book, shape.library):
         _find_library(book, asked, settings, shape, output)
         return
@@ -235,6 +238,7 @@ def ask(
         "--library", show_default=False,
     ) = False,
     one_book: opt(bool, ONE_BOOK_HELP, "--one-book", show_default=False) = False,
+    library_url: LibraryUrlOpt = None,
     debug: DebugFlag = False,
 ) -> int:
     """Answer a question about a text, citing the paragraphs it rests on.
@@ -252,6 +256,7 @@ def ask(
     if _read_as_shelf(book, shelf_chosen(library, one_book)):
         if reading.upto is not None:
             raise InputError("--upto names a place in one book; with a shelf give none (or --one-book)")
+        settings = replace(settings, session=replace(settings.session, library_url=library_url))
         return _answer_library(book, asked, settings, output, reading.trace).exit_code
     return _answer(book, asked, settings, output, reading).exit_code
 
@@ -294,8 +299,7 @@ def verify(
     """
     from cwread import api
 
-    result = _answer(book, api.make_question(claim, claim=True), settings, output, reading, quiet)
-    return result.exit_code
+    return _answer(book, api.make_question(claim, claim=True), settings, output, reading, quiet).exit_code
 
 
 @app.command()
@@ -365,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         if result == EXIT_INTERRUPTED:  # typer turns Ctrl-C into a silent Exit(130)
             return fail(EXIT_INTERRUPTED, "interrupted", "interrupted", "cwread: interrupted")
         return result if isinstance(result, int) else 0
-    except console.ReaderGone:
+    except (console.ReaderGone, BrokenPipeError):
         return _reader_gone()
     except CwreadError as exc:
         _traceback(debug)
@@ -391,8 +395,6 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except (typer.Abort, KeyboardInterrupt, *_click_types("Abort")):
         return fail(EXIT_INTERRUPTED, "interrupted", "interrupted", "cwread: interrupted")
-    except BrokenPipeError:
-        return _reader_gone()
     except Exception as exc:  # a bug of ours: still one line, and the traceback on --debug
         _traceback(debug)
         message = f"internal error ({type(exc).__name__}: {exc}); rerun with --debug and report the traceback"

@@ -58,6 +58,10 @@ RetrievalOpt = Annotated[
         metavar="|".join(RETRIEVALS),
     ),
 ]
+LibraryUrlOpt = Annotated[str | None, typer.Option(
+    "--library-url", envvar="CWREAD_LIBRARY_URL", metavar="URL", show_default=False, **second_panel(LIBRARIES),
+    help="A library's index on a PostgreSQL server, shared by a team: postgresql://USER@HOST/DATABASE[?library=NAME] "
+    "(NAME: the folder's name unless given); else this machine's.")]
 TraceOpt = Annotated[str | None, typer.Option("--trace", help="Also write the JSON trace to this file.")]
 
 
@@ -166,6 +170,7 @@ class FindShape:
     upto: str | None
     library: bool | None  # None: as the folder reads (cwread.library.catalog.shelving)
     books_opened: int
+    library_url: str | None
     compact: bool
     plain: bool
 
@@ -177,8 +182,6 @@ class FindShape:
 def _find_shape(one_book: bool, **values) -> FindShape:
     from cwread import api
 
-    if values["limit"] is not None and values["limit"] < 0:
-        raise InputError("--limit must be 0 (all) or a positive number")
     library = shelf_chosen(values["library"], one_book)
     return FindShape(**{**values, "library": library, "expand": api.expansion(values["expand"])})
 
@@ -196,7 +199,7 @@ def shelf_chosen(library: bool, one_book: bool) -> bool | None:
 
 FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
     "limit": option(
-        int | None, "Passages to print, 0: all.  [default: the anchor segments]", show_default=False, metavar="N"
+        int | None, "Passages to print, 0: all.  [default: the anchor segments]", show_default=False, metavar="N", min=0
     ),
     "max_chars": option(
         int | None,
@@ -228,6 +231,7 @@ FIND_OPTIONS: dict[str, tuple[Any, Any]] = {
         int, "With --library: the candidate books searched at most.", MOST_BOOKS, "--books-opened", min=1,
         **second_panel(LIBRARIES),
     ),
+    "library_url": (LibraryUrlOpt, None),
     "compact": option(
         bool,
         "One line a candidate paragraph (rank, id, chapter, the part that best matches, the "

@@ -13,7 +13,7 @@ from cwread.backends.openai_compat import OpenAISettings
 from cwread.backends.provider import BackendSettings, backend_option_keys, backend_sections, setting_help
 from cwread.backends.select import PROVIDERS
 from cwread.cli.option_groups import in_panel, listed, option, option_group, second_panel
-from cwread.cli.options import EmbedderOpt, RetrievalOpt
+from cwread.cli.options import EmbedderOpt, LibraryUrlOpt, RetrievalOpt
 from cwread.errors import InputError
 from cwread.records.plan import ANSWER_CHOICES, FINDER_CHOICES
 from cwread.retrieval import DEFAULT_EMBEDDER
@@ -195,12 +195,12 @@ def _budget(knobs: list[str] | None = None):
 budget_options = option_group("budget", KNOB_OPTIONS, _budget)
 
 
-def _session(embedder: str, no_cache: bool, **backends) -> SessionSettings:
-    return SessionSettings(embedder, _settings(**backends), not no_cache)
+def _session(embedder: str, no_cache: bool, library_url: str | None = None, **backends) -> SessionSettings:
+    return SessionSettings(embedder, _settings(**backends), not no_cache, library_url)
 
 
-# what a reading session is opened with (the MCP server's sessions)
-session_options = option_group("session", {**_BACKEND_ALL, **SESSION_OPTIONS}, _session)
+# what a reading session is opened with (the MCP server's and the reading room's)
+session_options = option_group("session", {**_BACKEND_ALL, **SESSION_OPTIONS, "library_url": (LibraryUrlOpt, None)}, _session)
 
 
 # ask, verify and chat: the settings tree, in the order --help lists them

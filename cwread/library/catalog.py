@@ -9,7 +9,8 @@ contents, and searched together by BM25, with no model call.
   (EPUB, then PDF, then HTML, then text), with its title, author and series from the OPF
   (cwread.book.calibre).
 - A book is named by its path relative to its root, the name the other tools take.
-- The search index (cwread.library.store: SQLite FTS5) holds every paragraph of every book.
+- The search index (cwread.library.store: SQLite FTS5; or a team's, on PostgreSQL:
+  cwread.library.postgres) holds every paragraph of every book.
   Each search first brings it up to date one book at a time: a book added or changed (its
   size, times or inode) is read and put in alone, a book removed is dropped; each file's
   reading is cached by its bytes (see `book.load`).
@@ -36,7 +37,8 @@ from cwread.book.formats import book_suffixes, format_names, format_of
 from cwread.cache import cache_root
 from cwread.errors import CacheError, InputError
 from cwread.library.contents import ContentsEntry, contents_of
-from cwread.library.store import STORE_VERSION, HeldBook, SqliteStore, open_store
+from cwread.library.digests import Digests
+from cwread.library.store import STORE_VERSION, HeldBook, ParagraphStore, open_store
 from cwread.progress import Progress
 
 
@@ -110,11 +112,28 @@ class Within:
 EVERYWHERE = Within()
 
 
+@dataclass(frozen=True)
+class LibraryIndexed:
+    """A library's index as a build left it: where it is (a file, or user@host/database and
+    the library's name there), the books it holds and their paragraphs, the books read for
+    this build, and those that could not be read ("name: why")."""
+
+    where: str
+    books: int
+    paragraphs: int
+    read: int
+    unread: tuple[str, ...]
+
+
 class Library:
     """The books under `roots` (see the module's docstring)."""
 
-    def __init__(self, roots: tuple[Path, ...], notice: Callable[[str], None] | None = None) -> None:
-        """`notice`: where to say a line about the index (a damaged one built again)."""
+    def __init__(
+        self, roots: tuple[Path, ...], notice: Callable[[str], None] | None = None, url: str | None = None
+    ) -> None:
+        """`notice`: where to say a line about the index (a damaged one built again); `url`: a
+        PostgreSQL server's library to keep the index in, shared (cwread.library.postgres),
+        rather than this machine's SQLite file."""
         if not roots:
             raise InputError("a library needs at least one folder")
         for root in roots:
@@ -123,8 +142,11 @@ class Library:
         self.roots = tuple(root.resolve() for root in roots)
         self.left_out: list[str] = []  # the last listing's entries that are no book it holds ("name: why")
         self.unread: list[str] = []  # the last sync's books that could not be read ("name: why")
-        self._store: SqliteStore | None = None
+        self.read = 0  # the last sync's books read and put in (or tried)
+        self._store: ParagraphStore | None = None
         self._notice = notice
+        self._url = url
+        self._digests: Digests | None = None
 
     def books(self) -> list[Book]:
         """Every book under the roots, by root then name (`left_out` says which links were
@@ -311,12 +333,18 @@ class Library:
             return {
                 b.name: {"sources": len(held[b.name].sources), "paragraphs": held[b.name].paragraphs}
                 for b in books
-                if b.name in held and held[b.name].stamp == _stamp_key(b)
+                if b.name in held and held[b.name].stamp == self._stamp_key(b)
             }
         return {}
 
-    def store(self) -> SqliteStore:
-        """The search index of this library (one per set of roots), opened once."""
+    def store(self) -> ParagraphStore:
+        """The search index of this library (one per set of roots; on a server, one per library
+        name: the URL's library=, else the roots' folder names), opened once."""
+        if self._store is None and self._url is not None:
+            from cwread.library.postgres import PostgresStore, library_url
+
+            self._store = PostgresStore(library_url(self._url, "+".join(root.name for root in self.roots)))
+            self._digests = Digests()
         if self._store is None:
             key = hashlib.sha256(json.dumps([str(r) for r in self.roots]).encode()).hexdigest()[:32]
             folder = cache_root() / "library"
@@ -324,9 +352,16 @@ class Library:
             self._store = open_store(folder / f"index-v{STORE_VERSION}-{key}.sqlite", self._notice)
         return self._store
 
+    def index(self, progress: Progress | None = None) -> LibraryIndexed:
+        """The index brought up to date with the books as they are (see `sync`)."""
+        store, held, _ = self.sync(progress)
+        where = str(store.path) if self._url is None else f"{store.path} (library {store.where.name})"
+        paragraphs = sum(book.paragraphs for book in held.values())
+        return LibraryIndexed(where, len(held), paragraphs, self.read - len(self.unread), (*self.unread, *self.left_out))
+
     def sync(
         self, progress: Progress | None = None, only: str | None = None
-    ) -> tuple[SqliteStore, dict[str, HeldBook], bool]:
+    ) -> tuple[ParagraphStore, dict[str, HeldBook], bool]:
         """The index brought up to date with the books as they are: a book added or changed
         (its size, times or inode) read and put in, alone; one removed dropped. The store, the
         books it now holds, and whether any book was read. Each book is its own transaction: an
@@ -341,7 +376,7 @@ class Library:
         try:
             store = self.store()
             held = store.held()
-        except (CacheError, sqlite3.Error) as exc:
+        except sqlite3.Error as exc:  # a shared store's faults are worded by it (CacheError)
             raise CacheError(f"the library's index cannot be read or written: {exc}") from None
         listed = {b.name for b in books}
         considered = set(held) if only is None else {n for n, b in held.items() if _matches(only, n, b.about)}
@@ -350,8 +385,9 @@ class Library:
                 store.drop(name)
         except sqlite3.Error as exc:
             raise CacheError(f"the library's index cannot be written: {exc}") from None
-        stale = [b for b in books if b.name not in held or held[b.name].stamp != _stamp_key(b)]
+        stale = [b for b in books if b.name not in held or held[b.name].stamp != self._stamp_key(b)]
         self.unread = []
+        self.read = len(stale)
         for number, book in enumerate(stale):
             if progress:
                 progress("reading books", number, len(stale))
@@ -367,7 +403,7 @@ class Library:
                 (p.id, p.page, p.text) for p in document.paragraphs if not document.wrapping(p.id)
             )  # a Project Gutenberg header or licence, its front matter, contents or a caption, is no hit
             try:
-                store.put(HeldBook(book.name, _stamp_key(book), sources, len(document), book.about), kept)
+                store.put(HeldBook(book.name, self._stamp_key(book), sources, len(document), book.about), kept)
             except sqlite3.Error as exc:
                 raise CacheError(f"the library's index cannot be written: {exc}") from None
         if progress and stale:
@@ -381,6 +417,13 @@ class Library:
             why = f": {'; '.join(self.unread[:3])}" if self.unread else ""
             raise InputError(f"no book of the library could be read{why}")
         return store, held, bool(stale)
+
+    def _stamp_key(self, book: Book) -> str:
+        """A book's stamp as the index keeps it: where it is and what changes when it does; in a
+        shared index, what it holds (its digest: every member's copy has its own path and times)."""
+        local = json.dumps([str(book.path), *book.stamp])
+        return local if self._digests is None else self._digests.of(book.path, local)
+
 
 def _sweep_old_indexes(folder: Path) -> None:
     """Remove what earlier versions kept in the library cache: bm25s indexes (two-letter
@@ -400,9 +443,6 @@ def _sweep_old_indexes(folder: Path) -> None:
                     entry.unlink()
 
 
-def _stamp_key(book: Book) -> str:
-    """A book's stamp as the index keeps it: where it is, and what changes when it does."""
-    return json.dumps([str(book.path), *book.stamp])
 
 
 def _place(sources, pid: int) -> tuple[str | None, int]:

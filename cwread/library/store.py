@@ -6,8 +6,8 @@ search over every paragraph. `SqliteStore` keeps it in one SQLite file with FTS5
 ranking, the Porter stemmer over Unicode words), in WAL mode: each book is written in a
 transaction of its own, so a change touches that book alone, a build that is interrupted
 keeps every book it finished, and searches and builds in other processes go on beside it.
-A server shared by a team would be another class behind the same interface (see
-docs/books.md, "A library shared by a team").
+A server shared by a team is another class behind the same interface: `PostgresStore`
+(cwread.library.postgres; docs/books.md, "A library on one machine, and shared by a team").
 
 A paragraph's rowid is its book's id times ROWS_PER_BOOK plus its id in the book: a book's
 rows are one rowid range (dropped as one), and a hit's neighbours are the rowids around it.
@@ -95,13 +95,18 @@ def match_expression(query: str) -> str | None:
     """An FTS5 query for `query`'s words (query_words), any of them (BM25 weighs them), each
     quoted (nothing in it is FTS5 syntax); a phrase the query quotes ("green light") must be
     in the paragraph as written, word for word (its stop words too); None where no word is left."""
-    phrases = [" ".join(w.lower() for w in TERM.findall(a or b)) for a, b in _PHRASE.findall(query)]
-    phrases = [p for p in phrases if p]
+    phrases = phrases_of(query)
     words = " OR ".join(_quoted(w) for w in query_words(query))
     if not phrases:
         return words or None
     # the phrases required; every word (theirs too) weighed, so the OR group always holds
     return " AND ".join([*(_quoted(p) for p in phrases), f"({words})"]) if words else " AND ".join(map(_quoted, phrases))
+
+
+def phrases_of(query: str) -> list[str]:
+    """The phrases `query` quotes ("green light"), each as its words, lower case."""
+    phrases = [" ".join(w.lower() for w in TERM.findall(a or b)) for a, b in _PHRASE.findall(query)]
+    return [p for p in phrases if p]
 
 
 def _quoted(words: str) -> str:
@@ -302,7 +307,9 @@ def open_store(path: Path, notice: Callable[[str], None] | None = None) -> Sqlit
             raise CacheError(f"the library's index {path} cannot be made anew") from None
 
 
-__all__ = ["HeldBook", "ParagraphStore", "SqliteStore", "StoredHit", "match_expression", "open_store", "query_words"]
+__all__ = [
+    "HeldBook", "ParagraphStore", "SqliteStore", "StoredHit", "match_expression", "open_store", "phrases_of", "query_words"
+]
 
 
 def _write_ahead(db: sqlite3.Connection) -> None:

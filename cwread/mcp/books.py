@@ -41,7 +41,7 @@ class Books:
 
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
-        self.library = Library(settings.roots)
+        self.library = Library(settings.roots, url=settings.session.library_url)
         self.roots = self.library.roots
         self._open: OrderedDict[tuple, tuple[Session, threading.Lock]] = OrderedDict()
         self._lock = threading.Lock()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from cwread import __version__
 from cwread.book import Document, Paragraph
-from cwread.library.catalog import Found, Hit
+from cwread.library.catalog import Found, Hit, LibraryIndexed
 from cwread.library.contents import ContentsEntry
 from cwread.records.stages import FindResult, Forged, Quote
 from cwread.records.trace import DoctorReport, IndexReport
@@ -119,6 +119,18 @@ def index_json(document: Document, report: IndexReport) -> dict:
         "built": list(report.built),
         "seconds": round(report.seconds, 3),
         "cache_dir": report.cache_dir,
+    }
+
+
+def library_index_json(built: LibraryIndexed) -> dict:
+    """`cwread index FOLDER --library-url URL --json`: what the library's index holds now."""
+    return {
+        "version": TRACE_VERSION,
+        "index": built.where,
+        "books": built.books,
+        "paragraphs": built.paragraphs,
+        "read": built.read,
+        "skipped": list(built.unread),
     }
 
 

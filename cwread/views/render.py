@@ -16,7 +16,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from cwread.book import Document, Paragraph
-from cwread.library.catalog import Found
+from cwread.library.catalog import Found, LibraryIndexed
 from cwread.library.contents import ContentsEntry
 from cwread.records.stages import FindResult
 from cwread.records.trace import DoctorReport, IndexReport
@@ -288,6 +288,15 @@ def index_view(document: Document, report: IndexReport) -> None:
     stderr().print(
         f"{one_line(document.path)}: {report.paragraphs} paragraphs; built {what} in {report.seconds:.1f} s; "
         f"cache {one_line(report.cache_dir)}",
+        markup=False,
+    )
+
+
+def library_index_view(built: LibraryIndexed) -> None:
+    for line in built.unread:
+        notice(f"left out: {line}")
+    stderr().print(
+        one_line(f"{built.where}: {built.books:,} books, {built.paragraphs:,} paragraphs; {built.read:,} read now"),
         markup=False,
     )
 

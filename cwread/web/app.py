@@ -165,7 +165,8 @@ def make_app(room: Room, allowed_hosts: tuple[str, ...] = LOOPBACK) -> Starlette
         if words:
             by_path = {b.path: b for b in room.books}
             for root, alone in room.searched:
-                found = Library((root,)).search(words, SEARCH_HITS * 2, within=Within(alone, upto))
+                library = Library((root,), url=room.held.settings.session.library_url)
+                found = library.search(words, SEARCH_HITS * 2, within=Within(alone, upto))
                 for hit in found.hits:
                     served = by_path.get((root / hit.book).resolve())
                     if served is not None:

@@ -1,0 +1,362 @@
+"""A library's paragraphs kept on a PostgreSQL server, for a team that shares one archive: a
+`ParagraphStore` (cwread.library.store) every member's cwread searches and brings up to date.
+
+- Tables: `cwread_libraries` (a server holds several, by name), `cwread_books` (one row a book:
+  its stamp, sources, what describes it, its paragraphs and their words) and
+  `cwread_paragraphs` (one row a paragraph, its words as a `tsvector` with a GIN index). The
+  schema's version is in `cwread_schema`; another is refused with a line saying what to do.
+- A book is replaced in one transaction, under an advisory lock on its name: two builders never
+  write the same book twice (the second finds it done), and a reader never sees half a book. A
+  build killed at any point loses the book it was writing; the next one puts it.
+- Ranking is BM25 as SQLite's FTS5 computes it (k1 1.2, b 0.75, its idf), over the statistics
+  the tables hold (a paragraph's words, the library's paragraphs, each term's paragraphs), not
+  PostgreSQL's ts_rank_cd; PostgreSQL's English stemmer stands in for FTS5's Porter.
+- Every statement is parameterised. The URL's password is marked secret (cwread.errors), so no
+  message, trace or log shows it; messages name the server as user@host/database.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from cwread.environment import require_extra
+from cwread.errors import CacheError, InputError, keep_secret
+from cwread.library.store import HeldBook, StoredHit, phrases_of, query_words
+from cwread.text.words import TERM
+
+SCHEMA_VERSION = 1
+CONNECT_SECONDS = 10  # how long a connection may take before the server is called unreachable
+K1, B = 1.2, 0.75  # FTS5's bm25() constants
+_LANGUAGE = "english"  # PostgreSQL's text search configuration: its Snowball stemmer, its stop words
+_SCHEMA_LOCK = 0x63777264  # "cwrd": the advisory lock that makes the schema once
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS cwread_schema (version integer NOT NULL);
+CREATE TABLE IF NOT EXISTS cwread_libraries (id serial PRIMARY KEY, name text UNIQUE NOT NULL);
+CREATE TABLE IF NOT EXISTS cwread_books (
+    id bigserial PRIMARY KEY,
+    library integer NOT NULL REFERENCES cwread_libraries ON DELETE CASCADE,
+    name text NOT NULL, stamp text NOT NULL, sources jsonb NOT NULL, paragraphs integer NOT NULL,
+    about jsonb NOT NULL, rows integer NOT NULL, words bigint NOT NULL,
+    UNIQUE (library, name));
+CREATE TABLE IF NOT EXISTS cwread_paragraphs (
+    book bigint NOT NULL REFERENCES cwread_books ON DELETE CASCADE,
+    id integer NOT NULL, page integer, words integer NOT NULL, text text NOT NULL,
+    terms tsvector GENERATED ALWAYS AS (to_tsvector('{_LANGUAGE}', text)) STORED,
+    PRIMARY KEY (book, id));
+CREATE INDEX IF NOT EXISTS cwread_paragraphs_terms ON cwread_paragraphs USING gin (terms);
+"""
+# what libpq says of a connection the user's settings refuse, not a server out of reach
+_REFUSED_SETTINGS = ("password authentication failed", "does not exist", "no password supplied",
+                     "authentication failed", "invalid", "pg_hba.conf")
+
+
+@dataclass(frozen=True)
+class LibraryUrl:
+    """A library on a server: what to connect with (`conninfo`, the URL without cwread's own
+    `library` parameter), the library's `name` there, and the server as messages name it
+    (`shown`: user@host/database, never the password)."""
+
+    conninfo: str
+    name: str
+    shown: str
+
+
+def library_url(url: str, default_name: str) -> LibraryUrl:
+    """`url` (postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?library=NAME&...]) read; the
+    library's name is its `library` parameter, else `default_name`. InputError for anything
+    else; the password is marked secret before any message can hold it."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise InputError(
+            "a library's URL is postgresql://USER@HOST/DATABASE (a password after USER:, a socket folder "
+            "as ?host=/run/postgresql, the library's name as ?library=NAME)"
+        )
+    keep_secret(parts.password)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    for key, value in query:
+        if key == "password":
+            keep_secret(value)
+    name = next((value for key, value in query if key == "library"), default_name).strip()
+    if not name:
+        raise InputError("the library URL's library= names no library")
+    rest = urlencode([(key, value) for key, value in query if key != "library"])
+    conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
+    host = parts.hostname or dict(query).get("host") or "localhost"
+    user = f"{parts.username}@" if parts.username else ""
+    port = f":{parts.port}" if parts.port else ""
+    return LibraryUrl(conninfo, name, f"{user}{host}{port}{parts.path or '/'}")
+
+
+class PostgresStore:
+    """ParagraphStore on a PostgreSQL server (see the module's docstring). Each thread has a
+    connection of its own, in autocommit mode: a write is an explicit transaction."""
+
+    shared = True  # books are stamped by their content, which every member's copy shares
+
+    def __init__(self, where: LibraryUrl) -> None:
+        self._psycopg = require_extra("psycopg", "postgres", "a library on PostgreSQL needs psycopg")
+        self.where = where
+        self.path = where.shown  # what messages name it by, as SqliteStore's file
+        self._local = threading.local()
+        self._connections: list = []
+        self._lock = threading.Lock()
+        with self._guard("opened"):
+            self.library = self._prepare()
+
+    # -- connections and faults --------------------------------------------------------------
+
+    @property
+    def _db(self):
+        db = getattr(self._local, "db", None)
+        if db is None or db.closed:
+            db = self._local.db = self._connect()
+        return db
+
+    def _connect(self):
+        psycopg = self._psycopg
+        try:
+            db = psycopg.connect(self.where.conninfo, autocommit=True, connect_timeout=CONNECT_SECONDS)
+        except psycopg.ProgrammingError as exc:  # the URL itself: a key libpq does not take
+            raise InputError(f"the library URL cannot be used: {_first_line(exc)}") from None
+        except psycopg.OperationalError as exc:
+            said = _first_line(exc)
+            if any(word in said.lower() for word in _REFUSED_SETTINGS):
+                raise InputError(f"the library's server {self.where.shown} refused the connection: {said}") from None
+            raise CacheError(f"the library's server {self.where.shown} cannot be reached: {said}") from None
+        with self._lock:
+            self._connections.append(db)
+        return db
+
+    def _guard(self, doing: str):
+        return _Guard(self, doing)
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for db in connections:
+            with suppress(self._psycopg.Error, OSError):  # a connection already gone is closed
+                db.close()
+        self._local = threading.local()
+
+    # -- the schema --------------------------------------------------------------------------
+
+    def _prepare(self) -> int:
+        """The schema made (once, under a lock: members starting at once queue) or checked; the
+        library's id, its row made where new."""
+        db = self._db
+        with db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            exists = db.execute("SELECT to_regclass('cwread_schema') IS NOT NULL").fetchone()[0]
+            if exists:
+                row = db.execute("SELECT max(version) FROM cwread_schema").fetchone()
+                version = row[0] if row else None
+                if version is not None and version != SCHEMA_VERSION:
+                    raise CacheError(_other_schema(self.where.shown, version))
+            db.execute(_SCHEMA)
+            if not exists or db.execute("SELECT count(*) FROM cwread_schema").fetchone()[0] == 0:
+                db.execute("INSERT INTO cwread_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+            db.execute(
+                "INSERT INTO cwread_libraries (name) VALUES (%s) ON CONFLICT (name) DO NOTHING", (self.where.name,)
+            )
+            return db.execute("SELECT id FROM cwread_libraries WHERE name = %s", (self.where.name,)).fetchone()[0]
+
+    # -- ParagraphStore ----------------------------------------------------------------------
+
+    def held(self) -> dict[str, HeldBook]:
+        with self._guard("read"):
+            rows = self._db.execute(
+                "SELECT name, stamp, sources, paragraphs, about FROM cwread_books WHERE library = %s",
+                (self.library,),
+            ).fetchall()
+        return {
+            name: HeldBook(name, stamp, tuple(tuple(s) for s in sources), paragraphs, about)
+            for name, stamp, sources, paragraphs, about in rows
+        }
+
+    def put(self, book: HeldBook, paragraphs: Iterable[tuple[int, int | None, str]]) -> None:
+        rows = [(pid, page, _storable(text)) for pid, page, text in paragraphs if pid > 0]
+        words = [len(TERM.findall(text)) for _, _, text in rows]
+        fields = (book.stamp, json.dumps(book.sources), book.paragraphs, json.dumps(book.about, ensure_ascii=False))
+        with self._guard("written"):
+            db = self._db
+            with db.transaction():
+                self._lock_book(db, book.name)
+                found = db.execute(
+                    "SELECT id, stamp FROM cwread_books WHERE library = %s AND name = %s", (self.library, book.name)
+                ).fetchone()
+                if found is not None and found[1] == book.stamp:
+                    return  # another member put this very book while it was being read
+                if found is not None:
+                    db.execute("DELETE FROM cwread_books WHERE id = %s", (found[0],))
+                book_id = db.execute(
+                    "INSERT INTO cwread_books (library, name, stamp, sources, paragraphs, about, rows, words) "
+                    "VALUES (%s, %s, %s, %s::jsonb, %s, %s::jsonb, %s, %s) RETURNING id",
+                    (self.library, book.name, *fields, len(rows), sum(words)),
+                ).fetchone()[0]
+                with db.cursor().copy("COPY cwread_paragraphs (book, id, page, words, text) FROM STDIN") as copy:
+                    for (pid, page, text), count in zip(rows, words, strict=True):
+                        copy.write_row((book_id, pid, page, count, text))
+
+    def drop(self, name: str) -> None:
+        with self._guard("written"):
+            db = self._db
+            with db.transaction():
+                self._lock_book(db, name)
+                db.execute("DELETE FROM cwread_books WHERE library = %s AND name = %s", (self.library, name))
+
+    def _lock_book(self, db, name: str) -> None:
+        """The book's advisory lock, held to the transaction's end: its writers queue."""
+        db.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", (name, self.library))
+
+    def search(
+        self, query: str, limit: int, books: Sequence[str] | None = None, upto: int | None = None
+    ) -> list[StoredHit]:
+        words, phrases = query_words(query), phrases_of(query)
+        if not words and not phrases:
+            return []
+        with self._guard("read"):
+            db = self._db
+            lexemes = [
+                row[0]
+                for row in db.execute(
+                    f"SELECT DISTINCT lexeme FROM unnest(to_tsvector('{_LANGUAGE}', %s)) ORDER BY lexeme",
+                    (" ".join(words),),
+                )
+            ]
+            if not lexemes and not phrases:
+                return []
+            statistics = db.execute(
+                "SELECT coalesce(sum(rows), 0), coalesce(sum(words), 0) FROM cwread_books WHERE library = %s",
+                (self.library,),
+            ).fetchone()
+            total, all_words = int(statistics[0]), int(statistics[1])
+            if total == 0:
+                return []
+            idf = [_idf(total, self._paragraphs_with(db, lexeme)) for lexeme in lexemes]
+            matched = " | ".join(map(_tsquery_lexeme, lexemes))
+            where = ["b.library = %(library)s"]
+            if matched:
+                where.append("p.terms @@ %(matched)s::tsquery")
+            for number, _ in enumerate(phrases):
+                where.append(f"p.terms @@ phraseto_tsquery('{_LANGUAGE}', %(phrase{number})s)")
+            arguments = {
+                "library": self.library,
+                "matched": matched,
+                "lexemes": lexemes,
+                "idf": idf,
+                "average": all_words / total,
+                **{f"phrase{number}": phrase for number, phrase in enumerate(phrases)},
+            }
+            if books is not None:
+                where.append("b.name = ANY(%(books)s)")
+                arguments["books"] = list(books)
+            if upto is not None:  # the reader's limit, in each book
+                where.append("p.id <= %(upto)s")
+                arguments["upto"] = upto
+            sql = _BM25_SQL + " AND ".join(where) + " ORDER BY score DESC, b.name, p.id" + (" LIMIT %(limit)s" if limit else "")
+            arguments |= {"k1": K1, "b": B, "limit": limit}
+            rows = db.execute(sql, arguments).fetchall()
+        return [StoredHit(name, pid, page, float(score), text) for name, pid, page, text, score in rows]
+
+    def _paragraphs_with(self, db, lexeme: str) -> int:
+        """The library's paragraphs that hold `lexeme` (BM25's document frequency)."""
+        return int(
+            db.execute(
+                "SELECT count(*) FROM cwread_paragraphs p JOIN cwread_books b ON b.id = p.book "
+                "WHERE b.library = %s AND p.terms @@ %s::tsquery",
+                (self.library, _tsquery_lexeme(lexeme)),
+            ).fetchone()[0]
+        )
+
+    def around(self, book: str, pid: int, context: int) -> list[tuple[int, str]]:
+        if context <= 0:
+            return []
+        with self._guard("read"):
+            rows = self._db.execute(
+                "SELECT p.id, p.text FROM cwread_paragraphs p JOIN cwread_books b ON b.id = p.book "
+                "WHERE b.library = %s AND b.name = %s AND p.id BETWEEN %s AND %s AND p.id <> %s ORDER BY p.id",
+                (self.library, book, max(1, pid - context), pid + context, pid),
+            ).fetchall()
+        return [(row[0], row[1]) for row in rows]
+
+    def count(self) -> int:
+        """Paragraphs held, of every book."""
+        with self._guard("read"):
+            return int(
+                self._db.execute(
+                    "SELECT coalesce(sum(paragraphs), 0) FROM cwread_books WHERE library = %s", (self.library,)
+                ).fetchone()[0]
+            )
+
+
+# BM25 as FTS5 scores it: for each query term in the paragraph, idf * tf * (k1 + 1) /
+# (tf + k1 * (1 - b + b * words / average words)), tf the term's positions in the paragraph
+_BM25_SQL = (
+    "SELECT b.name, p.id, p.page, p.text, ("
+    "SELECT coalesce(sum(w.idf * cardinality(t.positions) * (%(k1)s + 1) / (cardinality(t.positions) + "
+    "%(k1)s * (1 - %(b)s + %(b)s * p.words / %(average)s))), 0) "
+    "FROM unnest(p.terms) t JOIN unnest(%(lexemes)s::text[], %(idf)s::float8[]) w(lexeme, idf) "
+    "ON w.lexeme = t.lexeme) AS score "
+    "FROM cwread_paragraphs p JOIN cwread_books b ON b.id = p.book WHERE "
+)
+
+
+def _idf(total: int, holding: int) -> float:
+    """FTS5's idf: log((N - n + 0.5) / (n + 0.5)), at least 1e-6 (a term in most paragraphs)."""
+    return max(math.log((total - holding + 0.5) / (holding + 0.5)), 1e-6)
+
+
+def _tsquery_lexeme(lexeme: str) -> str:
+    """`lexeme` as a tsquery's quoted operand: nothing in it is tsquery syntax."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _storable(text: str) -> str:
+    """PostgreSQL's text holds no NUL: one is stored as U+FFFD, as a reading replaces bad bytes."""
+    return text.replace("\x00", "\ufffd")
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " ".join(lines[:2]) if lines else type(exc).__name__
+
+
+def _other_schema(shown: str, version: int) -> str:
+    if version > SCHEMA_VERSION:
+        return (
+            f"the library's tables on {shown} are of a newer cwread (schema {version}; this one reads "
+            f"{SCHEMA_VERSION}): upgrade cwread"
+        )
+    return (
+        f"the library's tables on {shown} are of an older cwread (schema {version}; this one reads "
+        f"{SCHEMA_VERSION}): drop the cwread_ tables (DROP TABLE cwread_paragraphs, cwread_books, "
+        "cwread_libraries, cwread_schema) and the next search builds them anew"
+    )
+
+
+class _Guard:
+    """A store's operation with the server's faults as cwread's: the server gone (exit 3), a
+    statement refused (exit 3, named), each one line."""
+
+    def __init__(self, store: PostgresStore, doing: str) -> None:
+        self.store, self.doing = store, doing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, value, traceback) -> bool:
+        if value is None or not isinstance(value, self.store._psycopg.Error):
+            return False
+        db = getattr(self.store._local, "db", None)
+        if db is not None and (db.closed or db.broken):
+            self.store._local.db = None  # the next call connects again
+        raise CacheError(
+            f"the library's index on {self.store.where.shown} cannot be {self.doing}: {_first_line(value)}"
+        ) from None
