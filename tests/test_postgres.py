@@ -286,3 +286,21 @@ def test_mcp_and_find_and_ask_read_the_shared_index(server, tmp_path):
     )
     assert code in (0, 4) and json.loads(out)["document"]["path"].endswith("the_selfish_giant.txt"), err
     assert mcp is not None
+
+
+def test_the_reading_room_searches_the_shared_index(server, tmp_path, monkeypatch):
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from cwread import api
+    from cwread.web.app import Room, make_app
+
+    monkeypatch.setenv("CWREAD_CACHE_DIR", str(tmp_path / "cache"))
+    shelf = tmp_path / "room"
+    shelf.mkdir()
+    for name in ("the_selfish_giant.txt", "the_hound_of_the_baskervilles.txt"):
+        shutil.copy(EXAMPLES / name, shelf / name)
+    room = Room([shelf], api.SessionSettings(library_url=server.url() + "?library=room"))
+    page = TestClient(make_app(room), base_url="http://127.0.0.1:8765").get("/search", params={"q": "giant garden"})
+    assert page.status_code == 200 and "giant" in page.text.lower()
+    assert sorted(held(server, "room")) == ["the_hound_of_the_baskervilles.txt", "the_selfish_giant.txt"]

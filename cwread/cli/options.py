@@ -61,7 +61,7 @@ RetrievalOpt = Annotated[
 LibraryUrlOpt = Annotated[str | None, typer.Option(
     "--library-url", envvar="CWREAD_LIBRARY_URL", metavar="URL", show_default=False, **second_panel(LIBRARIES),
     help="A library's index on a PostgreSQL server, shared by a team: postgresql://USER@HOST/DATABASE[?library=NAME] "
-    "(NAME: the folder's name unless given); else this machine's.")]
+    "(NAME: the folder's name unless given); else this machine's [env: CWREAD_LIBRARY_URL].")]
 TraceOpt = Annotated[str | None, typer.Option("--trace", help="Also write the JSON trace to this file.")]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import threading
 from contextlib import suppress
 from pathlib import Path
 
@@ -23,6 +24,7 @@ class Digests:
 
     def __init__(self, folder: Path | None = None) -> None:
         self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()  # one connection, a server's threads taking turns
         path = (folder or cache_root() / "library") / f"digests-v{DIGESTS_VERSION}.sqlite"
         with suppress(OSError, sqlite3.Error):
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -34,13 +36,13 @@ class Digests:
     def of(self, path: Path, stamp: str) -> str:
         """The digest of the book at `path` (a file or a folder) whose local stamp is `stamp`."""
         if self._db is not None:
-            with suppress(sqlite3.Error):
+            with self._lock, suppress(sqlite3.Error):
                 row = self._db.execute("SELECT digest FROM digests WHERE stamp = ?", (stamp,)).fetchone()
                 if row is not None:
                     return row[0]
         digest = _folder_digest(path) if path.is_dir() else file_sha256(path)
         if self._db is not None:
-            with suppress(sqlite3.Error):
+            with self._lock, suppress(sqlite3.Error):
                 self._db.execute("INSERT OR REPLACE INTO digests (stamp, digest) VALUES (?, ?)", (stamp, digest))
         return digest
 
