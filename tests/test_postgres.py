@@ -160,6 +160,33 @@ def test_books_changed_removed_and_added_between_searches(server, tmp_path):
     (shelf / "c.txt").write_text("Another wombat, in another book.\n", encoding="utf-8")
     assert found("wombat") == ["c.txt"]
     assert sorted(held(server, "changing")) == ["a.txt", "c.txt"]
+    counted = server.sql(  # the term counts BM25 reads, kept through the changes, against a recount
+        "SELECT t.lexeme, t.paragraphs FROM cwread_terms t JOIN cwread_libraries l ON l.id = t.library "
+        "WHERE l.name = 'changing' AND t.paragraphs > 0 ORDER BY 1"
+    )
+    recounted = server.sql(
+        "SELECT u.lexeme, count(*) FROM cwread_paragraphs p JOIN cwread_books b ON b.id = p.book "
+        "JOIN cwread_libraries l ON l.id = b.library, unnest(p.terms) u WHERE l.name = 'changing' GROUP BY 1 ORDER BY 1"
+    )
+    assert counted == recounted and ("numbat", 1) in counted
+
+
+def test_the_best_hits_are_those_of_every_match_ranked(server, shelf, tmp_path, monkeypatch):
+    """A search for the best few skips the rows that cannot reach them (MaxScore): the same
+    hits, in the same order, as every match ranked."""
+    monkeypatch.setenv("CWREAD_CACHE_DIR", str(tmp_path / "cache"))
+    from cwread.library.catalog import Library
+
+    store = Library((shelf,), url=server.url() + "?library=maxscore")
+    store.sync()
+    questions = [
+        "Why did Sir Henry's boot go missing at the hotel?", "the hound on the moor at night",
+        "Dr. Mortimer's stick and the curse of the Baskervilles", '"Sir Henry" boot', "zyzzyva2 moor",
+    ]  # fmt: skip
+    for question in questions:
+        every = [(h.book, h.id) for h in store.store().search(question, 0)]
+        for limit in (1, 5, 40):
+            assert [(h.book, h.id) for h in store.store().search(question, limit)] == every[:limit], (question, limit)
 
 
 @pytest.mark.parametrize("after", [0.8, 2.5])

@@ -30,11 +30,12 @@ from cwread.errors import CacheError, InputError, keep_secret
 from cwread.library.store import HeldBook, StoredHit, phrases_of, query_words
 from cwread.text.words import TERM
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: each term's paragraphs counted (cwread_terms)
 CONNECT_SECONDS = 10  # how long a connection may take before the server is called unreachable
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 _LANGUAGE = "english"  # PostgreSQL's text search configuration: its Snowball stemmer, its stop words
 _SCHEMA_LOCK = 0x63777264  # "cwrd": the advisory lock that makes the schema once
+_TERMS_LOCK = 0x74726D73  # "trms", with a library's id: the lock its term counts are updated under
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS cwread_schema (version integer NOT NULL);
 CREATE TABLE IF NOT EXISTS cwread_libraries (id serial PRIMARY KEY, name text UNIQUE NOT NULL);
@@ -50,7 +51,17 @@ CREATE TABLE IF NOT EXISTS cwread_paragraphs (
     terms tsvector GENERATED ALWAYS AS (to_tsvector('{_LANGUAGE}', text)) STORED,
     PRIMARY KEY (book, id));
 CREATE INDEX IF NOT EXISTS cwread_paragraphs_terms ON cwread_paragraphs USING gin (terms);
+CREATE TABLE IF NOT EXISTS cwread_terms (
+    library integer NOT NULL REFERENCES cwread_libraries ON DELETE CASCADE,
+    lexeme text NOT NULL, paragraphs bigint NOT NULL,
+    PRIMARY KEY (library, lexeme));
 """
+# a book's terms, each with the paragraphs holding it, added to (or taken from) the library's counts
+_COUNT_TERMS = (
+    "INSERT INTO cwread_terms (library, lexeme, paragraphs) SELECT %(library)s, lexeme, %(sign)s * count(*) "
+    "FROM cwread_paragraphs p, unnest(p.terms) WHERE p.book = %(book)s GROUP BY lexeme ORDER BY lexeme "
+    "ON CONFLICT (library, lexeme) DO UPDATE SET paragraphs = cwread_terms.paragraphs + EXCLUDED.paragraphs"
+)
 # what libpq says of a connection the user's settings refuse, not a server out of reach
 _REFUSED_SETTINGS = ("password authentication failed", "does not exist", "no password supplied",
                      "authentication failed", "invalid", "pg_hba.conf")
@@ -193,8 +204,10 @@ class PostgresStore:
                 ).fetchone()
                 if found is not None and found[1] == book.stamp:
                     return  # another member put this very book while it was being read
+                # the index is made from the books: a commit lost to a crash is put again by the next sync
+                db.execute("SET LOCAL synchronous_commit TO OFF")
                 if found is not None:
-                    db.execute("DELETE FROM cwread_books WHERE id = %s", (found[0],))
+                    self._forget(db, found[0])
                 book_id = db.execute(
                     "INSERT INTO cwread_books (library, name, stamp, sources, paragraphs, about, rows, words) "
                     "VALUES (%s, %s, %s, %s::jsonb, %s, %s::jsonb, %s, %s) RETURNING id",
@@ -203,13 +216,31 @@ class PostgresStore:
                 with db.cursor().copy("COPY cwread_paragraphs (book, id, page, words, text) FROM STDIN") as copy:
                     for (pid, page, text), count in zip(rows, words, strict=True):
                         copy.write_row((book_id, pid, page, count, text))
+                self._count_terms(db, book_id, +1)
 
     def drop(self, name: str) -> None:
         with self._guard("written"):
             db = self._db
             with db.transaction():
                 self._lock_book(db, name)
-                db.execute("DELETE FROM cwread_books WHERE library = %s AND name = %s", (self.library, name))
+                found = db.execute(
+                    "SELECT id FROM cwread_books WHERE library = %s AND name = %s", (self.library, name)
+                ).fetchone()
+                if found is not None:
+                    db.execute("SET LOCAL synchronous_commit TO OFF")
+                    self._forget(db, found[0])
+
+    def _forget(self, db, book_id: int) -> None:
+        """Book `book_id` taken out: its terms from the library's counts, then its rows."""
+        self._count_terms(db, book_id, -1)
+        db.execute("DELETE FROM cwread_books WHERE id = %s", (book_id,))
+
+    def _count_terms(self, db, book_id: int, sign: int) -> None:
+        """Book `book_id`'s terms added to the library's counts (`sign` -1: taken off). Writers
+        of one library take turns here, under its lock to the transaction's end: two updating
+        the same counts in different orders would deadlock."""
+        db.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_TERMS_LOCK, self.library))
+        db.execute(_COUNT_TERMS, {"library": self.library, "book": book_id, "sign": sign})
 
     def _lock_book(self, db, name: str) -> None:
         """The book's advisory lock, held to the transaction's end: its writers queue."""
@@ -223,57 +254,35 @@ class PostgresStore:
             return []
         with self._guard("read"):
             db = self._db
-            lexemes = [
-                row[0]
-                for row in db.execute(
-                    f"SELECT DISTINCT lexeme FROM unnest(to_tsvector('{_LANGUAGE}', %s)) ORDER BY lexeme",
-                    (" ".join(words),),
-                )
-            ]
-            if not lexemes and not phrases:
-                return []
+            found = db.execute(
+                f"SELECT q.lexeme, coalesce(t.paragraphs, 0) FROM (SELECT DISTINCT lexeme FROM unnest("
+                f"to_tsvector('{_LANGUAGE}', %s))) q LEFT JOIN cwread_terms t ON t.library = %s AND t.lexeme = q.lexeme",
+                (" ".join(words), self.library),
+            ).fetchall()
             statistics = db.execute(
                 "SELECT coalesce(sum(rows), 0), coalesce(sum(words), 0) FROM cwread_books WHERE library = %s",
                 (self.library,),
             ).fetchone()
             total, all_words = int(statistics[0]), int(statistics[1])
-            if total == 0:
+            held = {lexeme: int(count) for lexeme, count in found if count > 0}  # a term no paragraph holds matches none
+            if total == 0 or (not held and not phrases):
                 return []
-            idf = [_idf(total, self._paragraphs_with(db, lexeme)) for lexeme in lexemes]
-            matched = " | ".join(map(_tsquery_lexeme, lexemes))
-            where = ["b.library = %(library)s"]
-            if matched:
-                where.append("p.terms @@ %(matched)s::tsquery")
-            for number, _ in enumerate(phrases):
-                where.append(f"p.terms @@ phraseto_tsquery('{_LANGUAGE}', %(phrase{number})s)")
-            arguments = {
-                "library": self.library,
-                "matched": matched,
-                "lexemes": lexemes,
-                "idf": idf,
-                "average": all_words / total,
-                **{f"phrase{number}": phrase for number, phrase in enumerate(phrases)},
-            }
-            if books is not None:
-                where.append("b.name = ANY(%(books)s)")
-                arguments["books"] = list(books)
-            if upto is not None:  # the reader's limit, in each book
-                where.append("p.id <= %(upto)s")
-                arguments["upto"] = upto
-            sql = _BM25_SQL + " AND ".join(where) + " ORDER BY score DESC, b.name, p.id" + (" LIMIT %(limit)s" if limit else "")
-            arguments |= {"k1": K1, "b": B, "limit": limit}
-            rows = db.execute(sql, arguments).fetchall()
-        return [StoredHit(name, pid, page, float(score), text) for name, pid, page, text, score in rows]
-
-    def _paragraphs_with(self, db, lexeme: str) -> int:
-        """The library's paragraphs that hold `lexeme` (BM25's document frequency)."""
-        return int(
-            db.execute(
-                "SELECT count(*) FROM cwread_paragraphs p JOIN cwread_books b ON b.id = p.book "
-                "WHERE b.library = %s AND p.terms @@ %s::tsquery",
-                (self.library, _tsquery_lexeme(lexeme)),
-            ).fetchone()[0]
-        )
+            idf = {lexeme: _idf(total, count) for lexeme, count in held.items()}
+            rarest = sorted(idf, key=lambda lexeme: (-idf[lexeme], lexeme))
+            search = _Search(db, self.library, rarest, idf, all_words / total, phrases, books, upto)
+            if not limit or len(rarest) < 2:
+                return search.run(rarest, limit)
+            # MaxScore: rows holding none of the rarest terms score at most what the others can
+            # add (idf * (k1 + 1) each); once that is below the limit's last score, they cannot
+            # enter, and the rows holding a rarest term are the whole answer, exactly as ranked
+            for count in range(1, len(rarest) + 1):
+                if count < len(rarest) and sum(held[t] for t in rarest[:count]) < limit:
+                    continue  # too few rows to fill the limit: a wider set first
+                hits = search.run(rarest[:count], limit)
+                rest = sum(idf[t] * (K1 + 1) for t in rarest[count:])
+                if count == len(rarest) or (len(hits) == limit and rest < hits[-1].score):
+                    return hits
+        return []
 
     def around(self, book: str, pid: int, context: int) -> list[tuple[int, str]]:
         if context <= 0:
@@ -294,6 +303,39 @@ class PostgresStore:
                     "SELECT coalesce(sum(paragraphs), 0) FROM cwread_books WHERE library = %s", (self.library,)
                 ).fetchone()[0]
             )
+
+
+class _Search:
+    """One search's statement: the rows matching some of its terms (and every phrase, within
+    the books and the reader's limit), each scored by BM25 over all of its terms, best first."""
+
+    def __init__(self, db, library: int, lexemes: list[str], idf: dict[str, float], average: float,
+                 phrases: list[str], books: Sequence[str] | None, upto: int | None) -> None:  # fmt: skip
+        self.db = db
+        self.where = ["b.library = %(library)s"]
+        self.arguments: dict = {
+            "library": library, "lexemes": lexemes, "idf": [idf[t] for t in lexemes], "average": average,
+            "k1": K1, "b": B,
+        }  # fmt: skip
+        for number, phrase in enumerate(phrases):
+            self.where.append(f"p.terms @@ phraseto_tsquery('{_LANGUAGE}', %(phrase{number})s)")
+            self.arguments[f"phrase{number}"] = phrase
+        if books is not None:
+            self.where.append("b.name = ANY(%(books)s)")
+            self.arguments["books"] = list(books)
+        if upto is not None:  # the reader's limit, in each book
+            self.where.append("p.id <= %(upto)s")
+            self.arguments["upto"] = upto
+
+    def run(self, matching: list[str], limit: int) -> list[StoredHit]:
+        """The best `limit` (0: all) rows holding one of `matching` at least."""
+        where = list(self.where)
+        if matching:
+            where.append("p.terms @@ %(matched)s::tsquery")
+        sql = _BM25_SQL + " AND ".join(where) + " ORDER BY score DESC, b.name, p.id" + (" LIMIT %(limit)s" if limit else "")
+        arguments = {**self.arguments, "matched": " | ".join(map(_tsquery_lexeme, matching)), "limit": limit}
+        rows = self.db.execute(sql, arguments).fetchall()
+        return [StoredHit(name, pid, page, float(score), text) for name, pid, page, text, score in rows]
 
 
 # BM25 as FTS5 scores it: for each query term in the paragraph, idf * tf * (k1 + 1) /
