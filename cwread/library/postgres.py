@@ -162,6 +162,14 @@ class PostgresStore:
         """The schema made (once, under a lock: members starting at once queue) or checked; the
         library's id, its row made where new."""
         db = self._db
+        made = "SELECT to_regclass('cwread_schema') IS NOT NULL AND to_regclass('cwread_libraries') IS NOT NULL"
+        if db.execute(made).fetchone()[0]:  # the usual case, with nothing to make: no lock taken
+            known = db.execute(
+                "SELECT (SELECT max(version) FROM cwread_schema), (SELECT id FROM cwread_libraries WHERE name = %s)",
+                (self.where.name,),
+            ).fetchone()
+            if known[0] == SCHEMA_VERSION and known[1] is not None:
+                return known[1]
         with db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             exists = db.execute("SELECT to_regclass('cwread_schema') IS NOT NULL").fetchone()[0]
@@ -275,10 +283,13 @@ class PostgresStore:
             # MaxScore: rows holding none of the rarest terms score at most what the others can
             # add (idf * (k1 + 1) each); once that is below the limit's last score, they cannot
             # enter, and the rows holding a rarest term are the whole answer, exactly as ranked
+            hits: list[StoredHit] = []
+            scored = 0  # the rarest terms whose rows are scored
             for count in range(1, len(rarest) + 1):
                 if count < len(rarest) and sum(held[t] for t in rarest[:count]) < limit:
                     continue  # too few rows to fill the limit: a wider set first
-                hits = search.run(rarest[:count], limit)
+                hits = _best([*hits, *search.run(rarest[scored:count], limit, rarest[:scored])], limit)
+                scored = count
                 rest = sum(idf[t] * (K1 + 1) for t in rarest[count:])
                 if count == len(rarest) or (len(hits) == limit and rest < hits[-1].score):
                     return hits
@@ -327,13 +338,17 @@ class _Search:
             self.where.append("p.id <= %(upto)s")
             self.arguments["upto"] = upto
 
-    def run(self, matching: list[str], limit: int) -> list[StoredHit]:
-        """The best `limit` (0: all) rows holding one of `matching` at least."""
+    def run(self, matching: list[str], limit: int, scored: Sequence[str] = ()) -> list[StoredHit]:
+        """The best `limit` (0: all) rows holding one of `matching` at least, none of `scored`
+        (terms whose rows an earlier run gave)."""
         where = list(self.where)
         if matching:
             where.append("p.terms @@ %(matched)s::tsquery")
-        sql = _BM25_SQL + " AND ".join(where) + " ORDER BY score DESC, b.name, p.id" + (" LIMIT %(limit)s" if limit else "")
-        arguments = {**self.arguments, "matched": " | ".join(map(_tsquery_lexeme, matching)), "limit": limit}
+        if scored:
+            where.append("NOT p.terms @@ %(scored)s::tsquery")
+        order = ' ORDER BY score DESC, b.name COLLATE "C", p.id'  # as _best orders: by code point
+        sql = _BM25_SQL + " AND ".join(where) + order + (" LIMIT %(limit)s" if limit else "")
+        arguments = {**self.arguments, "limit": limit, "matched": _any_of(matching), "scored": _any_of(scored)}
         rows = self.db.execute(sql, arguments).fetchall()
         return [StoredHit(name, pid, page, float(score), text) for name, pid, page, text, score in rows]
 
@@ -344,10 +359,21 @@ _BM25_SQL = (
     "SELECT b.name, p.id, p.page, p.text, ("
     "SELECT coalesce(sum(w.idf * cardinality(t.positions) * (%(k1)s + 1) / (cardinality(t.positions) + "
     "%(k1)s * (1 - %(b)s + %(b)s * p.words / %(average)s))), 0) "
-    "FROM unnest(p.terms) t JOIN unnest(%(lexemes)s::text[], %(idf)s::float8[]) w(lexeme, idf) "
+    "FROM unnest(ts_filter(setweight(p.terms, 'A', %(lexemes)s), '{a}')) t "  # the query's terms alone
+    "JOIN unnest(%(lexemes)s::text[], %(idf)s::float8[]) w(lexeme, idf) "
     "ON w.lexeme = t.lexeme) AS score "
     "FROM cwread_paragraphs p JOIN cwread_books b ON b.id = p.book WHERE "
 )
+
+
+def _best(hits: list[StoredHit], limit: int) -> list[StoredHit]:
+    """The best `limit` of `hits`, ordered as a search orders them."""
+    return sorted(hits, key=lambda hit: (-hit.score, hit.book, hit.id))[:limit]
+
+
+def _any_of(lexemes: Sequence[str]) -> str:
+    """A tsquery that any of `lexemes` matches."""
+    return " | ".join(map(_tsquery_lexeme, lexemes))
 
 
 def _idf(total: int, holding: int) -> float:
