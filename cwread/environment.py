@@ -203,10 +203,12 @@ def shown_setting(key: str, value: str) -> str:
     if key in SECRET_KEYS:
         return "(set)"
     if key == "library_url":
+        import re
         from urllib.parse import urlsplit
 
         with suppress(ValueError):
             password = urlsplit(value).password
             if password:
-                return value.replace(f":{password}@", ":***@", 1)
+                value = value.replace(f":{password}@", ":***@", 1)
+        return re.sub(r"([?&]password=)[^&]*", r"\1***", value)
     return value

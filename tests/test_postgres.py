@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 psycopg = pytest.importorskip("psycopg")  # the dev install (the slow lane's) holds the postgres extra
 
 BOOKS = 6
-TABLES = {"cwread_schema", "cwread_libraries", "cwread_books", "cwread_paragraphs"}
+TABLES = {"cwread_schema", "cwread_libraries", "cwread_books", "cwread_paragraphs", "cwread_terms"}
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +138,90 @@ def test_a_search_during_a_build_finds_whole_books(server, shelf, tmp_path):
     _, err = builder.communicate(timeout=600)
     assert builder.returncode == 0, err
     assert len(held(server, "during")) == BOOKS and all(s == f for s, f in held(server, "during").values())
+
+
+def test_a_search_sees_one_version_of_a_book_while_a_member_replaces_it(server, monkeypatch):
+    """A search of several statements (the counts, then the MaxScore passes) reads one snapshot:
+    a member replacing the book between two passes changes nothing it returns."""
+    from cwread.library import postgres
+    from cwread.library.postgres import PostgresStore, library_url
+    from cwread.library.store import HeldBook
+
+    url = server.url() + "?library=versions"
+    writer, reader = (PostgresStore(library_url(url, "unused")) for _ in range(2))
+
+    def version(word: str) -> list[tuple[int, None, str]]:
+        # the second version's first paragraphs say "mid" ten times: they would rank first
+        kinds = ["rare"] * 3 if word == "one" else [" ".join(["mid"] * 10)] * 3
+        kinds += ["mid"] * 10 + ["filler"] * 87
+        return [(i, None, f"A {kind} paragraph, version {word}.") for i, kind in enumerate(kinds, start=1)]
+
+    writer.put(HeldBook("a.txt", "one", (), 100, {}), version("one"))
+    passes = []
+    original = postgres._Search.run
+
+    def run(self, *args, **kwargs):
+        hits = original(self, *args, **kwargs)
+        if not passes:  # between the first pass and the next, the book is replaced
+            writer.put(HeldBook("a.txt", "two", (), 100, {}), version("two"))
+        passes.append(len(hits))
+        return hits
+
+    monkeypatch.setattr(postgres._Search, "run", run)
+    hits = reader.search("rare mid", 3)
+    assert len(passes) >= 2, passes  # the test's point: more than one pass
+    assert len({h.id for h in hits}) == len(hits) == 3
+    assert {h.text.rsplit(" ", 1)[-1] for h in hits} == {"one."}
+    assert {h.text.rsplit(" ", 1)[-1] for h in reader.search("rare mid", 3)} == {"two."}
+
+
+def test_bm25_is_what_the_stored_rows_give(server, shelf, tmp_path, monkeypatch):
+    """The search's scores against BM25 computed here from the paragraphs' own terms and counts
+    taken afresh (FTS5's formula), and a member that does not own the tables reads and writes."""
+    import math
+
+    monkeypatch.setenv("CWREAD_CACHE_DIR", str(tmp_path / "cache"))
+    from cwread.library.catalog import Library
+
+    server.sql("CREATE ROLE visitor LOGIN PASSWORD 'visitor-pass-1'", "postgres")
+    server.sql("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO visitor")
+    server.sql("GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO visitor")
+    url = f"postgresql://visitor:visitor-pass-1@127.0.0.1:{server.port}/team?library=formula"
+    library = Library((shelf,), url=url)
+    library.sync()
+    where = "JOIN cwread_books b ON b.id = p.book JOIN cwread_libraries l ON l.id = b.library WHERE l.name = 'formula'"
+    total, words = server.sql(f"SELECT count(*), sum(p.words) FROM cwread_paragraphs p {where}")[0]
+    for question in ("Why did Sir Henry's boot go missing at the hotel?", "zyzzyva5 moor convict"):
+        hits = library.store().search(question, 8)
+        lexemes = [r[0] for r in server.sql("SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %s))", arguments=(question,))]
+        holding = {
+            lexeme: server.sql(f"SELECT count(*) FROM cwread_paragraphs p {where} AND p.terms @@ %s::tsquery",
+                               arguments=(f"'{lexeme}'",))[0][0]
+            for lexeme in lexemes
+        }  # fmt: skip
+        for hit in hits:
+            row = server.sql(
+                "SELECT p.words, u.lexeme, cardinality(u.positions) FROM cwread_paragraphs p JOIN cwread_books b "
+                "ON b.id = p.book JOIN cwread_libraries l ON l.id = b.library, unnest(p.terms) u "
+                "WHERE l.name = 'formula' AND b.name = %s AND p.id = %s",
+                arguments=(hit.book, hit.id),
+            )
+            expected = 0.0
+            for length, lexeme, tf in row:
+                if holding.get(lexeme):
+                    idf = max(math.log((total - holding[lexeme] + 0.5) / (holding[lexeme] + 0.5)), 1e-6)
+                    expected += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / (words / total)))
+            assert abs(hit.score - expected) < 1e-6 * max(1.0, expected), (question, hit, expected)
+
+
+def test_a_phrase_of_stop_words_is_found_in_the_text(server, tmp_path):
+    shelf = tmp_path / "play"
+    shelf.mkdir()
+    (shelf / "hamlet.txt").write_text("To be, or not to be: that is the question.\n\nTo sleep.\n", encoding="utf-8")
+    code, out, err = cwread(
+        tmp_path / "c", "search", str(shelf), '"to be or not to be"', "--json", "--library-url", server.url() + "?library=play"
+    )
+    assert code == 0 and [h["id"] for h in json.loads(out)["hits"]] == [1], err
 
 
 def test_books_changed_removed_and_added_between_searches(server, tmp_path):

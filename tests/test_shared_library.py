@@ -6,6 +6,7 @@ they lie, and the option on every command that reads a library."""
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -26,7 +27,14 @@ def test_a_library_url_names_its_library_and_never_its_password():
     assert hide_secrets("other-Secret") == "***"
 
 
-@pytest.mark.parametrize("url", ["mysql://h/db", "/var/lib/index.sqlite", "postgresql://h/db?library="])
+def test_the_query_goes_to_the_server_as_written_but_the_library():
+    where = library_url("postgresql://h/db?options=-c%20statement_timeout%3D5000&library=a%20b", "x")
+    assert where.conninfo == "postgresql://h/db?options=-c%20statement_timeout%3D5000" and where.name == "a b"
+
+
+@pytest.mark.parametrize(
+    "url", ["mysql://h/db", "/var/lib/index.sqlite", "postgresql://h/db?library=", "postgresql://h:abc/db", "postgresql://[::1/db"]
+)
 def test_a_url_that_is_no_library_is_an_input_error(url):
     with pytest.raises(InputError):
         library_url(url, "folder")
@@ -35,6 +43,9 @@ def test_a_url_that_is_no_library_is_an_input_error(url):
 def test_the_settings_file_shows_the_url_without_its_password():
     assert shown_setting("library_url", "postgresql://team:pw-9@host/db") == "postgresql://team:***@host/db"
     assert shown_setting("library_url", "postgresql://team@host/db") == "postgresql://team@host/db"
+    assert shown_setting("library_url", "postgresql://h/db?password=pw-9&sslmode=require") == (
+        "postgresql://h/db?password=***&sslmode=require"
+    )
 
 
 def test_a_book_is_stamped_by_its_content_wherever_it_lies(tmp_path):
@@ -53,6 +64,23 @@ def test_a_book_is_stamped_by_its_content_wherever_it_lies(tmp_path):
     before = digests.of(folder, "f1")
     (folder / "ch02.txt").write_text("Two.\n", encoding="utf-8")
     assert digests.of(folder, "f2") != before
+
+
+def test_a_book_that_cannot_be_read_is_never_taken_as_held(tmp_path):
+    """A shared store stamps a book by its content: one that vanished or cannot be read gets a
+    stamp nothing holds, so the sync reads it and says it could not."""
+    from cwread.library.catalog import Library
+
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    shutil.copy(EXAMPLES / "the_selfish_giant.txt", shelf / "giant.txt")
+    library = Library((shelf,), url="postgresql://nowhere/db")
+    library._digests = Digests(tmp_path / "cache")  # as store() sets it for a server's library
+    book = library.books()[0]
+    held = library._stamp_key(book)
+    assert held.startswith("v") and held == library._stamp_key(book)
+    (shelf / "giant.txt").unlink()  # gone after the listing: its stamp as listed, not yet digested
+    assert library._stamp_key(replace(book, stamp=(1, 2, 3, 4))).startswith("unreadable:")
 
 
 def test_a_missing_extra_says_how_to_install_it():

@@ -306,6 +306,8 @@ class Library:
             raise CacheError(f"the library's index cannot be read: {exc}") from None
         hits = []
         for hit in stored:
+            if hit.book not in held:  # put by another member since this sync: the next search has it
+                continue
             book = held[hit.book]
             around = arounds[(hit.book, hit.id)]
             hits.append(
@@ -422,7 +424,15 @@ class Library:
         """A book's stamp as the index keeps it: where it is and what changes when it does; in a
         shared index, what it holds (its digest: every member's copy has its own path and times)."""
         local = json.dumps([str(book.path), *book.stamp])
-        return local if self._digests is None else self._digests.of(book.path, local)
+        if self._digests is None:
+            return local
+        try:  # what is read from it too: a Calibre book's catalogue, and how this cwread reads
+            digest = self._digests.of(book.path, local)
+            if book.catalogued is not None:
+                digest += ":" + self._digests.of(book.catalogued / "metadata.opf", f"{local}:opf")
+        except OSError:
+            return f"unreadable:{local}"  # never held as it is: read, and said unread, by the sync
+        return f"v{STORE_VERSION}:{digest}"
 
 
 def _sweep_old_indexes(folder: Path) -> None:

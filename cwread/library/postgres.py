@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from cwread.environment import require_extra
 from cwread.errors import CacheError, InputError, keep_secret
@@ -82,13 +83,17 @@ def library_url(url: str, default_name: str) -> LibraryUrl:
     """`url` (postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?library=NAME&...]) read; the
     library's name is its `library` parameter, else `default_name`. InputError for anything
     else; the password is marked secret before any message can hold it."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+        host, port, user, password = parts.hostname, parts.port, parts.username, parts.password
+    except ValueError as exc:  # a port that is no number, a bracket never closed
+        raise InputError(f"the library URL cannot be read: {exc}") from None
     if parts.scheme not in ("postgresql", "postgres"):
         raise InputError(
             "a library's URL is postgresql://USER@HOST/DATABASE (a password after USER:, a socket folder "
             "as ?host=/run/postgresql, the library's name as ?library=NAME)"
         )
-    keep_secret(parts.password)
+    keep_secret(password)
     query = parse_qsl(parts.query, keep_blank_values=True)
     for key, value in query:
         if key == "password":
@@ -96,12 +101,13 @@ def library_url(url: str, default_name: str) -> LibraryUrl:
     name = next((value for key, value in query if key == "library"), default_name).strip()
     if not name:
         raise InputError("the library URL's library= names no library")
-    rest = urlencode([(key, value) for key, value in query if key != "library"])
+    # the query as written, but cwread's own parameter: libpq decodes what it takes itself
+    rest = "&".join(part for part in parts.query.split("&") if part and unquote(part.split("=", 1)[0]) != "library")
     conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
-    host = parts.hostname or dict(query).get("host") or "localhost"
-    user = f"{parts.username}@" if parts.username else ""
-    port = f":{parts.port}" if parts.port else ""
-    return LibraryUrl(conninfo, name, f"{user}{host}{port}{parts.path or '/'}")
+    host = host or dict(query).get("host") or "localhost"
+    shown_user = f"{user}@" if user else ""
+    shown_port = f":{port}" if port else ""
+    return LibraryUrl(conninfo, name, f"{shown_user}{host}{shown_port}{parts.path or '/'}")
 
 
 class PostgresStore:
@@ -163,13 +169,12 @@ class PostgresStore:
         library's id, its row made where new."""
         db = self._db
         made = "SELECT to_regclass('cwread_schema') IS NOT NULL AND to_regclass('cwread_libraries') IS NOT NULL"
-        if db.execute(made).fetchone()[0]:  # the usual case, with nothing to make: no lock taken
-            known = db.execute(
-                "SELECT (SELECT max(version) FROM cwread_schema), (SELECT id FROM cwread_libraries WHERE name = %s)",
-                (self.where.name,),
-            ).fetchone()
-            if known[0] == SCHEMA_VERSION and known[1] is not None:
-                return known[1]
+        if db.execute(made).fetchone()[0]:  # made already: no DDL, no lock (a member need not own the tables)
+            version = db.execute("SELECT max(version) FROM cwread_schema").fetchone()[0]
+            if version is not None and version != SCHEMA_VERSION:
+                raise CacheError(_other_schema(self.where.shown, version))
+            if version == SCHEMA_VERSION:
+                return self._library_id(db)
         with db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             exists = db.execute("SELECT to_regclass('cwread_schema') IS NOT NULL").fetchone()[0]
@@ -181,19 +186,21 @@ class PostgresStore:
             db.execute(_SCHEMA)
             if not exists or db.execute("SELECT count(*) FROM cwread_schema").fetchone()[0] == 0:
                 db.execute("INSERT INTO cwread_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
-            db.execute(
-                "INSERT INTO cwread_libraries (name) VALUES (%s) ON CONFLICT (name) DO NOTHING", (self.where.name,)
-            )
-            return db.execute("SELECT id FROM cwread_libraries WHERE name = %s", (self.where.name,)).fetchone()[0]
+            return self._library_id(db)
+
+    def _library_id(self, db) -> int:
+        """The library's id, its row made where new."""
+        db.execute("INSERT INTO cwread_libraries (name) VALUES (%s) ON CONFLICT (name) DO NOTHING", (self.where.name,))
+        return db.execute("SELECT id FROM cwread_libraries WHERE name = %s", (self.where.name,)).fetchone()[0]
 
     # -- ParagraphStore ----------------------------------------------------------------------
 
     def held(self) -> dict[str, HeldBook]:
-        with self._guard("read"):
-            rows = self._db.execute(
-                "SELECT name, stamp, sources, paragraphs, about FROM cwread_books WHERE library = %s",
-                (self.library,),
+        rows = self._read(
+            lambda db: db.execute(
+                "SELECT name, stamp, sources, paragraphs, about FROM cwread_books WHERE library = %s", (self.library,)
             ).fetchall()
+        )
         return {
             name: HeldBook(name, stamp, tuple(tuple(s) for s in sources), paragraphs, about)
             for name, stamp, sources, paragraphs, about in rows
@@ -260,60 +267,86 @@ class PostgresStore:
         words, phrases = query_words(query), phrases_of(query)
         if not words and not phrases:
             return []
-        with self._guard("read"):
-            db = self._db
-            found = db.execute(
-                f"SELECT q.lexeme, coalesce(t.paragraphs, 0) FROM (SELECT DISTINCT lexeme FROM unnest("
-                f"to_tsvector('{_LANGUAGE}', %s))) q LEFT JOIN cwread_terms t ON t.library = %s AND t.lexeme = q.lexeme",
-                (" ".join(words), self.library),
-            ).fetchall()
-            statistics = db.execute(
-                "SELECT coalesce(sum(rows), 0), coalesce(sum(words), 0) FROM cwread_books WHERE library = %s",
-                (self.library,),
-            ).fetchone()
-            total, all_words = int(statistics[0]), int(statistics[1])
-            held = {lexeme: int(count) for lexeme, count in found if count > 0}  # a term no paragraph holds matches none
-            if total == 0 or (not held and not phrases):
-                return []
-            idf = {lexeme: _idf(total, count) for lexeme, count in held.items()}
-            rarest = sorted(idf, key=lambda lexeme: (-idf[lexeme], lexeme))
-            search = _Search(db, self.library, rarest, idf, all_words / total, phrases, books, upto)
-            if not limit or len(rarest) < 2:
-                return search.run(rarest, limit)
-            # MaxScore: rows holding none of the rarest terms score at most what the others can
-            # add (idf * (k1 + 1) each); once that is below the limit's last score, they cannot
-            # enter, and the rows holding a rarest term are the whole answer, exactly as ranked
-            hits: list[StoredHit] = []
-            scored = 0  # the rarest terms whose rows are scored
-            for count in range(1, len(rarest) + 1):
-                if count < len(rarest) and sum(held[t] for t in rarest[:count]) < limit:
-                    continue  # too few rows to fill the limit: a wider set first
-                hits = _best([*hits, *search.run(rarest[scored:count], limit, rarest[:scored])], limit)
-                scored = count
-                rest = sum(idf[t] * (K1 + 1) for t in rarest[count:])
-                if count == len(rarest) or (len(hits) == limit and rest < hits[-1].score):
-                    return hits
-        return []
+        return self._read(lambda db: self._search(db, words, phrases, limit, books, upto))
+
+    def _search(self, db, words, phrases, limit, books, upto) -> list[StoredHit]:
+        found = db.execute(
+            f"SELECT q.lexeme, coalesce(t.paragraphs, 0) FROM (SELECT DISTINCT lexeme FROM unnest("
+            f"to_tsvector('{_LANGUAGE}', %s))) q LEFT JOIN cwread_terms t ON t.library = %s AND t.lexeme = q.lexeme",
+            (" ".join(words), self.library),
+        ).fetchall()
+        statistics = db.execute(
+            "SELECT coalesce(sum(rows), 0), coalesce(sum(words), 0) FROM cwread_books WHERE library = %s",
+            (self.library,),
+        ).fetchone()
+        total, all_words = int(statistics[0]), int(statistics[1])
+        held = {lexeme: int(count) for lexeme, count in found if count > 0}  # a term no paragraph holds matches none
+        if total == 0 or (not held and not phrases):
+            return []
+        # a phrase of stop words alone has no terms in the index: its words are looked for in the text
+        stemmed = [
+            db.execute(f"SELECT numnode(phraseto_tsquery('{_LANGUAGE}', %s)) > 0", (phrase,)).fetchone()[0]
+            for phrase in phrases
+        ]
+        idf = {lexeme: _idf(total, count) for lexeme, count in held.items()}
+        rarest = sorted(idf, key=lambda lexeme: (-idf[lexeme], lexeme))
+        search = _Search(db, self.library, rarest, idf, all_words / total, list(zip(phrases, stemmed, strict=True)), books, upto)
+        if not limit or len(rarest) < 2:
+            return search.run(rarest, limit)
+        # MaxScore: rows holding none of the rarest terms score at most what the others can
+        # add (idf * (k1 + 1) each); once that is below the limit's last score, they cannot
+        # enter, and the rows holding a rarest term are the whole answer, exactly as ranked
+        hits: list[StoredHit] = []
+        scored = 0  # the rarest terms whose rows are scored
+        for count in range(1, len(rarest) + 1):
+            if count < len(rarest) and sum(held[t] for t in rarest[:count]) < limit:
+                continue  # too few rows to fill the limit: a wider set first
+            hits = _best([*hits, *search.run(rarest[scored:count], limit, rarest[:scored])], limit)
+            scored = count
+            rest = sum(idf[t] * (K1 + 1) for t in rarest[count:])
+            if count == len(rarest) or (len(hits) == limit and rest < hits[-1].score):
+                return hits
+        return hits
+
+    def _read(self, work):
+        """`work(db)` in one read-only snapshot (every statement of a search sees the same
+        books, whatever members write meanwhile), tried once more on a new connection where the
+        old one is found gone (the server restarted since the last call)."""
+        for attempt in (1, 2):
+            with self._guard("read"):
+                try:
+                    db = self._db
+                    with db.transaction():
+                        db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                        return work(db)
+                except self._psycopg.OperationalError:
+                    gone = getattr(self._local, "db", None)
+                    if attempt == 2 or not (gone is None or gone.closed or gone.broken):
+                        raise
+                    self._local.db = None
+        raise AssertionError("unreachable")
 
     def around(self, book: str, pid: int, context: int) -> list[tuple[int, str]]:
         if context <= 0:
             return []
-        with self._guard("read"):
-            rows = self._db.execute(
+        rows = self._read(
+            lambda db: db.execute(
                 "SELECT p.id, p.text FROM cwread_paragraphs p JOIN cwread_books b ON b.id = p.book "
                 "WHERE b.library = %s AND b.name = %s AND p.id BETWEEN %s AND %s AND p.id <> %s ORDER BY p.id",
                 (self.library, book, max(1, pid - context), pid + context, pid),
             ).fetchall()
+        )
         return [(row[0], row[1]) for row in rows]
 
     def count(self) -> int:
         """Paragraphs held, of every book."""
-        with self._guard("read"):
-            return int(
-                self._db.execute(
+        return int(
+            self._read(
+                lambda db: db.execute(
                     "SELECT coalesce(sum(paragraphs), 0) FROM cwread_books WHERE library = %s", (self.library,)
                 ).fetchone()[0]
             )
+        )
 
 
 class _Search:
@@ -321,16 +354,20 @@ class _Search:
     the books and the reader's limit), each scored by BM25 over all of its terms, best first."""
 
     def __init__(self, db, library: int, lexemes: list[str], idf: dict[str, float], average: float,
-                 phrases: list[str], books: Sequence[str] | None, upto: int | None) -> None:  # fmt: skip
+                 phrases: list[tuple[str, bool]], books: Sequence[str] | None, upto: int | None) -> None:  # fmt: skip
         self.db = db
         self.where = ["b.library = %(library)s"]
         self.arguments: dict = {
             "library": library, "lexemes": lexemes, "idf": [idf[t] for t in lexemes], "average": average,
             "k1": K1, "b": B,
         }  # fmt: skip
-        for number, phrase in enumerate(phrases):
-            self.where.append(f"p.terms @@ phraseto_tsquery('{_LANGUAGE}', %(phrase{number})s)")
-            self.arguments[f"phrase{number}"] = phrase
+        for number, (phrase, stemmed) in enumerate(phrases):
+            if stemmed:
+                self.where.append(f"p.terms @@ phraseto_tsquery('{_LANGUAGE}', %(phrase{number})s)")
+                self.arguments[f"phrase{number}"] = phrase
+            else:  # its words in order, whole, anything but a word between them (as FTS5 matches a phrase)
+                self.where.append(f"p.text ~* %(phrase{number})s")
+                self.arguments[f"phrase{number}"] = r"\m" + r"\M\W+\m".join(map(_literal, phrase.split())) + r"\M"
         if books is not None:
             self.where.append("b.name = ANY(%(books)s)")
             self.arguments["books"] = list(books)
@@ -364,6 +401,11 @@ _BM25_SQL = (
     "ON w.lexeme = t.lexeme) AS score "
     "FROM cwread_paragraphs p JOIN cwread_books b ON b.id = p.book WHERE "
 )
+
+
+def _literal(word: str) -> str:
+    """`word` as a regular expression matching it alone (a backslash before each non-word character)."""
+    return re.sub(r"(\W)", r"\\\1", word)
 
 
 def _best(hits: list[StoredHit], limit: int) -> list[StoredHit]:
@@ -404,7 +446,7 @@ def _other_schema(shown: str, version: int) -> str:
         )
     return (
         f"the library's tables on {shown} are of an older cwread (schema {version}; this one reads "
-        f"{SCHEMA_VERSION}): drop the cwread_ tables (DROP TABLE cwread_paragraphs, cwread_books, "
+        f"{SCHEMA_VERSION}): drop the cwread_ tables (DROP TABLE cwread_terms, cwread_paragraphs, cwread_books, "
         "cwread_libraries, cwread_schema) and the next search builds them anew"
     )
 
