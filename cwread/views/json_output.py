@@ -11,17 +11,17 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from cwread import __version__
-from cwread.book import Document, Paragraph
-from cwread.library.catalog import Found, Hit, LibraryIndexed
-from cwread.library.contents import ContentsEntry
-from cwread.records.stages import FindResult, Forged, Quote
-from cwread.records.trace import DoctorReport, IndexReport
-from cwread.retrieval.cast import CastMember, Named
-from cwread.retrieval.passages import Passage
-from cwread.retrieval.segments import Segment
 from cwread.views.terminal import redact_credentials
 
-if TYPE_CHECKING:  # a library's question: its modules load with it, not with every view
+if TYPE_CHECKING:  # the records a view takes: their modules load with the run, not with `show`
+    from cwread.book import Document, Paragraph
+    from cwread.library.catalog import Found, Hit, LibraryIndexed
+    from cwread.library.contents import ContentsEntry
+    from cwread.records.stages import FindResult, Forged, Quote
+    from cwread.records.trace import DoctorReport, IndexReport
+    from cwread.retrieval.cast import CastMember, Named
+    from cwread.retrieval.passages import Passage
+    from cwread.retrieval.segments import Segment
     from cwread.run.library_question import LibraryFound
 
 # 2: paragraphs are named by `id` (a number in a single file, "ch03:12" in a book of several

@@ -9,19 +9,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from cwread.book import Document, Paragraph
 from cwread.book.chapters import is_heading
-from cwread.library.catalog import Hit
-from cwread.records.stages import FindResult
-from cwread.retrieval.cast import Cast, CastMember
-from cwread.retrieval.passages import Passage, runs_label
+from cwread.retrieval.passages import runs_label
 from cwread.text.sentences import sentences
 from cwread.text.words import STOPWORDS, WORD, word_stems
 from cwread.views import CAST_LISTED, FIND_CHARS, READER_CHARS  # noqa: F401  (read here by the faces)
 from cwread.views.json_output import about_line
 from cwread.views.terminal import printable
 
-if TYPE_CHECKING:  # a library's question: its modules load with it, not with every view
+if TYPE_CHECKING:  # the records a view takes: their modules load with the run, not with `show`
+    from cwread.book import Document, Paragraph
+    from cwread.library.catalog import Hit
+    from cwread.records.stages import FindResult
+    from cwread.retrieval.cast import Cast, CastMember
+    from cwread.retrieval.passages import Passage
     from cwread.run.library_question import LibraryFound
 
 

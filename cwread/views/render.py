@@ -15,20 +15,20 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from cwread.book import Document, Paragraph
-from cwread.library.catalog import Found, LibraryIndexed
-from cwread.library.contents import ContentsEntry
-from cwread.records.stages import FindResult
-from cwread.records.trace import DoctorReport, IndexReport
-from cwread.retrieval.cast import Cast, CastMember
-from cwread.retrieval.passages import Passage
 from cwread.text.words import TERM
 from cwread.views import TERMINAL_LINES, reading
 from cwread.views.console import notice, panel, stderr, stdout, width, without_measurements
 from cwread.views.json_output import about_line, book_path
 from cwread.views.terminal import one_line, printable
 
-if TYPE_CHECKING:  # a library's question: its modules load with it, not with every view
+if TYPE_CHECKING:  # the records a view takes: their modules load with the run, not with `show`
+    from cwread.book import Document, Paragraph
+    from cwread.library.catalog import Found, LibraryIndexed
+    from cwread.library.contents import ContentsEntry
+    from cwread.records.stages import FindResult
+    from cwread.records.trace import DoctorReport, IndexReport
+    from cwread.retrieval.cast import Cast, CastMember
+    from cwread.retrieval.passages import Passage
     from cwread.run.library_question import LibraryFound
 
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from cwread.book import Document
-from cwread.records.plan import UNJUDGED, YES_OR_NO_UNJUDGED, AnswerMode
-from cwread.records.stages import Outcome, Status
-from cwread.records.trace import Trace
+if TYPE_CHECKING:  # a run's records: their modules load with the run, not with `show`
+    from cwread.book import Document
+    from cwread.records.stages import Outcome
+    from cwread.records.trace import Trace
 
 NOT_DETERMINED = "not determined from the text"
 NOT_SAID = "the text does not say"
@@ -47,6 +48,8 @@ def skipped(trace: Trace, face: Face = CLI) -> dict[str, str]:
 
 def no_verdict(yes_or_no: bool, face: Face = CLI) -> str:
     """Why options or a claim get no verdict, and the two ways to one (`face`'s)."""
+    from cwread.records.plan import UNJUDGED, YES_OR_NO_UNJUDGED
+
     serve = f"the best evidence is shown. Serve a model that reads (cwread doctor says how), or {face.anyway}"
     if yes_or_no:  # a yes-or-no question is a claim put as a question: no sentence of the book is its answer
         return f"{YES_OR_NO_UNJUDGED}; {serve} for the sentence that fits best"
@@ -89,6 +92,9 @@ def withheld_why(outcome: Outcome) -> str:
 
 def failure(trace: Trace, face: Face = CLI) -> str | None:
     """Why cwread stands behind no answer, in one line (None: it stands behind one)."""
+    from cwread.records.plan import AnswerMode
+    from cwread.records.stages import Status
+
     outcome = trace.outcome
     status = trace.status
     if status == Status.NO_VERDICT:
