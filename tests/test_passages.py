@@ -82,6 +82,53 @@ def test_headings_in_the_books_own_layout(capsys, tmp_path):
     assert not any(h.startswith(("HARRY", '"Party', "TO THE MEMORY", "THE LAMP AT DUSK /")) for h in headings)
 
 
+def test_letters_signatures_numbered_titles_and_the_end(capsys, tmp_path):
+    """#88 item 6, through the real CLI, a book laid out as the text's blank lines lay it: a
+    letter's signature (one blank line under its letter, four above the next letter's number)
+    closes its letter and heads nothing, with or without a full stop and when a name repeats
+    ("S. HALE.", "CATHERINE HALE", "R. HALE."); titles after a number ("I. The Quiet Harbour")
+    are headings where the book repeats them, a numbered list in the prose is not; a
+    publisher's list after "THE END" is no part of the story."""
+    prose = "Ruth walked to the mill on day {} of the flood, and Mr. Hale watched the water rise {} feet."
+    letters = []
+    for number, (roman, signature) in enumerate(
+        (("I", "S. HALE."), ("II", "CATHERINE HALE"), ("III", "R. HALE."), ("IV", "S. HALE.")), start=1
+    ):
+        body = "\n\n".join(prose.format(number, i) for i in range(6))
+        letters.append(f"{roman}\n\n\nMRS. HALE TO HER SON\n\n\n{body}\n\nYour loving mother,\n\n{signature}")
+    ads = "BOOKS FOR GIRLS\n\nTHE LAMP AT DUSK\n\nBy the same author. Cloth, $1.00.\n\nTHE MILL ON THE RIVER"
+    book = tmp_path / "hale.txt"
+    book.write_text("\n\n\n\n\n".join(letters) + f"\n\n\nTHE END\n\n\n{ads}\n")
+    code, out, _ = run(capsys, "contents", str(book), "--json")
+    entries = [(c["heading"], c["wrapping"]) for c in json.loads(out)["contents"]]
+    assert code == 0
+    story = [heading for heading, wrapping in entries if wrapping is None]
+    assert story == [f"{roman} / MRS. HALE TO HER SON" for roman in ("I", "II", "III", "IV")]
+    assert entries[-1][1] == "back matter" and "BOOKS FOR GIRLS" not in story
+    code, out, _ = run(capsys, "show", str(book), "--json", "all")
+    ids = {p["text"]: p["id"] for p in json.loads(out)["paragraphs"] if p["text"] == "CATHERINE HALE"}
+    contents_json = json.loads(run(capsys, "contents", str(book), "--json")[1])["contents"]
+    third = next(c for c in contents_json if c["heading"].startswith("III /"))
+    assert ids["CATHERINE HALE"] == int(third["paragraphs"].split("-")[0]) - 1  # it closes letter II
+
+    titles = ["I. The Quiet Harbour", "II. A Storm at Sea", "III. THE LAST LIGHT."]
+    parts = []
+    for number, title in enumerate(titles, start=1):
+        parts += [title, *(prose.format(number, i) for i in range(6))]
+    parts += ["She wrote the list for the boat:", "1. Take the lamp oil to the rock", "2. Mend the glass"]
+    book = tmp_path / "keeper.txt"
+    book.write_text("\n\n".join(parts) + "\n")
+    code, out, _ = run(capsys, "contents", str(book), "--json")
+    assert code == 0
+    assert [c["heading"] for c in json.loads(out)["contents"] if c["wrapping"] is None] == titles
+
+    # a diary a character ends with "FINIS." halfway through a book with no chapters ends nothing
+    book = tmp_path / "diary.txt"
+    book.write_text("\n\n".join([*(prose.format(1, i) for i in range(8)), '"FINIS."', *(prose.format(2, i) for i in range(8))]))
+    code, out, _ = run(capsys, "contents", str(book), "--json")
+    assert code == 0 and [c["wrapping"] for c in json.loads(out)["contents"]] == [None]
+
+
 @pytest.mark.parametrize(
     ("line", "heading"),
     [

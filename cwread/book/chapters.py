@@ -31,12 +31,17 @@ _CHAPTER_WORD = re.compile(
 # "XXIII", "XXIII.", "12", "12." (not "01": an image's number, not a chapter's)
 _NUMBER_ALONE = re.compile(r"^\W*(?:[IVXLC]+|[1-9]\d{0,2})\.?\s*$")
 _NAMED_PART = re.compile(
-    r"^\W*(?:PROLOGUE|Prologue|EPILOGUE|Epilogue|PREFACE|Preface|INTRODUCTION|Introduction)\b"
+    r"^\W*(?:PROLOGUE|Prologue|EPILOGUE|Epilogue|PREFACE|Preface|INTRODUCTION|Introduction|CONCLUSION|Conclusion)\b"
 )
 _THE_END = re.compile(r"^\W*(?:THE END|The End|FINIS|Finis)\W*$")
 _SENTENCE_END = re.compile(r"[.!?,;:\u201d\"'\u2019]\s*$")
 _TITLE_STOP = re.compile(r"[A-Z]{2}\.\s*$")  # "SECOND PERIOD.", "FIRST NARRATIVE.": a heading's full stop
 _QUOTED = re.compile(r"^[\"'\u201c\u2018]")
+# a number, then a title: "I. The Period", "01 My Early Home", "XIV.  DOCTOR MOREAU EXPLAINS."
+_NUMBERED_TITLE = re.compile(r"^\W*(?:[IVXLC]+\.|\d{1,3}\.?)\s+(?P<title>[A-Z\"'\u201c\u2018].*)$")
+_TITLE_SMALL_WORDS = frozenset(
+    ["a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "with", "his", "her", "its", "their", "our", "my", "your"]
+)
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,11 @@ class Chapter:
 
     first: int
     title: str
+
+
+def is_the_end(text: str) -> bool:
+    """Whether a paragraph says the story ends here ("THE END", "Finis")."""
+    return bool(_THE_END.match(" ".join(text.split())))
 
 
 def _heading_sized(text: str) -> bool:
@@ -75,7 +85,8 @@ def _stopped_series(texts: Sequence[str], stories: Sequence[tuple[int, int]]) ->
     """Titles in capitals with a full stop that the book repeats as a pattern ("FIRST
     NARRATIVE.", "SECOND NARRATIVE."; "SECOND PERIOD." beside "FIRST PERIOD"): two words or
     more, their last word ending another such title or a heading. A signature ("HARRY.", "ESME
-    FALCONER.") ends none."""
+    FALCONER.") ends none, or ends in a name: a word the story writes capitalized and never in
+    lower case ("VAN HELSING." beside "... SPOKEN BY VAN HELSING"; "Helsing", never "helsing")."""
     found: dict[int, str] = {}
     lasts: dict[str, int] = {}
     for first, last in stories:
@@ -91,7 +102,34 @@ def _stopped_series(texts: Sequence[str], stories: Sequence[tuple[int, int]]) ->
                 found[pid] = words[-1]
             if stop or is_heading(line):
                 lasts[words[-1]] = lasts.get(words[-1], 0) + 1
-    return {pid for pid, word in found.items() if lasts[word] >= 2}
+    repeated = {word for word in found.values() if lasts[word] >= 2}
+    prose = "\n".join(texts)
+
+    def written(word: str) -> bool:
+        return re.search(rf"\b{re.escape(word)}\b", prose) is not None
+
+    names = {word for word in repeated if written(word.capitalize()) and not written(word.lower())}
+    return {pid for pid, word in found.items() if word in repeated - names}
+
+
+def _numbered_titles(texts: Sequence[str], stories: Sequence[tuple[int, int]]) -> set[int]:
+    """Headings of a number and a title, in capitals or with two thirds of its words (but the
+    small ones) capitalized ("I. The Period", "26 How it Ended", "XIV. DOCTOR MOREAU
+    EXPLAINS."), where the book repeats the pattern (SERIES_LEAST of them or more): an item of a
+    numbered list in the prose ("1. Take the lamp oil to the rock") is none."""
+    found = set()
+    for first, last in stories:
+        for pid in range(first, last + 1):
+            line = " ".join(texts[pid - 1].split())
+            match = _NUMBERED_TITLE.match(line) if _heading_sized(line) else None
+            if match is None:
+                continue
+            words = [w.strip("\"'.,:;!?()\u201c\u201d\u2018\u2019") for w in match.group("title").split()]
+            words = [w for w in words if w]
+            content = [w for w in words if w not in _TITLE_SMALL_WORDS]
+            if content and 3 * sum(w[0].isupper() for w in content) >= 2 * len(content):  # "How it Ended"
+                found.add(pid)
+    return found if len(found) >= SERIES_LEAST else set()
 
 
 def numbered(text: str) -> bool:
@@ -110,6 +148,7 @@ def find_chapters(
     file_firsts: Sequence[int] = (),
     skip: frozenset[int] = frozenset(),
     marked: frozenset[int] = frozenset(),
+    lines: Sequence[int] = (),
 ) -> tuple[Chapter, ...]:
     """The chapters of a book whose paragraphs are `texts` (ids from 1), headings looked for
     within its `stories` (first and last ids, one a file) only, leaving out the ids in `skip`
@@ -118,10 +157,16 @@ def find_chapters(
     SERIES_LEAST headings numbered or repeating a pattern), a title in capitals before the first
     of them is the book's title page or dedication, not a chapter. The ids in `marked` are
     headings the book's markup says are headings (HTML's h1-h6): headings in their own case
-    ("The Stapletons of Merripit House"), as long as a heading is, and part of its series."""
+    ("The Stapletons of Merripit House"), as long as a heading is, and part of its series.
+    `lines`: each paragraph's first line in its file's text, whose blank lines lay the book out
+    (a plain-text book's own; a format's text has one between paragraphs): a run's lines that
+    close the chapter before are left out."""
     starts = set(file_firsts)
-    stopped = _stopped_series(texts, stories) | {pid for pid in marked if _heading_sized(texts[pid - 1])}
+    stopped = _stopped_series(texts, stories) | _numbered_titles(texts, stories)
+    stopped |= {pid for pid in marked if _heading_sized(texts[pid - 1])}
     runs = [run for first, last in stories for run in _story_runs(texts, first, last, starts, skip, stopped)]
+    if lines:
+        runs = [(_past_closing_lines(texts, lines, first, end), end) for first, end in runs]
     # the headings of the book's series: numbered, or titles it repeats as a pattern
     series = [pid for first, end in runs for pid in range(first, end + 1) if numbered(texts[pid - 1]) or pid in stopped]
     if len(series) >= SERIES_LEAST:  # the runs from the series on; one that opens with the book's
@@ -129,6 +174,25 @@ def find_chapters(
         # from that one
         runs = [(max(first, series[0]), end) for first, end in runs if end >= series[0]]
     return tuple(Chapter(first, _title(texts, first, end)) for first, end in runs)
+
+
+def _past_closing_lines(texts: Sequence[str], lines: Sequence[int], first: int, end: int) -> int:
+    """Where a run of headings first..end begins once the lines that close the chapter before it
+    are left out: lines before its first numbered heading set further from that heading, in
+    blank lines, than it and the rest of the run are from what follows each (a letter's
+    signature, "S. VERNON", one blank line under its letter and five above "XXXI", which has
+    two under it). A heading is taken to be one line."""
+    if numbered(texts[first - 1]):  # "VOLUME II / CHAPTER I": the run opens its series
+        return first
+    number = next((pid for pid in range(first + 1, end + 1) if numbered(texts[pid - 1])), None)
+    if number is None:
+        return first
+
+    def blanks(pid: int) -> int:  # blank lines between pid and the paragraph after it
+        return lines[pid] - lines[pid - 1] - 1 if pid < len(lines) else -1
+
+    lead = blanks(number - 1)
+    return number if lead >= 2 and all(blanks(pid) < lead for pid in range(number, end + 1)) else first
 
 
 def _title(texts: Sequence[str], first: int, last: int) -> str:

@@ -276,7 +276,8 @@ class Document:
         """The chapters the text heads, in order (cwread.book.chapters): none in a text without
         headings."""
         texts = [p.text for p in self.paragraphs]
-        return find_chapters(texts, self.stories, self._firsts, frozenset(self.asides), self.headings)
+        lines = [p.line for p in self.paragraphs]
+        return find_chapters(texts, self.stories, self._firsts, frozenset(self.asides), self.headings, lines)
 
     @cached_property
     def _chapter_firsts(self) -> list[int]:

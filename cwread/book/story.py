@@ -1,5 +1,6 @@
 """Where a book's story runs, found from its text: inside Project Gutenberg's markers and their
-credits, past the front matter and a contents list to the first chapter, with illustration
+credits, past the front matter and a contents list to the first chapter, to its last "THE END"
+where no chapter follows it (a publisher's list of books is no part of it), with illustration
 captions set aside (a Document's `stories` and `unread` read these)."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from cwread.book.chapters import WORD_ALTERNATIVES
+from cwread.book.chapters import WORD_ALTERNATIVES, is_the_end, numbered
 
 _START = re.compile(r"^\W*\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG", re.I)
 
@@ -115,7 +116,23 @@ def story_bounds(texts: Sequence[str]) -> tuple[int, int]:
         return (1, n) if n else (1, 0)
     if starts:
         first = _first_chapter(texts, first, last)
-    return first + 1, last + 1
+    return first + 1, _the_end(texts, first, last) + 1
+
+
+AFTER_THE_END = 1 / 3  # of the story: the most a publisher's pages after "THE END" may be
+
+
+def _the_end(texts: Sequence[str], first: int, last: int) -> int:
+    """The 0-based index where the story first..last ends: its last "THE END" (or "FINIS") where
+    no heading of a chapter comes after it and what does is short beside the story (a
+    publisher's advertisements, "Books for Girls", "There's More to Follow!"); else `last`. A
+    diary a character ends with "FINIS." halfway through an unchaptered book ends nothing."""
+    for i in range(last, first, -1):
+        if numbered(texts[i]):
+            return last  # a chapter after the last "THE END": an anthology's next story
+        if is_the_end(texts[i]):
+            return i if last - i <= AFTER_THE_END * (last - first + 1) else last
+    return last
 
 
 # The heading that opens a work's first part: "CHAPTER I.", "Chapter 1", "PROLOGUE", "Stave One",

@@ -29,7 +29,7 @@ from typing import Protocol
 from cwread.errors import CacheError
 from cwread.text.words import STOPWORDS, TERM
 
-STORE_VERSION = 3  # of the schema, the tokenizer and what is a hit (2: no contents, front matter or captions; 3: a folder's files each with their own): another opens a new file
+STORE_VERSION = 4  # of the schema, the tokenizer and what is a hit (2: no contents, front matter or captions; 3: a folder's files each with their own; 4: nothing after the story's "THE END"): another opens a new file
 ROWS_PER_BOOK = 2**24  # paragraph ids a book may hold (a 16M-paragraph book is far past any)
 BUSY_SECONDS = 60.0  # how long a writer waits for another process's transaction
 

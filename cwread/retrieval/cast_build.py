@@ -29,7 +29,7 @@ from cwread.retrieval.cast import (
 from cwread.retrieval.descriptions import descriptions_in, last_word
 from cwread.text.words import STOPWORDS, TITLES
 
-CAST_VERSION = 3  # of the cached cast: a change to how it is built bumps it
+CAST_VERSION = 4  # of the cached cast: a change to how it is built bumps it (4: a story ends at its last "THE END")
 
 # capitalized by custom, not as a name
 _NOT_NAMES = frozenset(
