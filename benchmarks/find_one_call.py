@@ -7,7 +7,7 @@ a box's border too); by its line when a passage past the bound is given a line t
 (`#9 [1199-1205] Chapter 12, at [1200]: ...`); the best passage holds gold when the first
 passage printed has a gold paragraph.
 
-    python benchmarks/find_one_call.py [--before REV] [--out FILE]
+    python benchmarks/find_one_call.py [--before REV] [--out FILE] [--find-args "--max-chars 3500"]
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ LINED = re.compile(r"^#\d+\S* \[[^\]]*\].*?, at \[(\d+)\]: ")
 HEAD = re.compile(r"^#\d+")
 
 
-def find_output(checkout: Path, book: str, question: str) -> str:
-    """What `cwread find BOOK QUESTION` prints into a pipe, run from `checkout`'s source."""
+def find_output(checkout: Path, book: str, question: str, extra: tuple[str, ...] = ()) -> str:
+    """What `cwread find BOOK QUESTION [extra]` prints into a pipe, run from `checkout`'s source."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     env.pop("CWREAD_WIDTH", None)
     done = subprocess.run(
-        [sys.executable, "-c", "from cwread.cli import entry; entry()", "find", book, question],
+        [sys.executable, "-c", "from cwread.cli import entry; entry()", "find", book, question, *extra],
         cwd=checkout, env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     if done.returncode != 0:
@@ -66,11 +66,11 @@ def first_passage_ids(output: str) -> set[int]:
     return ids
 
 
-def measure(checkout: Path) -> list[dict]:
+def measure(checkout: Path, extra: tuple[str, ...] = ()) -> list[dict]:
     rows = []
     for name in NOVELS:
         for record in open_record_list(SETS[name]):
-            output = find_output(checkout, record["doc"], record["question"])
+            output = find_output(checkout, record["doc"], record["question"], extra)
             gold = set(record.get("evidence") or [])
             rows.append(
                 {
@@ -106,14 +106,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=None, help="a revision to measure as well, paired")
     parser.add_argument("--out", type=Path, default=None, help="write the rows here (JSON Lines)")
+    parser.add_argument("--find-args", default="", help="more of find's options, as one string (--max-chars 3500)")
     args = parser.parse_args()
-    runs = {"now": measure(REPO)}
+    extra = tuple(args.find_args.split())
+    runs = {"now": measure(REPO, extra)}
     if args.before:
         with tempfile.TemporaryDirectory() as tmp:
             tree = Path(tmp) / "before"
             subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.before], cwd=REPO, check=True, capture_output=True)
             try:
-                runs = {"before": measure(tree), **runs}
+                runs = {"before": measure(tree, extra), **runs}
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False, capture_output=True)
     print(

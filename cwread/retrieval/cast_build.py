@@ -29,7 +29,7 @@ from cwread.retrieval.cast import (
 from cwread.retrieval.descriptions import descriptions_in, last_word
 from cwread.text.words import STOPWORDS, TITLES
 
-CAST_VERSION = 4  # of the cached cast: a change to how it is built bumps it (4: a story ends at its last "THE END")
+CAST_VERSION = 4  # of the cached cast: a change to how it is built bumps it (4: a story ends at its last "THE END"; "Home" ends a place)
 
 # capitalized by custom, not as a name
 _NOT_NAMES = frozenset(
@@ -67,7 +67,7 @@ _PLACE_WORDS = frozenset(
         "mount", "island", "bay", "hill", "farm", "cottage", "place", "terrace", "gardens",
         "bridge", "town", "city", "village", "county", "valley", "harbour", "harbor", "creek",
         "falls", "fort", "point", "hospital", "college", "school", "club", "wood", "woods", "yard", "avenue",
-        "cross", "arms",
+        "cross", "arms", "home",
     }
 )  # fmt: skip
 _SPEECH = frozenset(
