@@ -64,14 +64,15 @@ def test_chapters_are_found_from_the_headings(novel):
 def test_headings_in_the_books_own_layout(capsys, tmp_path):
     """#88 item 6, through the real CLI: a title page and a dedication before numbered chapters
     head nothing, nor does a letter's signature ("HARRY.") or a quoted line ("Party!"); titles
-    with a full stop that the book repeats as a pattern ("FIRST NARRATIVE.") do."""
+    with a full stop that the book repeats as a pattern ("FIRST NARRATIVE.") do, its words not all
+    names (the book writes "first" and "second" in lower case)."""
     parts = ["THE LAMP AT DUSK", "TO THE MEMORY OF", "MY FATHER", "FIRST NARRATIVE."]
     for number, roman in enumerate(("I", "II", "III", "IV"), start=1):
         parts.append(f"CHAPTER {roman}")
-        parts += [f"Ruth walked to the mill on day {number} of the flood, and the water rose {i} feet." for i in range(8)]
+        parts += [f"Ruth walked to the mill on day {number} of the flood, her first, and the water rose {i} feet." for i in range(8)]
         if number == 2:
             parts += ["Dear Ruth, the mill is safe. Your loving", "HARRY.", '"Party!" said Aunt Nettie significantly.']
-            parts += ["Ruth read the letter twice.", "SECOND NARRATIVE."]
+            parts += ["Ruth read the letter a second time.", "SECOND NARRATIVE."]
     book = tmp_path / "lamp.txt"
     book.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
     code, out, _ = run(capsys, "contents", str(book), "--json")
@@ -86,7 +87,8 @@ def test_letters_signatures_numbered_titles_and_the_end(capsys, tmp_path):
     """#88 item 6, through the real CLI, a book laid out as the text's blank lines lay it: a
     letter's signature (one blank line under its letter, four above the next letter's number)
     closes its letter and heads nothing, with or without a full stop and when a name repeats
-    ("S. HALE.", "CATHERINE HALE", "R. HALE."); titles after a number ("I. The Quiet Harbour")
+    ("S. HALE.", "CATHERINE HALE", "R. HALE."), while a part's title four blank lines under it
+    heads the next; titles after a number ("I. The Quiet Harbour")
     are headings where the book repeats them, a numbered list in the prose is not; a
     publisher's list after "THE END" is no part of the story."""
     prose = "Ruth walked to the mill on day {} of the flood, and Mr. Hale watched the water rise {} feet."
@@ -95,7 +97,8 @@ def test_letters_signatures_numbered_titles_and_the_end(capsys, tmp_path):
         (("I", "S. HALE."), ("II", "CATHERINE HALE"), ("III", "R. HALE."), ("IV", "S. HALE.")), start=1
     ):
         body = "\n\n".join(prose.format(number, i) for i in range(6))
-        letters.append(f"{roman}\n\n\nMRS. HALE TO HER SON\n\n\n{body}\n\nYour loving mother,\n\n{signature}")
+        part = "THE SECOND PART\n\n\n\n\n" if roman == "III" else ""  # under four blank lines: a part's title
+        letters.append(f"{part}{roman}\n\n\nMRS. HALE TO HER SON\n\n\n{body}\n\nYour loving mother,\n\n{signature}")
     ads = "BOOKS FOR GIRLS\n\nTHE LAMP AT DUSK\n\nBy the same author. Cloth, $1.00.\n\nTHE MILL ON THE RIVER"
     book = tmp_path / "hale.txt"
     book.write_text("\n\n\n\n\n".join(letters) + f"\n\n\nTHE END\n\n\n{ads}\n")
@@ -103,12 +106,12 @@ def test_letters_signatures_numbered_titles_and_the_end(capsys, tmp_path):
     entries = [(c["heading"], c["wrapping"]) for c in json.loads(out)["contents"]]
     assert code == 0
     story = [heading for heading, wrapping in entries if wrapping is None]
-    assert story == [f"{roman} / MRS. HALE TO HER SON" for roman in ("I", "II", "III", "IV")]
+    assert story == [f"{roman} / MRS. HALE TO HER SON" for roman in ("I", "II", "THE SECOND PART / III", "IV")]
     assert entries[-1][1] == "back matter" and "BOOKS FOR GIRLS" not in story
     code, out, _ = run(capsys, "show", str(book), "--json", "all")
     ids = {p["text"]: p["id"] for p in json.loads(out)["paragraphs"] if p["text"] == "CATHERINE HALE"}
     contents_json = json.loads(run(capsys, "contents", str(book), "--json")[1])["contents"]
-    third = next(c for c in contents_json if c["heading"].startswith("III /"))
+    third = next(c for c in contents_json if c["heading"].startswith("THE SECOND PART / III /"))
     assert ids["CATHERINE HALE"] == int(third["paragraphs"].split("-")[0]) - 1  # it closes letter II
 
     titles = ["I. The Quiet Harbour", "II. A Storm at Sea", "III. THE LAST LIGHT."]

@@ -11,6 +11,7 @@ own has none (its name already says where the paragraph is).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -85,8 +86,8 @@ def _stopped_series(texts: Sequence[str], stories: Sequence[tuple[int, int]]) ->
     """Titles in capitals with a full stop that the book repeats as a pattern ("FIRST
     NARRATIVE.", "SECOND NARRATIVE."; "SECOND PERIOD." beside "FIRST PERIOD"): two words or
     more, their last word ending another such title or a heading. A signature ("HARRY.", "ESME
-    FALCONER.") ends none, or ends in a name: a word the story writes capitalized and never in
-    lower case ("VAN HELSING." beside "... SPOKEN BY VAN HELSING"; "Helsing", never "helsing")."""
+    FALCONER.") ends none, or is names alone: initials and words the book never writes in lower
+    case ("VAN HELSING." beside "... SPOKEN BY VAN HELSING"; not "THE WILL OF ROGER MELTON.")."""
     found: dict[int, str] = {}
     lasts: dict[str, int] = {}
     for first, last in stories:
@@ -102,21 +103,24 @@ def _stopped_series(texts: Sequence[str], stories: Sequence[tuple[int, int]]) ->
                 found[pid] = words[-1]
             if stop or is_heading(line):
                 lasts[words[-1]] = lasts.get(words[-1], 0) + 1
-    repeated = {word for word in found.values() if lasts[word] >= 2}
+    titles = {pid for pid, word in found.items() if lasts[word] >= 2}
     prose = "\n".join(texts)
 
     def written(word: str) -> bool:
         return re.search(rf"\b{re.escape(word)}\b", prose) is not None
 
-    names = {word for word in repeated if written(word.capitalize()) and not written(word.lower())}
-    return {pid for pid, word in found.items() if word in repeated - names}
+    def a_name(word: str) -> bool:  # an initial, or a word never written in lower case
+        word = word.strip(".,")
+        return len(word) == 1 or not written(word.lower())
+
+    return {pid for pid in titles if not all(a_name(w) for w in texts[pid - 1].split())}
 
 
 def _numbered_titles(texts: Sequence[str], stories: Sequence[tuple[int, int]]) -> set[int]:
     """Headings of a number and a title, in capitals or with two thirds of its words (but the
     small ones) capitalized ("I. The Period", "26 How it Ended", "XIV. DOCTOR MOREAU
     EXPLAINS."), where the book repeats the pattern (SERIES_LEAST of them or more): an item of a
-    numbered list in the prose ("1. Take the lamp oil to the rock") is none."""
+    numbered list is none ("1. Take the lamp oil to the rock"; "1. Ernest Melton, J.P." then "2. ...")."""
     found = set()
     for first, last in stories:
         for pid in range(first, last + 1):
@@ -129,6 +133,7 @@ def _numbered_titles(texts: Sequence[str], stories: Sequence[tuple[int, int]]) -
             content = [w for w in words if w not in _TITLE_SMALL_WORDS]
             if content and 3 * sum(w[0].isupper() for w in content) >= 2 * len(content):  # "How it Ended"
                 found.add(pid)
+    found -= {pid for pid in found if pid - 1 in found or pid + 1 in found}  # a list's items, one after another
     return found if len(found) >= SERIES_LEAST else set()
 
 
@@ -166,7 +171,8 @@ def find_chapters(
     stopped |= {pid for pid in marked if _heading_sized(texts[pid - 1])}
     runs = [run for first, last in stories for run in _story_runs(texts, first, last, starts, skip, stopped)]
     if lines:
-        runs = [(_past_closing_lines(texts, lines, first, end), end) for first, end in runs]
+        width = _line_width(texts, lines)
+        runs = [(_past_closing_lines(texts, lines, width, first, end), end) for first, end in runs]
     # the headings of the book's series: numbered, or titles it repeats as a pattern
     series = [pid for first, end in runs for pid in range(first, end + 1) if numbered(texts[pid - 1]) or pid in stopped]
     if len(series) >= SERIES_LEAST:  # the runs from the series on; one that opens with the book's
@@ -176,23 +182,41 @@ def find_chapters(
     return tuple(Chapter(first, _title(texts, first, end)) for first, end in runs)
 
 
-def _past_closing_lines(texts: Sequence[str], lines: Sequence[int], first: int, end: int) -> int:
+def _line_width(texts: Sequence[str], lines: Sequence[int]) -> float:
+    """The characters of a line of the text, as wrapped (the median over paragraphs of three
+    lines or more, each taken to have one blank line under it): how many lines a paragraph took."""
+    widths = sorted(
+        len(texts[i]) / (lines[i + 1] - lines[i] - 1)
+        for i in range(len(lines) - 1)
+        if lines[i + 1] - lines[i] - 1 >= 3
+    )
+    return widths[len(widths) // 2] if widths else 70.0
+
+
+def _past_closing_lines(texts: Sequence[str], lines: Sequence[int], width: float, first: int, end: int) -> int:
     """Where a run of headings first..end begins once the lines that close the chapter before it
-    are left out: lines before its first numbered heading set further from that heading, in
-    blank lines, than it and the rest of the run are from what follows each (a letter's
-    signature, "S. VERNON", one blank line under its letter and five above "XXXI", which has
-    two under it). A heading is taken to be one line."""
+    are left out: lines before its first numbered heading, each standing close under what is
+    above it and further, in blank lines, from what follows it than the rest of the run is from
+    what follows each (a letter's signature, "S. VERNON", one blank line under its
+    letter and five above "XXXI", which has two under it; not "THE SECOND PART", four blank
+    lines under its chapter's end). A heading is taken to be one line; a paragraph of prose as
+    many as its characters fill at the text's `width`."""
     if numbered(texts[first - 1]):  # "VOLUME II / CHAPTER I": the run opens its series
         return first
     number = next((pid for pid in range(first + 1, end + 1) if numbered(texts[pid - 1])), None)
-    if number is None:
+    if number is None or first < 2:
         return first
 
     def blanks(pid: int) -> int:  # blank lines between pid and the paragraph after it
         return lines[pid] - lines[pid - 1] - 1 if pid < len(lines) else -1
 
-    lead = blanks(number - 1)
-    return number if lead >= 2 and all(blanks(pid) < lead for pid in range(number, end + 1)) else first
+    rest = max(blanks(pid) for pid in range(number, end + 1))
+    above = lines[first - 1] - lines[first - 2] - max(1, math.ceil(len(texts[first - 2]) / width))
+    start = first
+    while start < number and blanks(start) >= 2 and rest < blanks(start) and above <= blanks(start) - 2:
+        above = blanks(start)  # the line closes the chapter above it: the next may open this one
+        start += 1
+    return start
 
 
 def _title(texts: Sequence[str], first: int, last: int) -> str:
