@@ -18,7 +18,7 @@ from cwread.library import MOST_BOOKS
 from cwread.records.question import FORMS, make_question
 from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.retrieval import METHODS as RETRIEVALS
-from cwread.views import FIND_CHARS, READER_CHARS, TERMINAL_LINES  # noqa: F401  (READER_CHARS: the CLI's)
+from cwread.views import FIND_CHARS, MAP_CANDIDATES, READER_CHARS, TERMINAL_LINES  # noqa: F401  (READER_CHARS: the CLI's)
 
 IN_OUT = "Input and output"  # the second panels (--help-all; cwread.views.help)
 RANKING = "Ranking"
@@ -148,10 +148,6 @@ evaluation_options = option_group(
 )
 
 
-# lines of find --map: about 2,300 characters to pick from. On the dev novels a gold paragraph is
-# in the first 15 for 51 of 70 questions, the first 25 for 54, at 40% more characters; readers
-# asked for 15 or fewer in 78 of 99 maps and found gold past the 15th twice (benchmarks/README.md)
-MAP_CANDIDATES = 15
 LIBRARY_PASSAGES = 12  # passages find --library prints at most (within --max-chars): from several books
 
 
