@@ -24,6 +24,8 @@ def test_show_single_range_and_list(capsys, story):
     code, out, _ = run(capsys, "show", str(story), "1-2,5")
     assert code == 0
     assert [line.split("]")[0] for line in out.splitlines() if line.startswith("[")] == ["[1", "[2", "[5"]
+    code, spaced, _ = run(capsys, "show", str(story), "1-2", "5")  # as a reader writes them, apart
+    assert code == 0 and spaced == out
 
 
 def test_show_json(capsys, story):
@@ -272,6 +274,7 @@ def test_the_help_an_assistant_reads_once_is_short_and_names_the_rest(capsys, st
     helps = {c: run(capsys, *([c] if c else []), "--help")[1] for c in ("", "find", "show", "search")}
     assert sum(len(h) for h in helps.values()) <= 6000
     assert all("<str>" not in h and "{" not in h.splitlines()[0] for h in helps.values())
+    assert "--around N " in helps["show"] and "--limit N " in helps["find"]  # a number named N, not TEXT
     assert "--set" not in helps["find"] and "--encoding" not in helps["find"]
     more = re.search(r"(\d+) more options \(([^)]*)\): --help-all", " ".join(helps["find"].split()))
     assert more and "Stage settings" in more.group(2)

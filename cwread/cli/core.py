@@ -66,9 +66,10 @@ def _click_types(name: str) -> tuple[type[BaseException], ...]:
 def show(
     book: Book,
     paragraphs: arg(
-        "Paragraph ids: 12, 10-14, 10- (to the end), 10+4 (10 and the 4 after it), 3,7,10-12 or all; in a "
-        "folder or an EPUB, by file: ch03:12, ch03:12-20, ch03:40-ch04:2 or ch03 (the whole file); in a PDF, "
-        "by page: p37 or p37-39."
+        "Paragraph ids: 12, 10-14, 10- (to the end), 10+4 (10 and the 4 after it), 3,7,10-12 (or 3 7 10-12) or "
+        "all; in a folder or an EPUB, by file: ch03:12, ch03:12-20, ch03:40-ch04:2 or ch03 (the whole file); in "
+        "a PDF, by page: p37 or p37-39.",
+        list[str],
     ),
     around: opt(int, "Each paragraph with this many of its neighbours before and after it.", "--around", min=0) = 0,
     output: Any = None,
@@ -80,7 +81,7 @@ def show(
 
     document = open_document(book, output)
     notes: list[str] = []
-    selected = api.show(document, paragraphs, notes, around)
+    selected = api.show(document, ",".join(paragraphs), notes, around)
     for line in notes:
         console.notice(line)
     emit(output.json_out, lambda: json_output.show_json(document, selected), lambda: render.show_view(document, selected))

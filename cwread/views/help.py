@@ -91,8 +91,8 @@ def _value_name(param: Any) -> str:
         return param.metavar
     if param.param_type_name == "argument":
         return (param.name or "").upper()
-    kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
-    return {int: "N", float: "X"}.get(kind, "TEXT")
+    kind = getattr(param.type, "name", "")  # click's: "integer", "int range", "float", "float range"
+    return "N" if kind.startswith("int") else "X" if kind.startswith("float") else "TEXT"
 
 
 def _row(param: Any) -> tuple[str, str]:
