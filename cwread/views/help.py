@@ -91,8 +91,9 @@ def _value_name(param: Any) -> str:
         return param.metavar
     if param.param_type_name == "argument":
         return (param.name or "").upper()
-    kind = getattr(param.type, "name", "")  # click's: "integer", "int range", "float", "float range"
-    return "N" if kind.startswith("int") else "X" if kind.startswith("float") else "TEXT"
+    described = getattr(getattr(param, "type_descriptor", None), "annotation", None)  # typer 0.29
+    kind = getattr(described, "__name__", None) or getattr(getattr(param, "type", None), "name", "")
+    return "N" if kind.startswith("int") else "X" if kind.startswith("float") else "TEXT"  # click's "int range"
 
 
 def _row(param: Any) -> tuple[str, str]:
