@@ -24,8 +24,9 @@ def test_show_single_range_and_list(capsys, story):
     code, out, _ = run(capsys, "show", str(story), "1-2,5")
     assert code == 0
     assert [line.split("]")[0] for line in out.splitlines() if line.startswith("[")] == ["[1", "[2", "[5"]
-    code, spaced, _ = run(capsys, "show", str(story), "1-2", "5")  # as a reader writes them, apart
-    assert code == 0 and spaced == out
+    for apart in (("1-2", "5"), ("1-2,", "5")):  # as readers write them: apart, or "1-2, 5"
+        code, spaced, _ = run(capsys, "show", str(story), *apart)
+        assert code == 0 and spaced == out
 
 
 def test_show_json(capsys, story):

@@ -132,6 +132,42 @@ def test_letters_signatures_numbered_titles_and_the_end(capsys, tmp_path):
     assert code == 0 and [c["wrapping"] for c in json.loads(out)["contents"]] == [None]
 
 
+def test_headings_where_blank_lines_are_not_the_books_own(capsys, tmp_path):
+    """A review's cases (#88 item 6): a part's title at the top of a folder's file, and one an
+    HTML book's markup gives (its generated text's blank lines are not the book's), still head
+    their chapters; a last chapter titled "THE END" stays in the story; a signature's initial
+    ("C. VERNON.") is no chapter number."""
+    prose = "\n".join(["Ruth walked to the mill on the first day of the flood, and watched the water"] * 4)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for n, (part, roman) in enumerate((("THE FIRST PART", "I"), ("THE SECOND PART", "III")), start=1):
+        (folder / f"0{n}.txt").write_text(f"{part}\n\n\n\n{roman}\n\n{prose}\n\n{prose}\n")
+    code, out, _ = run(capsys, "contents", str(folder), "--json")
+    assert code == 0 and "THE SECOND PART / III" in [c["heading"] for c in json.loads(out)["contents"]]
+
+    chapters = "".join(
+        f"<h2>THE {n} PART<br/>THE RETURN</h2><h3>CHAPTER {r}</h3>" + f"<p>{prose}</p>" * 4
+        for n, r in (("FIRST", "I"), ("SECOND", "II"), ("THIRD", "III"))
+    )
+    html = tmp_path / "parts.html"
+    html.write_text(f"<html><body>{chapters}</body></html>")
+    code, out, _ = run(capsys, "contents", str(html), "--json")
+    assert code == 0 and "THE SECOND PART THE RETURN / CHAPTER II" in [c["heading"] for c in json.loads(out)["contents"]]
+
+    lastend = tmp_path / "lastend.txt"
+    body = "\n\n".join(f"CHAPTER {r}\n\n{prose}\n\n{prose}" for r in ("I", "II", "III"))
+    lastend.write_text(f"{body}\n\nCHAPTER IV\n\nTHE END\n\n{prose}\n\n{prose}\n")
+    code, out, _ = run(capsys, "contents", str(lastend), "--json")
+    entries = json.loads(out)["contents"]
+    assert code == 0 and [c["wrapping"] for c in entries] == [None] * 4 and entries[-1]["heading"] == "CHAPTER IV"
+
+    signed = tmp_path / "signed.txt"
+    letters = [f"{prose}\n\nYours ever,\n\n{name}" for name in ("C. VERNON.", "C. DE COURCY.", "C. VERNON.", "C. HALE.")]
+    signed.write_text("\n\n".join(letters) + "\n")
+    code, out, _ = run(capsys, "contents", str(signed), "--json")
+    assert code == 0 and not any("C. " in c["heading"] for c in json.loads(out)["contents"][1:])
+
+
 @pytest.mark.parametrize(
     ("line", "heading"),
     [

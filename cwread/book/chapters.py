@@ -38,8 +38,11 @@ _THE_END = re.compile(r"^\W*(?:THE END|The End|FINIS|Finis)\W*$")
 _SENTENCE_END = re.compile(r"[.!?,;:\u201d\"'\u2019]\s*$")
 _TITLE_STOP = re.compile(r"[A-Z]{2}\.\s*$")  # "SECOND PERIOD.", "FIRST NARRATIVE.": a heading's full stop
 _QUOTED = re.compile(r"^[\"'\u201c\u2018]")
+_LOWER_WORD = re.compile(r"\b[a-z]\w*")
 # a number, then a title: "I. The Period", "01 My Early Home", "XIV.  DOCTOR MOREAU EXPLAINS."
-_NUMBERED_TITLE = re.compile(r"^\W*(?:[IVXLC]+\.|\d{1,3}\.?)\s+(?P<title>[A-Z\"'\u201c\u2018].*)$")
+_NUMBERED_TITLE = re.compile(
+    r"^\W*(?P<number>(?:[IVXLC]{2,}|[IVX])\.|\d{1,3}\.?)\s+(?P<title>[A-Z\"'\u201c\u2018].*)$"
+)  # one letter: I, V or X ("C. VERNON." is a signature's initial)
 _TITLE_SMALL_WORDS = frozenset(
     ["a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "with", "his", "her", "its", "their", "our", "my", "your"]
 )
@@ -104,14 +107,13 @@ def _stopped_series(texts: Sequence[str], stories: Sequence[tuple[int, int]]) ->
             if stop or is_heading(line):
                 lasts[words[-1]] = lasts.get(words[-1], 0) + 1
     titles = {pid for pid, word in found.items() if lasts[word] >= 2}
-    prose = "\n".join(texts)
-
-    def written(word: str) -> bool:
-        return re.search(rf"\b{re.escape(word)}\b", prose) is not None
+    if not titles:
+        return set()
+    lower = set(_LOWER_WORD.findall("\n".join(texts)))  # once: a book of letters has hundreds of signatures
 
     def a_name(word: str) -> bool:  # an initial, or a word never written in lower case
         word = word.strip(".,")
-        return len(word) == 1 or not written(word.lower())
+        return len(word) == 1 or word.lower() not in lower
 
     return {pid for pid in titles if not all(a_name(w) for w in texts[pid - 1].split())}
 
@@ -121,7 +123,7 @@ def _numbered_titles(texts: Sequence[str], stories: Sequence[tuple[int, int]]) -
     small ones) capitalized ("I. The Period", "26 How it Ended", "XIV. DOCTOR MOREAU
     EXPLAINS."), where the book repeats the pattern (SERIES_LEAST of them or more): an item of a
     numbered list is none ("1. Take the lamp oil to the rock"; "1. Ernest Melton, J.P." then "2. ...")."""
-    found = set()
+    found: dict[int, str] = {}  # id -> its number
     for first, last in stories:
         for pid in range(first, last + 1):
             line = " ".join(texts[pid - 1].split())
@@ -132,9 +134,9 @@ def _numbered_titles(texts: Sequence[str], stories: Sequence[tuple[int, int]]) -
             words = [w for w in words if w]
             content = [w for w in words if w not in _TITLE_SMALL_WORDS]
             if content and 3 * sum(w[0].isupper() for w in content) >= 2 * len(content):  # "How it Ended"
-                found.add(pid)
-    found -= {pid for pid in found if pid - 1 in found or pid + 1 in found}  # a list's items, one after another
-    return found if len(found) >= SERIES_LEAST else set()
+                found[pid] = match.group("number").rstrip(".")
+    titles = {pid: n for pid, n in found.items() if pid - 1 not in found and pid + 1 not in found}  # no list's items
+    return set(titles) if len(set(titles.values())) >= SERIES_LEAST else set()  # numbers of a series differ
 
 
 def numbered(text: str) -> bool:
@@ -170,9 +172,9 @@ def find_chapters(
     stopped = _stopped_series(texts, stories) | _numbered_titles(texts, stories)
     stopped |= {pid for pid in marked if _heading_sized(texts[pid - 1])}
     runs = [run for first, last in stories for run in _story_runs(texts, first, last, starts, skip, stopped)]
-    if lines:
-        width = _line_width(texts, lines)
-        runs = [(_past_closing_lines(texts, lines, width, first, end), end) for first, end in runs]
+    width = _line_width(texts, lines) if lines else None
+    if width is not None:  # a text laid out by its own blank lines, hard-wrapped
+        runs = [(first if first in starts else _past_closing_lines(texts, lines, width, first, end), end) for first, end in runs]
     # the headings of the book's series: numbered, or titles it repeats as a pattern
     series = [pid for first, end in runs for pid in range(first, end + 1) if numbered(texts[pid - 1]) or pid in stopped]
     if len(series) >= SERIES_LEAST:  # the runs from the series on; one that opens with the book's
@@ -182,15 +184,17 @@ def find_chapters(
     return tuple(Chapter(first, _title(texts, first, end)) for first, end in runs)
 
 
-def _line_width(texts: Sequence[str], lines: Sequence[int]) -> float:
+def _line_width(texts: Sequence[str], lines: Sequence[int]) -> float | None:
     """The characters of a line of the text, as wrapped (the median over paragraphs of three
-    lines or more, each taken to have one blank line under it): how many lines a paragraph took."""
+    lines or more, each taken to have one blank line under it): how many lines a paragraph took.
+    None where no paragraph is wrapped: a format's generated text, whose blank lines are not the
+    book's."""
     widths = sorted(
         len(texts[i]) / (lines[i + 1] - lines[i] - 1)
         for i in range(len(lines) - 1)
         if lines[i + 1] - lines[i] - 1 >= 3
     )
-    return widths[len(widths) // 2] if widths else 70.0
+    return widths[len(widths) // 2] if widths else None
 
 
 def _past_closing_lines(texts: Sequence[str], lines: Sequence[int], width: float, first: int, end: int) -> int:

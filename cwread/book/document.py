@@ -276,7 +276,8 @@ class Document:
         """The chapters the text heads, in order (cwread.book.chapters): none in a text without
         headings."""
         texts = [p.text for p in self.paragraphs]
-        lines = [p.line for p in self.paragraphs]
+        # a line's number is the file's own, not a PDF page's
+        lines = [p.line for p in self.paragraphs] if self.paragraphs[0].page is None else []
         return find_chapters(texts, self.stories, self._firsts, frozenset(self.asides), self.headings, lines)
 
     @cached_property

@@ -131,6 +131,8 @@ def _the_end(texts: Sequence[str], first: int, last: int) -> int:
         if numbered(texts[i]):
             return last  # a chapter after the last "THE END": an anthology's next story
         if is_the_end(texts[i]):
+            if numbered(texts[i - 1]):
+                return last  # "CHAPTER IV / THE END": a chapter's title
             return i if last - i <= AFTER_THE_END * (last - first + 1) else last
     return last
 

@@ -81,7 +81,7 @@ def show(
 
     document = open_document(book, output)
     notes: list[str] = []
-    selected = api.show(document, ",".join(paragraphs), notes, around)
+    selected = api.show(document, ",".join(p.strip(",") for p in paragraphs if p.strip(",")), notes, around)
     for line in notes:
         console.notice(line)
     emit(output.json_out, lambda: json_output.show_json(document, selected), lambda: render.show_view(document, selected))
