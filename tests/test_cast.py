@@ -130,6 +130,28 @@ def test_a_word_that_opens_the_sentence_is_no_part_of_the_name_looked_for(capsys
     assert code == 0 and 'Looked for Poppylinda too: the book says "Then Poppylinda, the majestic black cat"' in out
 
 
+def test_a_word_only_opening_sentences_or_a_day_is_no_name_looked_for(capsys, tmp_path):
+    """#88 item 4, seen by a reader of the fourth benchmark: "Underneath, a telegram from
+    Washington stated..." read "Underneath" as someone the telegram describes; "On Tuesday, the
+    17th July" read a day as someone. An expansion is right or absent."""
+    book = tmp_path / "telegram.txt"
+    book.write_text(
+        "\n\n".join(
+            ["CHAPTER I", "Blakeley opened the morning paper on the train.",
+             "The paper had a story of the murder on the train. Underneath, a telegram from Washington "
+             "stated that Blakeley, of the firm, had left for the city the night before.",
+             "\u201cOn Tuesday, the 17th July, you went, I believe, to the dispensary?\u201d",
+             "The torn telegram lay under the berth, and the porter picked it up."]
+            + [f"Blakeley read page {i} of the paper by the window." for i in range(20)]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    for question in ("What did the telegram say?", "Why did she want a fire on that hot July day?"):
+        code, out, _ = run(capsys, "find", str(book), question, "--plain")
+        assert code == 0 and "Looked for" not in out, question
+
+
 MEMBERS = [
     "Mrs. Laura Lyons kept the shop in Coombe Tracey. Laura Lyons had come from New York, she said.",
     "Sergeant Cuff called at the Hall that evening. The Sergeant asked for Laura Lyons, and Mrs. Lyons came down.",

@@ -15,6 +15,7 @@ several names ("Baskerville") is the one named in full most recently before it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from cwread.book import Document
@@ -23,7 +24,7 @@ from cwread.retrieval.descriptions import (
     descriptions_in,
     normalized,
 )
-from cwread.text.words import STOPWORDS, TITLES, WORD, word_stems
+from cwread.text.words import NOT_NAMES, STOPWORDS, TITLES, WORD, word_stems
 
 FEMALE_TITLES = frozenset(
     {"mrs", "miss", "ms", "madam", "madame", "mme", "mlle", "mademoiselle", "lady", "queen", "princess"}
@@ -283,7 +284,11 @@ def named_in_book(document: Document, question: str) -> list[Named]:
             name = _unopened(name)
             _, tally = found.setdefault(_form_key(name), (name, {}))
             _tally(tally, said, span, pid, appositive)
-    members = [CastMember(name, "name", (name,), (), _kept(tally)) for name, tally in found.values()]
+    members = [
+        CastMember(name, "name", (name,), (), _kept(tally))
+        for name, tally in found.values()
+        if len(name.split()) > 1 or _named_inside(document, name)
+    ]
     return Cast(tuple(m for m in members if m.descriptions)).named_in(question)
 
 
@@ -307,10 +312,22 @@ def _story(document: Document) -> list[tuple[int, str, str]]:
 
 def _a_name(name: str) -> bool:
     """Whether words before a description name someone: a word of them no function word ("I",
-    "This" open sentences)."""
+    "This" open sentences) nor one capitalized by custom ("On Tuesday, the 17th July")."""
     return any(
-        w.lower().rstrip(".") not in STOPWORDS and w.lower().rstrip(".") not in TITLES for w in name.split()
+        (low := w.lower().rstrip(".")) not in STOPWORDS and low not in TITLES and low not in NOT_NAMES
+        for w in name.split()
     )
+
+
+_JOINED: dict[str, str] = {}  # by fingerprint: the story's text, for a name's test
+
+
+def _named_inside(document: Document, word: str) -> bool:
+    """Whether the story writes a one-word name capitalized inside a sentence too, after a word
+    in lower case ("said Candy"): a word only ever opening one ("Underneath, a telegram from
+    Washington stated...") is none."""
+    text = _hold(_JOINED, document.fingerprint, lambda: "\n".join(t for _, t, _ in _story(document)))
+    return re.search(rf"[a-z,;] {re.escape(word)}\b", text) is not None
 
 
 def _unopened(name: str) -> str:

@@ -27,23 +27,10 @@ from cwread.retrieval.cast import (
     _tally,
 )
 from cwread.retrieval.descriptions import descriptions_in, last_word
-from cwread.text.words import STOPWORDS, TITLES
+from cwread.text.words import NOT_NAMES, STOPWORDS, TITLES
 
 CAST_VERSION = 4  # of the cached cast: a change to how it is built bumps it (4: a story ends at its last "THE END"; "Home" ends a place)
 
-# capitalized by custom, not as a name
-_NOT_NAMES = frozenset(
-    {
-        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january",
-        "february", "march", "april", "may", "june", "july", "august", "september", "october",
-        "november", "december", "god", "heaven", "heavens", "christmas", "easter", "english",
-        "french", "german", "american", "british", "scotch", "irish", "italian", "spanish",
-        "christian", "oh", "ah", "yes", "no", "mamma", "papa", "dear", "good", "well", "chapter",
-        "jove", "african", "esquimau", "belgian", "russian", "englishman", "englishmen", "frenchman",
-        "dutch", "swiss", "austrian", "prussian", "egyptian", "chinese", "japanese", "neolithic",
-        "belgians", "russians", "germans", "americans", "italians", "frenchmen", "polish", "jew", "jews",
-    }
-)  # fmt: skip
 # an office: a form of the name it stands in ("the Sergeant" of "Sergeant Cuff"), alone no member ("the Coroner")
 _ROLES = frozenset(
     {
@@ -205,14 +192,14 @@ def _may_name(word: str) -> bool:
         and not low.startswith(("i'", "i’"))
         and low not in STOPWORDS
         and low not in TITLES
-        and low not in _NOT_NAMES
+        and low not in NOT_NAMES
     )
 
 
 def _before_name(word: str) -> bool:
     """Whether a capitalized word before a name is no part of it (see _BEFORE_NAMES)."""
     low = word.lower()
-    return low in _BEFORE_NAMES or low in _NOT_NAMES or low in STOPWORDS or low.startswith(("i'", "i’"))
+    return low in _BEFORE_NAMES or low in NOT_NAMES or low in STOPWORDS or low.startswith(("i'", "i’"))
 
 
 def _name_in(

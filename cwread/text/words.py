@@ -24,6 +24,19 @@ TITLES = frozenset(
         "colonel", "col", "rev", "prof", "sgt", "esq",
     }
 )  # fmt: skip
+# capitalized by custom, not as a name (a cast's members, a question's description read as a name)
+NOT_NAMES = frozenset(
+    {
+        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january",
+        "february", "march", "april", "may", "june", "july", "august", "september", "october",
+        "november", "december", "god", "heaven", "heavens", "christmas", "easter", "english",
+        "french", "german", "american", "british", "scotch", "irish", "italian", "spanish",
+        "christian", "oh", "ah", "yes", "no", "mamma", "papa", "dear", "good", "well", "chapter",
+        "jove", "african", "esquimau", "belgian", "russian", "englishman", "englishmen", "frenchman",
+        "dutch", "swiss", "austrian", "prussian", "egyptian", "chinese", "japanese", "neolithic",
+        "belgians", "russians", "germans", "americans", "italians", "frenchmen", "polish", "jew", "jews",
+    }
+)  # fmt: skip
 ABBREVIATED = ("Mr", "Mrs", "Ms", "Dr", "St", "Messrs", "Mme", "Mlle", "Capt", "Col", "Rev", "Prof", "Sgt", "Esq")
 
 
