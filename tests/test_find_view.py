@@ -88,6 +88,25 @@ def test_a_map_line_gives_the_best_sentence_with_its_neighbours(capsys, tmp_path
     assert "rain" not in part and len(part.replace("*", "")) <= MAP_PART_CHARS
 
 
+def test_a_long_paragraphs_map_line_gives_its_length(capsys, tmp_path, cache_dir):
+    """What a `show` of a long paragraph costs is on its map line (readers of the fourth
+    benchmark showed letters of 2,000-3,000 characters unawares); a short one's line says nothing."""
+    long_letter = "Tobias wrote of the ferry and the widow. " + " ".join(["The rain went on over the moor."] * 40)
+    paragraphs = [
+        "CHAPTER I",
+        long_letter,
+        "Tobias rowed the widow across to the island.",
+        *(f"Paragraph {i} tells of fields, fences and the long road to the market town." for i in range(30)),
+    ]
+    book = tmp_path / "letter.txt"
+    book.write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "find", str(book), "What did Tobias do with the widow?", "--map", "--width", "0")
+    lines = {line.split("]")[0]: line for line in out.splitlines() if line.startswith("#")}
+    assert code == 0
+    assert next(line for key, line in lines.items() if key.endswith("[2")).endswith(f"[{len(long_letter):,} characters]")
+    assert not next(line for key, line in lines.items() if key.endswith("[3")).endswith("characters]")
+
+
 def test_also_adds_the_books_own_words_to_the_lexical_side(capsys, novel, cache_dir):  # noqa: F811
     asked = (
         "find",

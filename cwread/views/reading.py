@@ -414,8 +414,14 @@ def map_lines(
             start = sentence.find(" ", start) + 1 if start else 0
             window = sentence[start : start + room - 4].rsplit(" ", 1)[0]
             sentence = ("… " if start else "") + window + " …"
-        lines.append(Block([], [f"{head} {printable(sentence)}"], f"#{rank} [{doc.label(pid)}]", blank=False))
+        size = f" [{len(text):,} characters]" if len(text) >= LONG_PARAGRAPH else ""
+        lines.append(Block([], [f"{head} {printable(sentence)}{size}"], f"#{rank} [{doc.label(pid)}]", blank=False))
     return out + bounded(lines, max_chars, _size(out), width, "candidates", None, option)
+
+
+# a paragraph whose length its map line gives: what a `show` of it costs (readers of the fourth
+# benchmark showed letters of 2,000-3,000 characters unawares and asked to know before)
+LONG_PARAGRAPH = 1_000
 
 
 MAP_PART_CHARS = 140  # of a paragraph's text on its map line: its best sentence and neighbours (200 cost readers 15% more characters for no more answers: benchmarks/README.md)
