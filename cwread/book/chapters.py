@@ -67,7 +67,7 @@ def _heading_sized(text: str) -> bool:
     line = " ".join(text.split())
     if not line or len(line) > HEADING_CHARS or len(line.split()) > HEADING_WORDS:
         return False
-    return not _THE_END.match(line)  # the end of the story heads nothing
+    return not is_the_end(line)  # the end of the story heads nothing
 
 
 def is_heading(text: str) -> bool:

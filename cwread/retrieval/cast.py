@@ -319,15 +319,12 @@ def _a_name(name: str) -> bool:
     )
 
 
-_JOINED: dict[str, str] = {}  # by fingerprint: the story's text, for a name's test
-
-
 def _named_inside(document: Document, word: str) -> bool:
     """Whether the story writes a one-word name capitalized inside a sentence too, after a word
     in lower case ("said Candy"): a word only ever opening one ("Underneath, a telegram from
     Washington stated...") is none."""
-    text = _hold(_JOINED, document.fingerprint, lambda: "\n".join(t for _, t, _ in _story(document)))
-    return re.search(rf"[a-z,;] {re.escape(word)}\b", text) is not None
+    inside = re.compile(rf"[a-z,;] {re.escape(word)}\b")
+    return any(inside.search(text) for _, text, _ in _story(document))
 
 
 def _unopened(name: str) -> str:
