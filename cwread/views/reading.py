@@ -407,14 +407,14 @@ def map_lines(
         chapter = doc.chapter(pid)
         title = capped(printable(chapter.title), LINE_CHAPTER_CHARS) if chapter else ""
         head = f"#{rank} [{doc.label(pid)}]" + (f" ({title})" if chapter else "")
-        room = MAP_LINE_CHARS - len(head) - 1
+        size = f" [{len(text):,} characters]" if len(text) >= LONG_PARAGRAPH else ""
+        room = MAP_LINE_CHARS - len(head) - 1 - len(size)
         if len(sentence) > room:  # a window that holds the first marked word, cut at words
             mark = max(sentence.find("*"), 0)
             start = max(0, min(mark - room // 4, len(sentence) - room))
             start = sentence.find(" ", start) + 1 if start else 0
             window = sentence[start : start + room - 4].rsplit(" ", 1)[0]
             sentence = ("… " if start else "") + window + " …"
-        size = f" [{len(text):,} characters]" if len(text) >= LONG_PARAGRAPH else ""
         lines.append(Block([], [f"{head} {printable(sentence)}{size}"], f"#{rank} [{doc.label(pid)}]", blank=False))
     return out + bounded(lines, max_chars, _size(out), width, "candidates", None, option)
 
