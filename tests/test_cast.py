@@ -178,3 +178,39 @@ def test_a_members_forms_are_its_own_and_a_common_word_names_no_one():
     assert "New York" in members and "Baker Street" in members
     for word in ("Mademoiselle Cynthia", "Coroner", "Hall", "Street", "Jove", "Englishman", "York"):
         assert word not in members, word
+
+
+WIVES = [
+    "CHAPTER I",
+    "That morning Mr. John Cavendish walked to the farm. He came back at noon with his gun.",
+    "In the garden Mary Cavendish sat alone. She read her letters and put them in her pocket.",
+    "Early next day Mary Cavendish rose. She rang for her maid, and she dressed herself in grey.",
+    "That evening Mrs. Cavendish poured the tea.",
+    "At dinner Mr. Cavendish said nothing, and John Cavendish went up at ten.",
+    "Long after Mrs. Cavendish went to bed.",
+    "At noon Jane Bennet wrote to her sister. She sealed her letter.",
+    "At that Elizabeth Bennet laughed at her own fears. She walked on.",
+    "That night Jane Bennet and Elizabeth Bennet went to the ball.",
+    "Next day Mrs. Bennet scolded them both.",
+    "By evening Mrs. Bennet was tired.",
+    "At the piano Anne Grey played. She sang her songs, and she smiled at her audience.",
+    "Afterwards Anne Grey was thanked. She bowed her head and her hands shook.",
+    "Then Miss Grey sang again, and Mrs. Grey, her mother, wept.",
+    "At last Mrs. Grey went home.",
+]
+
+
+def test_a_married_womans_title_is_the_one_woman_of_her_name(capsys, tmp_path):
+    """"Mrs. Cavendish" is Mary Cavendish, the one of her surname the text calls "she", and
+    "Mr. Cavendish" never a form of hers; not where two women share the surname ("Mrs. Bennet",
+    their mother) or one is "Miss" ("Mrs. Grey", Miss Grey's mother)."""
+    members = {m.name: m for m in build_cast(WIVES).members}
+    assert {"Mrs. Cavendish", "Mary Cavendish"} <= set(members["Mary Cavendish"].forms)
+    assert not {"Mr. Cavendish", "Cavendish"} & set(members["Mary Cavendish"].forms)
+    assert "Mr. Cavendish" in members["Mr. John Cavendish"].forms
+    assert "Mrs. Cavendish" not in members
+    assert "Mrs. Bennet" in members and "Mrs. Grey" in members
+    book = tmp_path / "wives.txt"
+    book.write_text("\n\n".join(WIVES) + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "cast", str(book), "Mrs. Cavendish")
+    assert code == 0 and out.startswith("Mary Cavendish (person; 4 paragraphs, first [3] CHAPTER I); also Mrs. Cavendish")

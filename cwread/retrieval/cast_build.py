@@ -29,7 +29,7 @@ from cwread.retrieval.cast import (
 from cwread.retrieval.descriptions import descriptions_in, last_word
 from cwread.text.words import NOT_NAMES, STOPWORDS, TITLES
 
-CAST_VERSION = 4  # of the cached cast: a change to how it is built bumps it (4: a story ends at its last "THE END"; "Home" ends a place)
+CAST_VERSION = 5  # of the cached cast: a change to how it is built bumps it (4: a story ends at its last "THE END"; "Home" ends a place; 5: "she" read for "Mrs.")
 
 # an office: a form of the name it stands in ("the Sergeant" of "Sergeant Cuff"), alone no member ("the Coroner")
 _ROLES = frozenset(
@@ -84,6 +84,7 @@ class _Form:
     person: int = 0  # uses that say a person: a title, a verb of speech beside it
     place: int = 0  # uses after "in", "at", "near"...
     male: bool = False  # given a man's title ("Mr.", "Sir")
+    she: bool = False  # an untitled full name the text's pronouns say is a woman's (`_said_she`)
 
 
 def build_cast(texts: Sequence[str], skip: frozenset[int] = frozenset()) -> Cast:
@@ -119,7 +120,39 @@ def build_cast(texts: Sequence[str], skip: frozenset[int] = frozenset()) -> Cast
         )
         form.place += before in _PLACE_BEFORE
         uses.append((pid, (key, female), " ".join((*titles, *key))))
+    _said_she(forms, uses, read)
     return _grouped(forms, uses, read)
+
+
+_SHE = re.compile(r"\b(?:she|her|hers|herself)\b", re.I)
+_HE = re.compile(r"\b(?:he|him|his|himself)\b", re.I)
+SHE_LEAST = 3  # "she"/"her" in the paragraphs a full name alone is named in, at least
+SHE_SHARE = 3  # and so many times "he"/"his" there
+
+
+def _said_she(
+    forms: dict[tuple[tuple[str, ...], str], _Form],
+    uses: list[tuple[int, tuple[tuple[str, ...], str], str]],
+    read: list[tuple[int, str]],
+) -> None:
+    """Mark the untitled full names (two words or more, never given a man's title) that the
+    paragraphs naming them and no one else speak of as "she" (SHE_LEAST times and SHE_SHARE
+    times "he"): "Mary Cavendish", whom "Mr. Cavendish" is not, and "Mrs. Cavendish" may be."""
+    text = dict(read)
+    named: dict[int, set[tuple[str, ...]]] = defaultdict(set)
+    for pid, (key, _), _ in uses:
+        named[pid].add(key)
+    she: Counter[tuple[str, ...]] = Counter()
+    he: Counter[tuple[str, ...]] = Counter()
+    for pid, keys in named.items():
+        if len(keys) == 1:
+            (key,) = keys
+            she[key] += len(_SHE.findall(text[pid]))
+            he[key] += len(_HE.findall(text[pid]))
+    for (key, female), form in forms.items():
+        form.she = (
+            len(key) > 1 and not female and not form.male and she[key] >= max(SHE_LEAST, SHE_SHARE * he[key])
+        )
 
 
 def _runs(pid: int, text: str, capital: Counter[str]) -> list[tuple[int, list[str], bool, str, str]]:
@@ -250,6 +283,7 @@ def _grouped(
     heads: list[_Form] = []
     holding: dict[str, set[int]] = defaultdict(set)  # a word -> the heads whose name holds it
     joined: dict[int, set[str]] = defaultdict(set)  # a head -> the sexes its joined forms' titles say
+    unmarried = {f.key[-1] for f in forms.values() if f.female in _UNMARRIED}  # "Miss Bennet": a daughter
     for form in order:
         within = (
             set.intersection(*(holding[w] for w in form.key))
@@ -257,6 +291,8 @@ def _grouped(
             else set()
         )
         holders = sorted(i for i in within if _may_join(form, heads[i], joined[i]) and not _placed(heads[i]))
+        if not holders and form.female == "mrs" and len(form.key) == 1 and form.key[0] not in unmarried:
+            holders = _wife(form, heads, within, joined)
         if len(form.key) > 1 and len(holders) > 1:
             holders = holders[:1]
         if holders:
@@ -321,12 +357,30 @@ def _grouped(
     return Cast(tuple(_described(members, read)))
 
 
+def _wife(form: _Form, heads: list[_Form], within: set[int], joined: dict[int, set[str]]) -> list[int]:
+    """The one head "Mrs. Surname" (`form`) is a form of, as a list, where the surname's heads
+    (`within`) that may be a woman's are one full name the text calls "she" ("Mary Cavendish");
+    else none ("Jane Bennet" and "Elizabeth Bennet": whose is "Mrs. Bennet"?)."""
+    maybe = [
+        i
+        for i in within
+        if len(heads[i].key) > 1
+        and heads[i].key[-1] == form.key[0]
+        and not heads[i].female
+        and not heads[i].male
+        and "male" not in joined[i]
+        and not _placed(heads[i])
+    ]
+    return maybe if len(maybe) == 1 and heads[maybe[0]].she else []
+
+
 def _may_join(form: _Form, head: _Form, joined: set[str]) -> bool:
     """Whether `form` may be a form of `head`'s name: the same woman's title or none, or "Miss
     Rachel" of a full name no man's title is given ("Rachel Verinder"; "Lady Verinder" is her
     mother, "Mrs. Barrymore" not Barrymore); never a man's title where a woman's joined it
-    (`joined`: what the titles of the forms joined so far say), nor the other way round."""
-    if form.male and (head.female or "female" in joined):
+    (`joined`: what the titles of the forms joined so far say) or on a name the text calls
+    "she" (`_said_she`), nor the other way round."""
+    if form.male and (head.female or head.she or "female" in joined):
         return False
     if form.female == head.female:
         return True
