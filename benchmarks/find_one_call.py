@@ -8,6 +8,10 @@ a box's border too); by its line when a passage past the bound is given a line t
 passage printed has a gold paragraph.
 
     python benchmarks/find_one_call.py [--before REV] [--out FILE] [--find-args "--max-chars 3500"]
+        [--sets lower,hotel,shroud --books DIR]
+
+`--sets` measures other question sets of benchmarks/data (the reading benchmark's), their books
+read from `--books` (they are not copied here: benchmarks/data/README.md names their sources).
 """
 
 from __future__ import annotations
@@ -66,11 +70,15 @@ def first_passage_ids(output: str) -> set[int]:
     return ids
 
 
-def measure(checkout: Path, extra: tuple[str, ...] = ()) -> list[dict]:
+def measure(
+    checkout: Path, extra: tuple[str, ...] = (), sets: tuple[str, ...] = NOVELS, books: Path | None = None
+) -> list[dict]:
     rows = []
-    for name in NOVELS:
-        for record in open_record_list(SETS[name]):
-            output = find_output(checkout, record["doc"], record["question"], extra)
+    for name in sets:
+        source = SETS.get(name, REPO / "benchmarks" / "data" / f"{name}.jsonl")
+        for record in open_record_list(source):
+            book = str(books / Path(record["doc"]).name) if books else record["doc"]
+            output = find_output(checkout, book, record["question"], extra)
             gold = set(record.get("evidence") or [])
             rows.append(
                 {
@@ -86,9 +94,9 @@ def measure(checkout: Path, extra: tuple[str, ...] = ()) -> list[dict]:
     return rows
 
 
-def summary(label: str, rows: list[dict]) -> list[str]:
+def summary(label: str, rows: list[dict], sets: tuple[str, ...] = NOVELS) -> list[str]:
     lines = []
-    for name in (*NOVELS, "all"):
+    for name in (*sets, "all"):
         part = [r for r in rows if name in ("all", r["set"])]
         gold = sum(r["gold_printed"] for r in part)
         lined = sum(r.get("gold_lined", r["gold_printed"]) for r in part)
@@ -107,15 +115,18 @@ def main() -> None:
     parser.add_argument("--before", default=None, help="a revision to measure as well, paired")
     parser.add_argument("--out", type=Path, default=None, help="write the rows here (JSON Lines)")
     parser.add_argument("--find-args", default="", help="more of find's options, as one string (--max-chars 3500)")
+    parser.add_argument("--sets", default=",".join(NOVELS), help="question sets (names in benchmarks/data or the dev sets)")
+    parser.add_argument("--books", type=Path, default=None, help="the folder of the sets' books, where not the records' paths")
     args = parser.parse_args()
     extra = tuple(args.find_args.split())
-    runs = {"now": measure(REPO, extra)}
+    sets = tuple(args.sets.split(","))
+    runs = {"now": measure(REPO, extra, sets, args.books)}
     if args.before:
         with tempfile.TemporaryDirectory() as tmp:
             tree = Path(tmp) / "before"
             subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.before], cwd=REPO, check=True, capture_output=True)
             try:
-                runs = {"before": measure(tree, extra), **runs}
+                runs = {"before": measure(tree, extra, sets, args.books), **runs}
             finally:
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False, capture_output=True)
     print(
@@ -124,7 +135,7 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for label, rows in runs.items():
-        print("\n".join(summary(label, rows)))
+        print("\n".join(summary(label, rows, sets)))
     if args.out:
         args.out.write_text("".join(json.dumps({"run": k, **r}) + "\n" for k, rows in runs.items() for r in rows))
 
