@@ -393,3 +393,13 @@ def test_help_into_a_pipe_is_plain_text(capsys):
         assert code == 0 and "╭" not in out and "│" not in out
         sizes[" ".join(command) or "cwread"] = len(out)
     assert sum(sizes.values()) < 12_000, sizes
+
+
+@pytest.mark.parametrize("args", [(), ("config",)])
+def test_a_command_alone_prints_its_help_in_lines(capsys, args):
+    """`cwread` (or a group) alone into a pipe: its help on stdout as lines, exit 2 (click hands
+    the help over as a usage error's message, which was once pressed into one error line)."""
+    code, out, err = run(capsys, *args)
+    assert code == 2 and err == ""
+    assert out.startswith(f"Usage: cwread {' '.join(args)}".rstrip() + " COMMAND") and out.count("\n") > 10
+    assert "show " in out if not args else "set " in out

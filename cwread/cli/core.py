@@ -367,8 +367,9 @@ def main(argv: list[str] | None = None) -> int:
         if result == EXIT_INTERRUPTED:  # typer turns Ctrl-C into a silent Exit(130)
             return fail(EXIT_INTERRUPTED, "interrupted", "interrupted", "cwread: interrupted")
         return result if isinstance(result, int) else 0
-    except (console.ReaderGone, BrokenPipeError):
-        return _reader_gone()
+    except (console.ReaderGone, BrokenPipeError):  # the reader of our stdout left (`| head`): no error
+        _discard_stdout()
+        return 0
     except CwreadError as exc:
         _traceback(debug)
         code = error_exit(exc)
@@ -386,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         ctx = getattr(exc, "ctx", None)
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         message = " ".join(exc.format_message().split())
-        if not message:  # an empty message follows the help text shown for a bare `cwread`
+        if not message or type(exc).__name__ == "NoArgsIsHelpError":  # `cwread` alone: its help, in lines
+            print(exc.format_message().rstrip(), end="\n" if message else "")  # (Rich's, shown already)
             return EXIT_USAGE
         return fail(EXIT_USAGE, "usage", message, f"cwread: error: {message}{hint}")
     except (typer.Exit, *_click_types("Exit")) as exc:
@@ -400,18 +402,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _named(args: list[str]) -> typer.Typer:
-    """The app with the one command (or group) `args` name first, where they name one: a run
-    builds its own command's parameters, not all nineteen's (20 ms of each `show`, a usage error)."""
-    name = args[0] if args else ""
-    named_commands = [
-        c for c in app.registered_commands if (c.name or typer.main.get_command_name(c.callback.__name__)) == name
+    """The app with only the command (or group) `args` name first, where they name one (else all,
+    to list them): a run builds its own command's parameters, not nineteen's (20 ms a `show`)."""
+    named, name = copy.copy(app), args[:1]
+    named.registered_commands = [
+        c for c in app.registered_commands if name == [c.name or typer.main.get_command_name(c.callback.__name__)]
     ]
-    groups = [g for g in app.registered_groups if g.name == name]
-    if not named_commands and not groups:
-        return app  # `cwread`, `cwread --help`, a misspelt command: the whole app, to list them
-    named = copy.copy(app)
-    named.registered_commands, named.registered_groups = named_commands, groups
-    return named
+    named.registered_groups = [g for g in app.registered_groups if name == [g.name]]
+    return named if named.registered_commands or named.registered_groups else app
 
 
 def _traceback(debug: bool) -> None:
@@ -425,12 +423,6 @@ def _discard_stdout() -> None:
     """Point stdout at /dev/null, so the interpreter's last flush has nowhere to fail."""
     with suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-def _reader_gone() -> int:
-    """The reader of our stdout went away (e.g. `| head`): not an error of ours."""
-    _discard_stdout()
-    return 0
 
 
 def entry() -> None:
