@@ -182,35 +182,65 @@ def test_a_members_forms_are_its_own_and_a_common_word_names_no_one():
 
 WIVES = [
     "CHAPTER I",
-    "That morning Mr. John Cavendish walked to the farm. He came back at noon with his gun.",
+    "That morning Mr. John Cavendish walked to the farm. He came back at noon with his gun, and he cleaned it himself.",
     "In the garden Mary Cavendish sat alone. She read her letters and put them in her pocket.",
     "Early next day Mary Cavendish rose. She rang for her maid, and she dressed herself in grey.",
+    "By noon Mary Cavendish was tired. She lay down, and her book fell from her hand.",
     "That evening Mrs. Cavendish poured the tea.",
-    "At dinner Mr. Cavendish said nothing, and John Cavendish went up at ten.",
+    "At dinner Mr. Cavendish said nothing, and John Cavendish went up at ten. He slept badly; his dog woke him.",
     "Long after Mrs. Cavendish went to bed.",
-    "At noon Jane Bennet wrote to her sister. She sealed her letter.",
-    "At that Elizabeth Bennet laughed at her own fears. She walked on.",
+    "At the inn Peter Smith drank his ale. He paid, he left, and his horse took him home.",
+    "Next week Peter Smith sold his horse. He bought a cart, and he drove it himself; his father laughed at him.",
+    "In March Peter Smith ploughed his field. He sowed it himself, and his brother helped him; he paid his men.",
+    "In May Peter Smith mended his fences. He cut his posts, he carried them himself, and his dog followed him.",
+    "At the forge Dr. Paul Brown waited. She came at last; she was pale, and her hands were cold.",
+    "Again Dr. Paul Brown called. She was worse; she wept, and she held her sister's hand in hers.",
+    "That winter Mrs. Brown kept the house.",
+    "All spring Mrs. Brown kept the books.",
+    "At noon Jane Bennet wrote to her sister. She sealed her letter, and she sent it herself.",
+    "At that Elizabeth Bennet laughed at her own fears. She walked on, and she sang to herself.",
     "That night Jane Bennet and Elizabeth Bennet went to the ball.",
     "Next day Mrs. Bennet scolded them both.",
     "By evening Mrs. Bennet was tired.",
     "At the piano Anne Grey played. She sang her songs, and she smiled at her audience.",
-    "Afterwards Anne Grey was thanked. She bowed her head and her hands shook.",
+    "Afterwards Anne Grey was thanked. She bowed her head and her hands shook; she wept.",
     "Then Miss Grey sang again, and Mrs. Grey, her mother, wept.",
     "At last Mrs. Grey went home.",
 ]
 
 
 def test_a_married_womans_title_is_the_one_woman_of_her_name(capsys, tmp_path):
-    """"Mrs. Cavendish" is Mary Cavendish, the one of her surname the text calls "she", and
-    "Mr. Cavendish" never a form of hers; not where two women share the surname ("Mrs. Bennet",
-    their mother) or one is "Miss" ("Mrs. Grey", Miss Grey's mother)."""
+    """"Mrs. Cavendish" is Mary Cavendish, the one of her surname the text calls "she" (far more
+    than it does the rest), and "Mr. Cavendish" never a form of hers; not where two women share
+    the surname ("Mrs. Bennet", their mother), one is "Miss" ("Mrs. Grey", Miss Grey's mother),
+    or the one full name has a title ("Dr. Paul Brown", whose paragraphs speak of his patient)."""
     members = {m.name: m for m in build_cast(WIVES).members}
     assert {"Mrs. Cavendish", "Mary Cavendish"} <= set(members["Mary Cavendish"].forms)
     assert not {"Mr. Cavendish", "Cavendish"} & set(members["Mary Cavendish"].forms)
     assert "Mr. Cavendish" in members["Mr. John Cavendish"].forms
     assert "Mrs. Cavendish" not in members
-    assert "Mrs. Bennet" in members and "Mrs. Grey" in members
+    assert "Mrs. Bennet" in members and "Mrs. Grey" in members and "Mrs. Brown" in members
     book = tmp_path / "wives.txt"
     book.write_text("\n\n".join(WIVES) + "\n", encoding="utf-8")
     code, out, _ = run(capsys, "cast", str(book), "Mrs. Cavendish")
-    assert code == 0 and out.startswith("Mary Cavendish (person; 4 paragraphs, first [3] CHAPTER I); also Mrs. Cavendish")
+    assert code == 0 and out.startswith("Mary Cavendish (person; 5 paragraphs, first [3] CHAPTER I); also Mrs. Cavendish")
+
+
+HEROINE = [
+    "CHAPTER I",
+    "All day Missy waited. She sat by her window, and she combed her hair herself.",
+    "At noon Missy ate. She ate her bread, she drank her milk, and she washed her cup.",
+    "By evening Missy sang. She sang her songs to herself, and she laughed at her own voice.",
+    "At the gate Don Jones waited. She saw him, and her heart beat; she ran to her room.",
+    "Next day Don Jones came again. She hid, and she watched her door; her mother called her.",
+    "That spring Mrs. Jones planted roses.",
+    "All summer Mrs. Jones watered them.",
+]
+
+
+def test_a_heroines_she_makes_no_woman_of_the_man_she_meets():
+    """A story told beside its heroine says "she" in the paragraphs that name only the men she
+    meets: the book's own share of "she" is the bar, so Don Jones is no woman and "Mrs. Jones"
+    (his mother) stays her own."""
+    members = {m.name: m for m in build_cast(HEROINE).members}
+    assert "Mrs. Jones" in members and members["Don Jones"].forms == ("Don Jones",)
