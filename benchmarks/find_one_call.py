@@ -120,6 +120,10 @@ def main() -> None:
     args = parser.parse_args()
     extra = tuple(args.find_args.split())
     sets = tuple(args.sets.split(","))
+    unknown = [name for name in sets if name not in SETS and not (REPO / "benchmarks" / "data" / f"{name}.jsonl").exists()]
+    if unknown:
+        raise SystemExit(f"no question set {', '.join(unknown)}: name the dev sets or files of benchmarks/data")
+    args.books = args.books.resolve() if args.books else None  # a --before checkout runs elsewhere
     runs = {"now": measure(REPO, extra, sets, args.books)}
     if args.before:
         with tempfile.TemporaryDirectory() as tmp:

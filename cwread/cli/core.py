@@ -377,9 +377,8 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, Interrupted):
             return fail(code, kind, str(exc), f"cwread: {exc}")
         if isinstance(exc, OutputError):  # stdout is unwritable: the JSON error cannot go there
-            fail(code, kind, str(exc), f"cwread: error: {exc}")
             _discard_stdout()
-            return code
+            return fail(code, kind, str(exc), f"cwread: error: {exc}")
         # no answer (exit 4) is an outcome, not an error: "cwread: no verdict: ..."
         prefix = "cwread: " if isinstance(exc, AnswerError) else "cwread: error: "
         return fail(code, kind, str(exc), None if exc.quiet else f"{prefix}{exc}")
@@ -388,7 +387,10 @@ def main(argv: list[str] | None = None) -> int:
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         message = " ".join(exc.format_message().split())
         if not message or type(exc).__name__ == "NoArgsIsHelpError":  # `cwread` alone: its help, in lines
-            print(exc.format_message().rstrip(), end="\n" if message else "")  # (Rich's, shown already)
+            try:  # (Rich's, shown already); a reader gone (`| head`) is no error
+                print(exc.format_message().rstrip(), end="\n" if message else "", flush=True)
+            except OSError:
+                _discard_stdout()
             return EXIT_USAGE
         return fail(EXIT_USAGE, "usage", message, f"cwread: error: {message}{hint}")
     except (typer.Exit, *_click_types("Exit")) as exc:
@@ -414,9 +416,7 @@ def _named(args: list[str]) -> typer.Typer:
 
 def _traceback(debug: bool) -> None:
     if debug:
-        import traceback
-
-        traceback.print_exc()
+        __import__("traceback").print_exc()
 
 
 def _discard_stdout() -> None:
