@@ -121,7 +121,7 @@ def test_a_books_chapters_are_kept_and_found_again_where_their_entry_is_bad(caps
     book = tmp_path / "keeper.txt"
     book.write_text(GUTENBERG, encoding="utf-8")
     code, first, view = contents(capsys, book)
-    [entry] = cache_dir.glob("docs/*/*/chapters")
+    [entry] = cache_dir.glob("docs/*/*/chapters-v*")
     found, real = [], document.find_chapters
     monkeypatch.setattr(document, "find_chapters", lambda *args: found.append(1) or real(*args))
     assert contents(capsys, book) == (code, first, view) and found == []  # kept
@@ -130,3 +130,25 @@ def test_a_books_chapters_are_kept_and_found_again_where_their_entry_is_bad(caps
     spread = tmp_path / "spread.txt"  # the same paragraphs, three blank lines apart
     spread.write_text(GUTENBERG.replace("\n\n", "\n\n\n\n"), encoding="utf-8")
     assert contents(capsys, spread)[1] == first and found == [1, 1]
+
+
+def test_a_cache_that_cannot_be_made_leaves_contents_quiet(capsys, tmp_path, monkeypatch):
+    """A cache folder that cannot be made (a read-only home): `contents` keeps no chapters and
+    says nothing of a cache (the rest of cwread warns once where it needs one)."""
+    import errno
+    import pathlib
+
+    root = tmp_path / "no-cache"
+    monkeypatch.setenv("CWREAD_CACHE_DIR", str(root))
+    made = pathlib.Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if self == root:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return made(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", mkdir)
+    book = tmp_path / "keeper.txt"
+    book.write_text(GUTENBERG, encoding="utf-8")
+    code, out, err = run(capsys, "contents", str(book))
+    assert code == 0 and "CHAPTER II. THE STORM" in out and err == "" and not root.exists()

@@ -431,6 +431,9 @@ class Document:
         return source.first + number - 1
 
 
+CHAPTERS_ENTRY = "chapters-v1"  # the entry's name: another when what it holds is written otherwise
+
+
 def _kept_chapters(
     fingerprint: str, layout: tuple, find: Callable[[], tuple[Chapter, ...]]
 ) -> tuple[Chapter, ...]:
@@ -438,9 +441,9 @@ def _kept_chapters(
     text keys the entry) and the layout they read (`layout`: stories, files, asides, marked
     headings, line numbers) are those they were found with; else found (`find`) and kept. A
     novel's chapters cost 0.1-0.2 s of every `find` on 2 cores. Nothing is lost where the cache
-    cannot be read or written: the chapters are found again (and a read-only cache, which the
-    rest of cwread replaces by a temporary one with a warning, is left alone: `show` says nothing
-    of a cache)."""
+    cannot be read or written: the chapters are found again; and a cache folder that cannot be
+    written, which the rest of cwread replaces by a temporary one with a warning, is left alone
+    (`show` and `contents` say nothing of a cache)."""
     import hashlib
     import json
     import os
@@ -450,12 +453,14 @@ def _kept_chapters(
     from cwread.cache import cache_root, configured_root, read_entry, write_entry
     from cwread.errors import CwreadError
 
-    key = hashlib.sha256(Path(rules.__file__).read_bytes() + repr(layout).encode()).hexdigest()
-    entry = None
-    with suppress(CwreadError, OSError):
-        if configured_root().exists() and not os.access(configured_root(), os.W_OK):
+    entry, key = None, ""
+    with suppress(CwreadError, OSError, ValueError, TypeError, KeyError):
+        root = configured_root()
+        root.mkdir(parents=True, exist_ok=True)
+        if not os.access(root, os.W_OK):
             return find()
-        entry = cache_root() / "docs" / fingerprint[:2] / fingerprint / "chapters"
+        key = hashlib.sha256(Path(rules.__file__).read_bytes() + repr(layout).encode()).hexdigest()
+        entry = cache_root() / "docs" / fingerprint[:2] / fingerprint / CHAPTERS_ENTRY
         if read_entry(entry, lambda meta: meta.get("key") == key) is not None:
             kept = json.loads((entry / "chapters.json").read_text(encoding="utf-8"))
             return tuple(Chapter(int(first), str(title)) for first, title in kept)
