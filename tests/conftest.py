@@ -3,12 +3,14 @@ the CLI run in-process, and a small set of eval records."""
 
 from __future__ import annotations
 
+import atexit
 import http.server
 import io
 import json
 import os
 import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +27,11 @@ from tests.scripted_replies import finder_reply
 REPO = Path(__file__).resolve().parent.parent
 # the tests read no user's settings file (cwread.environment.settings_path): one that is never there
 os.environ["CWREAD_CONFIG"] = str(REPO / "tests" / "no-settings-file.toml")
+# nor write the user's cache: a test without `cache_dir` (a book's chapters, its cast) keeps its
+# entries in one folder of the run's own, removed at its end
+if "CWREAD_CACHE_DIR" not in os.environ:
+    os.environ["CWREAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="cwread-tests-cache-")
+    atexit.register(shutil.rmtree, os.environ["CWREAD_CACHE_DIR"], True)
 SHARED_DATA = REPO.parent / "shared" / "data"
 EXAMPLES = REPO / "examples"
 
