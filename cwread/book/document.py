@@ -446,19 +446,17 @@ def _kept_chapters(
     (`show` and `contents` say nothing of a cache)."""
     import hashlib
     import json
-    import os
     from pathlib import Path
 
     from cwread.book import chapters as rules
-    from cwread.cache import cache_root, configured_root, read_entry, write_entry
+    from cwread.cache import cache_root, configured_root, probe_writable, read_entry, write_entry
     from cwread.errors import CwreadError
 
     entry, key = None, ""
     with suppress(CwreadError, OSError, ValueError, TypeError, KeyError):
         root = configured_root()
         root.mkdir(parents=True, exist_ok=True)
-        if not os.access(root, os.W_OK):
-            return find()
+        probe_writable(root)  # before cache_root(), which would warn of a read-only one
         key = hashlib.sha256(Path(rules.__file__).read_bytes() + repr(layout).encode()).hexdigest()
         entry = cache_root() / "docs" / fingerprint[:2] / fingerprint / CHAPTERS_ENTRY
         if read_entry(entry, lambda meta: meta.get("key") == key) is not None:

@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         ctx = getattr(exc, "ctx", None)
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         message = " ".join(exc.format_message().split())
-        if not message or type(exc).__name__ == "NoArgsIsHelpError":  # `cwread` alone: its help, in lines
+        if not message or isinstance(exc, _click_types("NoArgsIsHelpError")):  # `cwread` alone: its help, in lines
             try:  # (Rich's, shown already); a reader gone (`| head`) is no error
                 print(exc.format_message().rstrip(), end="\n" if message else "", flush=True)
             except OSError:

@@ -144,9 +144,8 @@ def _said_she(
     A heroine's "she" fills the paragraphs that name only the men she meets, so the book's share
     is the bar, not an even one ("Don Jones" in *Missy*: 4 of 4, where the book says "she" 78% of
     the time). Marked: "Mary Cavendish", whom "Mr. Cavendish" is not, and "Mrs. Cavendish" may be."""
-    text = dict(read)
-    said = [(len(_SHE.findall(t)), len(_HE.findall(t))) for _, t in read]
-    share = sum(s for s, _ in said) / max(1, sum(s + h for s, h in said))
+    said = {pid: (len(_SHE.findall(text)), len(_HE.findall(text))) for pid, text in read}
+    share = sum(s for s, _ in said.values()) / max(1, sum(s + h for s, h in said.values()))
     named: dict[int, set[tuple[str, ...]]] = defaultdict(set)
     for pid, (key, _), _ in uses:
         named[pid].add(key)
@@ -155,8 +154,8 @@ def _said_she(
     for pid, keys in named.items():
         if len(keys) == 1:
             (key,) = keys
-            she[key] += len(_SHE.findall(text[pid]))
-            he[key] += len(_HE.findall(text[pid]))
+            she[key] += said[pid][0]
+            he[key] += said[pid][1]
     for (key, female), form in forms.items():
         form.she = (
             len(key) > 1
