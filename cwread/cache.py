@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import atexit
 import errno
-import hashlib
 import json
 import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
 from cwread.errors import CacheError, CwreadError, InputError
+
+# hashlib and tempfile are imported where they are used: a run that writes no entry (a usage
+# error) loads neither (4 ms)
 
 CACHE_FORMAT = 1
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
@@ -72,6 +73,7 @@ def cache_kept() -> bool:
 
 
 def _usable(root: Path) -> Path:
+    import tempfile
     try:
         root.mkdir(parents=True, exist_ok=True)
         probe_writable(root)
@@ -110,6 +112,7 @@ def cache_write_error(exc: OSError, where: Path) -> CwreadError:
 
 
 def file_sha256(path: Path) -> str:
+    import hashlib
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -180,6 +183,7 @@ def _remove_unfinished() -> None:
 
 
 def _write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
+    import tempfile
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.tmp-", dir=entry.parent))
     _BUILDING.add(tmp)
@@ -227,6 +231,7 @@ def write_file_atomic(path: Path, data: str | bytes, mode: int | None = None) ->
     """Write `data` to `path` through a temporary sibling and a rename, so no reader ever
     sees half a file; the temporary is removed if anything fails. The folder must exist.
     `mode`: the new file's permissions (else mkstemp's private 0600)."""
+    import tempfile
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -243,6 +248,7 @@ def write_file_atomic(path: Path, data: str | bytes, mode: int | None = None) ->
 def probe_writable(folder: Path) -> None:
     """OSError unless a file can be made in `folder`: a real try, as access() says yes to root
     on a read-only mount."""
+    import tempfile
     fd, probe = tempfile.mkstemp(dir=folder, prefix=".probe-")
     os.close(fd)
     os.unlink(probe)

@@ -105,15 +105,17 @@ def settings_path() -> Path:
 def read_settings_file(path: Path | None = None) -> dict[str, str]:
     """The settings the file holds, each a string ({} where there is no file); InputError, one
     line, for a file that is not TOML or holds a key cwread does not take."""
-    import tomllib
-
     path = path or settings_path()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the settings file ({getattr(exc, 'strerror', None) or exc})") from None
+    import tomllib  # here: where there is no settings file, no run loads the parser
+
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not a TOML settings file ({exc}); mend it or remove it") from None
     data = {**{k: v for k, v in data.items() if not isinstance(v, dict)}, **_dotted(data)}

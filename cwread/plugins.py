@@ -19,9 +19,9 @@ loaded, or is not what its group holds, is left out with one line on stderr; cwr
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
 GROUPS = ("cwread.formats", "cwread.backends", "cwread.kinds")
 _loaded: list[str] | None = None
@@ -31,11 +31,39 @@ def _say(message: str) -> None:
     print(f"cwread: {message}", file=sys.stderr)
 
 
+def _may_be_installed() -> bool:
+    """Whether a package on the path may declare a plug-in: its dist-info (or egg-info) folder's
+    entry_points.txt names a group of cwread's. A look at the path's folders, a millisecond,
+    where importlib.metadata, which then finds and loads them, takes 20 to start (and every run
+    of cwread would pay it); a path entry that is no folder (a zip) may hold one."""
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as items:
+                infos = [item.path for item in items if item.name.endswith((".dist-info", ".egg-info"))]
+        except NotADirectoryError:
+            return True
+        except OSError:  # gone or unreadable: importlib.metadata finds nothing there either
+            continue
+        for info in infos:
+            try:
+                with open(os.path.join(info, "entry_points.txt"), "rb") as declared:
+                    if b"[cwread." in declared.read():
+                        return True
+            except OSError:
+                continue
+    return False
+
+
 def load_plugins(notice: Callable[[str], None] = _say) -> list[str]:
     """Register every installed plug-in (once a process); the names loaded, "group:name"."""
     global _loaded
     if _loaded is not None:
         return list(_loaded)
+    if not _may_be_installed():
+        _loaded = []
+        return []
+    from importlib.metadata import entry_points
+
     from cwread.backends import provider
     from cwread.book import formats
     from cwread.records import question

@@ -385,6 +385,34 @@ def test_version_is_answered_before_the_cli_is_imported():
     assert done.stdout.splitlines() == [f"cwread {__version__}", "[]"]
 
 
+def test_a_usage_error_loads_no_view_no_format_and_no_package_scan():
+    """A usage error is answered from the options alone (#91 item 6: within 5x a bare Python):
+    Rich is loaded at the first view, the formats when a book is read or a help names them, and
+    importlib.metadata only where a package on the path declares a plug-in (cwread.plugins)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from cwread.cli.core import main; code = main(['ask']); "
+        "print(code, sorted({m.split('.')[0] if m.startswith('rich') else m for m in sys.modules "
+        "if m.startswith(('rich', 'cwread.book.formats', 'cwread.book.document', 'importlib.metadata'))}))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["2 []"] and "Missing argument 'BOOK'" in done.stderr
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_help_names_the_formats_cwread_reads(capsys, monkeypatch, terminal):
+    """The formats a help names are filled from their registry when the help is written."""
+    if terminal:
+        monkeypatch.setenv("FORCE_COLOR", "1")
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    for command in ([], ["show"], ["ask"]):
+        code, out, _ = run(capsys, *command, "--help")
+        plain = " ".join(re.sub(r"\x1b\[[0-9;]*m|[│╭╮╰╯─]", " ", out).split())
+        assert code == 0 and "text, HTML, PDF or EPUB" in plain and "{format_names}" not in plain, command
+
+
 def test_help_into_a_pipe_is_plain_text(capsys):
     """An assistant reads the help through a pipe: no boxes padded to the width, two fifths the
     characters of Rich's panels (#88: the help read once cost 25,000 characters)."""

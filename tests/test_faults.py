@@ -41,7 +41,7 @@ def test_read_only_cache_runs_uncached_with_one_warning(capsys, story, tmp_path,
             raise OSError(errno.EROFS, "Read-only file system", str(root))
         return real_mkstemp(*args, dir=dir, **kwargs)
 
-    monkeypatch.setattr(cache.tempfile, "mkstemp", read_only)
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
     code, out, err = run(capsys, "find", str(story), "Who kept the lighthouse?", "--json")
     assert code == 0 and json.loads(out)["segments"]
     warnings = [line for line in err.splitlines() if "read-only" in line]
@@ -586,9 +586,7 @@ def test_eval_output_paths_are_checked_before_any_work(capsys, tmp_path, flag, m
 
 
 def test_eval_output_in_a_read_only_folder_is_refused(capsys, tmp_path, monkeypatch):
-    from cwread import cache as cache_module
-
-    real = cache_module.tempfile.mkstemp
+    real = tempfile.mkstemp
 
     def read_only(*args, dir=None, **kwargs):
         if dir is not None and Path(dir) == tmp_path / "ro":
@@ -596,7 +594,7 @@ def test_eval_output_in_a_read_only_folder_is_refused(capsys, tmp_path, monkeypa
         return real(*args, dir=dir, **kwargs)
 
     (tmp_path / "ro").mkdir()
-    monkeypatch.setattr(cache_module.tempfile, "mkstemp", read_only)
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
     data = tmp_path / "d.jsonl"
     data.write_text("{}\n")
     code, _out, err = run(capsys, "eval", str(data), "--report", str(tmp_path / "ro" / "r.md"))

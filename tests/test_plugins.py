@@ -148,3 +148,23 @@ def test_a_broken_plugin_is_one_line_and_cwread_goes_on(tmp_path):
         "plug-in wrong (cwread_toy_plugin:FORMAT) is no AnswerForm; left out" in line for line in lines
     )
     assert "Traceback" not in done.stderr
+
+
+def test_the_path_is_looked_at_before_any_package_is_scanned(tmp_path, monkeypatch):
+    """importlib.metadata (20 ms a run) is started only where a package on the path declares a
+    group of cwread's: a dist-info or egg-info folder's entry_points.txt, or a zip on the path."""
+    from cwread.plugins import _may_be_installed
+
+    site = tmp_path / "site"
+    (site / "other-1.0.dist-info").mkdir(parents=True)
+    (site / "other-1.0.dist-info" / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    (site / "bare-2.0.dist-info").mkdir()  # no entry points at all
+    monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "gone")])
+    assert not _may_be_installed()
+    (site / "toy.egg-info").mkdir()
+    (site / "toy.egg-info" / "entry_points.txt").write_text(ENTRY_POINTS)
+    assert _may_be_installed()
+    archive = tmp_path / "packages.zip"
+    archive.write_bytes(b"PK\x05\x06" + bytes(18))
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "gone"), str(archive)])
+    assert _may_be_installed()

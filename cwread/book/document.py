@@ -9,12 +9,12 @@ import re
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from enum import StrEnum
 from functools import cached_property
 from typing import NamedTuple
 
 from cwread.book.chapters import Chapter, find_chapters
 from cwread.book.story import illustration_ids, lists_chapters, story_bounds
+from cwread.book.tier import NOVEL_PARAGRAPHS, Tier, tier_of  # noqa: F401  (the book's, declared there)
 from cwread.errors import InputError
 from cwread.text.words import LETTERS
 
@@ -92,25 +92,6 @@ class Quote:
 Forged = tuple[str, str]
 
 
-# Past this many paragraphs a text is read as a novel: the paper's novel-scale packing, anchors
-# and reading that grow with the book (cwread.retrieval.segments.fit_budget), and on a novel an
-# extractive answer is its best sentence whole and a small model's is where the book answers it
-# (cwread.run.planning). On the dev novel (2,632 paragraphs) the budget took gold in the packet
-# from 66% to 84%, on 30 questions written for The Hound of the Baskervilles (1,546) from 46% to
-# 63%, on 30 for The Moonstone (3,763) from 29% to 48%; the fairytale anthology (404) stays a story.
-NOVEL_PARAGRAPHS = 1000
-
-
-class Tier(StrEnum):
-    """How long a book is, as budgets, planning and answers read it: decided once (`tier_of`)."""
-
-    STORY = "story"  # up to NOVEL_PARAGRAPHS paragraphs
-    NOVEL = "novel"
-
-
-def tier_of(paragraphs: int) -> Tier:
-    """The tier of a book of `paragraphs`."""
-    return Tier.NOVEL if paragraphs > NOVEL_PARAGRAPHS else Tier.STORY
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,13 @@ from typing import Annotated
 import typer
 
 from cwread import __version__
-from cwread.book.formats import format_names
 from cwread.cli.options import Output
+from cwread.views.help import FORMAT_NAMES
 
 app = typer.Typer(
     name="cwread",
     help=(
-        f"Read long narratives ({format_names()}) with numbered paragraphs: show them, find the "
+        f"Read long narratives ({FORMAT_NAMES}) with numbered paragraphs: show them, find the "
         "passages a question needs, and (with a model) answer with [N] citations.\n\n"
         "Exit codes: 0 ok, 1 claim FALSE, 2 usage or input error, 3 model, backend or cache failure, "
         "4 no answer, 70 internal error, 130 interrupted."

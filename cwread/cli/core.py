@@ -356,10 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     console.want_statistics(debug)
     # a terminal gets Rich's panels; a pipe (an assistant reading the help) plain text, two
     # fifths the characters (cwread --help with find, show and search: 25,400 against 10,800)
-    terminal = console.stdout().is_terminal
-    app.rich_markup_mode = "markdown" if terminal else None
     command = typer.main.get_command(_named(args))
-    args = help_text.prepare(command, args, plain=not terminal)
+    args = help_text.prepare(command, args, terminal=lambda: console.stdout().is_terminal)
     try:
         if args[:1] != ["config"]:  # the settings file stands in for the environment (config mends it)
             apply_settings_file()

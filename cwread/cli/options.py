@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import typer
 
-from cwread.book.formats import format_names
 from cwread.cli.option_groups import listed, option, option_group, second_panel
 from cwread.errors import InputError
 from cwread.eval import METHOD_NAMES as EVAL_METHODS
@@ -19,6 +18,7 @@ from cwread.records.question import FORMS, make_question
 from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.retrieval import METHODS as RETRIEVALS
 from cwread.views import FIND_CHARS, MAP_CANDIDATES, READER_CHARS, TERMINAL_LINES  # noqa: F401  (READER_CHARS: the CLI's)
+from cwread.views.help import FORMAT_NAMES
 
 IN_OUT = "Input and output"  # the second panels (--help-all; cwread.views.help)
 RANKING = "Ranking"
@@ -27,7 +27,7 @@ LIBRARIES = "Libraries"
 Book = Annotated[
     str,
     typer.Argument(
-        help=f"A {format_names()} file, a folder of them (one book, or a shelf of books), or - "
+        help=f"A {FORMAT_NAMES} file, a folder of them (one book, or a shelf of books), or - "
         "(standard input).",
         show_default=False, metavar="BOOK",
     ),

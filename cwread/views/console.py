@@ -3,18 +3,21 @@ and JSON printed; the views (cwread.views.render, cwread.views.answer_view) prin
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-from rich.console import Console
-from rich.panel import Panel
+from typing import TYPE_CHECKING
 
 from cwread.errors import CwreadError, OutputError, hide_secrets
 from cwread.progress import Progress
 from cwread.views.terminal import one_line
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.panel import Panel
 
 _STAGES = {
     "bm25": "Building the lexical index",
@@ -49,20 +52,26 @@ class ReaderGone(Exception):
     turn it into exit 1; the CLI exits 0, as `cat` does."""
 
 
-class _Console(Console):
+@functools.cache
+def _console_class() -> type[Console]:
     """A Rich console whose failures to write are cwread's: a reader that went away (`| head`)
-    is no error (exit 0, as `cat` does); any other failure (a full disk) is one line, exit 3."""
+    is no error (exit 0, as `cat` does); any other failure (a full disk) is one line, exit 3.
+    Made at the first view: a run that prints none (a usage error) loads no Rich (18 ms)."""
+    from rich.console import Console
 
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise ReaderGone
-
-    def _check_buffer(self) -> None:
-        try:
-            super()._check_buffer()
-        except OSError as exc:
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
             self.quiet = True
-            raise output_error(exc) from None
+            raise ReaderGone
+
+        def _check_buffer(self) -> None:
+            try:
+                super()._check_buffer()
+            except OSError as exc:
+                self.quiet = True
+                raise output_error(exc) from None
+
+    return _Console
 
 
 def output_error(exc: OSError) -> OutputError:
@@ -73,6 +82,7 @@ UNWRAPPED = 100_000  # columns of a view into a pipe or file (or --width 0): not
 
 
 def _console(file, lines: bool) -> Console:
+    _Console = _console_class()
     if _width:
         return _Console(file=file, highlight=False, width=_width)
     console = _Console(file=file, highlight=False)
@@ -87,6 +97,8 @@ def _console(file, lines: bool) -> Console:
 
 def panel(console: Console, body, **options) -> Panel:
     """A panel as wide as the console, or as its text where nothing wraps."""
+    from rich.panel import Panel
+
     return Panel(body, expand=console.width < UNWRAPPED, **options)
 
 

@@ -6,18 +6,25 @@ command's second panels (budgets, the Finder, backends, input and output) are de
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from types import MethodType
 from typing import Any
 
 HELP_ALL = "--help-all"
+# the formats cwread reads, as a help text names them: filled from their registry when a help is
+# written (cwread.book.formats.format_names), so a run that writes none loads no format (40 ms)
+FORMAT_NAMES = "{format_names}"
 # click's own "Show this message and exit." read as what it does here
 _HELP_LINE = "This help."
 
 
-def prepare(command: Any, args: list[str], plain: bool) -> list[str]:
-    """Set up the help of `command` and its subcommands for this run; the arguments to run it
-    with (--help-all becomes --help, every option then shown)."""
+def prepare(command: Any, args: list[str], terminal: Callable[[], bool]) -> list[str]:
+    """Set up the help of `command` and its subcommands for this run, Rich's or plain as
+    `terminal()` says when a help is written (a run that writes none asks nothing of the
+    terminal, nor loads Rich); the arguments to run it with (--help-all becomes --help, every
+    option then shown)."""
     options = args[: args.index("--")] if "--" in args else args  # past "--", words are the user's
     show_all = HELP_ALL in options
     for cmd in _commands(command):
@@ -29,8 +36,7 @@ def prepare(command: Any, args: list[str], plain: bool) -> list[str]:
         for param in cmd.params:  # N, TEXT or the choices, where Typer would write <int>, <str>
             if param.metavar is None and not getattr(param, "is_flag", False):
                 param.metavar = _value_name(param)
-        if plain:
-            cmd.format_help = MethodType(_plain_help, cmd)
+        cmd.format_help = MethodType(functools.partial(_help_for_reader, cmd.format_help, terminal), cmd)
     if not show_all:
         return args
     at = options.index(HELP_ALL)
@@ -49,6 +55,18 @@ def _commands(command: Any):
 def _panels(params) -> str:
     names = dict.fromkeys(getattr(p, "rich_help_panel", None) or "Shell completion" for p in params)
     return ", ".join(names)
+
+
+def _help_for_reader(rich_help: Callable, terminal: Callable[[], bool], self: Any, ctx: Any, formatter: Any) -> None:
+    from cwread.book.formats import format_names
+
+    for item in (*_commands(self), *self.params):
+        if FORMAT_NAMES in (item.help or ""):
+            item.help = item.help.replace(FORMAT_NAMES, format_names())
+    if terminal():
+        rich_help(ctx, formatter)
+    else:
+        _plain_help(self, ctx, formatter)
 
 
 def _plain_help(self: Any, ctx: Any, formatter: Any) -> None:

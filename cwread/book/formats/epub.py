@@ -13,8 +13,8 @@ import io
 import posixpath
 import re
 import zipfile
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
-from xml.etree import ElementTree
 
 from cwread.book.decoding import decode
 from cwread.book.document import safe_name
@@ -22,6 +22,9 @@ from cwread.book.formats.base import BookFormat, Reading, part_from_text
 from cwread.book.formats.html import html_blocks
 from cwread.book.formats.registry import source_name
 from cwread.errors import InputError
+
+if TYPE_CHECKING:  # ElementTree is loaded where an EPUB is read, not by every run that lists formats
+    from xml.etree import ElementTree
 
 EPUB_MIMETYPE = "application/epub+zip"
 MAX_ENTRIES = 10_000  # files in an EPUB: far above any book's
@@ -135,6 +138,8 @@ class _Entries:
         return data
 
     def xml(self, path: str) -> ElementTree.Element:
+        from xml.etree import ElementTree
+
         data = self.read(path)
         if b"<!ENTITY" in data or b"<!entity" in data:  # declared entities: the billion laughs
             raise InputError(f"{self.name}: {path} declares XML entities; refused")

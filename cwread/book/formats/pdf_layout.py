@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import statistics
 from collections import Counter
 from dataclasses import dataclass
 
@@ -209,6 +208,8 @@ def _line_spacing(pages: list[list[Line]]) -> float:
     ]
     if not gaps:
         return 12.0
+    import statistics  # here: only a PDF's lines need it (3 ms a run)
+
     return statistics.median(gaps)
 
 
