@@ -32,18 +32,27 @@ def _say(message: str) -> None:
 
 
 def _may_be_installed() -> bool:
-    """Whether a package on the path may declare a plug-in: its dist-info (or egg-info) folder's
-    entry_points.txt names a group of cwread's. A look at the path's folders, a millisecond,
-    where importlib.metadata, which then finds and loads them, takes 20 to start (and every run
-    of cwread would pay it); a path entry that is no folder (a zip) may hold one."""
+    """Whether a package on the path may declare a plug-in: an entry_points.txt naming a group
+    of cwread's, in a dist-info or egg-info folder or an egg's EGG-INFO (where importlib.metadata
+    looks, names in any case). A look at the path's folders, a millisecond, where
+    importlib.metadata, which then finds and loads them, takes 20 to start (and every run of
+    cwread would pay it); a path entry that is no folder (a zip), or a finder of distributions
+    other than the path's, may hold one."""
+    from importlib.machinery import PathFinder
+
+    if any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path):
+        return True
     for entry in sys.path:
+        folder = entry or "."
         try:
-            with os.scandir(entry or ".") as items:
-                infos = [item.path for item in items if item.name.endswith((".dist-info", ".egg-info"))]
+            with os.scandir(folder) as items:
+                infos = [item.path for item in items if item.name.lower().endswith((".dist-info", ".egg-info"))]
         except NotADirectoryError:
             return True
         except OSError:  # gone or unreadable: importlib.metadata finds nothing there either
             continue
+        if folder.lower().endswith(".egg"):
+            infos.append(os.path.join(folder, "EGG-INFO"))
         for info in infos:
             try:
                 with open(os.path.join(info, "entry_points.txt"), "rb") as declared:

@@ -164,7 +164,26 @@ def test_the_path_is_looked_at_before_any_package_is_scanned(tmp_path, monkeypat
     (site / "toy.egg-info").mkdir()
     (site / "toy.egg-info" / "entry_points.txt").write_text(ENTRY_POINTS)
     assert _may_be_installed()
+    (site / "toy.egg-info" / "entry_points.txt").unlink()
+    (site / "toy-0.1.DIST-INFO").mkdir()  # importlib.metadata reads names in any case
+    (site / "toy-0.1.DIST-INFO" / "entry_points.txt").write_text(ENTRY_POINTS)
+    assert _may_be_installed()
+    egg = tmp_path / "toy-0.1-py3.11.egg"  # an unzipped egg on the path: its EGG-INFO
+    (egg / "EGG-INFO").mkdir(parents=True)
+    (egg / "EGG-INFO" / "entry_points.txt").write_text(ENTRY_POINTS)
+    monkeypatch.setattr(sys, "path", [str(egg)])
+    assert _may_be_installed()
     archive = tmp_path / "packages.zip"
     archive.write_bytes(b"PK\x05\x06" + bytes(18))
     monkeypatch.setattr(sys, "path", [str(tmp_path / "gone"), str(archive)])
+    assert _may_be_installed()
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "gone")])
+    assert not _may_be_installed()
+
+    class Distributions:  # a finder of distributions other than the path's: it may hold one
+        @staticmethod
+        def find_distributions(context=None):
+            return iter(())
+
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Distributions()])
     assert _may_be_installed()

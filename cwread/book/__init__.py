@@ -52,6 +52,10 @@ def __getattr__(name: str):
     return value
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_DECLARED_IN})
+
+
 __all__ = [
     "LABEL",
     "NOVEL_PARAGRAPHS",

@@ -92,8 +92,6 @@ class Quote:
 Forged = tuple[str, str]
 
 
-
-
 @dataclass(frozen=True)
 class Document:
     """A text read into numbered paragraphs: a file, or a book of several files (a folder,
