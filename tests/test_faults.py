@@ -534,6 +534,20 @@ def test_a_full_stdout_is_one_line_exit_3(story, json_out):
     assert proc.stderr.decode().splitlines() == ["cwread: error: cannot write the output: No space left on device"]
 
 
+@pytest.mark.parametrize("args", [("--help",), ("show", "-h"), ("ask", "--help-all")])
+@pytest.mark.parametrize("terminal", [False, True], ids=["plain", "rich"])
+def test_a_help_into_a_full_stdout_is_one_line_exit_3(args, terminal):
+    """click writes a help itself (not through cwread's consoles): its failure is the output's."""
+    env = {**os.environ, **({"FORCE_COLOR": "1"} if terminal else {})}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "cwread", *args], cwd=REPO, env=env, stdout=full, stderr=subprocess.PIPE,
+            timeout=60, check=False,
+        )  # fmt: skip
+    assert proc.returncode == 3
+    assert proc.stderr.decode().splitlines() == ["cwread: error: cannot write the output: No space left on device"]
+
+
 def test_a_forced_encoding_still_refuses_binary_looking_text(capsys, tmp_path):
     book = tmp_path / "u16.txt"
     book.write_bytes(("Hello world, a text.\n\n" * 50).encode("utf-16-le"))

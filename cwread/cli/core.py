@@ -56,8 +56,7 @@ from cwread.views import help as help_text  # noqa: E402
 
 
 def _click_types(name: str) -> tuple[type[BaseException], ...]:
-    """Click's exception class `name`, whether typer vendors click (typer ≥ 0.22) or not; a
-    module not loaded raised nothing (importing click for the check cost a usage error 10 ms)."""
+    """Click's exception class `name`, typer's vendored click's or click's (one not loaded raised nothing)."""
     modules = (sys.modules.get(module) for module in ("typer._click.exceptions", "click.exceptions"))
     return tuple(getattr(module, name) for module in modules if module is not None and hasattr(module, name))
 
@@ -396,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     except (typer.Abort, KeyboardInterrupt, *_click_types("Abort")):
         return fail(EXIT_INTERRUPTED, "interrupted", "interrupted", "cwread: interrupted")
     except Exception as exc:  # a bug of ours: still one line, and the traceback on --debug
+        if isinstance(exc, OSError) and (failed := console.failed_writing(exc)) is not None:  # click's help
+            _discard_stdout()
+            return fail(failed.exit_code, failed.kind, str(failed), f"cwread: error: {failed}")
         _traceback(debug)
         message = f"internal error ({type(exc).__name__}: {exc}); rerun with --debug and report the traceback"
         return fail(EXIT_INTERNAL, "internal", message, f"cwread: error: {message}")

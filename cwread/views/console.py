@@ -3,6 +3,7 @@ and JSON printed; the views (cwread.views.render, cwread.views.answer_view) prin
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import re
@@ -76,6 +77,15 @@ def _console_class() -> type[Console]:
 
 def output_error(exc: OSError) -> OutputError:
     return OutputError(f"cannot write the output: {exc.strerror or exc}")
+
+
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
+
+def failed_writing(exc: OSError) -> OutputError | None:
+    """`exc` as the failure to write the output it is, else None: a stream's write names no
+    file (click writing a help into a full disk, not through our consoles)."""
+    return output_error(exc) if exc.filename is None and exc.errno in _WRITE_ERRNOS else None
 
 
 UNWRAPPED = 100_000  # columns of a view into a pipe or file (or --width 0): nothing wraps
