@@ -279,10 +279,12 @@ def find(
 def read_as(book: str) -> Shelving | None:
     """How a book named on the command line is read where nothing says: a folder as a shelf of
     books or as one book (cwread.library.catalog.shelving); None for anything but a folder."""
-    from cwread.library.catalog import shelving
-
     path = Path(book).expanduser()
-    return shelving(path) if book != "-" and path.is_dir() else None
+    if book == "-" or not path.is_dir():
+        return None
+    from cwread.library.catalog import shelving  # here: a file's find loads no library (10 ms)
+
+    return shelving(path)
 
 
 def find_library(

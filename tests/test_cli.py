@@ -401,6 +401,23 @@ def test_a_usage_error_loads_no_view_no_format_and_no_package_scan():
     assert done.stdout.splitlines() == ["2 []"] and "Missing argument 'BOOK'" in done.stderr
 
 
+def test_a_find_into_a_pipe_loads_no_library_and_no_progress_bar(tmp_path):
+    """A file's find asks no folder how it reads (the library's catalog) and, off a terminal,
+    draws no bar (Rich's progress): neither is loaded."""
+    import subprocess
+    import sys
+
+    giant = REPO / "examples" / "the_selfish_giant.txt"
+    probe = (
+        "import sys; from cwread.cli.core import main; "
+        f"code = main(['find', {str(giant)!r}, 'Why did the giant build a wall?', '--map']); "
+        "print(code, sorted(m for m in ('cwread.library.catalog', 'rich.progress') if m in sys.modules))"
+    )
+    env = {**os.environ, "CWREAD_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    assert done.stdout.splitlines()[-1] == "0 []" and "#1 [" in done.stdout
+
+
 @pytest.mark.parametrize("terminal", [False, True])
 def test_help_names_the_formats_cwread_reads(capsys, monkeypatch, terminal):
     """The formats a help names are filled from their registry when the help is written."""

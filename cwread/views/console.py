@@ -229,9 +229,6 @@ def print_json_error(code: int, kind: str, message: str) -> None:
 @contextmanager
 def progress(quiet: bool = False) -> Iterator[Progress | None]:
     """A progress callback for the core: a Rich bar on a terminal, one line per stage otherwise."""
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-    from rich.progress import Progress as Bar
-
     console = stderr()
     if quiet:
         yield None
@@ -246,6 +243,10 @@ def progress(quiet: bool = False) -> Iterator[Progress | None]:
 
         yield plain
         return
+    # a terminal's bar alone loads Rich's progress (7 ms)
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bar
+
     bar = Bar(
         TextColumn("{task.description}"),
         BarColumn(),
