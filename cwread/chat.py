@@ -53,7 +53,7 @@ class Chat:
         last line's failure (the one exit table, cwread.errors; at a prompt an error is said
         there, and leaving is no error). An answer's own exit (`ask`'s) is in its trace."""
         if self.trace is not None:  # checked before any work: every trace is appended there
-            check_output_path(self.trace, "--trace")
+            check_output_path(self.trace, "--trace", self.session.document.path)
         last = 0
         if interactive:
             history = _start_history()
@@ -138,6 +138,7 @@ class Chat:
         elif name == "/save":
             if not rest:
                 raise InputError("/save needs a file name")
+            check_output_path(rest, "/save", self.session.document.path)
             body = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in self.traces)
             write_output_file(rest, body, "/save")
             if self.json_lines:

@@ -77,6 +77,18 @@ def test_trace_may_not_overwrite_the_book(capsys, story, cache_dir, scripted):
     assert code == 2 and "overwrite the book" in err and story.read_bytes() == before
 
 
+def test_trace_may_not_touch_a_folder_books_files(capsys, story, cache_dir, scripted, tmp_path):
+    """A book of a folder's files: a trace may not replace one, nor add one the folder would read."""
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "ch01.txt").write_bytes(story.read_bytes())
+    (book / "ch02.txt").write_bytes(story.read_bytes())
+    for name, said in (("ch01.txt", "overwrite ch01.txt in the book's folder"), ("ch03.txt", "add ch03.txt")):
+        code, _, err = run(capsys, "ask", str(book), "q?", "--backend", "scripted", "--trace", str(book / name))
+        assert code == 2 and said in err and (book / "ch01.txt").read_bytes() == story.read_bytes()
+    assert sorted(p.name for p in book.iterdir()) == ["ch01.txt", "ch02.txt"]
+
+
 MEDAL_QUOTE = '[5] "The fishermen of the harbour later gave her a silver medal, which she kept in a biscuit tin under her bed."'
 
 

@@ -57,6 +57,16 @@ def test_chat_saves_and_appends_traces(capsys, story, cache_dir, scripted, monke
     assert "Answer:" in out and "unknown command /nonsense" in err and code == 2
 
 
+def test_a_trace_never_overwrites_the_book(capsys, story, cache_dir, scripted, monkeypatch, tmp_path):
+    """Nothing the user gave is lost: /save and --trace refuse the book's own file."""
+    before = story.read_bytes()
+    lines = f"What did the fishermen give her?\n/save {story}\n".encode()
+    code, _, err = chat(capsys, monkeypatch, scripted, story, lines)
+    assert code == 2 and "/save would overwrite the book itself" in err and story.read_bytes() == before
+    code, _, err = chat(capsys, monkeypatch, scripted, story, b"What did the fishermen give her?\n", "--trace", str(story))
+    assert code == 2 and "--trace would overwrite the book itself" in err and story.read_bytes() == before
+
+
 def test_help_lists_one_command_a_line(capsys, story, cache_dir, scripted, monkeypatch):
     code, out, _ = chat(capsys, monkeypatch, scripted, story, b"/help\n", "--width", "40")
     commands = [line.split()[0] for line in out.splitlines() if line.lstrip().startswith("/")]

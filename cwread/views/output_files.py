@@ -43,8 +43,8 @@ def check_output_path(path: str | None, option: str, book: str | None = None) ->
     is open for writing."""
     if path is None:
         return
-    if book not in (None, "-") and Path(path).exists() and Path(path).resolve() == Path(book).resolve():
-        raise InputError(f"{option} would overwrite the book itself; give another file name")
+    if book not in (None, "-") and (harm := _harm_to_book(Path(path), Path(book))):
+        raise InputError(f"{option} would {harm}; give another file name")
     fd = open_stream(path)
     if fd is not None:
         try:
@@ -71,6 +71,27 @@ def check_output_path(path: str | None, option: str, book: str | None = None) ->
         raise InputError(f"cannot write {option} {path}: the folder {folder} is {_why(exc)}") from None
     if target.exists() and not os.access(target, os.W_OK):
         raise InputError(f"cannot write {option} {path}: the file is read-only")
+
+
+def _harm_to_book(path: Path, book: Path) -> str | None:
+    """What writing `path` would do to the `book` read (a file, or a folder of a book's files or
+    of books): overwrite it or a file in it, or put a file in its folder that it would then read
+    as the book's; None: nothing."""
+    from cwread.book.formats import book_suffixes
+
+    try:
+        target, root = path.resolve(), book.resolve()
+    except (OSError, RuntimeError):  # a link loop: the write itself says what is wrong
+        return None
+    if target == root:
+        return "overwrite the book itself"
+    if not root.is_dir() or not target.is_relative_to(root):
+        return None
+    if target.exists():
+        return f"overwrite {target.relative_to(root)} in the book's folder"
+    if target.suffix.lower().lstrip(".") in book_suffixes():
+        return f"add {target.relative_to(root)} to the book's folder, which reads it as the book's"
+    return None
 
 
 def _why(exc: OSError) -> str:
