@@ -53,3 +53,20 @@ def test_cast_and_search_know_only_what_was_read(capsys, novel, cache_dir):  # n
     assert code == 0 and all(h["id"] <= one for h in json.loads(out)["hits"])
     code, out, _ = run(capsys, "search", str(novel.parent), "brass key chapel", "--json")
     assert any(h["id"] > one for h in json.loads(out)["hits"])  # without the limit, past it
+
+
+def test_a_name_told_past_the_limit_is_not_looked_for(capsys, cache_dir):
+    """The Hound names "Mr. Stapleton, the naturalist" at [113]: a reader at [50] asking of the
+    naturalist is not told the name (nor is it searched for), and a word the book holds only
+    later is said to be absent up to the limit."""
+    from tests.conftest import EXAMPLES
+
+    hound = str(EXAMPLES / "the_hound_of_the_baskervilles.txt")
+    code, out, _ = run(capsys, "find", hound, "who is the naturalist", "--upto", "50", "--map")
+    assert code == 0 and "Stapleton" not in out and "[113]" not in out
+    code, out, _ = run(capsys, "find", hound, "who is the naturalist", "--upto", "50", "--json")
+    assert code == 0 and json.loads(out)["named"] == []
+    code, out, _ = run(capsys, "find", hound, "who is the naturalist", "--map")
+    assert code == 0 and 'the book says "Mr. Stapleton, the naturalist" [113]' in out  # no limit: told
+    code, out, _ = run(capsys, "find", hound, "where did Stapleton live", "--upto", "50", "--map")
+    assert code == 0 and "No paragraph up to [50] holds: stapleton" in out

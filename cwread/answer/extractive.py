@@ -26,6 +26,7 @@ import json
 import math
 import re
 from collections import Counter
+from collections.abc import Collection
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,10 +63,14 @@ def book_idf(document: Document) -> dict[str, float]:
     return {w: math.log((n + 1) / (c + 0.5)) for w, c in counts.items()}
 
 
-def absent_words(document: Document, text: str) -> list[str]:
-    """The content words of `text` (a question) that no paragraph of the book holds, in order,
-    each once ("automobile" where the book says "motor"): a reader knows to say it otherwise."""
-    held = book_idf(document)
+def absent_words(document: Document, text: str, upto: int | None = None) -> list[str]:
+    """The content words of `text` (a question) that no paragraph of the book holds (up to the
+    reader's limit `upto`), in order, each once ("automobile" where the book says "motor"): a
+    reader knows to say it otherwise."""
+    if upto is None:
+        held: Collection[str] = book_idf(document)
+    else:  # nothing past the limit is read: a word held only there is absent
+        held = set().union(*(content_words(p.text) for p in document.paragraphs[:upto]))
     out: list[str] = []
     for word in WORD.findall(text):
         lower = word.lower()

@@ -264,11 +264,11 @@ def _kept(found: dict[str, list]) -> tuple[Description, ...]:
     return tuple(kept[:MOST_DESCRIPTIONS])
 
 
-def named_in_book(document: Document, question: str) -> list[Named]:
+def named_in_book(document: Document, question: str, upto: int | None = None) -> list[Named]:
     """Whom a question calls by a description (Cast.named_in), read from the paragraphs that
     hold one of the question's words alone: each name described there is a member, so no cast
     of the whole book is built (a question costs a scan of the book's text for its words, and
-    the book's indexing nothing)."""
+    the book's indexing nothing). `upto`: the reader's limit; nothing past it is read."""
     stems = {
         s
         for s in word_stems([w.lower() for w in WORD.findall(question)])
@@ -277,7 +277,8 @@ def named_in_book(document: Document, question: str) -> list[Named]:
     if not stems:
         return []
     found: dict[tuple[str, ...], tuple[str, dict[str, list]]] = {}
-    for pid, text, lowered in _story(document):
+    story = [p for p in _story(document) if upto is None or p[0] <= upto]
+    for pid, text, lowered in story:
         if not any(stem in lowered for stem in stems):
             continue
         for name, said, span, appositive in descriptions_in(text, _a_name):
@@ -287,7 +288,7 @@ def named_in_book(document: Document, question: str) -> list[Named]:
     members = [
         CastMember(name, "name", (name,), (), _kept(tally))
         for name, tally in found.values()
-        if len(name.split()) > 1 or _named_inside(document, name)
+        if len(name.split()) > 1 or _named_inside(story, name)
     ]
     return Cast(tuple(m for m in members if m.descriptions)).named_in(question)
 
@@ -319,12 +320,12 @@ def _a_name(name: str) -> bool:
     )
 
 
-def _named_inside(document: Document, word: str) -> bool:
+def _named_inside(story: list[tuple[int, str, str]], word: str) -> bool:
     """Whether the story writes a one-word name capitalized inside a sentence too, after a word
     in lower case ("said Candy"): a word only ever opening one ("Underneath, a telegram from
     Washington stated...") is none."""
     inside = re.compile(rf"[a-z,;] {re.escape(word)}\b")
-    return any(inside.search(text) for _, text, _ in _story(document))
+    return any(inside.search(text) for _, text, _ in story)
 
 
 def _unopened(name: str) -> str:

@@ -69,7 +69,7 @@ def find(
     asked = as_asked(question, follows)
     # a description the book sets beside a name ("the naturalist") looks for the name too: the
     # answer's paragraphs use the name
-    named = tuple(named_in_book(document, asked.text))
+    named = tuple(named_in_book(document, asked.text, hints.upto))
     lexical = " ".join([hints.also, *(n.member.words for n in named)]).strip()
     scores = paragraph_scores(index, build_queries(asked.text, question.options or None), retrieval, lexical)
     lift_describing(scores, document, asked.text)

@@ -357,8 +357,9 @@ def question_notes(result: FindResult, absent: bool = True) -> list[str]:
     doc = result.document
     from cwread.answer.extractive import absent_words  # the book's word counts: find's, not show's
 
-    missing = absent_words(doc, result.question.text) if absent else []
-    notes = [f"No paragraph holds: {', '.join(missing)} (say it otherwise)."] if missing else []
+    missing = absent_words(doc, result.question.text, result.upto) if absent else []
+    said = ["No paragraph holds", " (say it otherwise)"] if result.upto is None else [f"No paragraph up to [{doc.label(result.upto)}] holds", ""]
+    notes = [f"{said[0]}: {', '.join(missing)}{said[1]}."] if missing else []
     for n in result.named:
         notes.append(
             f'Looked for {printable(n.member.words)} too: the book says "{printable(n.description.span)}" '
