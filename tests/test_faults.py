@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -546,6 +547,23 @@ def test_a_help_into_a_full_stdout_is_one_line_exit_3(args, terminal):
         )  # fmt: skip
     assert proc.returncode == 3
     assert proc.stderr.decode().splitlines() == ["cwread: error: cannot write the output: No space left on device"]
+
+
+@pytest.mark.parametrize("args", [("show", "1"), ("show", "1", "--json"), ("find", "giant", "--map")])
+def test_a_closed_stdout_is_one_line_exit_3(story, args):
+    """`>&-`: Python holds stdout as None; the output's failure is said, not lost in silence."""
+    command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "cwread", args[0], str(story), *args[1:]])
+    proc = subprocess.run(["bash", "-c", command + " >&-"], cwd=REPO, stderr=subprocess.PIPE, timeout=60, check=False)
+    assert proc.returncode == 3  # after any progress lines: the output's failure, once
+    assert proc.stderr.decode().splitlines()[-1:] == ["cwread: error: cannot write the output: standard output is closed"]
+    assert proc.stderr.decode().count("error") == 1
+
+
+def test_a_closed_stderr_leaves_stdout_one_json_document(story):
+    """`2>&-`: an error's line is not printed into stdout, where the JSON document goes."""
+    command = f"{shlex.quote(sys.executable)} -m cwread show {shlex.quote(str(story))} 0 --json 2>&-"
+    proc = subprocess.run(["bash", "-c", command], cwd=REPO, stdout=subprocess.PIPE, timeout=60, check=False)
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["kind"] == "input"
 
 
 def test_a_forced_encoding_still_refuses_binary_looking_text(capsys, tmp_path):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import errno
 import functools
+import io
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -79,7 +81,17 @@ def output_error(exc: OSError) -> OutputError:
     return OutputError(f"cannot write the output: {exc.strerror or exc}")
 
 
-_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF)
+
+
+class _ClosedStream(io.TextIOBase):
+    """Standard output the shell closed: every write fails, as writing to a closed descriptor does."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
 
 
 def failed_writing(exc: OSError) -> OutputError | None:
@@ -160,7 +172,14 @@ def first_time_here(line: str) -> bool:
 
 
 def begin_run() -> None:
-    """Forget the last run's settings (the CLI may run several times in one process)."""
+    """Forget the last run's settings (the CLI may run several times in one process), and mend
+    the streams the shell closed (`>&-`, `2>&-`): Python holds such a stream as None, and
+    print() to a None stderr writes to stdout. A closed stderr is discarded; a closed stdout
+    fails as a full disk does (one line, exit 3), never silently."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115  (the process's, to its end)
+    if sys.stdout is None:
+        sys.stdout = _ClosedStream()
     global _json_printed, _width, _routes_wanted, _statistics_wanted
     _json_printed, _width, _routes_wanted, _statistics_wanted = False, None, True, False
     NOTES_SAID.clear()
