@@ -149,6 +149,7 @@ def write(tmp_path, name, data: bytes):
         (lambda t, s: ["show", str(s), "99"], "out of range"),
         (lambda t, s: ["show", str(s), "x-y"], "bad paragraph range"),
         (lambda t, s: ["show", str(s), "1", "--encoding", "klingon"], "unknown encoding"),
+        (lambda t, s: ["show", str(s), "1", "--encoding", "undefined"], "not valid undefined"),  # decodes nothing
         (
             lambda t, s: [
                 "show",

@@ -111,10 +111,9 @@ def decode(data: bytes, encoding: str | None = None, name: str = "input") -> tup
             text, used = data.decode(encoding), encoding
         except LookupError:
             raise InputError(f"unknown encoding {encoding!r}") from None
-        except UnicodeDecodeError as exc:
-            raise InputError(
-                f"{name} is not valid {encoding} (byte {exc.start}); name another encoding"
-            ) from None
+        except UnicodeError as exc:  # a decode error at a byte, or a codec that decodes nothing ("undefined")
+            where = f"byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else str(exc)
+            raise InputError(f"{name} is not valid {encoding} ({where}); name another encoding") from None
     else:
         text, used, replaced = _guess_decode(data, name)
     _refuse_binary(text, name, encoding)
