@@ -201,16 +201,15 @@ def _toml_string(value: str) -> str:
 
 
 def shown_setting(key: str, value: str) -> str:
-    """A setting's value as it may be printed: a secret's never (a URL's password is ***)."""
+    """A setting's value as it may be printed: a secret's never, nor the password of a URL (a
+    server's or a library's: scheme://user:***@host, ?password=***)."""
     if key in SECRET_KEYS:
         return "(set)"
-    if key == "library_url":
-        import re
-        from urllib.parse import urlsplit
+    import re
+    from urllib.parse import urlsplit
 
-        with suppress(ValueError):
-            password = urlsplit(value).password
-            if password:
-                value = value.replace(f":{password}@", ":***@", 1)
-        return re.sub(r"([?&]password=)[^&]*", r"\1***", value)
-    return value
+    with suppress(ValueError):
+        password = urlsplit(value).password if "://" in value else None
+        if password:
+            value = value.replace(f":{password}@", ":***@", 1)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", value) if "://" in value else value

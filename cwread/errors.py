@@ -79,6 +79,17 @@ def keep_secret(value: str | None) -> None:
         _SECRETS.add(value)
 
 
+def keep_url_password(value: object) -> None:
+    """Mark the password a URL carries (scheme://user:PASSWORD@host) as never to be printed
+    (`keep_secret`): a server's address may hold one, as a key."""
+    if isinstance(value, str) and "://" in value and "@" in value:
+        from contextlib import suppress
+        from urllib.parse import urlsplit
+
+        with suppress(ValueError):  # not a URL after all: nothing to keep
+            keep_secret(urlsplit(value.strip()).password)
+
+
 def hide_secrets(text: str) -> str:
     """`text` with every value marked by `keep_secret` replaced by ***."""
     for secret in _SECRETS:

@@ -66,6 +66,21 @@ def test_a_key_in_the_file_is_hidden_in_every_message(capsys, settings_file, cac
     assert KEY not in out + err and "http://127.0.0.1:9/***/v1" in err
 
 
+@pytest.mark.parametrize("key", ["base_url", "finder_base_url", "ollama_host"])
+def test_a_servers_password_is_never_printed(capsys, settings_file, cache_dir, key):
+    """A server's address may carry a password (http://user:PASSWORD@host): config, doctor and
+    their JSON show *** in its place, as for a key."""
+    password = "PASSW0RD-7"
+    url = f"http://reader:{password}@127.0.0.1:9/v1"
+    code, _, err = run(capsys, "config", "set", key, url)
+    assert code == 0 and password not in err and "reader:***@" in err
+    for args in (("config", "show"), ("config", "show", "--json"), ("doctor",), ("doctor", "--json")):
+        _, out, err = run(capsys, *args)
+        assert password not in out + err, args
+    _, out, _ = run(capsys, "config", "show")
+    assert f"{key} = http://reader:***@127.0.0.1:9/v1" in out
+
+
 def test_a_broken_settings_file_is_one_line_and_exit_2(capsys, settings_file, cache_dir, story):
     settings_file.parent.mkdir(parents=True)
     settings_file.write_text('backend = "ollama\n', encoding="utf-8")

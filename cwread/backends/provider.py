@@ -23,7 +23,7 @@ from typing import Any
 
 from cwread.backends import DEFAULT_NUM_CTX, Backend
 from cwread.environment import NO, YES, env_positive
-from cwread.errors import InputError
+from cwread.errors import InputError, keep_url_password
 
 ROLES = ("finder", "interpreter")
 DEFAULT_MODELS = {"finder": "cwread-finder", "interpreter": "cwread-interpreter"}
@@ -251,6 +251,10 @@ class BackendSettings:
         if constraint not in CONSTRAINTS:
             raise InputError(f"unknown constraint {constraint!r}; choose one of: {', '.join(CONSTRAINTS)}")
         kinds = [p.settings for p in PROVIDERS.values() if p.settings is not None]
+        own = tuple(self.section(kind).resolved() for kind in kinds)
+        for section in own:  # a server's address may carry a password: never printed, as a key
+            for item in dataclasses.fields(section):
+                keep_url_password(getattr(section, item.name))
         return BackendSettings(
             backend=self.backend or env.get("CWREAD_BACKEND") or "auto",
             finder_model=self.finder_model or env.get("CWREAD_FINDER_MODEL") or None,
@@ -259,7 +263,7 @@ class BackendSettings:
             timeout=self.timeout or env_positive("CWREAD_TIMEOUT", float),  # None: scaled per call
             workers=self.workers,
             constraint=constraint,
-            own=tuple(self.section(kind).resolved() for kind in kinds),
+            own=own,
             environment_read=True,
         )
 
