@@ -66,6 +66,19 @@ def test_the_map_is_one_line_a_candidate_with_the_questions_words_marked(capsys,
     assert code == 0 and len([line for line in out.splitlines() if line.startswith("#")]) == 5
 
 
+def test_a_cut_keeps_the_place_it_cites(capsys, novel, cache_dir):  # noqa: F811
+    """However small the bound, the first candidate's line keeps its rank and id (a cut inside
+    it kept " …" alone: no place to find); a passage's paragraph keeps its [N]."""
+    for max_chars in ("1", "120", "200"):
+        code, out, _ = run(
+            capsys, "find", str(novel), "Where did Silas hide the brass key?", "--map", "--max-chars", max_chars
+        )
+        first = next(line for line in out.splitlines() if line.startswith(("#", " ")))
+        assert code == 0 and re.match(r"#1 \[\d+\] ", first), (max_chars, first)
+        code, out, _ = run(capsys, "find", str(novel), "Where did Silas hide the brass key?", "--max-chars", max_chars)
+        assert code == 0 and re.search(r"^\[\d+\] ", out, re.M), max_chars
+
+
 def test_a_map_line_gives_the_best_sentence_with_its_neighbours(capsys, tmp_path, cache_dir):
     """#88 item 3: a short best sentence comes with the sentences beside it (the next one first),
     the part within MAP_PART_CHARS characters, the question's words marked."""

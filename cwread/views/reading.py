@@ -4,6 +4,7 @@ one is given, within a character budget that ends with one line naming what was 
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -87,6 +88,11 @@ def named_list(names: list[str]) -> str:
     return "; ".join(capped(name, 120) for name in names[:NAMED_MOST]) + more
 
 
+# what opens a line with the place it cites, kept by any cut: "[12] " (a paragraph), "#3 [12] "
+# (a map's or a left-out passage's line)
+_ID_OPENING = re.compile(r"(?:#\d+\S* )?\[[^\]]+\] ")
+
+
 def _cut(
     block: Block, room: int, span_label: Callable[[int, int], str] | None, option: str = OPTION
 ) -> Block:
@@ -101,7 +107,7 @@ def _cut(
     cut_inside = None
     if body and used > left:  # the best line alone is too long: cut inside it, its id kept
         text = body[low]
-        opening = text.split(" ", 1)[0] + " " if text.startswith("[") else ""
+        opening = opened.group() if (opened := _ID_OPENING.match(text)) else ""
         kept = text[: max(len(opening), left - 2)].rsplit(" ", 1)[0]
         kept = kept if len(kept) >= len(opening) else opening.rstrip()
         cut_inside = (len(kept), len(text))
