@@ -30,11 +30,12 @@ ATTACKS = [
     "\x9b31m",
     "\x07",
     "\r",
+    "\u202ecat\u202c \u2067\u2069",  # bidi: a right-to-left override reorders what a terminal shows
 ]
 # Rich's own output on a terminal: styling (SGR), and its progress bar's cursor hiding, line
 # erasing and moving up (a CR only as the start of an erase)
 _RICH = re.compile(rb"\x1b\[[0-9;]*m|\x1b\[\?25[lh]|\x1b\[2K|\x1b\[\d*A|\r(?=\x1b\[2K)")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def hostile_book(tmp_path):
@@ -44,7 +45,7 @@ def hostile_book(tmp_path):
     text = (
         "THE LIGHTHOUSE\n\n"
         f"The fishermen gave her a silver medal {ATTACKS[0]} and {ATTACKS[1]} she kept it.\n\n"
-        f"She cleared {ATTACKS[2]} the table and {ATTACKS[3]} smiled. Red {ATTACKS[4]} sky{ATTACKS[5]}.\n\n"
+        f"She cleared {ATTACKS[2]} the table and {ATTACKS[3]} smiled. Red {ATTACKS[4]} sky{ATTACKS[5]} {ATTACKS[7]}.\n\n"
         f"{filler}\n"
     )
     path = tmp_path / "hostile.txt"
@@ -154,9 +155,10 @@ def test_json_keeps_the_text_exact_and_escapes_every_control(capsys, tmp_path):
     code = main(["show", str(book), "2-3", "--json"])
     out, _ = capsys.readouterr()
     assert code == 0
-    assert _CONTROL.findall(out) == []  # C0 by JSON itself, DEL and C1 by cwread
+    assert _CONTROL.findall(out) == []  # C0 by JSON itself, DEL, C1 and bidi by cwread
     texts = [p["text"] for p in json.loads(out)["paragraphs"]]
     assert ATTACKS[0] in texts[0] and ATTACKS[4] in texts[1]  # exact after parsing
+    assert any(ATTACKS[-1] in text for text in texts)
 
 
 def test_printable_keeps_length_and_newlines():
@@ -194,3 +196,17 @@ def test_no_control_character_from_outside_reaches_stdout_or_stderr(
         assert code == 0 or refused or unbacked, (args[0], code, err)
         assert _CONTROL.findall(out) == [], args[0]
         assert _CONTROL.findall(err) == [], args[0]
+
+
+def test_an_arguments_undecodable_byte_is_not_written_back_raw(capsys, tmp_path, cache_dir):
+    """An argument's byte 0x9B (a terminal's CSI) reaches Python as the surrogate U+DC9B and was
+    written back to the terminal as that raw byte in search's "for: ..." line."""
+    from cwread.views.terminal import printable
+
+    assert printable("a\udc9bb") == "a\ufffdb"
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    hostile_book(shelf)
+    code = main(["search", str(shelf), "\udc9bx lighthouse"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "for: \ufffdx lighthouse" in out and "\udc9b" not in out + err

@@ -33,7 +33,9 @@ _STAGES = {
     "support check": "Checking the answer against its quotes",
 }
 
-_C1_AND_DEL = re.compile(r"[\x7f-\x9f]")
+# escaped in JSON beside the C0 JSON escapes itself: DEL, C1 (U+009B is a terminal's CSI) and the
+# bidi formatting characters (a right-to-left override reorders what a terminal shows)
+_C1_DEL_AND_BIDI = re.compile(r"[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 NOTES_SAID: set[str] = set()  # the notes on skipped stages this run (a chat: every answer) has printed
 _width: int | None = None  # --width; None: the terminal's, and no wrapping into a pipe
 _json_printed = False
@@ -218,10 +220,10 @@ def reader_routes(lines: tuple[str, ...]) -> None:
 
 def json_text(data: dict, indent: int | None = 2) -> str:
     """`data` as JSON (indented, or on one line with `indent` None), every control character
-    escaped: JSON escapes C0 itself, and DEL and C1 (U+009B is a terminal's CSI) are escaped
-    here, so the text stays exact."""
+    escaped: JSON escapes C0 itself, DEL, C1 and bidi formatting are escaped here
+    (_C1_DEL_AND_BIDI), so the text stays exact."""
     dumped = hide_secrets(json.dumps(data, ensure_ascii=False, indent=indent))  # a key never printed
-    return _C1_AND_DEL.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
+    return _C1_DEL_AND_BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
 
 
 def print_json(data: dict, one_line: bool = False) -> None:

@@ -16,7 +16,9 @@ import re
 
 from cwread.errors import hide_secrets
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# and lone surrogates: an argument's undecodable byte (\udc9b for 0x9B, a terminal's CSI) is
+# written back as that raw byte
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NEWLINE = re.compile(r"[\n\t]")
 
 
@@ -26,7 +28,7 @@ def _stand_in(match: re.Match) -> str:
         return chr(0x2400 + code)  # the Unicode control pictures: ESC → ␛, BEL → ␇
     if code == 0x7F:
         return "\u2421"  # ␡
-    return "\ufffd"  # C1 controls and bidi formatting have no pictures
+    return "\ufffd"  # C1 controls, bidi formatting and surrogates have no pictures
 
 
 def printable(text: str) -> str:
