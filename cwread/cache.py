@@ -184,8 +184,10 @@ def _remove_unfinished() -> None:
 
 def _write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
     import tempfile
+
     entry.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.tmp-", dir=entry.parent))
+    remove_stale_temporaries(entry.parent)  # a killed run's (240 MB for a decision model) before ours
+    tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.tmp-{_HOST}-{os.getpid()}-", dir=entry.parent))
     _BUILDING.add(tmp)
     try:
         meta = build(tmp)
@@ -218,13 +220,33 @@ def _write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
 
 def remove_stale_temporaries(folder: Path, older_than: float = STALE_TEMPORARY_SECONDS) -> None:
     """Remove the temporaries of entries in `folder` (".KEY.tmp-*") left by runs killed while
-    building them (a decision model's is 240 MB): those modified `older_than` seconds ago or
-    more, so another process's build in progress is left alone."""
+    building them (a decision model's is 240 MB): those whose builder, a process of this
+    machine, is gone, and any modified `older_than` seconds ago or more (another machine's on a
+    shared folder); another process's build in progress is left alone."""
     now = time.time()
     for tmp in folder.glob(".*.tmp-*"):
         with suppress(OSError):
-            if now - tmp.lstat().st_mtime >= older_than:
+            if _abandoned(tmp.name) or now - tmp.lstat().st_mtime >= older_than:
                 _remove(tmp)
+
+
+_HOST = re.sub(r"[^A-Za-z0-9.]", "_", os.uname().nodename)  # a temporary's name says whose it is
+_TEMPORARY = re.compile(r"\.tmp-(?P<host>[A-Za-z0-9._]*)-(?P<pid>\d+)-[^-]+$")
+
+
+def _abandoned(name: str) -> bool:
+    """Whether the temporary `name` was made by a process of this machine that is no longer
+    running (a reused id reads as running: the age rule then removes it)."""
+    made = _TEMPORARY.search(name)
+    if made is None or made["host"] != _HOST or int(made["pid"]) == os.getpid():
+        return False
+    try:
+        os.kill(int(made["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process: running
+        return False
+    return False
 
 
 def write_file_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:

@@ -47,6 +47,35 @@ def test_failed_build_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_killed_runs_temporary_is_removed_before_the_next_build(tmp_path):
+    """A run killed mid-build (SIGKILL: no cleanup) left a decision model's 240 MB temporary that
+    the next run, a minute later, built beside: a temporary names its process, and one whose
+    process of this machine is gone is removed before a build, at once; one whose process runs,
+    or of another machine, is left to the age rule."""
+    import subprocess
+    import sys
+
+    from cwread.cache import _HOST
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    dead_pid = int(gone.stdout)
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        names = {
+            "killed": f".e.tmp-{_HOST}-{dead_pid}-ab12cd34",
+            "running": f".e.tmp-{_HOST}-{running.pid}-ef56gh78",
+            "elsewhere": f".e.tmp-another.host-{dead_pid}-ij90kl12",
+        }
+        for name in names.values():
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "model.onnx").write_bytes(b"half a model")
+        write_entry(tmp_path / "e", lambda d: ((d / "x.txt").write_text("x"), {})[1])
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([names["running"], names["elsewhere"], "e"])
+    finally:
+        running.kill()
+        running.wait()
+
+
 def test_a_killed_build_s_temporary_is_removed_by_a_later_write_once_stale(tmp_path):
     # a run killed mid-build runs no cleanup: its temporary stays until a later write beside it
     killed = tmp_path / ".old.tmp-abc123"

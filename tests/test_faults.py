@@ -380,8 +380,11 @@ def _cli(*args, **kwargs) -> subprocess.Popen:
     )
 
 
-@pytest.mark.parametrize("json_out", [False, True], ids=["view", "json"])
-def test_ctrl_c_while_a_server_hangs_exits_130_at_once(story, cache_dir, hanging_server, json_out):
+@pytest.mark.parametrize(
+    ("sent_signal", "json_out"),
+    [("SIGINT", False), ("SIGINT", True), ("SIGTERM", False), ("SIGHUP", True)],  # a kill, a closed terminal
+)
+def test_ctrl_c_while_a_server_hangs_exits_130_at_once(story, cache_dir, hanging_server, sent_signal, json_out):
     import signal
     import time
 
@@ -391,7 +394,7 @@ def test_ctrl_c_while_a_server_hangs_exits_130_at_once(story, cache_dir, hanging
     while hanging_server.calls == 0 and time.monotonic() < deadline:  # the Finder's calls are out
         time.sleep(0.1)
     assert hanging_server.calls > 0
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, sent_signal))
     sent = time.monotonic()
     out, err = proc.communicate(timeout=10)
     assert time.monotonic() - sent < 3, "took too long to stop after Ctrl-C"

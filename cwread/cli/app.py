@@ -44,8 +44,7 @@ def _root(
 
 
 def open_document(book: str, output: Output):
-    """The book as `output` says to read it, with what is to be noted of it on stderr (invalid
-    bytes replaced, files of a folder left out); later views wrap as `output` says."""
+    """The book as `output` says to read it and wrap it, what is to be noted of it on stderr."""
     from cwread import api
     from cwread.views import console, wording
 

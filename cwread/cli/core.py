@@ -440,7 +440,8 @@ def entry() -> None:
         raise KeyboardInterrupt
 
     with suppress(ValueError):  # not the main thread: Python's own handler stays
-        signal.signal(signal.SIGINT, on_ctrl_c)
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # a kill, a closed terminal: as Ctrl-C
+            signal.signal(number, on_ctrl_c)
     code = main()
     if code == EXIT_INTERRUPTED or threading.active_count() > 1:
         # a model loading or a llama.cpp server in a call is not waited for: os._exit ends them
