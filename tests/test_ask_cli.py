@@ -128,6 +128,14 @@ def test_verify_quiet_prints_nothing(capsys, story, cache_dir, scripted):
         capsys, "verify", str(story), "She kept the medal in a tin.", "--backend", "scripted", "--quiet", "--no-cache"
     )
     assert (code, out, err) == (0, "", "")
+    scripted.interpreter.enqueue(
+        f"<reason>{MEDAL_QUOTE}</reason><answer>TRUE</answer>", f"<reason>{MEDAL_QUOTE}</reason><answer>TRUE</answer>"
+    )
+    code, out, err = run(  # --json asked for: its one document, nothing else
+        capsys, "verify", str(story), "She kept the medal in a tin.", "--backend", "scripted", "--quiet", "--json",
+        "--no-cache",
+    )  # fmt: skip
+    assert code == 0 and json.loads(out)["answer"] == "TRUE" and err == ""
 
 
 def test_unparseable_answer_exits_4_with_the_trace(capsys, story, cache_dir, scripted):

@@ -206,7 +206,7 @@ def _report(result, output: Output, trace: str | None, quiet: bool = False):
     data = trace_json.ask_json(result)
     if trace is not None:
         write_output_file(trace, console.json_text(data) + "\n", "--trace")
-    if output.json_out and not quiet:
+    if output.json_out:  # asked for, the one JSON document is printed, --quiet or not
         console.print_json(data)
     elif not quiet:
         answer_view.answer_view(result)
@@ -284,7 +284,7 @@ def _answer_library(library: str, asked, settings, output: Output, trace: str | 
 def verify(
     book: Book,
     claim: arg("The claim to check against the text."),
-    quiet: opt(bool, "Print nothing; only the exit code tells.", "--quiet", "-q") = False,
+    quiet: opt(bool, "Print nothing (but --json's document); the exit code tells.", "--quiet", "-q") = False,
     output: Any = None,
     settings: Any = None,
     reading: Any = None,
