@@ -184,6 +184,7 @@ def write_setting(key: str, value: str | None) -> Path:
     if value is None:
         settings.pop(key, None)
     else:
+        _check_value(key, value)
         settings[key] = value
     path.parent.mkdir(parents=True, exist_ok=True)
     text = "# cwread's settings: `cwread config set KEY VALUE`; flags and CWREAD_* variables win\n" + "".join(
@@ -191,6 +192,32 @@ def write_setting(key: str, value: str | None) -> Path:
     )
     write_file_atomic(path, text, mode=0o600)
     return path
+
+
+# the settings whose value is a number: what it must be (written wrong, every later command
+# would fail on it, and name the environment variable it stands in for)
+_NUMBERS = {
+    "width": (int, "a whole number of columns, 0 or more (0: never wrap)", lambda n: n >= 0),
+    "num_ctx": (int, "a whole number of tokens above 0", lambda n: n > 0),
+    "timeout": (float, "a number of seconds above 0", lambda n: 0 < n < float("inf")),
+}
+
+
+def _check_value(key: str, value: str) -> None:
+    """InputError where `value` cannot be `key`'s (a number's, a constraint's)."""
+    if key in _NUMBERS:
+        kind, what, holds = _NUMBERS[key]
+        try:
+            ok = holds(kind(value))
+        except ValueError:
+            ok = False
+        if not ok:
+            raise InputError(f"{key} must be {what}, not {value!r}")
+    if key == "constraint":
+        from cwread.backends.provider import CONSTRAINTS
+
+        if value.lower() not in CONSTRAINTS:
+            raise InputError(f"constraint must be one of {', '.join(CONSTRAINTS)}, not {value!r}")
 
 
 def _toml_string(value: str) -> str:

@@ -81,6 +81,21 @@ def test_a_servers_password_is_never_printed(capsys, settings_file, cache_dir, k
     assert f"{key} = http://reader:***@127.0.0.1:9/v1" in out
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [("width", "abc", "width must be a whole number"), ("timeout", "inf", "timeout must be a number of seconds"),
+     ("timeout", "nan", "above 0"), ("num_ctx", "0", "num_ctx must be"), ("constraint", "bogus", "constraint must be one of")],
+)  # fmt: skip
+def test_a_value_no_command_could_take_is_refused_when_set(capsys, settings_file, cache_dir, story, key, value, said):
+    """Written, such a value made every later command fail, naming an environment variable the
+    user never set (CWREAD_WIDTH)."""
+    code, _, err = run(capsys, "config", "set", key, value)
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1
+    assert not settings_file.exists() or key not in tomllib.loads(settings_file.read_text(encoding="utf-8"))
+    code, _, _ = run(capsys, "show", str(story), "1")
+    assert code == 0
+
+
 def test_a_broken_settings_file_is_one_line_and_exit_2(capsys, settings_file, cache_dir, story):
     settings_file.parent.mkdir(parents=True)
     settings_file.write_text('backend = "ollama\n', encoding="utf-8")
