@@ -569,6 +569,21 @@ def test_a_closed_stderr_leaves_stdout_one_json_document(story):
     assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["kind"] == "input"
 
 
+def test_a_trace_into_a_full_disk_loses_no_answer(capsys, story, cache_dir, scripted):
+    """The trace is written after the answer is shown: a full disk then is the output's
+    failure (exit 3), and the answer was printed (the trace was written first, and its failure
+    was an input error, exit 2, with no answer)."""
+    scripted.interpreter.enqueue(
+        '<reason>[6] "Her cat, a grey tom called Admiral, slept every night on the warm brass of the lamp '
+        'housing."</reason><answer>Admiral</answer>'
+    )
+    code, out, err = run(
+        capsys, "ask", str(story), "cat name?", "--backend", "scripted", "--trace", "/dev/full", "--no-cache", "--json"
+    )
+    assert code == 3 and json.loads(out)["answer"] == "Admiral"  # stdout: the answer's one document
+    assert "cannot write --trace /dev/full: No space left on device" in err
+
+
 def test_a_forced_encoding_still_refuses_binary_looking_text(capsys, tmp_path):
     book = tmp_path / "u16.txt"
     book.write_bytes(("Hello world, a text.\n\n" * 50).encode("utf-16-le"))

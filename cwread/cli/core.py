@@ -204,12 +204,12 @@ def _report(result, output: Output, trace: str | None, quiet: bool = False):
     from cwread.views.output_files import write_output_file
 
     data = trace_json.ask_json(result)
-    if trace is not None:
-        write_output_file(trace, console.json_text(data) + "\n", "--trace")
     if output.json_out:  # asked for, the one JSON document is printed, --quiet or not
         console.print_json(data)
     elif not quiet:
         answer_view.answer_view(result)
+    if trace is not None:  # after the answer is shown: a full disk here loses no answer
+        write_output_file(trace, console.json_text(data) + "\n", "--trace")
     failure = wording.failure(result)
     if failure is not None and not quiet:  # no answer (the trace's exit 4) is an outcome, not an error
         console.notice(failure)

@@ -104,8 +104,9 @@ def _why(exc: OSError) -> str:
 
 def write_output_file(path: str, text: str, option: str) -> None:
     """Write a file the user asked for (`option` names the flag) atomically, replacing one
-    that is there and keeping its permissions (a new file gets the umask's); InputError if it
-    cannot be written."""
+    that is there and keeping its permissions (a new file gets the umask's); OutputError (exit
+    3, as stdout's) if it cannot be written: the path was checked before any work
+    (check_output_path), so what fails now is the disk or the stream."""
     fd = open_stream(path)
     if fd is not None:  # /dev/stdout and the like: into the stream, as the shell's > or >> opened it
         _write_stream(fd, text, option, path)
@@ -119,7 +120,7 @@ def write_output_file(path: str, text: str, option: str) -> None:
         mode = target.stat().st_mode & 0o7777 if target.is_file() else 0o666 & ~_umask()
         write_file_atomic(target, text, mode)
     except OSError as exc:
-        raise InputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
 
 
 def append_output_file(path: str, text: str, option: str) -> None:
