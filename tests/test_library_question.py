@@ -82,6 +82,18 @@ def test_the_answer_comes_from_the_book_that_holds_it_with_its_chapter(capsys, s
     assert [c["book"] for c in json.loads(out)["searched"]] == ["lighthouse.txt"]
 
 
+def test_a_map_of_a_shelf_is_a_line_a_passage(capsys, shelf, cache_dir):
+    """--map on a shelf was ignored: the first passage printed whole, the rest a line each. A
+    map is a line a candidate, its book, span and best-matching part, as on one book."""
+    code, out, _ = run(capsys, "find", str(shelf), QUESTION, "--library", "--map", "--width", "0")
+    lines = [line for line in out.splitlines() if line.startswith("#")]
+    assert code == 0 and lines and lines[0].startswith("#1 lighthouse.txt [") and f"at [{RESCUE}]" in lines[0]
+    assert not re.search(r"^\[\d+\] ", out, re.M)  # no paragraph printed whole
+    assert all(re.match(r"#\d+\S* \S+ \[", line) for line in lines)
+    code, out, _ = run(capsys, "find", str(shelf), QUESTION, "--library", "--map", "--limit", "2")
+    assert code == 0 and len([line for line in out.splitlines() if line.startswith("#")]) <= 2
+
+
 def test_words_no_book_holds_and_bad_options_are_one_line(capsys, shelf, cache_dir):
     code, out, _ = run(capsys, "find", str(shelf), "zeppelin quartermaster", "--library")
     assert code == 4 and "none holds the question's words" in " ".join(out.split())

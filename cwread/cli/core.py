@@ -127,8 +127,7 @@ def find(
         result = api.find(document, asked, settings, progress=progress, hints=hints)
     shown = len(result.anchor_segments) if shape.limit is None else shape.limit
     if shape.compact and not output.json_out:
-        bound = shape.printed_chars(READER_CHARS)
-        render.map_view(result, shape.limit or MAP_CANDIDATES, bound)
+        render.map_view(result, shape.limit or MAP_CANDIDATES, shape.printed_chars(READER_CHARS))
         return
     passages = result.printed(shown, shape.expand)
     if output.json_out:
@@ -173,8 +172,9 @@ def _find_library(book: str, asked, settings, shape, output) -> None:
     if output.json_out:
         console.print_json(json_output.library_find_json(found, found.printed(shape.limit or 0, shape.expand)))
         return
-    passages = found.printed(shape.limit if shape.limit is not None else LIBRARY_PASSAGES, shape.expand)
-    render.library_find_view(found, passages, shape.printed_chars(FIND_CHARS))
+    count = shape.limit if shape.limit is not None else MAP_CANDIDATES if shape.compact else LIBRARY_PASSAGES
+    bound = shape.printed_chars(READER_CHARS if shape.compact else FIND_CHARS)  # --map: a line a passage
+    render.library_find_view(found, found.printed(count, shape.expand), bound, shape.compact)
     if not found.candidates:
         raise typer.Exit(4)
 

@@ -536,11 +536,13 @@ def library_find_lines(
     max_chars: int | None,
     width: int | None,
     option: str = OPTION,
+    lined: bool = False,
 ) -> list[str]:
     """A question over a library as a reader reads it: which books were searched and why, then
     its `passages` (`LibraryFound.printed`), each headed by its rank, book (its name as `show`
     takes it, and its title where its catalogue gives one), span and chapter; whole passages
-    up to `max_chars`, then one line naming those left out."""
+    up to `max_chars`, then one line naming those left out; `lined` (--map): a line a passage,
+    its best paragraph's part that best matches (as a map's lines)."""
     shelf = ", ".join(found.roots)
     if not found.candidates:
         return wrapped(
@@ -557,6 +559,10 @@ def library_find_lines(
     for c in found.candidates:
         heads += [f"{printable(c.name)}: {note}" for note in question_notes(c.found, absent=False)]
     out = [line for head in heads for line in wrapped(capped(head, 2 * LINE_MOST), width)]
+    if lined:
+        asked = asked_stems(found.question.text)
+        lines = [Block([], [_passage_line(p, asked)], p.rank_label, blank=False) for p in passages]
+        return out + bounded(lines, max_chars, _size(out), width, "passages", None, option)
     return out + passages_within(passages, found.question.text, _size(out), max_chars, width, option)
 
 

@@ -150,9 +150,12 @@ def find_text_view(
     _print_lines(reading.find_lines(result, passages, limit, max_chars, _reader_width(stdout(lines=True))))
 
 
-def library_find_view(found: LibraryFound, passages: Sequence[Passage], max_chars: int | None) -> None:
+def library_find_view(
+    found: LibraryFound, passages: Sequence[Passage], max_chars: int | None, lined: bool = False
+) -> None:
     """`find --library`: see cwread.views.reading.library_find_lines."""
-    _print_lines(reading.library_find_lines(found, passages, max_chars, _reader_width(stdout(lines=True))))
+    width = _reader_width(stdout(lines=True))
+    _print_lines(reading.library_find_lines(found, passages, max_chars, width, lined=lined))
 
 
 def cast_view(
