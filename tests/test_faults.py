@@ -584,6 +584,16 @@ def test_a_trace_into_a_full_disk_loses_no_answer(capsys, story, cache_dir, scri
     assert "cannot write --trace /dev/full: No space left on device" in err
 
 
+def test_a_gguf_that_is_no_model_is_refused_before_any_work(capsys, story, cache_dir, tmp_path):
+    """A run that never calls the model (a story's extractive answer) said it used the file:
+    a --gguf or --finder-lora that is no GGUF is a model failure at once."""
+    junk = tmp_path / "model.gguf"
+    junk.write_bytes(b"\x00" * 4096)
+    for flag in ("--gguf", "--finder-lora"):
+        code, out, err = run(capsys, "ask", str(story), "Who kept the lighthouse?", flag, str(junk))
+        assert code == 3 and out == "" and f"{junk} is not a GGUF model" in err, flag
+
+
 def test_a_forced_encoding_still_refuses_binary_looking_text(capsys, tmp_path):
     book = tmp_path / "u16.txt"
     book.write_bytes(("Hello world, a text.\n\n" * 50).encode("utf-16-le"))

