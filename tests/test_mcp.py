@@ -580,6 +580,10 @@ def test_the_server_survives_any_line(tmp_path):
         keys = ", ".join(f'"k{i}": {i}' for i in range(10_000))
         send(f'{{"jsonrpc": "2.0", "id": 6, "method": "ping", "params": {{{keys}}}}}'.encode())
         assert reply(30)["id"] == 6
+        for bad_id in (b'{"a": 1}', b"1.5", b"true", b"[1]", b"null"):  # passed as notifications: no reply
+            send(b'{"jsonrpc": "2.0", "id": ' + bad_id + b', "method": "ping"}')
+            answered = reply(30)
+            assert answered["id"] is None and answered["error"]["code"] == -32600, bad_id
         send(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}')
         assert len(reply(30)["result"]["tools"]) == 8
         assert proc.poll() is None

@@ -65,17 +65,25 @@ def _screened(line: str) -> tuple[str | None, JSONRPCError | None]:
     if _has_surrogate(message):
         message = _without_surrogates(message)
         line = json.dumps(message, ensure_ascii=False)
+    # an id that is no string or integer (1.5, true, {}, [1], null): the message still passes as
+    # a notification, which gets no reply, and the client waits for ever
+    bad_id = isinstance(message, dict) and "id" in message and not _an_id(message["id"])
     try:
+        if bad_id:
+            raise ValueError("an id MCP does not take")
         jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError:
         request_id = message.get("id") if isinstance(message, dict) else None
-        if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
-            request_id = None
         error = ErrorData(
             code=INVALID_REQUEST, message="Invalid Request: not a JSON-RPC 2.0 message MCP reads"
         )
-        return None, JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+        return None, JSONRPCError(jsonrpc="2.0", id=request_id if _an_id(request_id) else None, error=error)
     return line, None
+
+
+def _an_id(value: Any) -> bool:
+    """Whether `value` is a request id MCP takes: a string or an integer (not a boolean)."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
