@@ -145,6 +145,11 @@ def cast(document: Document, query: str = "", upto: int | None = None) -> tuple[
     reader who has read to that paragraph (Cast.read_upto)."""
     from cwread.retrieval.cast_build import book_cast
 
+    shelving = read_as(document.path)
+    if shelving is not None and shelving.shelf:  # one cast of several books merges their people
+        raise InputError(
+            f"{document.path} is a shelf of {shelving.books} books: a cast is one book's people; give one of its files"
+        )
     whole = book_cast(document)
     if upto is not None:
         whole = whole.read_upto(document, upto)

@@ -5,6 +5,7 @@ and six one-book folders assembled here, all told apart; then the real CLI."""
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 from pathlib import Path
 
@@ -120,6 +121,19 @@ def test_a_shelf_is_asked_as_a_library_said_on_stderr_and_an_option_chooses(caps
     assert code == 0 and "one book" not in err and "searched the" in out
     code, out, err = run(capsys, "find", str(EXAMPLES / "the_selfish_giant.txt"), "Who built the wall?")
     assert code == 0 and "shelf" not in err and "one book" not in err  # a file is a book: nothing said
+
+
+def test_index_and_cast_read_a_shelf_as_find_does(capsys, folders, cache_dir):
+    """`index` on a shelf built one book of all its files, which `find` (a shelf's library)
+    never used; `cast` merged the people of different novels into one member."""
+    shelves, books = folders
+    shelf = shelves["three Gutenberg novels"]
+    code, out, _ = run(capsys, "index", str(shelf), "--json")
+    assert code == 0 and json.loads(out)["books"] == 3  # the library's index, as find reads the shelf
+    code, _, err = run(capsys, "cast", str(shelf))
+    assert code == 2 and "a shelf of 3 books: a cast is one book's people" in err
+    code, _, err = run(capsys, "cast", str(books["chapters named ch01"]))
+    assert code in (0, 4) and "shelf" not in err  # a folder of one book's chapters: its cast (4: no one named)
 
 
 def test_ask_over_a_shelf_answers_from_its_best_book(capsys, folders, cache_dir):

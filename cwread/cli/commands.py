@@ -39,13 +39,13 @@ def index(
 ) -> None:
     """Build a book's cached indexes, so later questions start fast.
 
-    With --library-url, BOOK is a folder of books: their index on that server is brought up to
-    date (a book added or changed read, one removed dropped)."""
+    A shelf of books (as `find` reads it), or a folder with --library-url: its library's index,
+    here or on that server, brought up to date (a book added or changed read, one removed dropped)."""
     from cwread import api
     from cwread.run.library_question import library_roots
     from cwread.views import console, json_output, render
 
-    if library_url is not None:
+    if library_url is not None or getattr(api.read_as(book), "shelf", False):  # what find then searches
         with console.progress() as progress:
             built = api.index_library(library_roots(book), progress, console.notice, library_url)
         emit(output.json_out, lambda: json_output.library_index_json(built), lambda: render.library_index_view(built))
