@@ -234,3 +234,16 @@ def test_a_number_in_a_question_matches_as_a_word_ahead_of_its_neighbours(capsys
     code, out, _ = run(capsys, "ask", str(book), asked, "--json")
     passages = [q["source"] for q in json.loads(out)["quotes"]][:3]
     assert code == 4 and "ch1005" in passages, passages
+
+
+def test_a_bare_paragraph_number_is_answered_with_a_file_that_has_it(capsys, cache_dir):
+    """"paragraph 5 needs its file: title_page:5, say" named a file of 2 paragraphs, so the
+    suggestion itself was out of range: the example is a file that holds the paragraph."""
+    book = str(Path(__file__).parent / "data" / "selfish-giant-pandoc.epub")
+    code, _, err = run(capsys, "show", book, "5")
+    suggested = re.search(r"needs its file: (\S+:5), say", err)
+    assert code == 2 and suggested
+    code, out, _ = run(capsys, "show", book, suggested.group(1))
+    assert code == 0 and out.startswith(f"[{suggested.group(1)}]")
+    code, _, err = run(capsys, "show", book, "99999")
+    assert code == 2 and "no file holds 99999 paragraphs" in err

@@ -394,9 +394,10 @@ class Document:
             return number
         if name is None:
             names = ", ".join(s.name for s in self.sources[:3]) + (", ..." if len(self.sources) > 3 else "")
+            example = next((s for s in self.sources if len(s) >= number), None)  # a file that has it
+            say = f": {example.name}:{number}, say" if example is not None else f" (no file holds {number} paragraphs)"
             raise InputError(
-                f"paragraph {number} needs its file: {self.sources[0].name}:{number}, say "
-                f"({self.path} holds {len(self.sources)} files: {names})"
+                f"paragraph {number} needs its file{say} ({self.path} holds {len(self.sources)} files: {names})"
             )
         source = self._by_name.get(name)
         if source is None:
