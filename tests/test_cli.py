@@ -25,9 +25,9 @@ def test_show_single_range_and_list(capsys, story):
     code, out, _ = run(capsys, "show", str(story), "1-2,5")
     assert code == 0
     assert [line.split("]")[0] for line in out.splitlines() if line.startswith("[")] == ["[1", "[2", "[5"]
-    for apart in (("1-2", "5"), ("1-2,", "5")):  # as readers write them: apart, or "1-2, 5"
+    for apart in (("1-2", "5"), ("1-2,", "5"), ("1-2,,5",), ("1,2,1-2,5,5",)):  # as readers write them
         code, spaced, _ = run(capsys, "show", str(story), *apart)
-        assert code == 0 and spaced == out
+        assert code == 0 and spaced == out, apart  # each paragraph once; an empty part is none
 
 
 def test_show_json(capsys, story):

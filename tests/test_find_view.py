@@ -281,3 +281,18 @@ def test_find_on_a_terminal_keeps_to_a_screenful_with_chapters(capsys, novel, ca
     printed = scene.partition("Left out past")[0]
     assert code == 0 and len(printed.splitlines()) <= 60 and "Silas hid the brass key" in printed
     assert re.search(r"^\(more of this passage: show [\d, -]+\)$", printed, re.M)
+
+
+def test_a_question_of_common_words_alone_is_said_to_be_one(capsys, tmp_path, cache_dir):
+    """"who is he?" holds no word to search by: the candidates are found by its sense alone,
+    and the reader is told so, not handed them as if they fit its words."""
+    from tests.conftest import EXAMPLES
+
+    giant = str(EXAMPLES / "the_selfish_giant.txt")
+    code, out, _ = run(capsys, "find", giant, "who is he?", "--map")
+    assert code == 0 and "The question holds only common words" in out
+    code, out, _ = run(capsys, "find", giant, "Why did the Giant build a wall?", "--map", "--limit", "1")
+    assert code == 0 and "only common words" not in out and "the 1 that fits best" in out
+    hound = str(EXAMPLES / "the_hound_of_the_baskervilles.txt")
+    code, out, _ = run(capsys, "find", hound, "who is the naturalist", "--map", "--upto", "1")
+    assert code == 0 and "none to search" in out and "#1 [" not in out

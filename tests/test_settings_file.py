@@ -84,7 +84,7 @@ def test_a_servers_password_is_never_printed(capsys, settings_file, cache_dir, k
 @pytest.mark.parametrize(
     ("key", "value", "said"),
     [("width", "abc", "width must be a whole number"), ("timeout", "inf", "timeout must be a number of seconds"),
-     ("timeout", "nan", "above 0"), ("num_ctx", "0", "num_ctx must be"), ("constraint", "bogus", "constraint must be one of")],
+     ("timeout", "nan", "above 0"), ("num_ctx", "0", "num_ctx must be")],
 )  # fmt: skip
 def test_a_value_no_command_could_take_is_refused_when_set(capsys, settings_file, cache_dir, story, key, value, said):
     """Written, such a value made every later command fail, naming an environment variable the

@@ -16,7 +16,7 @@ from cwread.book.chapters import Chapter, find_chapters
 from cwread.book.story import illustration_ids, lists_chapters, story_bounds
 from cwread.book.tier import NOVEL_PARAGRAPHS, Tier, tier_of  # noqa: F401  (the book's, declared there)
 from cwread.errors import InputError
-from cwread.text.words import LETTERS
+from cwread.text.words import LETTERS, counted
 
 
 @dataclass(frozen=True)
@@ -295,12 +295,13 @@ class Document:
         of sources "ch03:12", "ch03:12-20", "ch03:12-", "ch03:40-ch04:2" or "ch03" (the whole
         file); in a book with pages, "p37" or "p37-39" (the paragraphs that start on them;
         "ch03:p37" in a book of sources). A range whose end is past the last paragraph (of
-        its file) stops there, said in `notes` where given. InputError if invalid."""
+        its file) stops there, said in `notes` where given. InputError if invalid. Each
+        paragraph once, in the order first named; an empty part ("1,,2", "3,") is no part."""
+        parts = [part.strip() for part in spec.strip().split(",")]
         ids: list[int] = []
-        for part in spec.strip().split(","):
-            part = part.strip()
+        for part in [p for p in parts if p] or [""]:  # nothing at all: said as a bad range
             ids.extend(self._parse_part(part, notes if notes is not None else []))
-        return ids
+        return list(dict.fromkeys(ids))
 
     def _parse_part(self, part: str, notes: list[str]) -> list[int]:
         if part.lower() == "all":
@@ -397,7 +398,7 @@ class Document:
             example = next((s for s in self.sources if len(s) >= number), None)  # a file that has it
             say = f": {example.name}:{number}, say" if example is not None else f" (no file holds {number} paragraphs)"
             raise InputError(
-                f"paragraph {number} needs its file{say} ({self.path} holds {len(self.sources)} files: {names})"
+                f"paragraph {number} needs its file{say} ({self.path} holds {counted(len(self.sources), 'file')}: {names})"
             )
         source = self._by_name.get(name)
         if source is None:

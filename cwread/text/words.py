@@ -244,3 +244,9 @@ IRREGULAR: dict[str, str] = {
 def word_stems(words: list[str]) -> list[str]:
     """Snowball stems of lower-cased words, irregular forms first taken to their base word."""
     return stemmer().stemWords([IRREGULAR.get(w, w) for w in words])
+
+
+def counted(count: int, noun: str, nouns: str = "") -> str:
+    """A count and its noun, agreed: "1 book", "2 books", "1,500 paragraphs" (`nouns`: the
+    plural where it is not the noun and s)."""
+    return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"

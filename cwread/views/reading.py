@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from cwread.book.chapters import is_heading
 from cwread.retrieval.passages import runs_label
 from cwread.text.sentences import sentences
-from cwread.text.words import STOPWORDS, WORD, word_stems
+from cwread.text.words import STOPWORDS, WORD, counted, word_stems
 from cwread.views import CAST_LISTED, FIND_CHARS, READER_CHARS  # noqa: F401  (read here by the faces)
 from cwread.views.json_output import about_line
 from cwread.views.terminal import printable
@@ -292,6 +292,11 @@ def _passage_line(passage: Passage, asked: set[str]) -> str:
     return capped(f"{where}: {printable(part)}", len(where) + PASSAGE_PART_CHARS + 10)
 
 
+def fitting(count: int) -> str:
+    """"11 passages that fit best", "1 passage that fits best"."""
+    return f"{counted(count, 'passage')} that {'fits' if count == 1 else 'fit'} best"
+
+
 def considered(result: FindResult, limit: int) -> int:
     """How many of a find's segments its first `limit` (0: all) are."""
     return len(result.segments[:limit] if limit else result.segments)
@@ -312,8 +317,8 @@ def find_lines(
     said first. `name`: the book's, as the reader gave it (None: its path)."""
     doc = result.document
     heads = [
-        f"{printable(name or doc.path)}: {len(doc):,} paragraphs; the {considered(result, limit)} passages "
-        "that fit best, best first."
+        f"{printable(name or doc.path)}: {counted(len(doc), 'paragraph')}; the "
+        f"{fitting(considered(result, limit))}, best first."
     ]
     heads += question_notes(result)
     out = [line for head in heads for line in wrapped(capped(head), width)]
@@ -366,6 +371,8 @@ def question_notes(result: FindResult, absent: bool = True) -> list[str]:
     missing = absent_words(doc, result.question.text, result.upto) if absent else []
     said = ["No paragraph holds", " (say it otherwise)"] if result.upto is None else [f"No paragraph up to [{doc.label(result.upto)}] holds", ""]
     notes = [f"{said[0]}: {', '.join(missing)}{said[1]}."] if missing else []
+    if not asked_stems(result.question.text):  # "who is he?", "?": nothing for the words to find
+        notes.append("The question holds only common words: what follows is found by its sense alone; say whom or what it asks about.")
     for n in result.named:
         notes.append(
             f'Looked for {printable(n.member.words)} too: the book says "{printable(n.description.span)}" '
@@ -401,9 +408,11 @@ def map_lines(
         ),
         key=lambda pid: -scores[pid - 1],
     )
+    shown = min(count, len(ranked))
+    fit = f"the {shown} that {'fits' if shown == 1 else 'fit'} best, best first (show N for one whole)."
     heads = [
-        f"{printable(name or doc.path)}: {len(doc):,} paragraphs; the {min(count, len(ranked))} that fit best, "
-        "best first (show N for one whole)."
+        f"{printable(name or doc.path)}: {counted(len(doc), 'paragraph')}; "
+        + (fit if shown else "none to search (front matter alone, or nothing before the limit).")
     ]
     heads += question_notes(result)
     out = [line for head in heads for line in wrapped(capped(head), width)]

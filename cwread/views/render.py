@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from cwread.text.words import TERM
+from cwread.text.words import TERM, counted
 from cwread.views import TERMINAL_LINES, reading
 from cwread.views.console import notice, panel, stderr, stdout, width, without_measurements
 from cwread.views.json_output import about_line, book_path
@@ -67,7 +67,8 @@ def search_view(found: Found, root: str = ".") -> None:
     skipped = f"; {len(found.skipped)} left out" if found.skipped else ""
     out.print(
         Text(
-            f"{len(found.hits)} paragraphs of {found.books} books ({found.paragraphs:,} paragraphs"
+            f"{counted(len(found.hits), 'paragraph')} of {counted(found.books, 'book')} "
+            f"({counted(found.paragraphs, 'paragraph')}"
             f"{skipped}) for: {one_line(found.query)}",
             style="dim",
         )
@@ -188,8 +189,8 @@ def find_view(
         "\n",
         *[(f"  ({k}) {printable(v)}\n") for k, v in result.question.options.items()],
         (
-            f"{printable(doc.path)}: {len(doc):,} paragraphs; the {reading.considered(result, limit)} passages "
-            "that fit best, best first.",
+            f"{printable(doc.path)}: {counted(len(doc), 'paragraph')}; the "
+            f"{reading.fitting(reading.considered(result, limit))}, best first.",
             "dim",
         ),
     )
