@@ -136,10 +136,18 @@ def write(tmp_path, name, data: bytes):
     return str(path)
 
 
+def looped(tmp_path, name):
+    """A link to itself: round in a loop, no file at its end."""
+    path = tmp_path / name
+    path.symlink_to(path)
+    return str(path)
+
+
 @pytest.mark.parametrize(
     "make_args,needle",
     [
         (lambda t, s: ["show", str(t / "missing.txt"), "1"], "no such file"),
+        (lambda t, s: ["show", looped(t, "loop.txt"), "1"], "a link that leads to no file"),
         (lambda t, s: ["show", folder_of(t, {"scan.pdf": b"%PDF-1.4 ..."}), "1"], "no readable text"),
         (lambda t, s: ["show", str(s.parent), "1"], "needs its file"),
         (lambda t, s: ["show", write(t, "b.bin", b"\x00\x01\x02\xff" * 300), "1"], "binary"),

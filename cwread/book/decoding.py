@@ -42,7 +42,8 @@ def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES, within: tuple[Path
         return data
     p = Path(path)
     if not p.exists():
-        raise InputError(f"{path}: no such file")
+        lost = p.is_symlink()  # a link to nothing, or round in a loop
+        raise InputError(f"{path}: a link that leads to no file" if lost else f"{path}: no such file")
     if p.is_dir():
         raise InputError(f"{path} is a directory; give a text file")
     try:
