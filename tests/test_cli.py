@@ -148,6 +148,7 @@ def looped(tmp_path, name):
     [
         (lambda t, s: ["show", str(t / "missing.txt"), "1"], "no such file"),
         (lambda t, s: ["show", looped(t, "loop.txt"), "1"], "a link that leads to no file"),
+        (lambda t, s: ["search", "-", "lamp"], "not standard input"),
         (lambda t, s: ["show", folder_of(t, {"scan.pdf": b"%PDF-1.4 ..."}), "1"], "no readable text"),
         (lambda t, s: ["show", str(s.parent), "1"], "needs its file"),
         (lambda t, s: ["show", write(t, "b.bin", b"\x00\x01\x02\xff" * 300), "1"], "binary"),

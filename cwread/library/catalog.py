@@ -137,6 +137,8 @@ class Library:
         if not roots:
             raise InputError("a library needs at least one folder")
         for root in roots:
+            if str(root) == "-":  # the other commands' standard input: a library is kept, stdin is not
+                raise InputError("a library is a folder of books (or one book's file), not standard input")
             if not root.is_dir():
                 raise InputError(f"{root}: no such folder")
         self.roots = tuple(root.resolve() for root in roots)
