@@ -121,6 +121,18 @@ def test_a_bad_argument_is_a_tool_error_and_the_server_goes_on(tmp_path):
     assert missing.is_error and out_of_range.is_error and "input:" in out_of_range.content[0].text
     assert not found.is_error
     assert sorted(rank for p in found.structured_content["passages"] for rank in p["ranks"]) == [1, 2]
+    # arguments of the wrong kind and a tool that is none: a usage error as the CLI's JSON error,
+    # one line of text with no validator's web address (the SDK gave pydantic's text alone)
+    _, results, _ = call(
+        server(tmp_path, str(EXAMPLES)),
+        ("show", {"book": 5, "paragraphs": 3}),
+        ("shwo", {"book": GIANT}),
+    )
+    said_of = ("show's arguments: book: Input should be a valid string", "no tool 'shwo'")
+    for refused, said in zip(results, said_of, strict=True):
+        assert refused.is_error and refused.structured_content["error"]["kind"] == "usage"
+        assert refused.structured_content["error"]["code"] == 2 and said in refused.content[0].text
+        assert "pydantic" not in refused.content[0].text and "\n" not in refused.content[0].text
 
 
 def test_the_mcp_command_refuses_a_root_that_is_not_a_folder(capsys, tmp_path):

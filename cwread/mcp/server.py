@@ -20,17 +20,17 @@ from typing import Annotated, Any
 import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import (
     CallToolResult,
     TextContent,
     ToolAnnotations,
 )
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from cwread import __version__, api
 from cwread.backends.transport import cancellable
-from cwread.errors import CwreadError, InputError, error_exit
+from cwread.errors import EXIT_USAGE, CwreadError, InputError, error_exit
 from cwread.mcp.books import Books, ServerSettings
 from cwread.mcp.replies import (
     BOOKS_WORDS,
@@ -68,6 +68,32 @@ class _Server(MCPServer):
             t.model_copy(update={"input_schema": compact_schema(t.input_schema)})
             for t in await super().list_tools()
         ]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None):
+        """The SDK's call, its refusals of a call's arguments (a book given as 5) and of an
+        unknown tool answered as a usage error is everywhere: the CLI's JSON error as the
+        structure, one line as the text (the SDK gave pydantic's text, with its web address)."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError):
+                raise
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                said = "; ".join(
+                    f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+                    for error in cause.errors(include_url=False)
+                )
+                message = f"{name}'s arguments: {said}"
+            elif cause is None and str(exc).startswith("Unknown tool"):
+                message = f"no tool {name!r}; the tools: {', '.join(t.name for t in await super().list_tools())}"
+            else:
+                raise
+            return CallToolResult(
+                content=[TextContent(type="text", text=printable(f"usage: {one_line(message)}"))],
+                structured_content=defused(json_output.error_json(EXIT_USAGE, "usage", message)),
+                is_error=True,
+            )
 
 
 def compact_schema(schema: Any) -> Any:
