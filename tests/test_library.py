@@ -53,6 +53,22 @@ def test_search_ranks_the_paragraphs_of_every_book(capsys, library, cache_dir):
     assert "reading the books" not in err  # the index is kept
 
 
+def test_search_says_every_link_it_does_not_read_and_only_the_books_asked(capsys, library, cache_dir):
+    """A link to nothing, a link round in a loop and a second link to a book listed already are
+    said (they were passed over in silence); a search of one book's file says nothing of its
+    neighbours (it said the folder's other files were not searched)."""
+    (library / "dangling.txt").symlink_to(library / "gone" / "x.txt")
+    (library / "loop.txt").symlink_to(library / "loop.txt")
+    (library / "again.txt").symlink_to(library / "giant.txt")
+    code, out, _ = run(capsys, "search", str(library), "the giant built a high wall", "--json")
+    skipped = json.loads(out)["skipped"]
+    assert code == 0 and "dangling.txt: a link that leads to no file; not read" in skipped
+    assert "loop.txt: a link that leads to no file; not read" in skipped
+    assert "again.txt: the same book as giant.txt; read once" in skipped
+    code, out, _ = run(capsys, "search", str(library / "giant.txt"), "the giant built a high wall", "--json")
+    assert code == 0 and json.loads(out)["skipped"] == []
+
+
 def test_a_changed_book_rebuilds_the_index_and_reads_only_that_book(capsys, library, cache_dir, monkeypatch):
     Library((library,)).search("wall")
     read = []

@@ -165,12 +165,15 @@ class Library:
                         found.append(book)
                 continue
             try:
-                entries = sorted(os.scandir(root), key=lambda e: e.name)
+                # the files themselves before the links: a link to a book listed is the one said
+                entries = sorted(os.scandir(root), key=lambda e: (e.is_symlink(), e.name))
             except OSError as exc:
                 raise InputError(f"{root}: cannot read the folder ({exc.strerror or exc})") from None
             for entry in entries:
                 book = self._book(root, entry)
-                if book is not None and book.name not in names:
+                if book is not None and book.name in names:  # a link to a book listed already
+                    self.left_out.append(f"{entry.name}: the same book as {book.name}; read once")
+                elif book is not None:
                     names.add(book.name)
                     found.append(book)
         return found
@@ -195,7 +198,9 @@ class Library:
             return None
         try:
             real = Path(entry.path).resolve(strict=True)
-        except (OSError, RuntimeError):
+        except (OSError, RuntimeError):  # a link to nothing, or round in a loop
+            if entry.name.rpartition(".")[2].lower() in book_suffixes():
+                self.left_out.append(f"{entry.name}: a link that leads to no file; not read")
             return None
         if not real.is_relative_to(root) or real == root:  # a link out of the library, or back to its root
             self.left_out.append(f"{entry.name}: a link that leads out of the library's folder; not followed")
@@ -327,7 +332,9 @@ class Library:
             )
         searched = [held[name] for name in chosen] if chosen is not None else list(held.values())
         paragraphs = sum(b.paragraphs for b in searched)
-        return Found(query, tuple(hits), len(searched), paragraphs, (*self.unread, *self.left_out), built)
+        # of the books chosen ("name: why"): a search of one book's file told of its neighbours
+        skipped = [x for x in (*self.unread, *self.left_out) if books is None or _matches(books, x.split(":")[0], {})]
+        return Found(query, tuple(hits), len(searched), paragraphs, tuple(skipped), built)
 
     def indexed(self, books: list[Book]) -> dict[str, dict]:
         """Of `books`, those the search index of this library holds as they are now, each with
