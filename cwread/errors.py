@@ -58,10 +58,15 @@ class CacheError(CwreadError):
 
 
 class OutputError(CwreadError):
-    """Standard output cannot be written (e.g. the disk is full)."""
+    """Standard output cannot be written (e.g. the disk is full), or a file the user asked for
+    (`of_stdout` False: a trace, a report; stdout still takes a JSON error)."""
 
     kind = "output"
     exit_code = 3
+
+    def __init__(self, message: str = "", *, quiet: bool = False, of_stdout: bool = True) -> None:
+        super().__init__(message, quiet=quiet)
+        self.of_stdout = of_stdout
 
 
 def error_exit(exc: CwreadError) -> int:
@@ -69,30 +74,33 @@ def error_exit(exc: CwreadError) -> int:
     return exc.exit_code
 
 
-_SECRETS: set[str] = set()  # values no text cwread prints may hold (a server's key)
+_SECRETS: dict[str, str] = {}  # values no text cwread prints may hold (a server's key): what shows instead
 
 
 def keep_secret(value: str | None) -> None:
     """Mark `value` (an API key) as never to be printed: every message and JSON document
     cwread writes shows *** in its place (cwread.views)."""
     if value and len(value) >= 4:
-        _SECRETS.add(value)
+        _SECRETS[value] = "***"
 
 
 def keep_url_password(value: object) -> None:
-    """Mark the password a URL carries (scheme://user:PASSWORD@host) as never to be printed
-    (`keep_secret`): a server's address may hold one, as a key."""
+    """Mark the password a URL carries (scheme://user:PASSWORD@host) as never to be printed: a
+    server's address may hold one, as a key. Its ":PASSWORD@" is what is hidden (":***@"), not
+    every place its letters stand ("pass" in "passages", "wall" in a quote)."""
     if isinstance(value, str) and "://" in value and "@" in value:
         from contextlib import suppress
         from urllib.parse import urlsplit
 
         with suppress(ValueError):  # not a URL after all: nothing to keep
-            keep_secret(urlsplit(value.strip()).password)
+            password = urlsplit(value.strip()).password
+            if password:
+                _SECRETS[f":{password}@"] = ":***@"
 
 
 def hide_secrets(text: str) -> str:
     """`text` with every value marked by `keep_secret` replaced by ***."""
-    for secret in _SECRETS:
+    for secret, shown in _SECRETS.items():
         if secret in text:
-            text = text.replace(secret, "***")
+            text = text.replace(secret, shown)
     return text

@@ -81,6 +81,16 @@ def test_a_servers_password_is_never_printed(capsys, settings_file, cache_dir, k
     assert f"{key} = http://reader:***@127.0.0.1:9/v1" in out
 
 
+def test_a_common_word_for_a_password_leaves_the_book_alone(capsys, settings_file, cache_dir, story):
+    """The URL's ":PASSWORD@" is hidden, not every place its letters stand: a password "lamp"
+    turned the book's lamp into *** in every quote."""
+    run(capsys, "config", "set", "ollama_host", "http://keeper:lamp@127.0.0.1:9")
+    code, out, _ = run(capsys, "ask", str(story), "What did she never let go dark?", "--json")
+    assert "What did she never let go dark?" in out and "lamp" in out and "***" not in out, code
+    _, out, err = run(capsys, "doctor", "--json")
+    assert ":lamp@" not in out + err
+
+
 @pytest.mark.parametrize(
     ("key", "value", "said"),
     [("width", "abc", "width must be a whole number"), ("timeout", "inf", "timeout must be a number of seconds"),

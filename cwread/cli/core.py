@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         kind = exc.kind
         if isinstance(exc, Interrupted):
             return fail(code, kind, str(exc), f"cwread: {exc}")
-        if isinstance(exc, OutputError):  # stdout is unwritable: the JSON error cannot go there
+        if isinstance(exc, OutputError) and exc.of_stdout:  # stdout is unwritable: no JSON error there
             _discard_stdout()
             return fail(code, kind, str(exc), f"cwread: error: {exc}")
         # no answer (exit 4) is an outcome, not an error: "cwread: no verdict: ..."
@@ -440,8 +440,7 @@ def entry() -> None:
         raise KeyboardInterrupt
 
     with suppress(ValueError):  # not the main thread: Python's own handler stays
-        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # a kill, a closed terminal: as Ctrl-C
-            signal.signal(number, on_ctrl_c)
+        signal.signal(signal.SIGINT, on_ctrl_c)
     code = main()
     if code == EXIT_INTERRUPTED or threading.active_count() > 1:
         # a model loading or a llama.cpp server in a call is not waited for: os._exit ends them

@@ -120,7 +120,7 @@ def write_output_file(path: str, text: str, option: str) -> None:
         mode = target.stat().st_mode & 0o7777 if target.is_file() else 0o666 & ~_umask()
         write_file_atomic(target, text, mode)
     except OSError as exc:
-        raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}", of_stdout=False) from None
 
 
 def append_output_file(path: str, text: str, option: str) -> None:
@@ -134,7 +134,7 @@ def append_output_file(path: str, text: str, option: str) -> None:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
-        raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}", of_stdout=False) from None
 
 
 def _write_stream(fd: int, text: str, option: str, path: str) -> None:
@@ -150,7 +150,7 @@ def _write_stream(fd: int, text: str, option: str, path: str) -> None:
         while data:
             data = data[os.write(fd, data) :]
     except OSError as exc:
-        raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}", of_stdout=False) from None
 
 
 def _written(path: Path) -> Path:
