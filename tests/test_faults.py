@@ -581,6 +581,18 @@ def test_a_trace_into_a_full_disk_loses_no_answer(capsys, story, cache_dir, scri
     assert "cannot write --trace /dev/full: No space left on device" in err
 
 
+def test_a_trace_is_written_when_the_reader_leaves(tmp_path, cache_dir):
+    """`ask ... --trace t.json | true`: the reader gone ends the run as it prints; the trace,
+    written before, is there (written after the answer, it was lost with exit 0)."""
+    trace = tmp_path / "t.json"
+    giant = REPO / "examples" / "the_selfish_giant.txt"
+    command = [sys.executable, "-m", "cwread", "ask", str(giant), "Who built the wall?", "--trace", str(trace)]
+    line = " ".join(shlex.quote(a) for a in command) + " | true"
+    env = {**os.environ, "CWREAD_CACHE_DIR": str(cache_dir)}
+    subprocess.run(["bash", "-c", line], cwd=REPO, env=env, capture_output=True, timeout=120, check=False)
+    assert json.loads(trace.read_text(encoding="utf-8"))["question"] == "Who built the wall?"
+
+
 def test_a_gguf_that_is_no_model_is_refused_before_any_work(capsys, story, cache_dir, tmp_path):
     """A run that never calls the model (a story's extractive answer) said it used the file:
     a --gguf or --finder-lora that is no GGUF is a model failure at once."""

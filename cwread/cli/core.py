@@ -201,15 +201,16 @@ def _report(result, output: Output, trace: str | None, quiet: bool = False):
     """An answer's trace printed (the JSON or the view, the JSON to `trace` too) and, where no
     answer stands, why on stderr; the trace returned."""
     from cwread.views import answer_view, console, trace_json, wording
-    from cwread.views.output_files import write_output_file
+    from cwread.views.output_files import output_failure
 
     data = trace_json.ask_json(result)
+    failed = trace and output_failure(trace, console.json_text(data) + "\n", "--trace")  # said after the answer
     if output.json_out:  # asked for, the one JSON document is printed, --quiet or not
         console.print_json(data)
     elif not quiet:
         answer_view.answer_view(result)
-    if trace is not None:  # after the answer is shown: a full disk here loses no answer
-        write_output_file(trace, console.json_text(data) + "\n", "--trace")
+    if failed:
+        raise failed
     failure = wording.failure(result)
     if failure is not None and not quiet:  # no answer (the trace's exit 4) is an outcome, not an error
         console.notice(failure)

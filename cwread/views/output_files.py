@@ -123,6 +123,17 @@ def write_output_file(path: str, text: str, option: str) -> None:
         raise OutputError(f"cannot write {option} {path}: {exc.strerror or exc}", of_stdout=False) from None
 
 
+def output_failure(path: str, text: str, option: str) -> OutputError | None:
+    """`write_output_file`, its failure returned rather than raised: a run writes the file it
+    was asked for before it prints (a reader that leaves, `| head`, ends the run), and says a
+    failure after (a full disk loses no answer)."""
+    try:
+        write_output_file(path, text, option)
+    except OutputError as exc:
+        return exc
+    return None
+
+
 def append_output_file(path: str, text: str, option: str) -> None:
     """Append `text` to a file the user asked for (`option` names the flag), or write it into
     the open stream the path names (open_stream); OutputError if it cannot be written."""
