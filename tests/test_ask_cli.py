@@ -83,7 +83,7 @@ def test_trace_may_not_touch_a_folder_books_files(capsys, story, cache_dir, scri
     book.mkdir()
     (book / "ch01.txt").write_bytes(story.read_bytes())
     (book / "ch02.txt").write_bytes(story.read_bytes())
-    for name, said in (("ch01.txt", "overwrite ch01.txt in the book's folder"), ("ch03.txt", "add ch03.txt")):
+    for name, said in (("ch01.txt", "write ch01.txt into the book's folder"), ("trace.json", "write trace.json into")):
         code, _, err = run(capsys, "ask", str(book), "q?", "--backend", "scripted", "--trace", str(book / name))
         assert code == 2 and said in err and (book / "ch01.txt").read_bytes() == story.read_bytes()
     assert sorted(p.name for p in book.iterdir()) == ["ch01.txt", "ch02.txt"]

@@ -74,23 +74,17 @@ def check_output_path(path: str | None, option: str, book: str | None = None) ->
 
 
 def _harm_to_book(path: Path, book: Path) -> str | None:
-    """What writing `path` would do to the `book` read (a file, or a folder of a book's files or
-    of books): overwrite it or a file in it, or put a file in its folder that it would then read
-    as the book's; None: nothing."""
-    from cwread.book.formats import book_suffixes
-
+    """What writing `path` would do to the `book` read: overwrite it, or write into its folder
+    (a folder read as one book reads every text file in it, whatever its name; a shelf, every
+    book's): None, nothing."""
     try:
         target, root = path.resolve(), book.resolve()
     except (OSError, RuntimeError):  # a link loop: the write itself says what is wrong
         return None
     if target == root:
         return "overwrite the book itself"
-    if not root.is_dir() or not target.is_relative_to(root):
-        return None
-    if target.exists():
-        return f"overwrite {target.relative_to(root)} in the book's folder"
-    if target.suffix.lower().lstrip(".") in book_suffixes():
-        return f"add {target.relative_to(root)} to the book's folder, which reads it as the book's"
+    if root.is_dir() and target.is_relative_to(root):
+        return f"write {target.relative_to(root)} into the book's folder, where it is read as the book's"
     return None
 
 
