@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import functools
 import json
 import os
 import re
@@ -187,7 +188,8 @@ def _write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
 
     entry.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(entry.parent)  # a killed run's (240 MB for a decision model) before ours
-    tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.tmp-{_HOST}-{os.getpid()}-", dir=entry.parent))
+    whose = f"{_process_space() or 'x'}-{os.getpid()}"  # a process gone is seen so (_abandoned)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.tmp-{whose}-", dir=entry.parent))
     _BUILDING.add(tmp)
     try:
         meta = build(tmp)
@@ -230,15 +232,30 @@ def remove_stale_temporaries(folder: Path, older_than: float = STALE_TEMPORARY_S
                 _remove(tmp)
 
 
-_HOST = re.sub(r"[^A-Za-z0-9.]", "_", os.uname().nodename)  # a temporary's name says whose it is
-_TEMPORARY = re.compile(r"\.tmp-(?P<host>[A-Za-z0-9._]*)-(?P<pid>\d+)-[^-]+$")
+@functools.cache
+def _process_space() -> str:
+    """What names this process's ids: this boot of this machine and its PID namespace (hashed),
+    so that a process id is read only where it means the same process; "" where it cannot be
+    told (no /proc: a temporary is then removed by age alone)."""
+    import hashlib
+
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+        space = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return ""
+    return hashlib.sha256(f"{boot}:{space}".encode()).hexdigest()[:12]
+
+
+_TEMPORARY = re.compile(r"\.tmp-(?P<host>[0-9a-f]{12})-(?P<pid>\d+)-[^-]+$")
 
 
 def _abandoned(name: str) -> bool:
-    """Whether the temporary `name` was made by a process of this machine that is no longer
-    running (a reused id reads as running: the age rule then removes it)."""
+    """Whether the temporary `name` was made by a process of this boot and PID namespace that
+    is no longer running (a reused id reads as running: the age rule then removes it)."""
     made = _TEMPORARY.search(name)
-    if made is None or made["host"] != _HOST or int(made["pid"]) == os.getpid():
+    here = _process_space()
+    if not here or made is None or made["host"] != here or int(made["pid"]) == os.getpid():
         return False
     try:
         os.kill(int(made["pid"]), 0)

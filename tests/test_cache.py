@@ -55,16 +55,17 @@ def test_a_killed_runs_temporary_is_removed_before_the_next_build(tmp_path):
     import subprocess
     import sys
 
-    from cwread.cache import _HOST
+    from cwread.cache import _process_space
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
     dead_pid = int(gone.stdout)
     running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
+        here = _process_space()
         names = {
-            "killed": f".e.tmp-{_HOST}-{dead_pid}-ab12cd34",
-            "running": f".e.tmp-{_HOST}-{running.pid}-ef56gh78",
-            "elsewhere": f".e.tmp-another.host-{dead_pid}-ij90kl12",
+            "killed": f".e.tmp-{here}-{dead_pid}-ab12cd34",
+            "running": f".e.tmp-{here}-{running.pid}-ef56gh78",
+            "elsewhere": f".e.tmp-{'0' * 12}-{dead_pid}-ij90kl12",  # another machine's, or PID namespace's
         }
         for name in names.values():
             (tmp_path / name).mkdir()

@@ -596,6 +596,8 @@ def test_the_server_survives_any_line(tmp_path):
             send(b'{"jsonrpc": "2.0", "id": ' + bad_id + b', "method": "ping"}')
             answered = reply(30)
             assert answered["id"] is None and answered["error"]["code"] == -32600, bad_id
+        # a client's error response (id null) is never answered: two peers would echo for ever
+        send(b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}}')
         send(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}')
         assert len(reply(30)["result"]["tools"]) == 8
         assert proc.poll() is None

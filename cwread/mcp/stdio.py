@@ -67,7 +67,8 @@ def _screened(line: str) -> tuple[str | None, JSONRPCError | None]:
         line = json.dumps(message, ensure_ascii=False)
     # an id that is no string or integer (1.5, true, {}, [1], null): the message still passes as
     # a notification, which gets no reply, and the client waits for ever
-    bad_id = isinstance(message, dict) and "id" in message and not _an_id(message["id"])
+    # (a request's: a response, an error's with id null among them, is never answered)
+    bad_id = isinstance(message, dict) and "method" in message and "id" in message and not _an_id(message["id"])
     try:
         if bad_id:
             raise ValueError("an id MCP does not take")
