@@ -291,6 +291,9 @@ def test_a_question_of_common_words_alone_is_said_to_be_one(capsys, tmp_path, ca
     giant = str(EXAMPLES / "the_selfish_giant.txt")
     code, out, _ = run(capsys, "find", giant, "who is he?", "--map")
     assert code == 0 and "The question holds only common words" in out
+    for words in (("--also", "wall notice-board"), ("-o", "A=The giant built a wall", "-o", "B=The children")):
+        code, out, _ = run(capsys, "find", giant, "who is he?", *words, "--map")
+        assert code == 0 and "only common words" not in out, words  # the reader's words are searched
     code, out, _ = run(capsys, "find", giant, "Why did the Giant build a wall?", "--map", "--limit", "1")
     assert code == 0 and "only common words" not in out and "the 1 that fits best" in out
     hound = str(EXAMPLES / "the_hound_of_the_baskervilles.txt")

@@ -67,6 +67,9 @@ def test_search_says_every_link_it_does_not_read_and_only_the_books_asked(capsys
     assert "again.txt: the same book as giant.txt; read once" in skipped
     code, out, _ = run(capsys, "search", str(library / "giant.txt"), "the giant built a high wall", "--json")
     assert code == 0 and json.loads(out)["skipped"] == []
+    (library / "Wilde: Stories.txt").write_bytes(bytes(range(256)) * 20)  # a name holding ": ", no text
+    code, out, _ = run(capsys, "search", str(library), "the giant built a high wall", "--books", "*.txt", "--json")
+    assert code == 0 and any(x.startswith("Wilde: Stories.txt: ") for x in json.loads(out)["skipped"])
 
 
 def test_a_changed_book_rebuilds_the_index_and_reads_only_that_book(capsys, library, cache_dir, monkeypatch):

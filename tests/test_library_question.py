@@ -92,6 +92,10 @@ def test_a_map_of_a_shelf_is_a_line_a_passage(capsys, shelf, cache_dir):
     assert all(re.match(r"#\d+\S* \S+ \[", line) for line in lines)
     code, out, _ = run(capsys, "find", str(shelf), QUESTION, "--library", "--map", "--limit", "2")
     assert code == 0 and len([line for line in out.splitlines() if line.startswith("#")]) <= 2
+    code, out, _ = run(capsys, "find", str(shelf), QUESTION, "--library", "--map", "--max-chars", "300")
+    cut = next(line for line in out.splitlines() if line.startswith("#1"))
+    assert code == 0 and re.match(r"#1 \S+\.txt \[[\d-]+\] ", cut), cut  # a cut keeps the book and span
+    assert not re.search(r"passages: #2;", out)  # those left out named by book and span too
 
 
 def test_words_no_book_holds_and_bad_options_are_one_line(capsys, shelf, cache_dir):

@@ -332,8 +332,9 @@ class Library:
             )
         searched = [held[name] for name in chosen] if chosen is not None else list(held.values())
         paragraphs = sum(b.paragraphs for b in searched)
-        # of the books chosen ("name: why"): a search of one book's file told of its neighbours
-        skipped = [x for x in (*self.unread, *self.left_out) if books is None or _matches(books, x.split(":")[0], {})]
+        # of the books chosen ("name: why", a name may hold ": " too): a search of one book's file
+        # told of its neighbours
+        skipped = [x for x in (*self.unread, *self.left_out) if books is None or _names_one(books, x)]
         return Found(query, tuple(hits), len(searched), paragraphs, tuple(skipped), built)
 
     def indexed(self, books: list[Book]) -> dict[str, dict]:
@@ -492,6 +493,12 @@ def _check_glob(pattern: str) -> None:
             opened = None
     if opened is not None:
         raise InputError(f"the pattern {pattern!r} opens a '[' at character {opened + 1} that it never closes")
+
+
+def _names_one(pattern: str, said: str) -> bool:
+    """Whether a line said of a file left out ("name: why") is of a book the glob `pattern`
+    chooses: any prefix before a ": " may be its name ("Wilde: Stories.txt: looks like...")."""
+    return any(_matches(pattern, said[: m.start()], {}) for m in re.finditer(": ", said))
 
 
 def _matches(pattern: str, name: str, about: dict) -> bool:

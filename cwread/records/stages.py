@@ -158,6 +158,7 @@ class FindResult:
     numbered: tuple[int, ...] = ()
     # the last paragraph the reader has read (Hints.upto): none past it is in a segment or shown
     upto: int | None = None
+    also: str = ""  # the reader's words searched beside the question's (Hints.also)
 
     @property
     def anchors(self) -> list[int]:

@@ -99,6 +99,7 @@ def find(
         named=named,
         numbered=tuple(sorted(held, key=lambda pid: -scores[pid - 1])),
         upto=hints.upto,
+        also=hints.also,
     )
 
 

@@ -90,7 +90,7 @@ def named_list(names: list[str]) -> str:
 
 # what opens a line with the place it cites, kept by any cut: "[12] " (a paragraph), "#3 [12] "
 # (a map's or a left-out passage's line)
-_ID_OPENING = re.compile(r"(?:#\d+\S* )?\[[^\]]+\] ")
+_ID_OPENING = re.compile(r"(?:#\d+\S* (?:[^\[\n]* )?)?\[[^\]]+\] ")  # "#1 book.txt [4-11] " on a shelf
 
 
 def _cut(
@@ -371,7 +371,8 @@ def question_notes(result: FindResult, absent: bool = True) -> list[str]:
     missing = absent_words(doc, result.question.text, result.upto) if absent else []
     said = ["No paragraph holds", " (say it otherwise)"] if result.upto is None else [f"No paragraph up to [{doc.label(result.upto)}] holds", ""]
     notes = [f"{said[0]}: {', '.join(missing)}{said[1]}."] if missing else []
-    if not asked_stems(result.question.text):  # "who is he?", "?": nothing for the words to find
+    searched = " ".join([result.question.text, *result.question.options.values(), result.also])
+    if not asked_stems(searched):  # "who is he?", "?": nothing for the words to find
         notes.append("The question holds only common words: what follows is found by its sense alone; say whom or what it asks about.")
     for n in result.named:
         notes.append(
@@ -570,7 +571,7 @@ def library_find_lines(
     out = [line for head in heads for line in wrapped(capped(head, 2 * LINE_MOST), width)]
     if lined:
         asked = asked_stems(found.question.text)
-        lines = [Block([], [_passage_line(p, asked)], p.rank_label, blank=False) for p in passages]
+        lines = [Block([], [_passage_line(p, asked)], passage_title(p, LINE_CHAPTER_CHARS), blank=False) for p in passages]
         return out + bounded(lines, max_chars, _size(out), width, "passages", None, option)
     return out + passages_within(passages, found.question.text, _size(out), max_chars, width, option)
 
