@@ -19,6 +19,7 @@ from cwread.cache import cache_root
 from cwread.errors import CwreadError, InputError, error_exit
 from cwread.run.session import Conversation, Session
 from cwread.settings import RunSettings
+from cwread.text.words import counted
 from cwread.views import answer_view, console, json_output, reading, render, trace_json, wording
 from cwread.views.output_files import append_output_file, check_output_path, write_output_file
 from cwread.views.terminal import one_line
@@ -58,7 +59,7 @@ class Chat:
         if interactive:
             history = _start_history()
             console.notice(
-                f"{self.session.document.path}: {len(self.session.document)} paragraphs. /help for commands."
+                f"{self.session.document.path}: {counted(len(self.session.document), 'paragraph')}. /help for commands."
             )
         try:
             for line in _lines(interactive):
@@ -144,7 +145,7 @@ class Chat:
             if self.json_lines:
                 self._line({**version, "saved": len(self.traces), "path": rest})
             else:
-                console.notice(f"saved {len(self.traces)} trace(s) to {rest}")
+                console.notice(f"saved {counted(len(self.traces), 'trace')} to {rest}")
         else:
             raise InputError(f"unknown command {name}; /help lists them")
         return 0

@@ -292,9 +292,15 @@ def _passage_line(passage: Passage, asked: set[str]) -> str:
     return capped(f"{where}: {printable(part)}", len(where) + PASSAGE_PART_CHARS + 10)
 
 
+NOTHING_TO_SEARCH = "none to search (front matter alone, or nothing before the limit)"
+
+
 def fitting(count: int) -> str:
-    """"11 passages that fit best", "1 passage that fits best"."""
-    return f"{counted(count, 'passage')} that {'fits' if count == 1 else 'fit'} best"
+    """"the 11 passages that fit best, best first", "the 1 passage that fits best, ...", or
+    that there are none."""
+    if not count:
+        return NOTHING_TO_SEARCH
+    return f"the {counted(count, 'passage')} that {'fits' if count == 1 else 'fit'} best, best first"
 
 
 def considered(result: FindResult, limit: int) -> int:
@@ -317,8 +323,7 @@ def find_lines(
     said first. `name`: the book's, as the reader gave it (None: its path)."""
     doc = result.document
     heads = [
-        f"{printable(name or doc.path)}: {counted(len(doc), 'paragraph')}; the "
-        f"{fitting(considered(result, limit))}, best first."
+        f"{printable(name or doc.path)}: {counted(len(doc), 'paragraph')}; {fitting(considered(result, limit))}."
     ]
     heads += question_notes(result)
     out = [line for head in heads for line in wrapped(capped(head), width)]
@@ -413,7 +418,7 @@ def map_lines(
     fit = f"the {shown} that {'fits' if shown == 1 else 'fit'} best, best first (show N for one whole)."
     heads = [
         f"{printable(name or doc.path)}: {counted(len(doc), 'paragraph')}; "
-        + (fit if shown else "none to search (front matter alone, or nothing before the limit).")
+        + (fit if shown else f"{NOTHING_TO_SEARCH}.")
     ]
     heads += question_notes(result)
     out = [line for head in heads for line in wrapped(capped(head), width)]
@@ -516,7 +521,7 @@ def cast_lines(
         chapter = document.chapter(first)
         where = f"first [{document.label(first)}]" + (f" {chapter.title}" if chapter else "")
         others = [f for f in member.forms if f != member.name]
-        head = f"{member.name} ({member.kind}; {len(member.mentions):,} paragraphs, {where})"
+        head = f"{member.name} ({member.kind}; {counted(len(member.mentions), 'paragraph')}, {where})"
         body = [
             f'  "{d.span}" [{document.label(d.pid)}]' + (f" (said {d.times} times)" if d.times > 1 else "")
             for d in member.descriptions
@@ -525,7 +530,7 @@ def cast_lines(
             for other, shared in cast.meetings(member)[:MEETS]:
                 ids = ", ".join(document.label(pid) for pid in shared[:4])
                 body.append(
-                    f"  with {other.name} in {len(shared)} paragraphs: [{ids}]"
+                    f"  with {other.name} in {counted(len(shared), 'paragraph')}: [{ids}]"
                     + (" ..." if len(shared) > 4 else "")
                 )
         head += f"; also {', '.join(others[:6])}" if others else ""

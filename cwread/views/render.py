@@ -189,8 +189,8 @@ def find_view(
         "\n",
         *[(f"  ({k}) {printable(v)}\n") for k, v in result.question.options.items()],
         (
-            f"{printable(doc.path)}: {counted(len(doc), 'paragraph')}; the "
-            f"{reading.fitting(reading.considered(result, limit))}, best first.",
+            f"{printable(doc.path)}: {counted(len(doc), 'paragraph')}; "
+            f"{reading.fitting(reading.considered(result, limit))}.",
             "dim",
         ),
     )
@@ -290,7 +290,7 @@ def contents_view(chapters: list[ContentsEntry]) -> None:
 def index_view(document: Document, report: IndexReport) -> None:
     what = ", ".join(report.built) if report.built else "nothing (already cached)"
     stderr().print(
-        f"{one_line(document.path)}: {report.paragraphs} paragraphs; built {what} in {report.seconds:.1f} s; "
+        f"{one_line(document.path)}: {counted(report.paragraphs, 'paragraph')}; built {what} in {report.seconds:.1f} s; "
         f"cache {one_line(report.cache_dir)}",
         markup=False,
     )
@@ -300,7 +300,7 @@ def library_index_view(built: LibraryIndexed) -> None:
     for line in built.unread:
         notice(f"left out: {line}")
     stderr().print(
-        one_line(f"{built.where}: {built.books:,} books, {built.paragraphs:,} paragraphs; {built.read:,} read now"),
+        one_line(f"{built.where}: {counted(built.books, 'book')}, {counted(built.paragraphs, 'paragraph')}; {built.read:,} read now"),
         markup=False,
     )
 
