@@ -212,7 +212,6 @@ def _write_entry(entry: Path, build: Callable[[Path], dict]) -> dict:
         except OSError:
             if not (entry / "manifest.json").is_file():
                 raise
-        remove_stale_temporaries(entry.parent)
         return meta
     finally:
         _BUILDING.discard(tmp)

@@ -30,7 +30,7 @@ from pydantic import Field, ValidationError
 
 from cwread import __version__, api
 from cwread.backends.transport import cancellable
-from cwread.errors import EXIT_USAGE, CwreadError, InputError, error_exit
+from cwread.errors import CwreadError, InputError, error_exit
 from cwread.mcp.books import Books, ServerSettings
 from cwread.mcp.replies import (
     BOOKS_WORDS,
@@ -89,11 +89,20 @@ class _Server(MCPServer):
                 message = f"no tool {name!r}; the tools: {', '.join(t.name for t in await super().list_tools())}"
             else:
                 raise
-            return CallToolResult(
-                content=[TextContent(type="text", text=printable(f"usage: {one_line(message)}"))],
-                structured_content=defused(json_output.error_json(EXIT_USAGE, "usage", message)),
-                is_error=True,
-            )
+            return _error_reply(CwreadError(one_line(message)))  # a CwreadError's kind: usage, exit 2
+
+
+def _reply(structured: dict[str, Any], text: str, error: bool = False) -> CallToolResult:
+    """A tool's reply, every tool's through here: the book's control and bidi characters (an
+    escape sequence, BEL, RLO) reach no client raw, in the text or the structure."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=printable(text))], structured_content=defused(structured), is_error=error
+    )
+
+
+def _error_reply(exc: CwreadError) -> CallToolResult:
+    """A failure as a tool error: the CLI's JSON error as the structure, its one line as the text."""
+    return _reply(json_output.error_json(error_exit(exc), exc.kind, str(exc)), f"{exc.kind}: {exc}", error=True)
 
 
 def compact_schema(schema: Any) -> Any:
@@ -121,23 +130,12 @@ def build_server(settings: ServerSettings) -> MCPServer:
     server = _Server("cwread", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-    def result(structured: dict[str, Any], text: str, error: bool = False) -> CallToolResult:
-        """A tool's reply, every tool's through here: the book's control and bidi characters
-        (an escape sequence, BEL, RLO) reach no client raw, in the text or the structure."""
-        return CallToolResult(
-            content=[TextContent(type="text", text=printable(text))],
-            structured_content=defused(structured),
-            is_error=error,
-        )
-
     def guarded(work: Callable[[], CallToolResult]) -> CallToolResult:
         """Run a tool's work; a failure is a tool error with the CLI's kind and one line."""
         try:
             return work()
-        except CwreadError as exc:  # the CLI's JSON error, and its one line as the text
-            return result(
-                json_output.error_json(error_exit(exc), exc.kind, str(exc)), f"{exc.kind}: {exc}", error=True
-            )
+        except CwreadError as exc:
+            return _error_reply(exc)
         except Exception as exc:  # a bug of ours: still one line for the agent
             raise ToolError(one_line(f"internal: {type(exc).__name__}: {exc}")) from None
 
@@ -176,7 +174,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             run = replace(settings.run, answering=replace(asked, judge_anyway=judge_anyway or asked.judge_anyway))
             limit = api.reading_limit(session.document, upto) if upto else None
             trace = session.ask(question, run, progress=reporter(ctx), hints=api.Hints(upto=limit))
-        return result(answer_content(trace, book), answer_text(trace, book))
+        return _reply(answer_content(trace, book), answer_text(trace, book))
 
     @server.tool(
         description="Answer a question about a book with verified quotes; null where the text does not "
@@ -244,7 +242,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
         )
         passages = found.printed(limit, widen)
         data = library_find_content(found, passages)
-        return result(
+        return _reply(
             data,
             "\n".join(reading.library_find_lines(found, passages, bound_chars(max_chars), None, MAX_CHARS)),
         )
@@ -299,14 +297,14 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 api.make_question(question), progress=reporter(ctx), hints=api.Hints(also, around, limit_read)
             )
             if compact:  # the book named as the client named it, not by the server's path
-                return result(
+                return _reply(
                     {"book": book, "question": question},
                     "\n".join(reading.map_lines(found, limit, None, bound_chars(max_chars), MAX_CHARS, book)),
                 )
             passages = found.printed(limit, widen)
             lines = reading.find_lines(found, passages, limit, bound_chars(max_chars), None, MAX_CHARS, book)
             data = find_content(book, found, passages)
-            return result(data, "\n".join(lines))
+            return _reply(data, "\n".join(lines))
 
         return await off_thread(work)
 
@@ -335,7 +333,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                     document, whole, members, bool(query.strip()), bound_chars(max_chars), None, MAX_CHARS
                 )
             )
-            return result(
+            return _reply(
                 data,
                 text or f"no one in the book's cast is named or described by {query!r}",
             )
@@ -366,7 +364,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             shown = api.show(document, paragraphs, notes, around)
             lines = reading.paragraph_lines(document, shown, bound_chars(max_chars), None, MAX_CHARS)
             data = show_content(book, document, shown)
-            return result(data, "\n".join([*notes, *lines]))
+            return _reply(data, "\n".join([*notes, *lines]))
 
         return await off_thread(work)
 
@@ -397,7 +395,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             text = "\n".join(
                 f"{b.name} ({b.format}, {b.size:,} bytes){json_output.about_line(b.about)}" for b in listed
             )
-            return result(data, text or "no books under the roots")
+            return _reply(data, text or "no books under the roots")
 
         return await off_thread(work)
 
@@ -429,7 +427,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
                 "chapters": len(listed),
                 "contents": listed[: len(printed)],  # those the text holds; the rest by a larger max_chars
             }
-            return result(data, (about + "\n" if entry.about else "") + "\n".join(lines))
+            return _reply(data, (about + "\n" if entry.about else "") + "\n".join(lines))
 
         return await off_thread(work)
 
@@ -470,7 +468,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             lines = [head, *reading.search_lines(found.hits, bound, len(head) + 1, MAX_CHARS)]
             if "capped" in data:
                 lines.append(f"({data['capped']})")
-            return result(data, "\n".join(lines))
+            return _reply(data, "\n".join(lines))
 
         return await off_thread(work)
 

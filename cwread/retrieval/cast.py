@@ -277,7 +277,7 @@ def named_in_book(document: Document, question: str, upto: int | None = None) ->
     if not stems:
         return []
     found: dict[tuple[str, ...], tuple[str, dict[str, list]]] = {}
-    story = [p for p in _story(document) if upto is None or p[0] <= upto]
+    story = _story(document) if upto is None else [p for p in _story(document) if p[0] <= upto]
     for pid, text, lowered in story:
         if not any(stem in lowered for stem in stems):
             continue

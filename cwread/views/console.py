@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from cwread.errors import CwreadError, OutputError, hide_secrets
 from cwread.progress import Progress
-from cwread.views.terminal import one_line
+from cwread.views.terminal import BIDI, one_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -34,8 +34,8 @@ _STAGES = {
 }
 
 # escaped in JSON beside the C0 JSON escapes itself: DEL, C1 (U+009B is a terminal's CSI) and the
-# bidi formatting characters (a right-to-left override reorders what a terminal shows)
-_C1_DEL_AND_BIDI = re.compile(r"[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# bidi formatting characters (cwread.views.terminal.BIDI)
+_C1_DEL_AND_BIDI = re.compile(rf"[\x7f-\x9f{BIDI}]")
 NOTES_SAID: set[str] = set()  # the notes on skipped stages this run (a chat: every answer) has printed
 _width: int | None = None  # --width; None: the terminal's, and no wrapping into a pipe
 _json_printed = False

@@ -295,12 +295,13 @@ def _passage_line(passage: Passage, asked: set[str]) -> str:
 NOTHING_TO_SEARCH = "none to search (front matter alone, or nothing before the limit)"
 
 
-def fitting(count: int) -> str:
-    """"the 11 passages that fit best, best first", "the 1 passage that fits best, ...", or
-    that there are none."""
+def fitting(count: int, noun: str | None = "passage") -> str:
+    """"the 11 passages that fit best, best first", "the 1 passage that fits best, ...", "the 8
+    that fit best, ..." (`noun` None: a map's candidates), or that there are none."""
     if not count:
         return NOTHING_TO_SEARCH
-    return f"the {counted(count, 'passage')} that {'fits' if count == 1 else 'fit'} best, best first"
+    things = counted(count, noun) if noun else str(count)
+    return f"the {things} that {'fits' if count == 1 else 'fit'} best, best first"
 
 
 def considered(result: FindResult, limit: int) -> int:
@@ -415,10 +416,9 @@ def map_lines(
         key=lambda pid: -scores[pid - 1],
     )
     shown = min(count, len(ranked))
-    fit = f"the {shown} that {'fits' if shown == 1 else 'fit'} best, best first (show N for one whole)."
     heads = [
-        f"{printable(name or doc.path)}: {counted(len(doc), 'paragraph')}; "
-        + (fit if shown else f"{NOTHING_TO_SEARCH}.")
+        f"{printable(name or doc.path)}: {counted(len(doc), 'paragraph')}; {fitting(shown, None)}"
+        + (" (show N for one whole)." if shown else ".")
     ]
     heads += question_notes(result)
     out = [line for head in heads for line in wrapped(capped(head), width)]

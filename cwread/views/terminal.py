@@ -18,7 +18,8 @@ from cwread.errors import hide_secrets
 
 # and lone surrogates: an argument's undecodable byte (\udc9b for 0x9B, a terminal's CSI) is
 # written back as that raw byte
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+BIDI = r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidi formatting: it reorders what a terminal shows
+_CONTROL = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI}\ud800-\udfff]")
 _NEWLINE = re.compile(r"[\n\t]")
 
 
