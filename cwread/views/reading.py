@@ -415,8 +415,7 @@ def map_lines(
         ),
         key=lambda pid: -scores[pid - 1],
     )
-    places = map_places(doc, ranked, count)
-    shown = len(places)
+    shown = min(count, len(ranked))
     heads = [
         f"{printable(name or doc.path)}: {counted(len(doc), 'paragraph')}; {fitting(shown, None)}"
         + (" (show N for one whole)." if shown else ".")
@@ -424,14 +423,13 @@ def map_lines(
     heads += question_notes(result)
     out = [line for head in heads for line in wrapped(capped(head), width)]
     lines: list[Block] = []
-    for rank, (pid, near) in enumerate(places, start=1):
+    for rank, pid in enumerate(ranked[:count], start=1):
         text = doc.paragraph(pid).text
         sentence = " ".join(_marked(best_part(text, asked), asked).split())
         chapter = doc.chapter(pid)
         title = capped(printable(chapter.title), LINE_CHAPTER_CHARS) if chapter else ""
         head = f"#{rank} [{doc.label(pid)}]" + (f" ({title})" if chapter else "")
         size = f" [{len(text):,} characters]" if len(text) >= LONG_PARAGRAPH else ""
-        size += f" (near it: {runs_label(sorted(near), doc.span_label)})" if near else ""
         room = MAP_LINE_CHARS - len(head) - 1 - len(size)
         if len(sentence) > room:  # a window that holds the first marked word, cut at words
             mark = max(sentence.find("*"), 0)
@@ -441,39 +439,6 @@ def map_lines(
             sentence = ("… " if start else "") + window + " …"
         lines.append(Block([], [f"{head} {printable(sentence)}{size}"], f"#{rank} [{doc.label(pid)}]", blank=False))
     return out + bounded(lines, max_chars, _size(out), width, "candidates", None, option)
-
-
-MAP_NEAR = 2  # paragraphs apart, at most, of a candidate named on a better one's map line
-MAP_NEAR_DEPTH = 10  # ranks past a map's last line that may still be named on a line
-
-
-def map_places(document: Document, ranked: Sequence[int], count: int) -> list[tuple[int, list[int]]]:
-    """A map's lines: up to `count` of the `ranked` paragraphs, each with the candidates close to
-    it (within MAP_NEAR paragraphs, in its chapter, ranked among the first `count` +
-    MAP_NEAR_DEPTH) named on its line rather than given lines of their own, so that
-    the lines are places: a scene's six candidates no longer fill six of eight lines (on the dev
-    novels and the reading benchmark's books, 6 such lines name a gold paragraph for more
-    questions than 8 lines of one paragraph each, in a fifth fewer characters:
-    benchmarks/README.md, "A map of places")."""
-    places: list[tuple[int, list[int]]] = []
-    for rank, pid in enumerate(ranked):
-        chapter = document.chapter(pid)
-        host = next(
-            (
-                place
-                for place in places
-                if abs(pid - place[0]) <= MAP_NEAR and document.chapter(place[0]) == chapter
-            ),
-            None,
-        )
-        if host is not None:
-            if rank < count + MAP_NEAR_DEPTH:
-                host[1].append(pid)
-        elif len(places) < count:
-            places.append((pid, []))
-        elif rank >= count + MAP_NEAR_DEPTH:
-            break
-    return places
 
 
 # a paragraph whose length its map line gives: what a `show` of it costs (readers of the fourth
