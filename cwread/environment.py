@@ -196,8 +196,11 @@ def write_setting(key: str, value: str | None) -> Path:
 
 # the settings whose value is a number: what it must be (written wrong, every later command
 # would fail on it, and name the environment variable it stands in for)
+MIN_WIDTH = 20  # columns a wrapped view needs at least: narrower, a paragraph's id "[1209]" is cut
 _NUMBERS = {
-    "width": (int, "a whole number of columns, 0 or more (0: never wrap)", lambda n: n >= 0),
+    "width": (
+        int, f"a whole number of columns, 0 (never wrap) or {MIN_WIDTH} or more", lambda n: n == 0 or n >= MIN_WIDTH
+    ),
     "num_ctx": (int, "a whole number of tokens above 0", lambda n: n > 0),
     "timeout": (float, "a number of seconds above 0", lambda n: 0 < n < float("inf")),
 }

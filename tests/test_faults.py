@@ -559,6 +559,17 @@ def test_a_closed_stdout_is_one_line_exit_3(story, args):
     assert proc.stderr.decode().count("error") == 1
 
 
+def test_mcp_with_a_closed_stdout_is_one_line_exit_3(tmp_path):
+    """`cwread mcp >&-`: the server's replies have nowhere to go; said before any request is read
+    (the SDK's transport failed on the mended stream: an internal error, exit 70)."""
+    command = f"{shlex.quote(sys.executable)} -m cwread mcp --root {shlex.quote(str(tmp_path))} >&- </dev/null"
+    proc = subprocess.run(["bash", "-c", command], cwd=REPO, stderr=subprocess.PIPE, timeout=60, check=False)
+    assert proc.returncode == 3
+    assert proc.stderr.decode().splitlines() == [
+        "cwread: error: cannot write the output: standard output is closed (the MCP server replies on it)"
+    ]
+
+
 def test_a_closed_stderr_leaves_stdout_one_json_document(story):
     """`2>&-`: an error's line is not printed into stdout, where the JSON document goes."""
     command = f"{shlex.quote(sys.executable)} -m cwread show {shlex.quote(str(story))} 0 --json 2>&-"

@@ -93,7 +93,7 @@ def test_a_common_word_for_a_password_leaves_the_book_alone(capsys, settings_fil
 
 @pytest.mark.parametrize(
     ("key", "value", "said"),
-    [("width", "abc", "width must be a whole number"), ("timeout", "inf", "timeout must be a number of seconds"),
+    [("width", "abc", "width must be a whole number"), ("width", "5", "0 (never wrap) or 20 or more"), ("timeout", "inf", "timeout must be a number of seconds"),
      ("timeout", "nan", "above 0"), ("num_ctx", "0", "num_ctx must be")],
 )  # fmt: skip
 def test_a_value_no_command_could_take_is_refused_when_set(capsys, settings_file, cache_dir, story, key, value, said):
@@ -140,3 +140,16 @@ def test_a_stages_settings_come_from_the_file_then_set_then_a_shortcut(capsys, s
     assert code == 2 and json.loads(out)["error"]["kind"] == "input"  # --json: the error as JSON too
     assert f"{settings_file}: finder.reply must be one of" in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("width", [("--width", "1"), ("--width", "19")])
+def test_a_width_too_narrow_to_read_is_refused(capsys, cache_dir, story, width):
+    """One column wrote a paragraph's id a character a line ("[", "5", "]"): under 20 columns is
+    a usage error, one line; 0 (never wrap) and 20 are taken."""
+    code, out, err = run(capsys, "show", str(story), "5", *width)
+    assert code == 2 and out == "" and err.strip().splitlines() == [
+        f"cwread: error: --width (CWREAD_WIDTH) must be 0 (never wrap) or at least 20 columns, not {width[1]}"
+    ]
+    for taken in ("0", "20"):
+        code, out, _ = run(capsys, "show", str(story), "5", "--width", taken)
+        assert code == 0 and out.startswith("[5] ")

@@ -23,8 +23,10 @@ from mcp_types import (
     jsonrpc_message_adapter,
 )
 
+from cwread.errors import OutputError
 from cwread.mcp.books import ServerSettings
 from cwread.mcp.server import build_server
+from cwread.views.console import stdout_closed
 
 LINE_MOST = 4 * 2**20  # bytes of one message: a question is 4,000 characters at most
 DEPTH_MOST = 64  # nesting of one message: MCP's own are a few levels deep
@@ -210,7 +212,10 @@ async def _serve_stdio(server: MCPServer) -> None:
 
 def serve(settings: ServerSettings) -> None:
     """Serve over stdio until the client closes the connection, or stops reading it (a reply
-    that finds no reader ends the session, as a closed stdin does: no error of cwread's)."""
+    that finds no reader ends the session, as a closed stdin does: no error of cwread's); a
+    closed stdout, where the replies would go, is one line and exit 3 before any is read."""
+    if stdout_closed():
+        raise OutputError("cannot write the output: standard output is closed (the MCP server replies on it)")
     try:
         anyio.run(_serve_stdio, build_server(settings))
     except* (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError):

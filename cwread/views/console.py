@@ -42,7 +42,12 @@ _json_printed = False
 
 
 def set_width(width: int | None) -> None:
-    """Wrap at `width` columns (0: never); None: the terminal's width, unwrapped off a terminal."""
+    """Wrap at `width` columns (0: never); None: the terminal's width, unwrapped off a terminal.
+    A width under MIN_WIDTH is refused: no view is readable one or two characters wide."""
+    from cwread.environment import MIN_WIDTH
+
+    if width is not None and 0 < width < MIN_WIDTH:
+        raise CwreadError(f"--width (CWREAD_WIDTH) must be 0 (never wrap) or at least {MIN_WIDTH} columns, not {width}")
     global _width
     _width = width
 
@@ -94,6 +99,11 @@ class _ClosedStream(io.TextIOBase):
 
     def write(self, text: str) -> int:
         raise OSError(errno.EBADF, "standard output is closed")
+
+
+def stdout_closed() -> bool:
+    """Whether the shell closed standard output (`>&-`): see begin_run."""
+    return isinstance(sys.stdout, _ClosedStream)
 
 
 def failed_writing(exc: OSError) -> OutputError | None:
