@@ -6,10 +6,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from contextlib import suppress
 from pathlib import Path
 
-from cwread.errors import InputError, keep_secret
+from cwread.errors import InputError, keep_secret, url_password
 
 
 def env_positive(name: str, kind: Callable[[str], int | float]) -> int | float | None:
@@ -232,10 +231,7 @@ def shown_setting(key: str, value: str) -> str:
     if key in SECRET_KEYS:
         return "(set)"
     import re
-    from urllib.parse import urlsplit
 
-    with suppress(ValueError):
-        password = urlsplit(value).password if "://" in value else None
-        if password:
-            value = value.replace(f":{password}@", ":***@", 1)
+    if password := url_password(value):
+        value = value.replace(f":{password}@", ":***@", 1)
     return re.sub(r"([?&]password=)[^&]*", r"\1***", value) if "://" in value else value

@@ -84,18 +84,25 @@ def keep_secret(value: str | None) -> None:
         _SECRETS[value] = "***"
 
 
-def keep_url_password(value: object) -> None:
-    """Mark the password a URL carries (scheme://user:PASSWORD@host) as never to be printed: a
-    server's address may hold one, as a key. Its ":PASSWORD@" is what is hidden (":***@"), not
-    every place its letters stand ("pass" in "passages", "wall" in a quote)."""
-    if isinstance(value, str) and "://" in value and "@" in value:
-        from contextlib import suppress
-        from urllib.parse import urlsplit
+def url_password(value: str) -> str | None:
+    """The password a URL carries (scheme://user:PASSWORD@host), None where it holds none or is
+    no URL."""
+    if "://" not in value or "@" not in value:
+        return None
+    from urllib.parse import urlsplit
 
-        with suppress(ValueError):  # not a URL after all: nothing to keep
-            password = urlsplit(value.strip()).password
-            if password:
-                _SECRETS[f":{password}@"] = ":***@"
+    try:
+        return urlsplit(value.strip()).password or None
+    except ValueError:  # not a URL after all
+        return None
+
+
+def keep_url_password(value: object) -> None:
+    """Mark the password a URL carries (`url_password`) as never to be printed: a server's
+    address may hold one, as a key. Its ":PASSWORD@" is what is hidden (":***@"), not every
+    place its letters stand ("pass" in "passages", "wall" in a quote)."""
+    if isinstance(value, str) and (password := url_password(value)):
+        _SECRETS[f":{password}@"] = ":***@"
 
 
 def hide_secrets(text: str) -> str:
