@@ -157,11 +157,16 @@ def apply_settings_file() -> dict[str, str]:
     """The settings file's values put in the environment where it holds none (flags and the
     environment win); the keys applied, with their values."""
     applied = {}
-    for key, value in read_settings_file().items():
+    path = settings_path()
+    for key, value in read_settings_file(path).items():
         if key not in SETTINGS_FILE_KEYS:
             continue  # a stage's setting: read by the faces, not through the environment
         name = SETTINGS_FILE_KEYS[key]
         if not os.environ.get(name):
+            try:  # written by hand (config set checks it): said of the file, not of CWREAD_WIDTH
+                _check_value(key, value)
+            except InputError as exc:
+                raise InputError(f"{path}: {exc}; mend it with cwread config set {key} or config unset {key}") from None
             os.environ[name] = applied[key] = value
         if key in SECRET_KEYS:
             keep_secret(value)

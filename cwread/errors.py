@@ -86,15 +86,11 @@ def keep_secret(value: str | None) -> None:
 
 def url_password(value: str) -> str | None:
     """The password a URL carries (scheme://user:PASSWORD@host), None where it holds none or is
-    no URL."""
-    if "://" not in value or "@" not in value:
-        return None
-    from urllib.parse import urlsplit
-
-    try:
-        return urlsplit(value.strip()).password or None
-    except ValueError:  # not a URL after all
-        return None
+    no URL. Read by hand, not by urlsplit: a password may hold "@" (the host follows the last),
+    and a URL mistyped ("[::1:9") still hides its password."""
+    _, sep, rest = value.strip().partition("://")
+    userinfo, at, _ = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rpartition("@")
+    return (userinfo.partition(":")[2] or None) if sep and at else None
 
 
 def keep_url_password(value: object) -> None:

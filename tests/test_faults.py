@@ -570,6 +570,15 @@ def test_mcp_with_a_closed_stdout_is_one_line_exit_3(tmp_path):
     ]
 
 
+def test_mcp_with_a_closed_stdin_is_one_line_exit_2(tmp_path):
+    """`cwread mcp <&-`: descriptor 0 may be any file the process opens since; an internal
+    error (exit 70) before, one line now."""
+    command = f"{shlex.quote(sys.executable)} -m cwread mcp --root {shlex.quote(str(tmp_path))} <&-"
+    proc = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, timeout=60, check=False)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode().splitlines() == ["cwread: error: standard input is closed: the MCP server reads its requests there"]
+
+
 def test_a_closed_stderr_leaves_stdout_one_json_document(story):
     """`2>&-`: an error's line is not printed into stdout, where the JSON document goes."""
     command = f"{shlex.quote(sys.executable)} -m cwread show {shlex.quote(str(story))} 0 --json 2>&-"

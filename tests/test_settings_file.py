@@ -67,18 +67,20 @@ def test_a_key_in_the_file_is_hidden_in_every_message(capsys, settings_file, cac
 
 
 @pytest.mark.parametrize("key", ["base_url", "finder_base_url", "ollama_host"])
-def test_a_servers_password_is_never_printed(capsys, settings_file, cache_dir, key):
+@pytest.mark.parametrize(("password", "host"), [("PASSW0RD-7", "127.0.0.1:9"), ("p@ssW0RD", "127.0.0.1:9"), ("sEcr3t", "[::1:9")])
+def test_a_servers_password_is_never_printed(capsys, settings_file, cache_dir, key, password, host):
     """A server's address may carry a password (http://user:PASSWORD@host): config, doctor and
-    their JSON show *** in its place, as for a key."""
-    password = "PASSW0RD-7"
-    url = f"http://reader:{password}@127.0.0.1:9/v1"
+    their JSON show *** in its place, as for a key; one holding "@" (the host follows the last)
+    and a mistyped address (an IPv6 host unclosed) too: the messages showed "***@ss@host" and
+    config show the password whole."""
+    url = f"http://reader:{password}@{host}/v1"
     code, _, err = run(capsys, "config", "set", key, url)
     assert code == 0 and password not in err and "reader:***@" in err
     for args in (("config", "show"), ("config", "show", "--json"), ("doctor",), ("doctor", "--json")):
         _, out, err = run(capsys, *args)
-        assert password not in out + err, args
+        assert password not in out + err and password.split("@")[-1] not in out + err, args
     _, out, _ = run(capsys, "config", "show")
-    assert f"{key} = http://reader:***@127.0.0.1:9/v1" in out
+    assert f"{key} = http://reader:***@{host}/v1" in out
 
 
 def test_a_common_word_for_a_password_leaves_the_book_alone(capsys, settings_file, cache_dir, story):
@@ -142,7 +144,7 @@ def test_a_stages_settings_come_from_the_file_then_set_then_a_shortcut(capsys, s
     assert len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("width", [("--width", "1"), ("--width", "19")])
+@pytest.mark.parametrize("width", [("--width", "1"), ("--width", "19"), ("--width", "-1")])
 def test_a_width_too_narrow_to_read_is_refused(capsys, cache_dir, story, width):
     """One column wrote a paragraph's id a character a line ("[", "5", "]"): under 20 columns is
     a usage error, one line; 0 (never wrap) and 20 are taken."""
@@ -153,3 +155,34 @@ def test_a_width_too_narrow_to_read_is_refused(capsys, cache_dir, story, width):
     for taken in ("0", "20"):
         code, out, _ = run(capsys, "show", str(story), "5", "--width", taken)
         assert code == 0 and out.startswith("[5] ")
+
+
+def test_a_number_written_wrong_in_the_file_names_the_file(capsys, settings_file, cache_dir, story):
+    """A width of 5 written by hand (or before widths under 20 were refused) was said to be
+    --width's or CWREAD_WIDTH's, which the user never gave: the file is named, and how to mend it;
+    config still mends it."""
+    settings_file.parent.mkdir(parents=True)
+    settings_file.write_text("width = 5\n", encoding="utf-8")
+    code, out, err = run(capsys, "show", str(story), "1")
+    assert code == 2 and out == "" and err.strip().splitlines() == [
+        f"cwread: error: {settings_file}: width must be a whole number of columns, 0 (never wrap) or 20 or more, "
+        "not '5'; mend it with cwread config set width or config unset width"
+    ]
+    code, _, _ = run(capsys, "config", "unset", "width")
+    assert code == 0
+    code, out, _ = run(capsys, "show", str(story), "1")
+    assert code == 0 and out.startswith("[1] ")
+
+
+@pytest.mark.parametrize("command", [("find", "giant"), ("ask", "giant"), ("index",)])
+def test_a_narrow_width_is_refused_before_a_shelf_is_read(capsys, cache_dir, story, tmp_path, command):
+    """On a folder of books the shelf's note came before the width's error, and `index` built the
+    shelf's library index at any width: refused first now, one line, nothing built."""
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    for name in ("one.txt", "two.txt"):
+        (shelf / name).write_text(story.read_text(encoding="utf-8"), encoding="utf-8")
+    before = sorted(p.name for p in cache_dir.rglob("*"))
+    code, out, err = run(capsys, command[0], str(shelf), *command[1:], "--width", "5")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--width" in err
+    assert sorted(p.name for p in cache_dir.rglob("*")) == before

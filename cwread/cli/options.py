@@ -11,7 +11,8 @@ from typing import Annotated, Any
 import typer
 
 from cwread.cli.option_groups import listed, option, option_group, second_panel
-from cwread.errors import InputError
+from cwread.environment import MIN_WIDTH
+from cwread.errors import CwreadError, InputError
 from cwread.eval import METHOD_NAMES as EVAL_METHODS
 from cwread.library import MOST_BOOKS
 from cwread.records.question import FORMS, make_question
@@ -73,6 +74,12 @@ class Output:
     encoding: str | None
     width: int | None
 
+    def __post_init__(self) -> None:  # before any work: a shelf's note, an index built
+        if self.width is not None and not (self.width == 0 or self.width >= MIN_WIDTH):
+            raise CwreadError(
+                f"--width (CWREAD_WIDTH) must be 0 (never wrap) or at least {MIN_WIDTH} columns, not {self.width}"
+            )
+
 
 OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
     "json_out": (JsonFlag, False),
@@ -83,9 +90,9 @@ OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
     "width": option(
         int | None,
-        "Wrap output at this many columns; 0 never wraps. Default: the terminal's width, and no "
-        "wrapping when output goes to a pipe or file.",
-        None, "--width", envvar="CWREAD_WIDTH", min=0, show_default=False, **second_panel(IN_OUT),
+        f"Wrap output at this many columns ({MIN_WIDTH} or more); 0 never wraps. Default: the terminal's "
+        "width, and no wrapping when output goes to a pipe or file.",
+        None, "--width", envvar="CWREAD_WIDTH", show_default=False, **second_panel(IN_OUT),
     ),
 }
 output_options = option_group("output", OUTPUT_OPTIONS, Output)

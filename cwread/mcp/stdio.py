@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import sys
 from typing import Any
 
 import anyio.from_thread
@@ -23,7 +24,7 @@ from mcp_types import (
     jsonrpc_message_adapter,
 )
 
-from cwread.errors import OutputError
+from cwread.errors import InputError, OutputError
 from cwread.mcp.books import ServerSettings
 from cwread.mcp.server import build_server
 from cwread.views.console import stdout_closed
@@ -213,9 +214,12 @@ async def _serve_stdio(server: MCPServer) -> None:
 def serve(settings: ServerSettings) -> None:
     """Serve over stdio until the client closes the connection, or stops reading it (a reply
     that finds no reader ends the session, as a closed stdin does: no error of cwread's); a
-    closed stdout, where the replies would go, is one line and exit 3 before any is read."""
+    closed stdout, where the replies would go, is one line and exit 3 before any is read (a
+    closed stdin, exit 2)."""
     if stdout_closed():
         raise OutputError("cannot write the output: standard output is closed (the MCP server replies on it)")
+    if sys.stdin is None:  # closed at start (`<&-`): descriptor 0 may since be any file opened
+        raise InputError("standard input is closed: the MCP server reads its requests there")
     try:
         anyio.run(_serve_stdio, build_server(settings))
     except* (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError):

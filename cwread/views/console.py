@@ -42,12 +42,7 @@ _json_printed = False
 
 
 def set_width(width: int | None) -> None:
-    """Wrap at `width` columns (0: never); None: the terminal's width, unwrapped off a terminal.
-    A width under MIN_WIDTH is refused: no view is readable one or two characters wide."""
-    from cwread.environment import MIN_WIDTH
-
-    if width is not None and 0 < width < MIN_WIDTH:
-        raise CwreadError(f"--width (CWREAD_WIDTH) must be 0 (never wrap) or at least {MIN_WIDTH} columns, not {width}")
+    """Wrap at `width` columns (0: never); None: the terminal's width, unwrapped off a terminal."""
     global _width
     _width = width
 

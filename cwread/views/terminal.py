@@ -58,7 +58,8 @@ def one_line(text: str) -> str:
 
 
 # scheme://user:password@host: the password of a URL (--base-url http://me:PW@host/v1) is never shown
-_CREDENTIALS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@]*):[^\s/@]*@")
+# (the host follows the last "@" before the path: a password may hold one, as url_password reads it)
+_CREDENTIALS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@]*):[^\s/?#]+@")
 
 
 def redact_credentials(text: str) -> str:
