@@ -166,7 +166,7 @@ def apply_settings_file() -> dict[str, str]:
             try:  # written by hand (config set checks it): said of the file, not of CWREAD_WIDTH
                 _check_value(key, value)
             except InputError as exc:
-                raise InputError(f"{path}: {exc}; mend it with cwread config set {key} or config unset {key}") from None
+                raise InputError(f"{path}: {exc}; mend it: cwread config set {key} VALUE, or cwread config unset {key}") from None
             os.environ[name] = applied[key] = value
         if key in SECRET_KEYS:
             keep_secret(value)

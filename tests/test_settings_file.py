@@ -166,7 +166,7 @@ def test_a_number_written_wrong_in_the_file_names_the_file(capsys, settings_file
     code, out, err = run(capsys, "show", str(story), "1")
     assert code == 2 and out == "" and err.strip().splitlines() == [
         f"cwread: error: {settings_file}: width must be a whole number of columns, 0 (never wrap) or 20 or more, "
-        "not '5'; mend it with cwread config set width or config unset width"
+        "not '5'; mend it: cwread config set width VALUE, or cwread config unset width"
     ]
     code, _, _ = run(capsys, "config", "unset", "width")
     assert code == 0
