@@ -244,3 +244,45 @@ def test_a_heroines_she_makes_no_woman_of_the_man_she_meets():
     (his mother) stays her own."""
     members = {m.name: m for m in build_cast(HEROINE).members}
     assert "Mrs. Jones" in members and members["Don Jones"].forms == ("Don Jones",)
+
+
+SHIP = [
+    "CHAPTER I",
+    "Captain Hale took the brig out of Plymouth with Cross as his second mate.",
+    "George sat on the hatch, thinking about Lucy Walford, the carpenter, who was in charge of the deck, approached him and said the wind was rising.",
+    "Lucy Walford wrote to George from Gosport. Lucy Walford kept his letters.",
+    "Thomson, the second mate, at once sprang upon the man and seized him by the collar.",
+    "Thomson locked the cabin, and the men feared Thomson.",
+    "There were two Everards, the Colonel, who was old, and his wife. The Everards gave a party.",
+    "Colonel Everard shut up his house in winter. The Everards went south.",
+    "Willard Nash, the fat little boy next door, watched from the fence. Willard Nash laughed.",
+    "Neil rang at the Randalls' door three times, one long peal and two short.",
+    "Coot's, the Cash Chemists in the High Street, sold the powder. Coot's kept a register.",
+    "The chemist's assistant wrote the sale in the register.",
+    "CHAPTER II",
+    *(f"The brig sailed on through the night, day {i}, and George kept the log." for i in range(12)),
+]
+
+
+def test_a_question_is_read_for_whom_it_names_and_no_one_else(capsys, tmp_path):
+    """#88 item 4, seen by readers of the sixth benchmark (an expansion is right or absent):
+    "the carpenter, who was in charge of the deck, approached him" after "thinking about Lucy
+    Walford" is the next clause's subject, not Lucy; "the fat little boy next door" is a boy, not
+    a door; "the second mate" is not "his two mates"; a family ("Everards") is no one a question
+    naming "Colonel Everard" needs looked for; a shop ("Coot's") is no chemist's assistant. Each
+    wrong "Looked for" line sent a reader after someone else; "the second mate" still names
+    Thomson where a question says so."""
+    book = tmp_path / "brig.txt"
+    book.write_text("\n\n".join(SHIP) + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "cast", str(book), "Lucy Walford")
+    assert code == 0 and "carpenter" not in out
+    for question in (
+        "How did Neil announce himself at the Randalls' door late at night?",
+        "How did George and his two mates get out of the cabin?",
+        "What did Neil do to Colonel Everard's shut-up house?",
+        "What did the chemist's assistant sell, and to whom?",
+    ):
+        code, out, _ = run(capsys, "find", str(book), question, "--map")
+        assert code == 0 and "Looked for" not in out, (question, out)
+    code, out, _ = run(capsys, "find", str(book), "What did the second mate seize?", "--map")
+    assert code == 0 and 'Looked for Thomson too: the book says "Thomson, the second mate"' in out

@@ -142,13 +142,18 @@ class Cast:
         best: dict[str, tuple[float, int, CastMember, Description]] = {}
         tied: set[str] = set()
         for member in self.members:
-            if any(w.lower() in lowered for w in member.words.split()):
-                continue  # named already
+            if member.words.endswith(("'s", "’s")):
+                continue  # a shop's or a house's name ("Coot's, the Cash Chemists"), no one's
+            own = [w.lower() for w in WORD.findall(member.words) if w.lower() not in TITLES | STOPWORDS]
+            if any(w.lower() in lowered for w in member.words.split()) or any(s in stems for s in word_stems(own)):
+                continue  # named already ("Everards" of "Colonel Everard's house")
             for d in member.descriptions:
                 head = description_head(d.said)
                 if head is None or word_stems([head])[0] not in stems:
                     continue
                 score = _overlap(d.said, stems)
+                if _unasked_mark(d.said, head, stems):
+                    continue  # "the second mate" is not whoever "his two mates" are
                 if head in KIN and (score < 1.0 or len(_content(d.said)) < 2):
                     # "the farmer's wife" is not whoever's wife a question asks of, nor is "his
                     # mother" (someone's) the mother of whom a question asks ("Eloise gave her
@@ -198,6 +203,14 @@ _PREPOSITIONS = frozenset(
         "that",
     }
 )
+# where, after a description's noun ("the fat little boy next door", "the man upstairs"); before
+# it, a word of it ("the upstairs maid", "the next heir")
+_WHERE_AFTER = frozenset(
+    {
+        "next", "across", "opposite", "over", "upstairs", "downstairs", "below", "above", "beyond",
+        "behind", "outside", "inside", "nearby", "abroad", "there", "here", "yonder",
+    }
+)  # fmt: skip
 # heads that say nothing of whom ("the man", "a fellow")
 _GENERIC = frozenset(
     {
@@ -225,10 +238,31 @@ def description_head(said: str) -> str | None:
     words = [w.strip('.,;:!?"“”‘’()').lower() for w in said.split()]  # "kitchen-maid" whole: no maid
     if not words or words[0] in _PREPOSITIONS:
         return None
-    cut = next((i for i, w in enumerate(words) if w in _PREPOSITIONS), len(words))
+    cut = next(
+        (i for i, w in enumerate(words) if w in _PREPOSITIONS or (i > 1 and w in _WHERE_AFTER)), len(words)
+    )
     kept = [w for w in words[:cut] if w and w not in STOPWORDS]
     head = kept[-1] if kept else None
     return None if head is None or head in _GENERIC or head.endswith(("'s", "’s")) else head
+
+
+# words that say which of its kind a description's noun is ("the second mate", "the head
+# gardener"): one the question does not say names another of that kind ("his two mates")
+_RANKS = frozenset(
+    {
+        "first", "second", "third", "fourth", "fifth", "chief", "head", "under", "assistant",
+        "deputy", "elder", "younger", "eldest", "youngest", "senior", "junior", "old", "young",
+        "other", "late", "former",
+    }
+)  # fmt: skip
+
+
+def _unasked_mark(said: str, head: str, stems: set[str]) -> bool:
+    """Whether a description says which of its kind it is in a word the question does not
+    ("second" of "the second mate", asked of "his two mates"); "majestic" of "the majestic
+    black cat" says no such thing."""
+    marks = [w for w in re.findall(r"[\w'’-]+", said.lower()) if w in _RANKS and w != head]
+    return any(s not in stems for s in word_stems(marks))
 
 
 def _content(said: str) -> list[str]:

@@ -41,6 +41,24 @@ _DEGREE = frozenset({"most", "very", "so", "too", "more", "rather", "quite"})
 # a list goes on after it: ", the visit to...", ", Hunter, Joyce", ", and Dr. Livesey were"
 _ANOTHER_ITEM = re.compile(r",?\s+(?:(?:the|a|an|and)\s|[A-Z])")
 _OPENING = "“\"‘'(—-"
+# a name after one of these is its clause's object: a description, a relative clause and a verb
+# after it ("thinking about Lucy Walford, the carpenter, who was in charge of the deck, approached
+# him") open the next clause, whose subject the description is; with no relative clause the verb
+# is most often an earlier subject's ("thoughts of what she would say to Ed Martin, the editor,
+# made her feet skim"), and the description stays
+_OBJECT_AFTER = frozenset(
+    {
+        "about", "of", "to", "with", "for", "from", "at", "on", "upon", "towards", "toward", "like",
+        "than", "by", "after",
+    }
+)  # fmt: skip
+_RELATIVE_THEN_VERB = re.compile(r",\s+(?:who|which|that)\b[^,;:.!?]*,\s+(?P<verb>[a-z]+)\b")
+_VERBS_AFTER = frozenset(
+    {
+        "said", "came", "went", "was", "had", "took", "gave", "made", "saw", "stood", "sat", "ran",
+        "told", "knew", "rose", "began",
+    }
+)  # fmt: skip
 TITLE_BEFORE = "(?:" + "|".join(sorted((t.capitalize() for t in TITLES), key=len, reverse=True)) + r")\.?\s+"
 
 
@@ -64,6 +82,14 @@ def is_description(sentence: str, match: re.Match, appositive: bool) -> bool:
         return True
     if _ANOTHER_ITEM.match(sentence, match.end()):
         return False  # a list: "the advent of Mr. Collins, the visit to Hunsford, the Derbyshire tour"
+    if (
+        before_words
+        and before_words[-1].lower() in _OBJECT_AFTER
+        and (then := _RELATIVE_THEN_VERB.match(sentence, match.end()))
+    ):
+        verb = then["verb"]
+        if verb.endswith("ed") or verb in _VERBS_AFTER:
+            return False  # the next clause's subject, not the name's description
     before = sentence[: match.start()].rstrip()
     if before.endswith(","):  # "Her friend, Charlotte Lucas, the eldest daughter, came" is closed
         return match["end"] == ","
