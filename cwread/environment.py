@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from cwread.errors import InputError, keep_secret, url_password
+from cwread.errors import CwreadError, InputError, keep_secret, url_password
 
 
 def env_positive(name: str, kind: Callable[[str], int | float]) -> int | float | None:
@@ -198,9 +198,17 @@ def write_setting(key: str, value: str | None) -> Path:
     return path
 
 
+MIN_WIDTH = 20  # columns a wrapped view needs at least: narrower, a paragraph's id "[1209]" is cut
+
+
+def check_width(width: int | None) -> None:
+    """A usage error (one line, exit 2) for a width no view is readable at."""
+    if width is not None and not (width == 0 or width >= MIN_WIDTH):
+        raise CwreadError(f"--width (CWREAD_WIDTH) must be 0 (never wrap) or at least {MIN_WIDTH} columns, not {width}")
+
+
 # the settings whose value is a number: what it must be (written wrong, every later command
 # would fail on it, and name the environment variable it stands in for)
-MIN_WIDTH = 20  # columns a wrapped view needs at least: narrower, a paragraph's id "[1209]" is cut
 _NUMBERS = {
     "width": (
         int, f"a whole number of columns, 0 (never wrap) or {MIN_WIDTH} or more", lambda n: n == 0 or n >= MIN_WIDTH

@@ -45,6 +45,7 @@ def index(
     from cwread.run.library_question import library_roots
     from cwread.views import console, json_output, render
 
+    console.set_width(output.width)
     if library_url is not None or getattr(api.read_as(book), "shelf", False):  # what find then searches
         with console.progress() as progress:
             built = api.index_library(library_roots(book), progress, console.notice, library_url)

@@ -114,7 +114,7 @@ def find(
 
     session = api.SessionSettings(embedder, library_url=shape.library_url)
     settings = api.Settings(session, api.RunSettings(budget, retrieval))
-    if _read_as_shelf(book, shape.library):
+    if _read_as_shelf(book, shape.library, output):
         _find_library(book, asked, settings, shape, output)
         return
     document = open_document(book, output)
@@ -139,14 +139,16 @@ def find(
         render.find_view(result, passages, shown, shape.max_chars)
 
 
-def _read_as_shelf(book: str, library: bool | None) -> bool:
+def _read_as_shelf(book: str, library: bool | None, output: Output) -> bool:
     """Whether BOOK is asked as a library: as --library or --one-book says; else a folder as
     it reads (a shelf of books, or one book's parts: cwread.library.catalog.shelving), said on
-    stderr with the option that reads it the other way."""
-    if library is not None:
-        return library
+    stderr with the option that reads it the other way. The output's width is set first."""
     from cwread import api
     from cwread.views import console, wording
+
+    console.set_width(output.width)
+    if library is not None:
+        return library
 
     reading = api.read_as(book)
     if reading is not None:
@@ -163,7 +165,6 @@ def _find_library(book: str, asked, settings, shape, output) -> None:
     if shape.near is not None or shape.upto is not None:
         raise InputError("--near and --upto name a place in one book; with a shelf give none (or --one-book)")
     roots = library_roots(book)
-    console.set_width(output.width)
     with console.progress() as progress:
         found = api.find_library(
             roots, asked, settings, progress=progress, notice=console.notice, hints=api.Hints(shape.also),
@@ -184,10 +185,9 @@ def _answer(book: str, asked, settings, output: Output, reading: Reading, quiet:
     (and the JSON trace to `reading.trace`), within the reader's limit (`reading.upto`), return
     the trace."""
     from cwread import api
-    from cwread.views import console
-    from cwread.views.output_files import check_output_path
+    from cwread.views import console, output_files
 
-    check_output_path(reading.trace, "--trace", book)
+    output_files.check_output_path(reading.trace, "--trace", book)
     document = open_document(book, output)
     console.want_reader_routes(settings.session.backends.backend == "auto")
     notice = None if quiet else console.notice_once
@@ -251,7 +251,7 @@ def ask(
     best evidence is shown) or no reply could be parsed; exit 1 for a verdict its kind calls false
     (a registered kind's; `verify` for claims).
     """
-    if _read_as_shelf(book, shelf_chosen(library, one_book)):
+    if _read_as_shelf(book, shelf_chosen(library, one_book), output):
         if reading.upto is not None:
             raise InputError("--upto names a place in one book; with a shelf give none (or --one-book)")
         settings = replace(settings, session=replace(settings.session, library_url=library_url))
@@ -270,7 +270,6 @@ def _answer_library(library: str, asked, settings, output: Output, trace: str | 
 
     check_output_path(trace, "--trace", library)
     roots = library_roots(library)
-    console.set_width(output.width)
     with console.progress() as progress:
         answered = api.ask_library(roots, asked, settings, progress=progress, notice=console.notice)
     if answered.trace is None:
@@ -340,13 +339,12 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or os.environ.get("CWREAD_DEBUG") == "1"
     json_out = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
-    from cwread.views import console
-    from cwread.views.terminal import one_line
+    from cwread.views import console, terminal
 
     def fail(code: int, kind: str, message: str, line: str | None = None) -> int:
         if line is not None:
             with suppress(OSError):
-                print(one_line(line), file=sys.stderr, flush=True)
+                print(terminal.one_line(line), file=sys.stderr, flush=True)
         if json_out:
             with suppress(OSError, console.ReaderGone, OutputError):
                 console.print_json_error(code, kind, message)

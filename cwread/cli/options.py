@@ -12,7 +12,7 @@ import typer
 
 from cwread.cli.option_groups import listed, option, option_group, second_panel
 from cwread.environment import MIN_WIDTH
-from cwread.errors import CwreadError, InputError
+from cwread.errors import InputError
 from cwread.eval import METHOD_NAMES as EVAL_METHODS
 from cwread.library import MOST_BOOKS
 from cwread.records.question import FORMS, make_question
@@ -73,12 +73,6 @@ class Output:
     json_out: bool
     encoding: str | None
     width: int | None
-
-    def __post_init__(self) -> None:  # before any work: a shelf's note, an index built
-        if self.width is not None and not (self.width == 0 or self.width >= MIN_WIDTH):
-            raise CwreadError(
-                f"--width (CWREAD_WIDTH) must be 0 (never wrap) or at least {MIN_WIDTH} columns, not {self.width}"
-            )
 
 
 OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {

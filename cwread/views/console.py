@@ -42,7 +42,12 @@ _json_printed = False
 
 
 def set_width(width: int | None) -> None:
-    """Wrap at `width` columns (0: never); None: the terminal's width, unwrapped off a terminal."""
+    """Wrap at `width` columns (0: never); None: the terminal's width, unwrapped off a terminal.
+    A width no view is readable at is a usage error (environment.check_width): each command sets
+    it first, before a shelf's note or an index built."""
+    from cwread.environment import check_width
+
+    check_width(width)
     global _width
     _width = width
 
