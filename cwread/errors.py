@@ -85,12 +85,15 @@ def keep_secret(value: str | None) -> None:
 
 
 def url_password(value: str) -> str | None:
-    """The password a URL carries (scheme://user:PASSWORD@host), None where it holds none or is
-    no URL. Read by hand, not by urlsplit: a password may hold "@" (the host follows the last),
-    and a URL mistyped ("[::1:9") still hides its password."""
-    _, sep, rest = value.strip().partition("://")
+    """The password a URL carries (scheme://user:PASSWORD@host, or user:PASSWORD@host as an
+    Ollama host may be given), None where it holds none or is no URL. Read by hand, not by
+    urlsplit: a password may hold "@" (the host follows the last), and a URL mistyped ("[::1:9")
+    still hides its password."""
+    text = value.strip()
+    _, sep, rest = text.partition("://")
+    rest = rest if sep else "" if any(c.isspace() for c in text) else text
     userinfo, at, _ = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rpartition("@")
-    return (userinfo.partition(":")[2] or None) if sep and at else None
+    return (userinfo.partition(":")[2] or None) if at else None
 
 
 def keep_url_password(value: object) -> None:

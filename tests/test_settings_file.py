@@ -186,3 +186,15 @@ def test_a_narrow_width_is_refused_before_a_shelf_is_read(capsys, cache_dir, sto
     code, out, err = run(capsys, command[0], str(shelf), *command[1:], "--width", "5")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--width" in err
     assert sorted(p.name for p in cache_dir.rglob("*")) == before
+
+
+def test_an_ollama_hosts_password_without_a_scheme_is_never_printed(capsys, settings_file, cache_dir):
+    """OLLAMA_HOST may be given as user:PASSWORD@host:port, no scheme: config show, doctor and
+    their JSON printed it whole."""
+    code, _, err = run(capsys, "config", "set", "ollama_host", "reader:Pw-0llama@127.0.0.1:9")
+    assert code == 0 and "Pw-0llama" not in err
+    for args in (("config", "show"), ("config", "show", "--json"), ("doctor",), ("doctor", "--json")):
+        _, out, err = run(capsys, *args)
+        assert "Pw-0llama" not in out + err, args
+    _, out, _ = run(capsys, "config", "show")
+    assert "ollama_host = reader:***@127.0.0.1:9" in out
