@@ -178,7 +178,8 @@ def build_server(settings: ServerSettings) -> MCPServer:
 
     @server.tool(
         description="Answer a question about a book with verified quotes; null where the text does not "
-        "determine one (the best evidence is quoted instead).",
+        "determine one (the best evidence is quoted instead). On a novel the embedded default model "
+        "answers none, giving passages: find is cheaper.",
         annotations=read_only,
     )
     async def ask(
