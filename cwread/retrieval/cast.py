@@ -144,7 +144,7 @@ class Cast:
         for member in self.members:
             if member.words.endswith(("'s", "’s")):
                 continue  # a shop's or a house's name ("Coot's, the Cash Chemists"), no one's
-            own = [w.lower() for w in WORD.findall(member.words) if w.lower() not in TITLES | STOPWORDS]
+            own = [w for w in map(str.lower, WORD.findall(member.words)) if w not in TITLES and w not in STOPWORDS]
             if any(w.lower() in lowered for w in member.words.split()) or any(s in stems for s in word_stems(own)):
                 continue  # named already ("Everards" of "Colonel Everard's house")
             for d in member.descriptions:

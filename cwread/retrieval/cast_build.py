@@ -30,7 +30,7 @@ from cwread.retrieval.cast import (
 from cwread.retrieval.descriptions import descriptions_in, last_word
 from cwread.text.words import NOT_NAMES, STOPWORDS, TITLES
 
-CAST_VERSION = 7  # of the cached cast: a change to how it is built bumps it (4: a story ends at its last "THE END"; "Home" ends a place; 6: "she" read for "Mrs."; 7: a description after a name that is an object, a verb after it, is the next clause's subject)
+CAST_VERSION = 7  # of the cached cast: a change to how it is built bumps it (4: a story ends at its last "THE END"; "Home" ends a place; 6: "she" read for "Mrs."; 7: a description, a relative clause and a verb after a name that is an object: the next clause's subject)
 
 # an office: a form of the name it stands in ("the Sergeant" of "Sergeant Cuff"), alone no member ("the Coroner")
 _ROLES = frozenset(
