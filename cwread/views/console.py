@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from cwread.environment import check_width
 from cwread.errors import CwreadError, OutputError, hide_secrets
 from cwread.progress import Progress
 from cwread.views.terminal import BIDI, one_line
@@ -45,8 +46,6 @@ def set_width(width: int | None) -> None:
     """Wrap at `width` columns (0: never); None: the terminal's width, unwrapped off a terminal.
     A width no view is readable at is a usage error (environment.check_width): each command sets
     it first, before a shelf's note or an index built."""
-    from cwread.environment import check_width
-
     check_width(width)
     global _width
     _width = width
