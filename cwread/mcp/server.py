@@ -73,23 +73,20 @@ class _Server(MCPServer):
         """The SDK's call, its refusals of a call's arguments (a book given as 5) and of an
         unknown tool answered as a usage error is everywhere: the CLI's JSON error as the
         structure, one line as the text (the SDK gave pydantic's text, with its web address)."""
+        tools = [t.name for t in await super().list_tools()]
+        if name not in tools:  # told by the name, not by the SDK's wording of its refusal
+            return _error_reply(CwreadError(one_line(f"no tool {name!r}; the tools: {', '.join(tools)}")))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
-            if isinstance(exc, UnexpectedToolError):
-                raise
             cause = exc.__cause__
-            if isinstance(cause, ValidationError):
-                said = "; ".join(
-                    f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
-                    for error in cause.errors(include_url=False)
-                )
-                message = f"{name}'s arguments: {said}"
-            elif cause is None and str(exc).startswith("Unknown tool"):
-                message = f"no tool {name!r}; the tools: {', '.join(t.name for t in await super().list_tools())}"
-            else:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
-            return _error_reply(CwreadError(one_line(message)))  # a CwreadError's kind: usage, exit 2
+            said = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+                for error in cause.errors(include_url=False)
+            )  # a CwreadError's kind: usage, exit 2
+            return _error_reply(CwreadError(one_line(f"{name}'s arguments: {said}")))
 
 
 def _reply(structured: dict[str, Any], text: str, error: bool = False) -> CallToolResult:
