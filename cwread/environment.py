@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from cwread.errors import CwreadError, InputError, keep_secret, url_password
+from cwread.errors import CwreadError, InputError, keep_secret, url_hidden
 
 
 def env_positive(name: str, kind: Callable[[str], int | float]) -> int | float | None:
@@ -241,10 +241,4 @@ def _toml_string(value: str) -> str:
 def shown_setting(key: str, value: str) -> str:
     """A setting's value as it may be printed: a secret's never, nor the password of a URL (a
     server's or a library's: scheme://user:***@host, ?password=***)."""
-    if key in SECRET_KEYS:
-        return "(set)"
-    import re
-
-    if password := url_password(value):
-        value = value.replace(f":{password}@", ":***@", 1)
-    return re.sub(r"([?&]password=)[^&]*", r"\1***", value) if "://" in value else value
+    return "(set)" if key in SECRET_KEYS else url_hidden(value)

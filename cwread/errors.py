@@ -1,6 +1,8 @@
 """Failures the user can act on, and the exit code of each (the one exit table, which the CLI,
 chat and MCP read alike: `error_exit`)."""
 
+import re
+
 EXIT_CLAIM_FALSE = 1  # a claim judged FALSE
 EXIT_USAGE = 2
 EXIT_NO_ANSWER = 4  # cwread stands behind no answer
@@ -94,6 +96,25 @@ def url_password(value: str) -> str | None:
     rest = rest if sep else "" if any(c.isspace() for c in text) else text
     userinfo, at, _ = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rpartition("@")
     return (userinfo.partition(":")[2] or None) if at else None
+
+
+# a URL as it stands in a message (scheme://...), to its next space
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://\S+")
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&\s]*")
+
+
+def url_hidden(url: str) -> str:
+    """`url` with its password (`url_password`: scheme://user:***@host, user:***@host) and a
+    query's password (?password=***) shown as ***."""
+    if password := url_password(url):
+        url = url.replace(f":{password}@", ":***@", 1)
+    return _QUERY_PASSWORD.sub(r"\1***", url) if "://" in url else url
+
+
+def hide_url_passwords(text: str) -> str:
+    """`text` with every scheme://URL in it `url_hidden` (a message may quote one: a server's
+    address, a library's)."""
+    return _URL.sub(lambda m: url_hidden(m.group(0)), text)
 
 
 def keep_url_password(value: object) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from cwread.errors import hide_secrets
+from cwread.errors import hide_secrets, hide_url_passwords
 
 # and lone surrogates: an argument's undecodable byte (\udc9b for 0x9B, a terminal's CSI) is
 # written back as that raw byte
@@ -57,12 +57,7 @@ def one_line(text: str) -> str:
     return _NEWLINE.sub(" ", printable(redact_credentials(text)))
 
 
-# scheme://user:password@host: the password of a URL (--base-url http://me:PW@host/v1) is never shown
-# (the host follows the last "@" before the path: a password may hold one, as url_password reads it)
-_CREDENTIALS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@]*):[^\s/?#]+@")
-
-
 def redact_credentials(text: str) -> str:
-    """`text` with the password of every URL in it, and every key (cwread.errors.keep_secret),
-    replaced by ***."""
-    return hide_secrets(_CREDENTIALS.sub(r"\1:***@", text))
+    """`text` with the password of every URL in it (--base-url http://me:PW@host/v1), and every
+    key (cwread.errors.keep_secret), replaced by ***."""
+    return hide_secrets(hide_url_passwords(text))
