@@ -198,3 +198,12 @@ def test_an_ollama_hosts_password_without_a_scheme_is_never_printed(capsys, sett
         assert "Pw-0llama" not in out + err, args
     _, out, _ = run(capsys, "config", "show")
     assert "ollama_host = reader:***@127.0.0.1:9" in out
+
+
+def test_a_message_hides_the_password_of_every_url_it_quotes():
+    """One reader of a URL's password for settings and messages: a message quoting two URLs (a
+    password holding "@", a library's ?password=) shows neither password."""
+    from cwread.views.terminal import one_line
+
+    said = one_line("cannot reach http://me:p@ss@host:80/v1\nnor postgresql://u@h/db?password=zz&sslmode=require")
+    assert said == "cannot reach http://me:***@host:80/v1 nor postgresql://u@h/db?password=***&sslmode=require"
