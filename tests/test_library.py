@@ -4,6 +4,7 @@ CLI; the library's index kept until a book changes."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -92,6 +93,22 @@ def test_unreadable_books_are_named_and_the_rest_searched(capsys, library, cache
     code, out, err = run(capsys, "search", str(library), "garden")
     assert code == 0 and "not searched: broken.pdf: " in err and "not a readable PDF" in err
     assert "2 left out" in out  # the PDF, and the link out of the library
+
+
+def test_a_file_whose_name_is_not_utf8_is_named_and_the_rest_read(capsys, library, cache_dir, tmp_path):
+    """A name Python holds as surrogates (bytes that are no UTF-8) went into the index and the
+    cache as text and stopped every search of the folder with exit 70; now it is left out, said
+    once, and the rest read. A single file so named is read: its name is kept escaped."""
+    bad = library / os.fsdecode(b"bad\xff\xfename.txt")
+    shutil.copy(EXAMPLES / "the_selfish_giant.txt", bad)
+    code, out, err = run(capsys, "search", str(library), "garden", "--json")
+    assert code == 0 and json.loads(out)["hits"], err
+    assert "bad\ufffd\ufffdname.txt: a name that is not UTF-8; rename it to read it" in json.loads(out)["skipped"]
+    (library / "giant.pdf").unlink()
+    code, out, err = run(capsys, "show", str(library), "giant:1")  # a folder of files read as one book
+    assert code == 0 and out.startswith("[giant:1]") and "bad\ufffd\ufffdname.txt: a name that is not UTF-8" in err
+    code, out, err = run(capsys, "find", str(bad), "Who built the wall?", "--map")
+    assert code == 0 and "#1 [" in out, err
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,8 @@
   empty one; a folder with no text at all is refused.
 - The files' total size is bounded (CWREAD_MAX_BYTES, as for one file), checked before
   any is read.
+- A file whose name is not UTF-8 is named and left out: a citation, an index and JSON need
+  the name as text.
 - Each file is cited by its path without its suffix (`ch03`, `letters/1851-04`); two files
   that would be cited alike (`ch1.txt`, `ch1.md`) are refused, since either name would do.
 """
@@ -50,6 +52,19 @@ def natural_key(relative: str) -> tuple:
     )
 
 
+def name_not_utf8(name: str) -> str | None:
+    """Where a file's name is not UTF-8 (Python holds its bytes as surrogates): the name as it
+    can be printed (each such byte as U+FFFD); else None."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return None
+
+
+NOT_UTF8 = "a name that is not UTF-8; rename it to read it"
+
+
 def list_folder(root: Path) -> Listing:
     """What to read of the folder `root` (see module doc); InputError for an unusable one."""
     try:
@@ -86,6 +101,9 @@ def list_folder(root: Path) -> Listing:
                 continue
             path = here / n
             rel = _relative(path, root)
+            if shown := name_not_utf8(rel):
+                skipped.append(f"{shown}: {NOT_UTF8}")
+                continue
             if path.is_symlink():
                 try:
                     target = path.resolve(strict=True)

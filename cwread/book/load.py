@@ -94,7 +94,8 @@ def _read_file(data: bytes, sha256: str, name: str, encoding: str | None, max_by
             "replaced": reading.replaced,
             "parts": [_part_json(p) for p in reading.parts],
         }
-        (tmp / "parsed.json").write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
+        # ASCII: a file name that is not UTF-8 (held as surrogates) is kept as \udcXX escapes
+        (tmp / "parsed.json").write_text(json.dumps(body), encoding="utf-8")
         return {"parser": PARSER_VERSION}
 
     with suppress(CacheError):  # a cache that cannot be written costs the next read the parse

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from cwread.book import Document, calibre, load_document
 from cwread.book.chapters import is_heading
+from cwread.book.folder import NOT_UTF8, name_not_utf8
 from cwread.book.formats import book_suffixes, format_names, format_of
 from cwread.cache import cache_root
 from cwread.errors import CacheError, InputError
@@ -180,6 +181,9 @@ class Library:
 
     def _book_folder(self, folder: Path) -> Book | None:
         """A Calibre book folder as a book, or None (said in `left_out`) where it cannot be."""
+        if shown := name_not_utf8(folder.name):
+            self.left_out.append(f"{shown}: {NOT_UTF8}")
+            return None
         try:
             real = folder.resolve(strict=True)
         except (OSError, RuntimeError):
@@ -195,6 +199,9 @@ class Library:
 
     def _book(self, root: Path, entry: os.DirEntry) -> Book | None:
         if entry.name.startswith("."):
+            return None
+        if shown := name_not_utf8(entry.name):
+            self.left_out.append(f"{shown}: {NOT_UTF8}")
             return None
         try:
             real = Path(entry.path).resolve(strict=True)
