@@ -150,6 +150,19 @@ def test_size_limit_speaks_in_units_that_differ(capsys, tmp_path, monkeypatch):
     assert "is 4.3 KiB; cwread reads texts up to 1000 bytes" in err
 
 
+def test_a_size_limit_past_any_machine_is_no_limit(capsys, tmp_path, monkeypatch, cache_dir):
+    """CWREAD_MAX_BYTES of 10**23: read(n + 1) took it as a size to set aside (MemoryError or
+    OverflowError, exit 70); a file, standard input and an EPUB are read as with no bound."""
+    book = tmp_path / "book.txt"
+    book.write_text("A line of the story.\n\nAnother line.\n")
+    monkeypatch.setenv("CWREAD_MAX_BYTES", str(10**23))
+    assert run(capsys, "show", str(book), "2")[:2] == (0, "[2] Another line.\n\n")
+    assert run(capsys, "show", "-", "1", stdin=book.read_bytes(), monkeypatch=monkeypatch)[:2] == (0, "[1] A line of the story.\n\n")
+    epub = Path(__file__).parent / "data" / "selfish-giant-pandoc.epub"
+    code, out, err = run(capsys, "show", str(epub), "ch001:1")
+    assert code == 0 and out.startswith("[ch001:1] "), err
+
+
 def test_missing_embedder_path_is_one_line(capsys, story, cache_dir):
     code, _, err = run(capsys, "find", str(story), "Who?", "--embedder", "/nonexistent")
     assert code == 2

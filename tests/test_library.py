@@ -111,6 +111,14 @@ def test_a_file_whose_name_is_not_utf8_is_named_and_the_rest_read(capsys, librar
     assert code == 0 and "#1 [" in out, err
 
 
+def test_numbers_past_sqlites_integers_mean_all(capsys, library, cache_dir):
+    """--upto 2**63, --limit and -C of 10**26 went to SQLite as they were (exit 70); past any
+    library's paragraphs each means "all"."""
+    for extra in (["--upto", str(2**63)], ["--limit", str(10**26)], ["-C", str(10**26), "--limit", "1"]):
+        code, out, err = run(capsys, "search", str(library), "garden", *extra)
+        assert code == 0 and "for: garden" in out, (extra, err)
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

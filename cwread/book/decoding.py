@@ -31,7 +31,7 @@ def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES, within: tuple[Path
         if sys.stdin is None or sys.stdin.closed:  # e.g. `cwread find - Q <&-`
             raise InputError("standard input is closed; give a file, or pipe the text in")
         try:
-            data = sys.stdin.buffer.read(max_bytes + 1)
+            data = _read_at_most(sys.stdin.buffer, max_bytes + 1)
         except (OSError, ValueError) as exc:
             raise InputError(f"standard input cannot be read ({exc})") from None
         if len(data) > max_bytes:
@@ -63,7 +63,7 @@ def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES, within: tuple[Path
         with open(p, "rb") as f:  # bounded: a file may grow after its size was read
             if within and not opened_inside(f.fileno(), p, within):
                 raise InputError(f"{path} leads out of the folders it may be read from; refused")
-            data = f.read(max_bytes + 1)
+            data = _read_at_most(f, max_bytes + 1)
         if len(data) > max_bytes:
             raise InputError(_too_big(path, max(len(data), p.stat().st_size), max_bytes))
         return data
@@ -71,6 +71,16 @@ def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES, within: tuple[Path
         raise InputError(f"{path}: permission denied") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _read_at_most(stream, n: int) -> bytes:
+    """Up to `n` bytes of `stream`, a chunk at a time: read(n) sets n bytes aside first, and a
+    bound as large as CWREAD_MAX_BYTES may be set is more memory than there is."""
+    chunks, left = [], n
+    while left > 0 and (chunk := stream.read(min(left, 1 << 24))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _too_big(what: str, size: int, limit: int) -> str:
@@ -196,4 +206,5 @@ def max_bytes_from_env() -> int:
     """CWREAD_MAX_BYTES, or the default: the most cwread reads of one book."""
     from cwread.environment import env_positive
 
-    return env_positive("CWREAD_MAX_BYTES", int) or DEFAULT_MAX_BYTES
+    # a bound past what any machine holds is none; past 2**63 no read takes it as a size
+    return min(int(env_positive("CWREAD_MAX_BYTES", int) or DEFAULT_MAX_BYTES), 2**62)

@@ -305,6 +305,9 @@ class Library:
             raise InputError("the context must be 0 paragraphs or more")
         if books is not None:
             _check_glob(books)
+        # past any library's paragraphs a number means "all": SQLite's integers end at 2**63
+        limit, context = min(limit, _PAST_ANY_BOOK), min(context, _PAST_ANY_BOOK)
+        upto = None if within.upto is None else min(within.upto, _PAST_ANY_BOOK)
         store, held, built = self.sync(progress, books)
         chosen = None
         if books is not None:
@@ -314,7 +317,7 @@ class Library:
                 listed = ", ".join(names[:NAMED_BOOKS]) + (f", … ({len(names):,} in all)" if len(names) > NAMED_BOOKS else "")
                 raise InputError(f"no book of the library matches {books!r}; its books: {listed or 'none'}")
         try:
-            stored = store.search(query, limit, chosen, within.upto)
+            stored = store.search(query, limit, chosen, upto)
             arounds = {(h.book, h.id): store.around(h.book, h.id, context) if context else [] for h in stored}
         except sqlite3.Error as exc:
             raise CacheError(f"the library's index cannot be read: {exc}") from None
@@ -500,6 +503,9 @@ def _check_glob(pattern: str) -> None:
             opened = None
     if opened is not None:
         raise InputError(f"the pattern {pattern!r} opens a '[' at character {opened + 1} that it never closes")
+
+
+_PAST_ANY_BOOK = 10**12  # paragraphs: more than any library holds
 
 
 def _names_one(pattern: str, said: str) -> bool:
