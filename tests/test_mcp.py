@@ -127,10 +127,18 @@ def test_a_bad_argument_is_a_tool_error_and_the_server_goes_on(tmp_path):
         server(tmp_path, str(EXAMPLES)),
         ("show", {"book": 5, "paragraphs": 3}),
         ("shwo", {"book": GIANT}),
+        ("cast", {"book": GIANT, "name": "Giant"}),  # the SDK dropped an argument it does not take
+        ("ask", {"book": GIANT, "question": "  "}),  # read before the guarded work: no reason given
     )
-    said_of = ("show's arguments: book: Input should be a valid string", "no tool 'shwo'")
+    said_of = (
+        "show's arguments: book: Input should be a valid string",
+        "no tool 'shwo'",
+        "cast's arguments: no argument 'name'; it takes book, query",
+        "the question is empty",
+    )
     for refused, said in zip(results, said_of, strict=True):
-        assert refused.is_error and refused.structured_content["error"]["kind"] == "usage"
+        kind = "input" if said == "the question is empty" else "usage"
+        assert refused.is_error and refused.structured_content["error"]["kind"] == kind
         assert refused.structured_content["error"]["code"] == 2 and said in refused.content[0].text
         assert "pydantic" not in refused.content[0].text and "\n" not in refused.content[0].text
 

@@ -73,9 +73,13 @@ class _Server(MCPServer):
         """The SDK's call, its refusals of a call's arguments (a book given as 5) and of an
         unknown tool answered as a usage error is everywhere: the CLI's JSON error as the
         structure, one line as the text (the SDK gave pydantic's text, with its web address)."""
-        tools = [t.name for t in await super().list_tools()]
+        tools = {t.name: t for t in await super().list_tools()}
         if name not in tools:  # told by the name, not by the SDK's wording of its refusal
             return _error_reply(CwreadError(one_line(f"no tool {name!r}; the tools: {', '.join(tools)}")))
+        taken = tools[name].input_schema.get("properties", {})
+        if unknown := [key for key in arguments or {} if key not in taken]:  # the SDK drops them unsaid
+            said = f"{name}'s arguments: no argument {', '.join(map(repr, unknown))}; it takes {', '.join(taken)}"
+            return _error_reply(CwreadError(one_line(said)))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -191,9 +195,8 @@ def build_server(settings: ServerSettings) -> MCPServer:
         upto: UptoArg = None,
         ctx: Context | None = None,
     ) -> CallToolResult:
-        asked = api.make_question(question, options)
-
         def work() -> CallToolResult:
+            asked = api.make_question(question, options)  # inside: a bad question is the reply's error
             if upto and not book.strip():
                 raise InputError("upto names a place in one book; give the book too")
             return answer(book or best_book(asked, ctx), asked, ctx, judge_anyway, upto)
