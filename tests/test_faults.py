@@ -163,6 +163,19 @@ def test_a_size_limit_past_any_machine_is_no_limit(capsys, tmp_path, monkeypatch
     assert code == 0 and out.startswith("[ch001:1] "), err
 
 
+def test_a_stream_that_cannot_write_every_character_gets_them_replaced(tmp_path, cache_dir):
+    """PYTHONIOENCODING=ascii: a paragraph with é and — stopped with exit 70; its text now shows
+    them as ?, and its JSON as \\u escapes (the same JSON, read back exactly)."""
+    book = tmp_path / "book.txt"
+    book.write_text("Café au lait — naïve.\n\nSecond.\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}  # the cache_dir fixture's cache, set in os.environ
+    for extra, check in (([], lambda out: out.startswith(b"[1] Caf? au lait ? na?ve.")),
+                         (["--json"], lambda out: json.loads(out)["paragraphs"][0]["text"] == "Café au lait — naïve.")):  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "cwread", "show", str(book), "1", *extra],
+                              cwd=REPO, env=env, capture_output=True, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+        assert done.returncode == 0 and check(done.stdout), done.stderr
+
+
 def test_missing_embedder_path_is_one_line(capsys, story, cache_dir):
     code, _, err = run(capsys, "find", str(story), "Who?", "--embedder", "/nonexistent")
     assert code == 2

@@ -3,6 +3,7 @@ and JSON printed; the views (cwread.views.render, cwread.views.answer_view) prin
 
 from __future__ import annotations
 
+import codecs
 import errno
 import functools
 import io
@@ -191,6 +192,9 @@ def begin_run() -> None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115  (the process's, to its end)
     if sys.stdout is None:
         sys.stdout = _ClosedStream()
+    for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii, a C locale: what it cannot show, as ?
+        if not _writes_unicode(stream) and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     global _json_printed, _width, _routes_wanted, _statistics_wanted
     _json_printed, _width, _routes_wanted, _statistics_wanted = False, None, True, False
     NOTES_SAID.clear()
@@ -227,11 +231,22 @@ def reader_routes(lines: tuple[str, ...]) -> None:
             notice(line)
 
 
-def json_text(data: dict, indent: int | None = 2) -> str:
+def _writes_unicode(stream) -> bool:
+    """Whether `stream` encodes every character (a UTF), or holds no encoding of its own."""
+    encoding = getattr(stream, "encoding", None)
+    if not isinstance(encoding, str):
+        return True
+    try:
+        return codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        return False
+
+
+def json_text(data: dict, indent: int | None = 2, ascii_only: bool = False) -> str:
     """`data` as JSON (indented, or on one line with `indent` None), every control character
     escaped: JSON escapes C0 itself, DEL, C1 and bidi formatting are escaped here
-    (_C1_DEL_AND_BIDI), so the text stays exact."""
-    dumped = hide_secrets(json.dumps(data, ensure_ascii=False, indent=indent))  # a key never printed
+    (_C1_DEL_AND_BIDI), so the text stays exact; `ascii_only`: every character past ASCII too."""
+    dumped = hide_secrets(json.dumps(data, ensure_ascii=ascii_only, indent=indent))  # a key never printed
     return _C1_DEL_AND_BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
 
 
@@ -240,7 +255,8 @@ def print_json(data: dict, one_line: bool = False) -> None:
     global _json_printed
     _json_printed = True
     try:
-        sys.stdout.write(json_text(data, None if one_line else 2) + "\n")
+        # a stream that cannot write every character gets them as \u escapes: the same JSON
+        sys.stdout.write(json_text(data, None if one_line else 2, not _writes_unicode(sys.stdout)) + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
         raise ReaderGone from None
