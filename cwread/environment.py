@@ -3,6 +3,7 @@ file, whose values stand in for the environment's where it holds none."""
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 from collections.abc import Callable
@@ -183,18 +184,27 @@ def write_setting(key: str, value: str | None) -> Path:
         raise InputError(
             f"unknown setting {key!r}; cwread config takes: {', '.join(SETTINGS_FILE_KEYS)}, and a stage's (finder.read_tokens)"
         )
-    path = settings_path()
-    settings = read_settings_file(path)
-    if value is None:
-        settings.pop(key, None)
-    else:
+    if value is not None:
         _check_value(key, value)
-        settings[key] = value
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = "# cwread's settings: `cwread config set KEY VALUE`; flags and CWREAD_* variables win\n" + "".join(
-        f"{k} = {_toml_string(v)}\n" for k, v in settings.items()
-    )
-    write_file_atomic(path, text, mode=0o600)
+    path = settings_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(path.with_name(f".{path.name}.lock"), "a")  # noqa: SIM115  (closed below)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write the settings file ({exc.strerror or exc})") from None
+    with lock:
+        # one writer at a time: two `config set` at once each read the file before the other
+        # wrote, and the later write lost the earlier's key
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        settings = read_settings_file(path)
+        if value is None:
+            settings.pop(key, None)
+        else:
+            settings[key] = value
+        text = "# cwread's settings: `cwread config set KEY VALUE`; flags and CWREAD_* variables win\n" + "".join(
+            f"{k} = {_toml_string(v)}\n" for k, v in settings.items()
+        )
+        write_file_atomic(path, text, mode=0o600)
     return path
 
 

@@ -207,3 +207,21 @@ def test_a_message_hides_the_password_of_every_url_it_quotes():
 
     said = one_line("cannot reach http://me:p@ss@host:80/v1\nnor postgresql://u@h/db?password=zz&sslmode=require")
     assert said == "cannot reach http://me:***@host:80/v1 nor postgresql://u@h/db?password=***&sslmode=require"
+
+
+def test_config_set_run_at_once_keeps_every_setting(settings_file):
+    """Six `config set` at once each said "X = Y in ..." with exit 0, and the file kept 2-4 of
+    them (each read it before another wrote): one writer at a time now."""
+    import os
+    import subprocess
+    import sys
+
+    pairs = [("backend", "ollama"), ("width", "40"), ("timeout", "30"), ("num_ctx", "4096"),
+             ("embedder", "minilm-static"), ("finder_model", "m1")]  # fmt: skip
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "stdin": subprocess.DEVNULL}
+    runs = [
+        subprocess.Popen([sys.executable, "-m", "cwread", "config", "set", key, value], env=os.environ.copy(), **quiet)
+        for key, value in pairs
+    ]
+    assert [p.wait(timeout=120) for p in runs] == [0] * len(pairs)
+    assert tomllib.loads(settings_file.read_text()) == dict(pairs)
