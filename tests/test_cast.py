@@ -56,6 +56,8 @@ def test_cast_and_find_through_the_cli(capsys, tmp_path):
 
     code, out, err = run(capsys, "cast", str(book), "the gardener")
     assert code == 4 and out == "" and "no one in the book's cast" in err
+    code, out, err = run(capsys, "cast", str(book), "the gardener", "--json")  # exit 0 with --json before
+    assert code == 4 and json.loads(out)["members"] == [] and "no one in the book's cast" in err
 
     code, out, _ = run(capsys, "cast", str(book), "--json", "--limit", "1")
     data = json.loads(out)

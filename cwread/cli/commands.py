@@ -103,11 +103,11 @@ def cast(
     members = members[:count] if count else members
     if output.json_out:
         console.print_json(json_output.cast_json(document, members, query))
-        return
-    if not members:
+    elif members:
+        render.cast_view(document, whole, members, bool(query.strip()), max_chars or None)
+    if not members:  # exit 4 with --json too: a script reads the same code either way
         console.notice(wording.no_cast(query))
         raise typer.Exit(4)
-    render.cast_view(document, whole, members, bool(query.strip()), max_chars or None)
 
 
 @app.command()

@@ -172,11 +172,11 @@ def _find_library(book: str, asked, settings, shape, output) -> None:
         )
     if output.json_out:
         console.print_json(json_output.library_find_json(found, found.printed(shape.limit or 0, shape.expand)))
-        return
-    count = shape.limit if shape.limit is not None else MAP_CANDIDATES if shape.compact else LIBRARY_PASSAGES
-    bound = shape.printed_chars(READER_CHARS if shape.compact else FIND_CHARS)  # --map: a line a passage
-    render.library_find_view(found, found.printed(count, shape.expand), bound, shape.compact)
-    if not found.candidates:
+    else:
+        count = shape.limit if shape.limit is not None else MAP_CANDIDATES if shape.compact else LIBRARY_PASSAGES
+        bound = shape.printed_chars(READER_CHARS if shape.compact else FIND_CHARS)  # --map: a line a passage
+        render.library_find_view(found, found.printed(count, shape.expand), bound, shape.compact)
+    if not found.candidates:  # exit 4 with --json too
         raise typer.Exit(4)
 
 
