@@ -58,6 +58,8 @@ def test_cast_and_find_through_the_cli(capsys, tmp_path):
     assert code == 4 and out == "" and "no one in the book's cast" in err
     code, out, err = run(capsys, "cast", str(book), "the gardener", "--json")  # exit 0 with --json before
     assert code == 4 and json.loads(out)["members"] == [] and "no one in the book's cast" in err
+    code, out, err = run(capsys, "cast", str(book), "x" * 100_000)  # said back whole: a 100,062-byte line
+    assert code == 4 and len(err) < 1100 and "(99,0" in err and "characters left out)" in err
 
     code, out, _ = run(capsys, "cast", str(book), "--json", "--limit", "1")
     data = json.loads(out)

@@ -51,10 +51,17 @@ def defused(value):
     return value
 
 
+LINE_HEAD, LINE_TAIL = 600, 360  # of a longer line: a pasted text said back whole is no message
+
+
 def one_line(text: str) -> str:
     """`printable`, and newlines and tabs as spaces, a URL's password hidden: for a message
-    that must stay one line."""
-    return _NEWLINE.sub(" ", printable(redact_credentials(text)))
+    that must stay one line; a line past LINE_HEAD + LINE_TAIL characters keeps its opening
+    and its end (where a message says the way out), and says how much it left out between."""
+    line = _NEWLINE.sub(" ", printable(redact_credentials(text)))
+    if len(line) <= LINE_HEAD + LINE_TAIL + 40:
+        return line
+    return f"{line[:LINE_HEAD]} … ({len(line) - LINE_HEAD - LINE_TAIL:,} characters left out) … {line[-LINE_TAIL:]}"
 
 
 def redact_credentials(text: str) -> str:
