@@ -43,9 +43,11 @@ def notice(message: str) -> None:
 
 
 def user_cache_home() -> Path:
-    """Where a user's caches live: `$XDG_CACHE_HOME`, else `~/.cache` (cwread's and the model hub's)."""
+    """Where a user's caches live: `$XDG_CACHE_HOME`, else `~/.cache` (cwread's and the model hub's);
+    a relative $XDG_CACHE_HOME is ignored, as the XDG spec says (it made a cache in whatever
+    folder cwread ran in)."""
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return Path(xdg) if xdg else Path.home() / ".cache"
+    return Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
 
 
 def configured_root() -> Path:

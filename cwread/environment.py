@@ -98,7 +98,8 @@ def settings_path() -> Path:
     explicit = os.environ.get("CWREAD_CONFIG")
     if explicit:
         return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    xdg = os.environ.get("XDG_CONFIG_HOME")  # a relative one ignored, as for the cache
+    base = xdg if xdg and os.path.isabs(xdg) else str(Path.home() / ".config")
     return Path(base) / "cwread" / "config.toml"
 
 
@@ -108,7 +109,7 @@ def read_settings_file(path: Path | None = None) -> dict[str, str]:
     path = path or settings_path()
     try:
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # HOME=/dev/null: no settings file either
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the settings file ({getattr(exc, 'strerror', None) or exc})") from None

@@ -384,3 +384,24 @@ def test_a_quoted_phrase_is_matched_as_written(capsys, tmp_path, cache_dir):
     assert code == 0 and {h["book"] for h in json.loads(out)["hits"]} == {"dock.txt", "lamp.txt"}
     code, out, _ = run(capsys, "search", str(shelf), '“the end of the dock” arms', "--json")
     assert code == 0 and [h["book"] for h in json.loads(out)["hits"]] == ["dock.txt"]
+
+
+def test_show_search_and_contents_into_a_pipe_are_bounded_and_say_what_they_left_out(capsys, tmp_path, cache_dir):
+    """`show 1-500`, `search -C 999999` and a contents of many chapters printed all into a pipe
+    (88,606 characters; 4 MB); now up to --max-chars (15,000 by default), then a line naming
+    what is left out; 0: no bound."""
+    root = tmp_path / "shelf"
+    root.mkdir()
+    chapters = [f"CHAPTER {n}\n\n" + "".join(f"The keeper counted {n * 10 + i} gulls over the rock.\n\n" for i in range(10))
+                for n in range(1, 61)]  # fmt: skip
+    book = root / "keeper.txt"
+    book.write_text("".join(chapters), encoding="utf-8")
+    code, out, _ = run(capsys, "show", str(book), "1-660")
+    assert code == 0 and len(out) < 15_200 and out.rstrip().splitlines()[-1].startswith("Left out past 15,000 characters (--max-chars): ")
+    assert out.rstrip().endswith("-660.")
+    code, out, _ = run(capsys, "show", str(book), "1-660", "--max-chars", "0")
+    assert code == 0 and "[660] " in out and "Left out" not in out
+    code, out, _ = run(capsys, "search", str(root), "gulls", "-C", "999999", "--limit", "2", "--max-chars", "3000")
+    assert code == 0 and len(out) < 3_400 and "(its context cut to " in out and "Left out past 3,000 characters" in out
+    code, out, _ = run(capsys, "contents", str(book), "--max-chars", "200")
+    assert code == 0 and out.splitlines()[-1].startswith("Left out past 200 characters (--max-chars): ")

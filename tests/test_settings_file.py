@@ -225,3 +225,22 @@ def test_config_set_run_at_once_keeps_every_setting(settings_file):
     ]
     assert [p.wait(timeout=120) for p in runs] == [0] * len(pairs)
     assert tomllib.loads(settings_file.read_text()) == dict(pairs)
+
+
+def test_a_home_that_is_no_folder_and_relative_xdg_folders_are_no_settings_and_no_cache(capsys, tmp_path, monkeypatch):
+    """HOME=/dev/null stopped every command ("cannot read the settings file (Not a directory)")
+    where there is no settings file at all; a relative XDG_CACHE_HOME or XDG_CONFIG_HOME made
+    folders wherever cwread ran (the XDG spec says to ignore them)."""
+    book = tmp_path / "book.txt"
+    book.write_text("The lamp was lit.\n", encoding="utf-8")
+    for name in ("CWREAD_CONFIG", "CWREAD_CACHE_DIR", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", "/dev/null")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert run(capsys, "show", str(book), "1")[:2] == (0, "[1] The lamp was lit.\n\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    monkeypatch.setenv("XDG_CONFIG_HOME", "relative/config")
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "show", str(book), "1")[0] == 0 and run(capsys, "config", "set", "width", "0")[0] == 0
+    assert not (tmp_path / "relative").exists() and (tmp_path / "home" / ".config" / "cwread" / "config.toml").exists()

@@ -17,6 +17,7 @@ from cwread.cli.options import (
     JsonFlag,
     LibraryUrlOpt,
     UptoOpt,
+    bounded_output_options,
     evaluation_options,
     output_options,
 )
@@ -25,7 +26,7 @@ from cwread.environment import require_extra
 from cwread.errors import InputError, ModelError
 from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.settings import run_in_force
-from cwread.views import CAST_LISTED, READER_CHARS
+from cwread.views import CAST_LISTED
 
 
 @app.command()
@@ -58,7 +59,7 @@ def index(
 
 
 @app.command()
-@output_options
+@bounded_output_options
 def contents(book: Book, output: Any = None, debug: DebugFlag = False) -> None:
     """List a book's chapters with their paragraph ranges (as `show` takes them).
 
@@ -68,11 +69,11 @@ def contents(book: Book, output: Any = None, debug: DebugFlag = False) -> None:
 
     document = open_document(book, output)
     chapters = api.contents(document)
-    emit(output.json_out, lambda: json_output.contents_json(document, chapters), lambda: render.contents_view(chapters))
+    emit(output.json_out, lambda: json_output.contents_json(document, chapters), lambda: render.contents_view(chapters, output.max_chars))
 
 
 @app.command()
-@output_options
+@bounded_output_options
 def cast(
     book: Book,
     query: arg('A name ("Stapleton") or a description ("the naturalist"): the people it names or describes.') = "",
@@ -80,10 +81,6 @@ def cast(
         int | None, f"Members to list, the most mentioned first (0: all); {CAST_LISTED} without a query.",
         show_default=False, min=0,
     ) = None,
-    max_chars: opt(
-        int, "Print whole members up to this many characters, then one line naming those left out; 0: no bound.",
-        "--max-chars", min=0,
-    ) = READER_CHARS,
     upto: UptoOpt = None,
     output: Any = None,
     debug: DebugFlag = False,
@@ -104,7 +101,7 @@ def cast(
     if output.json_out:
         console.print_json(json_output.cast_json(document, members, query))
     elif members:
-        render.cast_view(document, whole, members, bool(query.strip()), max_chars or None)
+        render.cast_view(document, whole, members, bool(query.strip()), output.max_chars or None)
     if not members:  # exit 4 with --json too: a script reads the same code either way
         console.notice(wording.no_cast(query))
         raise typer.Exit(4)
@@ -180,20 +177,16 @@ def eval_command(
 
 
 @app.command()
-@output_options
+@bounded_output_options
 def search(
     library: arg("A folder of books (each file or folder in it a book; or a Calibre library), or one book's file."),
     query: arg("The words to look for."),
     limit: opt(int, "Paragraphs to print, best first; 0: every one that matches.") = 10,
     context: opt(int, "Paragraphs to print before and after each hit.", "--context", "-C") = 0,
-    books: opt(
-        str | None, "Only the books whose path in the folder matches this glob ('*gatsby*').", "--books",
-        metavar="GLOB", show_default=False,
-    ) = None,
-    upto: opt(
-        int | None, "Where you have read to: of each book, no paragraph past it.", "--upto", min=1, metavar="N",
-        show_default=False,
-    ) = None,
+    books: opt(str | None, "Only the books whose path in the folder matches this glob ('*gatsby*').", "--books",
+               metavar="GLOB", show_default=False) = None,
+    upto: opt(int | None, "Where you have read to: of each book, no paragraph past it.", "--upto", min=1,
+              metavar="N", show_default=False) = None,
     library_url: LibraryUrlOpt = None,
     output: Any = None,
     debug: DebugFlag = False,
@@ -218,7 +211,7 @@ def search(
             (root,), query, limit, progress, within=api.Within(books, upto), context=context, notice=console.notice,
             library_url=library_url,
         )
-    emit(output.json_out, lambda: json_output.search_json(found, str(root)), lambda: render.search_view(found, str(root)))
+    emit(output.json_out, lambda: json_output.search_json(found, str(root)), lambda: render.search_view(found, str(root), output.max_chars))
 
 
 @app.command()

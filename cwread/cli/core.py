@@ -32,6 +32,7 @@ from cwread.cli.options import (  # noqa: E402
     Reading,
     RetrievalOpt,
     TraceOpt,
+    bounded_output_options,
     find_options,
     output_options,
     question_options,
@@ -62,7 +63,7 @@ def _click_types(name: str) -> tuple[type[BaseException], ...]:
 
 
 @app.command()
-@output_options
+@bounded_output_options
 def show(
     book: Book,
     paragraphs: arg(
@@ -84,7 +85,7 @@ def show(
     selected = api.show(document, ",".join(p.strip(",") for p in paragraphs if p.strip(",")), notes, around)
     for line in notes:
         console.notice(line)
-    emit(output.json_out, lambda: json_output.show_json(document, selected), lambda: render.show_view(document, selected))
+    emit(output.json_out, lambda: json_output.show_json(document, selected), lambda: render.show_view(document, selected, output.max_chars))
 
 
 @app.command()

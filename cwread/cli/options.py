@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cwread.cli.option_groups import listed, option, option_group, second_panel
+from cwread.cli.option_groups import listed, opt, option, option_group, second_panel
 from cwread.environment import MIN_WIDTH
 from cwread.errors import InputError
 from cwread.eval import METHOD_NAMES as EVAL_METHODS
@@ -18,7 +18,7 @@ from cwread.library import MOST_BOOKS
 from cwread.records.question import FORMS, make_question
 from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.retrieval import METHODS as RETRIEVALS
-from cwread.views import FIND_CHARS, MAP_CANDIDATES, READER_CHARS, TERMINAL_LINES  # noqa: F401  (READER_CHARS: the CLI's)
+from cwread.views import FIND_CHARS, MAP_CANDIDATES, READER_CHARS, TERMINAL_LINES
 from cwread.views.help import FORMAT_NAMES
 
 IN_OUT = "Input and output"  # the second panels (--help-all; cwread.views.help)
@@ -68,11 +68,13 @@ TraceOpt = Annotated[str | None, typer.Option("--trace", help="Also write the JS
 
 @dataclass(frozen=True)
 class Output:
-    """How a command that reads a book reads it and prints: --json, --encoding, --width."""
+    """How a command that reads a book reads it and prints: --json, --encoding, --width, and for
+    those that print what a reader asked for (show, search, contents, cast) --max-chars."""
 
     json_out: bool
     encoding: str | None
     width: int | None
+    max_chars: int | None = None
 
 
 OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
@@ -90,6 +92,9 @@ OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
 }
 output_options = option_group("output", OUTPUT_OPTIONS, Output)
+MaxCharsOpt = opt(int, "Into a pipe, print up to this many characters, then a line naming what is left out; 0: no bound.",
+                  "--max-chars", min=0, **second_panel(IN_OUT))  # fmt: skip
+bounded_output_options = option_group("output", {**OUTPUT_OPTIONS, "max_chars": (MaxCharsOpt, READER_CHARS)}, Output)
 
 
 UPTO_HELP = "Where you have read to (1200, ch03:12, or a chapter: ch12): nothing past it is used."

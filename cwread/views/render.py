@@ -45,21 +45,38 @@ def _paragraph_line(document: Document, pid: int, text: str) -> Text:
     return line
 
 
-def show_view(document: Document, paragraphs: list[Paragraph]) -> None:
-    out = stdout(lines=True)
+def _within(out: Console, items: list[tuple[list[Text], str, list[int]]], max_chars: int | None, noun: str,
+            span_label=None) -> None:  # fmt: skip
+    """Each item's lines (an item: its lines, its name, its paragraphs' ids), into a pipe only
+    while within `max_chars` characters (the first always), then one line naming those left
+    out (by their span where `span_label` is given): a reader in a pipe gets bounded text."""
+    used = 0
+    for at, (lines, _, _) in enumerate(items):
+        used += sum(len(line.plain) + 1 for line in lines)
+        if at and max_chars and not out.is_terminal and used > max_chars:
+            left = [reading.Block([], [], name, pids=pids) for _, name, pids in items[at:]]
+            for said in reading.left_out_lines(left, max_chars, noun, span_label, spans=span_label is not None)[1:]:
+                out.print(said, highlight=False, markup=False, soft_wrap=True)
+            return
+        for line in lines:
+            out.print(line)
+
+
+def show_view(document: Document, paragraphs: list[Paragraph], max_chars: int | None = None) -> None:
+    items = []
     for p in paragraphs:
         line = _paragraph_line(document, p.id, p.text)
         wrapping = document.wrapping(p.id)
         if wrapping:  # a Project Gutenberg header or licence, its front matter, contents or a caption: never retrieved or quoted
             line.append(f"  ({wrapping})", style="dim")
-        out.print(line)
-        out.print()
+        items.append(([line, Text()], document.label(p.id), [p.id]))
+    _within(stdout(lines=True), items, max_chars, "paragraphs", document.span_label)
 
 
 SEARCH_TEXT_CHARS = 600  # of a hit's paragraph shown on a terminal (a context paragraph's: half)
 
 
-def search_view(found: Found, root: str = ".") -> None:
+def search_view(found: Found, root: str = ".", max_chars: int | None = None) -> None:
     """A search's hits, each headed by its book's path and its paragraph as `show` takes them
     (`root`: the library's folder as the user named it), the words matched highlighted on a
     terminal; context paragraphs dim."""
@@ -77,24 +94,42 @@ def search_view(found: Found, root: str = ".") -> None:
     # a terminal scans hits cut short; a reader in a pipe gets whole paragraphs (a hit cut
     # before its matched clause was no use to an assistant)
     most = SEARCH_TEXT_CHARS if out.is_terminal else 1_000_000
+    items = []
     for hit in found.hits:
-        out.print()
+        wide = len(hit.before) + len(hit.after)
+        if max_chars and not out.is_terminal:
+            hit = _nearest_context(hit, max_chars - len(hit.text))
         head = Text()
-        head.append(f"{shlex.quote(printable(book_path(root, hit.book)))} {hit.label}", style="bold cyan")
+        named = f"{shlex.quote(printable(book_path(root, hit.book)))} {hit.label}"
+        head.append(named, style="bold cyan")
         head.append(
             (f"  p. {hit.page}" if hit.page is not None else "")
             + f"  score {hit.score:.2f}"
             + printable(about_line(hit.about)),
             style="dim",
         )
-        out.print(head)
-        for label, text in hit.before:
-            out.print(_search_text(label, text, most // 2, matched, "dim"))
-        out.print(_search_text(hit.label if hit.before or hit.after else "", hit.text, most, matched))
-        for label, text in hit.after:
-            out.print(_search_text(label, text, most // 2, matched, "dim"))
+        lines = [Text(), head, *(_search_text(label, text, most // 2, matched, "dim") for label, text in hit.before)]
+        lines.append(_search_text(hit.label if hit.before or hit.after else "", hit.text, most, matched))
+        lines += [_search_text(label, text, most // 2, matched, "dim") for label, text in hit.after]
+        if len(hit.before) + len(hit.after) < wide:
+            lines.append(Text(f"(its context cut to {len(hit.after)} paragraphs a side, within {max_chars:,} characters: --max-chars)"))
+        items.append((lines, named, []))
+    _within(out, items, max_chars, "hits")
     for line in found.skipped[:5]:
         notice(f"not searched: {line}")
+
+
+def _nearest_context(hit, room: int):
+    """`hit` with as many paragraphs of its context on each side, nearest first, as fit in
+    `room` characters (`-C 999999` into a pipe printed the book around its first hit)."""
+    k = 0
+    while k < max(len(hit.before), len(hit.after)):
+        ring = [*([hit.before[-k - 1]] if k < len(hit.before) else []), *hit.after[k : k + 1]]
+        cost = sum(len(text) + 8 for _, text in ring)  # 8: a paragraph's label and line
+        if cost > room:
+            break
+        room, k = room - cost, k + 1
+    return replace(hit, before=hit.before[len(hit.before) - min(k, len(hit.before)) :], after=hit.after[:k])
 
 
 def _search_text(label: str, text: str, most: int, matched, style: str = "") -> Text:
@@ -272,9 +307,9 @@ def _passage_box(out: Console, passage: Passage, ids: Sequence[int]) -> Panel:
     )
 
 
-def contents_view(chapters: list[ContentsEntry]) -> None:
+def contents_view(chapters: list[ContentsEntry], max_chars: int | None = None) -> None:
     """A book's contents, a line an entry: its paragraphs as `show` takes them, then its heading."""
-    out = stdout(lines=True)
+    items = []
     for chapter in chapters:
         line = Text()
         line.append(chapter.span, style="bold cyan")
@@ -284,7 +319,8 @@ def contents_view(chapters: list[ContentsEntry]) -> None:
         line.append(f"  {printable(chapter.heading)}")
         if chapter.wrapping:
             line.append(f"  ({chapter.wrapping})", style="dim")
-        out.print(line)
+        items.append(([line], chapter.span, []))
+    _within(stdout(lines=True), items, max_chars, "chapters")
 
 
 def index_view(document: Document, report: IndexReport) -> None:
