@@ -159,6 +159,21 @@ def cast(document: Document, query: str = "", upto: int | None = None) -> tuple[
 _NTH_CHAPTER = re.compile(r"^(?:ch|chap|chapter)\s*\.?\s*(\d+)$", re.I)
 
 
+def check_setting(key: str, value: str) -> None:
+    """InputError where `value` cannot be `key`'s, checked as a run would read it, before the
+    settings file takes it: a stage's knob, and the backend's or the constraint's name (written
+    unchecked, every later `ask` failed on it)."""
+    from cwread.backends.provider import CONSTRAINTS
+    from cwread.backends.select import PROVIDERS
+    from cwread.environment import is_stage_key
+
+    if is_stage_key(key):
+        with_knobs(RunSettings(), {key: value})
+    choices = {"backend": ("auto", *PROVIDERS), "constraint": CONSTRAINTS}.get(key)
+    if choices is not None and value not in choices:
+        raise InputError(f"unknown {key} {value!r}; choose one of: {', '.join(choices)}")
+
+
 def reading_limit(document: Document, upto: str) -> int:
     """The last paragraph a reader has read, as they say it: a paragraph as `show` takes it
     ("1200", "ch03:12"), a file of a book of files ("ch03": to its end), or the N-th chapter of

@@ -175,9 +175,10 @@ def apply_settings_file() -> dict[str, str]:
     return applied
 
 
-def write_setting(key: str, value: str | None) -> Path:
+def write_setting(key: str, value: str | None) -> tuple[Path, bool]:
     """Set `key` to `value` in the settings file (None: remove it), written whole through a
-    temporary file, readable by its owner alone (it may hold a key). InputError for an
+    temporary file, readable by its owner alone (it may hold a key); the file, and whether it
+    changed (a key removed that it did not hold: not written, nor made). InputError for an
     unknown key."""
     from cwread.cache import write_file_atomic
 
@@ -188,6 +189,8 @@ def write_setting(key: str, value: str | None) -> Path:
     if value is not None:
         _check_value(key, value)
     path = settings_path()
+    if value is None and not path.exists():  # nothing to remove: no folder or lock made for it
+        return path, False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = open(path.with_name(f".{path.name}.lock"), "a")  # noqa: SIM115  (closed below)
@@ -198,15 +201,17 @@ def write_setting(key: str, value: str | None) -> Path:
         # wrote, and the later write lost the earlier's key
         fcntl.flock(lock, fcntl.LOCK_EX)
         settings = read_settings_file(path)
+        if value is None and key not in settings:
+            return path, False
         if value is None:
-            settings.pop(key, None)
+            del settings[key]
         else:
             settings[key] = value
         text = "# cwread's settings: `cwread config set KEY VALUE`; flags and CWREAD_* variables win\n" + "".join(
             f"{k} = {_toml_string(v)}\n" for k, v in settings.items()
         )
         write_file_atomic(path, text, mode=0o600)
-    return path
+    return path, True
 
 
 MIN_WIDTH = 20  # columns a wrapped view needs at least: narrower, a paragraph's id "[1209]" is cut

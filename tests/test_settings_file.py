@@ -244,3 +244,20 @@ def test_a_home_that_is_no_folder_and_relative_xdg_folders_are_no_settings_and_n
     monkeypatch.chdir(tmp_path)
     assert run(capsys, "show", str(book), "1")[0] == 0 and run(capsys, "config", "set", "width", "0")[0] == 0
     assert not (tmp_path / "relative").exists() and (tmp_path / "home" / ".config" / "cwread" / "config.toml").exists()
+
+
+def test_config_checks_names_and_negative_numbers_and_unsets_only_what_it_holds(capsys, settings_file):
+    """`config set backend bogus` was written (every later ask failed on it); `config set
+    timeout -5` was read as an option ("No such option: -5"); `config unset width` with no
+    file said "width removed" and made the file."""
+    code, _, err = run(capsys, "config", "set", "backend", "bogus")
+    assert code == 2 and "unknown backend 'bogus'; choose one of: auto, " in err and not settings_file.exists()
+    code, _, err = run(capsys, "config", "set", "constraint", "zz")
+    assert code == 2 and "unknown constraint 'zz'" in err
+    code, _, err = run(capsys, "config", "set", "timeout", "-5")
+    assert code == 2 and "timeout must be a number of seconds above 0, not '-5'" in err
+    code, _, err = run(capsys, "config", "unset", "width")
+    assert code == 0 and "width is not set in " in err and not settings_file.parent.exists()
+    assert run(capsys, "config", "set", "backend", "ollama")[0] == 0
+    code, _, err = run(capsys, "config", "unset", "width")
+    assert code == 0 and "nothing changed" in err and tomllib.loads(settings_file.read_text()) == {"backend": "ollama"}

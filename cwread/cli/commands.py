@@ -269,7 +269,7 @@ config_app = typer.Typer(
 app.add_typer(config_app, name="config")
 
 
-@config_app.command("set")
+@config_app.command("set", context_settings={"ignore_unknown_options": True})  # a VALUE of -5 is a value
 def config_set(
     key: arg("One of the settings `cwread config show` lists."),
     value: arg("Its value."),
@@ -277,12 +277,11 @@ def config_set(
     """Set KEY to VALUE in the settings file (`cwread config set backend ollama`,
     `cwread config set finder.read_tokens 2000`)."""
     from cwread import api
-    from cwread.environment import is_stage_key, shown_setting, write_setting
+    from cwread.environment import shown_setting, write_setting
     from cwread.views import console
 
-    if is_stage_key(key):  # checked as a run would read it, before it is written
-        api.with_knobs(api.RunSettings(), {key: value})
-    path = write_setting(key, value)
+    api.check_setting(key, value)
+    path, _ = write_setting(key, value)
     console.notice(f"{key} = {shown_setting(key, value)} in {path}")
 
 
@@ -292,7 +291,8 @@ def config_unset(key: arg("The setting to remove.")) -> None:
     from cwread.environment import write_setting
     from cwread.views import console
 
-    console.notice(f"{key} removed from {write_setting(key, None)}")
+    path, removed = write_setting(key, None)
+    console.notice(f"{key} removed from {path}" if removed else f"{key} is not set in {path}; nothing changed")
 
 
 @config_app.command("show")
