@@ -405,3 +405,6 @@ def test_show_search_and_contents_into_a_pipe_are_bounded_and_say_what_they_left
     assert code == 0 and len(out) < 3_400 and "(its context cut to " in out and "Left out past 3,000 characters" in out
     code, out, _ = run(capsys, "contents", str(book), "--max-chars", "200")
     assert code == 0 and out.splitlines()[-1].startswith("Left out past 200 characters (--max-chars): ")
+    code, out, _ = run(capsys, "find", str(book), "How many gulls did the keeper count?", "--map", "--limit", "0")
+    assert code == 0 and sum(line.startswith("#") for line in out.splitlines()) > 100  # 0: all, as the help says (8 before)
+    assert out.splitlines()[-1].startswith("Left out past 15,000 characters (--max-chars): ")

@@ -128,7 +128,8 @@ def find(
         result = api.find(document, asked, settings, progress=progress, hints=hints)
     shown = len(result.anchor_segments) if shape.limit is None else shape.limit
     if shape.compact and not output.json_out:
-        render.map_view(result, shape.limit or MAP_CANDIDATES, shape.printed_chars(READER_CHARS))
+        count = MAP_CANDIDATES if shape.limit is None else shape.limit or len(document)  # 0: all, as for passages
+        render.map_view(result, count, shape.printed_chars(READER_CHARS))
         return
     passages = result.printed(shown, shape.expand)
     if output.json_out:
