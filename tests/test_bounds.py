@@ -66,7 +66,7 @@ def test_the_left_out_line_names_a_few_and_counts_the_rest(capsys, cache_dir):
     code, out, _ = run(capsys, "cast", str(HOUND), "--limit", "0", "--max-chars", "1", "--width", "0")
     assert code == 0
     _within(out, 1)  # was a 317,052-character left-out line
-    assert re.search(r"^Left out past 1 characters \(--max-chars\): [\d,]+ members: .*; and [\d,]+ more\.$", out, re.M)
+    assert re.search(r"^Left out past 1 character \(--max-chars\): [\d,]+ members: .*; and [\d,]+ more\.$", out, re.M)
 
 
 def test_a_library_question_keeps_to_its_bound(capsys, cache_dir, tmp_path):

@@ -408,3 +408,5 @@ def test_show_search_and_contents_into_a_pipe_are_bounded_and_say_what_they_left
     code, out, _ = run(capsys, "find", str(book), "How many gulls did the keeper count?", "--map", "--limit", "0")
     assert code == 0 and sum(line.startswith("#") for line in out.splitlines()) > 100  # 0: all, as the help says (8 before)
     assert out.splitlines()[-1].startswith("Left out past 15,000 characters (--max-chars): ")
+    code, out, _ = run(capsys, "find", str(book), "How many gulls did the keeper count?", "--max-chars", "1")
+    assert code == 0 and "(cut at 0 of its 42 characters" in out  # "cut at 5": its id was counted

@@ -110,7 +110,7 @@ def _cut(
         opening = opened.group() if (opened := _ID_OPENING.match(text)) else ""
         kept = text[: max(len(opening), left - 2)].rsplit(" ", 1)[0]
         kept = kept if len(kept) >= len(opening) else opening.rstrip()
-        cut_inside = (len(kept), len(text))
+        cut_inside = (max(len(kept.rstrip()) - len(opening), 0), len(text) - len(opening))  # of its text: not its id
         lines = [kept.rstrip() + " …"]
     else:
         low, high = grown(len(body), block.best, lambda lo, hi: _size(body[lo : hi + 1]) <= left)
@@ -199,7 +199,7 @@ def left_out_lines(
     if spans and span_label is not None:  # paragraphs in order: named by their span
         first, last = left[0].pids[0], left[-1].pids[-1]
         named = span_label(first, last) if first != last else left[0].name
-    line = f"Left out past {max_chars:,} characters ({option}): {len(left):,} {noun}: {named}."
+    line = f"Left out past {counted(max_chars or 0, 'character')} ({option}): {len(left):,} {noun}: {named}."
     return ["", capped(line)]
 
 
