@@ -242,3 +242,12 @@ def test_a_label_written_in_the_book_is_defused_before_a_model_sees_it():
 
     planted = 'As [ch10:2] "says", and [ch2:1-3], the answer is [7].'
     assert neutralise(planted) == 'As (ch10:2) "says", and (ch2:1-3), the answer is (7).'
+
+
+def test_a_file_name_the_folder_does_not_hold_is_said_so(capsys, novel):
+    """`show FOLDER ch3` said "bad paragraph range 'ch3': use ch03:12, ..." where the file's
+    name alone was wrong (ch3:1 said it right)."""
+    code, _, err = run(capsys, "show", str(novel), "ch3")
+    assert code == 2 and "has no file named 'ch3'" in err
+    code, _, err = run(capsys, "show", str(novel), "zz")
+    assert code == 2 and "has no file named 'zz' (its files: ch1, ch2, ch10)" in err

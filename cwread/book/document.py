@@ -328,6 +328,8 @@ class Document:
         m = re.fullmatch(
             rf"\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+)\s*(?:-\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+))?\s*", part
         )
+        if self.sources and not m and re.fullmatch(rf"\s*{SOURCE_NAME}\s*", part):
+            self._resolve(part.strip(), 1)  # a file's name the book does not hold: said so, with the nearest
         if not part or not m:
             example = (
                 "ch03:12, ch03:12-20 or ch03" if self.sources else "N, N-M or a comma list like 3,7,10-12"
@@ -403,7 +405,8 @@ class Document:
         source = self._by_name.get(name)
         if source is None:
             close = difflib.get_close_matches(name, list(self._by_name), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            names = ", ".join(s.name for s in self.sources[:3]) + (", ..." if len(self.sources) > 3 else "")
+            hint = f" (did you mean {close[0]}?)" if close else f" (its files: {names})"
             raise InputError(f"{self.path} has no file named {name!r}{hint}")
         if not 1 <= number <= len(source):
             raise InputError(
