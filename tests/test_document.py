@@ -126,6 +126,20 @@ def test_binary_input_is_refused(data, message):
         document_from_bytes(data, "f")
 
 
+def test_a_text_with_a_terminals_colours_or_a_stray_nul_is_read(capsys, tmp_path):
+    """Three short paragraphs with ESC colour codes (2 of 60 characters) and a novel with one NUL
+    in its first 4 KB were refused as binary files; their controls are shown defused."""
+    from tests.conftest import run
+
+    coloured = tmp_path / "log.txt"
+    coloured.write_bytes(b"A \x1b[31mRED\x1b[0m word.\n\nSecond.\n\nThird.\n")
+    assert run(capsys, "show", str(coloured), "1")[:2] == (0, "[1] A \u241b[31mRED\u241b[0m word.\n\n")
+    stray = tmp_path / "novel.txt"
+    stray.write_bytes(b"One night the keeper\x00 woke.\n\n" + b"The lamp was lit, and the sea was calm.\n\n" * 200)
+    code, out, _ = run(capsys, "show", str(stray), "2")
+    assert code == 0 and out.startswith("[2] The lamp was lit")
+
+
 @pytest.mark.parametrize("data", [b"", b"   \n\t\n  ", "\ufeff  \n".encode("utf-16")])
 def test_empty_input_is_refused(data):
     with pytest.raises(InputError, match=r"empty|whitespace"):

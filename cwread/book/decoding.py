@@ -18,7 +18,8 @@ _BINARY_SIGNATURES = {
     b"\x89PNG": "an image, not a text",
     b"\xff\xd8\xff": "an image, not a text",
 }
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")  # category Cc but the whitespace ones
+# category Cc but the whitespace ones and ESC (a text may hold a terminal's colours: shown defused)
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f-\x9f]")
 
 
 def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_BYTES, within: tuple[Path, ...] = ()) -> bytes:
@@ -148,7 +149,8 @@ def _guess_decode(data: bytes, name: str) -> tuple[str, str, int]:
     for sig, what in _BINARY_SIGNATURES.items():
         if data.startswith(sig):
             raise InputError(f"{name} looks like {what}")
-    if b"\x00" in data[:4096]:
+    head = data[:4096]
+    if head.count(b"\x00") * 10 > len(head):  # UTF-16 without a mark, or binary; a stray NUL is neither
         enc = _utf16_without_bom(data)
         if enc is None:
             raise InputError(f"{name} looks like a binary file, not a text")
