@@ -27,7 +27,7 @@ from cwread.errors import InputError, ModelError
 from cwread.plugins import load_plugins
 from cwread.progress import Progress
 from cwread.records.plan import Plan
-from cwread.records.question import NO_HINTS, Hints, Question, make_question
+from cwread.records.question import MAX_QUESTION_CHARS, NO_HINTS, Hints, Question, make_question
 from cwread.retrieval import DEFAULT_EMBEDDER
 from cwread.retrieval.segments import Budget, make_budget
 from cwread.settings import AnswerSettings, FinderSettings, RunSettings, SessionSettings, Settings, with_knobs
@@ -145,6 +145,7 @@ def cast(document: Document, query: str = "", upto: int | None = None) -> tuple[
     reader who has read to that paragraph (Cast.read_upto)."""
     from cwread.retrieval.cast_build import book_cast
 
+    _within_question_size(query, "name or description")
     shelving = read_as(document.path)
     if shelving is not None and shelving.shelf:  # one cast of several books merges their people
         raise InputError(
@@ -157,6 +158,13 @@ def cast(document: Document, query: str = "", upto: int | None = None) -> tuple[
 
 
 _NTH_CHAPTER = re.compile(r"^(?:ch|chap|chapter)\s*\.?\s*(\d+)$", re.I)
+
+
+def _within_question_size(words: str, what: str) -> None:
+    """InputError where `words` (a search's, a cast's name) run past what a question may (a
+    100,000-character one was searched for, and said back whole)."""
+    if len(words) > MAX_QUESTION_CHARS:
+        raise InputError(f"the {what} runs to {len(words):,} characters; cwread takes up to {MAX_QUESTION_CHARS:,}")
 
 
 def check_setting(key: str, value: str) -> None:
@@ -400,6 +408,7 @@ def search_library(
     a PostgreSQL server (SessionSettings.library_url)."""
     from cwread.library.catalog import EVERYWHERE, Library
 
+    _within_question_size(query, "search")
     library = Library(roots, notice, library_url)
     return library.search(query, limit, progress, within=within or EVERYWHERE, context=context)
 
