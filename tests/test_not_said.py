@@ -46,6 +46,10 @@ def test_an_answer_holds_what_was_asked_for_or_does_not():
     name = asked_for("What was the name of the cat?")
     assert holds(name, "What was the name of the cat?", "Admiral", "a grey tom called Admiral", book_lower)
     assert not holds(name, "What was the name of the cat?", "Two months", "Two months passed.", book_lower)
+    # the question's own name, possessed ("the Giant's wife"), is not a name the answer gives
+    wife = "What is the name of the Giant's wife?"
+    assert not holds(asked_for(wife), wife, "a very selfish Giant", "He was a very selfish Giant.", book_lower)
+    assert holds(asked_for(wife), wife, "Gemma", "His wife, Gemma, said nothing.", book_lower)
 
 
 def test_a_question_the_text_never_answers_is_declined_in_its_own_words(capsys, story, cache_dir, small_model):  # noqa: F811

@@ -146,7 +146,12 @@ def holds(
     if asked.kind == "time":
         wanted = TIME_WORDS.get(asked.detail or "time", HOURS)
         return bool(lower & wanted) or any(w[0].isdigit() for w in words)
-    asked_words = {w.lower() for w in WORD.findall(question)}
+    asked_words = {_unpossessed(w) for w in WORD.findall(question)}  # "the Giant's wife" asks of Giant
     return any(
-        w[0].isupper() and w.lower() not in lowercase_words and w.lower() not in asked_words for w in words
+        w[0].isupper() and w.lower() not in lowercase_words and _unpossessed(w) not in asked_words for w in words
     )
+
+
+def _unpossessed(word: str) -> str:
+    """`word` in lower case without a possessive's ending ("Giant's", "Giants’" -> "giant(s)")."""
+    return re.sub(r"(?:['’]s|['’])$", "", word.lower())
