@@ -89,6 +89,12 @@ def test_constant_baselines_and_ties():
         ('{"id": "x", "doc": "docs/none.txt", "kind": "open", "question": "q"}', "not found"),
         ('{"id": "x", "doc": "docs/s.txt", "kind": "open", "question": "q", "hops": 0}', "'hops' must be"),
         ('{"id": "x", "doc": "docs/s.txt", "kind": "open", "question": "q", "hops": "2"}', "'hops' must be"),
+        # a gold no answer can match: "always MAYBE 100.0%" in the baselines
+        ('{"id": "x", "doc": "docs/s.txt", "kind": "claim", "question": "q", "answer": "maybe"}', "TRUE or FALSE"),
+        (
+            '{"id": "x", "doc": "docs/s.txt", "kind": "mcq", "question": "q", "options": {"A": "a", "B": "b"}, "answer": "Z"}',
+            r"one of the options' labels \(A, B\)",
+        ),
     ],
 )
 def test_bad_records_are_refused_with_their_line(tmp_path, line, message):

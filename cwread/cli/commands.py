@@ -152,9 +152,8 @@ def modelfiles(
 @eval_settings_options
 @evaluation_options
 def eval_command(
-    data: arg(
-        "Benchmark records, one JSON object a line (document path, question, options or claim, gold answer and evidence)."
-    ),
+    data: arg('Benchmark records, one JSON object a line: id, doc (the book path, from the file), kind (open, '
+              'mcq, claim), question, options ({"A": ..., "B": ...}), answer (a label, TRUE, FALSE or text), evidence.'),
     evaluation: Any = None,
     settings: Any = None,
     json_out: JsonFlag = False,

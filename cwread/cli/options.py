@@ -140,7 +140,7 @@ EVALUATION_OPTIONS: dict[str, tuple[Any, Any]] = {
     "method": option(list[str] | None, f"{listed(EVAL_METHODS)} (repeat; default: all).", None, "--method", "-m"),
     "limit": option(int | None, "Only the first N records."),
     "spread": option(bool, "With --limit: N records evenly spaced through the file, not the first N.", False, "--spread"),
-    "out": option(str | None, "Append a row per record and method to this JSONL file."),
+    "out": option(str | None, "Write a row per record and method to this new JSONL file (one begun: --resume)."),
     "resume": option(bool, "Skip records already in --out.", False, "--resume"),
     "report": option(str | None, "Write a Markdown report here."),
     "permute_options": option(

@@ -112,6 +112,12 @@ def _record(raw: object, where: str, source: Path) -> Record:
             'an object of at least two labelled texts ({"A": "...", "B": "..."})',
         )
         options = {str(k): v for k, v in raw["options"].items()}
+    if raw.get("answer") is not None and kind in ("claim", "mcq"):  # a gold no answer can match scored 100% for "always it"
+        label = str(raw["answer"]).upper()
+        if kind == "claim":
+            field("answer", label in ("TRUE", "FALSE"), "TRUE or FALSE for a claim")
+        else:
+            field("answer", label in {k.upper() for k in options}, f"one of the options' labels ({', '.join(options)})")
     evidence = raw.get("evidence") or []
     if evidence:
         ids_ok = isinstance(evidence, list) and all(_paragraph_id(g) is not None for g in evidence)
