@@ -721,12 +721,17 @@ def test_trace_onto_an_existing_file_replaces_it_keeping_its_mode(capsys, story,
 
     scripted.interpreter._default = smart_interpreter
     target = tmp_path / "t.json"
-    target.write_text("old")
+    target.write_text('{"version": 2, "cwread": "0.1.0", "question": "an earlier run\'s"}')
     target.chmod(0o644)
     code, _, err = run(capsys, "ask", str(story), "What was the cat called?", "--backend", "scripted", "--trace", str(target))
     assert code == 0, err
     assert json.loads(target.read_text())["question"] == "What was the cat called?"
     assert target.stat().st_mode & 0o777 == 0o644
+    # a file of the user's own is never replaced: refused before any work, as chat's /save
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    code, _, err = run(capsys, "ask", str(story), "What was the cat called?", "--backend", "scripted", "--trace", str(notes))
+    assert code == 2 and "is a file cwread did not write" in err and notes.read_text() == "my notes\n"
 
 
 @pytest.mark.parametrize(
@@ -1035,7 +1040,7 @@ def test_a_trace_onto_a_link_writes_its_target_and_onto_a_device_writes_the_devi
 
     scripted.interpreter._default = smart_interpreter
     target = tmp_path / "real.json"
-    target.write_text("old\n", encoding="utf-8")
+    target.write_text('{"version": 2, "cwread": "0.1.0"}\n', encoding="utf-8")
     link = tmp_path / "link.json"
     link.symlink_to(target)
     args = ("ask", str(story), "What was the cat called?", "--backend", "scripted")

@@ -67,7 +67,7 @@ def test_a_fifo_is_written_into_and_a_link_to_a_file_stays_a_link(tmp_path, cach
     done = sh(f"{ASK} --trace trace.fifo > /dev/null", tmp_path, cache_dir)
     reader.join(timeout=60)
     assert done.returncode == 0 and got and json.loads(got[0])["version"] == 2, done.stderr
-    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "real.json").write_text('{"version": 2, "cwread": "0.1.0"}')
     (tmp_path / "link.json").symlink_to("real.json")
     done = sh(f"{ASK} --trace link.json > /dev/null", tmp_path, cache_dir)
     assert done.returncode == 0 and (tmp_path / "link.json").is_symlink()

@@ -71,6 +71,19 @@ def check_output_path(path: str | None, option: str, book: str | None = None) ->
         raise InputError(f"cannot write {option} {path}: the folder {folder} is {_why(exc)}") from None
     if target.exists() and not os.access(target, os.W_OK):
         raise InputError(f"cannot write {option} {path}: the file is read-only")
+    if target.is_file() and not _written_by_cwread(target):  # a user's own file: never replaced
+        raise InputError(f"{option} {path} is a file cwread did not write; give another name, or remove it first")
+
+
+def _written_by_cwread(path: Path) -> bool:
+    """Whether the file at `path` is empty or one cwread wrote: a trace or traces (JSON with
+    its "cwread" version near the top) or an eval report; one a later run may replace."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return True  # the write itself says what is wrong
+    return not head.strip() or b'"cwread":' in head or head.startswith(b"# cwread eval")
 
 
 def _harm_to_book(path: Path, book: Path) -> str | None:
