@@ -33,6 +33,7 @@ from cwread.cli.options import (  # noqa: E402
     RetrievalOpt,
     TraceOpt,
     bounded_output_options,
+    chat_output_options,
     find_options,
     output_options,
     question_options,
@@ -303,7 +304,7 @@ def verify(
 
 @app.command()
 @settings_options
-@output_options
+@chat_output_options
 def chat(
     book: Book,
     output: Any = None,

@@ -33,10 +33,8 @@ Book = Annotated[
         show_default=False, metavar="BOOK",
     ),
 ]
-JsonFlag = Annotated[
-    bool,
-    typer.Option("--json", help="Print exactly one JSON document on stdout; all else on stderr.", metavar=""),
-]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print exactly one JSON document on stdout; all else on stderr.", metavar="")]
+JsonLinesFlag = Annotated[bool, typer.Option("--json", help="One JSON trace a line on stdout, for one question a line in; all else on stderr.", metavar="")]
 DebugFlag = Annotated[
     bool,
     typer.Option("--debug", help="Show tracebacks on errors.", metavar="", **second_panel(IN_OUT)),
@@ -94,6 +92,7 @@ OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
 output_options = option_group("output", OUTPUT_OPTIONS, Output)
 MaxCharsOpt = opt(int, "Into a pipe, print up to this many characters, then a line naming what is left out; 0: no bound.",
                   "--max-chars", min=0, **second_panel(IN_OUT))  # fmt: skip
+chat_output_options = option_group("output", {**OUTPUT_OPTIONS, "json_out": (JsonLinesFlag, False)}, Output)
 bounded_output_options = option_group("output", {**OUTPUT_OPTIONS, "max_chars": (MaxCharsOpt, READER_CHARS)}, Output)
 
 
