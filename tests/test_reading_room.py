@@ -70,6 +70,10 @@ def test_the_readers_limit_bounds_the_question_and_the_cast(room):
     assert firsts and max(firsts) <= 107
     bad = room.get("/book/2/ask?q=key&upto=ch40")
     assert bad.status_code == 400 and "the reading limit" in bad.text
+    for said in ("abc", "", "%ff"):  # Python's own words were shown: "invalid literal for int() ..."
+        bad = room.get(f"/book/2/read?page={said}")
+        assert bad.status_code == 400 and "no page " in bad.text and "number, 1 to " in bad.text
+        assert "invalid literal" not in bad.text
 
 
 def test_the_book_is_data_and_the_server_serves_only_its_books(room):

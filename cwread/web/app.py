@@ -189,7 +189,10 @@ def make_app(room: Room, allowed_hosts: tuple[str, ...] = LOOPBACK) -> Starlette
         pages = room.pages(document)
         at = request.query_params.get("at")
         pid = api.paragraph_id(document, at) if at else None
-        index = int(request.query_params.get("page", "1")) - 1 if pid is None else next(
+        said = request.query_params.get("page", "1")
+        if pid is None and not said.strip().isdigit():
+            raise InputError(f"no page {said!r}: give a page's number, 1 to {len(pages)}")
+        index = int(said) - 1 if pid is None else next(
             i for i, (first, last, _) in enumerate(pages) if first <= pid <= last
         )
         if not 0 <= index < len(pages):
@@ -262,8 +265,8 @@ def make_app(room: Room, allowed_hosts: tuple[str, ...] = LOOPBACK) -> Starlette
             except CwreadError as exc:
                 status = 400 if isinstance(exc, InputError) else 500
                 return page("error.html", status=status, title="Not read", message=str(exc))
-            except (ValueError, StopIteration) as exc:
-                return page("error.html", status=400, title="Not read", message=f"bad request: {exc}")
+            except (ValueError, StopIteration):  # Python's own words ("invalid literal for int()") are no reader's
+                return page("error.html", status=400, title="Not read", message="bad request: a number or a name in its address is not one this reader takes")
 
         return Route(path, endpoint, name=handler.__name__)
 
