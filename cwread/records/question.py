@@ -207,7 +207,11 @@ def parse_options(raw: list[str] | None) -> dict[str, str]:
             raise InputError(f"option {label} is given twice")
         options[label] = text
     if len(options) == 1:
-        raise InputError("a multiple-choice question needs at least two options")
+        (label, text), given = next(iter(options.items())), (raw or [""])[0]
+        raise InputError(
+            f'a multiple-choice question needs at least two options; one was given, {given!r} (as option {label}: '
+            f'{text!r}): write each as -o "A=text" -o "B=text"'
+        )
     return dict(sorted(options.items()))
 
 
