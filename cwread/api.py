@@ -177,8 +177,13 @@ def check_setting(key: str, value: str) -> None:
 
     if is_stage_key(key):
         with_knobs(RunSettings(), {key: value})
+    if key == "embedder":
+        from cwread.retrieval.embedders import check_embedder
+
+        check_embedder(value)
     choices = {"backend": ("auto", *PROVIDERS), "constraint": CONSTRAINTS}.get(key)
-    if choices is not None and value not in choices:
+    said = value.lower() if key == "constraint" else value  # as a run reads each: a constraint in any case
+    if choices is not None and said not in choices:
         raise InputError(f"unknown {key} {value!r}; choose one of: {', '.join(choices)}")
 
 

@@ -98,9 +98,10 @@ def url_password(value: str) -> str | None:
     return (userinfo.partition(":")[2] or None) if at else None
 
 
-# a URL as it stands in a message (scheme://...), to its next space
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://\S+")
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&\s]*")
+# a URL as it stands in a message (scheme://...), to its next space or the next URL's scheme
+_SCHEME = r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://"
+_URL = re.compile(rf"{_SCHEME}(?:(?!{_SCHEME})\S)+")
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&\s]*", re.IGNORECASE)
 
 
 def url_hidden(url: str) -> str:

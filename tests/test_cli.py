@@ -172,7 +172,7 @@ def looped(tmp_path, name):
         (lambda t, s: ["find", str(s), "   "], "question is empty"),
         (lambda t, s: ["find", str(s), "q", "-o", "A="], "option A is empty"),
         (lambda t, s: ["find", str(s), "q", "-o", "A=x"], "at least two options"),
-        (lambda t, s: ["find", str(s), "q", "-o", "A"], "one was given, 'A' (as option A: 'A'): write each as"),
+        (lambda t, s: ["find", str(s), "q", "-o", "A"], "one was given, 'A' (as option A: 'A'): give each as \"A=text\""),
         (lambda t, s: ["find", str(s), "q", "--set", "budget.preset=huge"], "unknown preset"),
         (lambda t, s: ["find", str(s), "q", "--set", "budget.p_w=0"], "p_w"),
         (lambda t, s: ["find", str(s), "q", "--set", "budget.anchors=many"], "budget.anchors must be a number"),

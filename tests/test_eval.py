@@ -433,6 +433,16 @@ def test_eval_cli_json_report_and_out(capsys, tmp_path, cache_dir, scripted, eva
     capsys.readouterr()
     code = main(["eval", data, "-m", "nonsense"])
     assert code == 2 and "unknown method" in capsys.readouterr().err
+    # --out is only added to: --resume continues it (its rows are no trace, and were refused as
+    # "a file cwread did not write"); a report of another tool is never replaced
+    code = main(["eval", data, "-m", "retrieval", "--out", str(tmp_path / "rows.jsonl"), "--resume", "--no-cache"])
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    theirs = tmp_path / "plan.md"
+    theirs.write_text("# cwread evaluation: my plan\n")
+    code = main(["eval", data, "-m", "retrieval", "--report", str(theirs)])
+    assert code == 2 and "is a file cwread did not write" in capsys.readouterr().err
+    assert theirs.read_text() == "# cwread evaluation: my plan\n"
 
 
 def test_the_methods_named_for_the_cli_are_those_defined():

@@ -174,6 +174,12 @@ def test_a_stream_that_cannot_write_every_character_gets_them_replaced(tmp_path,
         done = subprocess.run([sys.executable, "-m", "cwread", "show", str(book), "1", *extra],
                               cwd=REPO, env=env, capture_output=True, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
         assert done.returncode == 0 and check(done.stdout), done.stderr
+    # a password past ASCII is hidden before the JSON is escaped (escaped first, it was shown)
+    url = "http://me:pässwörd@127.0.0.1:9/v1"
+    done = subprocess.run([sys.executable, "-m", "cwread", "doctor", "--json", "--backend", "openai", "--base-url", url],
+                          cwd=REPO, env=env, capture_output=True, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    assert b"\\u00e4" not in done.stdout and "pässwörd" not in json.dumps(json.loads(done.stdout), ensure_ascii=False)
+    assert b"me:***@" in done.stdout
 
 
 def test_missing_embedder_path_is_one_line(capsys, story, cache_dir):
@@ -730,8 +736,10 @@ def test_trace_onto_an_existing_file_replaces_it_keeping_its_mode(capsys, story,
     # a file of the user's own is never replaced: refused before any work, as chat's /save
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
-    code, _, err = run(capsys, "ask", str(story), "What was the cat called?", "--backend", "scripted", "--trace", str(notes))
-    assert code == 2 and "is a file cwread did not write" in err and notes.read_text() == "my notes\n"
+    for theirs in ("my notes\n", " " * 300 + "notes", '{"mcpServers": {"cwread": {}}}', '{"user": "me", "cwread": "0.1"}'):
+        notes.write_text(theirs)
+        code, _, err = run(capsys, "ask", str(story), "What was the cat called?", "--backend", "scripted", "--trace", str(notes))
+        assert code == 2 and "is a file cwread did not write" in err and notes.read_text() == theirs
 
 
 @pytest.mark.parametrize(

@@ -251,3 +251,5 @@ def test_a_file_name_the_folder_does_not_hold_is_said_so(capsys, novel):
     assert code == 2 and "has no file named 'ch3'" in err
     code, _, err = run(capsys, "show", str(novel), "zz")
     assert code == 2 and "has no file named 'zz' (its files: ch1, ch2, ch10)" in err
+    code, _, err = run(capsys, "show", str(novel), "ch1-ch2")  # a range's form, not a file's name
+    assert code == 2 and "bad paragraph range 'ch1-ch2'" in err

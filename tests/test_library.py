@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -109,6 +110,8 @@ def test_a_file_whose_name_is_not_utf8_is_named_and_the_rest_read(capsys, librar
     assert code == 0 and out.startswith("[giant:1]") and "bad\ufffd\ufffdname.txt: a name that is not UTF-8" in err
     code, out, err = run(capsys, "find", str(bad), "Who built the wall?", "--map")
     assert code == 0 and "#1 [" in out, err
+    code, _, err = run(capsys, "search", str(bad), "garden")  # one book's file: said as in a folder
+    assert code == 2 and "bad\ufffd\ufffdname.txt: a name that is not UTF-8" in err
 
 
 def test_numbers_past_sqlites_integers_mean_all(capsys, library, cache_dir):
@@ -403,6 +406,12 @@ def test_show_search_and_contents_into_a_pipe_are_bounded_and_say_what_they_left
     assert code == 0 and "[660] " in out and "Left out" not in out
     code, out, _ = run(capsys, "search", str(root), "gulls", "-C", "999999", "--limit", "2", "--max-chars", "3000")
     assert code == 0 and len(out) < 3_400 and "(its context cut to " in out and "Left out past 3,000 characters" in out
+    code, out, _ = run(capsys, "show", str(book), "1-3,400,600", "--max-chars", "60")  # a span names only a run
+    assert out.splitlines()[-1] == "Left out past 60 characters (--max-chars): 4 paragraphs: 2; 3; 400; 600."
+    code, out, _ = run(capsys, "show", str(book), "1,600", "--max-chars", "60")
+    assert out.splitlines()[-1] == "Left out past 60 characters (--max-chars): 1 paragraph: 600."
+    code, out, _ = run(capsys, "search", str(book), "gulls", "-C", "3", "--limit", "1", "--max-chars", "200")
+    assert re.search(r"\(its context cut to \d+ paragraphs? before it and \d+ after, within 200 characters", out)
     code, out, _ = run(capsys, "contents", str(book), "--max-chars", "200")
     assert code == 0 and out.splitlines()[-1].startswith("Left out past 200 characters (--max-chars): ")
     code, out, _ = run(capsys, "find", str(book), "How many gulls did the keeper count?", "--map", "--limit", "0")

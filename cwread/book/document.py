@@ -328,7 +328,8 @@ class Document:
         m = re.fullmatch(
             rf"\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+)\s*(?:-\s*(?:({SOURCE_NAME})\s*:\s*)?(\d+))?\s*", part
         )
-        if self.sources and not m and re.fullmatch(rf"\s*{SOURCE_NAME}\s*", part):
+        # (not a range of names, "ch1-ch2": the range's form is what to say)
+        if self.sources and not m and re.fullmatch(rf"\s*{SOURCE_NAME}\s*", part) and "-" not in part:
             self._resolve(part.strip(), 1)  # a file's name the book does not hold: said so, with the nearest
         if not part or not m:
             example = (

@@ -90,7 +90,7 @@ OUTPUT_OPTIONS: dict[str, tuple[Any, Any]] = {
     ),
 }
 output_options = option_group("output", OUTPUT_OPTIONS, Output)
-MaxCharsOpt = opt(int, "Into a pipe, print up to this many characters, then a line naming what is left out; 0: no bound.",
+MaxCharsOpt = opt(int, "Print up to this many characters (show, search, contents: into a pipe), then a line naming what is left out; 0: no bound.",
                   "--max-chars", min=0, **second_panel(IN_OUT))  # fmt: skip
 chat_output_options = option_group("output", {**OUTPUT_OPTIONS, "json_out": (JsonLinesFlag, False)}, Output)
 bounded_output_options = option_group("output", {**OUTPUT_OPTIONS, "max_chars": (MaxCharsOpt, READER_CHARS)}, Output)

@@ -159,7 +159,7 @@ def evaluate(
         raise InputError("--resume needs --out (the results file to continue)")
     for path, flag in ((options.out, "--out"), (options.report, "--report")):
         if path is not None:  # before any work: a finished run's summary is never lost
-            check_output_path(path, flag)
+            check_output_path(path, flag, replaces=flag == "--report")  # --out is only added to (--resume)
     records = load_records(options.data)
     limit = options.limit
     records = spread_sample(records, limit) if options.spread and limit else records[:limit]

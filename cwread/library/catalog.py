@@ -494,7 +494,10 @@ NAMED_BOOKS = 5  # books named where a pattern matches none
 
 def _check_glob(pattern: str) -> None:
     """InputError where `pattern` is no glob: a '[' it never closes ("[a-"), which fnmatch
-    would take as itself and so match nothing, said as if no book were there."""
+    would take as itself and so match nothing, said as if no book were there; a name that is
+    not UTF-8 (a book's file so named is left out, and said so)."""
+    if shown := name_not_utf8(pattern):
+        raise InputError(f"{shown}: {NOT_UTF8}")
     opened = None
     for i, char in enumerate(pattern):
         if char == "[" and opened is None:

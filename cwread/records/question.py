@@ -210,7 +210,7 @@ def parse_options(raw: list[str] | None) -> dict[str, str]:
         (label, text), given = next(iter(options.items())), (raw or [""])[0]
         raise InputError(
             f'a multiple-choice question needs at least two options; one was given, {given!r} (as option {label}: '
-            f'{text!r}): write each as -o "A=text" -o "B=text"'
+            f'{text!r}): give each as "A=text", "B=text"'
         )
     return dict(sorted(options.items()))
 

@@ -157,11 +157,16 @@ def load_embedder(spec: str | None = None) -> Embedder | None:
     return _load_embedder(spec)
 
 
-def _load_embedder(spec: str) -> Embedder:
-    if spec == "minilm-static":
-        return load_static_minilm()
-    if spec == "minilm":
-        return _load_sentence_transformer(str(minilm_dir()), "minilm", f"minilm:{_minilm_version()}")
+def check_embedder(spec: str) -> None:
+    """InputError where `spec` names no embedder cwread can load (checked as `load_embedder`
+    would, without loading it): what `config set embedder` writes, every later run reads."""
+    if spec not in ("minilm-static", "minilm", "none"):
+        _sentence_transformer_path(spec)
+
+
+def _sentence_transformer_path(spec: str) -> Path:
+    """The folder `spec` names, or where it is no folder, its name in the local model cache;
+    InputError where it is neither (nothing is ever downloaded)."""
     path = Path(spec).expanduser()
     if not path.exists() and spec.startswith(("/", ".", "~")):  # a path, not a cached model's name
         raise InputError(
@@ -173,6 +178,15 @@ def _load_embedder(spec: str) -> Embedder:
             f"--embedder {spec}: not a shipped embedder, a local folder, or a model already in the "
             "local model cache (give minilm-static, minilm, none, or a sentence-transformers folder)"
         )
+    return path
+
+
+def _load_embedder(spec: str) -> Embedder:
+    if spec == "minilm-static":
+        return load_static_minilm()
+    if spec == "minilm":
+        return _load_sentence_transformer(str(minilm_dir()), "minilm", f"minilm:{_minilm_version()}")
+    path = _sentence_transformer_path(spec)
     fingerprint = f"st:{path.resolve()}" if path.exists() else f"st:{spec}"
     return _load_sentence_transformer(str(path) if path.exists() else spec, spec, fingerprint)
 

@@ -246,7 +246,9 @@ def json_text(data: dict, indent: int | None = 2, ascii_only: bool = False) -> s
     """`data` as JSON (indented, or on one line with `indent` None), every control character
     escaped: JSON escapes C0 itself, DEL, C1 and bidi formatting are escaped here
     (_C1_DEL_AND_BIDI), so the text stays exact; `ascii_only`: every character past ASCII too."""
-    dumped = hide_secrets(json.dumps(data, ensure_ascii=ascii_only, indent=indent))  # a key never printed
+    dumped = hide_secrets(json.dumps(data, ensure_ascii=False, indent=indent))  # a key never printed
+    if ascii_only:  # escaped after the secrets are hidden: a password past ASCII is matched as written
+        dumped = json.dumps(json.loads(dumped), ensure_ascii=True, indent=indent)
     return _C1_DEL_AND_BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
 
 

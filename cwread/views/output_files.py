@@ -36,7 +36,7 @@ def open_stream(path: str) -> int | None:
 _STREAM = re.compile(rf"/dev/(stdin|stdout|stderr)|/dev/fd/(\d+)|/proc/(?:self|{os.getpid()})/fd/(\d+)")
 
 
-def check_output_path(path: str | None, option: str, book: str | None = None) -> None:
+def check_output_path(path: str | None, option: str, book: str | None = None, replaces: bool = True) -> None:
     """Before any work, so that finished work is never lost: InputError unless `path` (for the
     flag `option`; None: nothing to check) can be written: its folder exists and takes a new
     file, it is not a folder itself, nor the `book` read; an open stream it names (open_stream)
@@ -71,19 +71,23 @@ def check_output_path(path: str | None, option: str, book: str | None = None) ->
         raise InputError(f"cannot write {option} {path}: the folder {folder} is {_why(exc)}") from None
     if target.exists() and not os.access(target, os.W_OK):
         raise InputError(f"cannot write {option} {path}: the file is read-only")
-    if target.is_file() and not _written_by_cwread(target):  # a user's own file: never replaced
+    if replaces and target.is_file() and not _written_by_cwread(target):  # a user's own file: never replaced
         raise InputError(f"{option} {path} is a file cwread did not write; give another name, or remove it first")
 
 
+# how what cwread writes opens: a trace (or a JSON Lines file of them), an eval report
+_CWREADS = re.compile(rb'\{\s*"version":\s*\d+,\s*"cwread":\s*"|# cwread eval: ')
+
+
 def _written_by_cwread(path: Path) -> bool:
-    """Whether the file at `path` is empty or one cwread wrote: a trace or traces (JSON with
-    its "cwread" version near the top) or an eval report; one a later run may replace."""
+    """Whether the file at `path` is empty or one cwread wrote, as it opens: one a later run
+    may replace."""
     try:
         with open(path, "rb") as f:
-            head = f.read(256)
+            head = f.read(64)
     except OSError:
         return True  # the write itself says what is wrong
-    return not head.strip() or b'"cwread":' in head or head.startswith(b"# cwread eval")
+    return not head or bool(_CWREADS.match(head))
 
 
 def _harm_to_book(path: Path, book: Path) -> str | None:

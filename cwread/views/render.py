@@ -55,7 +55,9 @@ def _within(out: Console, items: list[tuple[list[Text], str, list[int]]], max_ch
         used += sum(len(line.plain) + 1 for line in lines)
         if at and max_chars and not out.is_terminal and used > max_chars:
             left = [reading.Block([], [], name, pids=pids) for _, name, pids in items[at:]]
-            for said in reading.left_out_lines(left, max_chars, noun, span_label, spans=span_label is not None)[1:]:
+            ids = [pid for block in left for pid in block.pids]
+            running = span_label is not None and ids == list(range(ids[0], ids[0] + len(ids)))  # a span names them
+            for said in reading.left_out_lines(left, max_chars, noun, span_label, spans=running)[1:]:
                 out.print(said, highlight=False, markup=False, soft_wrap=True)
             return
         for line in lines:
@@ -112,7 +114,8 @@ def search_view(found: Found, root: str = ".", max_chars: int | None = None) -> 
         lines.append(_search_text(hit.label if hit.before or hit.after else "", hit.text, most, matched))
         lines += [_search_text(label, text, most // 2, matched, "dim") for label, text in hit.after]
         if len(hit.before) + len(hit.after) < wide:
-            lines.append(Text(f"(its context cut to {len(hit.after)} paragraphs a side, within {max_chars:,} characters: --max-chars)"))
+            kept = f"{counted(len(hit.before), 'paragraph')} before it and {len(hit.after):,} after"
+            lines.append(Text(f"(its context cut to {kept}, within {max_chars:,} characters: --max-chars)"))
         items.append((lines, named, []))
     _within(out, items, max_chars, "hits")
     for line in found.skipped[:5]:
