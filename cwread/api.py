@@ -169,22 +169,18 @@ def _within_question_size(words: str, what: str) -> None:
 
 def check_setting(key: str, value: str) -> None:
     """InputError where `value` cannot be `key`'s, checked as a run would read it, before the
-    settings file takes it: a stage's knob, and the backend's or the constraint's name (written
-    unchecked, every later `ask` failed on it)."""
-    from cwread.backends.provider import CONSTRAINTS
-    from cwread.backends.select import PROVIDERS
+    settings file takes it: a stage's knob, the backend's, the constraint's or the embedder's
+    name (written unchecked, every later `ask` failed on it)."""
+    from cwread.backends.provider import checked_constraint
+    from cwread.backends.select import check_backend
     from cwread.environment import is_stage_key
+    from cwread.retrieval.embedders import check_embedder
 
     if is_stage_key(key):
         with_knobs(RunSettings(), {key: value})
-    if key == "embedder":
-        from cwread.retrieval.embedders import check_embedder
-
-        check_embedder(value)
-    choices = {"backend": ("auto", *PROVIDERS), "constraint": CONSTRAINTS}.get(key)
-    said = value.lower() if key == "constraint" else value  # as a run reads each: a constraint in any case
-    if choices is not None and said not in choices:
-        raise InputError(f"unknown {key} {value!r}; choose one of: {', '.join(choices)}")
+    checks = {"backend": check_backend, "constraint": checked_constraint, "embedder": check_embedder}
+    if key in checks:
+        checks[key](value)  # the very check a run makes of it
 
 
 def reading_limit(document: Document, upto: str) -> int:

@@ -28,6 +28,13 @@ from cwread.errors import InputError, keep_url_password
 ROLES = ("finder", "interpreter")
 DEFAULT_MODELS = {"finder": "cwread-finder", "interpreter": "cwread-interpreter"}
 CONSTRAINTS = ("auto", "grammar", "json", "none")  # how a server is made to keep the format
+
+
+def checked_constraint(name: str) -> str:
+    """`name` as a constraint, in any case ("JSON" is json); InputError for none of CONSTRAINTS."""
+    if name.lower() not in CONSTRAINTS:
+        raise InputError(f"unknown constraint {name.lower()!r}; choose one of: {', '.join(CONSTRAINTS)}")
+    return name.lower()
 _AT_URL = re.compile(r"@(?=[A-Za-z][A-Za-z0-9+.-]*://)")  # "@" before a scheme: a server's address
 
 
@@ -247,9 +254,7 @@ class BackendSettings:
         if self.environment_read:
             return self
         env = os.environ
-        constraint = (self.constraint or env.get("CWREAD_CONSTRAINT") or "auto").lower()
-        if constraint not in CONSTRAINTS:
-            raise InputError(f"unknown constraint {constraint!r}; choose one of: {', '.join(CONSTRAINTS)}")
+        constraint = checked_constraint(self.constraint or env.get("CWREAD_CONSTRAINT") or "auto")
         kinds = [p.settings for p in PROVIDERS.values() if p.settings is not None]
         own = tuple(self.section(kind).resolved() for kind in kinds)
         for section in own:  # a server's address may carry a password: never printed, as a key

@@ -45,6 +45,12 @@ def with_call_cache(selection: Selection) -> Selection:
     return Selection(finder, interpreter, selection.why)
 
 
+def check_backend(name: str) -> None:
+    """InputError where `name` is neither auto nor a registered provider's (as written: case counts)."""
+    if name != "auto" and name not in PROVIDERS:
+        raise InputError(f"unknown backend {name!r}; choose one of: auto, {', '.join(PROVIDERS)}")
+
+
 def select_backends(settings: BackendSettings) -> Selection:
     """The Finder's and the Interpreter's backends for `settings` (see module doc): the agents
     that name a provider in their model get it; the rest get --backend's, `auto` deciding
@@ -53,8 +59,7 @@ def select_backends(settings: BackendSettings) -> Selection:
     settings = settings.resolved()
     refs = {role: settings.model_ref(role) for role in ROLES}
     backend, why_auto = settings.backend, ""
-    if backend != "auto" and backend not in PROVIDERS:
-        raise InputError(f"unknown backend {backend!r}; choose one of: auto, {', '.join(PROVIDERS)}")
+    check_backend(backend)
     unnamed = [role for role in ROLES if refs[role].provider is None]
     if unnamed and backend == "auto":
         backend, why_auto = _auto(settings, {role: refs[role] for role in unnamed})
