@@ -384,6 +384,10 @@ class Document:
             )
         return ids
 
+    def _first_files(self) -> str:
+        """The first three files' names, as a message lists them ("ch01, ch02, ch03, ...")."""
+        return ", ".join(s.name for s in self.sources[:3]) + (", ..." if len(self.sources) > 3 else "")
+
     def _resolve(self, name: str | None, number: int) -> int:
         count = len(self.paragraphs)
         if not self.sources:
@@ -397,17 +401,15 @@ class Document:
                 )
             return number
         if name is None:
-            names = ", ".join(s.name for s in self.sources[:3]) + (", ..." if len(self.sources) > 3 else "")
             example = next((s for s in self.sources if len(s) >= number), None)  # a file that has it
             say = f": {example.name}:{number}, say" if example is not None else f" (no file holds {number} paragraphs)"
             raise InputError(
-                f"paragraph {number} needs its file{say} ({self.path} holds {counted(len(self.sources), 'file')}: {names})"
+                f"paragraph {number} needs its file{say} ({self.path} holds {counted(len(self.sources), 'file')}: {self._first_files()})"
             )
         source = self._by_name.get(name)
         if source is None:
             close = difflib.get_close_matches(name, list(self._by_name), n=1)
-            names = ", ".join(s.name for s in self.sources[:3]) + (", ..." if len(self.sources) > 3 else "")
-            hint = f" (did you mean {close[0]}?)" if close else f" (its files: {names})"
+            hint = f" (did you mean {close[0]}?)" if close else f" (its files: {self._first_files()})"
             raise InputError(f"{self.path} has no file named {name!r}{hint}")
         if not 1 <= number <= len(source):
             raise InputError(

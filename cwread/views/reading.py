@@ -199,7 +199,7 @@ def left_out_lines(
     if spans and span_label is not None:  # paragraphs in order: named by their span
         first, last = left[0].pids[0], left[-1].pids[-1]
         named = span_label(first, last) if first != last else left[0].name
-    many = f"{len(left):,} {noun}" if len(left) != 1 else f"1 {noun.removesuffix('s')}"
+    many = counted(len(left), noun.removesuffix("s"), noun)
     line = f"Left out past {counted(max_chars or 0, 'character')} ({option}): {many}: {named}."
     return ["", capped(line)]
 

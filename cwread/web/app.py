@@ -190,7 +190,7 @@ def make_app(room: Room, allowed_hosts: tuple[str, ...] = LOOPBACK) -> Starlette
         at = request.query_params.get("at")
         pid = api.paragraph_id(document, at) if at else None
         said = request.query_params.get("page", "1")
-        if pid is None and not said.strip().isdigit():
+        if pid is None and not said.strip().isdecimal():  # (isdigit takes "²", which int() does not)
             raise InputError(f"no page {said!r}: give a page's number, 1 to {len(pages)}")
         index = int(said) - 1 if pid is None else next(
             i for i, (first, last, _) in enumerate(pages) if first <= pid <= last
