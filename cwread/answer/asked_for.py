@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from cwread.records.stages import AskedFor
-from cwread.text.words import WORD, word_stems
+from cwread.text.words import WORD, without_possessive, word_stems
 
 COLOURS = frozenset(
     [
@@ -146,12 +146,8 @@ def holds(
     if asked.kind == "time":
         wanted = TIME_WORDS.get(asked.detail or "time", HOURS)
         return bool(lower & wanted) or any(w[0].isdigit() for w in words)
-    asked_words = {_unpossessed(w) for w in WORD.findall(question)}  # "the Giant's wife" asks of Giant
+    asked_words = {without_possessive(w.lower()) for w in WORD.findall(question)}  # "the Giant's wife" asks of Giant
     return any(
-        w[0].isupper() and w.lower() not in lowercase_words and _unpossessed(w) not in asked_words for w in words
+        w[0].isupper() and w.lower() not in lowercase_words and without_possessive(w.lower()) not in asked_words
+        for w in words
     )
-
-
-def _unpossessed(word: str) -> str:
-    """`word` in lower case without a possessive's ending ("Giant's", "Giants’" -> "giant(s)")."""
-    return re.sub(r"(?:['’]s|['’])$", "", word.lower())

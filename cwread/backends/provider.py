@@ -28,6 +28,7 @@ from cwread.errors import InputError, keep_url_password
 ROLES = ("finder", "interpreter")
 DEFAULT_MODELS = {"finder": "cwread-finder", "interpreter": "cwread-interpreter"}
 CONSTRAINTS = ("auto", "grammar", "json", "none")  # how a server is made to keep the format
+_AT_URL = re.compile(r"@(?=[A-Za-z][A-Za-z0-9+.-]*://)")  # "@" before a scheme: a server's address
 
 
 def checked_constraint(name: str) -> str:
@@ -35,7 +36,6 @@ def checked_constraint(name: str) -> str:
     if name.lower() not in CONSTRAINTS:
         raise InputError(f"unknown constraint {name.lower()!r}; choose one of: {', '.join(CONSTRAINTS)}")
     return name.lower()
-_AT_URL = re.compile(r"@(?=[A-Za-z][A-Za-z0-9+.-]*://)")  # "@" before a scheme: a server's address
 
 
 @dataclass(frozen=True)

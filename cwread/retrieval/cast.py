@@ -24,7 +24,7 @@ from cwread.retrieval.descriptions import (
     descriptions_in,
     normalized,
 )
-from cwread.text.words import NOT_NAMES, STOPWORDS, TITLES, WORD, word_stems
+from cwread.text.words import NOT_NAMES, STOPWORDS, TITLES, WORD, without_possessive, word_stems
 
 FEMALE_TITLES = frozenset(
     {"mrs", "miss", "ms", "madam", "madame", "mme", "mlle", "mademoiselle", "lady", "queen", "princess"}
@@ -381,8 +381,7 @@ def _possessive(word: str) -> bool:
 
 def _bare(word: str) -> str:
     """A word without its possessive or full stop ("Holmes's" -> "Holmes")."""
-    word = word.rstrip(".")
-    return word[:-2] if _possessive(word) else word.rstrip("'’")
+    return without_possessive(word.rstrip("."))
 
 
 def _form_key(form: str) -> tuple[str, ...]:

@@ -246,6 +246,11 @@ def word_stems(words: list[str]) -> list[str]:
     return stemmer().stemWords([IRREGULAR.get(w, w) for w in words])
 
 
+def without_possessive(word: str) -> str:
+    """A word without its possessive ending ("Holmes's" -> "Holmes", "Giants’" -> "Giants")."""
+    return word[:-2] if word.endswith(("'s", "’s")) else word.rstrip("'’")
+
+
 def counted(count: int, noun: str, nouns: str = "") -> str:
     """A count and its noun, agreed: "1 book", "2 books", "1,500 paragraphs" (`nouns`: the
     plural where it is not the noun and s)."""
