@@ -410,8 +410,13 @@ def test_show_search_and_contents_into_a_pipe_are_bounded_and_say_what_they_left
     assert out.splitlines()[-1] == "Left out past 60 characters (--max-chars): 4 paragraphs: 2; 3; 400; 600."
     code, out, _ = run(capsys, "show", str(book), "1,600", "--max-chars", "60")
     assert out.splitlines()[-1] == "Left out past 60 characters (--max-chars): 1 paragraph: 600."
-    code, out, _ = run(capsys, "search", str(book), "gulls", "-C", "3", "--limit", "1", "--max-chars", "200")
-    assert re.search(r"\(its context cut to \d+ paragraphs? before it and \d+ after, within 200 characters", out)
+    # a first paragraph alone past the bound is cut inside at a word, its id kept, and says so
+    code, out, _ = run(capsys, "show", str(book), "2", "--max-chars", "24")
+    assert code == 0 and out.splitlines() == ["[2] The keeper …", "(cut at 10 of its 42 characters, within --max-chars)"]
+    code, out, _ = run(capsys, "show", str(book), "2-3", "--max-chars", "24")
+    assert out.splitlines()[-1] == "Left out past 24 characters (--max-chars): 1 paragraph: 3."
+    code, out, _ = run(capsys, "search", str(book), "gulls", "-C", "3", "--limit", "1", "--max-chars", "400")
+    assert re.search(r"\(its context cut to [12] paragraphs? before it and [12] after, within 400 characters", out)
     code, out, _ = run(capsys, "contents", str(book), "--max-chars", "200")
     assert code == 0 and out.splitlines()[-1].startswith("Left out past 200 characters (--max-chars): ")
     code, out, _ = run(capsys, "find", str(book), "How many gulls did the keeper count?", "--map", "--limit", "0")

@@ -90,7 +90,7 @@ def named_list(names: list[str]) -> str:
 
 # what opens a line with the place it cites, kept by any cut: "[12] " (a paragraph), "#3 [12] "
 # (a map's or a left-out passage's line)
-_ID_OPENING = re.compile(r"(?:#\d+\S* (?:[^\[\n]* )?)?\[[^\]]+\] ")  # "#1 book.txt [4-11] " on a shelf
+ID_OPENING = re.compile(r"(?:#\d+\S* (?:[^\[\n]* )?)?\[[^\]]+\] ")  # "#1 book.txt [4-11] " on a shelf
 
 
 def _cut(
@@ -107,7 +107,7 @@ def _cut(
     cut_inside = None
     if body and used > left:  # the best line alone is too long: cut inside it, its id kept
         text = body[low]
-        opening = opened.group() if (opened := _ID_OPENING.match(text)) else ""
+        opening = opened.group() if (opened := ID_OPENING.match(text)) else ""
         kept = text[: max(len(opening), left - 2)].rsplit(" ", 1)[0]
         kept = kept if len(kept) >= len(opening) else opening.rstrip()
         cut_inside = (max(len(kept.rstrip()) - len(opening), 0), len(text) - len(opening))  # of its text: not its id

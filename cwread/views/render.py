@@ -53,15 +53,36 @@ def _within(out: Console, items: list[tuple[list[Text], str, list[int]]], max_ch
     used = 0
     for at, (lines, _, _) in enumerate(items):
         used += sum(len(line.plain) + 1 for line in lines)
-        if at and max_chars and not out.is_terminal and used > max_chars:
+        if max_chars and not out.is_terminal and used > max_chars:
+            if at == 0:  # alone past the bound: its lines while within, the one that crosses cut inside
+                _print_cut(out, lines, max_chars)
+                at = 1
             left = [reading.Block([], [], name, pids=pids) for _, name, pids in items[at:]]
             ids = [pid for block in left for pid in block.pids]
-            running = span_label is not None and ids == list(range(ids[0], ids[0] + len(ids)))  # a span names them
+            running = span_label is not None and ids == list(range(ids[0], ids[0] + len(ids))) if ids else False  # a span names them
             for said in reading.left_out_lines(left, max_chars, noun, span_label, spans=running)[1:]:
                 out.print(said, highlight=False, markup=False, soft_wrap=True)
             return
         for line in lines:
             out.print(line)
+
+
+def _print_cut(out: Console, lines: list[Text], room: int) -> None:
+    """`lines` while within `room` characters; the one that crosses it cut at a word, its id
+    ("[12] ") kept, with " …" and a line saying how much of it was printed (as reading's cut)."""
+    for line in lines:
+        text = line.plain
+        if len(text) + 1 <= room:
+            out.print(line)
+            room -= len(text) + 1
+            continue
+        opening = opened.group() if (opened := reading.ID_OPENING.match(text)) else ""
+        kept = text[: max(len(opening), room - 2)].rsplit(" ", 1)[0].rstrip()
+        kept = kept if len(kept) >= len(opening.rstrip()) else opening.rstrip()
+        out.print(Text.assemble(line[: len(kept)], " …"))
+        shown = max(len(kept) - len(opening), 0)
+        out.print(f"(cut at {shown:,} of its {len(text) - len(opening):,} characters, within --max-chars)", highlight=False, markup=False, soft_wrap=True)
+        return
 
 
 def show_view(document: Document, paragraphs: list[Paragraph], max_chars: int | None = None) -> None:
@@ -99,8 +120,6 @@ def search_view(found: Found, root: str = ".", max_chars: int | None = None) -> 
     items = []
     for hit in found.hits:
         wide = len(hit.before) + len(hit.after)
-        if max_chars and not out.is_terminal:
-            hit = _nearest_context(hit, max_chars - len(hit.text))
         head = Text()
         named = f"{shlex.quote(printable(book_path(root, hit.book)))} {hit.label}"
         head.append(named, style="bold cyan")
@@ -110,6 +129,8 @@ def search_view(found: Found, root: str = ".", max_chars: int | None = None) -> 
             + printable(about_line(hit.about)),
             style="dim",
         )
+        if max_chars and not out.is_terminal:  # the context that fits beside its head, its text and a note
+            hit = _nearest_context(hit, max_chars - len(head.plain) - len(hit.text) - 100)
         lines = [Text(), head, *(_search_text(label, text, most // 2, matched, "dim") for label, text in hit.before)]
         lines.append(_search_text(hit.label if hit.before or hit.after else "", hit.text, most, matched))
         lines += [_search_text(label, text, most // 2, matched, "dim") for label, text in hit.after]
